@@ -1,0 +1,51 @@
+# witness: build, test, demo, bench, fuzz, lint.
+# `make demo` and `make test` are the two commands a new machine needs (Go and Node).
+
+GO       ?= go
+BIN      := bin/witness
+FUZZTIME ?= 3s
+export GOFLAGS ?= -mod=mod
+
+.PHONY: all build test unit peers demo bench fuzz lint docs clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/witness
+
+# Pinned npm peers (MCP servers, RDF libraries) that the tests talk to.
+peers:
+	@if [ -f testdata/peers/package-lock.json ]; then \
+		if [ ! -d testdata/peers/node_modules ] || [ testdata/peers/package-lock.json -nt testdata/peers/node_modules/.package-lock.json ]; then \
+			echo "installing pinned npm peers (testdata/peers)"; \
+			cd testdata/peers && npm ci --no-audit --no-fund --loglevel=error; \
+		fi; \
+	fi
+
+unit:
+	$(GO) test ./...
+
+test: peers lint build
+	$(GO) test -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+demo: build
+	@bash scripts/demo.sh
+
+bench: peers build
+	@bash scripts/bench.sh
+
+# Runs every fuzz target in the module for FUZZTIME each.
+fuzz:
+	@bash scripts/fuzz.sh $(FUZZTIME)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+docs: build
+	$(GO) run ./cmd/witness-docgen docs/cli
+
+clean:
+	rm -rf bin

@@ -1,0 +1,155 @@
+package capture
+
+import (
+	"encoding/json"
+)
+
+// FormatVersion is the version of the event log format written in every line's
+// "v" field. docs/formats/events.md documents it.
+const FormatVersion = 1
+
+// Kind names what an event records.
+type Kind string
+
+// The event kinds. The five choke points come first, in 0.1.0's order.
+const (
+	KindToolCall       Kind = "tool_call"       // (a) tool call before MCP
+	KindToolResponse   Kind = "tool_response"   // (b) MCP response
+	KindModelInput     Kind = "model_input"     // (c) message to the model
+	KindModelOutput    Kind = "model_output"    // (d) model response
+	KindExternalEffect Kind = "external_effect" // (e) side effect of a tool
+	KindNotification   Kind = "notification"    // a server-to-client notification or request
+	KindMessage        Kind = "message"         // an application message between agents (firewall)
+	KindSessionStart   Kind = "session_start"   // first line: the session header
+	KindSessionEnd     Kind = "session_end"     // last line: count, chain head, signatures
+)
+
+// ChokePoints are the five choke-point kinds in their canonical order.
+var ChokePoints = []Kind{KindToolCall, KindToolResponse, KindModelInput, KindModelOutput, KindExternalEffect}
+
+// Source says how the witness learned of an event.
+type Source string
+
+const (
+	SourceObserved Source = "observed" // seen on the wire by the witness itself
+	SourceReported Source = "reported" // reported by the agent or its framework (capture append, Recorder)
+	SourceImported Source = "imported" // converted from another tool's log (atw-0.1.0)
+)
+
+// GenesisPrev is the "prev" value of the first line of a log.
+const GenesisPrev = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// Event is one line of the event log. Every line carries the common envelope
+// (v, seq, id, session, kind, ts, source, prev); the other fields depend on the
+// kind and are omitted when empty. Lines are written as canonical JSON
+// (internal/canon), so identical events give identical bytes.
+type Event struct {
+	V       int    `json:"v"`
+	Seq     int64  `json:"seq"`     // 0-based position in the log
+	ID      string `json:"id"`      // stable id, unique within the session ("e<seq>")
+	Session string `json:"session"` // session id, shared by every line of the log
+	Kind    Kind   `json:"kind"`
+	TS      string `json:"ts"` // RFC 3339 UTC, from ATW_WITNESS_TS when frozen
+	Source  Source `json:"source"`
+	Prev    string `json:"prev"` // sha256 hex of the previous line's bytes (without '\n'); GenesisPrev on the first
+
+	// Causal links, by event id within the session.
+	Call  string `json:"call,omitempty"`  // tool_response, external_effect: the tool_call it answers or was caused by
+	Input string `json:"input,omitempty"` // model_output: the model_input it answers
+	Cause string `json:"cause,omitempty"` // tool_call: the model_output that asked for it; message: the event that produced it
+
+	// Tool and protocol fields.
+	Tool   string          `json:"tool,omitempty"`   // MCP tool name
+	Method string          `json:"method,omitempty"` // JSON-RPC method (tools/call, notifications/tools/list_changed, ...)
+	RPCID  json.RawMessage `json:"rpc_id,omitempty"` // the exact JSON-RPC id token (number or string) as on the wire
+
+	// Payload is the real content: tool_call arguments, tool_response result
+	// (or the JSON-RPC error object), model content, effect detail,
+	// notification params. PayloadSHA256 is the sha256 of its canonical JSON.
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	PayloadSHA256 string          `json:"payload_sha256,omitempty"`
+	IsError       *bool           `json:"is_error,omitempty"`  // tool_response: result.isError, or true for a JSON-RPC error
+	RPCError      bool            `json:"rpc_error,omitempty"` // tool_response: the payload is a JSON-RPC error object, not a result
+	Role          string          `json:"role,omitempty"`      // model_input, model_output
+
+	Effect  *Effect  `json:"effect,omitempty"`  // external_effect
+	Message *Message `json:"message,omitempty"` // message
+	Wire    *WireRef `json:"wire,omitempty"`    // where the bytes are in the cassette
+
+	Header *Header `json:"header,omitempty"` // session_start
+	End    *End    `json:"end,omitempty"`    // session_end
+}
+
+// Effect describes an external effect of a tool.
+type Effect struct {
+	Op     string `json:"op"`               // read, write, overwrite, delete, send, payment, exec, other
+	Target string `json:"target,omitempty"` // path, URL, recipient...
+	Reason string `json:"reason,omitempty"` // why the witness believes it happened (annotation, mapping rule, reported)
+}
+
+// Message is an application message between agents (see docs/formats/firewall.md).
+type Message struct {
+	Direction     string   `json:"direction"` // incoming | outgoing
+	Conversation  string   `json:"conversation"`
+	Sender        string   `json:"sender"`
+	Recipients    []string `json:"recipients,omitempty"`
+	Text          string   `json:"text"`
+	Operation     string   `json:"operation"` // direct, multicast, gather, all_gather, answer
+	AuthorAgentID string   `json:"authorAgentId,omitempty"`
+	PostID        string   `json:"postId,omitempty"`
+}
+
+// WireRef points at cassette records by their offsets.
+type WireRef struct {
+	Cassette string  `json:"cassette,omitempty"` // cassette file name, relative to the log
+	Offsets  []int64 `json:"offsets"`            // record offsets of the lines this event came from
+}
+
+// Header is the payload of the session_start line.
+type Header struct {
+	Format         string      `json:"format"` // "witness-events"
+	WitnessVersion string      `json:"witness_version"`
+	Seal           *SealRef    `json:"seal,omitempty"`
+	Server         *ServerInfo `json:"server,omitempty"`
+	ImportedFrom   string      `json:"imported_from,omitempty"` // e.g. "atw-0.1.0"
+	Pairing        string      `json:"pairing"`                 // "jsonrpc-id" or "earliest-open-same-tool" (imports)
+	Redaction      *Redaction  `json:"redaction,omitempty"`
+	Notes          []string    `json:"notes,omitempty"`
+}
+
+// SealRef binds a log to the seal that was its plan.
+type SealRef struct {
+	Digest    string `json:"digest"`     // sha256 hex of the seal's canonical JSON (seal_ref in 0.1.0 terms)
+	WitnessID string `json:"witness_id"` // the seal's witness_id
+}
+
+// ServerInfo identifies the MCP server and the session's protocol.
+type ServerInfo struct {
+	Name            string   `json:"name,omitempty"`
+	Version         string   `json:"version,omitempty"`
+	ProtocolVersion string   `json:"protocol_version,omitempty"`
+	Command         string   `json:"command,omitempty"`
+	Args            []string `json:"args,omitempty"`
+	ToolsSHA256     string   `json:"tools_sha256,omitempty"` // sha256 of the canonical tools/list result (all pages)
+}
+
+// Redaction says which rules redacted values and how (never the key).
+type Redaction struct {
+	Rules []string `json:"rules"`
+	KeyID string   `json:"key_id,omitempty"`
+}
+
+// End is the payload of the session_end line.
+type End struct {
+	Count      int64       `json:"count"` // number of lines before this one
+	Head       string      `json:"head"`  // sha256 of the line before this one (equals Prev)
+	Reason     string      `json:"reason,omitempty"`
+	Signatures []Signature `json:"signatures,omitempty"`
+}
+
+// Signature is a signature over the canonical JSON of {"count","head","session"}.
+type Signature struct {
+	KeyID string `json:"key_id"`
+	Alg   string `json:"alg"` // hmac-sha256 | ed25519
+	Sig   string `json:"sig"` // hex (hmac) or base64 (ed25519)
+}

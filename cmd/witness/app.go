@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// app carries what every command needs from the process: its streams and its
+// environment. Tests build one with their own buffers and environment.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+}
+
+// run executes the witness command line args and returns the exit code.
+func run(args []string, a *app) int {
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	started := false
+	markStarted(root, &started)
+	err := root.Execute()
+	if err == nil {
+		return int(exitcode.OK)
+	}
+	var coded *exitcode.Error
+	if !started && !errors.As(err, &coded) {
+		// cobra refused the command line before any verb ran: unknown
+		// command, missing required flag, bad flag value.
+		err = usageError(err, "run 'witness --help' for the commands and 'witness COMMAND --help' for their flags")
+	}
+	printError(a.stderr, err)
+	return int(exitcode.Of(err))
+}
+
+// printError writes err (and its hint, if any) in the witness error style.
+func printError(w io.Writer, err error) {
+	var silent *silentError
+	if errors.As(err, &silent) {
+		return
+	}
+	msg := strings.TrimSpace(err.Error())
+	fmt.Fprintf(w, "witness: error: %s\n", msg)
+	if h := exitcode.HintOf(err); h != "" {
+		fmt.Fprintf(w, "witness: hint: %s\n", h)
+	}
+}
+
+// silentError carries an exit code for a command that has already reported
+// its outcome (a verdict printed on stdout) and must not print an error line.
+type silentError struct{ code exitcode.Code }
+
+func (e *silentError) Error() string { return "exit " + e.code.Name() }
+
+// exitWith returns an error that makes run exit with code without printing.
+func exitWith(code exitcode.Code) error {
+	if code == exitcode.OK {
+		return nil
+	}
+	return exitcode.New(code, &silentError{code: code}, "")
+}
+
+// usageError marks err as a usage error with a hint.
+func usageError(err error, hint string) error {
+	return exitcode.New(exitcode.Usage, err, hint)
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "witness",
+		Short: "External witness for autonomous AI agents: seal, capture, graph, verify, replay",
+		Long: `witness is an external witness for autonomous AI agents. It seals what an
+agent is allowed to do before it runs, captures what it did at the MCP
+protocol boundary, turns the capture into a canonical W3C PROV causal graph,
+verifies the graph against the seal, and replays counterfactuals on it.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError(err, fmt.Sprintf("run 'witness %s --help' for the flags it takes", strings.TrimPrefix(c.CommandPath(), "witness ")))
+	})
+	root.AddCommand(
+		newVersionCmd(a),
+	)
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// markStarted sets *started when a verb's RunE begins, so that errors cobra
+// raises before that are reported as usage errors.
+func markStarted(c *cobra.Command, started *bool) {
+	if c.RunE != nil {
+		orig := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			*started = true
+			return orig(cmd, args)
+		}
+	}
+	for _, sub := range c.Commands() {
+		markStarted(sub, started)
+	}
+}
+
+// wrapArgs makes positional-argument errors usage errors, recursively.
+func wrapArgs(c *cobra.Command) {
+	if c.Args != nil {
+		orig := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := orig(cmd, args); err != nil {
+				return usageError(err, fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath()))
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}

@@ -1,0 +1,32 @@
+module github.com/agent-trace-witness/witness
+
+go 1.26
+
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/piprate/json-gold v0.9.1
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/secure-systems-lab/go-securesystemslib v0.11.1
+	github.com/spf13/cobra v1.10.2
+	github.com/zalando/go-keyring v0.2.8
+)
+
+require (
+	github.com/cayleygraph/quad v1.3.0 // indirect
+	github.com/danieljoos/wincred v1.2.3 // indirect
+	github.com/godbus/dbus/v5 v5.2.2 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/pquerna/cachecontrol v0.2.0 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/oauth2 v0.35.0 // indirect
+	golang.org/x/sync v0.20.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	golang.org/x/tools v0.42.0 // indirect
+)

@@ -1,0 +1,321 @@
+// Package canon owns the canonical JSON encoding used for every signed or
+// hashed body in witness.
+//
+// The encoding is RFC 8785 (JCS): object keys sorted, no insignificant
+// whitespace, strings escaped minimally, numbers in the ECMAScript shortest
+// form. For the values seals hold (strings, integers, arrays, objects) the bytes
+// are identical to Python's json.dumps(sort_keys=True, separators=(",", ":"),
+// ensure_ascii=False), which agent-trace-witness 0.1.0 signs. Divergences are
+// documented in docs/formats/canonical-json.md.
+package canon
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Marshal returns the canonical encoding of v. v may be any value that
+// encoding/json can marshal; it is first encoded, then re-decoded with exact
+// numbers and re-emitted canonically.
+func Marshal(v any) ([]byte, error) {
+	var raw []byte
+	switch t := v.(type) {
+	case json.RawMessage:
+		raw = t
+	case []byte:
+		// treat as JSON text
+		raw = t
+	default:
+		var err error
+		raw, err = json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return Transform(raw)
+}
+
+// Transform re-encodes the JSON text raw canonically. It refuses invalid JSON,
+// trailing data, invalid UTF-8 in strings and duplicate object keys.
+func Transform(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var buf bytes.Buffer
+	if err := transformValue(dec, &buf); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("canonical json: trailing data after value")
+	}
+	return buf.Bytes(), nil
+}
+
+func transformValue(dec *json.Decoder, buf *bytes.Buffer) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("canonical json: %w", err)
+	}
+	return transformToken(dec, tok, buf)
+}
+
+func transformToken(dec *json.Decoder, tok json.Token, buf *bytes.Buffer) error {
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			type member struct {
+				key string
+				val []byte
+			}
+			var members []member
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return fmt.Errorf("canonical json: %w", err)
+				}
+				k, ok := kt.(string)
+				if !ok {
+					return fmt.Errorf("canonical json: object key is not a string")
+				}
+				if seen[k] {
+					return fmt.Errorf("canonical json: duplicate object key %q", k)
+				}
+				seen[k] = true
+				var vb bytes.Buffer
+				if err := transformValue(dec, &vb); err != nil {
+					return err
+				}
+				members = append(members, member{k, vb.Bytes()})
+			}
+			if _, err := dec.Token(); err != nil {
+				return fmt.Errorf("canonical json: %w", err)
+			}
+			sort.Slice(members, func(i, j int) bool { return lessUTF16(members[i].key, members[j].key) })
+			buf.WriteByte('{')
+			for i, m := range members {
+				if i > 0 {
+					buf.WriteByte(',')
+				}
+				if err := writeString(buf, m.key); err != nil {
+					return err
+				}
+				buf.WriteByte(':')
+				buf.Write(m.val)
+			}
+			buf.WriteByte('}')
+			return nil
+		case '[':
+			buf.WriteByte('[')
+			first := true
+			for dec.More() {
+				if !first {
+					buf.WriteByte(',')
+				}
+				first = false
+				if err := transformValue(dec, buf); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return fmt.Errorf("canonical json: %w", err)
+			}
+			buf.WriteByte(']')
+			return nil
+		}
+		return fmt.Errorf("canonical json: unexpected delimiter %q", t)
+	case string:
+		return writeString(buf, t)
+	case json.Number:
+		s, err := FormatNumber(string(t))
+		if err != nil {
+			return err
+		}
+		buf.WriteString(s)
+		return nil
+	case bool:
+		if t {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+		return nil
+	case nil:
+		buf.WriteString("null")
+		return nil
+	}
+	return fmt.Errorf("canonical json: unexpected token %T", tok)
+}
+
+// lessUTF16 orders keys by UTF-16 code units, as RFC 8785 requires. For keys
+// made only of BMP characters this equals code-point (and UTF-8 byte) order,
+// which is what Python's sort_keys does.
+func lessUTF16(a, b string) bool {
+	if isASCIIOrBMP(a) && isASCIIOrBMP(b) {
+		return a < b
+	}
+	ua, ub := utf16Units(a), utf16Units(b)
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			return ua[i] < ub[i]
+		}
+	}
+	return len(ua) < len(ub)
+}
+
+func isASCIIOrBMP(s string) bool {
+	for _, r := range s {
+		if r > 0xFFFF {
+			return false
+		}
+	}
+	return true
+}
+
+func utf16Units(s string) []uint16 {
+	out := make([]uint16, 0, len(s))
+	for _, r := range s {
+		if r > 0xFFFF {
+			r -= 0x10000
+			out = append(out, uint16(0xD800+(r>>10)), uint16(0xDC00+(r&0x3FF)))
+		} else {
+			out = append(out, uint16(r))
+		}
+	}
+	return out
+}
+
+const hexdigits = "0123456789abcdef"
+
+// writeString writes s as a JSON string: '"' and '\\' escaped, the short
+// escapes \b \f \n \r \t, other controls below U+0020 as \u00xx (lowercase
+// hex), everything else (including <, >, &, U+2028, U+2029 and DEL) raw.
+func writeString(buf *bytes.Buffer, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("canonical json: string is not valid UTF-8")
+	}
+	buf.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			buf.WriteString(`\"`)
+		case c == '\\':
+			buf.WriteString(`\\`)
+		case c == '\b':
+			buf.WriteString(`\b`)
+		case c == '\f':
+			buf.WriteString(`\f`)
+		case c == '\n':
+			buf.WriteString(`\n`)
+		case c == '\r':
+			buf.WriteString(`\r`)
+		case c == '\t':
+			buf.WriteString(`\t`)
+		case c < 0x20:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hexdigits[c>>4])
+			buf.WriteByte(hexdigits[c&0xF])
+		default:
+			buf.WriteByte(c)
+		}
+	}
+	buf.WriteByte('"')
+	return nil
+}
+
+// AppendString appends the canonical JSON encoding of the string s to dst.
+func AppendString(dst []byte, s string) ([]byte, error) {
+	var b bytes.Buffer
+	if err := writeString(&b, s); err != nil {
+		return dst, err
+	}
+	return append(dst, b.Bytes()...), nil
+}
+
+// FormatNumber returns the canonical form of the JSON number literal lit.
+// Integer literals whose magnitude is below 2^53 are written as exact
+// decimals (as Python writes them); every other number is converted to an
+// IEEE 754 double and written in the ECMAScript shortest form (RFC 8785 §3.2.2.3).
+func FormatNumber(lit string) (string, error) {
+	if isIntLiteral(lit) {
+		if len(strings.TrimPrefix(lit, "-")) <= 16 {
+			n, err := strconv.ParseInt(lit, 10, 64)
+			if err == nil && n > -(1<<53) && n < (1<<53) {
+				if n == 0 {
+					return "0", nil // -0 becomes 0
+				}
+				return strconv.FormatInt(n, 10), nil
+			}
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", fmt.Errorf("canonical json: number %s is not representable", lit)
+	}
+	return FormatFloat(f), nil
+}
+
+func isIntLiteral(lit string) bool {
+	s := strings.TrimPrefix(lit, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// FormatFloat writes f the way ECMAScript's Number.prototype.toString does,
+// which is what RFC 8785 prescribes.
+func FormatFloat(f float64) string {
+	if f == 0 {
+		return "0"
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "null"
+	}
+	sign := ""
+	if f < 0 {
+		sign = "-"
+		f = -f
+	}
+	// shortest round-trip digits and exponent
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddddde±xx
+	mant, expStr, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	exp, _ := strconv.Atoi(expStr)
+	k := len(digits)
+	n := exp + 1 // position of the decimal point relative to digits
+	var out string
+	switch {
+	case k <= n && n <= 21:
+		out = digits + strings.Repeat("0", n-k)
+	case 0 < n && n <= 21:
+		out = digits[:n] + "." + digits[n:]
+	case -6 < n && n <= 0:
+		out = "0." + strings.Repeat("0", -n) + digits
+	default:
+		m := digits[:1]
+		if k > 1 {
+			m += "." + digits[1:]
+		}
+		es := n - 1
+		if es >= 0 {
+			out = m + "e+" + strconv.Itoa(es)
+		} else {
+			out = m + "e-" + strconv.Itoa(-es)
+		}
+	}
+	return sign + out
+}
