@@ -125,12 +125,20 @@ type SealRef struct {
 
 // ServerInfo identifies the MCP server and the session's protocol.
 type ServerInfo struct {
-	Name            string   `json:"name,omitempty"`
-	Version         string   `json:"version,omitempty"`
-	ProtocolVersion string   `json:"protocol_version,omitempty"`
-	Command         string   `json:"command,omitempty"`
-	Args            []string `json:"args,omitempty"`
-	ToolsSHA256     string   `json:"tools_sha256,omitempty"` // sha256 of the canonical tools/list result (all pages)
+	Name            string    `json:"name,omitempty"`
+	Version         string    `json:"version,omitempty"`
+	ProtocolVersion string    `json:"protocol_version,omitempty"`
+	Command         string    `json:"command,omitempty"`
+	Args            []string  `json:"args,omitempty"`
+	ToolsSHA256     string    `json:"tools_sha256,omitempty"` // sha256 of the canonical list of tool definitions (all pages)
+	Tools           []ToolDef `json:"tools,omitempty"`        // tool definitions seen at session start, in server order
+}
+
+// ToolDef is one tool definition as the server listed it.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	SHA256      string          `json:"sha256"`                // sha256 of the canonical JSON of the whole definition object
+	Annotations json.RawMessage `json:"annotations,omitempty"` // the definition's MCP annotations (destructiveHint, idempotentHint, ...)
 }
 
 // Redaction says which rules redacted values and how (never the key).
