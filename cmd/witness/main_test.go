@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript scripts run the witness binary in-process: the
+// test binary re-executes itself as "witness" for every `exec witness ...`.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"witness": func() {
+			os.Exit(run(os.Args[1:], newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
+		},
+	})
+}
+
+// repoRoot walks up from the package directory to the folder holding go.mod.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// TestScript runs every cmd/witness/testdata/script/*.txtar. Scripts see:
+//
+//	$REPO            the repository root (e.g. $REPO/testdata/compat/atw-0.1.0/)
+//	$ATW_WITNESS_TS  frozen to 2026-08-30T14:33:00+00:00
+//	$WITNESS_KEYRING $WORK/keys.json (a fresh, not yet existing keyring)
+//	$CI              passed through, so scripts can tell CI from a laptop
+//	$HOME            $WORK/home
+//
+// The witness command runs in-process via TestMain.
+func TestScript(t *testing.T) {
+	root := repoRoot(t)
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("REPO", root)
+			env.Setenv("ATW_WITNESS_TS", "2026-08-30T14:33:00+00:00")
+			env.Setenv("WITNESS_KEYRING", filepath.Join(env.WorkDir, "keys.json"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, "home", ".config"))
+			env.Setenv("CI", os.Getenv("CI"))
+			if p := os.Getenv("PATH"); p != "" {
+				env.Setenv("PATH", p)
+			}
+			for _, k := range []string{"DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "GOCOVERDIR"} {
+				if v := os.Getenv(k); v != "" {
+					env.Setenv(k, v)
+				}
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits": cmdExits,
+		},
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+	})
+}
+
+// cmdExits implements the script command
+//
+//	exits CODE PROGRAM [ARGS...]
+//
+// which runs PROGRAM like exec and fails unless it exits with exactly CODE
+// (see internal/exitcode: 0 ok, 1 violation, 2 usage, 3 tampered,
+// 4 incomplete, 5 failure). Its stdout and stderr are then checked with the
+// usual stdout/stderr commands.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS...] (no '!': the code says what is expected)")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: bad code %q", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
