@@ -1,0 +1,213 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Kind is what a node is for replay.
+type Kind uint8
+
+const (
+	KindOther    Kind = iota // relation nodes, plans, anything else: never removable
+	KindActivity             // prov:Activity: an action of the run
+	KindEntity               // prov:Entity: a datum (arguments, response, effect, message)
+	KindAgent                // prov:Agent and its subclasses: never removable
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindActivity:
+		return "activity"
+	case KindEntity:
+		return "entity"
+	case KindAgent:
+		return "agent"
+	}
+	return "other"
+}
+
+// Removable reports whether a node of this kind may be named by --remove.
+func (k Kind) Removable() bool { return k == KindActivity || k == KindEntity }
+
+// Edge is a PROV dependency relation that replay follows.
+type Edge uint8
+
+const (
+	EdgeUsed           Edge = iota + 1 // Activity prov:used Entity: the activity depends on the entity
+	EdgeWasGeneratedBy                 // Entity prov:wasGeneratedBy Activity: the entity depends on the activity
+	EdgeWasInformedBy                  // Activity prov:wasInformedBy Activity: the informed activity depends on the informant
+	EdgeWasDerivedFrom                 // Entity prov:wasDerivedFrom Entity: the derived entity depends on its source
+)
+
+// Name is the compact PROV name of the edge ("prov:used", ...).
+func (e Edge) Name() string {
+	switch e {
+	case EdgeUsed:
+		return "prov:used"
+	case EdgeWasGeneratedBy:
+		return "prov:wasGeneratedBy"
+	case EdgeWasInformedBy:
+		return "prov:wasInformedBy"
+	case EdgeWasDerivedFrom:
+		return "prov:wasDerivedFrom"
+	}
+	return "edge?"
+}
+
+// Dep is one dependency of a node: the node depends on On through Edge
+// (the node is the subject of the PROV statement, On its object).
+type Dep struct {
+	Edge Edge
+	On   string
+}
+
+// Record is what replay needs to know about one graph node. Adapters (the
+// graph.Graph adapter, tests, the bench generator) produce records; replay
+// never reads a file format itself.
+type Record struct {
+	ID   string
+	Kind Kind
+	// Tool is the MCP tool of an activity (or of the call behind an effect).
+	Tool string
+	// Effect is set on an external-effect entity.
+	Effect *EffectFact
+	// Destructive and NotIdempotent are the tool's explicit MCP annotations
+	// (destructiveHint true, idempotentHint false) on an activity.
+	Destructive   bool
+	NotIdempotent bool
+	// Deps are the node's outgoing dependency edges.
+	Deps []Dep
+}
+
+// EffectFact describes an external effect entity.
+type EffectFact struct {
+	Op     string `json:"op"`
+	Target string `json:"target,omitempty"`
+}
+
+// irreversibleOps are the effect ops whose effect cannot be undone.
+var irreversibleOps = map[string]string{
+	"delete":    "the effect deleted data; replay cannot re-create it",
+	"overwrite": "the effect overwrote data; the previous content is not in the evidence",
+	"send":      "the effect sent a message outside the run; it cannot be recalled",
+	"payment":   "the effect made a payment; it cannot be reversed by replay",
+}
+
+// index is the compact form replay computes on: node ids sorted and numbered,
+// dependents in CSR form (for node u, the nodes that depend on u).
+type index struct {
+	ids    []string
+	pos    map[string]int32
+	recs   []Record
+	depOff []int32 // len n+1
+	dep    []int32 // dependents, sorted per node
+	depVia []Edge  // edge by which dep[i] depends on its owner
+	// notRep[i] holds the reasons node i's effects cannot be undone (nil if none).
+	notRep [][]string
+}
+
+// buildIndex numbers the records by id. Duplicate ids are an error; edges to
+// ids that are not nodes are ignored (a dangling reference depends on nothing
+// replay can remove).
+func buildIndex(recs []Record) (*index, error) {
+	sorted := make([]Record, len(recs))
+	copy(sorted, recs)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	n := len(sorted)
+	ix := &index{ids: make([]string, n), pos: make(map[string]int32, n), recs: sorted, notRep: make([][]string, n)}
+	for i, r := range sorted {
+		if i > 0 && sorted[i-1].ID == r.ID {
+			return nil, fmt.Errorf("node %q appears twice", r.ID)
+		}
+		ix.ids[i] = r.ID
+		ix.pos[r.ID] = int32(i)
+	}
+	counts := make([]int32, n+1)
+	for _, r := range sorted {
+		for _, d := range r.Deps {
+			if j, ok := ix.pos[d.On]; ok && d.On != r.ID {
+				counts[j+1]++
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		counts[i+1] += counts[i]
+	}
+	ix.depOff = counts
+	ix.dep = make([]int32, counts[n])
+	ix.depVia = make([]Edge, counts[n])
+	fill := make([]int32, n)
+	copy(fill, counts[:n])
+	for i, r := range sorted { // i ascending: each dependents list comes out sorted
+		for _, d := range r.Deps {
+			j, ok := ix.pos[d.On]
+			if !ok || d.On == r.ID {
+				continue
+			}
+			ix.dep[fill[j]] = int32(i)
+			ix.depVia[fill[j]] = d.Edge
+			fill[j]++
+		}
+	}
+	// Deduplicate (a node may depend on the same node through two edges);
+	// keep the first edge in Edge order for explanations.
+	w := int32(0)
+	start := int32(0)
+	for u := 0; u < n; u++ {
+		end := ix.depOff[u+1]
+		lo := w
+		for k := start; k < end; k++ {
+			if w > lo && ix.dep[w-1] == ix.dep[k] {
+				if ix.depVia[k] < ix.depVia[w-1] {
+					ix.depVia[w-1] = ix.depVia[k]
+				}
+				continue
+			}
+			ix.dep[w] = ix.dep[k]
+			ix.depVia[w] = ix.depVia[k]
+			w++
+		}
+		start = end
+		ix.depOff[u+1] = w
+	}
+	ix.dep = ix.dep[:w]
+	ix.depVia = ix.depVia[:w]
+	for i, r := range sorted {
+		ix.notRep[i] = notReplayableReasons(r)
+	}
+	return ix, nil
+}
+
+// notReplayableReasons lists why the node's effects cannot be undone.
+func notReplayableReasons(r Record) []string {
+	var out []string
+	if r.Kind == KindEntity && r.Effect != nil {
+		if why, ok := irreversibleOps[r.Effect.Op]; ok {
+			out = append(out, "op "+r.Effect.Op+": "+why)
+		}
+	}
+	if r.Kind == KindActivity {
+		if r.Destructive {
+			out = append(out, "tool "+quoteTool(r.Tool)+" is annotated destructiveHint: true")
+		}
+		if r.NotIdempotent {
+			out = append(out, "tool "+quoteTool(r.Tool)+" is annotated idempotentHint: false; calling it again would not give the same state")
+		}
+	}
+	return out
+}
+
+func quoteTool(t string) string {
+	if t == "" {
+		return "(unnamed)"
+	}
+	return t
+}
+
+func (ix *index) n() int { return len(ix.ids) }
+
+func (ix *index) dependents(u int32) ([]int32, []Edge) {
+	a, b := ix.depOff[u], ix.depOff[u+1]
+	return ix.dep[a:b], ix.depVia[a:b]
+}

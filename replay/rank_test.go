@@ -1,0 +1,134 @@
+package replay
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// randomRecords builds a random dependency graph of n nodes with about
+// m edges; some edges point backwards to create cycles when cyclic is set.
+func randomRecords(seed uint64, n, m int, cyclic bool) []Record {
+	r := rand.New(rand.NewPCG(seed, 7))
+	recs := make([]Record, n)
+	for i := range recs {
+		k := KindEntity
+		if r.IntN(3) == 0 {
+			k = KindActivity
+		}
+		if i == 0 {
+			k = KindAgent
+		}
+		recs[i] = Record{ID: fmt.Sprintf("n%03d", i), Kind: k}
+		if k == KindEntity && r.IntN(5) == 0 {
+			recs[i].Effect = &EffectFact{Op: []string{"delete", "read", "send", "write"}[r.IntN(4)]}
+		}
+		if k == KindActivity && r.IntN(4) == 0 {
+			recs[i].Destructive = true
+		}
+	}
+	for e := 0; e < m; e++ {
+		a, b := r.IntN(n), r.IntN(n)
+		if !cyclic && a < b {
+			a, b = b, a
+		}
+		recs[a].Deps = append(recs[a].Deps, Dep{Edge: Edge(1 + r.IntN(4)), On: recs[b].ID})
+	}
+	return recs
+}
+
+func bruteWeights(ix *index, s int32) weights {
+	c := ix.compensate([]int32{s})
+	var w weights
+	for _, v := range c.order {
+		w.nodes++
+		if ix.recs[v].Kind == KindActivity {
+			w.activities++
+		}
+		if len(ix.notRep[v]) > 0 {
+			w.notRep++
+		}
+	}
+	return w
+}
+
+func TestReachAllMatchesBruteForce(t *testing.T) {
+	cases := []struct {
+		n, m   int
+		cyclic bool
+	}{
+		{1, 0, false}, {5, 3, false}, {40, 30, false}, {40, 60, false}, {120, 100, false},
+		{120, 240, true}, {300, 280, false}, {300, 600, true}, {500, 400, false},
+	}
+	for ci, tc := range cases {
+		for seed := uint64(0); seed < 6; seed++ {
+			ix, err := buildIndex(randomRecords(seed*31+uint64(ci), tc.n, tc.m, tc.cyclic))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, budget := range []int{1, 3, rankBudgetWords} {
+				got, st := ix.reachAll(budget)
+				for i := int32(0); i < int32(ix.n()); i++ {
+					if want := bruteWeights(ix, i); got[i] != want {
+						t.Fatalf("case %d seed %d budget %d node %s: got %+v want %+v (stats %+v)", ci, seed, budget, ix.ids[i], got[i], want, st)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestReachAllChunksAndTrees(t *testing.T) {
+	// A chain is all tree: no bitset pass.
+	var recs []Record
+	for i := 0; i < 50; i++ {
+		r := Record{ID: fmt.Sprintf("c%02d", i), Kind: KindActivity}
+		if i > 0 {
+			r.Deps = []Dep{{EdgeWasInformedBy, fmt.Sprintf("c%02d", i-1)}}
+		}
+		recs = append(recs, r)
+	}
+	ix, _ := buildIndex(recs)
+	ws, st := ix.reachAll(rankBudgetWords)
+	if st.CoreComps != 0 || st.Chunks != 0 {
+		t.Fatalf("chain should be all tree: %+v", st)
+	}
+	if ws[0].nodes != 50 || ws[49].nodes != 1 {
+		t.Fatalf("chain sizes: %d %d", ws[0].nodes, ws[49].nodes)
+	}
+	// A diamond-rich graph with a tiny budget uses many chunks.
+	ix, _ = buildIndex(randomRecords(99, 400, 900, false))
+	_, st = ix.reachAll(1)
+	if st.CoreComps == 0 || st.Chunks < 2 || st.ChunkBits != 64 {
+		t.Fatalf("expected a chunked core pass: %+v", st)
+	}
+}
+
+func TestRankOrder(t *testing.T) {
+	recs := []Record{
+		{ID: "agent", Kind: KindAgent},
+		{ID: "a1", Kind: KindActivity, Tool: "t"},
+		{ID: "a2", Kind: KindActivity, Tool: "t"},
+		{ID: "a3", Kind: KindActivity, Tool: "rm", Destructive: true},
+		{ID: "e1", Kind: KindEntity, Deps: []Dep{{EdgeWasGeneratedBy, "a1"}}},
+		{ID: "e2", Kind: KindEntity, Deps: []Dep{{EdgeWasGeneratedBy, "a2"}}},
+		{ID: "e3", Kind: KindEntity, Effect: &EffectFact{Op: "delete"}, Deps: []Dep{{EdgeWasGeneratedBy, "a3"}}},
+		{ID: "a4", Kind: KindActivity},
+	}
+	ix, err := buildIndex(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := ix.rank(rankBudgetWords)
+	var order []string
+	for _, e := range got {
+		order = append(order, fmt.Sprintf("%d:%s:%d:%d", e.Rank, e.Activity, e.CompensationSize, e.NotReplayable))
+	}
+	want := "[1:a3:2:2 2:a1:2:0 3:a2:2:0 4:a4:1:0]"
+	if fmt.Sprint(order) != want {
+		t.Fatalf("rank order %v, want %s", order, want)
+	}
+	if got[0].SynergyResidual != 0.25 {
+		t.Fatalf("synergy residual %v", got[0].SynergyResidual)
+	}
+}
