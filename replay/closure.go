@@ -45,4 +45,3 @@ func (ix *index) compensate(seeds []int32) *closure {
 	}
 	return c
 }
-

@@ -22,7 +22,7 @@ func (w *weights) add(o weights) {
 type RankStats struct {
 	Nodes      int `json:"nodes"`
 	Edges      int `json:"edges"`
-	Components int `json:"components"`  // strongly connected components of the dependents graph
+	Components int `json:"components"`      // strongly connected components of the dependents graph
 	TreeComps  int `json:"tree_components"` // components whose dependents form an out-tree (summed in one pass)
 	CoreComps  int `json:"core_components"` // the rest (shared descendants): bitset pass
 	Relevant   int `json:"bitset_targets"`  // bitset columns: core components and the trees hanging off them
