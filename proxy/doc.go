@@ -1,0 +1,12 @@
+// Package proxy owns `witness proxy`: a transparent MCP stdio proxy that a
+// real MCP host starts as its server command. It forwards bytes unchanged in
+// both directions, passes the server's stderr through, propagates EOF,
+// signals and the exit status, and records the session on the side: the
+// exact wire lines in a cassette (package cassette) and the events derived
+// from them (tool calls and responses paired by exact JSON-RPC id,
+// notifications, external effects) in an event log (package capture).
+//
+// Recording never blocks or alters forwarding: the forwarding goroutines
+// only copy bytes and hand a copy to a queue that one recorder goroutine
+// drains. See docs/design/proxy.md.
+package proxy

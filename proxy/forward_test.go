@@ -1,0 +1,297 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// echoServer is the path of testdata/servers/echo, built once by TestMain.
+var echoServer string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "witness-proxy-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	echoServer = filepath.Join(dir, "echo")
+	build := exec.Command("go", "build", "-o", echoServer, "../testdata/servers/echo")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build echo server:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// memSink keeps every line it is given.
+type memSink struct {
+	mu    sync.Mutex
+	lines []sinkLine
+}
+
+type sinkLine struct {
+	dir     Dir
+	line    string
+	partial bool
+}
+
+func (s *memSink) Line(dir Dir, line []byte, partial bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = append(s.lines, sinkLine{dir, string(line), partial})
+	return nil
+}
+
+func (s *memSink) joined(dir Dir) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, l := range s.lines {
+		if l.dir == dir {
+			b.WriteString(l.line)
+		}
+	}
+	return b.String()
+}
+
+// session is a scripted host: it writes each request line and, for lines
+// with an id, reads until it has seen that many response lines.
+var session = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+	`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`,
+	`{"jsonrpc":"2.0","id":"3","method":"tools/list","params":{"cursor":"page-2"}}`,
+	`{"jsonrpc":"2.0", "id":0,"method":"tools/call","params":{"name":"echo","arguments":{"text":"héllo \u00e9 1.0"}}}`,
+	`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add","arguments":{"a":1.0,"b":2}}}`,
+	`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fail","arguments":{}}}`,
+	`{"jsonrpc":"2.0","id":6,"method":"ping"}`,
+}
+
+// drive plays session on w and returns everything read from r until EOF.
+func drive(t *testing.T, w io.WriteCloser, r io.Reader) string {
+	t.Helper()
+	br := bufio.NewReader(r)
+	var got bytes.Buffer
+	for _, l := range session {
+		if _, err := io.WriteString(w, l+"\n"); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		if !strings.Contains(l, `"id"`) {
+			continue
+		}
+		line, err := br.ReadString('\n')
+		got.WriteString(line)
+		if err != nil {
+			t.Fatalf("read reply to %s: %v (got %q)", l, err, got.String())
+		}
+	}
+	w.Close()
+	rest, _ := io.ReadAll(br)
+	got.Write(rest)
+	return got.String()
+}
+
+func direct(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(echoServer, args...)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := drive(t, in, out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("direct server: %v", err)
+	}
+	return got
+}
+
+type proxied struct {
+	out     *Outcome
+	err     error
+	host    string // what the host read
+	stderr  string
+	sink    *memSink
+	pid     int
+	started chan int
+}
+
+// viaProxy runs the session through a Forwarder; script drives the host side.
+func viaProxy(t *testing.T, fw *Forwarder, script func(w io.WriteCloser, r io.Reader) string) *proxied {
+	t.Helper()
+	hostW, proxyIn := io.Pipe()
+	proxyOut, hostR := io.Pipe()
+	_ = hostW
+	var stderr bytes.Buffer
+	p := &proxied{sink: &memSink{}, started: make(chan int, 1)}
+	fw.Stdin = hostW
+	fw.Stdout = hostR
+	fw.Stderr = &stderr
+	fw.Sink = p.sink
+	fw.Started = func(pid int) { p.started <- pid }
+	done := make(chan struct{})
+	go func() {
+		p.out, p.err = fw.Run(context.Background())
+		close(done)
+	}()
+	p.pid = <-p.started
+	p.host = script(proxyIn, proxyOut)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("proxy did not finish")
+	}
+	hostW.Close()
+	p.stderr = stderr.String()
+	if p.err != nil {
+		t.Fatalf("proxy: %v", p.err)
+	}
+	if groupAlive(p.pid) {
+		t.Errorf("process group %d survived the proxy", p.pid)
+	}
+	return p
+}
+
+func TestForwardByteIdentical(t *testing.T) {
+	want := direct(t)
+	var sent bytes.Buffer
+	p := viaProxy(t, &Forwarder{Command: []string{echoServer, "-banner"}}, func(w io.WriteCloser, r io.Reader) string {
+		return drive(t, teeWriteCloser{w, &sent}, r)
+	})
+	if p.host != want {
+		t.Errorf("host transcript differs through the proxy:\n direct %q\n  proxy %q", want, p.host)
+	}
+	if got := p.sink.joined(S2C); got != p.host {
+		t.Errorf("recorded s2c != bytes the host received:\n%q\n%q", got, p.host)
+	}
+	if got := p.sink.joined(C2S); got != sent.String() {
+		t.Errorf("recorded c2s != bytes the host sent:\n%q\n%q", got, sent.String())
+	}
+	if p.stderr != "echo server: ready\n" || p.sink.joined(Stderr) != p.stderr {
+		t.Errorf("stderr passthrough %q, recorded %q", p.stderr, p.sink.joined(Stderr))
+	}
+	if p.out.ExitStatus != 0 || p.out.RecordErr != nil {
+		t.Errorf("outcome %+v", p.out)
+	}
+}
+
+type teeWriteCloser struct {
+	w   io.WriteCloser
+	tee *bytes.Buffer
+}
+
+func (t teeWriteCloser) Write(b []byte) (int, error) { t.tee.Write(b); return t.w.Write(b) }
+func (t teeWriteCloser) Close() error                { return t.w.Close() }
+
+func TestForwardPartialLineAndExitStatus(t *testing.T) {
+	p := viaProxy(t, &Forwarder{Command: []string{echoServer, "-exit", "7"}}, func(w io.WriteCloser, r io.Reader) string {
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0","id":2,"meth`)
+		w.Close()
+		b, _ := io.ReadAll(r)
+		return string(b)
+	})
+	if p.out.ExitStatus != 7 {
+		t.Errorf("exit status %d, want 7", p.out.ExitStatus)
+	}
+	// the server got the partial line as is: it says so on stderr
+	if !strings.Contains(p.stderr, `not json: "{\"jsonrpc\":\"2.0\",\"id\":2,\"meth"`) {
+		t.Errorf("server stderr %q: partial line not forwarded as is", p.stderr)
+	}
+	last := p.sink.lines
+	var partial *sinkLine
+	for i := range last {
+		if last[i].dir == C2S && last[i].partial {
+			partial = &last[i]
+		}
+	}
+	if partial == nil || partial.line != `{"jsonrpc":"2.0","id":2,"meth` {
+		t.Errorf("partial c2s line not recorded as partial: %+v", p.sink.lines)
+	}
+	if p.host != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
+		t.Errorf("host got %q", p.host)
+	}
+}
+
+func TestForwardSignalToGroup(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	p := viaProxy(t, &Forwarder{Command: []string{echoServer}, Signals: sigs}, func(w io.WriteCloser, r io.Reader) string {
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+		br := bufio.NewReader(r)
+		line, _ := br.ReadString('\n')
+		sigs <- syscall.SIGTERM
+		rest, _ := io.ReadAll(br)
+		return line + string(rest)
+	})
+	if p.out.ExitStatus != 128+int(syscall.SIGTERM) || p.out.Signal == "" {
+		t.Errorf("outcome %+v, want the server ended by SIGTERM (143)", p.out)
+	}
+	if len(p.out.Forwarded) != 1 || p.out.Killed {
+		t.Errorf("outcome %+v", p.out)
+	}
+}
+
+func TestForwardKillAfterGrace(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	start := time.Now()
+	p := viaProxy(t, &Forwarder{Command: []string{echoServer, "-ignore-term"}, Signals: sigs, KillGrace: 300 * time.Millisecond},
+		func(w io.WriteCloser, r io.Reader) string {
+			// the reply proves the server is past its signal.Ignore
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+			bufio.NewReader(r).ReadString('\n')
+			w.Close()
+			sigs <- syscall.SIGTERM
+			b, _ := io.ReadAll(r)
+			return string(b)
+		})
+	if p.out.ExitStatus != 128+int(syscall.SIGKILL) || !p.out.Killed {
+		t.Errorf("outcome %+v, want SIGKILL after the grace", p.out)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+func TestForwardNoGrandchildSurvives(t *testing.T) {
+	p := viaProxy(t, &Forwarder{Command: []string{echoServer, "-child"}, DrainWait: 200 * time.Millisecond},
+		func(w io.WriteCloser, r io.Reader) string {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+			w.Close()
+			b, _ := io.ReadAll(r)
+			return string(b)
+		})
+	if !strings.Contains(p.stderr, "echo server: child ") {
+		t.Fatalf("no grandchild started: %q", p.stderr)
+	}
+	if !p.out.Leftovers {
+		t.Errorf("outcome %+v: the grandchild was not reported", p.out)
+	}
+	// viaProxy checks that no process of the group is left
+}
+
+func TestLineSplitter(t *testing.T) {
+	var s lineSplitter
+	var got []string
+	emit := func(l []byte, partial bool) { got = append(got, fmt.Sprintf("%q/%v", l, partial)) }
+	for _, c := range []string{"ab", "c\nd", "\n\n", "e\r\nf"} {
+		s.feed([]byte(c), emit)
+	}
+	s.flush(emit)
+	want := []string{`"abc\n"/false`, `"d\n"/false`, `"\n"/false`, `"e\r\n"/false`, `"f"/true`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v want %v", got, want)
+	}
+}
