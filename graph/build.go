@@ -1,0 +1,84 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// EventSource yields events in log order and io.EOF at the end;
+// *capture.Reader is one.
+type EventSource interface {
+	Next() (*capture.Event, error)
+}
+
+// lineReporter is implemented by sources that know the line last read.
+type lineReporter interface{ Line() int64 }
+
+// Build reads every event of src and returns the graph. Invalid events are
+// evidence errors (exit code Tampered) naming the event and, for a
+// *capture.Reader, the line.
+func Build(src EventSource, opts Options) (*Graph, error) {
+	g := New()
+	m := newMapper(opts, func(s, p string, o Term) error {
+		n := g.index[s]
+		if n == nil {
+			n = NewNode(s)
+			g.index[s] = n
+		}
+		n.Add(p, o)
+		return nil
+	})
+	if err := mapAll(src, m); err != nil {
+		return nil, err
+	}
+	g.Nodes = make([]*Node, 0, len(g.index))
+	for _, n := range g.index {
+		g.Nodes = append(g.Nodes, n)
+	}
+	sortNodes(g.Nodes)
+	return g, nil
+}
+
+// BuildEvents builds the graph of an in-memory event list.
+func BuildEvents(events []*capture.Event, opts Options) (*Graph, error) {
+	return Build(&sliceSource{events: events}, opts)
+}
+
+type sliceSource struct {
+	events []*capture.Event
+	i      int
+}
+
+func (s *sliceSource) Next() (*capture.Event, error) {
+	if s.i >= len(s.events) {
+		return nil, io.EOF
+	}
+	s.i++
+	return s.events[s.i-1], nil
+}
+
+func mapAll(src EventSource, m *mapper) error {
+	for {
+		e, err := src.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			var pe *capture.ParseError
+			if errors.As(err, &pe) {
+				return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
+			}
+			return err
+		}
+		if err := m.event(e); err != nil {
+			if lr, ok := src.(lineReporter); ok {
+				err = fmt.Errorf("line %d: %w", lr.Line(), err)
+			}
+			return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
+		}
+	}
+}

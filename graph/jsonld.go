@@ -1,0 +1,408 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// compact writes iri as prefix:local when it starts with a context
+// namespace, and verbatim otherwise.
+func compact(iri string) string {
+	for _, p := range prefixes {
+		if strings.HasPrefix(iri, p.ns) && len(iri) > len(p.ns) && !strings.HasPrefix(iri[len(p.ns):], "//") {
+			return p.name + ":" + iri[len(p.ns):]
+		}
+	}
+	return iri
+}
+
+// expand is the inverse of compact for keys, types and datatypes.
+func expand(s string) string {
+	name, local, ok := strings.Cut(s, ":")
+	if !ok {
+		return s
+	}
+	for _, p := range prefixes {
+		if name == p.name {
+			return p.ns + local
+		}
+	}
+	return s
+}
+
+func lessUTF16(a, b string) bool {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			return ua[i] < ub[i]
+		}
+	}
+	return len(ua) < len(ub)
+}
+
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	return canon.AppendString(b, s)
+}
+
+func appendJSONValue(b []byte, t Term) ([]byte, error) {
+	var err error
+	if t.IRI != "" {
+		b = append(b, `{"@id":`...)
+		b, err = appendJSONString(b, t.IRI)
+		return append(b, '}'), err
+	}
+	dt := t.datatype()
+	if dt == XSDString {
+		return appendJSONString(b, t.Lex)
+	}
+	b = append(b, `{"@type":`...)
+	if b, err = appendJSONString(b, compact(dt)); err != nil {
+		return b, err
+	}
+	b = append(b, `,"@value":`...)
+	b, err = appendJSONString(b, t.Lex)
+	return append(b, '}'), err
+}
+
+// appendNodeJSON appends the canonical JSON object of n.
+func appendNodeJSON(b []byte, n *Node) ([]byte, error) {
+	type kv struct {
+		key  string
+		vals []Term
+	}
+	keys := make([]kv, 0, len(n.Props))
+	for p, v := range n.Props {
+		if len(v) > 0 {
+			keys = append(keys, kv{compact(p), v})
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i].key, keys[j].key) })
+	var err error
+	b = append(b, `{"@id":`...)
+	if b, err = appendJSONString(b, n.ID); err != nil {
+		return b, err
+	}
+	if len(n.Types) > 0 {
+		b = append(b, `,"@type":`...)
+		if len(n.Types) > 1 {
+			b = append(b, '[')
+		}
+		for i, t := range n.Types {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSONString(b, compact(t)); err != nil {
+				return b, err
+			}
+		}
+		if len(n.Types) > 1 {
+			b = append(b, ']')
+		}
+	}
+	for _, k := range keys {
+		b = append(b, ',')
+		if b, err = appendJSONString(b, k.key); err != nil {
+			return b, err
+		}
+		b = append(b, ':')
+		if len(k.vals) > 1 {
+			b = append(b, '[')
+		}
+		for i, v := range k.vals {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSONValue(b, v); err != nil {
+				return b, err
+			}
+		}
+		if len(k.vals) > 1 {
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// WriteJSONLD writes g as one canonical JSON document (RFC 8785: keys
+// sorted, no whitespace) with the embedded context, its @graph sorted by
+// @id, and a final newline.
+func (g *Graph) WriteJSONLD(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"@context":` + ContextJSON + `,"@graph":[`)
+	var buf []byte
+	for i, n := range g.Nodes {
+		n.canonicalize()
+		buf = buf[:0]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = appendNodeJSON(buf, n); err != nil {
+			return fmt.Errorf("write json-ld: node %s: %w", n.ID, err)
+		}
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("]}\n")
+	return bw.Flush()
+}
+
+// JSONLD returns the JSON-LD document of g.
+func (g *Graph) JSONLD() ([]byte, error) {
+	var b bytes.Buffer
+	err := g.WriteJSONLD(&b)
+	return b.Bytes(), err
+}
+
+// ReadJSONLD reads a graph document written by WriteJSONLD. It is strict:
+// the context must be the embedded one, node ids absolute IRIs, values
+// strings, {"@id"} or {"@type","@value"} objects, or arrays of them. Errors
+// name the file (name), the node and the field, and carry exit code
+// Tampered.
+func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
+	}
+	g, err := parseJSONLD(data)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("graph %s: %w", name, err),
+			"the graph is not a witness PROV graph; regenerate it with 'witness graph --events FILE'")
+	}
+	return g, nil
+}
+
+var ctxValue = func() map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(ContextJSON), &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func parseJSONLD(data []byte) (*Graph, error) {
+	if _, err := canon.Transform(data); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	for k := range doc {
+		if k != "@context" && k != "@graph" {
+			return nil, fmt.Errorf("field %q: unexpected top-level key (expected @context and @graph)", k)
+		}
+	}
+	ctx, ok := doc["@context"].(map[string]any)
+	if !ok {
+		return nil, errors.New(`field "@context": missing or not the embedded witness context object`)
+	}
+	want := ctxValue()
+	if len(ctx) != len(want) {
+		return nil, errors.New(`field "@context": not the witness context (other contexts are not fetched or processed)`)
+	}
+	for k, v := range want {
+		if ctx[k] != v {
+			return nil, fmt.Errorf(`field "@context": prefix %q must be %q`, k, v)
+		}
+	}
+	list, ok := doc["@graph"].([]any)
+	if !ok {
+		return nil, errors.New(`field "@graph": missing or not an array`)
+	}
+	g := New()
+	for i, item := range list {
+		obj, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("@graph[%d]: not an object", i)
+		}
+		n, err := parseNode(obj)
+		if err != nil {
+			return nil, fmt.Errorf("@graph[%d]%s: %w", i, idHint(obj), err)
+		}
+		if g.index[n.ID] != nil {
+			return nil, fmt.Errorf("@graph[%d] (%s): field \"@id\": duplicate node", i, n.ID)
+		}
+		g.index[n.ID] = n
+		g.Nodes = append(g.Nodes, n)
+	}
+	sortNodes(g.Nodes)
+	return g, nil
+}
+
+func idHint(obj map[string]any) string {
+	if s, ok := obj["@id"].(string); ok {
+		return " (" + s + ")"
+	}
+	return ""
+}
+
+func parseNode(obj map[string]any) (*Node, error) {
+	id, ok := obj["@id"].(string)
+	if !ok {
+		return nil, errors.New(`field "@id": missing or not a string`)
+	}
+	if err := CheckIRI(id); err != nil {
+		return nil, fmt.Errorf(`field "@id": %w`, err)
+	}
+	n := NewNode(id)
+	for k, v := range obj {
+		switch {
+		case k == "@id":
+		case k == "@type":
+			types, err := stringList(v)
+			if err != nil {
+				return nil, fmt.Errorf(`field "@type": %w`, err)
+			}
+			for _, t := range types {
+				full := expand(t)
+				if err := CheckIRI(full); err != nil {
+					return nil, fmt.Errorf(`field "@type": %w`, err)
+				}
+				n.AddType(full)
+			}
+		case strings.HasPrefix(k, "@"):
+			return nil, fmt.Errorf("field %q: keyword not allowed in a witness graph node", k)
+		default:
+			p := expand(k)
+			if err := CheckIRI(p); err != nil {
+				return nil, fmt.Errorf("field %q: %w", k, err)
+			}
+			if p == RDFType {
+				return nil, fmt.Errorf("field %q: use @type", k)
+			}
+			vals, ok := v.([]any)
+			if !ok {
+				vals = []any{v}
+			}
+			if len(vals) == 0 {
+				return nil, fmt.Errorf("field %q: empty array", k)
+			}
+			for j, x := range vals {
+				t, err := parseValue(x)
+				if err != nil {
+					if len(vals) > 1 {
+						return nil, fmt.Errorf("field %q[%d]: %w", k, j, err)
+					}
+					return nil, fmt.Errorf("field %q: %w", k, err)
+				}
+				n.Add(p, t)
+			}
+		}
+	}
+	return n, nil
+}
+
+func stringList(v any) ([]string, error) {
+	switch t := v.(type) {
+	case string:
+		return []string{t}, nil
+	case []any:
+		if len(t) == 0 {
+			return nil, errors.New("empty array")
+		}
+		out := make([]string, len(t))
+		for i, x := range t {
+			s, ok := x.(string)
+			if !ok {
+				return nil, fmt.Errorf("[%d] is not a string", i)
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, errors.New("must be a string or an array of strings")
+}
+
+func parseValue(x any) (Term, error) {
+	switch t := x.(type) {
+	case string:
+		return Str(t), nil
+	case map[string]any:
+		if id, ok := t["@id"]; ok {
+			s, ok := id.(string)
+			if !ok || len(t) != 1 {
+				return Term{}, errors.New(`a reference must be {"@id": IRI} and nothing else`)
+			}
+			if err := CheckIRI(s); err != nil {
+				return Term{}, err
+			}
+			return Ref(s), nil
+		}
+		lex, ok1 := t["@value"].(string)
+		dt, ok2 := t["@type"].(string)
+		if !ok1 || !ok2 || len(t) != 2 {
+			return Term{}, errors.New(`a typed literal must be {"@type": DATATYPE, "@value": STRING} and nothing else`)
+		}
+		full := expand(dt)
+		if err := CheckIRI(full); err != nil {
+			return Term{}, fmt.Errorf("datatype: %w", err)
+		}
+		if err := checkLexical(lex, full); err != nil {
+			return Term{}, err
+		}
+		return Lit(lex, full), nil
+	case json.Number:
+		return Term{}, fmt.Errorf("bare number %s: numbers are written as typed strings", t)
+	case bool:
+		return Term{}, errors.New(`bare boolean: write {"@type":"xsd:boolean","@value":"true"}`)
+	case nil:
+		return Term{}, errors.New("null value")
+	}
+	return Term{}, errors.New("nested arrays or objects are not allowed")
+}
+
+// checkLexical checks the canonical lexical form of the datatypes the graph
+// emits.
+func checkLexical(lex, dt string) error {
+	switch dt {
+	case XSDDateTime:
+		c, err := DateTime(lex)
+		if err != nil {
+			return err
+		}
+		if c != lex {
+			return fmt.Errorf("dateTime %q is not canonical (want %q)", lex, c)
+		}
+	case XSDBoolean:
+		if lex != "true" && lex != "false" {
+			return fmt.Errorf("boolean %q is not true or false", lex)
+		}
+	case XSDInteger:
+		if !canonicalInteger(lex) {
+			return fmt.Errorf("integer %q is not canonical", lex)
+		}
+	}
+	return nil
+}
+
+func canonicalInteger(s string) bool {
+	if strings.HasPrefix(s, "-") {
+		s = s[1:]
+		if s == "0" {
+			return false
+		}
+	}
+	if s == "" || (len(s) > 1 && s[0] == '0') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

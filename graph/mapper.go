@@ -1,0 +1,728 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/canon"
+)
+
+// Options tune the mapping of an event log to a graph.
+type Options struct {
+	// Seal, when set, is the plan of the session: the seal given on the
+	// command line. Otherwise the seal named by the log header is used.
+	Seal *SealRef
+	// OmitPayloads leaves out prov:value (payload contents), keeping only
+	// their hashes.
+	OmitPayloads bool
+}
+
+// SealRef identifies a seal: the sha256 of its canonical JSON and its
+// witness_id.
+type SealRef struct {
+	Digest    string
+	WitnessID string
+}
+
+// emitFunc receives one statement.
+type emitFunc func(s, p string, o Term) error
+
+// evInfo is what the mapper remembers of an earlier event.
+type evInfo struct {
+	kind capture.Kind
+	ts   string // canonical dateTime; kept for model_input only
+}
+
+// mapper turns events, in log order, into statements. It keeps one small
+// record per event id (to resolve causal links), nothing else.
+type mapper struct {
+	opts     Options
+	emit     emitFunc
+	session  string
+	base     string
+	plan     string // seal IRI, "" when no plan is known
+	tools    map[string]bool
+	seen     map[string]evInfo
+	declared map[string]bool // agent nodes whose types were emitted
+	started  bool
+}
+
+func newMapper(opts Options, emit emitFunc) *mapper {
+	m := &mapper{opts: opts, emit: emit, tools: map[string]bool{}, seen: map[string]evInfo{}, declared: map[string]bool{}}
+	return m
+}
+
+// EventError is a mapping error naming the event.
+type EventError struct {
+	ID    string
+	Seq   int64
+	Field string
+	Err   error
+}
+
+func (e *EventError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("event %s (seq %d): field %q: %v", e.ID, e.Seq, e.Field, e.Err)
+	}
+	return fmt.Sprintf("event %s (seq %d): %v", e.ID, e.Seq, e.Err)
+}
+
+func (e *EventError) Unwrap() error { return e.Err }
+
+// DateTime returns the canonical xsd:dateTime form of an RFC 3339 time: UTC,
+// "Z", fractional seconds with trailing zeros trimmed.
+func DateTime(ts string) (string, error) {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return "", fmt.Errorf("not an RFC 3339 time: %q", ts)
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.999999999Z"), nil
+}
+
+func (m *mapper) add(s, p string, o Term) error { return m.emit(s, p, o) }
+
+func (m *mapper) typ(s string, types ...string) error {
+	for _, t := range types {
+		if err := m.emit(s, RDFType, Ref(t)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// declareAgent emits the types of an agent node once.
+func (m *mapper) declareAgent(iri string, class string) error {
+	if m.declared[iri] {
+		return nil
+	}
+	m.declared[iri] = true
+	return m.typ(iri, ProvAgent, ProvSoftwareAgent, class)
+}
+
+func (m *mapper) agent() (string, error) {
+	a := AgentIRI(m.base)
+	return a, m.declareAgent(a, WAIAgent)
+}
+
+func (m *mapper) server() (string, error) {
+	s := ServerIRI(m.base)
+	return s, m.declareAgent(s, WMCPServer)
+}
+
+func (m *mapper) setPlan(ref *SealRef) error {
+	if ref == nil || ref.Digest == "" || m.plan != "" {
+		return nil
+	}
+	m.plan = SealIRI(ref.Digest)
+	if err := m.typ(m.plan, ProvEntity, ProvPlan, WSeal); err != nil {
+		return err
+	}
+	if err := m.add(m.plan, WSealDigest, Str(ref.Digest)); err != nil {
+		return err
+	}
+	if ref.WitnessID != "" {
+		return m.add(m.plan, WWitnessID, Str(ref.WitnessID))
+	}
+	return nil
+}
+
+// associate links activity to the AI agent, through a qualified association
+// whose plan is the seal when one is known.
+func (m *mapper) associate(activity string) error {
+	a, err := m.agent()
+	if err != nil {
+		return err
+	}
+	if err := m.add(activity, ProvWasAssociatedWith, Ref(a)); err != nil {
+		return err
+	}
+	if m.plan == "" {
+		return nil
+	}
+	q := AssocIRI(activity)
+	return firstErr(
+		m.add(activity, ProvQualifiedAssociation, Ref(q)),
+		m.typ(q, ProvAssociation),
+		m.add(q, ProvAgentProp, Ref(a)),
+		m.add(q, ProvHadPlan, Ref(m.plan)),
+	)
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// envelope emits the event id, seq and source on the event's primary node.
+func (m *mapper) envelope(node string, e *capture.Event) error {
+	if err := m.add(node, WEventID, Str(e.ID)); err != nil {
+		return err
+	}
+	if err := m.add(node, WSeq, Lit(strconv.FormatInt(e.Seq, 10), XSDInteger)); err != nil {
+		return err
+	}
+	if e.Source != "" {
+		return m.add(node, WSource, Str(string(e.Source)))
+	}
+	return nil
+}
+
+// payload emits the payload hash and (unless omitted) its canonical JSON.
+func (m *mapper) payload(node string, e *capture.Event) error {
+	if e.PayloadSHA256 != "" {
+		if err := m.add(node, WPayloadSHA256, Str(e.PayloadSHA256)); err != nil {
+			return err
+		}
+	}
+	if len(e.Payload) == 0 || m.opts.OmitPayloads {
+		return nil
+	}
+	c, err := canon.Transform(e.Payload)
+	if err != nil {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "payload", Err: err}
+	}
+	return m.add(node, ProvValue, Str(string(c)))
+}
+
+// link resolves a causal link to an earlier event of one of the given kinds.
+func (m *mapper) link(e *capture.Event, field, target string, kinds ...capture.Kind) (capture.Kind, bool) {
+	if target == "" {
+		return "", false
+	}
+	info, ok := m.seen[target]
+	if !ok {
+		return "", false
+	}
+	for _, k := range kinds {
+		if info.kind == k {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func (m *mapper) unresolved(node, field, target string) error {
+	return m.add(node, WUnresolvedLink, Str(field+"="+target))
+}
+
+func boolLit(b bool) Term {
+	if b {
+		return Lit("true", XSDBoolean)
+	}
+	return Lit("false", XSDBoolean)
+}
+
+// rpcID returns the jsonrpc.request.id value of a raw id token: the string
+// for a JSON string, the token text otherwise.
+func rpcID(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	c, err := canon.Transform(raw)
+	if err != nil {
+		return "", err
+	}
+	return string(c), nil
+}
+
+// event maps one event.
+func (m *mapper) event(e *capture.Event) error {
+	if err := m.event1(e); err != nil {
+		var ee *EventError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return &EventError{ID: e.ID, Seq: e.Seq, Err: err}
+	}
+	return nil
+}
+
+func (m *mapper) event1(e *capture.Event) error {
+	if !m.started {
+		m.started = true
+		m.session = e.Session
+		m.base = SessionIRI(e.Session)
+		if err := CheckIRI(m.base); err != nil {
+			return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: err}
+		}
+		if m.opts.Seal != nil {
+			if err := m.setPlan(m.opts.Seal); err != nil {
+				return err
+			}
+		}
+	} else if e.Session != m.session {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: fmt.Errorf("session %q differs from the log's session %q", e.Session, m.session)}
+	}
+	if _, dup := m.seen[e.ID]; dup {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "id", Err: errors.New("duplicate event id")}
+	}
+	ts, err := DateTime(e.TS)
+	if err != nil {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "ts", Err: err}
+	}
+	info := evInfo{kind: e.Kind}
+	if e.Kind == capture.KindModelInput {
+		info.ts = ts
+	}
+	defer func() { m.seen[e.ID] = info }()
+	b := m.base
+	dt := Lit(ts, XSDDateTime)
+	switch e.Kind {
+	case capture.KindSessionStart:
+		return m.sessionStart(e, dt)
+	case capture.KindSessionEnd:
+		s := SessionNodeIRI(b)
+		if err := firstErr(m.typ(s, ProvActivity, WCaptureSession), m.add(s, ProvEndedAtTime, dt)); err != nil {
+			return err
+		}
+		if e.End != nil {
+			if err := firstErr(
+				m.add(s, WEventCount, Lit(strconv.FormatInt(e.End.Count, 10), XSDInteger)),
+				m.add(s, WChainHead, Str(e.End.Head)),
+			); err != nil {
+				return err
+			}
+			if e.End.Reason != "" {
+				if err := m.add(s, WEndReason, Str(e.End.Reason)); err != nil {
+					return err
+				}
+			}
+			for _, sig := range e.End.Signatures {
+				if err := m.add(s, WSignatureKeyID, Str(sig.KeyID)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	case capture.KindToolCall:
+		return m.toolCall(e, dt)
+	case capture.KindToolResponse:
+		return m.toolResponse(e, dt)
+	case capture.KindModelInput:
+		n := MsgIRI(b, e.ID)
+		a, err := m.agent()
+		if err != nil {
+			return err
+		}
+		return firstErr(
+			m.typ(n, ProvEntity, WModelMessage),
+			m.envelope(n, e),
+			m.add(n, ProvGeneratedAtTime, dt),
+			m.add(n, ProvWasAttributedTo, Ref(a)),
+			m.role(n, e),
+			m.payload(n, e),
+		)
+	case capture.KindModelOutput:
+		return m.modelOutput(e, dt)
+	case capture.KindExternalEffect:
+		n := EffectIRI(b, e.ID)
+		srv, err := m.server()
+		if err != nil {
+			return err
+		}
+		if err := firstErr(
+			m.typ(n, ProvEntity, WExternalEffect),
+			m.envelope(n, e),
+			m.add(n, ProvGeneratedAtTime, dt),
+			m.add(n, ProvWasAttributedTo, Ref(srv)),
+			m.tool(n, e),
+			m.payload(n, e),
+		); err != nil {
+			return err
+		}
+		if e.Effect != nil {
+			if err := m.add(n, WEffectOp, Str(e.Effect.Op)); err != nil {
+				return err
+			}
+			if e.Effect.Target != "" {
+				if err := m.add(n, WEffectTarget, Str(e.Effect.Target)); err != nil {
+					return err
+				}
+			}
+			if e.Effect.Reason != "" {
+				if err := m.add(n, WEffectReason, Str(e.Effect.Reason)); err != nil {
+					return err
+				}
+			}
+		}
+		if _, ok := m.link(e, "call", e.Call, capture.KindToolCall); ok {
+			return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(b, e.Call)))
+		} else if e.Call != "" {
+			return m.unresolved(n, "call", e.Call)
+		}
+		return nil
+	case capture.KindNotification:
+		n := NoteIRI(b, e.ID)
+		srv, err := m.server()
+		if err != nil {
+			return err
+		}
+		if err := firstErr(
+			m.typ(n, ProvEntity, WNotification),
+			m.envelope(n, e),
+			m.add(n, ProvGeneratedAtTime, dt),
+			m.add(n, ProvWasAttributedTo, Ref(srv)),
+			m.payload(n, e),
+		); err != nil {
+			return err
+		}
+		if e.Method != "" {
+			return m.add(n, OtelMCPMethodName, Str(e.Method))
+		}
+		return nil
+	case capture.KindMessage:
+		return m.message(e, dt)
+	}
+	return &EventError{ID: e.ID, Seq: e.Seq, Field: "kind", Err: fmt.Errorf("unknown kind %q", e.Kind)}
+}
+
+func (m *mapper) role(n string, e *capture.Event) error {
+	if e.Role == "" {
+		return nil
+	}
+	return m.add(n, WRole, Str(e.Role))
+}
+
+func (m *mapper) tool(n string, e *capture.Event) error {
+	if e.Tool == "" {
+		return nil
+	}
+	return m.add(n, OtelToolName, Str(e.Tool))
+}
+
+func (m *mapper) rpc(n string, e *capture.Event) error {
+	if len(e.RPCID) == 0 {
+		return nil
+	}
+	id, err := rpcID(e.RPCID)
+	if err != nil {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: err}
+	}
+	raw, err := canon.Transform(e.RPCID)
+	if err != nil {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: err}
+	}
+	return firstErr(m.add(n, OtelJSONRPCRequestID, Str(id)), m.add(n, WRPCIDJSON, Str(string(raw))))
+}
+
+func (m *mapper) sessionStart(e *capture.Event, dt Term) error {
+	b := m.base
+	s := SessionNodeIRI(b)
+	w := WitnessIRI(b)
+	if err := firstErr(
+		m.typ(s, ProvActivity, WCaptureSession),
+		m.envelope(s, e),
+		m.add(s, WSession, Str(m.session)),
+		m.add(s, ProvStartedAtTime, dt),
+		m.declareAgent(w, WWitness),
+		m.add(s, ProvWasAssociatedWith, Ref(w)),
+	); err != nil {
+		return err
+	}
+	h := e.Header
+	if h == nil {
+		return nil
+	}
+	add := func(node, p, v string) error {
+		if v == "" {
+			return nil
+		}
+		return m.add(node, p, Str(v))
+	}
+	if err := firstErr(
+		add(w, WWitnessVersion, h.WitnessVersion),
+		add(s, WPairing, h.Pairing),
+		add(s, WImportedFrom, h.ImportedFrom),
+	); err != nil {
+		return err
+	}
+	for _, note := range h.Notes {
+		if err := add(s, WNote, note); err != nil {
+			return err
+		}
+	}
+	if h.Redaction != nil {
+		for _, r := range h.Redaction.Rules {
+			if err := add(s, WRedactionRule, r); err != nil {
+				return err
+			}
+		}
+	}
+	if h.Seal != nil {
+		if err := add(s, WBoundSeal, h.Seal.Digest); err != nil {
+			return err
+		}
+		if err := m.setPlan(&SealRef{Digest: h.Seal.Digest, WitnessID: h.Seal.WitnessID}); err != nil {
+			return err
+		}
+	}
+	if m.plan != "" {
+		if err := m.add(s, ProvUsed, Ref(m.plan)); err != nil {
+			return err
+		}
+	}
+	if sv := h.Server; sv != nil {
+		srv, err := m.server()
+		if err != nil {
+			return err
+		}
+		if err := firstErr(
+			add(srv, WServerName, sv.Name),
+			add(srv, WServerVersion, sv.Version),
+			add(srv, OtelMCPProtocolVer, sv.ProtocolVersion),
+			add(srv, WServerCommand, sv.Command),
+			add(srv, WToolsSHA256, sv.ToolsSHA256),
+		); err != nil {
+			return err
+		}
+		if len(sv.Args) > 0 {
+			argv, err := canon.Marshal(sv.Args)
+			if err != nil {
+				return &EventError{ID: e.ID, Seq: e.Seq, Field: "header.server.args", Err: err}
+			}
+			if err := add(srv, WServerArgv, string(argv)); err != nil {
+				return err
+			}
+		}
+		for i, td := range sv.Tools {
+			t := ToolIRI(b, td.Name)
+			m.tools[td.Name] = true
+			if err := firstErr(
+				m.typ(t, ProvEntity, WToolDefinition),
+				m.add(t, OtelToolName, Str(td.Name)),
+				add(t, WDefinitionSHA256, td.SHA256),
+				m.add(t, ProvWasAttributedTo, Ref(srv)),
+			); err != nil {
+				return err
+			}
+			if len(td.Annotations) > 0 {
+				c, err := canon.Transform(td.Annotations)
+				if err != nil {
+					return &EventError{ID: e.ID, Seq: e.Seq, Field: fmt.Sprintf("header.server.tools[%d].annotations", i), Err: err}
+				}
+				if err := add(t, WAnnotations, string(c)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (m *mapper) toolCall(e *capture.Event, dt Term) error {
+	b := m.base
+	act := CallIRI(b, e.ID)
+	args := ArgsIRI(b, e.ID)
+	a, err := m.agent()
+	if err != nil {
+		return err
+	}
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.typ(act, ProvActivity, WToolCall),
+		m.envelope(act, e),
+		m.add(act, ProvStartedAtTime, dt),
+		m.add(act, OtelOperationName, Str("execute_tool")),
+		m.tool(act, e),
+		m.rpc(act, e),
+		m.associate(act),
+		m.add(act, ProvWasAssociatedWith, Ref(srv)),
+		m.add(act, ProvUsed, Ref(args)),
+		m.typ(args, ProvEntity, WArguments),
+		m.add(args, ProvWasAttributedTo, Ref(a)),
+		m.add(args, ProvGeneratedAtTime, dt),
+		m.payload(args, e),
+	); err != nil {
+		return err
+	}
+	if e.Method != "" {
+		if err := m.add(act, OtelMCPMethodName, Str(e.Method)); err != nil {
+			return err
+		}
+	}
+	if e.Tool != "" && m.tools[e.Tool] {
+		if err := m.add(act, ProvUsed, Ref(ToolIRI(b, e.Tool))); err != nil {
+			return err
+		}
+	}
+	if _, ok := m.link(e, "cause", e.Cause, capture.KindModelOutput); ok {
+		return firstErr(
+			m.add(act, ProvWasInformedBy, Ref(TurnIRI(b, e.Cause))),
+			m.add(args, ProvWasGeneratedBy, Ref(TurnIRI(b, e.Cause))),
+			m.add(args, ProvWasDerivedFrom, Ref(MsgIRI(b, e.Cause))),
+		)
+	} else if e.Cause != "" {
+		return m.unresolved(act, "cause", e.Cause)
+	}
+	return nil
+}
+
+func (m *mapper) toolResponse(e *capture.Event, dt Term) error {
+	b := m.base
+	n := ResultIRI(b, e.ID)
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.typ(n, ProvEntity, WResult),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.tool(n, e),
+		m.rpc(n, e),
+		m.payload(n, e),
+	); err != nil {
+		return err
+	}
+	if e.IsError != nil {
+		if err := m.add(n, WIsError, boolLit(*e.IsError)); err != nil {
+			return err
+		}
+	}
+	if e.RPCError {
+		if err := m.add(n, WRPCError, boolLit(true)); err != nil {
+			return err
+		}
+		var obj struct {
+			Code json.Number `json:"code"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(e.Payload))
+		dec.UseNumber()
+		if dec.Decode(&obj) == nil && obj.Code != "" {
+			if code, err := canon.FormatNumber(string(obj.Code)); err == nil {
+				if err := firstErr(m.add(n, OtelRPCStatusCode, Str(code)), m.add(n, OtelErrorType, Str(code))); err != nil {
+					return err
+				}
+			}
+		}
+	} else if e.IsError != nil && *e.IsError {
+		if err := m.add(n, OtelErrorType, Str("tool_error")); err != nil {
+			return err
+		}
+	}
+	if _, ok := m.link(e, "call", e.Call, capture.KindToolCall); ok {
+		act := CallIRI(b, e.Call)
+		return firstErr(
+			m.add(n, ProvWasGeneratedBy, Ref(act)),
+			m.add(act, ProvEndedAtTime, dt),
+		)
+	} else if e.Call != "" {
+		return m.unresolved(n, "call", e.Call)
+	}
+	return nil
+}
+
+func (m *mapper) modelOutput(e *capture.Event, dt Term) error {
+	b := m.base
+	turn := TurnIRI(b, e.ID)
+	out := MsgIRI(b, e.ID)
+	a, err := m.agent()
+	if err != nil {
+		return err
+	}
+	start := dt
+	var input string
+	if _, ok := m.link(e, "input", e.Input, capture.KindModelInput); ok {
+		input = MsgIRI(b, e.Input)
+		start = Lit(m.seen[e.Input].ts, XSDDateTime)
+	}
+	if err := firstErr(
+		m.typ(turn, ProvActivity, WModelTurn),
+		m.add(turn, OtelOperationName, Str("chat")),
+		m.add(turn, ProvStartedAtTime, start),
+		m.add(turn, ProvEndedAtTime, dt),
+		m.associate(turn),
+		m.typ(out, ProvEntity, WModelMessage),
+		m.envelope(out, e),
+		m.add(out, ProvWasGeneratedBy, Ref(turn)),
+		m.add(out, ProvGeneratedAtTime, dt),
+		m.add(out, ProvWasAttributedTo, Ref(a)),
+		m.role(out, e),
+		m.payload(out, e),
+	); err != nil {
+		return err
+	}
+	if input != "" {
+		return firstErr(m.add(turn, ProvUsed, Ref(input)), m.add(out, ProvWasDerivedFrom, Ref(input)))
+	} else if e.Input != "" {
+		return m.unresolved(out, "input", e.Input)
+	}
+	return nil
+}
+
+func (m *mapper) message(e *capture.Event, dt Term) error {
+	b := m.base
+	n := MessageIRI(b, e.ID)
+	if err := firstErr(
+		m.typ(n, ProvEntity, WAgentMessage),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.payload(n, e),
+	); err != nil {
+		return err
+	}
+	if msg := e.Message; msg != nil {
+		add := func(p, v string) error {
+			if v == "" {
+				return nil
+			}
+			return m.add(n, p, Str(v))
+		}
+		if err := firstErr(
+			add(WDirection, msg.Direction),
+			add(WConversation, msg.Conversation),
+			add(WSender, msg.Sender),
+			add(WText, msg.Text),
+			add(WOperation, msg.Operation),
+			add(WAuthorAgentID, msg.AuthorAgentID),
+			add(WPostID, msg.PostID),
+		); err != nil {
+			return err
+		}
+		for _, r := range msg.Recipients {
+			if err := add(WRecipient, r); err != nil {
+				return err
+			}
+		}
+	}
+	if e.Cause == "" {
+		return nil
+	}
+	info, ok := m.seen[e.Cause]
+	if !ok {
+		return m.unresolved(n, "cause", e.Cause)
+	}
+	switch info.kind {
+	case capture.KindToolCall:
+		return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(b, e.Cause)))
+	case capture.KindToolResponse:
+		return m.add(n, ProvWasDerivedFrom, Ref(ResultIRI(b, e.Cause)))
+	case capture.KindModelInput, capture.KindModelOutput:
+		return m.add(n, ProvWasDerivedFrom, Ref(MsgIRI(b, e.Cause)))
+	case capture.KindExternalEffect:
+		return m.add(n, ProvWasDerivedFrom, Ref(EffectIRI(b, e.Cause)))
+	case capture.KindNotification:
+		return m.add(n, ProvWasDerivedFrom, Ref(NoteIRI(b, e.Cause)))
+	case capture.KindMessage:
+		return m.add(n, ProvWasDerivedFrom, Ref(MessageIRI(b, e.Cause)))
+	}
+	return m.unresolved(n, "cause", e.Cause)
+}

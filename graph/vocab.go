@@ -1,0 +1,138 @@
+package graph
+
+// Namespaces of the terms the graph uses.
+const (
+	NSProv    = "http://www.w3.org/ns/prov#"
+	NSRDF     = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+	NSXSD     = "http://www.w3.org/2001/XMLSchema#"
+	NSWitness = "https://w3id.org/agent-trace-witness/ns#"
+	// NSOtel holds one term per OpenTelemetry semantic-convention attribute:
+	// the attribute name appended verbatim (otel:gen_ai.tool.name).
+	NSOtel = "https://w3id.org/agent-trace-witness/otel#"
+)
+
+// RDFType is rdf:type, the predicate of Node.Types.
+const RDFType = NSRDF + "type"
+
+// Datatypes of literals.
+const (
+	XSDString   = NSXSD + "string"
+	XSDDateTime = NSXSD + "dateTime"
+	XSDInteger  = NSXSD + "integer"
+	XSDBoolean  = NSXSD + "boolean"
+)
+
+// PROV-O classes.
+const (
+	ProvEntity        = NSProv + "Entity"
+	ProvActivity      = NSProv + "Activity"
+	ProvAgent         = NSProv + "Agent"
+	ProvSoftwareAgent = NSProv + "SoftwareAgent"
+	ProvPlan          = NSProv + "Plan"
+	ProvAssociation   = NSProv + "Association"
+)
+
+// PROV-O properties.
+const (
+	ProvUsed                 = NSProv + "used"           // Activity → Entity
+	ProvWasGeneratedBy       = NSProv + "wasGeneratedBy" // Entity → Activity
+	ProvWasAssociatedWith    = NSProv + "wasAssociatedWith"
+	ProvWasInformedBy        = NSProv + "wasInformedBy" // Activity → Activity
+	ProvWasDerivedFrom       = NSProv + "wasDerivedFrom"
+	ProvWasAttributedTo      = NSProv + "wasAttributedTo"
+	ProvQualifiedAssociation = NSProv + "qualifiedAssociation"
+	ProvAgentProp            = NSProv + "agent" // Association → Agent
+	ProvHadPlan              = NSProv + "hadPlan"
+	ProvStartedAtTime        = NSProv + "startedAtTime"
+	ProvEndedAtTime          = NSProv + "endedAtTime"
+	ProvGeneratedAtTime      = NSProv + "generatedAtTime"
+	ProvValue                = NSProv + "value"
+)
+
+// Witness classes (subclasses of the PROV classes named in the comment).
+const (
+	WCaptureSession = NSWitness + "CaptureSession" // prov:Activity: the witnessed session
+	WToolCall       = NSWitness + "ToolCall"       // prov:Activity
+	WModelTurn      = NSWitness + "ModelTurn"      // prov:Activity
+	WAIAgent        = NSWitness + "AIAgent"        // prov:SoftwareAgent
+	WMCPServer      = NSWitness + "MCPServer"      // prov:SoftwareAgent
+	WWitness        = NSWitness + "Witness"        // prov:SoftwareAgent
+	WSeal           = NSWitness + "Seal"           // prov:Plan
+	WToolDefinition = NSWitness + "ToolDefinition" // prov:Entity
+	WArguments      = NSWitness + "Arguments"      // prov:Entity
+	WResult         = NSWitness + "Result"         // prov:Entity
+	WModelMessage   = NSWitness + "ModelMessage"   // prov:Entity
+	WExternalEffect = NSWitness + "ExternalEffect" // prov:Entity
+	WNotification   = NSWitness + "Notification"   // prov:Entity
+	WAgentMessage   = NSWitness + "AgentMessage"   // prov:Entity
+)
+
+// Witness properties.
+const (
+	WEventID          = NSWitness + "eventId"          // the event id ("e12") of the node's event
+	WSeq              = NSWitness + "seq"              // xsd:integer, the event's position in the log
+	WSource           = NSWitness + "source"           // observed | reported | imported
+	WSession          = NSWitness + "session"          // session id (on the session node)
+	WPayloadSHA256    = NSWitness + "payloadSha256"    // sha256 hex of the payload's canonical JSON
+	WRole             = NSWitness + "role"             // model message role
+	WIsError          = NSWitness + "isError"          // xsd:boolean
+	WRPCError         = NSWitness + "rpcError"         // xsd:boolean: the payload is a JSON-RPC error object
+	WRPCIDJSON        = NSWitness + "rpcIdJson"        // the exact JSON-RPC id token
+	WEffectOp         = NSWitness + "effectOp"         // read, write, delete, ...
+	WEffectTarget     = NSWitness + "effectTarget"     // path, URL, recipient
+	WEffectReason     = NSWitness + "effectReason"     // why the witness believes it happened
+	WDefinitionSHA256 = NSWitness + "definitionSha256" // sha256 of a tool definition
+	WAnnotations      = NSWitness + "annotations"      // canonical JSON of a tool definition's annotations
+	WToolsSHA256      = NSWitness + "toolsSha256"      // sha256 of the server's tool list
+	WServerName       = NSWitness + "serverName"
+	WServerVersion    = NSWitness + "serverVersion"
+	WServerCommand    = NSWitness + "serverCommand"
+	WServerArgv       = NSWitness + "serverArgv" // canonical JSON array of the server's arguments
+	WWitnessVersion   = NSWitness + "witnessVersion"
+	WSealDigest       = NSWitness + "sealDigest" // on the seal: sha256 of its canonical JSON
+	WWitnessID        = NSWitness + "witnessId"  // on the seal: the seal's witness_id
+	WBoundSeal        = NSWitness + "boundSeal"  // on the session: the seal digest the log header names
+	WImportedFrom     = NSWitness + "importedFrom"
+	WPairing          = NSWitness + "pairing"
+	WNote             = NSWitness + "note"
+	WRedactionRule    = NSWitness + "redactionRule"
+	WEventCount       = NSWitness + "eventCount" // session_end count
+	WChainHead        = NSWitness + "chainHead"  // session_end head
+	WEndReason        = NSWitness + "endReason"
+	WSignatureKeyID   = NSWitness + "signatureKeyId"
+	WUnresolvedLink   = NSWitness + "unresolvedLink" // "call=e7": a causal link naming no earlier event of the right kind
+	WDirection        = NSWitness + "direction"
+	WConversation     = NSWitness + "conversation"
+	WSender           = NSWitness + "sender"
+	WRecipient        = NSWitness + "recipient"
+	WText             = NSWitness + "text"
+	WOperation        = NSWitness + "operation"
+	WAuthorAgentID    = NSWitness + "authorAgentId"
+	WPostID           = NSWitness + "postId"
+)
+
+// OpenTelemetry GenAI / MCP / JSON-RPC attribute terms.
+const (
+	OtelOperationName    = NSOtel + "gen_ai.operation.name" // execute_tool | chat
+	OtelToolName         = NSOtel + "gen_ai.tool.name"
+	OtelMCPMethodName    = NSOtel + "mcp.method.name"
+	OtelMCPProtocolVer   = NSOtel + "mcp.protocol.version"
+	OtelJSONRPCRequestID = NSOtel + "jsonrpc.request.id"
+	OtelErrorType        = NSOtel + "error.type"
+	OtelRPCStatusCode    = NSOtel + "rpc.response.status_code"
+)
+
+// Prefixes of the embedded JSON-LD context, in the order they are tried when
+// compacting an IRI. A prefix name is never a URI scheme the graph uses.
+var prefixes = [...]struct{ name, ns string }{
+	{"otel", NSOtel},
+	{"prov", NSProv},
+	{"rdf", NSRDF},
+	{"witness", NSWitness},
+	{"xsd", NSXSD},
+}
+
+// ContextJSON is the embedded JSON-LD context of every graph document, in
+// canonical JSON. Only prefixes: values carry explicit @id / @type / @value,
+// so no term coercion is needed to read them.
+const ContextJSON = `{"otel":"` + NSOtel + `","prov":"` + NSProv + `","rdf":"` + NSRDF + `","witness":"` + NSWitness + `","xsd":"` + NSXSD + `"}`
