@@ -78,6 +78,19 @@ type Event struct {
 
 	Header *Header `json:"header,omitempty"` // session_start
 	End    *End    `json:"end,omitempty"`    // session_end
+
+	Legacy   *Legacy `json:"legacy,omitempty"`   // imported events: what the foreign log said
+	Redacted bool    `json:"redacted,omitempty"` // values in the payload were replaced by keyed hashes
+}
+
+// Legacy keeps what an imported agent-trace-witness 0.1.0 line said that has
+// no place in the envelope.
+type Legacy struct {
+	Format   string `json:"format"`             // "atw-0.1.0-events" or "atw-0.1.0-cassette"
+	Line     int64  `json:"line"`               // 1-based line number in the imported file
+	SealRef  string `json:"seal_ref,omitempty"` // the line's seal_ref when it differs from the header's seal digest
+	Unsealed *bool  `json:"unsealed,omitempty"` // the line's unsealed flag (event logs only)
+	Orphan   bool   `json:"orphan,omitempty"`   // no call (or input) could be paired with this event
 }
 
 // Effect describes an external effect of a tool.
@@ -119,8 +132,8 @@ type Header struct {
 
 // SealRef binds a log to the seal that was its plan.
 type SealRef struct {
-	Digest    string `json:"digest"`     // sha256 hex of the seal's canonical JSON (seal_ref in 0.1.0 terms)
-	WitnessID string `json:"witness_id"` // the seal's witness_id
+	Digest    string `json:"digest"`               // sha256 hex of the seal's canonical JSON (seal_ref in 0.1.0 terms)
+	WitnessID string `json:"witness_id,omitempty"` // the seal's witness_id (unknown for imports)
 }
 
 // ServerInfo identifies the MCP server and the session's protocol.
@@ -145,6 +158,7 @@ type ToolDef struct {
 type Redaction struct {
 	Rules []string `json:"rules"`
 	KeyID string   `json:"key_id,omitempty"`
+	Alg   string   `json:"alg,omitempty"` // "hmac-sha256"
 }
 
 // End is the payload of the session_end line.
@@ -155,7 +169,9 @@ type End struct {
 	Signatures []Signature `json:"signatures,omitempty"`
 }
 
-// Signature is a signature over the canonical JSON of {"count","head","session"}.
+// Signature is a signature over EndMessage: the canonical JSON of the whole
+// session_end line without its "signatures" member, which holds "count",
+// "head" and "session" (and the line's envelope, ts and reason).
 type Signature struct {
 	KeyID string `json:"key_id"`
 	Alg   string `json:"alg"` // hmac-sha256 | ed25519

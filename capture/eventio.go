@@ -69,6 +69,9 @@ func ResumeWriter(w io.Writer, session string, lastSeq int64, head string) *Writ
 	return &Writer{w: w, session: session, seq: lastSeq + 1, head: head}
 }
 
+// EventID returns the id of the event at position seq: "e<seq>".
+func EventID(seq int64) string { return "e" + strconv.FormatInt(seq, 10) }
+
 // Head returns the hash of the last line written (GenesisPrev before any).
 func (w *Writer) Head() string { return w.head }
 
@@ -80,12 +83,24 @@ func (w *Writer) Session() string { return w.session }
 
 // Append fills the envelope of e (v, seq, id when empty, session, prev) and
 // writes it as one canonical line.
+//
+// The id of an event is always "e<seq>": an event that comes with another id
+// is refused. When e has a payload and no payload_sha256, the hash is
+// computed; when it has both, they must agree.
 func (w *Writer) Append(e *Event) error {
+	id := EventID(w.seq)
+	if e.ID != "" && e.ID != id {
+		return fmt.Errorf("append event: id %q given, but the next event's id is %q", e.ID, id)
+	}
+	if e.Kind == "" || !knownKind(e.Kind) {
+		return fmt.Errorf("append event %s: unknown kind %q", id, e.Kind)
+	}
+	if err := fillPayloadHash(e); err != nil {
+		return fmt.Errorf("append event %s: %w", id, err)
+	}
 	e.V = FormatVersion
 	e.Seq = w.seq
-	if e.ID == "" {
-		e.ID = "e" + strconv.FormatInt(w.seq, 10)
-	}
+	e.ID = id
 	e.Session = w.session
 	e.Prev = w.head
 	line, err := EncodeEvent(e)

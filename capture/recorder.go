@@ -1,0 +1,341 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Recorder writes choke-point events through a chain Writer, one method per
+// choke point, each returning the new event's id so that later events can
+// link to it. It pairs tool responses with their calls by the exact JSON-RPC
+// id token, applies redaction before anything is written, and is safe for
+// concurrent use (a proxy records both directions at once).
+type Recorder struct {
+	mu       sync.Mutex
+	w        *Writer
+	source   Source
+	clock    func() string
+	redactor *Redactor
+
+	open       map[string]openCall // exact JSON-RPC id token -> open call
+	lastByTool map[string]string   // tool -> id of its latest call
+	toolOf     map[string]string   // open call id -> tool
+	lastInput  string
+}
+
+type openCall struct {
+	id   string
+	tool string
+}
+
+// RecorderOptions configure a Recorder.
+type RecorderOptions struct {
+	Source   Source        // default source of events (observed when empty)
+	Clock    func() string // the ts of events that carry none (required)
+	Redactor *Redactor     // nil: no redaction
+}
+
+// NewRecorder returns a Recorder writing through w.
+func NewRecorder(w *Writer, o RecorderOptions) *Recorder {
+	src := o.Source
+	if src == "" {
+		src = SourceObserved
+	}
+	clock := o.Clock
+	if clock == nil {
+		clock = func() string { return Timestamp(nil) }
+	}
+	return &Recorder{w: w, source: src, clock: clock, redactor: o.Redactor,
+		open: map[string]openCall{}, lastByTool: map[string]string{}, toolOf: map[string]string{}}
+}
+
+// Writer returns the chain Writer the recorder writes through.
+func (r *Recorder) Writer() *Writer { return r.w }
+
+// ToolCallEvent is an outgoing tool call (choke point a).
+type ToolCallEvent struct {
+	Tool      string
+	Arguments any             // the call's arguments (JSON value or json.RawMessage); nil for none
+	RPCID     json.RawMessage // the exact JSON-RPC id token, for pairing the response
+	Method    string          // default "tools/call"
+	Cause     string          // id of the model_output that asked for the call, when known
+	TS        string
+	Source    Source
+	Wire      *WireRef
+}
+
+// ToolResponseEvent is the server's answer to a tool call (choke point b).
+type ToolResponseEvent struct {
+	Tool     string          // default: the tool of the paired call
+	Call     string          // id of the call; default: the open call with the same RPCID
+	RPCID    json.RawMessage // the exact JSON-RPC id token of the response
+	Result   any             // the result object, or the JSON-RPC error object when RPCError
+	RPCError bool
+	IsError  *bool // default: result.isError, or true for a JSON-RPC error
+	TS       string
+	Source   Source
+	Wire     *WireRef
+}
+
+// ModelInputEvent is a message to the model (choke point c).
+type ModelInputEvent struct {
+	Role    string // default "user"
+	Content any
+	TS      string
+	Source  Source
+}
+
+// ModelOutputEvent is the model's response (choke point d).
+type ModelOutputEvent struct {
+	Role    string // default "assistant"
+	Content any
+	Input   string // id of the model_input it answers; default: the latest model_input
+	TS      string
+	Source  Source
+}
+
+// ExternalEffectEvent is a side effect of a tool (choke point e).
+type ExternalEffectEvent struct {
+	Tool   string
+	Call   string // id of the call that caused it; default: the latest call of Tool
+	Effect Effect
+	Detail any // optional payload (e.g. the tool result the effect was derived from)
+	TS     string
+	Source Source
+	Wire   *WireRef
+}
+
+// MessageEvent is an application message between agents (firewall).
+type MessageEvent struct {
+	Message Message
+	Cause   string
+	Payload any
+	TS      string
+	Source  Source
+}
+
+// NotificationEvent is a server-to-client notification or request.
+type NotificationEvent struct {
+	Method string
+	Params any
+	RPCID  json.RawMessage // for server requests
+	TS     string
+	Source Source
+	Wire   *WireRef
+}
+
+// ToolCall records a tool call and returns its event id.
+func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
+	if in.Tool == "" {
+		return "", errors.New("record tool_call: tool is empty")
+	}
+	method := in.Method
+	if method == "" {
+		method = "tools/call"
+	}
+	e := &Event{Kind: KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire}
+	if len(in.RPCID) > 0 {
+		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, err := r.write(e, in.TS, in.Source, in.Arguments)
+	if err != nil {
+		return "", err
+	}
+	if len(e.RPCID) > 0 {
+		r.open[string(e.RPCID)] = openCall{id: id, tool: in.Tool}
+	}
+	r.toolOf[id] = in.Tool
+	r.lastByTool[in.Tool] = id
+	return id, nil
+}
+
+// ToolResponse records a tool response, linked to its call, and returns its id.
+func (r *Recorder) ToolResponse(in ToolResponseEvent) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := &Event{Kind: KindToolResponse, Tool: in.Tool, Call: in.Call, RPCError: in.RPCError, IsError: in.IsError, Wire: in.Wire}
+	if len(in.RPCID) > 0 {
+		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
+	}
+	key := string(e.RPCID)
+	if e.Call == "" && key != "" {
+		if oc, ok := r.open[key]; ok {
+			e.Call = oc.id
+		}
+	}
+	if e.Tool == "" && e.Call != "" {
+		e.Tool = r.toolOf[e.Call]
+	}
+	if e.IsError == nil {
+		if in.RPCError {
+			t := true
+			e.IsError = &t
+		} else {
+			e.IsError = isErrorOf(in.Result)
+		}
+	}
+	id, err := r.write(e, in.TS, in.Source, in.Result)
+	if err != nil {
+		return "", err
+	}
+	if oc, ok := r.open[key]; ok && oc.id == e.Call {
+		delete(r.open, key)
+	}
+	delete(r.toolOf, e.Call)
+	return id, nil
+}
+
+// ModelInput records a message to the model and returns its id.
+func (r *Recorder) ModelInput(in ModelInputEvent) (string, error) {
+	role := in.Role
+	if role == "" {
+		role = "user"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, err := r.write(&Event{Kind: KindModelInput, Role: role}, in.TS, in.Source, in.Content)
+	if err != nil {
+		return "", err
+	}
+	r.lastInput = id
+	return id, nil
+}
+
+// ModelOutput records the model's response and returns its id.
+func (r *Recorder) ModelOutput(in ModelOutputEvent) (string, error) {
+	role := in.Role
+	if role == "" {
+		role = "assistant"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	input := in.Input
+	if input == "" {
+		input = r.lastInput
+	}
+	return r.write(&Event{Kind: KindModelOutput, Role: role, Input: input}, in.TS, in.Source, in.Content)
+}
+
+// ExternalEffect records a side effect of a tool and returns its id.
+func (r *Recorder) ExternalEffect(in ExternalEffectEvent) (string, error) {
+	if in.Effect.Op == "" {
+		return "", errors.New("record external_effect: effect op is empty")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	call := in.Call
+	if call == "" && in.Tool != "" {
+		call = r.lastByTool[in.Tool]
+	}
+	eff := in.Effect
+	return r.write(&Event{Kind: KindExternalEffect, Tool: in.Tool, Call: call, Effect: &eff, Wire: in.Wire}, in.TS, in.Source, in.Detail)
+}
+
+// Message records an application message between agents and returns its id.
+func (r *Recorder) Message(in MessageEvent) (string, error) {
+	m := in.Message
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.write(&Event{Kind: KindMessage, Message: &m, Cause: in.Cause}, in.TS, in.Source, in.Payload)
+}
+
+// Notification records a server notification (or server request) and returns its id.
+func (r *Recorder) Notification(in NotificationEvent) (string, error) {
+	if in.Method == "" {
+		return "", errors.New("record notification: method is empty")
+	}
+	e := &Event{Kind: KindNotification, Method: in.Method, Wire: in.Wire}
+	if len(in.RPCID) > 0 {
+		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.write(e, in.TS, in.Source, in.Params)
+}
+
+// Finish writes the signed session_end through the recorder's writer.
+func (r *Recorder) Finish(o EndOptions) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o.TS == "" {
+		o.TS = r.clock()
+	}
+	return FinishWith(r.w, o)
+}
+
+// OpenCalls returns the ids of calls that have no response yet, in no order.
+func (r *Recorder) OpenCalls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.open))
+	for _, oc := range r.open {
+		out = append(out, oc.id)
+	}
+	return out
+}
+
+// write fills ts, source and the (redacted) payload of e and appends it.
+// The caller holds r.mu.
+func (r *Recorder) write(e *Event, ts string, src Source, payload any) (string, error) {
+	if ts == "" {
+		ts = r.clock()
+	}
+	if src == "" {
+		src = r.source
+	}
+	e.TS, e.Source = ts, src
+	if payload != nil {
+		raw, err := toRaw(payload)
+		if err != nil {
+			return "", fmt.Errorf("record %s: %w", e.Kind, err)
+		}
+		if r.redactor != nil {
+			out, changed, err := r.redactor.Payload(e.Kind, raw)
+			if err != nil {
+				return "", fmt.Errorf("record %s: redact: %w", e.Kind, err)
+			}
+			raw, e.Redacted = out, changed
+		}
+		if err := SetPayload(e, raw); err != nil {
+			return "", fmt.Errorf("record %s: %w", e.Kind, err)
+		}
+	}
+	if err := r.w.Append(e); err != nil {
+		return "", fmt.Errorf("record %s: %w", e.Kind, err)
+	}
+	return e.ID, nil
+}
+
+func toRaw(v any) (json.RawMessage, error) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		return t, nil
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("payload: %w", err)
+		}
+		return b, nil
+	}
+}
+
+// isErrorOf returns result.isError when result is an object holding a bool
+// isError, else nil.
+func isErrorOf(result any) *bool {
+	raw, err := toRaw(result)
+	if err != nil {
+		return nil
+	}
+	var obj struct {
+		IsError *bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil
+	}
+	return obj.IsError
+}

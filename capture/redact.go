@@ -1,0 +1,540 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// RedactTokenPrefix starts every value that redaction wrote.
+const RedactTokenPrefix = "redacted:hmac-sha256:"
+
+// RedactAlg is the keyed hash redaction uses.
+const RedactAlg = "hmac-sha256"
+
+// EnvRedactKey holds the redaction key (hex, at least 16 bytes) when no key
+// file is given.
+const EnvRedactKey = "WITNESS_REDACT_KEY"
+
+var tokenRe = regexp.MustCompile(`redacted:hmac-sha256:[0-9a-f]{64}`)
+
+// RedactRule is one parsed redaction rule: a JSON path or a regular
+// expression over string values.
+type RedactRule struct {
+	Text  string // as written
+	path  []pathStep
+	regex *regexp.Regexp
+}
+
+type pathStep struct {
+	descend  bool   // ".." before the selector
+	wildcard bool   // "*"
+	name     string // member name
+	index    int    // array index when isIndex
+	isIndex  bool
+}
+
+// ParseRedactRule parses one rule: "$.a.b", "$..password", "$.items[0]",
+// "$.a[*].b", "$['odd key']", or "re:REGEXP" (Go RE2 syntax), which matches
+// parts of string values.
+func ParseRedactRule(s string) (RedactRule, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case strings.HasPrefix(s, "re:"):
+		expr := s[len("re:"):]
+		if expr == "" {
+			return RedactRule{}, errors.New("empty regular expression after \"re:\"")
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return RedactRule{}, fmt.Errorf("regular expression: %w", err)
+		}
+		if re.MatchString("") {
+			return RedactRule{}, fmt.Errorf("regular expression %q matches the empty string", expr)
+		}
+		return RedactRule{Text: s, regex: re}, nil
+	case strings.HasPrefix(s, "$"):
+		steps, err := parsePath(s)
+		if err != nil {
+			return RedactRule{}, err
+		}
+		return RedactRule{Text: s, path: steps}, nil
+	}
+	return RedactRule{}, fmt.Errorf("rule %q is neither a JSON path (\"$.a.b\", \"$..key\") nor a regular expression (\"re:...\")", s)
+}
+
+func parsePath(s string) ([]pathStep, error) {
+	if !strings.HasPrefix(s, "$") {
+		return nil, errors.New("a JSON path starts with $")
+	}
+	var steps []pathStep
+	i := 1
+	for i < len(s) {
+		var st pathStep
+		switch {
+		case strings.HasPrefix(s[i:], ".."):
+			st.descend = true
+			i += 2
+		case s[i] == '.':
+			i++
+		case s[i] == '[':
+		default:
+			return nil, fmt.Errorf("path %q: unexpected %q at offset %d", s, s[i], i)
+		}
+		if i >= len(s) {
+			return nil, fmt.Errorf("path %q ends after a dot", s)
+		}
+		switch {
+		case s[i] == '*':
+			st.wildcard = true
+			i++
+		case s[i] == '[':
+			end := strings.IndexByte(s[i:], ']')
+			if end < 0 {
+				return nil, fmt.Errorf("path %q: unclosed [", s)
+			}
+			inner := s[i+1 : i+end]
+			i += end + 1
+			switch {
+			case inner == "*":
+				st.wildcard = true
+			case len(inner) >= 2 && (inner[0] == '\'' || inner[0] == '"') && inner[len(inner)-1] == inner[0]:
+				st.name = inner[1 : len(inner)-1]
+				if strings.ContainsAny(st.name, `'"`) {
+					return nil, fmt.Errorf("path %q: quotes inside a bracketed name are not supported", s)
+				}
+			default:
+				n, err := strconv.Atoi(inner)
+				if err != nil || n < 0 {
+					return nil, fmt.Errorf("path %q: [%s] is not an index, * or a quoted name", s, inner)
+				}
+				st.index, st.isIndex = n, true
+			}
+		default:
+			j := i
+			for j < len(s) && s[j] != '.' && s[j] != '[' {
+				j++
+			}
+			st.name = s[i:j]
+			if st.name == "" {
+				return nil, fmt.Errorf("path %q: empty member name at offset %d", s, i)
+			}
+			i = j
+		}
+		steps = append(steps, st)
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("path %q selects the whole value; name a member", s)
+	}
+	return steps, nil
+}
+
+// ParseRedactRules parses a rules file: one rule per line; blank lines and
+// lines starting with # are ignored. Errors name the file and line.
+func ParseRedactRules(data []byte, name string) ([]RedactRule, error) {
+	var rules []RedactRule
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if !utf8.ValidString(t) {
+			return nil, fmt.Errorf("%s:%d: rule is not valid UTF-8", name, line)
+		}
+		r, err := ParseRedactRule(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		rules = append(rules, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	return rules, nil
+}
+
+// Redactor replaces secret values by a keyed hash, "redacted:hmac-sha256:<hex>",
+// so that secrets never reach disk and identical values still match.
+type Redactor struct {
+	rules []RedactRule
+	key   []byte
+	keyID string
+}
+
+// NewRedactor returns a redactor with the given rules and key (at least 16 bytes).
+func NewRedactor(rules []RedactRule, key []byte) (*Redactor, error) {
+	if len(key) < 16 {
+		return nil, fmt.Errorf("redaction key has %d bytes; it needs at least 16", len(key))
+	}
+	sum := sha256.Sum256(key)
+	return &Redactor{rules: rules, key: append([]byte(nil), key...), keyID: "sha256:" + hex.EncodeToString(sum[:8])}, nil
+}
+
+// RedactOptions say where rules and key come from (the CLI's --redact,
+// --redact-rules and --redact-key flags).
+type RedactOptions struct {
+	Rules     []string // rules given one by one
+	RulesFile string   // a rules file
+	KeyFile   string   // a file holding the key in hex
+	KeyHex    string   // the key in hex (e.g. from WITNESS_REDACT_KEY) when KeyFile is empty
+}
+
+// LoadRedactor builds a redactor from options; it returns nil, nil when no
+// rule is given. Errors carry exitcode Usage.
+func LoadRedactor(o RedactOptions) (*Redactor, error) {
+	var rules []RedactRule
+	for _, s := range o.Rules {
+		r, err := ParseRedactRule(s)
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("--redact %q: %w", s, err), "see docs/formats/events.md, section redaction, for the rule syntax")
+		}
+		rules = append(rules, r)
+	}
+	if o.RulesFile != "" {
+		data, err := os.ReadFile(o.RulesFile)
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read redaction rules: %w", err), "")
+		}
+		rs, err := ParseRedactRules(data, o.RulesFile)
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("redaction rules %w", err), "see docs/formats/events.md, section redaction, for the rule syntax")
+		}
+		rules = append(rules, rs...)
+	}
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	keyHex := o.KeyHex
+	keySrc := EnvRedactKey
+	if o.KeyFile != "" {
+		data, err := os.ReadFile(o.KeyFile)
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read redaction key: %w", err), "")
+		}
+		keyHex, keySrc = strings.TrimSpace(string(data)), o.KeyFile
+	}
+	if keyHex == "" {
+		return nil, exitcode.New(exitcode.Usage, errors.New("redaction rules given but no redaction key"),
+			"pass --redact-key FILE (a file holding at least 32 hex characters) or set "+EnvRedactKey)
+	}
+	key, err := hex.DecodeString(keyHex)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("redaction key from %s is not hex: %w", keySrc, err), "generate one with: head -c 32 /dev/urandom | xxd -p -c 64")
+	}
+	r, err := NewRedactor(rules, key)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("redaction key from %s: %w", keySrc, err), "")
+	}
+	return r, nil
+}
+
+// Info describes the redaction for the session header (never the key).
+func (r *Redactor) Info() *Redaction {
+	if r == nil {
+		return nil
+	}
+	texts := make([]string, len(r.rules))
+	for i, ru := range r.rules {
+		texts[i] = ru.Text
+	}
+	return &Redaction{Rules: texts, KeyID: r.keyID, Alg: RedactAlg}
+}
+
+// Token returns the keyed hash that replaces value (the UTF-8 of a string,
+// or the canonical JSON of any other value).
+func (r *Redactor) Token(value []byte) string {
+	m := hmac.New(sha256.New, r.key)
+	m.Write(value)
+	return RedactTokenPrefix + hex.EncodeToString(m.Sum(nil))
+}
+
+// payloadRoot is the member name under which an event payload is matched,
+// so that "$.arguments.token" means the same in events and on the wire.
+func payloadRoot(k Kind) string {
+	switch k {
+	case KindToolCall:
+		return "arguments"
+	case KindToolResponse:
+		return "result"
+	case KindModelInput, KindModelOutput:
+		return "content"
+	case KindExternalEffect:
+		return "effect"
+	case KindNotification:
+		return "params"
+	case KindMessage:
+		return "message"
+	}
+	return "payload"
+}
+
+// Payload redacts an event payload of the given kind. Paths are matched
+// against {"<root>": payload}, root being arguments (tool_call), result
+// (tool_response), content (model events), effect, params (notification) or
+// message. It returns the payload unchanged (same bytes) when nothing matched.
+func (r *Redactor) Payload(k Kind, raw json.RawMessage) (json.RawMessage, bool, error) {
+	if r == nil || len(r.rules) == 0 || len(raw) == 0 {
+		return raw, false, nil
+	}
+	v, err := parseJV(raw)
+	if err != nil {
+		return nil, false, fmt.Errorf("payload is not JSON: %w", err)
+	}
+	wrapper := &jv{kind: 'o', keys: []string{payloadRoot(k)}, vals: []*jv{v}}
+	changed, err := r.apply([]*jv{wrapper})
+	if err != nil || !changed {
+		return raw, false, err
+	}
+	out, err := wrapper.vals[0].bytes()
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// Value redacts a JSON value, paths matching from its root.
+func (r *Redactor) Value(raw json.RawMessage) (json.RawMessage, bool, error) {
+	if r == nil || len(r.rules) == 0 {
+		return raw, false, nil
+	}
+	v, err := parseJV(raw)
+	if err != nil {
+		return nil, false, fmt.Errorf("value is not JSON: %w", err)
+	}
+	changed, err := r.apply([]*jv{v})
+	if err != nil || !changed {
+		return raw, false, err
+	}
+	out, err := v.bytes()
+	return out, err == nil, err
+}
+
+// Line redacts one raw wire line (without its newline). A JSON line has
+// paths matched from the message root and from its "params" (so that
+// "$.arguments.token" matches a tools/call request), and regular expressions
+// applied to its string values; it is re-encoded compactly, members in their
+// order, only when something was redacted. A line that is not JSON has the
+// regular expressions applied to its text. When changed is false, out is
+// line itself: the bytes are untouched. Callers record that the line was
+// redacted.
+func (r *Redactor) Line(line []byte) (out []byte, changed bool) {
+	if r == nil || len(r.rules) == 0 {
+		return line, false
+	}
+	v, err := parseJV(line)
+	if err != nil {
+		text := string(line)
+		if !utf8.ValidString(text) {
+			text = strings.ToValidUTF8(text, "\uFFFD")
+		}
+		red, ch := r.redactString(text)
+		if !ch {
+			return line, false
+		}
+		return []byte(red), true
+	}
+	roots := []*jv{v}
+	if p := v.get("params"); p != nil && p.kind == 'o' {
+		roots = append(roots, p)
+	}
+	changed, err = r.apply(roots)
+	if err != nil || !changed {
+		return line, false
+	}
+	b, err := v.bytes()
+	if err != nil {
+		return line, false
+	}
+	return b, true
+}
+
+// apply runs every rule over the roots and reports whether anything changed.
+func (r *Redactor) apply(roots []*jv) (bool, error) {
+	var matched []*jv
+	seen := map[*jv]bool{}
+	for _, ru := range r.rules {
+		if ru.path == nil {
+			continue
+		}
+		for _, root := range roots {
+			for _, n := range evalPath(root, ru.path) {
+				if !seen[n] {
+					seen[n] = true
+					matched = append(matched, n)
+				}
+			}
+		}
+	}
+	changed := false
+	tokens := make([]string, len(matched))
+	for i, n := range matched {
+		if n.kind == 's' {
+			if tokenRe.MatchString(n.str) && len(n.str) == len(RedactTokenPrefix)+64 {
+				tokens[i] = n.str // already redacted
+				continue
+			}
+			tokens[i] = r.Token([]byte(n.str))
+			continue
+		}
+		b, err := n.bytes()
+		if err != nil {
+			return false, err
+		}
+		c, err := canon.Transform(b)
+		if err != nil {
+			return false, err
+		}
+		tokens[i] = r.Token(c)
+	}
+	for i, n := range matched {
+		if n.kind == 's' && n.str == tokens[i] {
+			continue
+		}
+		*n = jv{kind: 's', str: tokens[i]}
+		changed = true
+	}
+	if r.hasRegex() {
+		for _, root := range roots {
+			if r.regexWalk(root, 0) {
+				changed = true
+			}
+		}
+	}
+	return changed, nil
+}
+
+func (r *Redactor) hasRegex() bool {
+	for _, ru := range r.rules {
+		if ru.regex != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Redactor) regexWalk(v *jv, depth int) bool {
+	if depth > maxJSONDepth {
+		return false
+	}
+	switch v.kind {
+	case 's':
+		s, ch := r.redactString(v.str)
+		if ch {
+			v.str = s
+		}
+		return ch
+	case 'o', 'a':
+		ch := false
+		for _, c := range v.vals {
+			if r.regexWalk(c, depth+1) {
+				ch = true
+			}
+		}
+		return ch
+	}
+	return false
+}
+
+// redactString replaces every match of the regular expressions in s,
+// leaving existing redaction tokens alone.
+func (r *Redactor) redactString(s string) (string, bool) {
+	changed := false
+	for _, ru := range r.rules {
+		if ru.regex == nil {
+			continue
+		}
+		var b strings.Builder
+		last := 0
+		ch := false
+		protect := tokenRe.FindAllStringIndex(s, -1)
+		protect = append(protect, []int{len(s), len(s)})
+		for _, p := range protect {
+			gap := s[last:p[0]]
+			red := ru.regex.ReplaceAllStringFunc(gap, func(m string) string { return r.Token([]byte(m)) })
+			if red != gap {
+				ch = true
+			}
+			b.WriteString(red)
+			b.WriteString(s[p[0]:p[1]])
+			last = p[1]
+		}
+		if ch {
+			s = b.String()
+			changed = true
+		}
+	}
+	return s, changed
+}
+
+// evalPath returns the nodes the path selects under root.
+func evalPath(root *jv, steps []pathStep) []*jv {
+	cur := []*jv{root}
+	for _, st := range steps {
+		var next []*jv
+		for _, n := range cur {
+			if st.descend {
+				descendants(n, 0, func(d *jv) { next = append(next, selectChildren(d, st)...) })
+			} else {
+				next = append(next, selectChildren(n, st)...)
+			}
+		}
+		cur = next
+		if len(cur) == 0 {
+			return nil
+		}
+	}
+	return cur
+}
+
+func descendants(n *jv, depth int, f func(*jv)) {
+	if depth > maxJSONDepth {
+		return
+	}
+	f(n)
+	if n.kind == 'o' || n.kind == 'a' {
+		for _, c := range n.vals {
+			descendants(c, depth+1, f)
+		}
+	}
+}
+
+func selectChildren(n *jv, st pathStep) []*jv {
+	switch {
+	case st.wildcard:
+		if n.kind == 'o' || n.kind == 'a' {
+			return append([]*jv(nil), n.vals...)
+		}
+	case st.isIndex:
+		if n.kind == 'a' && st.index < len(n.vals) {
+			return []*jv{n.vals[st.index]}
+		}
+	default:
+		if n.kind == 'o' {
+			var out []*jv
+			for i, k := range n.keys {
+				if k == st.name {
+					out = append(out, n.vals[i])
+				}
+			}
+			return out
+		}
+	}
+	return nil
+}

@@ -1,0 +1,375 @@
+package capture
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// testKeys is an HMAC signer and verifier over a small set of keys.
+type testKeys map[string][]byte
+
+type testSigner struct {
+	id  string
+	key []byte
+}
+
+func (s testSigner) KeyID() string     { return s.id }
+func (s testSigner) Algorithm() string { return "hmac-sha256" }
+func (s testSigner) Sign(msg []byte) (string, error) {
+	m := hmac.New(sha256.New, s.key)
+	m.Write(msg)
+	return hex.EncodeToString(m.Sum(nil)), nil
+}
+
+func (k testKeys) Verify(keyID, alg string, msg []byte, sig string) error {
+	key, ok := k[keyID]
+	if !ok {
+		return fmt.Errorf("key %s: %w", keyID, ErrUnknownKey)
+	}
+	if alg != "hmac-sha256" {
+		return fmt.Errorf("unsupported alg %q", alg)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(msg)
+	want := hex.EncodeToString(m.Sum(nil))
+	if !hmac.Equal([]byte(want), []byte(sig)) {
+		return errors.New("signature mismatch")
+	}
+	return nil
+}
+
+var (
+	goodKey    = bytes.Repeat([]byte{7}, 32)
+	goodSigner = testSigner{id: "k-good", key: goodKey}
+	evilSigner = testSigner{id: "k-evil", key: bytes.Repeat([]byte{9}, 32)}
+	trusted    = testKeys{"k-good": goodKey}
+)
+
+const frozenTS = "2026-08-30T14:33:00+00:00"
+
+// sampleLog writes a log with every choke point, links and a signed end.
+func sampleLog(t testing.TB, signers ...Signer) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := StartLog(&buf, &Header{Server: &ServerInfo{Name: "stub", ProtocolVersion: "2025-11-25"}}, frozenTS, SourceObserved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }})
+	in, err := rec.ModelInput(ModelInputEvent{Role: "system", Content: "read /data only", Source: SourceReported})
+	must(t, err)
+	out, err := rec.ModelOutput(ModelOutputEvent{Content: "call read_file", Source: SourceReported})
+	must(t, err)
+	if out != "e2" || in != "e1" {
+		t.Fatalf("ids %s %s", in, out)
+	}
+	call, err := rec.ToolCall(ToolCallEvent{Tool: "read_file", Arguments: map[string]any{"path": "/data/x"}, RPCID: json.RawMessage(`2`), Cause: out})
+	must(t, err)
+	resp, err := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(`2`), Result: json.RawMessage(`{"content":[{"type":"text","text":"hi"}],"isError":false}`)})
+	must(t, err)
+	_, err = rec.ExternalEffect(ExternalEffectEvent{Tool: "read_file", Effect: Effect{Op: "read", Target: "/data/x", Reason: "test"}})
+	must(t, err)
+	_, err = rec.Message(MessageEvent{Message: Message{Direction: "outgoing", Conversation: "c1", Sender: "a", Text: "hello", Operation: "direct"}, Cause: resp})
+	must(t, err)
+	_ = call
+	if err := Finish(w, signers, frozenTS); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func verify(data []byte, opts VerifyLogOptions) (*LogReport, error) {
+	return VerifyLog(bytes.NewReader(data), "events.jsonl", opts)
+}
+
+func lines(data []byte) [][]byte {
+	return bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+}
+
+func join(ls [][]byte) []byte {
+	var b bytes.Buffer
+	for _, l := range ls {
+		b.Write(l)
+		if !bytes.HasSuffix(l, []byte("\n")) {
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}
+
+func TestVerifyLogIntact(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	rep, err := verify(data, VerifyLogOptions{Verifier: trusted})
+	if err != nil {
+		t.Fatalf("intact log: %v\n%s", err, data)
+	}
+	if rep.Status != StatusOK || !rep.Ended || rep.Lines != 8 || rep.Events != 6 {
+		t.Fatalf("report %+v", rep)
+	}
+	if len(rep.Signatures) != 1 || rep.Signatures[0].Status != "valid" {
+		t.Fatalf("signatures %+v", rep.Signatures)
+	}
+	// the links are as recorded
+	ls := lines(data)
+	for i, want := range map[int]string{2: `"input":"e1"`, 3: `"cause":"e2"`, 4: `"call":"e3"`, 5: `"call":"e3"`, 6: `"cause":"e4"`} {
+		if !bytes.Contains(ls[i], []byte(want)) {
+			t.Errorf("line %d lacks %s: %s", i+1, want, ls[i])
+		}
+	}
+	if !bytes.Contains(ls[4], []byte(`"rpc_id":2`)) || !bytes.Contains(ls[4], []byte(`"is_error":false`)) {
+		t.Errorf("response line: %s", ls[4])
+	}
+}
+
+func wantStatus(t *testing.T, what string, data []byte, opts VerifyLogOptions, status string, code exitcode.Code) *LogReport {
+	t.Helper()
+	rep, err := verify(data, opts)
+	if rep.Status != status {
+		t.Fatalf("%s: status %s, want %s; findings %v", what, rep.Status, status, rep.Findings)
+	}
+	if exitcode.Of(err) != code {
+		t.Fatalf("%s: exit code %v, want %v (err %v)", what, exitcode.Of(err), code, err)
+	}
+	return rep
+}
+
+func TestVerifyLogOneByteEditsEveryPosition(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	opts := VerifyLogOptions{Verifier: trusted}
+	for i := range data {
+		if data[i] == '\n' {
+			continue
+		}
+		for _, repl := range []byte{data[i] ^ 0x01, '0', ' ', '\n'} {
+			if repl == data[i] {
+				continue
+			}
+			c := append([]byte(nil), data...)
+			c[i] = repl
+			rep, err := verify(c, opts)
+			// an edited key id leaves a signature by an unknown key:
+			// unsigned, which exits Tampered too
+			if (rep.Status != StatusTampered && rep.Status != StatusUnsigned) || exitcode.Of(err) != exitcode.Tampered {
+				line := bytes.Count(data[:i], []byte("\n")) + 1
+				t.Fatalf("byte %d (line %d) %q->%q not detected: status %s, findings %v", i, line, data[i], repl, rep.Status, rep.Findings)
+			}
+		}
+	}
+}
+
+func TestVerifyLogEditNamesLine(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	ls := lines(data)
+	ls[3] = bytes.Replace(ls[3], []byte("/data/x"), []byte("/data/y"), 1)
+	rep := wantStatus(t, "edit", join(ls), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
+	// the payload hash of line 4 and the chain at line 5 show it
+	var got []string
+	for _, f := range rep.Findings {
+		got = append(got, fmt.Sprintf("%d:%s:%s", f.Line, f.ID, f.Code))
+	}
+	s := strings.Join(got, " ")
+	if !strings.Contains(s, "4:e3:payload_hash") || !strings.Contains(s, "5:e4:chain") {
+		t.Fatalf("findings %s", s)
+	}
+}
+
+func TestVerifyLogSwapInsertDelete(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	opts := VerifyLogOptions{Verifier: trusted}
+	ls := lines(data)
+	swap := append([][]byte(nil), ls...)
+	swap[2], swap[3] = swap[3], swap[2]
+	wantStatus(t, "swap", join(swap), opts, StatusTampered, exitcode.Tampered)
+
+	ins := append([][]byte(nil), ls[:3]...)
+	ins = append(ins, ls[2])
+	ins = append(ins, ls[3:]...)
+	wantStatus(t, "insert duplicate", join(ins), opts, StatusTampered, exitcode.Tampered)
+
+	del := append([][]byte(nil), ls[:3]...)
+	del = append(del, ls[4:]...)
+	rep := wantStatus(t, "delete", join(del), opts, StatusTampered, exitcode.Tampered)
+	codes := map[string]bool{}
+	for _, f := range rep.Findings {
+		codes[f.Code] = true
+	}
+	if !codes[FindSeq] || !codes[FindChain] {
+		t.Fatalf("delete findings %v", rep.Findings)
+	}
+
+	delFirst := join(ls[1:])
+	wantStatus(t, "delete header", delFirst, opts, StatusTampered, exitcode.Tampered)
+}
+
+func TestVerifyLogInsertForgedLine(t *testing.T) {
+	// a forger appends a well-formed event after the chain, before the end
+	data := sampleLog(t, goodSigner)
+	ls := lines(data)
+	body := join(ls[:len(ls)-1])
+	var last Event
+	must(t, json.Unmarshal(ls[len(ls)-2], &last))
+	w := ResumeWriter(&bytes.Buffer{}, last.Session, last.Seq, LineHash(bytes.TrimSuffix(ls[len(ls)-2], []byte("\n"))))
+	var extra bytes.Buffer
+	w.w = &extra
+	must(t, w.Append(&Event{Kind: KindModelOutput, TS: frozenTS, Source: SourceReported, Payload: json.RawMessage(`"forged"`)}))
+	forged := append(append([]byte(nil), body...), extra.Bytes()...)
+	forged = append(forged, ls[len(ls)-1]...)
+	wantStatus(t, "insert forged", forged, VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
+}
+
+func TestVerifyLogTruncateAndDropEnd(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	opts := VerifyLogOptions{Verifier: trusted}
+	ls := lines(data)
+	rep := wantStatus(t, "drop end", join(ls[:len(ls)-1]), opts, StatusIncomplete, exitcode.Incomplete)
+	if rep.Ended || rep.Findings[0].Code != FindNoEnd {
+		t.Fatalf("drop end: %+v", rep.Findings)
+	}
+	// cut in the middle of a line, at every offset of the fifth line
+	start := len(join(ls[:4]))
+	for cut := start + 1; cut < start+len(ls[4])-1; cut++ {
+		rep := wantStatus(t, fmt.Sprintf("truncate at %d", cut), data[:cut], opts, StatusIncomplete, exitcode.Incomplete)
+		if rep.Findings[0].Code != FindPartial {
+			t.Fatalf("truncate: %+v", rep.Findings)
+		}
+	}
+	// the end line without its newline
+	wantStatus(t, "end without newline", data[:len(data)-1], opts, StatusIncomplete, exitcode.Incomplete)
+	wantStatus(t, "empty", nil, opts, StatusIncomplete, exitcode.Incomplete)
+}
+
+func TestVerifyLogSignatures(t *testing.T) {
+	// unsigned
+	data := sampleLog(t)
+	rep := wantStatus(t, "unsigned", data, VerifyLogOptions{Verifier: trusted}, StatusUnsigned, exitcode.Tampered)
+	if rep.Findings[0].Code != FindUnsigned {
+		t.Fatalf("%v", rep.Findings)
+	}
+	wantStatus(t, "unsigned allowed", data, VerifyLogOptions{Verifier: trusted, AllowUnsigned: true}, StatusOK, exitcode.OK)
+
+	// re-signed with an unknown key (a forger rebuilt the chain and signed it)
+	evil := sampleLog(t, evilSigner)
+	rep = wantStatus(t, "unknown key", evil, VerifyLogOptions{Verifier: trusted}, StatusUnsigned, exitcode.Tampered)
+	if rep.Findings[0].Code != FindUntrusted || rep.Signatures[0].Status != "unknown_key" {
+		t.Fatalf("%v %v", rep.Findings, rep.Signatures)
+	}
+	// no verifier at all
+	wantStatus(t, "no verifier", sampleLog(t, goodSigner), VerifyLogOptions{}, StatusUnsigned, exitcode.Tampered)
+
+	// a signature by a known key over other bytes: copy the good signature
+	// onto a log whose end differs
+	good := sampleLog(t, goodSigner)
+	ls := lines(good)
+	var end Event
+	must(t, json.Unmarshal(ls[len(ls)-1], &end))
+	sig := end.End.Signatures[0]
+	end.End.Reason = "forged"
+	end.End.Signatures = []Signature{sig}
+	line, err := EncodeEvent(&end)
+	must(t, err)
+	ls[len(ls)-1] = append(line, '\n')
+	rep = wantStatus(t, "moved signature", join(ls), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
+	if rep.Signatures[0].Status != "invalid" {
+		t.Fatalf("%v", rep.Signatures)
+	}
+	// two signers, one unknown: still verified by the trusted one
+	wantStatus(t, "two signers", sampleLog(t, evilSigner, goodSigner), VerifyLogOptions{Verifier: trusted}, StatusOK, exitcode.OK)
+}
+
+func TestVerifyLogSessionMismatch(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	ls := lines(data)
+	var ev Event
+	must(t, json.Unmarshal(ls[2], &ev))
+	ev.Session = strings.Repeat("a", 32)
+	b, err := EncodeEvent(&ev)
+	must(t, err)
+	ls[2] = append(b, '\n')
+	rep := wantStatus(t, "session", join(ls), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
+	found := false
+	for _, f := range rep.Findings {
+		if f.Code == FindSession && f.Line == 3 && f.ID == "e2" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("%v", rep.Findings)
+	}
+}
+
+func TestVerifyLogBadLinks(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := StartLog(&buf, &Header{}, frozenTS, "")
+	must(t, err)
+	must(t, w.Append(&Event{Kind: KindModelInput, TS: frozenTS, Source: SourceReported, Role: "user", Payload: json.RawMessage(`"x"`)}))
+	must(t, w.Append(&Event{Kind: KindToolResponse, TS: frozenTS, Source: SourceObserved, Call: "e1"}))
+	must(t, w.Append(&Event{Kind: KindModelOutput, TS: frozenTS, Source: SourceObserved, Input: "e9"}))
+	must(t, Finish(w, []Signer{goodSigner}, frozenTS))
+	rep := wantStatus(t, "links", buf.Bytes(), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
+	if len(rep.Findings) != 2 || rep.Findings[0].Line != 3 || rep.Findings[1].Line != 4 {
+		t.Fatalf("%v", rep.Findings)
+	}
+}
+
+func TestWriterRefusesForeignID(t *testing.T) {
+	w := NewWriter(&bytes.Buffer{}, "s")
+	if err := w.Append(&Event{ID: "x1", Kind: KindModelInput}); err == nil {
+		t.Fatal("foreign id accepted")
+	}
+	if err := w.Append(&Event{Kind: KindModelInput, Payload: json.RawMessage(`1`), PayloadSHA256: "00"}); err == nil {
+		t.Fatal("mismatched payload hash accepted")
+	}
+}
+
+func TestSessionIDDeterministic(t *testing.T) {
+	var first []byte
+	for i := 0; i < 10; i++ {
+		b := sampleLog(t, goodSigner)
+		if first == nil {
+			first = b
+		} else if !bytes.Equal(first, b) {
+			t.Fatalf("run %d differs", i)
+		}
+	}
+	var ev Event
+	must(t, json.Unmarshal(lines(first)[0], &ev))
+	if len(ev.Session) != 32 {
+		t.Fatalf("session %q", ev.Session)
+	}
+}
+
+func BenchmarkVerifyLog(b *testing.B) {
+	var buf bytes.Buffer
+	w, _ := StartLog(&buf, &Header{}, frozenTS, "")
+	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }})
+	for i := 0; i < 10000; i++ {
+		id := json.RawMessage(fmt.Sprint(i))
+		rec.ToolCall(ToolCallEvent{Tool: "read_file", Arguments: map[string]any{"path": fmt.Sprint("/data/", i)}, RPCID: id})
+		rec.ToolResponse(ToolResponseEvent{RPCID: id, Result: map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}})
+	}
+	Finish(w, []Signer{goodSigner}, frozenTS)
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := verify(data, VerifyLogOptions{Verifier: trusted}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
