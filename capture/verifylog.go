@@ -91,7 +91,7 @@ type LogReport struct {
 	Findings        []Finding        `json:"findings"`
 	FindingsDropped int              `json:"findings_dropped,omitempty"`
 	// Last holds the id of the last event of each kind, for appending.
-	Last map[Kind]string `json:"-"`
+	Last   map[Kind]string `json:"-"`
 	counts map[string]int
 }
 
