@@ -1,0 +1,307 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// Format and Version identify replay's JSON output (docs/replay.md).
+const (
+	Format     = "witness-replay"
+	RankFormat = "witness-replay-rank"
+	Version    = 1
+)
+
+// Notice is printed with every counterfactual: replay reasons about the
+// evidence, it does not act on the world.
+const Notice = "replay computes a counterfactual over the evidence graph only: it never re-runs the agent or a server, " +
+	"never undoes an effect and never re-creates what was deleted, overwritten, sent or paid"
+
+// Options are the inputs of one counterfactual.
+type Options struct {
+	// Remove names the nodes to remove: full IRIs, or event ids ("e12")
+	// naming the primary node of that event (docs/replay.md).
+	Remove []string
+	// Judge, when set, verifies the observed and counterfactual graphs for
+	// the drift overlay and the verify verdicts.
+	Judge Judge
+	// Sources feed per-node verdicts into the verdict overlay.
+	Sources []VerdictSource
+}
+
+// Result is one counterfactual (docs/replay.md, format witness-replay v1).
+type Result struct {
+	Format                  string          `json:"format"`
+	V                       int             `json:"v"`
+	Graph                   GraphSummary    `json:"graph"`
+	Removed                 []Removed       `json:"removed"`
+	CompensationSet         []Member        `json:"compensation_set"`
+	CompensationActions     int             `json:"compensation_actions"`
+	SynergyResidual         float64         `json:"synergy_residual"`
+	ResidualExternalEffects []EffectRef     `json:"residual_external_effects"`
+	NotReplayable           []NotReplayable `json:"not_replayable"`
+	Notice                  string          `json:"notice"`
+	Drift                   *Drift          `json:"drift,omitempty"`
+	Verdicts                *Verdicts       `json:"verdicts,omitempty"`
+
+	gone map[string]bool
+}
+
+// GraphSummary counts the observed graph.
+type GraphSummary struct {
+	Nodes           int `json:"nodes"`
+	Actions         int `json:"actions"` // prov:Activity nodes other than the capture session
+	ExternalEffects int `json:"external_effects"`
+}
+
+// Removed is one node named by --remove.
+type Removed struct {
+	Requested string `json:"requested"` // as given on the command line
+	Node      string `json:"node"`
+	Kind      string `json:"kind"`
+	Tool      string `json:"tool,omitempty"`
+}
+
+// Member is one node of the compensation set and why it is there.
+type Member struct {
+	Node string `json:"node"`
+	Kind string `json:"kind"`
+	Tool string `json:"tool,omitempty"`
+	Via  *Via   `json:"via,omitempty"` // absent for a removed node
+}
+
+// Via is the dependency edge by which a member was reached: Member Edge On.
+type Via struct {
+	Edge string `json:"edge"`
+	On   string `json:"on"`
+}
+
+// EffectRef is an external effect.
+type EffectRef struct {
+	Node   string `json:"node"`
+	Op     string `json:"op"`
+	Target string `json:"target,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+}
+
+// NotReplayable is a member of the compensation set whose effect cannot be
+// undone, with the reasons.
+type NotReplayable struct {
+	Node    string   `json:"node"`
+	Kind    string   `json:"kind"`
+	Tool    string   `json:"tool,omitempty"`
+	Op      string   `json:"op,omitempty"`
+	Target  string   `json:"target,omitempty"`
+	Reasons []string `json:"reasons"`
+}
+
+// Engine holds a graph indexed for replay; build it once to run several
+// counterfactuals or a ranking.
+type Engine struct {
+	g  *graph.Graph
+	ix *index
+}
+
+// NewEngine indexes g. The graph must have unique node ids (graph.Graph
+// guarantees it).
+func NewEngine(g *graph.Graph) (*Engine, error) {
+	ix, err := buildIndex(recordsOf(g))
+	if err != nil {
+		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("index graph: %w", err), "")
+	}
+	return &Engine{g: g, ix: ix}, nil
+}
+
+// resolve maps each --remove value to a node index.
+func (e *Engine) resolve(reqs []string) ([]int32, []Removed, error) {
+	if len(reqs) == 0 {
+		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("nothing to remove"), "name a node with --remove IRI (or an event id such as e3)")
+	}
+	var seeds []int32
+	var rm []Removed
+	for _, q := range reqs {
+		i, err := e.resolveOne(q)
+		if err != nil {
+			return nil, nil, err
+		}
+		r := e.ix.recs[i]
+		seeds = append(seeds, i)
+		rm = append(rm, Removed{Requested: q, Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool})
+	}
+	sort.SliceStable(rm, func(i, j int) bool { return rm[i].Node < rm[j].Node })
+	return seeds, rm, nil
+}
+
+func (e *Engine) resolveOne(q string) (int32, error) {
+	ix := e.ix
+	i, ok := ix.pos[q]
+	if !ok && q != "" && !strings.Contains(q, ":") {
+		// event id shorthand
+		var hits []int32
+		for _, n := range e.g.Nodes {
+			for _, v := range n.Props[graph.WEventID] {
+				if v.IRI == "" && v.Lex == q {
+					hits = append(hits, ix.pos[n.ID])
+				}
+			}
+		}
+		if len(hits) > 1 {
+			var ids []string
+			for _, h := range hits {
+				ids = append(ids, ix.ids[h])
+			}
+			sort.Strings(ids)
+			return 0, exitcode.New(exitcode.Usage, fmt.Errorf("event id %q names %d nodes (one per session)", q, len(hits)),
+				"name one by its IRI: "+strings.Join(ids[:min(len(ids), maxSuggestions)], ", "))
+		}
+		if len(hits) == 1 {
+			i, ok = hits[0], true
+		}
+	}
+	if !ok {
+		return 0, exitcode.New(exitcode.Usage, fmt.Errorf("--remove %q: no such node in the graph", q), e.hint(q))
+	}
+	if k := ix.recs[i].Kind; !k.Removable() {
+		what := k.String()
+		if k == KindOther {
+			what = "not an action or a datum (session, seal or relation node)"
+		}
+		return 0, exitcode.New(exitcode.Usage, fmt.Errorf("--remove %q: the node is %s and cannot be removed; only activities and entities can", q, what), e.hint(q))
+	}
+	return i, nil
+}
+
+func (e *Engine) hint(q string) string {
+	near := e.ix.nearest(q)
+	if len(near) == 0 {
+		return "the graph has no activity or entity to remove"
+	}
+	return "nearest removable ids: " + strings.Join(near, ", ")
+}
+
+// Counterfactual computes the counterfactual of removing opts.Remove.
+func (e *Engine) Counterfactual(opts Options) (*Result, error) {
+	seeds, rm, err := e.resolve(opts.Remove)
+	if err != nil {
+		return nil, err
+	}
+	ix := e.ix
+	c := ix.compensate(seeds)
+	res := &Result{
+		Format:                  Format,
+		V:                       Version,
+		Removed:                 rm,
+		CompensationSet:         []Member{},
+		ResidualExternalEffects: []EffectRef{},
+		NotReplayable:           []NotReplayable{},
+		Notice:                  Notice,
+		gone:                    make(map[string]bool, len(c.order)),
+	}
+	res.Graph.Nodes = ix.n()
+	for i, r := range ix.recs {
+		if r.Kind == KindActivity {
+			res.Graph.Actions++
+		}
+		if r.Effect != nil {
+			res.Graph.ExternalEffects++
+			if !c.in[i] {
+				res.ResidualExternalEffects = append(res.ResidualExternalEffects, EffectRef{Node: r.ID, Op: r.Effect.Op, Target: r.Effect.Target, Tool: r.Tool})
+			}
+		}
+		if !c.in[i] {
+			continue
+		}
+		res.gone[r.ID] = true
+		m := Member{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool}
+		if c.via[i] >= 0 {
+			m.Via = &Via{Edge: c.edge[i].Name(), On: ix.ids[c.via[i]]}
+		}
+		res.CompensationSet = append(res.CompensationSet, m)
+		if r.Kind == KindActivity {
+			res.CompensationActions++
+		}
+		if reasons := ix.notRep[i]; len(reasons) > 0 {
+			nr := NotReplayable{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool, Reasons: reasons}
+			if r.Effect != nil {
+				nr.Op, nr.Target = r.Effect.Op, r.Effect.Target
+			}
+			res.NotReplayable = append(res.NotReplayable, nr)
+		}
+	}
+	res.SynergyResidual = residual(int64(res.CompensationActions), int64(res.Graph.Actions))
+	if opts.Judge == nil && len(opts.Sources) == 0 {
+		return res, nil
+	}
+	cf := counterfactualGraph(e.g, res.gone)
+	v := &Verdicts{Nodes: []NodeVerdicts{}}
+	if opts.Judge != nil {
+		obs, err := opts.Judge.Judge(e.g)
+		if err != nil {
+			return nil, fmt.Errorf("verify observed graph: %w", err)
+		}
+		cfj, err := opts.Judge.Judge(cf)
+		if err != nil {
+			return nil, fmt.Errorf("verify counterfactual graph: %w", err)
+		}
+		res.Drift = drift(obs, cfj)
+		v.Observed, v.Counterfactual = obs.Verdict, cfj.Verdict
+		v.Changed = obs.Verdict != cfj.Verdict
+	}
+	nv, err := nodeVerdicts(opts.Sources, e.g, cf, res.gone)
+	if err != nil {
+		return nil, fmt.Errorf("verdict overlay: %w", err)
+	}
+	v.Nodes = nv
+	for _, n := range nv {
+		if fmt.Sprint(n.Observed) != fmt.Sprint(n.Counterfactual) {
+			v.Changed = true
+		}
+	}
+	res.Verdicts = v
+	return res, nil
+}
+
+// Removes reports whether node id is in the compensation set.
+func (r *Result) Removes(id string) bool { return r.gone[id] }
+
+// CounterfactualGraph returns the graph of the counterfactual run.
+func (e *Engine) CounterfactualGraph(r *Result) *graph.Graph {
+	return counterfactualGraph(e.g, r.gone)
+}
+
+// RankResult is the blast-radius ranking (format witness-replay-rank v1).
+type RankResult struct {
+	Format  string       `json:"format"`
+	V       int          `json:"v"`
+	Graph   GraphSummary `json:"graph"`
+	Method  RankStats    `json:"method"`
+	Total   int          `json:"total"` // activities ranked
+	Ranking []RankEntry  `json:"ranking"`
+}
+
+// Rank computes one counterfactual per action and ranks them by blast
+// radius. top > 0 keeps only the first top entries.
+func (e *Engine) Rank(top int) *RankResult {
+	entries, st := e.ix.rank(rankBudgetWords)
+	res := &RankResult{Format: RankFormat, V: Version, Method: st, Total: len(entries), Ranking: entries}
+	res.Graph.Nodes = e.ix.n()
+	for _, r := range e.ix.recs {
+		if r.Kind == KindActivity {
+			res.Graph.Actions++
+		}
+		if r.Effect != nil {
+			res.Graph.ExternalEffects++
+		}
+	}
+	if top > 0 && len(res.Ranking) > top {
+		res.Ranking = res.Ranking[:top]
+	}
+	if res.Ranking == nil {
+		res.Ranking = []RankEntry{}
+	}
+	return res
+}
