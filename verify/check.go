@@ -1,0 +1,441 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/capture"
+)
+
+// checker runs the checks that look at events. It is fed the session header
+// and then every event in log order, and keeps memory bounded by the number
+// of sealed tools plus one small entry per tool call (its JSON-RPC id).
+type checker struct {
+	plan      Plan
+	file      string // evidence file named in findings
+	toolIndex map[string]int
+	scopes    [][]Scope // checkable path scopes per sealed tool
+	used      []bool
+	callRPC   map[string]json.RawMessage
+
+	findings     []Finding
+	notCheckable map[string]string // check id → reason
+
+	headerSeen      bool
+	promptSeen      bool
+	promptUnchecked int64             // system model inputs without content
+	scopeUnchecked  map[int]*[2]int64 // tool index → {calls without payload, calls without path args}
+}
+
+func newChecker(plan Plan, file string) *checker {
+	c := &checker{
+		plan:           plan,
+		file:           file,
+		toolIndex:      make(map[string]int, len(plan.Tools)),
+		scopes:         make([][]Scope, len(plan.Tools)),
+		used:           make([]bool, len(plan.Tools)),
+		callRPC:        map[string]json.RawMessage{},
+		notCheckable:   map[string]string{},
+		scopeUnchecked: map[int]*[2]int64{},
+	}
+	anyPathScope := false
+	for i, t := range plan.Tools {
+		if _, dup := c.toolIndex[t.Name]; !dup {
+			c.toolIndex[t.Name] = i
+		}
+		for j, s := range t.Scopes {
+			sc, err := ParseScope(s)
+			if err != nil {
+				c.add(Finding{
+					Check: CheckScope, Code: "scope-not-checkable", Severity: SevNotice, Class: ClassNotice,
+					Tool: t.Name, SealClause: fmt.Sprintf("tools[%d].scopes[%d]", i, j),
+					Message: fmt.Sprintf("scope %q of tool %q cannot be checked: %v", s, t.Name, trimScopeErr(err, s)),
+				})
+				continue
+			}
+			c.scopes[i] = append(c.scopes[i], sc)
+			anyPathScope = true
+		}
+	}
+	if !anyPathScope {
+		c.notCheckable[CheckScope] = "the seal declares no path scopes (read:/path/** or write:/path/**)"
+	}
+	return c
+}
+
+func trimScopeErr(err error, s string) string {
+	return strings.TrimPrefix(err.Error(), fmt.Sprintf("scope %q: ", s))
+}
+
+func (c *checker) add(f Finding) {
+	if f.File == "" && f.Line > 0 {
+		f.File = c.file
+	}
+	c.findings = append(c.findings, f)
+}
+
+// header handles the session_start line.
+func (c *checker) header(e *capture.Event, line int64) {
+	c.headerSeen = true
+	h := e.Header
+	if h == nil {
+		return
+	}
+	// Binding to the seal.
+	switch {
+	case h.Seal == nil || h.Seal.Digest == "":
+		c.notCheckable[CheckBinding] = "the session header names no seal (captured without --seal)"
+	case h.Seal.Digest != c.plan.Ref:
+		code, what := "seal-mismatch", "the events were captured under another seal"
+		if h.ImportedFrom != "" {
+			code, what = "seal-ref-mismatch", fmt.Sprintf("the imported %s events carry the seal_ref of another seal", h.ImportedFrom)
+		}
+		c.add(Finding{
+			Check: CheckBinding, Code: code, Severity: SevError, Class: ClassViolation,
+			EventID: e.ID, SealClause: "seal_ref", Line: line,
+			Message: fmt.Sprintf("%s: events name seal %s (witness %q), this seal is %s (witness %q)",
+				what, short(h.Seal.Digest), h.Seal.WitnessID, short(c.plan.Ref), c.plan.WitnessID),
+		})
+	}
+	// Tool definitions pinned by the seal.
+	pinned := 0
+	for _, t := range c.plan.Tools {
+		if t.DefinitionSHA256 != "" {
+			pinned++
+		}
+	}
+	switch {
+	case pinned == 0:
+		c.notCheckable[CheckDefinitions] = "the seal pins no tool definitions"
+	case h.Server == nil || len(h.Server.Tools) == 0:
+		c.notCheckable[CheckDefinitions] = "the capture recorded no server tool definitions"
+	default:
+		listed := make(map[string]string, len(h.Server.Tools))
+		for _, d := range h.Server.Tools {
+			if _, dup := listed[d.Name]; !dup {
+				listed[d.Name] = d.SHA256
+			}
+		}
+		for i, t := range c.plan.Tools {
+			if t.DefinitionSHA256 == "" {
+				continue
+			}
+			got, ok := listed[t.Name]
+			clause := fmt.Sprintf("tools[%d].definition_sha256", i)
+			switch {
+			case !ok:
+				c.add(Finding{
+					Check: CheckDefinitions, Code: "pinned-tool-not-listed", Severity: SevWarning, Class: ClassNotice,
+					EventID: e.ID, Tool: t.Name, SealClause: clause, Line: line,
+					Message: fmt.Sprintf("the seal pins the definition of tool %q but the server did not list it", t.Name),
+				})
+			case !strings.EqualFold(got, t.DefinitionSHA256):
+				c.add(Finding{
+					Check: CheckDefinitions, Code: "tool-definition-drift", Severity: SevError, Class: ClassViolation,
+					EventID: e.ID, Tool: t.Name, SealClause: clause, Line: line,
+					Message: fmt.Sprintf("tool definition drift: the server's definition of %q has sha256 %s, the seal pins %s",
+						t.Name, short(got), short(t.DefinitionSHA256)),
+				})
+			}
+		}
+	}
+}
+
+// event handles every line after the header.
+func (c *checker) event(e *capture.Event, line int64) {
+	switch e.Kind {
+	case capture.KindToolCall:
+		if len(e.RPCID) > 0 {
+			c.callRPC[e.ID] = e.RPCID
+		}
+		c.toolUse(e, line, e.RPCID)
+		c.argScopes(e, line)
+	case capture.KindExternalEffect:
+		rpc := c.callRPC[e.Call]
+		if e.Call == "" && e.Tool != "" {
+			// an effect with no call we saw: the tool was used all the same
+			c.toolUse(e, line, rpc)
+		}
+		c.effectScope(e, line, rpc)
+	case capture.KindModelInput:
+		if e.Role == "system" {
+			c.systemPrompt(e, line)
+		}
+	case capture.KindNotification:
+		if e.Method == "notifications/tools/list_changed" {
+			c.add(Finding{
+				Check: CheckDefinitions, Code: "tools-list-changed", Severity: SevWarning, Class: ClassNotice,
+				EventID: e.ID, Line: line,
+				Message: "the server announced that its tool list changed during the session; definitions after this point were not pinned at session start",
+			})
+		}
+	}
+}
+
+func (c *checker) toolUse(e *capture.Event, line int64, rpc json.RawMessage) {
+	i, ok := c.toolIndex[e.Tool]
+	if ok {
+		c.used[i] = true
+		return
+	}
+	c.add(Finding{
+		Check: CheckUnsealed, Code: "unsealed-tool", Severity: SevError, Class: ClassViolation,
+		EventID: e.ID, RPCID: rpc, Tool: e.Tool, SealClause: "tools", Line: line,
+		Message: fmt.Sprintf("tool %q was used but is not listed in the seal (sealed: %s)", e.Tool, c.sealedNames()),
+	})
+}
+
+func (c *checker) sealedNames() string {
+	if len(c.plan.Tools) == 0 {
+		return "none"
+	}
+	names := make([]string, len(c.plan.Tools))
+	for i, t := range c.plan.Tools {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func (c *checker) unchecked(i int) *[2]int64 {
+	u := c.scopeUnchecked[i]
+	if u == nil {
+		u = &[2]int64{}
+		c.scopeUnchecked[i] = u
+	}
+	return u
+}
+
+func (c *checker) argScopes(e *capture.Event, line int64) {
+	i, ok := c.toolIndex[e.Tool]
+	if !ok || len(c.scopes[i]) == 0 {
+		return
+	}
+	if len(e.Payload) == 0 {
+		c.unchecked(i)[0]++
+		return
+	}
+	var args map[string]any
+	dec := json.NewDecoder(bytes.NewReader(e.Payload))
+	if err := dec.Decode(&args); err != nil || args == nil {
+		c.unchecked(i)[1]++
+		return
+	}
+	paths := PathArgs(args)
+	if len(paths) == 0 {
+		c.unchecked(i)[1]++
+		return
+	}
+	for _, pa := range paths {
+		clean, ok, reason := CleanPath(pa.Value)
+		if ok && c.granted(i, OpRead, clean) {
+			continue
+		}
+		msg := ""
+		if !ok {
+			msg = fmt.Sprintf("argument %s=%q of tool %q cannot be placed inside the sealed scopes %s: %s",
+				pa.Key, pa.Value, e.Tool, c.scopeList(i), reason)
+		} else {
+			msg = fmt.Sprintf("argument %s=%q of tool %q is outside the sealed scopes %s", pa.Key, pa.Value, e.Tool, c.scopeList(i))
+			if clean != pa.Value {
+				msg += fmt.Sprintf(" (it resolves to %q)", clean)
+			}
+		}
+		c.add(Finding{
+			Check: CheckScope, Code: "argument-out-of-scope", Severity: SevError, Class: ClassViolation,
+			EventID: e.ID, RPCID: e.RPCID, Tool: e.Tool, SealClause: fmt.Sprintf("tools[%d].scopes", i), Line: line,
+			Message: msg,
+		})
+	}
+}
+
+// effectOp maps an external effect's operation to the scope operation it needs.
+func effectOp(op string) (ScopeOp, bool) {
+	switch op {
+	case "read":
+		return OpRead, true
+	case "write", "overwrite", "delete", "create", "move", "append":
+		return OpWrite, true
+	}
+	return "", false
+}
+
+func (c *checker) effectScope(e *capture.Event, line int64, rpc json.RawMessage) {
+	if e.Effect == nil || e.Effect.Target == "" {
+		return
+	}
+	i, ok := c.toolIndex[e.Tool]
+	if !ok || len(c.scopes[i]) == 0 {
+		return
+	}
+	op, ok := effectOp(e.Effect.Op)
+	if !ok {
+		return
+	}
+	clean, placed, reason := CleanPath(e.Effect.Target)
+	if !placed {
+		if strings.Contains(reason, "URI scheme") {
+			return // a URL or recipient, not a path
+		}
+	} else if c.granted(i, op, clean) {
+		return
+	}
+	msg := fmt.Sprintf("external effect %s %q of tool %q is outside the sealed scopes %s", e.Effect.Op, e.Effect.Target, e.Tool, c.scopeList(i))
+	if !placed {
+		msg += ": " + reason
+	} else if op == OpWrite && c.granted(i, OpRead, clean) {
+		msg += " (the seal grants read only)"
+	}
+	c.add(Finding{
+		Check: CheckScope, Code: "effect-out-of-scope", Severity: SevError, Class: ClassViolation,
+		EventID: e.ID, RPCID: rpc, Tool: e.Tool, SealClause: fmt.Sprintf("tools[%d].scopes", i), Line: line,
+		Message: msg,
+	})
+}
+
+func (c *checker) granted(i int, op ScopeOp, p string) bool {
+	for _, s := range c.scopes[i] {
+		if s.Grants(op, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) scopeList(i int) string {
+	raw := make([]string, len(c.scopes[i]))
+	for j, s := range c.scopes[i] {
+		raw[j] = s.Raw
+	}
+	return "[" + strings.Join(raw, " ") + "]"
+}
+
+func (c *checker) systemPrompt(e *capture.Event, line int64) {
+	text, ok := promptText(e.Payload)
+	if !ok {
+		c.promptUnchecked++
+		return
+	}
+	c.promptSeen = true
+	sum := sha256.Sum256([]byte(text))
+	got := hex.EncodeToString(sum[:])
+	if strings.EqualFold(got, c.plan.SystemPromptSHA256) {
+		return
+	}
+	c.add(Finding{
+		Check: CheckPrompt, Code: "system-prompt-drift", Severity: SevError, Class: ClassViolation,
+		EventID: e.ID, SealClause: "system_prompt_sha256", Line: line,
+		Message: fmt.Sprintf("the system prompt given to the model has sha256 %s, the seal has %s", short(got), short(c.plan.SystemPromptSHA256)),
+	})
+}
+
+// promptText extracts the text of a model input's content: a JSON string;
+// an object with a string "text" or "content"; or an array of content parts
+// whose "text" strings are concatenated in order (parts of other types make
+// the content not checkable).
+func promptText(p json.RawMessage) (string, bool) {
+	if len(p) == 0 {
+		return "", false
+	}
+	var v any
+	if err := json.Unmarshal(p, &v); err != nil {
+		return "", false
+	}
+	return textOf(v, 0)
+}
+
+func textOf(v any, depth int) (string, bool) {
+	if depth > 4 {
+		return "", false
+	}
+	switch t := v.(type) {
+	case string:
+		return t, true
+	case map[string]any:
+		if s, ok := t["text"].(string); ok {
+			return s, true
+		}
+		if c, ok := t["content"]; ok {
+			return textOf(c, depth+1)
+		}
+	case []any:
+		var b strings.Builder
+		for _, part := range t {
+			s, ok := textOf(part, depth+1)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(s)
+		}
+		return b.String(), true
+	}
+	return "", false
+}
+
+// finish adds the findings that need the whole log: unused tools and the
+// checks that could not run.
+func (c *checker) finish() {
+	for i, t := range c.plan.Tools {
+		if c.used[i] {
+			continue
+		}
+		if j := c.toolIndex[t.Name]; j != i {
+			continue // a duplicate entry; reported through the first
+		}
+		c.add(Finding{
+			Check: CheckUnused, Code: "sealed-tool-unused", Severity: SevNotice, Class: ClassNotice,
+			Tool: t.Name, SealClause: fmt.Sprintf("tools[%d]", i),
+			Message: fmt.Sprintf("sealed tool %q was never used", t.Name),
+		})
+	}
+	idx := make([]int, 0, len(c.scopeUnchecked))
+	for i := range c.scopeUnchecked {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		u := c.scopeUnchecked[i]
+		var parts []string
+		if u[0] > 0 {
+			parts = append(parts, fmt.Sprintf("%d without recorded arguments", u[0]))
+		}
+		if u[1] > 0 {
+			parts = append(parts, fmt.Sprintf("%d without a path argument", u[1]))
+		}
+		c.add(Finding{
+			Check: CheckScope, Code: "scope-not-checkable", Severity: SevNotice, Class: ClassNotice,
+			Tool: c.plan.Tools[i].Name, SealClause: fmt.Sprintf("tools[%d].scopes", i),
+			Message: fmt.Sprintf("calls of tool %q could not be checked against its scopes: %s", c.plan.Tools[i].Name, strings.Join(parts, ", ")),
+		})
+	}
+	if !c.promptSeen {
+		if c.promptUnchecked > 0 {
+			c.notCheckable[CheckPrompt] = fmt.Sprintf("%d system model input(s) were captured without their text", c.promptUnchecked)
+		} else {
+			c.notCheckable[CheckPrompt] = "no model input with role system was captured"
+		}
+	}
+	if !c.headerSeen {
+		if _, ok := c.notCheckable[CheckBinding]; !ok {
+			c.notCheckable[CheckBinding] = "the evidence has no session header"
+		}
+		if _, ok := c.notCheckable[CheckDefinitions]; !ok {
+			c.notCheckable[CheckDefinitions] = "the evidence has no session header"
+		}
+	}
+}
+
+// short abbreviates a hex digest for messages.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	if h == "" {
+		return "(none)"
+	}
+	return h
+}

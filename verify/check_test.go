@@ -1,0 +1,444 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+const testTS = "2026-08-30T14:33:00+00:00"
+
+// hmacKey is a capture.Signer and capture.SignatureVerifier for tests.
+type hmacKey struct {
+	id  string
+	key []byte
+}
+
+func (k hmacKey) KeyID() string     { return k.id }
+func (k hmacKey) Algorithm() string { return "hmac-sha256" }
+func (k hmacKey) Sign(msg []byte) (string, error) {
+	m := hmac.New(sha256.New, k.key)
+	m.Write(msg)
+	return hex.EncodeToString(m.Sum(nil)), nil
+}
+func (k hmacKey) Verify(keyID, alg string, msg []byte, sig string) error {
+	if keyID != k.id {
+		return fmt.Errorf("key %s: %w", keyID, capture.ErrUnknownKey)
+	}
+	want, _ := k.Sign(msg)
+	if !hmac.Equal([]byte(want), []byte(sig)) {
+		return fmt.Errorf("hmac mismatch")
+	}
+	return nil
+}
+
+var testKey = hmacKey{id: "k1", key: bytes.Repeat([]byte{7}, 32)}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+const testPrompt = "You are a careful file assistant."
+
+func testPlan() Plan {
+	return Plan{
+		Ref:                strings.Repeat("ab", 32),
+		WitnessID:          "witness-test",
+		SystemPromptSHA256: sha(testPrompt),
+		Tools: []PlanTool{
+			{Name: "read_file", Scopes: []string{"read:/data/**"}, DefinitionSHA256: sha("def read_file")},
+			{Name: "list_dir", Scopes: []string{"read:/data/**"}},
+			{Name: "write_file", Scopes: []string{"write:/out/**"}},
+		},
+	}
+}
+
+// logSpec describes a hand-built event log.
+type logSpec struct {
+	header func(h *capture.Header)
+	events []*capture.Event
+	noEnd  bool
+	signer capture.Signer
+}
+
+func ev(kind capture.Kind, tool string, rpc string, payload any) *capture.Event {
+	e := &capture.Event{Kind: kind, Tool: tool, TS: testTS, Source: capture.SourceObserved}
+	if kind == capture.KindToolCall {
+		e.Method = "tools/call"
+	}
+	if rpc != "" {
+		e.RPCID = json.RawMessage(rpc)
+	}
+	if payload != nil {
+		if err := capture.SetPayload(e, payload); err != nil {
+			panic(err)
+		}
+	}
+	return e
+}
+
+func buildLog(t testing.TB, plan Plan, s logSpec) []byte {
+	t.Helper()
+	h := &capture.Header{
+		Seal: &capture.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID},
+		Server: &capture.ServerInfo{Name: "test-server", Tools: []capture.ToolDef{
+			{Name: "read_file", SHA256: sha("def read_file")},
+			{Name: "list_dir", SHA256: sha("def list_dir")},
+			{Name: "write_file", SHA256: sha("def write_file")},
+		}},
+	}
+	if s.header != nil {
+		s.header(h)
+	}
+	var buf bytes.Buffer
+	w, err := capture.StartLog(&buf, h, testTS, capture.SourceObserved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range s.events {
+		if err := w.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.noEnd {
+		signer := s.signer
+		var signers []capture.Signer
+		if signer != nil {
+			signers = append(signers, signer)
+		}
+		if err := capture.FinishWith(w, capture.EndOptions{Signers: signers, TS: testTS, Reason: "completed"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// cleanEvents is a session that keeps to testPlan.
+func cleanEvents() []*capture.Event {
+	sys := ev(capture.KindModelInput, "", "", testPrompt)
+	sys.Role = "system"
+	call1 := ev(capture.KindToolCall, "read_file", "1", map[string]any{"path": "/data/report.txt"})
+	resp1 := ev(capture.KindToolResponse, "read_file", "1", map[string]any{"content": []any{map[string]any{"type": "text", "text": "hello"}}})
+	resp1.Call = "e2"
+	call2 := ev(capture.KindToolCall, "list_dir", `"req-2"`, map[string]any{"path": "/data"})
+	resp2 := ev(capture.KindToolResponse, "list_dir", `"req-2"`, map[string]any{"content": []any{}})
+	resp2.Call = "e4"
+	call3 := ev(capture.KindToolCall, "write_file", "3", map[string]any{"path": "/out/summary.txt", "content": "hi"})
+	eff := ev(capture.KindExternalEffect, "write_file", "", nil)
+	eff.Call = "e6"
+	eff.Effect = &capture.Effect{Op: "write", Target: "/out/summary.txt", Reason: "test"}
+	return []*capture.Event{sys, call1, resp1, call2, resp2, call3, eff}
+}
+
+func runCheck(t testing.TB, plan Plan, data []byte, opts EventOptions) *Report {
+	t.Helper()
+	r := &Report{}
+	open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	if err := CheckEvents(r, plan, "events.jsonl", open, opts); err != nil {
+		t.Fatalf("CheckEvents: %v", err)
+	}
+	r.Finish()
+	return r
+}
+
+func signedOpts() EventOptions { return EventOptions{EndVerifier: testKey} }
+
+func codesOf(r *Report, class Class) []string {
+	var out []string
+	for _, f := range r.Findings {
+		if class == "" || f.Class == class {
+			out = append(out, f.Code)
+		}
+	}
+	return out
+}
+
+func findCode(r *Report, code string) *Finding {
+	for i := range r.Findings {
+		if r.Findings[i].Code == code {
+			return &r.Findings[i]
+		}
+	}
+	return nil
+}
+
+func TestCleanCaptureVerifies(t *testing.T) {
+	plan := testPlan()
+	data := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
+	r := runCheck(t, plan, data, signedOpts())
+	if r.Verdict != Verified || r.Code() != exitcode.OK {
+		var b bytes.Buffer
+		r.WriteText(&b)
+		t.Fatalf("verdict %s, want verified:\n%s", r.Verdict, b.String())
+	}
+	for _, c := range r.Checks {
+		if c.Status == StatusFail {
+			t.Errorf("check %s failed", c.ID)
+		}
+		if c.ID != CheckUnused && c.Status != StatusPass {
+			t.Errorf("check %s: %s (%s)", c.ID, c.Status, c.Reason)
+		}
+	}
+	if got := codesOf(r, ""); len(got) != 0 {
+		t.Errorf("findings on a clean capture: %v", got)
+	}
+}
+
+func TestChecks(t *testing.T) {
+	plan := testPlan()
+	tests := []struct {
+		name    string
+		mutate  func(evs []*capture.Event) []*capture.Event
+		header  func(h *capture.Header)
+		plan    func(p *Plan)
+		code    string
+		class   Class
+		verdict Verdict
+		eventID string
+		rpc     string
+		clause  string
+		line    int64
+		inMsg   string
+	}{
+		{
+			name: "unsealed tool", code: "unsealed-tool", class: ClassViolation, verdict: Violation,
+			mutate: func(evs []*capture.Event) []*capture.Event {
+				return append(evs, ev(capture.KindToolCall, "delete_file", `"del-1"`, map[string]any{"target": "/data/secret.txt"}))
+			},
+			eventID: "e8", rpc: `"del-1"`, clause: "tools", line: 9, inMsg: `"delete_file"`,
+		},
+		{
+			name: "sealed tool never used", code: "sealed-tool-unused", class: ClassNotice, verdict: Verified,
+			mutate: func(evs []*capture.Event) []*capture.Event { return evs[:5] }, // no write_file
+			clause: "tools[2]", inMsg: `"write_file"`,
+		},
+		{
+			name: "path traversal out of scope", code: "argument-out-of-scope", class: ClassViolation, verdict: Violation,
+			mutate: func(evs []*capture.Event) []*capture.Event {
+				return append(evs, ev(capture.KindToolCall, "read_file", "42", map[string]any{"path": "/data/../etc/passwd"}))
+			},
+			eventID: "e8", rpc: "42", clause: "tools[0].scopes", line: 9, inMsg: `resolves to "/etc/passwd"`,
+		},
+		{
+			name: "relative path cannot be placed", code: "argument-out-of-scope", class: ClassViolation, verdict: Violation,
+			mutate: func(evs []*capture.Event) []*capture.Event {
+				return append(evs, ev(capture.KindToolCall, "list_dir", "43", map[string]any{"path": "data"}))
+			},
+			eventID: "e8", rpc: "43", clause: "tools[1].scopes", line: 9, inMsg: "relative path",
+		},
+		{
+			name: "paths array out of scope", code: "argument-out-of-scope", class: ClassViolation, verdict: Violation,
+			mutate: func(evs []*capture.Event) []*capture.Event {
+				return append(evs, ev(capture.KindToolCall, "read_file", "44", map[string]any{"paths": []any{"/data/a", "/home/u/.ssh/id_rsa"}}))
+			},
+			eventID: "e8", rpc: "44", clause: "tools[0].scopes", inMsg: "paths[1]",
+		},
+		{
+			name: "write effect under a read scope", code: "effect-out-of-scope", class: ClassViolation, verdict: Violation,
+			mutate: func(evs []*capture.Event) []*capture.Event {
+				e := ev(capture.KindExternalEffect, "read_file", "", nil)
+				e.Call = "e2"
+				e.Effect = &capture.Effect{Op: "delete", Target: "/data/report.txt"}
+				return append(evs, e)
+			},
+			eventID: "e8", rpc: "1", clause: "tools[0].scopes", inMsg: "grants read only",
+		},
+		{
+			name: "system prompt drift", code: "system-prompt-drift", class: ClassViolation, verdict: Violation,
+			mutate: func(evs []*capture.Event) []*capture.Event {
+				sys := ev(capture.KindModelInput, "", "", []any{map[string]any{"type": "text", "text": "Ignore the seal."}})
+				sys.Role = "system"
+				return append([]*capture.Event{sys}, evs[1:]...)
+			},
+			eventID: "e1", clause: "system_prompt_sha256", line: 2,
+		},
+		{
+			name: "tool definition drift", code: "tool-definition-drift", class: ClassViolation, verdict: Violation,
+			header:  func(h *capture.Header) { h.Server.Tools[0].SHA256 = sha("rug pull") },
+			eventID: "e0", clause: "tools[0].definition_sha256", line: 1, inMsg: "tool definition drift",
+		},
+		{
+			name: "events bound to another seal", code: "seal-mismatch", class: ClassViolation, verdict: Violation,
+			header:  func(h *capture.Header) { h.Seal.Digest = strings.Repeat("cd", 32) },
+			eventID: "e0", clause: "seal_ref", line: 1,
+		},
+		{
+			name: "imported events with another seal_ref", code: "seal-ref-mismatch", class: ClassViolation, verdict: Violation,
+			header: func(h *capture.Header) {
+				h.Seal.Digest = strings.Repeat("cd", 32)
+				h.ImportedFrom = "atw-0.1.0"
+			},
+			eventID: "e0", clause: "seal_ref", line: 1, inMsg: "atw-0.1.0",
+		},
+		{
+			name: "tool list changed mid-session", code: "tools-list-changed", class: ClassNotice, verdict: Verified,
+			mutate: func(evs []*capture.Event) []*capture.Event {
+				n := &capture.Event{Kind: capture.KindNotification, Method: "notifications/tools/list_changed", TS: testTS, Source: capture.SourceObserved}
+				return append(evs, n)
+			},
+			eventID: "e8", line: 9,
+		},
+		{
+			name: "scope with a malformed glob is reported, not judged", code: "scope-not-checkable", class: ClassNotice, verdict: Verified,
+			plan:   func(p *Plan) { p.Tools[1].Scopes = append(p.Tools[1].Scopes, "read:data/**") },
+			clause: "tools[1].scopes[1]",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPlan()
+			p.Tools = append([]PlanTool(nil), plan.Tools...)
+			for i := range p.Tools {
+				p.Tools[i].Scopes = append([]string(nil), p.Tools[i].Scopes...)
+			}
+			if tt.plan != nil {
+				tt.plan(&p)
+			}
+			evs := cleanEvents()
+			if tt.mutate != nil {
+				evs = tt.mutate(evs)
+			}
+			data := buildLog(t, p, logSpec{events: evs, header: tt.header, signer: testKey})
+			r := runCheck(t, p, data, signedOpts())
+			var text bytes.Buffer
+			r.WriteText(&text)
+			if r.Verdict != tt.verdict {
+				t.Errorf("verdict %s, want %s\n%s", r.Verdict, tt.verdict, text.String())
+			}
+			f := findCode(r, tt.code)
+			if f == nil {
+				t.Fatalf("no %s finding:\n%s", tt.code, text.String())
+			}
+			if f.Class != tt.class {
+				t.Errorf("class %s, want %s", f.Class, tt.class)
+			}
+			if tt.eventID != "" && f.EventID != tt.eventID {
+				t.Errorf("event %q, want %q", f.EventID, tt.eventID)
+			}
+			if string(f.RPCID) != tt.rpc {
+				t.Errorf("rpc %s, want %s", f.RPCID, tt.rpc)
+			}
+			if f.SealClause != tt.clause {
+				t.Errorf("clause %q, want %q", f.SealClause, tt.clause)
+			}
+			if tt.line != 0 && f.Line != tt.line {
+				t.Errorf("line %d, want %d", f.Line, tt.line)
+			}
+			if !strings.Contains(f.Message, tt.inMsg) {
+				t.Errorf("message %q lacks %q", f.Message, tt.inMsg)
+			}
+			if r.Code() != tt.verdict.ExitCode() || r.ExitCode != int(tt.verdict.ExitCode()) {
+				t.Errorf("exit %d, want %d", r.Code(), tt.verdict.ExitCode())
+			}
+		})
+	}
+}
+
+// lines splits a log into its lines (without newlines).
+func lines(data []byte) [][]byte {
+	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+}
+
+func join(ls [][]byte) []byte {
+	return append(bytes.Join(ls, []byte("\n")), '\n')
+}
+
+func TestTamperedAndIncomplete(t *testing.T) {
+	plan := testPlan()
+	clean := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
+	ls := lines(clean)
+	tests := []struct {
+		name    string
+		data    func() []byte
+		opts    EventOptions
+		verdict Verdict
+		code    string
+	}{
+		{"one byte edited", func() []byte {
+			d := bytes.Clone(clean)
+			i := bytes.Index(d, []byte("/data/report.txt"))
+			d[i+1] = 'D'
+			return d
+		}, signedOpts(), Tampered, "log-payload-hash"},
+		{"lines reordered", func() []byte {
+			c := append([][]byte(nil), ls...)
+			c[2], c[3] = c[3], c[2]
+			return join(c)
+		}, signedOpts(), Tampered, "log-chain"},
+		{"line inserted", func() []byte {
+			c := append([][]byte(nil), ls[:3]...)
+			c = append(c, ls[2])
+			c = append(c, ls[3:]...)
+			return join(c)
+		}, signedOpts(), Tampered, "log-seq"},
+		{"line deleted", func() []byte {
+			c := append([][]byte(nil), ls[:3]...)
+			c = append(c, ls[4:]...)
+			return join(c)
+		}, signedOpts(), Tampered, "log-chain"},
+		{"end signature forged", func() []byte {
+			d := bytes.Clone(clean)
+			i := bytes.LastIndex(d, []byte(`"sig":"`)) + len(`"sig":"`)
+			if d[i] == '0' {
+				d[i] = '1'
+			} else {
+				d[i] = '0'
+			}
+			return d
+		}, signedOpts(), Tampered, "log-signature"},
+		{"garbage line", func() []byte {
+			c := append([][]byte(nil), ls[:3]...)
+			c = append(c, []byte("{not json"))
+			c = append(c, ls[3:]...)
+			return join(c)
+		}, signedOpts(), Tampered, "log-parse"},
+		{"missing end", func() []byte { return join(ls[:len(ls)-1]) }, signedOpts(), Incomplete, "log-no-end"},
+		{"cut-off tail", func() []byte { return clean[:len(clean)-20] }, signedOpts(), Incomplete, "log-partial"},
+		{"empty log", func() []byte { return nil }, signedOpts(), Incomplete, "log-empty"},
+		{"unsigned end, no keyring", func() []byte {
+			return buildLog(t, plan, logSpec{events: cleanEvents()})
+		}, EventOptions{}, Incomplete, "log-unsigned"},
+		{"signed end, no keyring", func() []byte { return clean }, EventOptions{}, Incomplete, "log-untrusted"},
+		{"unsigned end allowed", func() []byte {
+			return buildLog(t, plan, logSpec{events: cleanEvents()})
+		}, EventOptions{AllowUnsigned: true}, Verified, "log-unsigned"},
+		{"tampered outranks violation", func() []byte {
+			evs := append(cleanEvents(), ev(capture.KindToolCall, "delete_file", "9", map[string]any{"target": "/data/x"}))
+			d := buildLog(t, plan, logSpec{events: evs, signer: testKey})
+			i := bytes.Index(d, []byte("/data/report.txt"))
+			d[i+1] = 'D'
+			return d
+		}, signedOpts(), Tampered, "unsealed-tool"},
+		{"incomplete outranks violation", func() []byte {
+			evs := append(cleanEvents(), ev(capture.KindToolCall, "delete_file", "9", map[string]any{"target": "/data/x"}))
+			d := buildLog(t, plan, logSpec{events: evs, signer: testKey, noEnd: true})
+			return d
+		}, signedOpts(), Incomplete, "unsealed-tool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCheck(t, plan, tt.data(), tt.opts)
+			var text bytes.Buffer
+			r.WriteText(&text)
+			if r.Verdict != tt.verdict {
+				t.Errorf("verdict %s, want %s\n%s", r.Verdict, tt.verdict, text.String())
+			}
+			if findCode(r, tt.code) == nil {
+				t.Errorf("no %s finding\n%s", tt.code, text.String())
+			}
+			if r.Code() != tt.verdict.ExitCode() {
+				t.Errorf("exit %d", r.Code())
+			}
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package verify
+
+// codeInfo describes a finding code for SARIF rules and the docs.
+type codeInfo struct {
+	Short string
+	Help  string
+}
+
+// codes describes every finding code verify produces. docs/design/verdicts.md
+// lists the same table; TestCodesDocumented keeps them in step.
+var codes = map[string]codeInfo{
+	"seal-invalid":           {"The seal is malformed or its signature does not verify", "The seal file was altered, or it was signed with a key the keyring or trust file does not hold. Nothing the seal says can be relied on."},
+	"seal-quorum-not-met":    {"Fewer trusted keys signed the seal than the quorum requires", "Collect more cosignatures (witness cosign) or lower --quorum if the policy allows."},
+	"log-parse":              {"A line of the event log is not a valid event", "The log was edited by hand or corrupted: this line is not an event witness wrote."},
+	"log-canonical":          {"A line of the event log is not in canonical form", "The line's bytes were changed after capture (witness writes canonical JSON only)."},
+	"log-chain":              {"A line does not chain to the previous line", "prev is not the sha256 of the previous line: a line was edited, inserted, removed or reordered."},
+	"log-seq":                {"Sequence numbers do not follow each other", "Lines were deleted, inserted or reordered."},
+	"log-id":                 {"An event id does not match its sequence number", "The line was edited."},
+	"log-session":            {"A line belongs to another session", "Lines from another log were spliced in, or the header was edited."},
+	"log-header":             {"The session header is missing, repeated or misplaced", "The log does not start with its session_start, or has a second one."},
+	"log-payload-hash":       {"A payload does not match its payload_sha256", "The recorded arguments, result or content were edited after capture."},
+	"log-link":               {"A causal link names no earlier event of the right kind", "The call, input or cause link was edited or points forward."},
+	"log-end":                {"The session_end count or head does not match the log", "Lines were added, removed or edited before the end."},
+	"log-signature":          {"A session_end signature does not verify", "The end line was altered or signed with another key."},
+	"log-unsigned":           {"The session_end carries no signature", "Without a trusted signature on the end, a cut-off tail re-ended by someone else cannot be ruled out. Capture with a keyring, or pass --allow-unsigned to accept it."},
+	"log-untrusted":          {"The session_end is signed only by keys the keyring does not hold", "Give the keyring or trust file that holds the signing key (--keyring), or pass --allow-unsigned."},
+	"log-partial":            {"The event log ends in a partial line", "The capture stopped in the middle of a write, or the file was truncated."},
+	"log-no-end":             {"The event log has no session_end line", "The capture was cut off or the end was removed: what came after the last line is unknown."},
+	"log-empty":              {"The event log is empty", "Nothing was captured, or the file was emptied."},
+	"log-findings-dropped":   {"More chain findings than are listed", "Only the first chain findings are listed; fix those first."},
+	"seal-mismatch":          {"The events were captured under another seal", "Verify against the seal named in the session header, or re-capture under this seal."},
+	"seal-ref-mismatch":      {"Imported events carry the seal_ref of another seal", "agent-trace-witness 0.1.0 never checked seal_ref; the events were produced under another seal."},
+	"unsealed-tool":          {"A tool was used that the seal does not list", "The agent called a tool it was not sealed for."},
+	"sealed-tool-unused":     {"A sealed tool was never used", "Informational: the seal may grant more than the agent needs."},
+	"argument-out-of-scope":  {"A path argument is outside the tool's sealed scopes", "The call touched a path the seal does not grant (after resolving . and ..)."},
+	"effect-out-of-scope":    {"An external effect is outside the tool's sealed scopes", "The tool read or wrote a path the seal does not grant for that operation."},
+	"scope-not-checkable":    {"A scope or some calls could not be checked", "The scope is not a read:/write: path glob, or the calls carry no path argument or no recorded arguments."},
+	"system-prompt-drift":    {"The system prompt given to the model differs from the sealed hash", "The agent ran with another system prompt than the one sealed."},
+	"tool-definition-drift":  {"The server's tool definition differs from the one pinned in the seal", "The MCP server changed the tool (a rug pull) after the seal was made."},
+	"pinned-tool-not-listed": {"A tool pinned in the seal was not listed by the server", "The server's tool surface changed since the seal was made."},
+	"tools-list-changed":     {"The server announced a tool list change during the session", "Definitions after this point were not pinned at session start."},
+	"not-checkable":          {"A check could not run on this evidence", "The evidence lacks what the check needs; the reason is in the message."},
+}
+
+// codeShort returns the short description of a code.
+func codeShort(code string) string {
+	if c, ok := codes[code]; ok {
+		return c.Short
+	}
+	return code
+}

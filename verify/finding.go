@@ -1,0 +1,169 @@
+package verify
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// Severity is how loudly a finding is reported.
+type Severity string
+
+// The severities, as in SARIF's error, warning and note levels.
+const (
+	SevError   Severity = "error"
+	SevWarning Severity = "warning"
+	SevNotice  Severity = "notice"
+)
+
+// Class is what a finding says about the evidence, and so which verdict it
+// can lead to.
+type Class string
+
+// The finding classes. Notices never change the verdict.
+const (
+	ClassViolation  Class = "violation"  // intact evidence that breaks the seal
+	ClassTampered   Class = "tampered"   // evidence (or the seal) altered or invalid
+	ClassIncomplete Class = "incomplete" // evidence cut short: no signed end, cut-off tail
+	ClassNotice     Class = "notice"     // worth knowing; not a failure
+)
+
+// Verdict is the single outcome of a verification.
+type Verdict string
+
+// The verdicts, in increasing precedence: one tampered finding outweighs
+// everything, then incomplete, then violation. See docs/design/verdicts.md.
+const (
+	Verified   Verdict = "verified"
+	Violation  Verdict = "violation"
+	Incomplete Verdict = "incomplete"
+	Tampered   Verdict = "tampered"
+)
+
+// rank orders verdicts by precedence.
+func (v Verdict) rank() int {
+	switch v {
+	case Tampered:
+		return 3
+	case Incomplete:
+		return 2
+	case Violation:
+		return 1
+	}
+	return 0
+}
+
+// ExitCode is the process exit code of the verdict (internal/exitcode).
+func (v Verdict) ExitCode() exitcode.Code {
+	switch v {
+	case Tampered:
+		return exitcode.Tampered
+	case Incomplete:
+		return exitcode.Incomplete
+	case Violation:
+		return exitcode.Violation
+	}
+	return exitcode.OK
+}
+
+// verdictOf maps a finding class to the verdict it supports.
+func verdictOf(c Class) Verdict {
+	switch c {
+	case ClassTampered:
+		return Tampered
+	case ClassIncomplete:
+		return Incomplete
+	case ClassViolation:
+		return Violation
+	}
+	return Verified
+}
+
+// Finding is one result of one check. It names the evidence (event id,
+// JSON-RPC id token, line) and the seal clause it concerns where they apply.
+type Finding struct {
+	Check      string          `json:"check"`                 // the check that produced it (see Checks)
+	Code       string          `json:"code"`                  // stable id, e.g. "unsealed-tool"
+	Severity   Severity        `json:"severity"`              // error | warning | notice
+	Class      Class           `json:"class"`                 // violation | tampered | incomplete | notice
+	EventID    string          `json:"event_id,omitempty"`    // the event's id in the log
+	RPCID      json.RawMessage `json:"rpc_id,omitempty"`      // the exact JSON-RPC id token (number or string)
+	Tool       string          `json:"tool,omitempty"`        // the tool concerned
+	SealClause string          `json:"seal_clause,omitempty"` // e.g. "tools[2]", "tools[0].scopes", "system_prompt_sha256"
+	Message    string          `json:"message"`
+	File       string          `json:"file,omitempty"` // the evidence or seal file the line refers to
+	Line       int64           `json:"line,omitempty"` // 1-based line in File; 0 when not tied to a line
+}
+
+// CheckStatus is the outcome of one check.
+type CheckStatus string
+
+// The check outcomes.
+const (
+	StatusPass         CheckStatus = "pass"          // ran, found nothing that fails
+	StatusFail         CheckStatus = "fail"          // ran, found at least one error or warning that is not a notice
+	StatusNotCheckable CheckStatus = "not-checkable" // the evidence does not allow this check
+)
+
+// CheckResult is one check in a report.
+type CheckResult struct {
+	ID       string      `json:"id"`
+	Title    string      `json:"title"`
+	Status   CheckStatus `json:"status"`
+	Findings int         `json:"findings"`         // number of findings of this check, notices included
+	Reason   string      `json:"reason,omitempty"` // why the check was not checkable
+}
+
+// The checks, in report order. Each finding names one of these.
+const (
+	CheckSeal        = "seal-signature"
+	CheckChain       = "event-chain"
+	CheckBinding     = "seal-binding"
+	CheckUnsealed    = "unsealed-tool"
+	CheckUnused      = "unused-tool"
+	CheckScope       = "argument-scope"
+	CheckPrompt      = "system-prompt"
+	CheckDefinitions = "tool-definitions"
+)
+
+// Checks lists every check with its title, in report order.
+var Checks = []struct{ ID, Title string }{
+	{CheckSeal, "seal signature and quorum"},
+	{CheckChain, "event log hash chain and signed end"},
+	{CheckBinding, "events bound to this seal"},
+	{CheckUnsealed, "every tool used is sealed"},
+	{CheckUnused, "every sealed tool is used"},
+	{CheckScope, "tool arguments within the sealed scopes"},
+	{CheckPrompt, "system prompt matches the sealed hash"},
+	{CheckDefinitions, "server tool definitions match the sealed pins"},
+}
+
+// sortFindings orders findings deterministically: findings not tied to a line
+// (the seal, the session) first, then by line, then by check order, code,
+// event id, seal clause and message.
+func sortFindings(fs []Finding) {
+	checkRank := map[string]int{}
+	for i, c := range Checks {
+		checkRank[c.ID] = i
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Check != b.Check {
+			return checkRank[a.Check] < checkRank[b.Check]
+		}
+		if a.Code != b.Code {
+			return a.Code < b.Code
+		}
+		if a.EventID != b.EventID {
+			return a.EventID < b.EventID
+		}
+		if a.SealClause != b.SealClause {
+			return a.SealClause < b.SealClause
+		}
+		return a.Message < b.Message
+	})
+}

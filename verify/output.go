@@ -1,0 +1,475 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/version"
+)
+
+// location returns "file:line" or "file" for a finding.
+func (r *Report) location(f Finding) string {
+	file := f.File
+	if file == "" {
+		if f.Line > 0 || f.EventID != "" {
+			file = r.Evidence.File
+		} else {
+			file = r.Seal.File
+		}
+	}
+	if file == "" {
+		file = "-"
+	}
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d", file, f.Line)
+	}
+	return file
+}
+
+// refs returns the " [event e4, rpc 3, seal tools[0]]" suffix of a finding.
+func refs(f Finding) string {
+	var parts []string
+	if f.EventID != "" {
+		parts = append(parts, "event "+f.EventID)
+	}
+	if len(f.RPCID) > 0 {
+		parts = append(parts, "rpc "+string(f.RPCID))
+	}
+	if f.SealClause != "" {
+		parts = append(parts, "seal "+f.SealClause)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(parts, ", ") + "]"
+}
+
+func plural(n int, one string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
+// WriteText writes the human report: one line per finding, then the verdict
+// line.
+func (r *Report) WriteText(w io.Writer) error {
+	var b bytes.Buffer
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "%s: %s: %s: %s%s\n", r.location(f), f.Severity, f.Code, f.Message, refs(f))
+	}
+	fmt.Fprintf(&b, "verdict: %s (exit %d): %s, %s, %s", r.Verdict, r.ExitCode,
+		plural(r.Summary.Errors, "error"), plural(r.Summary.Warnings, "warning"), plural(r.Summary.Notices, "notice"))
+	if r.Seal.Digest != "" {
+		fmt.Fprintf(&b, "; seal %s", r.Seal.Digest)
+	}
+	if r.Evidence.GraphDigest != "" {
+		fmt.Fprintf(&b, "; graph sha256:%s", r.Evidence.GraphDigest)
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// WriteJSON writes the report as indented JSON (docs/formats/verdict.md).
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// SARIF 2.1.0 structures: only the properties witness fills.
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool        sarifTool         `json:"tool"`
+	Invocations []sarifInvocation `json:"invocations"`
+	Artifacts   []sarifArtifact   `json:"artifacts,omitempty"`
+	Results     []sarifResult     `json:"results"`
+	Properties  map[string]any    `json:"properties,omitempty"`
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string      `json:"name"`
+	Version        string      `json:"version"`
+	InformationURI string      `json:"informationUri"`
+	Rules          []sarifRule `json:"rules"`
+}
+
+type sarifRule struct {
+	ID                   string         `json:"id"`
+	Name                 string         `json:"name"`
+	ShortDescription     sarifMessage   `json:"shortDescription"`
+	FullDescription      sarifMessage   `json:"fullDescription"`
+	DefaultConfiguration sarifRuleConf  `json:"defaultConfiguration"`
+	Properties           map[string]any `json:"properties,omitempty"`
+}
+
+type sarifRuleConf struct {
+	Level string `json:"level"`
+}
+
+type sarifMessage struct {
+	Text string `json:"text"`
+}
+
+type sarifInvocation struct {
+	ExecutionSuccessful bool `json:"executionSuccessful"`
+	ExitCode            int  `json:"exitCode"`
+}
+
+type sarifArtifact struct {
+	Location sarifArtifactLocation `json:"location"`
+}
+
+type sarifArtifactLocation struct {
+	URI   string `json:"uri"`
+	Index *int   `json:"index,omitempty"`
+}
+
+type sarifResult struct {
+	RuleID              string            `json:"ruleId"`
+	RuleIndex           int               `json:"ruleIndex"`
+	Level               string            `json:"level"`
+	Message             sarifMessage      `json:"message"`
+	Locations           []sarifLocation   `json:"locations,omitempty"`
+	PartialFingerprints map[string]string `json:"partialFingerprints"`
+	Properties          map[string]any    `json:"properties,omitempty"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation *sarifPhysical `json:"physicalLocation,omitempty"`
+	LogicalLocations []sarifLogical `json:"logicalLocations,omitempty"`
+}
+
+type sarifPhysical struct {
+	ArtifactLocation sarifArtifactLocation `json:"artifactLocation"`
+	Region           *sarifRegion          `json:"region,omitempty"`
+}
+
+type sarifRegion struct {
+	StartLine int64 `json:"startLine"`
+}
+
+type sarifLogical struct {
+	Name               string `json:"name"`
+	FullyQualifiedName string `json:"fullyQualifiedName,omitempty"`
+	Kind               string `json:"kind,omitempty"`
+}
+
+// sarifURI turns a file name into a SARIF artifact URI: a relative path with
+// forward slashes, or a file: URI for an absolute path.
+func sarifURI(p string) string {
+	p = filepath.ToSlash(p)
+	if strings.HasPrefix(p, "/") {
+		return "file://" + p
+	}
+	return p
+}
+
+func sarifLevel(s Severity) string {
+	switch s {
+	case SevError:
+		return "error"
+	case SevWarning:
+		return "warning"
+	}
+	return "note"
+}
+
+// WriteSARIF writes the report as a SARIF 2.1.0 log: one rule per finding
+// code, one result per finding, located at the evidence file and line (or
+// the seal file for findings about the seal).
+func (r *Report) WriteSARIF(w io.Writer) error {
+	// rules, sorted by id
+	ruleLevel := map[string]Severity{}
+	ruleClass := map[string]Class{}
+	for _, f := range r.Findings {
+		if cur, ok := ruleLevel[f.Code]; !ok || sevRank(f.Severity) > sevRank(cur) {
+			ruleLevel[f.Code] = f.Severity
+			ruleClass[f.Code] = f.Class
+		}
+	}
+	ids := make([]string, 0, len(ruleLevel))
+	for id := range ruleLevel {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	index := map[string]int{}
+	rules := make([]sarifRule, 0, len(ids))
+	for i, id := range ids {
+		index[id] = i
+		info := codes[id]
+		short, full := info.Short, info.Help
+		if short == "" {
+			short, full = id, id
+		}
+		rules = append(rules, sarifRule{
+			ID: id, Name: ruleName(id),
+			ShortDescription:     sarifMessage{Text: short},
+			FullDescription:      sarifMessage{Text: full},
+			DefaultConfiguration: sarifRuleConf{Level: sarifLevel(ruleLevel[id])},
+			Properties:           map[string]any{"class": string(ruleClass[id])},
+		})
+	}
+	// artifacts: the evidence file, then the seal file
+	var artifacts []sarifArtifact
+	artIndex := map[string]int{}
+	addArt := func(p string) {
+		if p == "" {
+			return
+		}
+		u := sarifURI(p)
+		if _, ok := artIndex[u]; ok {
+			return
+		}
+		artIndex[u] = len(artifacts)
+		artifacts = append(artifacts, sarifArtifact{Location: sarifArtifactLocation{URI: u}})
+	}
+	addArt(r.Evidence.File)
+	addArt(r.Seal.File)
+	results := make([]sarifResult, 0, len(r.Findings))
+	for _, f := range r.Findings {
+		res := sarifResult{
+			RuleID: f.Code, RuleIndex: index[f.Code], Level: sarifLevel(f.Severity),
+			Message:             sarifMessage{Text: f.Message + refs(f)},
+			PartialFingerprints: map[string]string{"witnessFinding/v1": fingerprint(f)},
+			Properties:          map[string]any{"check": f.Check, "class": string(f.Class)},
+		}
+		if f.EventID != "" {
+			res.Properties["event_id"] = f.EventID
+		}
+		if len(f.RPCID) > 0 {
+			res.Properties["rpc_id"] = f.RPCID
+		}
+		if f.SealClause != "" {
+			res.Properties["seal_clause"] = f.SealClause
+		}
+		if f.Tool != "" {
+			res.Properties["tool"] = f.Tool
+		}
+		file := f.File
+		if file == "" {
+			if f.Line > 0 || f.EventID != "" {
+				file = r.Evidence.File
+			} else {
+				file = r.Seal.File
+			}
+		}
+		var loc sarifLocation
+		if file != "" {
+			u := sarifURI(file)
+			ph := &sarifPhysical{ArtifactLocation: sarifArtifactLocation{URI: u}}
+			if i, ok := artIndex[u]; ok {
+				i := i
+				ph.ArtifactLocation.Index = &i
+			}
+			if f.Line > 0 {
+				ph.Region = &sarifRegion{StartLine: f.Line}
+			}
+			loc.PhysicalLocation = ph
+		}
+		if f.EventID != "" {
+			fq := f.EventID
+			if r.Evidence.Session != "" {
+				fq = r.Evidence.Session + "/" + f.EventID
+			}
+			loc.LogicalLocations = []sarifLogical{{Name: f.EventID, FullyQualifiedName: fq, Kind: "object"}}
+		} else if f.SealClause != "" {
+			loc.LogicalLocations = []sarifLogical{{Name: f.SealClause, FullyQualifiedName: "seal." + f.SealClause, Kind: "member"}}
+		}
+		if loc.PhysicalLocation != nil || loc.LogicalLocations != nil {
+			res.Locations = []sarifLocation{loc}
+		}
+		results = append(results, res)
+	}
+	props := map[string]any{"verdict": string(r.Verdict)}
+	if r.Seal.Digest != "" {
+		props["seal_digest"] = r.Seal.Digest
+	}
+	if r.Evidence.GraphDigest != "" {
+		props["graph_digest"] = r.Evidence.GraphDigest
+	}
+	log := sarifLog{
+		Schema:  "https://json.schemastore.org/sarif-2.1.0.json",
+		Version: "2.1.0",
+		Runs: []sarifRun{{
+			Tool: sarifTool{Driver: sarifDriver{
+				Name: "witness", Version: version.Version,
+				InformationURI: "https://github.com/agent-trace-witness/witness",
+				Rules:          rules,
+			}},
+			Invocations: []sarifInvocation{{ExecutionSuccessful: true, ExitCode: r.ExitCode}},
+			Artifacts:   artifacts,
+			Results:     results,
+			Properties:  props,
+		}},
+	}
+	b, err := json.MarshalIndent(log, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode sarif: %w", err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+func sevRank(s Severity) int {
+	switch s {
+	case SevError:
+		return 2
+	case SevWarning:
+		return 1
+	}
+	return 0
+}
+
+// ruleName turns "unsealed-tool" into "UnsealedTool" (SARIF rule names are
+// identifiers).
+func ruleName(id string) string {
+	var b strings.Builder
+	for _, p := range strings.Split(id, "-") {
+		if p == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(p[:1]) + p[1:])
+	}
+	return b.String()
+}
+
+// fingerprint identifies a finding across runs independently of line moves.
+func fingerprint(f Finding) string {
+	s := sha256.Sum256([]byte(strings.Join([]string{f.Check, f.Code, f.EventID, string(f.RPCID), f.SealClause, f.Tool, f.Message}, "\x00")))
+	return hex.EncodeToString(s[:16])
+}
+
+// JUnit XML structures.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// WriteJUnit writes the report as JUnit XML: one test case per check; a check
+// with violation, tampered or incomplete findings fails, listing them; a
+// check that could not run is skipped; notices go to the case's system-out.
+func (r *Report) WriteJUnit(w io.Writer) error {
+	byCheck := map[string][]Finding{}
+	for _, f := range r.Findings {
+		byCheck[f.Check] = append(byCheck[f.Check], f)
+	}
+	suite := junitSuite{
+		Name: "witness verify",
+		Properties: []junitProperty{
+			{Name: "verdict", Value: string(r.Verdict)},
+			{Name: "exit_code", Value: fmt.Sprint(r.ExitCode)},
+			{Name: "seal", Value: r.Seal.File},
+			{Name: "seal_digest", Value: r.Seal.Digest},
+			{Name: "evidence", Value: r.Evidence.File},
+		},
+	}
+	if r.Evidence.GraphDigest != "" {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "graph_digest", Value: r.Evidence.GraphDigest})
+	}
+	for _, c := range r.Checks {
+		tc := junitCase{Name: c.ID + ": " + c.Title, Classname: "witness.verify"}
+		var fail, notes []string
+		worst := Verified
+		for _, f := range byCheck[c.ID] {
+			line := fmt.Sprintf("%s: %s: %s: %s%s", r.location(f), f.Severity, f.Code, f.Message, refs(f))
+			if f.Class == ClassNotice {
+				notes = append(notes, line)
+				continue
+			}
+			fail = append(fail, line)
+			if v := verdictOf(f.Class); v.rank() > worst.rank() {
+				worst = v
+			}
+		}
+		switch {
+		case len(fail) > 0:
+			tc.Failure = &junitFailure{
+				Message: fmt.Sprintf("%s (%s)", plural(len(fail), "finding"), worst),
+				Type:    string(worst),
+				Text:    strings.Join(fail, "\n") + "\n",
+			}
+			suite.Failures++
+		case c.Status == StatusNotCheckable:
+			tc.Skipped = &junitSkipped{Message: c.Reason}
+			suite.Skipped++
+		}
+		if len(notes) > 0 {
+			tc.SystemOut = strings.Join(notes, "\n") + "\n"
+		}
+		suite.Cases = append(suite.Cases, tc)
+		suite.Tests++
+	}
+	doc := junitSuites{Name: "witness verify", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Suites: []junitSuite{suite}}
+	b, err := xml.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode junit: %w", err)
+	}
+	var out bytes.Buffer
+	out.WriteString(xml.Header)
+	out.Write(b)
+	out.WriteByte('\n')
+	_, err = w.Write(out.Bytes())
+	return err
+}

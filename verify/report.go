@@ -1,0 +1,129 @@
+package verify
+
+import (
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// ReportFormat and ReportVersion identify the JSON report
+// (docs/formats/verdict.md).
+const (
+	ReportFormat  = "witness-verdict"
+	ReportVersion = 1
+)
+
+// Report is the outcome of one verification: one verdict, the checks that
+// ran and the findings they produced, in a deterministic order.
+type Report struct {
+	Format   string        `json:"format"`
+	V        int           `json:"v"`
+	Verdict  Verdict       `json:"verdict"`
+	ExitCode int           `json:"exit_code"`
+	Seal     SealSummary   `json:"seal"`
+	Evidence Evidence      `json:"evidence"`
+	Checks   []CheckResult `json:"checks"`
+	Findings []Finding     `json:"findings"`
+	Summary  Summary       `json:"summary"`
+
+	notCheckable map[string]string
+	skipped      map[string]bool
+}
+
+// SealSummary names the seal the evidence was judged against.
+type SealSummary struct {
+	File      string   `json:"file,omitempty"`
+	Digest    string   `json:"digest,omitempty"` // the seal's Ref (0.1.0 seal_ref)
+	WitnessID string   `json:"witness_id,omitempty"`
+	Signers   []string `json:"signers,omitempty"` // key ids whose signatures verified
+}
+
+// Evidence describes what was read.
+type Evidence struct {
+	Kind         string `json:"kind"` // "events" | "graph" | "none"
+	File         string `json:"file,omitempty"`
+	Session      string `json:"session,omitempty"`
+	Lines        int64  `json:"lines"`  // lines (events) or nodes (graph) read
+	Events       int64  `json:"events"` // events checked (graph: activities and entities mapped back to events)
+	ImportedFrom string `json:"imported_from,omitempty"`
+	GraphDigest  string `json:"graph_digest,omitempty"` // sha256 of the canonical N-Quads, when a graph was read
+}
+
+// Summary counts findings by severity.
+type Summary struct {
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	Notices  int `json:"notices"`
+}
+
+// Finish sorts the findings, turns the reasons of checks that could not run
+// into notices, fills each check's status and computes the verdict. Call it
+// once, after every check.
+func (r *Report) Finish() {
+	notCheckable, skipped := r.notCheckable, r.skipped
+	for _, c := range Checks {
+		if reason := notCheckable[c.ID]; reason != "" && !skipped[c.ID] {
+			r.Findings = append(r.Findings, Finding{
+				Check: c.ID, Code: "not-checkable", Severity: SevNotice, Class: ClassNotice,
+				Message: c.Title + " not checkable: " + reason,
+			})
+		}
+	}
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	sortFindings(r.Findings)
+	r.Format, r.V = ReportFormat, ReportVersion
+	counts := map[string]int{}
+	failed := map[string]bool{}
+	r.Verdict = Verified
+	r.Summary = Summary{}
+	for _, f := range r.Findings {
+		counts[f.Check]++
+		if f.Class != ClassNotice {
+			failed[f.Check] = true
+		}
+		if v := verdictOf(f.Class); v.rank() > r.Verdict.rank() {
+			r.Verdict = v
+		}
+		switch f.Severity {
+		case SevError:
+			r.Summary.Errors++
+		case SevWarning:
+			r.Summary.Warnings++
+		default:
+			r.Summary.Notices++
+		}
+	}
+	r.Checks = r.Checks[:0]
+	for _, c := range Checks {
+		if skipped[c.ID] {
+			continue
+		}
+		cr := CheckResult{ID: c.ID, Title: c.Title, Findings: counts[c.ID], Status: StatusPass}
+		switch {
+		case failed[c.ID]:
+			cr.Status = StatusFail
+			cr.Reason = notCheckable[c.ID]
+		case notCheckable[c.ID] != "":
+			cr.Status = StatusNotCheckable
+			cr.Reason = notCheckable[c.ID]
+		}
+		r.Checks = append(r.Checks, cr)
+	}
+	r.ExitCode = int(r.Verdict.ExitCode())
+}
+
+// Code returns the exit code of the verdict.
+func (r *Report) Code() exitcode.Code { return r.Verdict.ExitCode() }
+
+// mergeNotCheckable records the reasons of checks that could not run, for
+// finalize.
+func mergeNotCheckable(r *Report, m map[string]string) {
+	if r.notCheckable == nil {
+		r.notCheckable = map[string]string{}
+	}
+	for k, v := range m {
+		if _, ok := r.notCheckable[k]; !ok {
+			r.notCheckable[k] = v
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// ScopeOp is the operation a path scope grants.
+type ScopeOp string
+
+// The operations of checkable path scopes. A write scope also grants reads.
+const (
+	OpRead  ScopeOp = "read"
+	OpWrite ScopeOp = "write"
+)
+
+// Scope is a parsed, checkable seal scope of the form "<op>:<glob>", such as
+// "read:/data/**" or "write:/tmp/out/*.txt".
+type Scope struct {
+	Raw  string
+	Op   ScopeOp
+	Glob Glob
+}
+
+// ErrNotPathScope is wrapped by ParseScope for scopes that are well formed
+// text but not path globs witness can check (for example "net:api.example.com"
+// or "admin"). Such scopes are reported as not checkable, never as violations.
+var ErrNotPathScope = errors.New("not a path scope")
+
+// ParseScope parses a seal scope. It returns an error wrapping ErrNotPathScope
+// when the scope is not of the form read:/abs/glob or write:/abs/glob, and
+// another error when it looks like a path scope but its glob is malformed.
+func ParseScope(s string) (Scope, error) {
+	op, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return Scope{}, fmt.Errorf("scope %q: %w (expected read:/path/** or write:/path/**)", s, ErrNotPathScope)
+	}
+	switch ScopeOp(op) {
+	case OpRead, OpWrite:
+	default:
+		return Scope{}, fmt.Errorf("scope %q: %w (operation %q is not read or write)", s, ErrNotPathScope, op)
+	}
+	g, err := ParseGlob(rest)
+	if err != nil {
+		return Scope{}, fmt.Errorf("scope %q: %w", s, err)
+	}
+	return Scope{Raw: s, Op: ScopeOp(op), Glob: g}, nil
+}
+
+// Grants reports whether the scope allows op on the cleaned absolute path p.
+// A write scope grants read and write; a read scope grants read only.
+func (s Scope) Grants(op ScopeOp, p string) bool {
+	if op == OpWrite && s.Op != OpWrite {
+		return false
+	}
+	return s.Glob.Match(p)
+}
+
+// Glob is a parsed absolute path glob. Segments are separated by "/". Within
+// a segment "*" matches any run of characters other than "/", "?" matches one
+// such character, and "\" escapes the next character. A segment that is
+// exactly "**" matches zero or more whole segments, so "/data/**" matches
+// "/data", "/data/x" and "/data/x/y" but not "/database" or "/etc".
+type Glob struct {
+	src  string
+	segs []string // "**" or a segment pattern
+}
+
+// String returns the glob as written.
+func (g Glob) String() string { return g.src }
+
+// ParseGlob parses an absolute path glob.
+func ParseGlob(s string) (Glob, error) {
+	if s == "" {
+		return Glob{}, errors.New("empty path glob")
+	}
+	if !strings.HasPrefix(s, "/") {
+		return Glob{}, fmt.Errorf("path glob %q is not absolute (it must start with /)", s)
+	}
+	if strings.ContainsRune(s, 0) {
+		return Glob{}, fmt.Errorf("path glob %q contains a NUL byte", s)
+	}
+	parts := strings.Split(s[1:], "/")
+	segs := make([]string, 0, len(parts))
+	for i, p := range parts {
+		switch {
+		case p == "":
+			if i == len(parts)-1 && len(parts) > 1 {
+				continue // trailing slash: "/data/" is "/data"
+			}
+			if len(parts) == 1 {
+				continue // "/" alone: the root
+			}
+			return Glob{}, fmt.Errorf("path glob %q has an empty segment", s)
+		case p == "." || p == "..":
+			return Glob{}, fmt.Errorf("path glob %q has a %q segment; write the path without it", s, p)
+		case p == "**":
+			if len(segs) > 0 && segs[len(segs)-1] == "**" {
+				continue // "**/**" is "**"
+			}
+		case strings.Contains(p, "**"):
+			return Glob{}, fmt.Errorf("path glob %q: ** must be a whole segment (got %q)", s, p)
+		default:
+			if strings.HasSuffix(p, `\`) && !strings.HasSuffix(p, `\\`) {
+				return Glob{}, fmt.Errorf("path glob %q: trailing backslash in segment %q", s, p)
+			}
+		}
+		segs = append(segs, p)
+	}
+	return Glob{src: s, segs: segs}, nil
+}
+
+// Match reports whether the glob matches p, which must be an absolute, clean
+// path (see CleanPath).
+func (g Glob) Match(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	var parts []string
+	if p != "/" {
+		parts = strings.Split(p[1:], "/")
+	}
+	return matchSegs(g.segs, parts)
+}
+
+func matchSegs(pat, parts []string) bool {
+	// Iterative with backtracking on the last "**", like path.Match's star
+	// handling, so the cost stays O(len(pat)*len(parts)).
+	pi, si := 0, 0
+	starPi, starSi := -1, 0
+	for si < len(parts) || pi < len(pat) {
+		if pi < len(pat) {
+			if pat[pi] == "**" {
+				starPi, starSi = pi, si
+				pi++
+				continue
+			}
+			if si < len(parts) && matchSegment(pat[pi], parts[si]) {
+				pi++
+				si++
+				continue
+			}
+		}
+		if starPi >= 0 && starSi < len(parts) {
+			starSi++
+			pi, si = starPi+1, starSi
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// matchSegment matches one segment pattern against one path segment.
+func matchSegment(pat, s string) bool {
+	pi, si := 0, 0
+	starP, starS := -1, 0
+	for si < len(s) {
+		if pi < len(pat) {
+			switch c := pat[pi]; c {
+			case '*':
+				starP, starS = pi, si
+				pi++
+				continue
+			case '?':
+				// one UTF-8 character
+				_, n := utf8.DecodeRuneInString(s[si:])
+				pi++
+				si += n
+				continue
+			case '\\':
+				if pi+1 < len(pat) && pat[pi+1] == s[si] {
+					pi += 2
+					si++
+					continue
+				}
+			default:
+				if c == s[si] {
+					pi++
+					si++
+					continue
+				}
+			}
+		}
+		if starP >= 0 {
+			_, n := utf8.DecodeRuneInString(s[starS:])
+			starS += n
+			pi, si = starP+1, starS
+			continue
+		}
+		return false
+	}
+	for pi < len(pat) && pat[pi] == '*' {
+		pi++
+	}
+	return pi == len(pat)
+}
+
+// CleanPath turns a path argument into the absolute clean path a scope glob
+// is matched against. "file://" URIs are decoded; "." and ".." elements are
+// resolved lexically, so "/data/../etc/passwd" becomes "/etc/passwd". A
+// relative path, an empty path, a path with a NUL byte or a URI of another
+// scheme cannot be placed and is returned with ok=false and the reason.
+func CleanPath(arg string) (clean string, ok bool, reason string) {
+	p := arg
+	if strings.HasPrefix(strings.ToLower(p), "file:") {
+		u, err := url.Parse(p)
+		if err != nil {
+			return "", false, fmt.Sprintf("malformed file URI: %v", err)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return "", false, fmt.Sprintf("file URI names host %q", u.Host)
+		}
+		p = u.Path
+	} else if i := strings.Index(p, "://"); i > 0 && !strings.Contains(p[:i], "/") {
+		return "", false, fmt.Sprintf("URI scheme %q is not a local path", p[:i])
+	}
+	switch {
+	case p == "":
+		return "", false, "empty path"
+	case strings.ContainsRune(p, 0):
+		return "", false, "path contains a NUL byte"
+	case strings.HasPrefix(p, "~"):
+		return "", false, "path starts with ~ (home directory unknown to the witness)"
+	case !strings.HasPrefix(p, "/"):
+		return "", false, "relative path (the server's working directory is unknown to the witness)"
+	}
+	return path.Clean(p), true, ""
+}
+
+// pathKeys are argument keys whose string values are paths.
+var pathKeys = map[string]bool{
+	"path": true, "file": true, "filename": true, "file_path": true, "filepath": true, "filePath": true,
+	"target": true, "source": true, "src": true, "destination": true, "dest": true, "dst": true,
+	"dir": true, "directory": true, "folder": true, "root": true, "uri": true, "url": true,
+	"old_path": true, "new_path": true, "from": true, "to": true,
+}
+
+// pathListKeys are argument keys whose values are arrays of paths.
+var pathListKeys = map[string]bool{
+	"paths": true, "files": true, "sources": true, "targets": true, "uris": true, "directories": true,
+}
+
+// PathArg is one path found in a tool call's arguments.
+type PathArg struct {
+	Key   string // the argument key, with an index for arrays: "paths[1]"
+	Value string // the value as given
+}
+
+// PathArgs returns the path arguments of a tool call's argument object, in
+// key order (then array order), so the result is deterministic. Only
+// top-level keys count: the keys in pathKeys and pathListKeys, and keys that
+// end in "_path", "Path", "_file" or "_dir". For "uri", "url" and "uris" only
+// file: URIs are paths. Values that are not strings are ignored.
+func PathArgs(args map[string]any) []PathArg {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []PathArg
+	for _, k := range keys {
+		v := args[k]
+		switch {
+		case pathListKeys[k]:
+			list, ok := v.([]any)
+			if !ok {
+				if s, ok := v.(string); ok && isPathValue(k, s) {
+					out = append(out, PathArg{Key: k, Value: s})
+				}
+				continue
+			}
+			for i, item := range list {
+				if s, ok := item.(string); ok && isPathValue(k, s) {
+					out = append(out, PathArg{Key: fmt.Sprintf("%s[%d]", k, i), Value: s})
+				}
+			}
+		case isPathKey(k):
+			if s, ok := v.(string); ok && isPathValue(k, s) {
+				out = append(out, PathArg{Key: k, Value: s})
+			}
+		}
+	}
+	return out
+}
+
+func isPathKey(k string) bool {
+	if pathKeys[k] {
+		return true
+	}
+	for _, suf := range []string{"_path", "Path", "_file", "_dir"} {
+		if strings.HasSuffix(k, suf) && len(k) > len(suf) {
+			return true
+		}
+	}
+	return false
+}
+
+func isPathValue(key, v string) bool {
+	switch key {
+	case "uri", "url", "uris":
+		return strings.HasPrefix(strings.ToLower(v), "file:")
+	}
+	return true
+}
