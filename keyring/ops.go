@@ -1,0 +1,183 @@
+package keyring
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// update runs fn on the freshly loaded keyring under the cross-process lock
+// and saves the result atomically when fn succeeds. Nothing is written when
+// fn fails.
+func update(path string, opts Options, fn func(k *Keyring) error) (*Keyring, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create keyring folder: %w", err), "")
+	}
+	unlock, err := lockFile(path)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("keyring %s: %w", path, err), "")
+	}
+	defer unlock()
+	k, err := Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(k); err != nil {
+		return nil, err
+	}
+	if err := k.save(); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// generate makes a key with an id not yet in the keyring (3 attempts, as
+// 0.1.0) and, for the OS backend, stores its secret there first.
+func (k *Keyring) generate(alg, backend string) (Entry, error) {
+	if _, err := SigAlgFor(alg); err != nil {
+		return Entry{}, exitcode.New(exitcode.Usage, err, "use --alg hmac or --alg ed25519")
+	}
+	if backend != BackendFile && backend != BackendOS {
+		return Entry{}, exitcode.New(exitcode.Usage, fmt.Errorf("unknown backend %q (known: file, os)", backend), "use --backend file or --backend os")
+	}
+	var e Entry
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		e, err = newEntry(alg, k.opts.Now(), k.opts.Rand)
+		if err != nil {
+			return Entry{}, exitcode.New(exitcode.Failure, err, "")
+		}
+		if _, dup := k.find(e.KeyID); !dup {
+			break
+		}
+		err = fmt.Errorf("could not generate a unique key_id after 3 attempts")
+		time.Sleep(time.Microsecond)
+	}
+	if err != nil {
+		return Entry{}, exitcode.New(exitcode.Failure, err, "try again")
+	}
+	e.Backend = backend
+	if backend == BackendOS {
+		if err := osSet(k.opts, e.KeyID, hex.EncodeToString(e.secret)); err != nil {
+			return Entry{}, err
+		}
+	}
+	return e, nil
+}
+
+// Generate adds a new active key (keygen). It refuses when the keyring
+// already has an active key: replacing it is what rotation is for.
+func Generate(path string, opts Options, alg string) (Entry, error) {
+	opts = opts.withDefaults()
+	var out Entry
+	_, err := update(path, opts, func(k *Keyring) error {
+		if a, err := k.Active(); err == nil {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s already has an active key %s", path, a.KeyID),
+				"use 'witness rotate-key' to replace it, or --keyring for another keyring")
+		}
+		e, err := k.generate(alg, opts.Backend)
+		if err != nil {
+			return err
+		}
+		k.entries = append(k.entries, e)
+		out = e
+		return nil
+	})
+	if err != nil {
+		if out.Backend == BackendOS {
+			osDelete(opts, out.KeyID)
+		}
+		return Entry{}, err
+	}
+	out.secret = nil
+	return out, nil
+}
+
+// Rotate replaces the active key by a new one of algorithm alg ("" = the
+// same as the old key) in backend opts.Backend ("" = the old key's). The new
+// key is generated (and stored in the OS keyring) first; the old key is
+// deactivated and the new one appended in one step only after that
+// succeeded, and the file is replaced atomically, so a failure leaves the
+// keyring unchanged with its active key. The old key stays for verifying.
+func Rotate(path string, opts Options, alg string) (old, created Entry, err error) {
+	explicitBackend := opts.Backend != ""
+	opts = opts.withDefaults()
+	_, err = update(path, opts, func(k *Keyring) error {
+		a, err := k.Active()
+		if err != nil {
+			return err
+		}
+		if alg == "" {
+			alg = a.Algorithm
+		}
+		backend := a.Backend
+		if explicitBackend {
+			backend = opts.Backend
+		}
+		e, err := k.generate(alg, backend)
+		if err != nil {
+			return err
+		}
+		created = e
+		i, _ := k.find(a.KeyID)
+		k.entries[i].Active = false
+		k.entries = append(k.entries, e)
+		old = k.entries[i]
+		return nil
+	})
+	if err != nil {
+		if created.Backend == BackendOS {
+			osDelete(opts, created.KeyID)
+		}
+		return Entry{}, Entry{}, err
+	}
+	old.secret, created.secret = nil, nil
+	return old, created, nil
+}
+
+// Revoke marks key keyID revoked now and inactive. The entry stays in the
+// file (so seals it signed fail with a reason, not "unknown key"). Revoking
+// twice is refused and keeps the first revocation time.
+func Revoke(path string, opts Options, keyID string) (Entry, error) {
+	opts = opts.withDefaults()
+	var out Entry
+	_, err := update(path, opts, func(k *Keyring) error {
+		i, ok := k.find(keyID)
+		if !ok {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s: %w in keyring %s", keyID, ErrUnknownKey, path), "'witness list-keys' shows the key ids")
+		}
+		if k.entries[i].Revoked() {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s was already revoked at %s", keyID, k.entries[i].RevokedAt), "")
+		}
+		k.entries[i].RevokedAt = opts.Now().UTC().Format(KeyTimeFormat)
+		k.entries[i].Active = false
+		out = k.entries[i]
+		return nil
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	out.secret = nil
+	return out, nil
+}
+
+// ErrNoKeyring is returned by OpenExisting for a missing keyring file.
+var ErrNoKeyring = errors.New("keyring not found")
+
+// OpenExisting is Open, but a missing file is an error (with a hint).
+func OpenExisting(path string, opts Options) (*Keyring, error) {
+	k, err := Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !k.exists {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s: %w", path, ErrNoKeyring),
+			"create one with 'witness keygen', or pass --keyring / set WITNESS_KEYRING")
+	}
+	return k, nil
+}

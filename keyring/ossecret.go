@@ -1,0 +1,78 @@
+package keyring
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	gokeyring "github.com/zalando/go-keyring"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// SecretStore is an OS secret store: Secret Service on Linux, Keychain on
+// macOS, Credential Manager on Windows. Secrets are hex strings; the user
+// name is the key id.
+type SecretStore interface {
+	Set(service, user, secret string) error
+	Get(service, user string) (string, error)
+	Delete(service, user string) error
+}
+
+// systemStore is the real OS store through github.com/zalando/go-keyring.
+type systemStore struct{}
+
+func (systemStore) Set(service, user, secret string) error {
+	return gokeyring.Set(service, user, secret)
+}
+func (systemStore) Get(service, user string) (string, error) { return gokeyring.Get(service, user) }
+func (systemStore) Delete(service, user string) error        { return gokeyring.Delete(service, user) }
+
+// osHint names the fix when the OS keyring does not answer.
+const osHint = "no OS keyring answered: on Linux start a Secret Service, e.g. " +
+	"'dbus-run-session -- sh -c \"echo -n pass | gnome-keyring-daemon --unlock --components=secrets; witness ...\"' " +
+	"(see README, Running the tests), or use --backend file"
+
+// withTimeout runs f, giving up after opts.Timeout: a locked keyring can
+// block forever waiting for a password prompt nobody sees.
+func withTimeout[T any](opts Options, what string, f func() (T, error)) (T, error) {
+	type res struct {
+		v   T
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		v, err := f()
+		ch <- res{v, err}
+	}()
+	t := time.NewTimer(opts.Timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			if errors.Is(r.err, gokeyring.ErrNotFound) {
+				return r.v, exitcode.New(exitcode.Failure, fmt.Errorf("OS keyring %s: secret not found (service %q)", what, opts.Service),
+					"the OS keyring lost this key's secret; rotate to a new key with 'witness rotate-key'")
+			}
+			return r.v, exitcode.New(exitcode.Failure, fmt.Errorf("OS keyring %s: %w", what, r.err), osHint)
+		}
+		return r.v, nil
+	case <-t.C:
+		var zero T
+		return zero, exitcode.New(exitcode.Failure, fmt.Errorf("OS keyring %s: no answer within %s", what, opts.Timeout), osHint)
+	}
+}
+
+func osGet(opts Options, keyID string) (string, error) {
+	return withTimeout(opts, "get "+keyID, func() (string, error) { return opts.OS.Get(opts.Service, keyID) })
+}
+
+func osSet(opts Options, keyID, secret string) error {
+	_, err := withTimeout(opts, "set "+keyID, func() (struct{}, error) { return struct{}{}, opts.OS.Set(opts.Service, keyID, secret) })
+	return err
+}
+
+func osDelete(opts Options, keyID string) error {
+	_, err := withTimeout(opts, "delete "+keyID, func() (struct{}, error) { return struct{}{}, opts.OS.Delete(opts.Service, keyID) })
+	return err
+}

@@ -1,0 +1,255 @@
+package seal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
+	"github.com/agent-trace-witness/witness/keyring"
+)
+
+// Tool is one tool the agent may use, with its scopes.
+type Tool struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+	// DefinitionSHA256 optionally pins the MCP tool definition: the sha256
+	// (lowercase hex) of the canonical JSON of the definition object as the
+	// server lists it. Omitted when empty, so 0.1.0 bodies are unchanged.
+	DefinitionSHA256 string `json:"definition_sha256,omitempty"`
+}
+
+// Body is the signed part of a seal: exactly these fields.
+type Body struct {
+	CreatedAt          string `json:"created_at"`
+	SystemPromptSHA256 string `json:"system_prompt_sha256"`
+	Tools              []Tool `json:"tools"`
+	WitnessID          string `json:"witness_id"`
+}
+
+// Cosignature is another witness's signature over the same canonical body.
+type Cosignature struct {
+	KeyID string `json:"key_id"`
+	Alg   string `json:"alg"` // hmac-sha256 | ed25519
+	Sig   string `json:"sig"` // lowercase hex (hmac) | standard base64 (ed25519)
+	// PublicKey is the signer's Ed25519 public key (base64), for
+	// information only: verification uses the verifier's trusted keys.
+	PublicKey string `json:"public_key,omitempty"`
+}
+
+// Sealed is a signed seal as stored in a seal file.
+type Sealed struct {
+	Body
+	// Signature is "hmac-sha256:<64 lowercase hex>" or "ed25519:<base64>".
+	Signature string
+	// KeyID names the signing key; "" for seals made with a legacy
+	// ATW_WITNESS_KEY key or by 0.1.0. Not signed.
+	KeyID string
+	// Cosignatures by other keys over the same body. Not signed.
+	Cosignatures []Cosignature
+}
+
+// Signature algorithm tags.
+const (
+	AlgHMACSHA256 = keyring.SigHMACSHA256
+	AlgEd25519    = keyring.SigEd25519
+)
+
+// CanonicalBody returns the signed bytes: the canonical JSON of the body.
+func (b Body) CanonicalBody() ([]byte, error) {
+	nb := b
+	nb.Tools = make([]Tool, len(b.Tools))
+	for i, t := range b.Tools {
+		if t.Scopes == nil {
+			t.Scopes = []string{}
+		}
+		nb.Tools[i] = t
+	}
+	return canon.Marshal(nb)
+}
+
+// Digest is the sha256 (hex) of the canonical body: the in-toto subject.
+func (b Body) Digest() (string, error) {
+	c, err := b.CanonicalBody()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// SplitSignature splits "alg:value" at the first colon.
+func SplitSignature(sig string) (alg, value string, ok bool) {
+	return strings.Cut(sig, ":")
+}
+
+// Ref is 0.1.0's seal_ref: sha256 hex of the canonical JSON of the five
+// keys created_at, signature, system_prompt_sha256, tools and witness_id
+// (never key_id, never cosignatures, so cosigning keeps the ref).
+func (s *Sealed) Ref() string {
+	m := map[string]any{
+		"created_at":           s.CreatedAt,
+		"signature":            s.Signature,
+		"system_prompt_sha256": s.SystemPromptSHA256,
+		"tools":                s.toolsForJSON(),
+		"witness_id":           s.WitnessID,
+	}
+	c, err := canon.Marshal(m)
+	if err != nil {
+		// Only invalid UTF-8 can fail, and Parse refuses it.
+		return ""
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Sealed) toolsForJSON() []Tool {
+	out := make([]Tool, len(s.Tools))
+	for i, t := range s.Tools {
+		if t.Scopes == nil {
+			t.Scopes = []string{}
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// AllowsTool returns the sealed tool with that name.
+func (s *Sealed) AllowsTool(name string) (Tool, bool) {
+	for _, t := range s.Tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// Marshal returns the seal file bytes: indented JSON with sorted keys and
+// raw UTF-8, no trailing newline (as 0.1.0 writes it), with key_id and
+// cosignatures beside the signed fields when present.
+func (s *Sealed) Marshal() ([]byte, error) {
+	m := map[string]any{
+		"created_at":           s.CreatedAt,
+		"signature":            s.Signature,
+		"system_prompt_sha256": s.SystemPromptSHA256,
+		"tools":                s.toolsForJSON(),
+		"witness_id":           s.WitnessID,
+	}
+	if s.KeyID != "" {
+		m["key_id"] = s.KeyID
+	}
+	if len(s.Cosignatures) > 0 {
+		m["cosignatures"] = s.Cosignatures
+	}
+	c, err := canon.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return canon.Indent(c)
+}
+
+// Load reads and strictly parses a seal file. Every error carries
+// exitcode.Tampered: a seal that does not parse is invalid evidence.
+func Load(path string) (*Sealed, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		code := exitcode.Failure
+		if os.IsNotExist(err) {
+			code = exitcode.Usage
+		}
+		return nil, exitcode.New(code, fmt.Errorf("read seal: %w", err), "")
+	}
+	return Parse(data, path)
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Parse strictly parses seal file content (named name in errors): required
+// fields, exact types, no unknown fields, a known signature algorithm.
+func Parse(data []byte, name string) (*Sealed, error) {
+	bad := func(err error) error {
+		return exitcode.New(exitcode.Tampered, fmt.Errorf("seal %w", err),
+			"the seal file is not a valid witness seal; use the file 'witness seal' wrote")
+	}
+	root, err := jsontree.Parse(data, name)
+	if err != nil {
+		return nil, bad(err)
+	}
+	var perr error
+	r := jsontree.NewObjectReader(name, "", root, &perr)
+	s := &Sealed{}
+	s.CreatedAt = r.String("created_at", true)
+	s.SystemPromptSHA256 = r.String("system_prompt_sha256", true)
+	n := r.Objects("tools", true, func(i int, t *jsontree.ObjectReader) {
+		tool := Tool{Name: t.String("name", true), Scopes: t.Strings("scopes", true)}
+		if t.Has("definition_sha256") {
+			tool.DefinitionSHA256 = t.String("definition_sha256", true)
+			if perr == nil && !isLowerHex(tool.DefinitionSHA256, 64) {
+				t.Fail("definition_sha256", "want 64 lowercase hex digits")
+			}
+		}
+		t.Done()
+		s.Tools = append(s.Tools, tool)
+	})
+	s.WitnessID = r.String("witness_id", true)
+	s.Signature = r.String("signature", true)
+	if r.Has("key_id") {
+		s.KeyID = r.String("key_id", true)
+		if perr == nil && s.KeyID == "" {
+			r.Fail("key_id", "must be non-empty when present")
+		}
+	}
+	if r.Has("cosignatures") {
+		r.Objects("cosignatures", true, func(i int, c *jsontree.ObjectReader) {
+			cs := Cosignature{KeyID: c.String("key_id", true), Alg: c.String("alg", true), Sig: c.String("sig", true)}
+			if c.Has("public_key") {
+				cs.PublicKey = c.String("public_key", true)
+			}
+			c.Done()
+			if perr == nil && cs.Alg != AlgHMACSHA256 && cs.Alg != AlgEd25519 {
+				c.Fail("alg", fmt.Sprintf("unknown algorithm %q (known: hmac-sha256, ed25519)", cs.Alg))
+			}
+			if perr == nil && cs.KeyID == "" {
+				c.Fail("key_id", "must be non-empty")
+			}
+			s.Cosignatures = append(s.Cosignatures, cs)
+		})
+	}
+	r.Done()
+	if perr == nil {
+		switch {
+		case n == 0:
+			r.Fail("tools", "must list at least one tool")
+		case !isLowerHex(s.SystemPromptSHA256, 64):
+			r.Fail("system_prompt_sha256", "want 64 lowercase hex digits")
+		}
+	}
+	if perr == nil {
+		alg, _, ok := SplitSignature(s.Signature)
+		switch {
+		case !ok:
+			r.Fail("signature", `want "ALGORITHM:VALUE" (e.g. "hmac-sha256:<64 hex>")`)
+		case alg != AlgHMACSHA256 && alg != AlgEd25519:
+			r.Fail("signature", fmt.Sprintf("unknown algorithm %q (known: hmac-sha256, ed25519)", alg))
+		}
+	}
+	if perr != nil {
+		return nil, bad(perr)
+	}
+	return s, nil
+}

@@ -1,0 +1,54 @@
+package seal
+
+import (
+	"fmt"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
+)
+
+// Sign signs body with signer: the signature covers the canonical body
+// bytes only; the signer's key id is recorded beside it, unsigned.
+func Sign(b Body, signer keyring.Signer) (*Sealed, error) {
+	msg, err := b.CanonicalBody()
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("encode seal body: %w", err), "")
+	}
+	sig, err := signer.Sign(msg)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("sign seal: %w", err), "")
+	}
+	return &Sealed{Body: b, Signature: signer.Algorithm() + ":" + sig, KeyID: signer.KeyID()}, nil
+}
+
+// Cosign appends signer's signature over the same canonical body. A key
+// that already signed (primary or cosignature) is refused.
+func (s *Sealed) Cosign(signer keyring.Signer) error {
+	id := signer.KeyID()
+	if id == "" {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("cosigning needs a key with an id (a keyring key), not a legacy ATW_WITNESS_KEY"),
+			"create a keyring with 'witness keygen --alg ed25519'")
+	}
+	if s.KeyID == id {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("key %s already signed this seal (primary signature)", id), "cosign with another witness's keyring (--keyring)")
+	}
+	for _, c := range s.Cosignatures {
+		if c.KeyID == id {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s already cosigned this seal", id), "cosign with another witness's keyring (--keyring)")
+		}
+	}
+	msg, err := s.CanonicalBody()
+	if err != nil {
+		return exitcode.New(exitcode.Tampered, fmt.Errorf("encode seal body: %w", err), "")
+	}
+	sig, err := signer.Sign(msg)
+	if err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("cosign seal: %w", err), "")
+	}
+	c := Cosignature{KeyID: id, Alg: signer.Algorithm(), Sig: sig}
+	if p, ok := signer.(keyring.PublicKeyer); ok {
+		c.PublicKey = p.PublicKey()
+	}
+	s.Cosignatures = append(s.Cosignatures, c)
+	return nil
+}

@@ -1,0 +1,244 @@
+package seal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
+)
+
+// TrustSet is a set of trusted public keys (see keyring.TrustSet).
+type TrustSet = keyring.TrustSet
+
+// VerifyOptions give the keys to verify with. At least one of Keyring,
+// Trust and LegacyKeyHex must be set.
+type VerifyOptions struct {
+	// Keyring verifies HMAC signatures (secrets) and Ed25519 signatures
+	// (public keys) of its keys.
+	Keyring *keyring.Keyring
+	// Trust verifies Ed25519 signatures with public keys alone.
+	Trust *TrustSet
+	// Quorum, when > 0, requires at least this many distinct trusted keys
+	// to have signed the exact body (primary signature and cosignatures;
+	// one key counts once however often it signed).
+	Quorum int
+	// LegacyKeyHex is an ATW_WITNESS_KEY value, used for HMAC signatures
+	// without key_id (0.1.0 seals). Keys of 16-31 bytes are accepted for
+	// verifying (with a warning in the check detail).
+	LegacyKeyHex string
+}
+
+// Check statuses.
+const (
+	StatusOK      = "ok"          // verified with a trusted key
+	StatusBad     = "bad"         // a known key, but the signature does not match the body
+	StatusRevoked = "revoked"     // made by a revoked key
+	StatusUnknown = "unknown-key" // no key to check it with
+)
+
+// Check is the outcome for one signature.
+type Check struct {
+	Which    string `json:"which"` // "signature" or "cosignatures[i]"
+	KeyID    string `json:"key_id,omitempty"`
+	Alg      string `json:"alg"`
+	Status   string `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	identity string
+}
+
+// Result is the outcome of Verify.
+type Result struct {
+	SealRef  string        `json:"seal_ref"`
+	Checks   []Check       `json:"checks"`
+	Quorum   int           `json:"quorum,omitempty"`
+	Distinct int           `json:"distinct_trusted_signers"`
+	Code     exitcode.Code `json:"-"`
+	Verdict  string        `json:"verdict"` // ok | violation | tampered
+	Reason   string        `json:"reason"`
+}
+
+type source struct {
+	name   string
+	verify func(keyID, alg string, msg []byte, sig string) error
+}
+
+// Verify checks the seal's signatures against the given keys. It returns
+// the result and, when the verdict is not ok, an error carrying the exit
+// code: Tampered when a signature does not verify (the body or signature
+// was changed), was made by a revoked key, or cannot be checked with the
+// keys given; Violation when every signature is intact but fewer than
+// Quorum distinct trusted keys signed.
+func Verify(s *Sealed, opts VerifyOptions) (*Result, error) {
+	res := &Result{SealRef: s.Ref(), Quorum: opts.Quorum}
+	if opts.Keyring == nil && opts.Trust == nil && opts.LegacyKeyHex == "" {
+		err := exitcode.New(exitcode.Usage, errors.New("no key to verify the seal with"),
+			"pass --keyring (or set WITNESS_KEYRING), --trust FILE, or set ATW_WITNESS_KEY")
+		return res, err
+	}
+	msg, err := s.CanonicalBody()
+	if err != nil {
+		return res, exitcode.New(exitcode.Tampered, fmt.Errorf("encode seal body: %w", err), "")
+	}
+	var legacyKey []byte
+	var legacyWarn string
+	if opts.LegacyKeyHex != "" {
+		legacyKey, err = keyring.ParseLegacyKey(opts.LegacyKeyHex, keyring.MinLegacyVerifyBytes)
+		if err != nil {
+			return res, err
+		}
+		if len(legacyKey) < keyring.SecretSize {
+			legacyWarn = fmt.Sprintf("legacy key is only %d bytes (32 recommended)", len(legacyKey))
+		}
+	}
+	var sources []source
+	if opts.Trust != nil {
+		sources = append(sources, source{"trust file", opts.Trust.Verify})
+	}
+	if opts.Keyring != nil {
+		sources = append(sources, source{"keyring", opts.Keyring.Verify})
+	}
+	checkOne := func(which, keyID, alg, value string) Check {
+		c := Check{Which: which, KeyID: keyID, Alg: alg}
+		var errs []error
+		okVia := ""
+		for _, src := range sources {
+			err := src.verify(keyID, alg, msg, value)
+			if err == nil {
+				if okVia == "" {
+					okVia = src.name
+				}
+				continue
+			}
+			errs = append(errs, err)
+		}
+		if legacyKey != nil && alg == AlgHMACSHA256 && keyID == "" {
+			if err := keyring.VerifyHMAC(legacyKey, msg, value); err == nil {
+				if okVia == "" {
+					okVia = "ATW_WITNESS_KEY"
+				}
+			} else {
+				errs = append(errs, fmt.Errorf("ATW_WITNESS_KEY: %w", err))
+			}
+		}
+		var revoked, bad error
+		for _, e := range errs {
+			if errors.Is(e, keyring.ErrRevoked) && revoked == nil {
+				revoked = e
+			}
+			if errors.Is(e, keyring.ErrBadSignature) && bad == nil {
+				bad = e
+			}
+		}
+		switch {
+		case revoked != nil:
+			c.Status, c.Detail = StatusRevoked, revoked.Error()
+		case okVia != "":
+			c.Status, c.Detail = StatusOK, "verified with "+okVia
+			if okVia == "ATW_WITNESS_KEY" && legacyWarn != "" {
+				c.Detail += "; " + legacyWarn
+			}
+			c.identity = identity(opts, keyID, alg)
+		case bad != nil:
+			c.Status, c.Detail = StatusBad, bad.Error()
+		default:
+			c.Status = StatusUnknown
+			if len(errs) > 0 {
+				c.Detail = errs[0].Error()
+			} else {
+				c.Detail = fmt.Sprintf("no key given can check a %s signature", alg)
+			}
+		}
+		return c
+	}
+
+	alg, value, _ := SplitSignature(s.Signature)
+	if alg != AlgHMACSHA256 && alg != AlgEd25519 {
+		c := Check{Which: "signature", KeyID: s.KeyID, Alg: alg, Status: StatusBad, Detail: fmt.Sprintf("unknown signature algorithm %q", alg)}
+		res.Checks = append(res.Checks, c)
+	} else {
+		res.Checks = append(res.Checks, checkOne("signature", s.KeyID, alg, value))
+	}
+	for i, cs := range s.Cosignatures {
+		c := checkOne(fmt.Sprintf("cosignatures[%d]", i), cs.KeyID, cs.Alg, cs.Sig)
+		if c.Status == StatusOK && cs.PublicKey != "" && c.identity != "" && strings.HasPrefix(c.identity, "pub:") && c.identity != "pub:"+cs.PublicKey {
+			c.Status, c.Detail = StatusBad, "public_key in the cosignature differs from the trusted key "+cs.KeyID
+		}
+		res.Checks = append(res.Checks, c)
+	}
+
+	seen := map[string]bool{}
+	for _, c := range res.Checks {
+		if c.Status == StatusOK && !seen[c.identity] {
+			seen[c.identity] = true
+			res.Distinct++
+		}
+	}
+	for _, c := range res.Checks {
+		if c.Status == StatusBad {
+			return fail(res, exitcode.Tampered, fmt.Sprintf("%s (key %s) does not verify: the seal body or signature was changed", c.Which, orNone(c.KeyID)),
+				"the seal was altered after signing; get the original seal from its author")
+		}
+	}
+	if opts.Quorum > 0 {
+		if res.Distinct < opts.Quorum {
+			return fail(res, exitcode.Violation, fmt.Sprintf("quorum not met: %d of %d required distinct trusted keys signed this body", res.Distinct, opts.Quorum),
+				"collect more cosignatures with 'witness cosign SEAL --keyring OTHER', and put their public keys in the trust file")
+		}
+		res.Verdict, res.Code = "ok", exitcode.OK
+		res.Reason = fmt.Sprintf("quorum met: %d distinct trusted keys signed this body (need %d)", res.Distinct, opts.Quorum)
+		return res, nil
+	}
+	p := res.Checks[0]
+	switch p.Status {
+	case StatusOK:
+		res.Verdict, res.Code = "ok", exitcode.OK
+		res.Reason = "seal signature verifies"
+		if p.KeyID != "" {
+			res.Reason += " (key " + p.KeyID + ")"
+		}
+		return res, nil
+	case StatusRevoked:
+		return fail(res, exitcode.Tampered, "seal signature: "+p.Detail, "a revoked key's signatures are no longer trusted; re-seal with the active key")
+	}
+	return fail(res, exitcode.Tampered, "seal signature cannot be verified: "+p.Detail,
+		"verify with the keyring or trust file that holds the signing key (--keyring, --trust), or ATW_WITNESS_KEY for 0.1.0 seals")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func fail(res *Result, code exitcode.Code, reason, hint string) (*Result, error) {
+	res.Code = code
+	res.Verdict = code.Name()
+	res.Reason = reason
+	return res, exitcode.New(code, errors.New(reason), hint)
+}
+
+// identity is what makes two signers distinct for a quorum: the public key
+// when one is known, else the key id.
+func identity(opts VerifyOptions, keyID, alg string) string {
+	if opts.Trust != nil {
+		for _, k := range opts.Trust.Keys {
+			if k.KeyID == keyID {
+				return "pub:" + k.PublicKey
+			}
+		}
+	}
+	if opts.Keyring != nil {
+		for _, e := range opts.Keyring.Entries() {
+			if e.KeyID == keyID && e.PublicKey != "" {
+				return "pub:" + e.PublicKey
+			}
+		}
+	}
+	if keyID == "" {
+		return "legacy:" + alg
+	}
+	return "id:" + keyID
+}
