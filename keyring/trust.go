@@ -190,4 +190,3 @@ func (t *TrustSet) Has(keyID string) bool {
 	}
 	return false
 }
-
