@@ -148,6 +148,13 @@ func (c *checker) header(e *capture.Event, line int64) {
 
 // event handles every line after the header.
 func (c *checker) event(e *capture.Event, line int64) {
+	if e.Legacy != nil && e.Legacy.SealRef != "" && e.Legacy.SealRef != c.plan.Ref {
+		c.add(Finding{
+			Check: CheckBinding, Code: "seal-ref-mismatch", Severity: SevError, Class: ClassViolation,
+			EventID: e.ID, SealClause: "seal_ref", Line: line,
+			Message: fmt.Sprintf("the imported line carries seal_ref %s, this seal is %s", short(e.Legacy.SealRef), short(c.plan.Ref)),
+		})
+	}
 	switch e.Kind {
 	case capture.KindToolCall:
 		if len(e.RPCID) > 0 {

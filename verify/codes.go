@@ -28,6 +28,7 @@ var codes = map[string]codeInfo{
 	"log-no-end":             {"The event log has no session_end line", "The capture was cut off or the end was removed: what came after the last line is unknown."},
 	"log-empty":              {"The event log is empty", "Nothing was captured, or the file was emptied."},
 	"log-findings-dropped":   {"More chain findings than are listed", "Only the first chain findings are listed; fix those first."},
+	"graph-invalid":          {"The graph file is not a valid witness graph", "The graph was edited or is not a document 'witness graph' wrote."},
 	"seal-mismatch":          {"The events were captured under another seal", "Verify against the seal named in the session header, or re-capture under this seal."},
 	"seal-ref-mismatch":      {"Imported events carry the seal_ref of another seal", "agent-trace-witness 0.1.0 never checked seal_ref; the events were produced under another seal."},
 	"unsealed-tool":          {"A tool was used that the seal does not list", "The agent called a tool it was not sealed for."},

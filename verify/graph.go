@@ -1,0 +1,155 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/graph"
+)
+
+// CheckGraph judges a witness graph (JSON-LD written by 'witness graph')
+// against plan and adds its findings to r. The graph carries the events'
+// ids, JSON-RPC ids, tools, arguments (unless written with --no-payloads),
+// roles and effects, so every check but the hash chain runs on it; the chain
+// and the signed end are not in a graph, which the report says as a notice.
+// The graph digest (sha256 of its canonical N-Quads) is recorded.
+func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
+	r.Evidence.Kind = "graph"
+	r.Evidence.File = name
+	mergeNotCheckable(r, map[string]string{
+		CheckChain: "a graph carries no hash chain or signed end; verify the event log with --events for them",
+	})
+	g, err := graph.ReadJSONLD(rd, name)
+	if err != nil {
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
+			Message: err.Error(),
+		})
+		return nil
+	}
+	digest, err := g.WriteNQuads(io.Discard)
+	if err != nil {
+		return fmt.Errorf("graph %s: canonical n-quads: %w", name, err)
+	}
+	r.Evidence.GraphDigest = digest
+	r.Evidence.Lines = int64(g.Len())
+	evs, session, err := eventsFromGraph(g)
+	if err != nil {
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
+			Message: fmt.Sprintf("graph %s: %v", name, err),
+		})
+		return nil
+	}
+	r.Evidence.Session = session
+	c := newChecker(plan, name)
+	for _, e := range evs {
+		if e.Kind == capture.KindSessionStart {
+			if e.Header != nil {
+				r.Evidence.ImportedFrom = e.Header.ImportedFrom
+			}
+			c.header(e, 0)
+			continue
+		}
+		r.Evidence.Events++
+		c.event(e, 0)
+	}
+	c.finish()
+	r.Findings = append(r.Findings, c.findings...)
+	mergeNotCheckable(r, c.notCheckable)
+	return nil
+}
+
+// eventsFromGraph rebuilds, from the primary node of each event, the fields
+// the checks read, in seq order.
+func eventsFromGraph(g *graph.Graph) ([]*capture.Event, string, error) {
+	idOf := func(iri string) string {
+		if n := g.Node(iri); n != nil {
+			return n.Value(graph.WEventID)
+		}
+		return ""
+	}
+	var evs []*capture.Event
+	session := ""
+	for _, n := range g.Nodes {
+		id := n.Value(graph.WEventID)
+		if id == "" {
+			continue
+		}
+		seq, err := strconv.ParseInt(n.Value(graph.WSeq), 10, 64)
+		if err != nil {
+			return nil, "", fmt.Errorf("node %s: field witness:seq: %q is not an integer", n.ID, n.Value(graph.WSeq))
+		}
+		e := &capture.Event{ID: id, Seq: seq}
+		if ls := n.Value(graph.WLegacySealRef); ls != "" {
+			e.Legacy = &capture.Legacy{SealRef: ls}
+		}
+		payload := func(of *graph.Node) {
+			if of == nil {
+				return
+			}
+			if v := of.Value(graph.ProvValue); v != "" && json.Valid([]byte(v)) {
+				e.Payload = json.RawMessage(v)
+			}
+		}
+		switch {
+		case n.HasType(graph.WCaptureSession):
+			e.Kind = capture.KindSessionStart
+			session = n.Value(graph.WSession)
+			h := &capture.Header{ImportedFrom: n.Value(graph.WImportedFrom)}
+			if d := n.Value(graph.WBoundSeal); d != "" {
+				h.Seal = &capture.SealRef{Digest: d}
+			}
+			for _, td := range g.OfType(graph.WToolDefinition) {
+				if h.Server == nil {
+					h.Server = &capture.ServerInfo{}
+				}
+				h.Server.Tools = append(h.Server.Tools, capture.ToolDef{Name: td.Value(graph.OtelToolName), SHA256: td.Value(graph.WDefinitionSHA256)})
+			}
+			if h.Server != nil {
+				sort.SliceStable(h.Server.Tools, func(i, j int) bool { return h.Server.Tools[i].Name < h.Server.Tools[j].Name })
+			}
+			e.Header = h
+		case n.HasType(graph.WToolCall):
+			e.Kind = capture.KindToolCall
+			e.Tool = n.Value(graph.OtelToolName)
+			if rid := n.Value(graph.WRPCIDJSON); rid != "" && json.Valid([]byte(rid)) {
+				e.RPCID = json.RawMessage(rid)
+			}
+			for _, u := range n.Refs(graph.ProvUsed) {
+				if a := g.Node(u); a != nil && a.HasType(graph.WArguments) {
+					payload(a)
+				}
+			}
+		case n.HasType(graph.WExternalEffect):
+			e.Kind = capture.KindExternalEffect
+			e.Tool = n.Value(graph.OtelToolName)
+			if op := n.Value(graph.WEffectOp); op != "" {
+				e.Effect = &capture.Effect{Op: op, Target: n.Value(graph.WEffectTarget)}
+			}
+			for _, c := range n.Refs(graph.ProvWasGeneratedBy) {
+				e.Call = idOf(c)
+			}
+		case n.HasType(graph.WModelMessage):
+			if len(n.Refs(graph.ProvWasGeneratedBy)) > 0 {
+				e.Kind = capture.KindModelOutput
+			} else {
+				e.Kind = capture.KindModelInput
+			}
+			e.Role = n.Value(graph.WRole)
+			payload(n)
+		case n.HasType(graph.WNotification):
+			e.Kind = capture.KindNotification
+			e.Method = n.Value(graph.OtelMCPMethodName)
+		default:
+			continue
+		}
+		evs = append(evs, e)
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })
+	return evs, session, nil
+}

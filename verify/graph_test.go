@@ -1,0 +1,109 @@
+package verify
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/graph"
+)
+
+func graphOf(t testing.TB, data []byte, opts graph.Options) []byte {
+	t.Helper()
+	g, err := graph.Build(capture.NewReader(bytes.NewReader(data), "events.jsonl"), opts)
+	if err != nil {
+		t.Fatalf("graph.Build: %v", err)
+	}
+	var b bytes.Buffer
+	if err := g.WriteJSONLD(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func runGraph(t testing.TB, plan Plan, doc []byte) *Report {
+	t.Helper()
+	r := &Report{}
+	if err := CheckGraph(r, plan, "graph.jsonld", bytes.NewReader(doc)); err != nil {
+		t.Fatalf("CheckGraph: %v", err)
+	}
+	r.Finish()
+	return r
+}
+
+// The graph path finds what the events path finds, except the chain, which
+// it reports as not checkable, and it records the graph digest.
+func TestGraphMatchesEvents(t *testing.T) {
+	plan := testPlan()
+	scenarios := map[string]func([]*capture.Event) []*capture.Event{
+		"clean": func(e []*capture.Event) []*capture.Event { return e },
+		"unsealed": func(e []*capture.Event) []*capture.Event {
+			return append(e, ev(capture.KindToolCall, "delete_file", `"d1"`, map[string]any{"target": "/data/secret.txt"}))
+		},
+		"traversal": func(e []*capture.Event) []*capture.Event {
+			return append(e, ev(capture.KindToolCall, "read_file", "42", map[string]any{"path": "/data/../etc/passwd"}))
+		},
+		"prompt": func(e []*capture.Event) []*capture.Event {
+			sys := ev(capture.KindModelInput, "", "", "another prompt")
+			sys.Role = "system"
+			return append([]*capture.Event{sys}, e[1:]...)
+		},
+		"effect": func(e []*capture.Event) []*capture.Event {
+			x := ev(capture.KindExternalEffect, "read_file", "", nil)
+			x.Call = "e2"
+			x.Effect = &capture.Effect{Op: "delete", Target: "/data/report.txt"}
+			return append(e, x)
+		},
+	}
+	for name, mut := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			data := buildLog(t, plan, logSpec{events: mut(cleanEvents()), signer: testKey})
+			er := runCheck(t, plan, data, signedOpts())
+			gr := runGraph(t, plan, graphOf(t, data, graph.Options{}))
+			if er.Verdict != gr.Verdict {
+				t.Errorf("events verdict %s, graph verdict %s", er.Verdict, gr.Verdict)
+			}
+			key := func(r *Report) string {
+				var parts []string
+				for _, f := range r.Findings {
+					if f.Check == CheckChain {
+						continue
+					}
+					parts = append(parts, f.Code+"|"+f.EventID+"|"+string(f.RPCID)+"|"+f.SealClause+"|"+f.Message)
+				}
+				return strings.Join(parts, "\n")
+			}
+			if key(er) != key(gr) {
+				t.Errorf("findings differ\nevents:\n%s\ngraph:\n%s", key(er), key(gr))
+			}
+			if len(gr.Evidence.GraphDigest) != 64 {
+				t.Errorf("graph digest %q", gr.Evidence.GraphDigest)
+			}
+			nc := findCode(gr, "not-checkable")
+			if nc == nil || nc.Check != CheckChain {
+				t.Errorf("no chain not-checkable notice: %+v", gr.Findings)
+			}
+		})
+	}
+}
+
+func TestGraphWithoutPayloads(t *testing.T) {
+	plan := testPlan()
+	evs := append(cleanEvents(), ev(capture.KindToolCall, "read_file", "42", map[string]any{"path": "/etc/passwd"}))
+	data := buildLog(t, plan, logSpec{events: evs, signer: testKey})
+	r := runGraph(t, plan, graphOf(t, data, graph.Options{OmitPayloads: true}))
+	if findCode(r, "argument-out-of-scope") != nil {
+		t.Error("scope judged without payloads")
+	}
+	if f := findCode(r, "scope-not-checkable"); f == nil || !strings.Contains(f.Message, "without recorded arguments") {
+		t.Errorf("no scope-not-checkable notice: %+v", r.Findings)
+	}
+}
+
+func TestGraphInvalid(t *testing.T) {
+	r := runGraph(t, testPlan(), []byte(`{"@context":{},"@graph":[{"@id":"_:b0"}]}`))
+	if r.Verdict != Tampered || findCode(r, "graph-invalid") == nil {
+		t.Fatalf("verdict %s, findings %+v", r.Verdict, r.Findings)
+	}
+}
