@@ -95,6 +95,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 	})
 	root.AddCommand(
 		newVersionCmd(a),
+		newReplayCmd(a),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

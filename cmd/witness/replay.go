@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/replay"
+)
+
+// replayOptions are the flags of `witness replay`. Verdict sources other
+// verbs' packages provide (the firewall's --what-if-policy) append to
+// sources from their own flags.
+type replayOptions struct {
+	graphFile string
+	remove    []string
+	sealFile  string
+	out       string
+	format    string
+	rank      bool
+	top       int
+	// sources feed the verdict overlay (replay.VerdictSource).
+	sources []replay.VerdictSource
+	// judge verifies the observed and counterfactual graphs (built from
+	// sealFile); nil without --seal.
+	judge replay.Judge
+}
+
+func newReplayCmd(a *app) *cobra.Command {
+	var o replayOptions
+	c := &cobra.Command{
+		Use:   "replay --graph FILE (--remove IRI ... | --rank)",
+		Short: "Compute a counterfactual on a witness graph: what if these actions had not happened",
+		Long: `replay answers "what if this action had not happened" on a witness PROV graph:
+the compensation set (every node that depends, transitively, on a removed node
+through prov:used, prov:wasGeneratedBy, prov:wasInformedBy, prov:wasDerivedFrom),
+the actions whose effects cannot be undone, the share of the run's actions that
+would disappear (synergy_residual), and, with --seal, verify's findings and
+verdict on the observed and the counterfactual run side by side.
+
+--remove takes a node IRI or an event id (e12: the primary node of that
+event). --rank computes one counterfactual per action and ranks them by blast
+radius. replay reads the graph only; it never re-runs anything and never
+re-creates what was deleted. See docs/replay.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReplay(a, &o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.graphFile, "graph", "", "witness graph (JSON-LD, from 'witness graph')")
+	f.StringArrayVar(&o.remove, "remove", nil, "node IRI or event id to remove (repeatable)")
+	f.StringVar(&o.sealFile, "seal", "", "seal to verify the observed and counterfactual runs against (drift and verdict overlays)")
+	f.StringVar(&o.out, "out", "", "write the output to FILE instead of stdout")
+	f.StringVar(&o.format, "format", "json", "output format: json, text or dot")
+	f.BoolVar(&o.rank, "rank", false, "rank every action by the blast radius of removing it alone")
+	f.IntVar(&o.top, "top", 0, "with --rank, list only the first N actions (0: all)")
+	_ = c.MarkFlagRequired("graph")
+	return c
+}
+
+// runReplay reads the graph, computes the counterfactual or the ranking and
+// writes it. Nothing is written when anything fails.
+func runReplay(a *app, o *replayOptions) error {
+	switch o.format {
+	case "json", "text", "dot":
+	default:
+		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format json, text or dot")
+	}
+	if o.rank && len(o.remove) > 0 {
+		return usageError(fmt.Errorf("--rank and --remove exclude each other"), "--rank removes each action in turn; drop --remove")
+	}
+	if o.rank && o.format == "dot" {
+		return usageError(fmt.Errorf("--rank has no dot picture"), "use --format json or text with --rank")
+	}
+	if !o.rank && len(o.remove) == 0 {
+		return usageError(fmt.Errorf("nothing to remove"), "name a node with --remove IRI (or an event id such as e3), or rank every action with --rank")
+	}
+	if o.top < 0 {
+		return usageError(fmt.Errorf("--top %d is negative", o.top), "use --top N with N >= 0")
+	}
+	g, err := replayReadGraph(o.graphFile)
+	if err != nil {
+		return err
+	}
+	eng, err := replay.NewEngine(g)
+	if err != nil {
+		return fmt.Errorf("replay %s: %w", o.graphFile, err)
+	}
+	var buf bytes.Buffer
+	if o.rank {
+		r := eng.Rank(o.top)
+		if o.format == "text" {
+			err = r.WriteText(&buf)
+		} else {
+			err = replay.WriteJSON(&buf, r)
+		}
+	} else {
+		if o.sealFile != "" && o.judge == nil {
+			j, jerr := newVerifyJudge(o.sealFile)
+			if jerr != nil {
+				return jerr
+			}
+			o.judge = j
+		}
+		r, cerr := eng.Counterfactual(replay.Options{Remove: o.remove, Judge: o.judge, Sources: o.sources})
+		if cerr != nil {
+			return cerr
+		}
+		switch o.format {
+		case "text":
+			err = r.WriteText(&buf)
+		case "dot":
+			err = eng.WriteDOT(&buf, r)
+		default:
+			err = replay.WriteJSON(&buf, r)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		_, err = a.stdout.Write(buf.Bytes())
+		return err
+	}
+	if err := atomicfile.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.out, err), "check that the directory exists and is writable")
+	}
+	return nil
+}
+
+// replayReadGraph reads a witness JSON-LD graph.
+func replayReadGraph(path string) (*graph.Graph, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("open graph: %w", err), "make the graph with 'witness graph --events FILE --out FILE'")
+	}
+	defer f.Close()
+	return graph.ReadJSONLD(f, filepath.Base(path))
+}
+
+// newVerifyJudge verifies graphs against the seal in sealFile.
+func newVerifyJudge(sealFile string) (replay.Judge, error) {
+	return nil, usageError(fmt.Errorf("--seal: verify cannot judge a graph in this build"), "run without --seal")
+}
