@@ -1,0 +1,62 @@
+package firewall
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/capture"
+)
+
+// logOf writes an event log holding the given messages (in order) and
+// returns its bytes.
+func logOf(t testing.TB, msgs ...capture.Message) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := capture.NewWriter(&buf, "sess-test")
+	if err := w.Append(&capture.Event{Kind: capture.KindSessionStart, TS: "2026-08-30T14:33:00Z", Source: capture.SourceReported,
+		Header: &capture.Header{Format: "witness-events", WitnessVersion: "test", Pairing: "jsonrpc-id"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range msgs {
+		m := msgs[i]
+		if err := w.Append(&capture.Event{Kind: capture.KindMessage, TS: "2026-08-30T14:33:01Z", Source: capture.SourceReported, Message: &m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func in(conv, sender, text string) capture.Message {
+	return capture.Message{Direction: Incoming, Conversation: conv, Sender: sender, Recipients: []string{"agent:me"}, Text: text, Operation: "direct"}
+}
+
+func out(conv, text string, recipients ...string) capture.Message {
+	if len(recipients) == 0 {
+		recipients = []string{"agent:peer"}
+	}
+	return capture.Message{Direction: Outgoing, Conversation: conv, Sender: "agent:me", Recipients: recipients, Text: text, Operation: "direct"}
+}
+
+func mustPolicy(t testing.TB, doc string) *Policy {
+	t.Helper()
+	p, err := DecodePolicy([]byte(doc), "policy.json")
+	if err != nil {
+		t.Fatalf("policy: %v", err)
+	}
+	return p
+}
+
+// evalAll evaluates msgs under policy and returns every check in order.
+func evalAll(t testing.TB, p *Policy, prov Provider, audit *bytes.Buffer, msgs ...capture.Message) []*Check {
+	t.Helper()
+	var checks []*Check
+	opts := EvaluateOptions{Policy: p, Provider: prov, LocalAgent: "agent:me", Timestamp: "2026-08-30T14:33:00+00:00",
+		Each: func(c *Check) error { checks = append(checks, c); return nil }}
+	if audit != nil {
+		opts.Audit = audit
+	}
+	if _, err := Evaluate(bytes.NewReader(logOf(t, msgs...)), "events.jsonl", "digest", opts); err != nil {
+		t.Fatalf("evaluate: %v", err)
+	}
+	return checks
+}
