@@ -171,7 +171,37 @@ func (m *mapper) envelope(node string, e *capture.Event) error {
 		return err
 	}
 	if e.Source != "" {
-		return m.add(node, WSource, Str(string(e.Source)))
+		if err := m.add(node, WSource, Str(string(e.Source))); err != nil {
+			return err
+		}
+	}
+	if e.Redacted {
+		if err := m.add(node, WRedacted, boolLit(true)); err != nil {
+			return err
+		}
+	}
+	if l := e.Legacy; l != nil {
+		if err := firstErr(
+			m.add(node, WLegacyFormat, Str(l.Format)),
+			m.add(node, WLegacyLine, Lit(strconv.FormatInt(l.Line, 10), XSDInteger)),
+		); err != nil {
+			return err
+		}
+		if l.SealRef != "" {
+			if err := m.add(node, WLegacySealRef, Str(l.SealRef)); err != nil {
+				return err
+			}
+		}
+		if l.Unsealed != nil {
+			if err := m.add(node, WLegacyUnsealed, boolLit(*l.Unsealed)); err != nil {
+				return err
+			}
+		}
+		if l.Orphan {
+			if err := m.add(node, WLegacyOrphan, boolLit(true)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

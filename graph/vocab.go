@@ -101,6 +101,12 @@ const (
 	WEndReason        = NSWitness + "endReason"
 	WSignatureKeyID   = NSWitness + "signatureKeyId"
 	WUnresolvedLink   = NSWitness + "unresolvedLink" // "call=e7": a causal link naming no earlier event of the right kind
+	WRedacted         = NSWitness + "redacted"       // xsd:boolean: payload values were replaced by keyed hashes
+	WLegacyFormat     = NSWitness + "legacyFormat"   // imported events: the foreign format
+	WLegacyLine       = NSWitness + "legacyLine"     // imported events: 1-based line in the foreign file
+	WLegacySealRef    = NSWitness + "legacySealRef"  // imported events: the line's seal_ref when it differs
+	WLegacyUnsealed   = NSWitness + "legacyUnsealed"
+	WLegacyOrphan     = NSWitness + "legacyOrphan" // imported events: nothing could be paired with it
 	WDirection        = NSWitness + "direction"
 	WConversation     = NSWitness + "conversation"
 	WSender           = NSWitness + "sender"
