@@ -28,6 +28,11 @@ type RankStats struct {
 	Relevant   int `json:"bitset_targets"`  // bitset columns: core components and the trees hanging off them
 	ChunkBits  int `json:"chunk_bits"`      // columns per bitset chunk (bounds memory)
 	Chunks     int `json:"chunks"`
+	// Method is "tree" (no shared descendants), "tree+pruned-dfs" or
+	// "tree+bitset" (see docs/replay.md).
+	Method        string `json:"method"`
+	Traversals    int    `json:"traversals"`     // pruned traversals run (tree+pruned-dfs)
+	TraversalWork int64  `json:"traversal_work"` // component edges they visited
 }
 
 // sccs computes the strongly connected components of the dependents graph
@@ -115,7 +120,7 @@ const rankBudgetWords = 1 << 22 // 32 MiB
 //     are disjoint), computed chunk by chunk of at most ChunkBits columns in
 //     topological order, so memory stays under rankBudgetWords words;
 //     weighted popcounts use per-byte lookup tables.
-func (ix *index) reachAll(budgetWords int) ([]weights, RankStats) {
+func (ix *index) reachAll(budgetWords, dfsFactor int, onlyActivities bool) ([]weights, RankStats) {
 	n := ix.n()
 	comp, nc := ix.sccs()
 	st := RankStats{Nodes: n, Edges: len(ix.dep), Components: int(nc)}
@@ -193,14 +198,81 @@ func (ix *index) reachAll(budgetWords int) ([]weights, RankStats) {
 		}
 	}
 	st.CoreComps = int(nc) - st.TreeComps
+	st.Method = "tree"
 	if st.CoreComps > 0 {
-		ix.coreReach(nc, tree, own, reach, coff, cdep, budgetWords, &st)
+		var need []bool
+		if onlyActivities {
+			need = make([]bool, nc)
+			for i := 0; i < n; i++ {
+				if ix.recs[i].Kind == KindActivity {
+					need[comp[i]] = true
+				}
+			}
+		}
+		workBudget := int64(dfsFactor) * int64(n+len(ix.dep)+1)
+		if ix.coreReachDFS(nc, tree, own, reach, coff, cdep, need, workBudget, &st) {
+			st.Method = "tree+pruned-dfs"
+		} else {
+			st.Method = "tree+bitset"
+			ix.coreReach(nc, tree, own, reach, coff, cdep, budgetWords, &st)
+		}
 	}
 	out := make([]weights, n)
 	for i := 0; i < n; i++ {
 		out[i] = reach[comp[i]]
 	}
 	return out, st
+}
+
+// dfsWorkFactor bounds the pruned traversals: they may visit at most
+// dfsWorkFactor × (nodes + edges) component edges in total before the
+// ranking falls back to the bitset pass.
+const dfsWorkFactor = 16
+
+// coreReachDFS fills reach for the core components marked in need (all when
+// need is nil) with one traversal each that stops at tree components (whose
+// subtree weights are known and whose subtrees are disjoint): on provenance
+// graphs, where shared descendants are local, each traversal is short. It
+// gives up, returning false, when the total work exceeds workBudget.
+func (ix *index) coreReachDFS(nc int32, tree []bool, own, reach []weights, coff, cdep []int32, need []bool, workBudget int64, st *RankStats) bool {
+	mark := make([]int32, nc)
+	epoch := int32(0)
+	var stack []int32
+	var work int64
+	for c := int32(0); c < nc; c++ {
+		if tree[c] || need != nil && !need[c] {
+			continue
+		}
+		epoch++
+		mark[c] = epoch
+		sum := own[c]
+		stack = append(stack[:0], c)
+		for len(stack) > 0 {
+			u := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			kids := cdep[coff[u]:coff[u+1]]
+			work += int64(len(kids)) + 1
+			for _, x := range kids {
+				if mark[x] == epoch {
+					continue
+				}
+				mark[x] = epoch
+				if tree[x] {
+					sum.add(reach[x])
+				} else {
+					sum.add(own[x])
+					stack = append(stack, x)
+				}
+			}
+		}
+		if work > workBudget {
+			return false
+		}
+		reach[c] = sum
+		st.Traversals++
+	}
+	st.TraversalWork = work
+	return true
 }
 
 // coreReach fills reach for the core (non-tree) components with exact
@@ -330,7 +402,7 @@ type RankEntry struct {
 // compensation size (descending), then not-replayable nodes (descending),
 // then activity id (ascending).
 func (ix *index) rank(budgetWords int) ([]RankEntry, RankStats) {
-	ws, st := ix.reachAll(budgetWords)
+	ws, st := ix.reachAll(budgetWords, dfsWorkFactor, true)
 	var acts int64
 	for i := range ix.recs {
 		if ix.recs[i].Kind == KindActivity {

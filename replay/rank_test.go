@@ -66,9 +66,19 @@ func TestReachAllMatchesBruteForce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, budget := range []int{1, 3, rankBudgetWords} {
-				got, st := ix.reachAll(budget)
+			for _, budget := range []int{1, 3, rankBudgetWords, -1} {
+				got, st := ix.reachAll(budget, 0, false)
+				if budget == -1 {
+					got, st = ix.reachAll(rankBudgetWords, 1000, false)
+					if st.CoreComps > 0 && st.Method != "tree+pruned-dfs" {
+						t.Fatalf("expected pruned traversals: %+v", st)
+					}
+				}
+				acts, _ := ix.reachAll(rankBudgetWords, 1000, true)
 				for i := int32(0); i < int32(ix.n()); i++ {
+					if ix.recs[i].Kind == KindActivity && acts[i] != bruteWeights(ix, i) {
+						t.Fatalf("activities-only: node %s got %+v", ix.ids[i], acts[i])
+					}
 					if want := bruteWeights(ix, i); got[i] != want {
 						t.Fatalf("case %d seed %d budget %d node %s: got %+v want %+v (stats %+v)", ci, seed, budget, ix.ids[i], got[i], want, st)
 					}
@@ -89,7 +99,7 @@ func TestReachAllChunksAndTrees(t *testing.T) {
 		recs = append(recs, r)
 	}
 	ix, _ := buildIndex(recs)
-	ws, st := ix.reachAll(rankBudgetWords)
+	ws, st := ix.reachAll(rankBudgetWords, dfsWorkFactor, false)
 	if st.CoreComps != 0 || st.Chunks != 0 {
 		t.Fatalf("chain should be all tree: %+v", st)
 	}
@@ -98,7 +108,7 @@ func TestReachAllChunksAndTrees(t *testing.T) {
 	}
 	// A diamond-rich graph with a tiny budget uses many chunks.
 	ix, _ = buildIndex(randomRecords(99, 400, 900, false))
-	_, st = ix.reachAll(1)
+	_, st = ix.reachAll(1, 0, false)
 	if st.CoreComps == 0 || st.Chunks < 2 || st.ChunkBits != 64 {
 		t.Fatalf("expected a chunked core pass: %+v", st)
 	}

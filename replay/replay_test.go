@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -288,5 +291,32 @@ func TestErrorsAreCoded(t *testing.T) {
 	_, err = (&Engine{ix: &index{pos: map[string]int32{}}, g: graph.New()}).Counterfactual(Options{Remove: []string{"x"}})
 	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(ce.Hint, "no activity or entity") {
 		t.Fatalf("empty graph: %v", err)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/session.jsonld")
+
+// TestFixtureGraph keeps testdata/session.jsonld (used by the CLI scripts
+// replay_*.txtar and the docs) equal to the graph of sessionGraph.
+func TestFixtureGraph(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sessionGraph(t).WriteJSONLD(&buf); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "session.jsonld")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./replay -run TestFixtureGraph -update)", err)
+	}
+	if !bytes.Equal(got, buf.Bytes()) {
+		t.Fatalf("%s is stale: run go test ./replay -run TestFixtureGraph -update", path)
 	}
 }
