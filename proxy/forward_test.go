@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agent-trace-witness/witness/cassette"
 )
 
 // echoServer is the path of testdata/servers/echo, built once by TestMain.
@@ -41,6 +43,7 @@ func TestMain(m *testing.M) {
 type memSink struct {
 	mu    sync.Mutex
 	lines []sinkLine
+	lives []string
 }
 
 type sinkLine struct {
@@ -49,10 +52,17 @@ type sinkLine struct {
 	partial bool
 }
 
-func (s *memSink) Line(dir Dir, line []byte, partial bool) error {
+func (s *memSink) Line(l WireLine) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lines = append(s.lines, sinkLine{dir, string(line), partial})
+	s.lines = append(s.lines, sinkLine{l.Dir, string(l.Data), l.Partial})
+	return nil
+}
+
+func (s *memSink) Life(rec cassette.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lives = append(s.lives, rec.Life+":"+string(rec.Stream)+rec.Signal)
 	return nil
 }
 
@@ -283,14 +293,14 @@ func TestForwardNoGrandchildSurvives(t *testing.T) {
 }
 
 func TestLineSplitter(t *testing.T) {
-	var s lineSplitter
+	s := lineSplitter{max: 4}
 	var got []string
-	emit := func(l []byte, partial bool) { got = append(got, fmt.Sprintf("%q/%v", l, partial)) }
-	for _, c := range []string{"ab", "c\nd", "\n\n", "e\r\nf"} {
+	emit := func(l []byte, partial, cont bool) { got = append(got, fmt.Sprintf("%q/%v/%v", l, partial, cont)) }
+	for _, c := range []string{"ab", "c\nd", "\n\n", "e\r\nf", "ghijk", "\n", "x"} {
 		s.feed([]byte(c), emit)
 	}
 	s.flush(emit)
-	want := []string{`"abc\n"/false`, `"d\n"/false`, `"\n"/false`, `"e\r\n"/false`, `"f"/true`}
+	want := []string{`"abc\n"/false/false`, `"d\n"/false/false`, `"\n"/false/false`, `"e\r\n"/false/false`, `"fghijk"/false/true`, `"\n"/false/false`, `"x"/true/false`}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v want %v", got, want)
 	}

@@ -10,14 +10,18 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
-// LineSink receives every line the proxy forwarded, in the order the proxy
-// saw them across the three streams. A line includes its '\n' unless partial
-// (the bytes left when a stream ended). Sinks run on the recorder goroutine,
-// never on a forwarding path.
-type LineSink interface {
-	Line(dir Dir, line []byte, partial bool) error
+// Sink receives every line the proxy forwarded and the lifecycle of the
+// server, in the order the proxy saw them across the three streams. Sinks
+// run on the recorder goroutine, never on a forwarding path; a Sink error
+// stops recording, never forwarding.
+type Sink interface {
+	Line(l WireLine) error
+	Life(rec cassette.Record) error
 }
 
 // Forwarder runs one server behind the proxy. It is the forwarding core of
@@ -34,7 +38,8 @@ type Forwarder struct {
 	KillGrace time.Duration    // after a forwarded signal or ctx cancel, SIGKILL the group after this (default 5s)
 	DrainWait time.Duration    // after the server exits, wait this long for its pipes to reach EOF (default 2s)
 	TapLimit  int              // bytes the recorder may lag behind before recording is abandoned (default 256 MiB)
-	Sink      LineSink         // may be nil
+	Sink      Sink             // may be nil
+	MaxLine   int              // longer lines reach the Sink in pieces (default 16 MiB)
 
 	// Started, when set, is called with the server's pid once it runs.
 	Started func(pid int)
@@ -106,7 +111,12 @@ func (f *Forwarder) Run(ctx context.Context) (*Outcome, error) {
 	q := newTapQueue(limit)
 	out := &Outcome{}
 	recDone := make(chan error, 1)
-	go func() { recDone <- record(q, f.Sink) }()
+	maxLine := f.MaxLine
+	if maxLine <= 0 {
+		maxLine = mcp.DefaultMaxLine
+	}
+	go func() { recDone <- record(q, f.Sink, maxLine) }()
+	q.lifecycle(cassette.Record{Life: cassette.LifeSpawn})
 
 	// host -> server. Not waited for: it may be blocked reading the host's
 	// stdin after the server is gone; it ends when the host closes it.
@@ -116,6 +126,7 @@ func (f *Forwarder) Run(ctx context.Context) (*Outcome, error) {
 		} else {
 			q.eof(C2S)
 		}
+		q.lifecycle(cassette.Record{Life: cassette.LifeStdinClosed})
 		inW.Close() // EOF from the host: close the server's stdin
 	}()
 	var wg sync.WaitGroup
@@ -156,14 +167,17 @@ wait:
 				continue
 			}
 			out.Forwarded = append(out.Forwarded, s.String())
+			q.lifecycle(cassette.Record{Life: cassette.LifeSignal, Signal: sigName(s), Detail: "forwarded from the host"})
 			_ = signalGroup(pid, s)
 			startKillTimer()
 		case <-ctxDone:
 			ctxDone = nil
+			q.lifecycle(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGTERM", Detail: "proxy cancelled"})
 			_ = signalGroup(pid, syscall.SIGTERM)
 			startKillTimer()
 		case <-killTimer:
 			out.Killed = true
+			q.lifecycle(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "the server outlived the grace after a signal"})
 			_ = signalGroup(pid, syscall.SIGKILL)
 		}
 	}
@@ -179,6 +193,7 @@ wait:
 	if groupAlive(pid) {
 		out.Leftovers = true
 		out.Killed = true
+		q.lifecycle(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "processes of the server's group outlived it"})
 		_ = signalGroup(pid, syscall.SIGKILL)
 		waitGroupGone(pid, drainWait)
 	}
@@ -190,12 +205,17 @@ wait:
 	}
 	closeAll(outR, errR)
 
+	out.ExitStatus = exitStatus(cmd.ProcessState)
+	exitRec := cassette.Record{Life: cassette.LifeExit, Status: cmd.ProcessState.String()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		out.Signal = sigName(ws.Signal())
+	} else {
+		code := cmd.ProcessState.ExitCode()
+		exitRec.Code = &code
+	}
+	q.lifecycle(exitRec)
 	q.close()
 	out.RecordErr = <-recDone
-	out.ExitStatus = exitStatus(cmd.ProcessState)
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		out.Signal = ws.Signal().String()
-	}
 	return out, nil
 }
 
@@ -225,9 +245,23 @@ func pump(dst io.Writer, src io.Reader, dir Dir, q *tapQueue, _ func()) {
 
 // record drains the queue into the sink, line by line. After the first sink
 // error it keeps draining (so nothing blocks) but stops calling the sink.
-func record(q *tapQueue, sink LineSink) error {
+func record(q *tapQueue, sink Sink, maxLine int) error {
 	var firstErr error
-	split := map[Dir]*lineSplitter{C2S: {}, S2C: {}, Stderr: {}}
+	split := map[Dir]*lineSplitter{C2S: {max: maxLine}, S2C: {max: maxLine}}
+	// The server's stdout and stderr reach EOF in a racy order; their eof
+	// records are written together, stdout first, once both ended (or at
+	// exit), so that the same session gives the same cassette.
+	serverEOF := map[Dir]bool{}
+	flushServerEOF := func() {
+		for _, d := range []Dir{S2C, Stderr} {
+			if serverEOF[d] && firstErr == nil && sink != nil {
+				if err := sink.Life(cassette.Record{Life: cassette.LifeEOF, Stream: d}); err != nil {
+					firstErr = err
+				}
+			}
+			delete(serverEOF, d)
+		}
+	}
 	for {
 		items, overflow, ok := q.pop()
 		if overflow {
@@ -241,22 +275,68 @@ func record(q *tapQueue, sink LineSink) error {
 			break
 		}
 		for _, it := range items {
-			emit := func(line []byte, partial bool) {
-				if sink == nil || firstErr != nil {
+			if sink == nil || firstErr != nil {
+				continue
+			}
+			emit := func(data []byte, partial, cont bool) {
+				if firstErr != nil {
 					return
 				}
-				if err := sink.Line(it.dir, line, partial); err != nil {
+				if err := sink.Line(WireLine{Dir: it.dir, Data: data, Partial: partial, Cont: cont}); err != nil {
 					firstErr = err
 				}
 			}
-			if it.eof {
-				split[it.dir].flush(emit)
-				continue
+			switch {
+			case it.life != nil:
+				if it.life.Life == cassette.LifeExit {
+					flushServerEOF()
+				}
+				if firstErr == nil {
+					if err := sink.Life(*it.life); err != nil {
+						firstErr = err
+					}
+				}
+			case it.eof:
+				if sp := split[it.dir]; sp != nil {
+					sp.flush(emit)
+				}
+				if it.dir != C2S {
+					serverEOF[it.dir] = true
+					if serverEOF[S2C] && serverEOF[Stderr] {
+						flushServerEOF()
+					}
+					continue
+				}
+				if firstErr == nil {
+					if err := sink.Life(cassette.Record{Life: cassette.LifeEOF, Stream: it.dir}); err != nil {
+						firstErr = err
+					}
+				}
+			case it.dir == Stderr:
+				emit(it.b, false, false)
+			default:
+				split[it.dir].feed(it.b, emit)
 			}
-			split[it.dir].feed(it.b, emit)
 		}
 	}
 	return firstErr
+}
+
+// sigName is the conventional name of a signal (SIGTERM).
+func sigName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	}
+	return s.String()
 }
 
 type lockedWriter struct {

@@ -5,7 +5,7 @@
 //
 // Tools: echo {text} returns the text; add {a,b} returns the sum;
 // delete_note {name} is annotated destructiveHint=true; fail always returns
-// isError=true.
+// isError=true; hang (not listed) never answers.
 //
 // Flags select misbehaviour for tests: -notify sends
 // notifications/tools/list_changed after notifications/initialized; -ask
@@ -131,6 +131,8 @@ func main() {
 					reply(`{"content":[{"type":"text","text":"` + strconv.FormatFloat(a+b, 'g', -1, 64) + `"}],"structuredContent":{"sum":` + strconv.FormatFloat(a+b, 'g', -1, 64) + `}}`)
 				case "delete_note":
 					reply(`{"content":[{"type":"text","text":"deleted ` + jsonEsc(fmt.Sprint(args["name"])) + `"}]}`)
+				case "hang":
+					// never answers: the call stays open
 				case "fail":
 					reply(`{"content":[{"type":"text","text":"this tool always fails"}],"isError":true}`)
 				default:

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/keyring"
+)
+
+type listKeysOptions struct {
+	Keyring string
+	JSON    bool
+}
+
+func newListKeysCmd(a *app) *cobra.Command {
+	var o listKeysOptions
+	c := &cobra.Command{
+		Use:   "list-keys",
+		Short: "List the keyring's keys (never their secrets)",
+		Example: `  witness list-keys --keyring ./keys.json
+  witness list-keys --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runListKeys(a, o)
+		},
+	}
+	addKeyringFlag(c, &o.Keyring)
+	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON instead of a table")
+	return c
+}
+
+// listedKey is what list-keys shows of a key: metadata and public keys only.
+type listedKey struct {
+	KeyID     string  `json:"key_id"`
+	Algorithm string  `json:"algorithm"`
+	Backend   string  `json:"backend"`
+	Active    bool    `json:"active"`
+	CreatedAt string  `json:"created_at"`
+	RevokedAt *string `json:"revoked_at"`
+	PublicKey string  `json:"public_key,omitempty"`
+}
+
+func runListKeys(a *app, o listKeysOptions) error {
+	path, err := a.keyringPath(o.Keyring)
+	if err != nil {
+		return err
+	}
+	opts, err := a.keyringOptions("")
+	if err != nil {
+		return err
+	}
+	k, err := keyring.OpenExisting(path, opts)
+	if err != nil {
+		return err
+	}
+	var keys []listedKey
+	for _, e := range k.Entries() {
+		lk := listedKey{KeyID: e.KeyID, Algorithm: e.Algorithm, Backend: e.Backend, Active: e.Active, CreatedAt: e.CreatedAt, PublicKey: e.PublicKey}
+		if e.RevokedAt != "" {
+			r := e.RevokedAt
+			lk.RevokedAt = &r
+		}
+		keys = append(keys, lk)
+	}
+	if o.JSON {
+		if keys == nil {
+			keys = []listedKey{}
+		}
+		b, err := json.MarshalIndent(map[string]any{"keys": keys}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+		return err
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY_ID\tALGORITHM\tBACKEND\tSTATUS\tCREATED_AT")
+	for _, e := range keys {
+		status := "inactive"
+		switch {
+		case e.RevokedAt != nil:
+			status = "revoked " + *e.RevokedAt
+		case e.Active:
+			status = "active"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.KeyID, e.Algorithm, e.Backend, status, e.CreatedAt)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/seal"
+)
+
+type sealOptions struct {
+	Spec        string
+	Out         string
+	Keyring     string
+	KeyID       string
+	WitnessID   string
+	Envelope    string
+	EnvelopeOut string
+}
+
+func newSealCmd(a *app) *cobra.Command {
+	var o sealOptions
+	c := &cobra.Command{
+		Use:   "seal",
+		Short: "Sign a readiness seal from an agent spec",
+		Long: `seal reads an agent spec (system prompt or prompt file, tools with scopes,
+optional witness id) and writes a signed seal: the sha256 of the prompt, the
+tools, created_at and witness_id, signed over their canonical JSON with the
+keyring's active key (HMAC-SHA256, byte-compatible with agent-trace-witness
+0.1.0, or Ed25519). Without a keyring, the legacy ATW_WITNESS_KEY (hex, 32
+bytes) signs.
+
+created_at comes from ATW_WITNESS_TS or the clock; witness_id from
+--witness-id, the spec, ATW_WITNESS_ID, else witness-cli-local.
+
+With --envelope dsse the seal is also written as an in-toto Statement v1 in a
+DSSE envelope signed with the (Ed25519) key, one JSON line.`,
+		Example: `  witness seal --spec agent.json --out seal.json
+  witness seal --spec agent.json --out seal.json --envelope dsse`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSeal(a, o)
+		},
+	}
+	c.Flags().StringVar(&o.Spec, "spec", "", "agent spec JSON (docs/formats/seal.md)")
+	c.Flags().StringVar(&o.Out, "out", "", "where to write the signed seal")
+	addKeyringFlag(c, &o.Keyring)
+	c.Flags().StringVar(&o.KeyID, "key-id", "", "sign with this keyring key instead of the active one")
+	c.Flags().StringVar(&o.WitnessID, "witness-id", "", "witness id (default: the spec's, else $ATW_WITNESS_ID, else witness-cli-local)")
+	c.Flags().StringVar(&o.Envelope, "envelope", "", "also write the seal as an envelope: dsse (in-toto Statement v1, Ed25519)")
+	c.Flags().StringVar(&o.EnvelopeOut, "envelope-out", "", "where to write the envelope (default: OUT with .intoto.jsonl in place of .json)")
+	c.MarkFlagRequired("spec")
+	c.MarkFlagRequired("out")
+	return c
+}
+
+// sealSigner picks the signing key: a keyring (--keyring, WITNESS_KEYRING
+// or the default location) when it exists, else ATW_WITNESS_KEY.
+func sealSigner(a *app, keyringFlag, keyID string) (keyring.Signer, error) {
+	path, err := a.keyringPath(keyringFlag)
+	if err != nil && a.getenv(keyring.LegacyEnv) == "" {
+		return nil, err
+	}
+	if err == nil {
+		opts, err := a.keyringOptions("")
+		if err != nil {
+			return nil, err
+		}
+		k, err := keyring.Open(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		if k.Exists() || keyringFlag != "" {
+			if !k.Exists() {
+				return nil, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s: %w", path, keyring.ErrNoKeyring), "create it with 'witness keygen --keyring "+path+"'")
+			}
+			if keyID != "" {
+				return k.Signer(keyID)
+			}
+			return k.ActiveSigner()
+		}
+	}
+	if v := a.getenv(keyring.LegacyEnv); v != "" {
+		if keyID != "" {
+			return nil, usageError(fmt.Errorf("--key-id needs a keyring; ATW_WITNESS_KEY is a single key without an id"), "create a keyring with 'witness keygen'")
+		}
+		return keyring.LegacySigner(v)
+	}
+	return nil, exitcode.New(exitcode.Usage, fmt.Errorf("no signing key: no keyring at %s and ATW_WITNESS_KEY is not set", path),
+		"run 'witness keygen' (or pass --keyring PATH, or set ATW_WITNESS_KEY to 64 hex characters)")
+}
+
+func runSeal(a *app, o sealOptions) error {
+	if o.Envelope != "" {
+		if err := checkChoice("envelope", o.Envelope, "dsse"); err != nil {
+			return err
+		}
+	}
+	spec, err := seal.LoadSpec(o.Spec)
+	if err != nil {
+		return err
+	}
+	body, err := seal.NewBody(spec, seal.BodyOptions{WitnessID: o.WitnessID, Getenv: a.getenv})
+	if err != nil {
+		return err
+	}
+	signer, err := sealSigner(a, o.Keyring, o.KeyID)
+	if err != nil {
+		return err
+	}
+	var env *seal.Envelope
+	s, err := seal.Sign(body, signer)
+	if err != nil {
+		return err
+	}
+	if o.Envelope == "dsse" {
+		env, err = seal.NewEnvelope(s, filepath.Base(o.Out), signer)
+		if err != nil {
+			return err
+		}
+	}
+	b, err := s.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(o.Out, b, 0o644); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("write seal: %w", err), "")
+	}
+	keyDesc := "ATW_WITNESS_KEY"
+	if signer.KeyID() != "" {
+		keyDesc = "key_id=" + signer.KeyID()
+	}
+	fmt.Fprintf(a.stdout, "sealed %d tool(s) for %s -> %s (%s, %s)\n", len(body.Tools), body.WitnessID, o.Out, signer.Algorithm(), keyDesc)
+	fmt.Fprintf(a.stdout, "seal_ref %s\n", s.Ref())
+	if env != nil {
+		out := o.EnvelopeOut
+		if out == "" {
+			out = strings.TrimSuffix(o.Out, ".json") + ".intoto.jsonl"
+		}
+		eb, err := env.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(out, eb, 0o644); err != nil {
+			return exitcode.New(exitcode.Failure, fmt.Errorf("write envelope: %w", err), "")
+		}
+		fmt.Fprintf(a.stdout, "in-toto statement in a DSSE envelope -> %s (predicateType %s)\n", out, seal.PredicateType)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// EventsName is the event log file name inside the output directory.
+const EventsName = "events.jsonl"
+
+// Options configure a proxied, recorded session (`witness proxy`).
+type Options struct {
+	OutDir      string
+	Command     []string
+	Env         []string // the server's environment (NAME=VALUE); nil inherits the proxy's
+	SealPath    string
+	EffectsPath string
+	Signers     []capture.Signer
+	Getenv      func(string) string // for ATW_WITNESS_TS
+
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Signals <-chan os.Signal
+
+	KillGrace time.Duration
+	DrainWait time.Duration
+}
+
+// Result is the outcome of a proxied session.
+type Result struct {
+	Outcome    *Outcome
+	Cassette   string
+	Events     string
+	Unanswered int
+}
+
+// Run records a proxied session into o.OutDir and returns the outcome. The
+// error is non-nil when the session could not start (bad configuration,
+// unwritable output, server not startable) or when recording failed; in the
+// latter case the Result is still returned and the server's bytes were
+// forwarded in full.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if len(o.Command) == 0 {
+		return nil, exitcode.New(exitcode.Usage, errors.New("no server command"), "put the server command after --: witness proxy --out DIR -- node server.js")
+	}
+	var effects *EffectMap
+	if o.EffectsPath != "" {
+		data, err := os.ReadFile(o.EffectsPath)
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read effects mapping: %w", err), "")
+		}
+		effects, err = ParseEffects(data, o.EffectsPath)
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, err, "see docs/formats/effects.md for the mapping format")
+		}
+	}
+	var seal *capture.SealRef
+	if o.SealPath != "" {
+		var err error
+		seal, err = SealRefFromFile(o.SealPath)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create output directory: %w", err), "")
+	}
+	casPath := filepath.Join(o.OutDir, CassetteName)
+	evPath := filepath.Join(o.OutDir, EventsName)
+	casFile, err := os.OpenFile(casPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("create cassette: %w", err), "choose a new --out directory; the proxy never overwrites a recording")
+	}
+	defer casFile.Close()
+	evFile, err := os.OpenFile(evPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("create event log: %w", err), "choose a new --out directory; the proxy never overwrites a recording")
+	}
+	defer evFile.Close()
+
+	stderr := &lockedWriter{w: o.Stderr}
+	if o.Stderr == nil {
+		stderr.w = io.Discard
+	}
+	warn := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "witness: warning: proxy: "+format+"\n", args...)
+	}
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	names := make([]string, 0, len(env))
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			names = append(names, k)
+		}
+	}
+	frozen := o.Getenv != nil && o.Getenv(capture.EnvTS) != ""
+	rec, err := NewRecording(RecordingOptions{
+		Cassette: casFile, Events: evFile,
+		Command: o.Command[0], Args: o.Command[1:], EnvNames: names,
+		Clock:  func() string { return capture.Timestamp(o.Getenv) },
+		Frozen: frozen, Seal: seal, Effects: effects, Signers: o.Signers, Warn: warn,
+	})
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "")
+	}
+	fw := &Forwarder{
+		Command: o.Command, Env: env,
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: stderr,
+		Signals: o.Signals, KillGrace: o.KillGrace, DrainWait: o.DrainWait,
+		Sink: rec,
+	}
+	out, err := fw.Run(ctx)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, err, "check that the server command exists and is executable")
+	}
+	res := &Result{Outcome: out, Cassette: casPath, Events: evPath}
+	recErr := out.RecordErr
+	reason := "server exited: " + exitText(out)
+	if recErr == nil {
+		recErr = rec.Close(reason)
+	} else if cerr := rec.Close(reason + "; recording failed: " + recErr.Error()); cerr != nil {
+		recErr = errors.Join(recErr, cerr)
+	}
+	res.Unanswered = rec.Unanswered()
+	if recErr == nil {
+		recErr = errors.Join(casFile.Sync(), evFile.Sync())
+	}
+	if recErr != nil {
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("recording failed (every byte was still forwarded): %w", recErr), "check the space and permissions of the --out directory")
+	}
+	return res, nil
+}
+
+func exitText(o *Outcome) string {
+	if o.Signal != "" {
+		return "killed by " + o.Signal
+	}
+	return fmt.Sprintf("status %d", o.ExitStatus)
+}
+
+// SealRefFromFile reads a seal and returns the reference an event log
+// header carries: the sha256 of the seal's canonical JSON and its witness_id.
+func SealRefFromFile(path string) (*capture.SealRef, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read seal %s: %w", path, err), "")
+	}
+	c, err := canon.Transform(data)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("read seal %s: %w", path, err), "a seal is the JSON file written by 'witness seal'")
+	}
+	var s struct {
+		WitnessID string `json:"witness_id"`
+	}
+	_ = json.Unmarshal(data, &s)
+	sum := sha256.Sum256(c)
+	return &capture.SealRef{Digest: hex.EncodeToString(sum[:]), WitnessID: s.WitnessID}, nil
+}

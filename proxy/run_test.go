@@ -1,0 +1,339 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/cassette"
+)
+
+const frozenTS = "2026-08-30T14:33:00+00:00"
+
+func frozenEnv(k string) string {
+	if k == capture.EnvTS {
+		return frozenTS
+	}
+	return ""
+}
+
+// host is a scripted MCP host talking to a proxy over pipes; it keeps every
+// byte it sent and received.
+type host struct {
+	t    *testing.T
+	w    io.WriteCloser
+	r    *bufio.Reader
+	sent bytes.Buffer
+	got  bytes.Buffer
+}
+
+func (h *host) send(line string) {
+	h.t.Helper()
+	h.sent.WriteString(line + "\n")
+	if _, err := io.WriteString(h.w, line+"\n"); err != nil {
+		h.t.Fatalf("host write: %v", err)
+	}
+}
+
+func (h *host) recv() string {
+	h.t.Helper()
+	line, err := h.r.ReadString('\n')
+	h.got.WriteString(line)
+	if err != nil {
+		h.t.Fatalf("host read: %v (got %q)", err, line)
+	}
+	return line
+}
+
+func (h *host) close() {
+	h.w.Close()
+	rest, _ := io.ReadAll(h.r)
+	h.got.Write(rest)
+}
+
+// runRecorded runs Run with a scripted host and returns the host and result.
+func runRecorded(t *testing.T, o Options, script func(h *host)) (*host, *Result, error) {
+	t.Helper()
+	hostW, proxyIn := io.Pipe()
+	proxyOut, hostR := io.Pipe()
+	o.Stdin, o.Stdout = hostW, hostR
+	if o.OutDir == "" {
+		o.OutDir = filepath.Join(t.TempDir(), "rec")
+	}
+	if o.Getenv == nil {
+		o.Getenv = frozenEnv
+	}
+	type ret struct {
+		res *Result
+		err error
+	}
+	done := make(chan ret, 1)
+	go func() {
+		res, err := Run(context.Background(), o)
+		hostR.Close()
+		done <- ret{res, err}
+	}()
+	h := &host{t: t, w: proxyIn, r: bufio.NewReader(proxyOut)}
+	script(h)
+	h.close()
+	r := <-done
+	hostW.Close()
+	return h, r.res, r.err
+}
+
+func readCassette(t *testing.T, path string) (c2s, s2c string, recs []*cassette.Record) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cr, err := cassette.NewReader(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b strings.Builder
+	for {
+		rec, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+		switch rec.Dir {
+		case cassette.C2S:
+			a.Write(rec.Wire())
+		case cassette.S2C:
+			b.Write(rec.Wire())
+		}
+	}
+	return a.String(), b.String(), recs
+}
+
+func readEvents(t *testing.T, path string) []*capture.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := capture.NewReader(f, path)
+	var evs []*capture.Event
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return evs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// collidingSession drives the echo server (-notify -ask) so that the host's
+// request id 0 and the server's request id 0 are open at the same time.
+func collidingSession(h *host) {
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"0"}}}`)
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.recv() // list_changed
+	h.recv() // roots/list, id 0, left open for now
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","id":"3","method":"tools/list","params":{"cursor":"page-2"}}`)
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`) // answers the server's id 0
+	h.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"delete_note","arguments":{"name":"n1"},"_meta":{"progressToken":7}}}`)
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fail","arguments":{}}}`)
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope","arguments":{}}}`)
+	h.recv()
+}
+
+func TestRecordedSession(t *testing.T) {
+	fx := filepath.Join(t.TempDir(), "fx.json")
+	os.WriteFile(fx, []byte(`{"format":"witness-effects","v":1,"effects":[{"tool":"echo","op":"send","target":"$.text"}]}`), 0o644)
+	var stderr bytes.Buffer
+	h, res, err := runRecorded(t, Options{Command: []string{echoServer, "-notify", "-ask", "-banner"}, EffectsPath: fx, Stderr: &stderr}, collidingSession)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	c2s, s2c, recs := readCassette(t, res.Cassette)
+	if c2s != h.sent.String() {
+		t.Errorf("cassette c2s != bytes the host sent:\n%q\n%q", c2s, h.sent.String())
+	}
+	if s2c != h.got.String() {
+		t.Errorf("cassette s2c != bytes the host received:\n%q\n%q", s2c, h.got.String())
+	}
+	var lives []string
+	for _, r := range recs {
+		if r.Life != "" {
+			lives = append(lives, r.Life)
+		}
+	}
+	if lives[0] != cassette.LifeSpawn || lives[len(lives)-1] != cassette.LifeExit {
+		t.Errorf("lifecycle %v", lives)
+	}
+	if !strings.Contains(stderr.String(), "echo server: ready") {
+		t.Errorf("server stderr not passed through: %q", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "warning") {
+		t.Errorf("unexpected warnings: %s", stderr.String())
+	}
+
+	evs := readEvents(t, res.Events)
+	var kinds []string
+	for _, e := range evs {
+		k := string(e.Kind)
+		if e.Method != "" && e.Kind == capture.KindNotification {
+			k += "(" + e.Method + ")"
+		}
+		if e.Tool != "" {
+			k += "[" + e.Tool + "]"
+		}
+		kinds = append(kinds, k)
+	}
+	want := []string{"session_start", "notification(notifications/tools/list_changed)", "notification(roots/list)",
+		"tool_call[echo]", "tool_response[echo]", "external_effect[echo]",
+		"tool_call[delete_note]", "tool_response[delete_note]", "external_effect[delete_note]",
+		"tool_call[fail]", "tool_response[fail]",
+		"tool_call[nope]", "tool_response[nope]", "session_end"}
+	if strings.Join(kinds, " ") != strings.Join(want, " ") {
+		t.Fatalf("events\n got %v\nwant %v", kinds, want)
+	}
+	hd := evs[0].Header.Server
+	if hd.Name != "witness-echo" || hd.ProtocolVersion != "2025-06-18" || len(hd.Tools) != 4 || hd.ToolsSHA256 == "" {
+		t.Errorf("header server %+v", hd)
+	}
+	byID := map[string]*capture.Event{}
+	for _, e := range evs {
+		byID[e.ID] = e
+	}
+	for _, e := range evs {
+		switch e.Kind {
+		case capture.KindToolResponse, capture.KindExternalEffect:
+			c := byID[e.Call]
+			if c == nil || c.Kind != capture.KindToolCall || c.Tool != e.Tool {
+				t.Errorf("%s %s names call %q", e.Kind, e.ID, e.Call)
+			}
+			if e.Kind == capture.KindToolResponse && string(c.RPCID) != string(e.RPCID) {
+				t.Errorf("response %s id %s paired with call id %s", e.ID, e.RPCID, c.RPCID)
+			}
+		}
+	}
+	if string(evs[3].RPCID) != "0" || string(evs[2].RPCID) != "0" {
+		t.Errorf("ids: call %s server request %s", evs[3].RPCID, evs[2].RPCID)
+	}
+	if eff := evs[5].Effect; eff.Op != "send" || eff.Target != "hi" {
+		t.Errorf("mapped effect %+v", eff)
+	}
+	if eff := evs[8].Effect; eff.Op != "write" || !strings.Contains(eff.Reason, "destructiveHint") {
+		t.Errorf("annotation effect %+v", eff)
+	}
+	if r := evs[10]; r.IsError == nil || !*r.IsError || r.RPCError {
+		t.Errorf("isError result: %+v", r)
+	}
+	if r := evs[12]; !r.RPCError || r.IsError == nil || !*r.IsError {
+		t.Errorf("rpc error: %+v", r)
+	}
+	var args map[string]any
+	json.Unmarshal(evs[6].Payload, &args)
+	if args["name"] != "n1" {
+		t.Errorf("call payload %s", evs[6].Payload)
+	}
+	end := evs[len(evs)-1].End
+	if end.Count != int64(len(evs)-1) || !strings.Contains(end.Reason, "status 0") {
+		t.Errorf("end %+v", end)
+	}
+	rep, err := capture.VerifyLog(bytes.NewReader(mustRead(t, res.Events)), res.Events, capture.VerifyLogOptions{AllowUnsigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() != nil {
+		t.Errorf("verify log: %v", rep.Err())
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRecordedSessionDeterministic records the same session 10 times with
+// ATW_WITNESS_TS frozen and compares the bytes of the logs and cassettes.
+func TestRecordedSessionDeterministic(t *testing.T) {
+	var first []byte
+	var firstCas []byte
+	for i := 0; i < 10; i++ {
+		_, res, err := runRecorded(t, Options{Command: []string{echoServer, "-notify", "-ask"}, Env: []string{"PATH=/usr/bin"}}, collidingSession)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, cas := mustRead(t, res.Events), mustRead(t, res.Cassette)
+		if i == 0 {
+			first, firstCas = ev, cas
+			continue
+		}
+		if !bytes.Equal(ev, first) {
+			t.Fatalf("run %d: event log differs", i)
+		}
+		if !bytes.Equal(cas, firstCas) {
+			os.WriteFile("/tmp/cas0", firstCas, 0o644)
+			os.WriteFile("/tmp/cas1", cas, 0o644)
+			t.Fatalf("run %d: cassette differs", i)
+		}
+	}
+}
+
+func TestUnansweredCallEffect(t *testing.T) {
+	fx := filepath.Join(t.TempDir(), "fx.json")
+	os.WriteFile(fx, []byte(`{"format":"witness-effects","v":1,"effects":[{"tool":"hang","op":"exec","target":"$.cmd"}]}`), 0o644)
+	_, res, err := runRecorded(t, Options{Command: []string{echoServer}, EffectsPath: fx}, func(h *host) {
+		h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang","arguments":{"cmd":"rm -rf /tmp/x"}}}`)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := readEvents(t, res.Events)
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, string(e.Kind))
+	}
+	want := "session_start tool_call external_effect session_end"
+	if strings.Join(kinds, " ") != want {
+		t.Fatalf("events %v, want %s", kinds, want)
+	}
+	eff := evs[2].Effect
+	if eff.Op != "exec" || eff.Target != "rm -rf /tmp/x" || !strings.Contains(eff.Reason, "outcome unknown") || res.Unanswered != 1 {
+		t.Errorf("effect %+v unanswered %d", eff, res.Unanswered)
+	}
+	if !strings.Contains(evs[0].Header.Notes[1], "first tools/call") {
+		t.Errorf("header notes %q", evs[0].Header.Notes)
+	}
+}
+
+func TestRunRefusesExistingRecording(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, CassetteName), []byte("x"), 0o644)
+	_, err := Run(context.Background(), Options{OutDir: dir, Command: []string{echoServer}})
+	if err == nil || !strings.Contains(err.Error(), "create cassette") {
+		t.Fatalf("err %v", err)
+	}
+}
