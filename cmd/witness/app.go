@@ -95,6 +95,15 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 	})
 	root.AddCommand(
 		newVersionCmd(a),
+		newSealCmd(a),
+		newVerifyCmd(a),
+		newKeygenCmd(a),
+		newRotateKeyCmd(a),
+		newRevokeKeyCmd(a),
+		newListKeysCmd(a),
+		newKeyCmd(a),
+		newCosignCmd(a),
+		newCompletionCmd(a),
 		newReplayCmd(a),
 	)
 	for _, c := range root.Commands() {
