@@ -2,9 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,8 +11,8 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/seal"
 )
 
 // EventsName is the event log file name inside the output directory.
@@ -154,21 +151,12 @@ func exitText(o *Outcome) string {
 	return fmt.Sprintf("status %d", o.ExitStatus)
 }
 
-// SealRefFromFile reads a seal and returns the reference an event log
-// header carries: the sha256 of the seal's canonical JSON and its witness_id.
+// SealRefFromFile loads a seal (package seal) and returns the reference an
+// event log header carries: its seal_ref digest and witness_id.
 func SealRefFromFile(path string) (*capture.SealRef, error) {
-	data, err := os.ReadFile(path)
+	s, err := seal.Load(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read seal %s: %w", path, err), "")
+		return nil, err
 	}
-	c, err := canon.Transform(data)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("read seal %s: %w", path, err), "a seal is the JSON file written by 'witness seal'")
-	}
-	var s struct {
-		WitnessID string `json:"witness_id"`
-	}
-	_ = json.Unmarshal(data, &s)
-	sum := sha256.Sum256(c)
-	return &capture.SealRef{Digest: hex.EncodeToString(sum[:]), WitnessID: s.WitnessID}, nil
+	return &capture.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}, nil
 }

@@ -105,6 +105,8 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newCosignCmd(a),
 		newCompletionCmd(a),
 		newReplayCmd(a),
+		newFirewallCmd(a),
+		newProxyCmd(a),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/proxy"
+)
+
+type proxyOptions struct {
+	Out     string
+	Seal    string
+	Keyring string
+	Effects string
+	Command []string
+}
+
+func newProxyCmd(a *app) *cobra.Command {
+	var o proxyOptions
+	c := &cobra.Command{
+		Use:   "proxy --out DIR [--seal FILE] [--keyring PATH] [--effects FILE] -- CMD [ARGS...]",
+		Short: "Run an MCP stdio server behind a transparent, recording proxy",
+		Long: `proxy is what a real MCP host runs as its server command. It starts CMD
+(without a shell, in its own process group) and forwards bytes unchanged in
+both directions, passes the server's stderr through, closes the server's
+stdin when the host closes the proxy's, forwards SIGINT, SIGTERM and SIGHUP
+to the server's process group and exits with the server's status (128+N
+when signal N ended it).
+
+On the side it records DIR/cassette.jsonl (every wire line, exact bytes) and
+DIR/events.jsonl (tool calls and responses paired by exact JSON-RPC id,
+notifications, external effects from the --effects mapping or from tools
+annotated destructiveHint=true). The session end is signed with the keyring
+given by --keyring. A recording failure never stops the bytes: it is
+reported on stderr and, when the server exited 0, by exit status 5.`,
+		Example: `  witness proxy --out rec -- node server.js
+  witness proxy --out rec --seal seal.json --keyring keys.json --effects effects.json -- ./server --flag`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Command = args
+			return runProxy(a, o)
+		},
+	}
+	c.Flags().SetInterspersed(false)
+	c.Flags().StringVar(&o.Out, "out", "", "directory to write cassette.jsonl and events.jsonl into (must not hold a recording)")
+	c.Flags().StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
+	c.Flags().StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end")
+	c.Flags().StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target path (docs/formats/effects.md)")
+	c.MarkFlagRequired("out")
+	return c
+}
+
+func runProxy(a *app, o proxyOptions) error {
+	var signers []capture.Signer
+	if o.Keyring != "" {
+		kopts, err := a.keyringOptions("")
+		if err != nil {
+			return err
+		}
+		k, err := keyring.OpenExisting(o.Keyring, kopts)
+		if err != nil {
+			return err
+		}
+		s, err := k.ActiveSigner()
+		if err != nil {
+			return err
+		}
+		signers = append(signers, s)
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	res, err := proxy.Run(context.Background(), proxy.Options{
+		OutDir: o.Out, Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers,
+		Getenv: a.getenv, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Signals: sigs,
+	})
+	if res == nil {
+		return err
+	}
+	status := res.Outcome.ExitStatus
+	if err != nil {
+		if status != 0 {
+			printError(a.stderr, err)
+			return exitWith(exitcode.Code(status))
+		}
+		return err
+	}
+	if status != 0 {
+		return exitWith(exitcode.Code(status))
+	}
+	return nil
+}
