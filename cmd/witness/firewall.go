@@ -1,0 +1,290 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/firewall"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// firewallOptions are the flags of the `witness firewall` subcommands.
+type firewallOptions struct {
+	policy    string
+	events    string
+	out       string
+	agent     string
+	mapping   string
+	recorded  string
+	format    string
+	canonical bool
+}
+
+func newFirewallCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "firewall",
+		Short: "Forensics of a message firewall: policy files, offline re-evaluation, audit snapshots",
+		Long: `firewall works with the personal message firewall of agents that talk to other
+agents (the Social Harness message-policy specification): it checks
+org.social-harness/message-policy/v1 files and prints their installation digest
+(activeRevision), re-evaluates a policy's built-in rules offline over captured
+message events, writes and verifies org.social-harness/firewall-audit/v4
+snapshots, and derives message events from MCP tool calls with a mapping file.
+It makes no network call. See docs/formats/firewall.md.`,
+	}
+	policy := &cobra.Command{Use: "policy", Short: "Message-policy files"}
+	policy.AddCommand(newFirewallPolicyCheckCmd(a))
+	audit := &cobra.Command{Use: "audit", Short: "Firewall audit snapshots"}
+	audit.AddCommand(newFirewallAuditVerifyCmd(a))
+	c.AddCommand(policy, newFirewallEvaluateCmd(a), audit, newFirewallDeriveCmd(a))
+	return c
+}
+
+func newFirewallPolicyCheckCmd(a *app) *cobra.Command {
+	var o firewallOptions
+	c := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Decode a message-policy file strictly and print its activeRevision",
+		Long: `check decodes FILE as org.social-harness/message-policy/v1 exactly as the
+specification's tables say (at most 1 MiB; every property, default and range;
+any property the format does not name is refused with its JSON path) and
+prints the installation and its digest, activeRevision: the SHA-256 of the
+canonical installation. Exit 0 when the file is valid, 2 when it is not.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.policy = args[0]
+			return runFirewallPolicyCheck(a, &o)
+		},
+	}
+	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	c.Flags().BoolVar(&o.canonical, "canonical", false, "print the canonical installation JSON (the bytes activeRevision hashes)")
+	return c
+}
+
+func runFirewallPolicyCheck(a *app, o *firewallOptions) error {
+	if o.format != "text" && o.format != "json" {
+		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
+	}
+	p, err := firewall.LoadPolicy(o.policy)
+	if err != nil {
+		return err
+	}
+	if o.canonical {
+		b, err := p.CanonicalInstallation()
+		if err != nil {
+			return err
+		}
+		_, err = a.stdout.Write(append(b, '\n'))
+		return err
+	}
+	if o.format == "json" {
+		rev, err := p.ActiveRevision()
+		if err != nil {
+			return err
+		}
+		return firewall.WriteJSONLine(a.stdout, map[string]any{"policy": o.policy, "valid": true, "activeRevision": rev, "installation": p.Installation()})
+	}
+	return firewall.DescribePolicy(a.stdout, o.policy, p)
+}
+
+func newFirewallEvaluateCmd(a *app) *cobra.Command {
+	var o firewallOptions
+	c := &cobra.Command{
+		Use:   "evaluate --policy FILE --events FILE [--out audit.ndjson]",
+		Short: "Re-evaluate a policy's rules offline over captured messages",
+		Long: `evaluate runs the policy's built-in code middleware (and its English rules
+through a decision provider that needs no model) over the message events of an
+event log, in log order, each check seeing the earlier records of its own
+conversation within maximumHistoryRecords. It prints one line per check
+(event, direction, operation, disposition, reason, decidedBy, cause, next
+action, check reference) and the totals; --out writes an
+org.social-harness/firewall-audit/v4 snapshot.
+
+English rules are answered by the "unavailable" provider (every English check
+unavailable: enforcement holds, guidance admits) unless --recorded names an
+earlier complete audit snapshot whose retained provider judgments answer the
+same questions. --mapping also derives messages from MCP tool calls.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFirewallEvaluate(a, &o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.policy, "policy", "", "message-policy file (org.social-harness/message-policy/v1)")
+	f.StringVar(&o.events, "events", "", "event log with message events")
+	f.StringVar(&o.out, "out", "", "write the audit snapshot (NDJSON) to FILE")
+	f.StringVar(&o.agent, "agent", "", "our agent's id (default: the sender of the first outgoing message)")
+	f.StringVar(&o.mapping, "mapping", "", "message mapping file: derive messages from tool calls too")
+	f.StringVar(&o.recorded, "recorded", "", "answer English questions from the judgments kept in this audit snapshot")
+	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	_ = c.MarkFlagRequired("policy")
+	_ = c.MarkFlagRequired("events")
+	return c
+}
+
+func runFirewallEvaluate(a *app, o *firewallOptions) error {
+	if o.format != "text" && o.format != "json" {
+		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
+	}
+	p, err := firewall.LoadPolicy(o.policy)
+	if err != nil {
+		return err
+	}
+	opts := firewall.EvaluateOptions{Policy: p, LocalAgent: o.agent, Timestamp: capture.Timestamp(a.getenv)}
+	if o.mapping != "" {
+		m, err := firewall.LoadMapping(o.mapping)
+		if err != nil {
+			return err
+		}
+		opts.Mapping = m
+		if opts.LocalAgent == "" {
+			opts.LocalAgent = m.LocalAgent
+		}
+	}
+	if o.recorded != "" {
+		rp, err := firewall.LoadJudgments(o.recorded)
+		if err != nil {
+			return err
+		}
+		opts.Provider = rp
+	}
+	var checks []map[string]any
+	opts.Each = func(c *firewall.Check) error {
+		if o.format == "json" {
+			checks = append(checks, map[string]any{"checkId": c.CheckID, "event": c.Input.Candidate.Event,
+				"direction": c.Input.Direction, "operation": c.Input.Candidate.Message.Operation,
+				"disposition": c.Decision.Disposition, "reason": c.Decision.Reason, "decidedBy": c.Decision.DecidedBy,
+				"cause": c.Decision.Cause, "nextAction": c.Decision.NextAction, "guidance": c.Decision.Guidance})
+			return nil
+		}
+		_, err := fmt.Fprintln(a.stdout, firewall.CheckLine(c))
+		return err
+	}
+	var sum *firewall.Summary
+	if o.out != "" {
+		err = firewall.PublishFile(o.out, func(w io.Writer) error {
+			opts.Audit = w
+			var e error
+			sum, e = firewall.EvaluateFile(o.events, opts)
+			return e
+		})
+	} else {
+		sum, err = firewall.EvaluateFile(o.events, opts)
+	}
+	if err != nil {
+		return err
+	}
+	if o.format == "json" {
+		if checks == nil {
+			checks = []map[string]any{}
+		}
+		return firewall.WriteJSONLine(a.stdout, map[string]any{"summary": sum, "checks": checks, "audit": o.out})
+	}
+	if err := firewall.WriteSummary(a.stdout, sum); err != nil {
+		return err
+	}
+	if o.out != "" {
+		_, err = fmt.Fprintf(a.stdout, "audit: %s\n", o.out)
+	}
+	return err
+}
+
+func newFirewallAuditVerifyCmd(a *app) *cobra.Command {
+	var o firewallOptions
+	c := &cobra.Command{
+		Use:   "verify FILE",
+		Short: "Verify that a firewall audit snapshot is complete",
+		Long: `verify reads an org.social-harness/firewall-audit/v4 snapshot and says
+"complete", or "incomplete" with the reason: missing start or complete record,
+mismatched snapshot id, check or activation count or sha256 digest, a malformed
+or truncated line, or records out of order. Exit 0 when complete, 4
+(incomplete evidence) otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFirewallAuditVerify(a, args[0], o.format)
+		},
+	}
+	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	return c
+}
+
+func runFirewallAuditVerify(a *app, path, format string) error {
+	if format != "text" && format != "json" {
+		return usageError(fmt.Errorf("unknown --format %q", format), "use --format text or json")
+	}
+	v, err := firewall.VerifyAuditFile(path)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		if err := firewall.WriteJSONLine(a.stdout, v); err != nil {
+			return err
+		}
+	} else if _, err := fmt.Fprintln(a.stdout, v.String()); err != nil {
+		return err
+	}
+	if !v.Complete {
+		return exitWith(exitcode.Incomplete)
+	}
+	return nil
+}
+
+func newFirewallDeriveCmd(a *app) *cobra.Command {
+	var o firewallOptions
+	c := &cobra.Command{
+		Use:   "derive --events FILE --mapping FILE --out FILE",
+		Short: "Write a copy of an event log with message events derived from MCP tool calls",
+		Long: `derive reads an event log and a message mapping file (which tool sends, which
+tool's result delivers, and the JSON paths of conversation, sender, recipients,
+text, operation and post id) and writes a new log: every original event (ids
+kept) with the derived message events inserted after the event they come
+from. The copy ends with an unsigned session_end; the original log stays the
+evidence. See docs/formats/firewall.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFirewallDerive(a, &o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.events, "events", "", "event log to read")
+	f.StringVar(&o.mapping, "mapping", "", "message mapping file (witness-message-mapping/v1)")
+	f.StringVar(&o.out, "out", "", "the new event log to write")
+	_ = c.MarkFlagRequired("events")
+	_ = c.MarkFlagRequired("mapping")
+	_ = c.MarkFlagRequired("out")
+	return c
+}
+
+func runFirewallDerive(a *app, o *firewallOptions) error {
+	raw, err := os.ReadFile(o.mapping)
+	if err != nil {
+		return usageError(fmt.Errorf("read mapping %s: %w", o.mapping, err), "check the path of the mapping file")
+	}
+	m, err := firewall.DecodeMapping(raw, o.mapping)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(raw)
+	in, err := os.Open(o.events)
+	if err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", o.events, err), "check the path of the event log")
+	}
+	defer in.Close()
+	var res *firewall.DeriveResult
+	err = firewall.PublishFile(o.out, func(w io.Writer) error {
+		var e error
+		res, e = firewall.DeriveLog(in, o.events, w, m, hex.EncodeToString(sum[:]))
+		return e
+	})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "derived %d message events; wrote %d events to %s\n", res.Messages, res.Events, o.out)
+	return err
+}

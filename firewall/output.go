@@ -1,0 +1,149 @@
+package firewall
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// CheckLine renders one check as a line of text: event, direction,
+// operation, disposition, reason, decidedBy, cause, next action, check id.
+func CheckLine(c *Check) string {
+	d := c.Decision
+	ids := []string{}
+	for _, r := range d.DecidedBy {
+		ids = append(ids, r.ID)
+	}
+	by := "-"
+	if len(ids) > 0 {
+		by = strings.Join(ids, ",")
+	}
+	next := d.NextAction
+	if next == "" {
+		next = "-"
+	}
+	return fmt.Sprintf("%s %s %s %s reason=%s decidedBy=%s cause=%s next=%s %s",
+		c.Input.Candidate.Event, c.Input.Direction, c.Input.Candidate.Message.Operation, d.Disposition, d.Reason, by, d.Cause, next, c.CheckID)
+}
+
+// WriteSummary writes the totals of an evaluation as text.
+func WriteSummary(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "checks: %d (mode %s, our agent %s)\n", s.Checks, s.Mode, s.LocalAgent)
+	for _, k := range sortedCounts(s.Dispositions) {
+		fmt.Fprintf(&b, "  %s: %d\n", k, s.Dispositions[k])
+	}
+	fmt.Fprintf(&b, "reasons:")
+	for _, k := range sortedCounts(s.Reasons) {
+		fmt.Fprintf(&b, " %s=%d", k, s.Reasons[k])
+	}
+	fmt.Fprintf(&b, "\nactiveRevision: %s\nsnapshotId: %s\n", s.ActiveRevision, s.SnapshotID)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func sortedCounts(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DescribePolicy writes a human summary of a decoded policy and its digest.
+func DescribePolicy(w io.Writer, name string, p *Policy) error {
+	rev, err := p.ActiveRevision()
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy: %s\nformat: %s\nmode: %s\n", name, p.Format, p.Mode)
+	chain := func(dir string, ms []MiddlewareSpec) {
+		fmt.Fprintf(&b, "%s:", dir)
+		if len(ms) == 0 {
+			b.WriteString(" (none)")
+		}
+		for _, m := range ms {
+			def := builtinMiddleware(m, dir, p)
+			ids := []string{}
+			for _, r := range def.Rules {
+				ids = append(ids, r.ID)
+			}
+			fmt.Fprintf(&b, " %s[%s]", def.ID, strings.Join(ids, ","))
+		}
+		b.WriteString("\n")
+	}
+	chain(Incoming, p.Incoming)
+	chain(Outgoing, p.Outgoing)
+	if p.English == nil {
+		b.WriteString("english: (none)\n")
+	} else {
+		fmt.Fprintf(&b, "english: %d fixed, %d editable rules\n", len(p.English.FixedRules), len(p.English.InitialRules))
+	}
+	if p.DecisionProvider == nil {
+		b.WriteString("decisionProvider: (none)\n")
+	} else if p.DecisionProvider.Model != "" {
+		fmt.Fprintf(&b, "decisionProvider: %s %s\n", p.DecisionProvider.Kind, p.DecisionProvider.Model)
+	} else {
+		fmt.Fprintf(&b, "decisionProvider: %s\n", p.DecisionProvider.Kind)
+	}
+	fmt.Fprintf(&b, "maximumHistoryRecords: %d\nmaximumConcurrentChecks: %d\nactiveRevision: %s\n", p.MaximumHistoryRecords, p.MaximumConcurrentChecks, rev)
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSONLine writes v as indented JSON and a newline.
+func WriteJSONLine(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// PublishFile writes a file (an audit snapshot, a derived log) the way the seed publishes a snapshot: into
+// "<path>.partial" (created exclusively, mode 0600), then renamed over path
+// once write returns without error. A failure leaves path untouched and
+// removes the staging file.
+func PublishFile(path string, write func(io.Writer) error) (err error) {
+	if fi, serr := os.Lstat(path); serr == nil && !fi.Mode().IsRegular() {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("audit %s: the destination exists and is not a regular file", path), "choose a dedicated file path for --out")
+	}
+	tmp := path + ".partial"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("audit %s: %w", tmp, err), "remove a stale "+filepath.Base(tmp)+" left by an interrupted run, or choose another --out")
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err = write(bw); err != nil {
+		return err
+	}
+	if err = bw.Flush(); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("write audit %s: %w", tmp, err), "")
+	}
+	if err = f.Sync(); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("sync audit %s: %w", tmp, err), "")
+	}
+	if err = f.Close(); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("close audit %s: %w", tmp, err), "")
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("publish audit %s: %w", path, err), "")
+	}
+	return nil
+}
