@@ -23,7 +23,10 @@ import (
 
 // Marshal returns the canonical encoding of v. v may be any value that
 // encoding/json can marshal; it is first encoded, then re-decoded with exact
-// numbers and re-emitted canonically.
+// numbers and re-emitted canonically. A json.RawMessage or []byte is taken
+// as JSON text (not base64-encoded as encoding/json would). Note that
+// encoding/json replaces invalid UTF-8 in Go strings with U+FFFD; JSON text
+// with invalid UTF-8 is refused.
 func Marshal(v any) ([]byte, error) {
 	var raw []byte
 	switch t := v.(type) {
@@ -45,6 +48,9 @@ func Marshal(v any) ([]byte, error) {
 // Transform re-encodes the JSON text raw canonically. It refuses invalid JSON,
 // trailing data, invalid UTF-8 in strings and duplicate object keys.
 func Transform(raw []byte) ([]byte, error) {
+	if err := checkText(raw); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var buf bytes.Buffer
@@ -318,4 +324,73 @@ func FormatFloat(f float64) string {
 		}
 	}
 	return sign + out
+}
+
+// checkText refuses JSON text that is not valid UTF-8 or whose strings hold
+// a \u escape of a lone UTF-16 surrogate. encoding/json would silently turn
+// both into U+FFFD, so two different inputs would canonicalize to the same
+// bytes; RFC 8785 (via I-JSON) forbids lone surrogates.
+func checkText(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("canonical json: input is not valid UTF-8")
+	}
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inString {
+			if c == '"' {
+				inString = true
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+1 >= len(raw) {
+				return nil // the decoder reports the truncation
+			}
+			if raw[i+1] != 'u' {
+				i++
+				continue
+			}
+			u := hex4(raw[i+2:])
+			switch {
+			case u >= 0xD800 && u <= 0xDBFF:
+				if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+					if l := hex4(raw[i+8:]); l >= 0xDC00 && l <= 0xDFFF {
+						i += 11
+						continue
+					}
+				}
+				return fmt.Errorf("canonical json: lone UTF-16 surrogate escape \\u%04x", u)
+			case u >= 0xDC00 && u <= 0xDFFF:
+				return fmt.Errorf("canonical json: lone UTF-16 surrogate escape \\u%04x", u)
+			}
+			i += 5
+		}
+	}
+	return nil
+}
+
+// hex4 decodes 4 hex digits at the start of b, or returns -1.
+func hex4(b []byte) int {
+	if len(b) < 4 {
+		return -1
+	}
+	n := 0
+	for _, c := range b[:4] {
+		n <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			n |= int(c - '0')
+		case c >= 'a' && c <= 'f':
+			n |= int(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			n |= int(c-'A') + 10
+		default:
+			return -1
+		}
+	}
+	return n
 }
