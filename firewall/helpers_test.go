@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/agent-trace-witness/witness/capture"
@@ -60,3 +61,5 @@ func evalAll(t testing.TB, p *Policy, prov Provider, audit *bytes.Buffer, msgs .
 	}
 	return checks
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
