@@ -1,0 +1,580 @@
+package capture
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/mcp"
+)
+
+// Methods of the notification events the witness itself writes for what it
+// saw on the wire that is not a JSON-RPC message it can pair.
+const (
+	MethodInvalidLine        = "witness/invalid-line"       // a server line that is not a JSON-RPC message
+	MethodLineTooLong        = "witness/line-too-long"      // a server line over the maximum line size
+	MethodUnmatchedResponse  = "witness/unmatched-response" // a response whose id matches no pending request
+	maxBufferedBeforeHeader  = 4096
+	maxInvalidLineInEventLen = 4096
+)
+
+// EffectFunc decides whether a call of tool with args has an external effect
+// (a configured mapping); ok false means the mapping says nothing.
+type EffectFunc func(tool string, args json.RawMessage) (eff Effect, ok bool)
+
+// DeriveOptions configure how events are derived from cassette records.
+type DeriveOptions struct {
+	Seal     *SealRef
+	Redactor *Redactor
+	Cassette string     // cassette file name put in wire refs (default "cassette.jsonl")
+	Effects  EffectFunc // optional mapping, consulted before tool annotations
+	Notes    []string   // extra notes for the session header
+}
+
+type pendingReq struct {
+	method string
+	tool   string
+	callID string // event id of the tool_call (set once written)
+	args   json.RawMessage
+	seq    int64
+}
+
+// Deriver turns cassette records, fed in seq order, into events. The live
+// client feeds it from the cassette writer (under its lock), and
+// EventsFromCassette feeds it from a cassette file; both therefore derive
+// the same events from the same records.
+//
+// Events before the first tools/call (notifications during the handshake)
+// are held until the session header is known, that is until the initialize
+// result and every page of tools/list have been seen.
+type Deriver struct {
+	out  io.Writer
+	ch   cassette.Header
+	o    DeriveOptions
+	w    *Writer
+	rec  *Recorder
+	held []func() error
+
+	start      time.Time
+	pending    map[string]*pendingReq // c2s requests by exact id token
+	server     ServerInfo
+	tools      []json.RawMessage
+	toolNames  map[string]int
+	annots     map[string]json.RawMessage
+	longLine   map[cassette.Dir]bool
+	partialEOF bool
+	exit       string
+	firstErr   string
+	signals    []string
+	lastTS     string
+	err        error
+}
+
+// NewDeriver writes the events derived from a cassette with header h to out.
+func NewDeriver(out io.Writer, h cassette.Header, o DeriveOptions) *Deriver {
+	if o.Cassette == "" {
+		o.Cassette = "cassette.jsonl"
+	}
+	d := &Deriver{out: out, ch: h, o: o, pending: map[string]*pendingReq{}, toolNames: map[string]int{},
+		annots: map[string]json.RawMessage{}, longLine: map[cassette.Dir]bool{}}
+	d.server.Command, d.server.Args = h.Command, h.Args
+	if t, err := parseAnyTime(h.Started); err == nil {
+		d.start = t
+	}
+	return d
+}
+
+func parseAnyTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999-07:00"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("not an RFC 3339 time: %q", s)
+}
+
+// ts is the event time of a record: the frozen time, or the cassette start
+// plus the record's offset in time, so that events derived later from the
+// cassette carry the same times as the live ones.
+func (d *Deriver) ts(r *cassette.Record) string {
+	if d.ch.Frozen || d.start.IsZero() {
+		return d.ch.Started
+	}
+	return FormatTime(d.start.Add(time.Duration(r.T)))
+}
+
+// Err returns the first error the deriver met (writing the log).
+func (d *Deriver) Err() error { return d.err }
+
+// Server returns what the deriver knows of the server so far.
+func (d *Deriver) Server() ServerInfo { return d.server }
+
+// Writer returns the event log writer once the session header was written.
+func (d *Deriver) Writer() *Writer { return d.w }
+
+// Feed derives the events of one record. Errors are sticky.
+func (d *Deriver) Feed(r *cassette.Record) error {
+	if d.err != nil {
+		return d.err
+	}
+	if err := d.feed(r); err != nil {
+		d.err = err
+	}
+	return d.err
+}
+
+func (d *Deriver) feed(r *cassette.Record) error {
+	if r.Life != "" {
+		d.lastTS = d.ts(r)
+		switch r.Life {
+		case cassette.LifeExit:
+			d.exit = r.Status
+		case cassette.LifeError:
+			if d.firstErr == "" {
+				d.firstErr = r.Detail
+			}
+		case cassette.LifeSignal:
+			d.signals = append(d.signals, r.Signal)
+		}
+		return nil
+	}
+	if r.Dir == cassette.Stderr {
+		return nil
+	}
+	wire := &WireRef{Cassette: d.o.Cassette, Offsets: []int64{r.Seq}}
+	ts := d.ts(r)
+	d.lastTS = ts
+	if r.Cont || d.longLine[r.Dir] {
+		first := !d.longLine[r.Dir]
+		d.longLine[r.Dir] = r.Cont
+		if first && r.Dir == cassette.S2C {
+			payload, _ := json.Marshal(map[string]any{"offset": r.Off, "bytes_before_cut": len(r.Data)})
+			return d.do(func() error {
+				_, err := d.rec.Notification(NotificationEvent{Method: MethodLineTooLong, Params: json.RawMessage(payload), TS: ts, Wire: wire})
+				return err
+			})
+		}
+		return nil
+	}
+	if r.Partial && r.Dir == cassette.S2C {
+		d.partialEOF = true
+	}
+	if len(bytes.TrimSpace(r.Data)) == 0 && r.Dir == cassette.C2S {
+		return nil
+	}
+	m, perr := mcp.Parse(r.Data)
+	if r.Dir == cassette.C2S {
+		if perr != nil {
+			return nil // the witness never writes invalid lines; a proxy host might: not ours to judge here
+		}
+		return d.c2s(m, ts, wire, r.Seq)
+	}
+	if perr != nil {
+		return d.invalid(r, perr, ts, wire)
+	}
+	return d.s2c(m, ts, wire)
+}
+
+func (d *Deriver) invalid(r *cassette.Record, perr error, ts string, wire *WireRef) error {
+	p := map[string]any{"error": perr.Error(), "bytes": len(r.Data)}
+	data := r.Data
+	if len(data) > maxInvalidLineInEventLen {
+		data = data[:maxInvalidLineInEventLen]
+		p["truncated"] = true
+	}
+	if utf8.Valid(data) {
+		p["text"] = string(data)
+	} else {
+		p["b64"] = base64.StdEncoding.EncodeToString(data)
+	}
+	if r.Partial {
+		p["partial"] = true
+	}
+	payload, _ := json.Marshal(p)
+	return d.do(func() error {
+		_, err := d.rec.Notification(NotificationEvent{Method: MethodInvalidLine, Params: json.RawMessage(payload), TS: ts, Wire: wire})
+		return err
+	})
+}
+
+func (d *Deriver) c2s(m *mcp.Message, ts string, wire *WireRef, seq int64) error {
+	switch m.Kind {
+	case mcp.KindRequest:
+		p := &pendingReq{method: m.Method, seq: seq}
+		d.pending[mcp.IDKey(m.ID)] = p
+		if m.Method != "tools/call" {
+			return nil
+		}
+		var params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		_ = json.Unmarshal(m.Params, &params)
+		p.tool, p.args = params.Name, params.Arguments
+		if !d.headerDone() {
+			if err := d.startLog(); err != nil {
+				return err
+			}
+		}
+		id := append(json.RawMessage(nil), m.ID...)
+		var args any
+		if params.Arguments != nil {
+			args = params.Arguments
+		}
+		return d.do(func() error {
+			callID, err := d.rec.ToolCall(ToolCallEvent{Tool: orUnnamed(p.tool), Arguments: args, RPCID: id, TS: ts, Wire: wire})
+			p.callID = callID
+			return err
+		})
+	case mcp.KindNotification:
+		if m.Method != "notifications/cancelled" {
+			return nil
+		}
+		return d.do(func() error {
+			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), TS: ts, Wire: wire})
+			return err
+		})
+	}
+	return nil
+}
+
+func orUnnamed(tool string) string {
+	if tool == "" {
+		return "(unnamed)"
+	}
+	return tool
+}
+
+func rawOrNil(b json.RawMessage) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+func (d *Deriver) s2c(m *mcp.Message, ts string, wire *WireRef) error {
+	switch m.Kind {
+	case mcp.KindNotification:
+		return d.do(func() error {
+			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), TS: ts, Wire: wire})
+			return err
+		})
+	case mcp.KindRequest:
+		id := append(json.RawMessage(nil), m.ID...)
+		return d.do(func() error {
+			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), RPCID: id, TS: ts, Wire: wire})
+			return err
+		})
+	}
+	// a response
+	key := mcp.IDKey(m.ID)
+	p, ok := d.pending[key]
+	if !ok || m.ID == nil {
+		payload := map[string]json.RawMessage{}
+		if m.ID != nil {
+			payload["id"] = m.ID
+		}
+		if m.Result != nil {
+			payload["result"] = m.Result
+		} else {
+			payload["error"] = m.Error
+		}
+		b, _ := json.Marshal(payload)
+		return d.do(func() error {
+			_, err := d.rec.Notification(NotificationEvent{Method: MethodUnmatchedResponse, Params: json.RawMessage(b), TS: ts, Wire: wire})
+			return err
+		})
+	}
+	delete(d.pending, key)
+	switch p.method {
+	case "initialize":
+		d.onInitialize(m)
+		return nil
+	case "tools/list":
+		d.onToolsList(m)
+		return nil
+	case "tools/call":
+	default:
+		return nil
+	}
+	id := append(json.RawMessage(nil), m.ID...)
+	return d.do(func() error {
+		in := ToolResponseEvent{Tool: orUnnamed(p.tool), Call: p.callID, RPCID: id, TS: ts, Wire: wire}
+		if m.Error != nil {
+			in.Result, in.RPCError = json.RawMessage(m.Error), true
+		} else {
+			in.Result = json.RawMessage(m.Result)
+			f := false
+			if b := isErrorOf(json.RawMessage(m.Result)); b != nil {
+				f = *b
+			}
+			in.IsError = &f
+		}
+		if _, err := d.rec.ToolResponse(in); err != nil {
+			return err
+		}
+		if m.Error != nil || (in.IsError != nil && *in.IsError) {
+			return nil
+		}
+		eff, ok := d.effectOf(p.tool, p.args)
+		if !ok {
+			return nil
+		}
+		var detail any
+		if p.args != nil {
+			detail = p.args
+		}
+		_, err := d.rec.ExternalEffect(ExternalEffectEvent{Tool: orUnnamed(p.tool), Call: p.callID, Effect: eff, Detail: detail, TS: ts, Wire: wire})
+		return err
+	})
+}
+
+// effectOf applies the configured mapping, then the tool's annotations: a
+// tool annotated destructiveHint=true has an effect (op "write" unless the
+// mapping says otherwise), its target read from a path-like argument.
+func (d *Deriver) effectOf(tool string, args json.RawMessage) (Effect, bool) {
+	if d.o.Effects != nil {
+		if eff, ok := d.o.Effects(tool, args); ok {
+			return eff, true
+		}
+	}
+	var ann struct {
+		DestructiveHint *bool `json:"destructiveHint"`
+	}
+	if raw, ok := d.annots[tool]; !ok || json.Unmarshal(raw, &ann) != nil || ann.DestructiveHint == nil || !*ann.DestructiveHint {
+		return Effect{}, false
+	}
+	eff := Effect{Op: "write", Reason: "tool annotation destructiveHint=true"}
+	var a map[string]json.RawMessage
+	if json.Unmarshal(args, &a) == nil {
+		for _, k := range []string{"path", "file", "uri", "url", "target", "destination"} {
+			var s string
+			if json.Unmarshal(a[k], &s) == nil && s != "" {
+				eff.Target = s
+				break
+			}
+		}
+	}
+	return eff, true
+}
+
+func (d *Deriver) onInitialize(m *mcp.Message) {
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		ServerInfo      struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"serverInfo"`
+	}
+	if m.Result == nil || json.Unmarshal(m.Result, &res) != nil {
+		return
+	}
+	d.server.Name, d.server.Version, d.server.ProtocolVersion = res.ServerInfo.Name, res.ServerInfo.Version, res.ProtocolVersion
+}
+
+func (d *Deriver) onToolsList(m *mcp.Message) {
+	var res struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if m.Result == nil || json.Unmarshal(m.Result, &res) != nil {
+		return
+	}
+	for _, t := range res.Tools {
+		var def struct {
+			Name        string          `json:"name"`
+			Annotations json.RawMessage `json:"annotations"`
+		}
+		if json.Unmarshal(t, &def) != nil {
+			continue
+		}
+		if def.Annotations != nil {
+			d.annots[def.Name] = def.Annotations
+		}
+		if d.headerDone() {
+			continue // a later listing updates annotations, not the header
+		}
+		if i, ok := d.toolNames[def.Name]; ok {
+			d.tools[i] = t
+			continue
+		}
+		d.toolNames[def.Name] = len(d.tools)
+		d.tools = append(d.tools, t)
+	}
+}
+
+func (d *Deriver) headerDone() bool { return d.w != nil }
+
+// do runs op now when the header is written, else holds it.
+func (d *Deriver) do(op func() error) error {
+	if d.headerDone() {
+		return op()
+	}
+	d.held = append(d.held, op)
+	if len(d.held) >= maxBufferedBeforeHeader {
+		return d.startLog()
+	}
+	return nil
+}
+
+// ToolDefs returns the header's tool definitions from raw tools/list
+// entries: name, sha256 of the canonical definition, annotations.
+func ToolDefs(tools []json.RawMessage) ([]ToolDef, string, error) {
+	var defs []ToolDef
+	var all []json.RawMessage
+	for _, t := range tools {
+		c, err := canon.Transform(t)
+		if err != nil {
+			return nil, "", fmt.Errorf("tool definition: %w", err)
+		}
+		var def struct {
+			Name        string          `json:"name"`
+			Annotations json.RawMessage `json:"annotations"`
+		}
+		_ = json.Unmarshal(t, &def)
+		sum := sha256.Sum256(c)
+		td := ToolDef{Name: def.Name, SHA256: hex.EncodeToString(sum[:])}
+		if def.Annotations != nil {
+			if a, err := canon.Transform(def.Annotations); err == nil {
+				td.Annotations = a
+			}
+		}
+		defs = append(defs, td)
+		all = append(all, c)
+	}
+	if all == nil {
+		all = []json.RawMessage{}
+	}
+	list, err := canon.Marshal(all)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(list)
+	return defs, hex.EncodeToString(sum[:]), nil
+}
+
+func (d *Deriver) startLog() error {
+	if d.headerDone() {
+		return nil
+	}
+	defs, sum, err := ToolDefs(d.tools)
+	if err != nil {
+		return err
+	}
+	srv := d.server
+	srv.Tools, srv.ToolsSHA256 = defs, sum
+	h := &Header{Seal: d.o.Seal, Server: &srv, Pairing: PairingJSONRPCID, Notes: append([]string(nil), d.o.Notes...)}
+	if d.o.Redactor != nil {
+		h.Redaction = d.o.Redactor.Info()
+	}
+	h.Notes = append(h.Notes, fmt.Sprintf("derived from %s (%s mode); events are observed on the wire", d.o.Cassette, orDefault(d.ch.Mode, "client")))
+	w, err := StartLog(d.out, h, d.ch.Started, SourceObserved)
+	if err != nil {
+		return err
+	}
+	d.w = w
+	d.rec = NewRecorder(w, RecorderOptions{Source: SourceObserved, Clock: func() string { return d.ch.Started }, Redactor: d.o.Redactor})
+	held := d.held
+	d.held = nil
+	for _, op := range held {
+		if err := op(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// FinishOptions end a derived log.
+type FinishOptions struct {
+	Signers []Signer
+	TS      string // default: the time of the last record (the frozen time when frozen)
+	Reason  string
+}
+
+// Finish writes the header (if not yet), the held events and the signed
+// session_end. The reason defaults to "completed", or names open calls and
+// the server's exit.
+func (d *Deriver) Finish(o FinishOptions) error {
+	if d.err != nil {
+		return d.err
+	}
+	if err := d.startLog(); err != nil {
+		d.err = err
+		return err
+	}
+	reason := o.Reason
+	if reason == "" {
+		reason = "completed"
+		var open []string
+		for _, p := range d.pending {
+			if p.method == "tools/call" {
+				open = append(open, p.callID)
+			}
+		}
+		if len(open) > 0 {
+			reason = fmt.Sprintf("%d tool call(s) without a response", len(open))
+		}
+		if d.firstErr != "" {
+			reason = "error: " + d.firstErr
+		}
+	}
+	if len(d.signals) > 0 {
+		reason += "; shutdown needed " + strings.Join(d.signals, ", ")
+	}
+	if d.exit != "" {
+		reason += "; server " + d.exit
+	}
+	ts := o.TS
+	if ts == "" {
+		ts = d.lastTS
+	}
+	if ts == "" {
+		ts = d.ch.Started
+	}
+	if err := FinishWith(d.w, EndOptions{Signers: o.Signers, TS: ts, Reason: reason}); err != nil {
+		d.err = err
+		return err
+	}
+	return nil
+}
+
+// EventsFromCassette re-derives the event log of a cassette: it reads the
+// cassette (name is used in errors), feeds every record to a Deriver and
+// finishes the log. The result equals the log the live session wrote when
+// given the same options and end time.
+func EventsFromCassette(r io.Reader, name string, out io.Writer, o DeriveOptions, fo FinishOptions) error {
+	cr, err := cassette.NewReader(r, name)
+	if err != nil {
+		return err
+	}
+	d := NewDeriver(out, cr.Header(), o)
+	for {
+		rec, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := d.Feed(rec); err != nil {
+			return fmt.Errorf("derive events from %s: %w", name, err)
+		}
+	}
+	return d.Finish(fo)
+}

@@ -1,0 +1,244 @@
+package capture
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/mcp"
+)
+
+// File names written in a capture folder.
+const (
+	CassetteFile = "cassette.jsonl"
+	EventsFile   = "events.jsonl"
+)
+
+// LiveOptions configure a live, recorded MCP session over stdio.
+type LiveOptions struct {
+	Command string
+	Args    []string
+	Env     []string // the server's whole environment (NAME=VALUE); the cassette keeps the names only
+	Dir     string
+
+	Protocol   string
+	Timeout    time.Duration
+	MaxLine    int
+	StdinGrace time.Duration
+	TermGrace  time.Duration
+
+	Cassette io.Writer // where the cassette goes (required)
+	Events   io.Writer // where the event log goes (required)
+
+	Getenv   func(string) string // ATW_WITNESS_TS; nil means no frozen time
+	Seal     *SealRef
+	Redactor *Redactor
+	Effects  EffectFunc
+	Signers  []Signer
+	Warn     func(string)
+	Notes    []string
+}
+
+// Live is a recorded MCP session: a StdioClient whose cassette feeds a
+// Deriver, so the event log is derived from exactly the recorded bytes.
+type Live struct {
+	Client *StdioClient
+	Tools  []json.RawMessage // every tools/list page, in server order
+
+	o      LiveOptions
+	cw     *cassette.Writer
+	d      *Deriver
+	mu     sync.Mutex
+	closed bool
+	result error
+}
+
+// EnvNames returns the names of NAME=VALUE entries, sorted as given.
+func EnvNames(env []string) []string {
+	names := make([]string, 0, len(env))
+	for _, kv := range env {
+		n, _, _ := strings.Cut(kv, "=")
+		names = append(names, n)
+	}
+	return names
+}
+
+// OpenLive spawns the server, records everything, and performs the
+// handshake and the full tool listing. On error the session is already
+// closed (server stopped, log finished) and the error says what failed.
+func OpenLive(o LiveOptions) (*Live, error) {
+	if o.Cassette == nil || o.Events == nil {
+		return nil, errors.New("open session: cassette and events writers are required")
+	}
+	if o.Protocol == "" {
+		o.Protocol = mcp.DefaultProtocol
+	}
+	if o.Warn == nil {
+		o.Warn = func(string) {}
+	}
+	frozen := o.Getenv != nil && o.Getenv(EnvTS) != ""
+	h := cassette.Header{Command: o.Command, Args: o.Args, Env: EnvNames(o.Env), Protocol: o.Protocol,
+		Started: Timestamp(o.Getenv), Frozen: frozen, Mode: "client"}
+	cw, err := cassette.NewWriter(o.Cassette, h)
+	if err != nil {
+		return nil, err
+	}
+	l := &Live{o: o, cw: cw}
+	l.d = NewDeriver(o.Events, cw.Header(), DeriveOptions{Seal: o.Seal, Redactor: o.Redactor, Cassette: CassetteFile, Effects: o.Effects, Notes: o.Notes})
+	cw.OnRecord(func(r *cassette.Record) { _ = l.d.Feed(r) })
+	c, err := StartStdio(StdioOptions{Command: o.Command, Args: o.Args, Env: o.Env, Dir: o.Dir, Protocol: o.Protocol,
+		Timeout: o.Timeout, MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Cassette: cw, Warn: o.Warn})
+	if err != nil {
+		_ = l.d.Finish(FinishOptions{Signers: o.Signers, Reason: "server did not start"})
+		return nil, err
+	}
+	l.Client = c
+	if _, err := c.Initialize(); err != nil {
+		return nil, l.closeWith(err)
+	}
+	tools, err := c.ListTools()
+	l.Tools = tools
+	if err != nil {
+		return nil, l.closeWith(err)
+	}
+	return l, nil
+}
+
+// CallTool calls a tool; the call and its response become events.
+func (l *Live) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
+	return l.Client.CallTool(name, args)
+}
+
+// closeWith closes the session and returns err (which wins over shutdown
+// errors).
+func (l *Live) closeWith(err error) error {
+	cerr := l.Close()
+	if err != nil {
+		return err
+	}
+	return cerr
+}
+
+// Close stops the server (stdin, SIGTERM, SIGKILL), waits for every byte,
+// and finishes the event log with a signed session_end. It returns the
+// shutdown error, if the server had to be killed, or a log error.
+func (l *Live) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return l.result
+	}
+	l.closed = true
+	var sd Shutdown
+	if l.Client != nil {
+		sd = l.Client.Close()
+		if sd.Warning != "" {
+			l.o.Warn(sd.Warning)
+		}
+	}
+	// every record so far has been fed; detach the hook so that nothing
+	// races the session_end
+	l.cw.OnRecord(nil)
+	if err := l.d.Finish(FinishOptions{Signers: l.o.Signers}); err != nil {
+		l.result = fmt.Errorf("finish event log: %w", err)
+		return l.result
+	}
+	if sd.Err != nil {
+		l.result = sd.Err
+	}
+	return l.result
+}
+
+// Deriver returns the session's event deriver.
+func (l *Live) Deriver() *Deriver { return l.d }
+
+// Recording says where the library path records a session, following
+// agent-trace-witness 0.1.0's ATW_RECORD convention: ATW_RECORD=1 turns it
+// on, ATW_RECORD_OUT names the folder, and without it a folder
+// "witness-cassette-<UTC time>" in the working directory is used (0.1.0
+// promised a default and wrote nothing).
+func Recording(getenv func(string) string, now time.Time) (dir string, on bool) {
+	if getenv == nil || getenv("ATW_RECORD") != "1" {
+		return "", false
+	}
+	if d := getenv("ATW_RECORD_OUT"); d != "" {
+		return d, true
+	}
+	return "witness-cassette-" + now.UTC().Format("20060102T150405Z"), true
+}
+
+// DialOptions configure the library path: a live session that records to
+// files only when ATW_RECORD=1 (or when Out is set).
+type DialOptions struct {
+	LiveOptions        // Cassette and Events are set by Dial
+	Out         string // capture folder; default from Recording(getenv)
+}
+
+// Session is a live session opened by Dial; Close also closes its files.
+type Session struct {
+	*Live
+	Dir   string // the capture folder, "" when not recording
+	files []*os.File
+}
+
+// Dial opens a live session for library callers. With ATW_RECORD=1 (read
+// through o.Getenv) or o.Out set, the cassette and event log are written to
+// DIR/cassette.jsonl and DIR/events.jsonl; otherwise they are discarded.
+func Dial(o DialOptions) (*Session, error) {
+	dir := o.Out
+	if dir == "" {
+		dir, _ = Recording(o.Getenv, time.Now())
+	}
+	s := &Session{Dir: dir}
+	o.Cassette, o.Events = io.Discard, io.Discard
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("record session: %w", err)
+		}
+		cf, err := os.Create(filepath.Join(dir, CassetteFile))
+		if err != nil {
+			return nil, fmt.Errorf("record session: %w", err)
+		}
+		ef, err := os.Create(filepath.Join(dir, EventsFile))
+		if err != nil {
+			cf.Close()
+			return nil, fmt.Errorf("record session: %w", err)
+		}
+		s.files = []*os.File{cf, ef}
+		o.Cassette, o.Events = cf, ef
+	}
+	l, err := OpenLive(o.LiveOptions)
+	if err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	s.Live = l
+	return s, nil
+}
+
+// Close ends the session and closes its files.
+func (s *Session) Close() error {
+	err := s.Live.Close()
+	if ferr := s.closeFiles(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func (s *Session) closeFiles() error {
+	var first error
+	for _, f := range s.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.files = nil
+	return first
+}

@@ -1,0 +1,506 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+const lvFrozenTS = "2026-08-30T14:33:00+00:00"
+
+func lvFrozenEnv(k string) string {
+	if k == EnvTS {
+		return lvFrozenTS
+	}
+	return ""
+}
+
+var (
+	lvBuildMu   sync.Mutex
+	lvBuildDir  string
+	lvBuildDone = map[string]string{}
+)
+
+func lvRepoRootDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+// lvBuildTestServer builds the Go program at rel (relative to the repo root)
+// once per test binary and returns the executable's path.
+func lvBuildTestServer(t testing.TB, rel string) string {
+	t.Helper()
+	lvBuildMu.Lock()
+	defer lvBuildMu.Unlock()
+	if p, ok := lvBuildDone[rel]; ok {
+		return p
+	}
+	if lvBuildDir == "" {
+		d, err := os.MkdirTemp("", "witness-capture-test-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lvBuildDir = d
+	}
+	out := filepath.Join(lvBuildDir, strings.ReplaceAll(rel, "/", "_"))
+	cmd := exec.Command("go", "build", "-o", out, "./"+rel)
+	cmd.Dir = lvRepoRootDir(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", rel, err, b)
+	}
+	lvBuildDone[rel] = out
+	return out
+}
+
+func lvServerEnv() []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+}
+
+type lvCaptured struct {
+	res      *CaptureResult
+	err      error
+	cassette []byte
+	events   []byte
+	warnings []string
+	dur      time.Duration
+}
+
+func lvRunCapture(t testing.TB, o CaptureOptions) *lvCaptured {
+	t.Helper()
+	if o.OutDir == "" {
+		o.OutDir = t.TempDir()
+	}
+	if o.Env == nil {
+		o.Env = lvServerEnv()
+	}
+	if o.Getenv == nil {
+		o.Getenv = lvFrozenEnv
+	}
+	var mu sync.Mutex
+	c := &lvCaptured{}
+	o.Warn = func(s string) { mu.Lock(); c.warnings = append(c.warnings, s); mu.Unlock() }
+	start := time.Now()
+	c.res, c.err = RunCapture(o)
+	c.dur = time.Since(start)
+	var err error
+	if c.cassette, err = os.ReadFile(filepath.Join(o.OutDir, CassetteFile)); err != nil {
+		t.Fatal(err)
+	}
+	if c.events, err = os.ReadFile(filepath.Join(o.OutDir, EventsFile)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func lvReadEvents(t testing.TB, data []byte) []*Event {
+	t.Helper()
+	r := NewReader(bytes.NewReader(data), "events.jsonl")
+	var out []*Event
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if err.Error() == "EOF" {
+				return out
+			}
+			t.Fatalf("read events: %v\n%s", err, data)
+		}
+		out = append(out, e)
+	}
+}
+
+func lvReadCassette(t testing.TB, data []byte) (cassette.Header, []*cassette.Record) {
+	t.Helper()
+	cr, err := cassette.NewReader(bytes.NewReader(data), "cassette.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*cassette.Record
+	for {
+		r, err := cr.Next()
+		if err != nil {
+			if err.Error() == "EOF" {
+				return cr.Header(), recs
+			}
+			t.Fatalf("read cassette: %v", err)
+		}
+		recs = append(recs, r)
+	}
+}
+
+// lvCheckRederive re-derives the events from the cassette and compares bytes.
+func lvCheckRederive(t testing.TB, c *lvCaptured) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := EventsFromCassette(bytes.NewReader(c.cassette), "cassette.jsonl", &out, DeriveOptions{Cassette: CassetteFile}, FinishOptions{}); err != nil {
+		t.Fatalf("EventsFromCassette: %v", err)
+	}
+	if !bytes.Equal(out.Bytes(), c.events) {
+		t.Fatalf("events re-derived from the cassette differ from the live log:\nlive:\n%s\nderived:\n%s", c.events, out.Bytes())
+	}
+}
+
+func lvCheckChain(t testing.TB, events []byte) {
+	t.Helper()
+	rep, err := VerifyLog(bytes.NewReader(events), "events.jsonl", VerifyLogOptions{AllowUnsigned: true})
+	if err != nil {
+		t.Fatalf("verify log: %v", err)
+	}
+	if err := rep.Err(); err != nil {
+		t.Fatalf("log does not verify: %v", err)
+	}
+}
+
+func lvCheckGroupGone(t testing.TB, c *lvCaptured) {
+	t.Helper()
+	_, recs := lvReadCassette(t, c.cassette)
+	sawExit := false
+	for _, r := range recs {
+		if r.Life == cassette.LifeExit {
+			sawExit = true
+		}
+	}
+	if !sawExit {
+		t.Fatal("no exit record: the child was not reaped")
+	}
+}
+
+func lvByKind(evs []*Event, k Kind) []*Event {
+	var out []*Event
+	for _, e := range evs {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestGoSDKServer(t *testing.T) {
+	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
+	calls := []ScenarioCall{
+		{Tool: "greet", Arguments: json.RawMessage(`{"name":"witness"}`)},
+		{Tool: "add", Arguments: json.RawMessage(`{"a":1.0,"b":2}`)},
+		{Tool: "fail", Arguments: json.RawMessage(`{"why":"test"}`)},
+		{Tool: "delete_file", Arguments: json.RawMessage(`{"path":"/tmp/x"}`)},
+		{Tool: "add_tool"},
+		{Tool: "no_such_tool", Arguments: json.RawMessage(`{}`)},
+	}
+	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Timeout: 10 * time.Second}, Calls: calls})
+	if c.err != nil {
+		t.Fatalf("capture: %v\nwarnings: %v", c.err, c.warnings)
+	}
+	if c.res.Tools != 6 || c.res.Calls != 6 {
+		t.Fatalf("tools %d calls %d", c.res.Tools, c.res.Calls)
+	}
+	if n := bytes.Count(c.cassette, []byte(`\"method\":\"tools/list\"`)); n != 3 {
+		t.Fatalf("want 3 pages of tools/list (page size 2), got %d requests", n)
+	}
+	evs := lvReadEvents(t, c.events)
+	h := evs[0].Header
+	if h.Server.Name != "witness-gosdk-fixture" || h.Server.ProtocolVersion != "2025-11-25" || len(h.Server.Tools) != 6 {
+		t.Fatalf("header server %+v", h.Server)
+	}
+	tc, tr := lvByKind(evs, KindToolCall), lvByKind(evs, KindToolResponse)
+	if len(tc) != 6 || len(tr) != 6 {
+		t.Fatalf("calls %d responses %d", len(tc), len(tr))
+	}
+	for i := range tc {
+		if tr[i].Call != tc[i].ID || string(tr[i].RPCID) != string(tc[i].RPCID) {
+			t.Fatalf("response %d not linked to its call: %+v", i, tr[i])
+		}
+	}
+	if string(tc[1].Payload) != `{"a":1,"b":2}` && string(tc[1].Payload) != `{"a":1.0,"b":2}` {
+		t.Fatalf("payload %s", tc[1].Payload)
+	}
+	if !*tr[2].IsError || *tr[0].IsError {
+		t.Fatal("is_error of fail / greet")
+	}
+	if !bytes.Contains(tr[0].Payload, []byte(`Hi witness`)) {
+		t.Fatalf("real result not kept: %s", tr[0].Payload)
+	}
+	eff := lvByKind(evs, KindExternalEffect)
+	if len(eff) != 1 || eff[0].Call != tc[3].ID || eff[0].Effect.Target != "/tmp/x" {
+		t.Fatalf("external effects: %+v", eff)
+	}
+	var listChanged int
+	for _, e := range lvByKind(evs, KindNotification) {
+		if e.Method == "notifications/tools/list_changed" {
+			listChanged++
+		}
+	}
+	if listChanged != 1 {
+		t.Fatalf("want one unprompted notifications/tools/list_changed, got %d", listChanged)
+	}
+	last := evs[len(evs)-1]
+	if last.Kind != KindSessionEnd || last.End.Count != int64(len(evs)-1) {
+		t.Fatalf("session end %+v", last)
+	}
+	lvCheckChain(t, c.events)
+	lvCheckRederive(t, c)
+	lvCheckGroupGone(t, c)
+}
+
+func TestGoSDKDeterministic10Runs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 server runs")
+	}
+	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
+	calls := []ScenarioCall{
+		{Tool: "greet", Arguments: json.RawMessage(`{"name":"a"}`)},
+		{Tool: "fail", Arguments: json.RawMessage(`{}`)},
+		{Tool: "delete_file", Arguments: json.RawMessage(`{"path":"p"}`)},
+		{Tool: "add_tool"},
+	}
+	var first []byte
+	for i := 0; i < 10; i++ {
+		c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Args: []string{}}, Calls: calls})
+		if c.err != nil {
+			t.Fatal(c.err)
+		}
+		if i == 0 {
+			first = c.events
+			continue
+		}
+		if !bytes.Equal(first, c.events) {
+			t.Fatalf("run %d: event log differs\n%s\n---\n%s", i, first, c.events)
+		}
+	}
+}
+
+func TestProtocolVersions(t *testing.T) {
+	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
+	for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
+		c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Protocol: v}})
+		if c.err != nil {
+			t.Fatalf("%s: %v", v, c.err)
+		}
+		if c.res.Server.ProtocolVersion != v {
+			t.Fatalf("%s: negotiated %s", v, c.res.Server.ProtocolVersion)
+		}
+	}
+	_, err := OpenLive(LiveOptions{Command: bin, Protocol: "2026-07-28", Cassette: &bytes.Buffer{}, Events: &bytes.Buffer{}})
+	if err == nil || exitcode.Of(err) != exitcode.Usage {
+		t.Fatalf("unsupported pinned version: %v", err)
+	}
+}
+
+func TestServerRequestsAndPing(t *testing.T) {
+	bin := lvBuildTestServer(t, "testdata/hostile/requests")
+	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Timeout: 5 * time.Second}, Calls: []ScenarioCall{{Tool: "echo"}}})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	for _, want := range []string{
+		`"text":"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}"`,
+		`"text":"{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"error\":{\"code\":-32601,\"message\":\"method not found: sampling/createMessage\"}}"`,
+		`"text":"{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32601,`,
+	} {
+		if !bytes.Contains(c.cassette, []byte(want)) {
+			t.Fatalf("cassette lacks %s\n%s", want, c.cassette)
+		}
+	}
+	n := 0
+	for _, e := range lvByKind(lvReadEvents(t, c.events), KindNotification) {
+		if len(e.RPCID) > 0 {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("want 3 server requests recorded as events, got %d", n)
+	}
+	lvCheckRederive(t, c)
+}
+
+type lvHostileCase struct {
+	name    string
+	timeout time.Duration
+	calls   []ScenarioCall
+	errHas  []string
+	check   func(t *testing.T, c *lvCaptured)
+}
+
+func TestHostileServers(t *testing.T) {
+	cases := []lvHostileCase{
+		{name: "silent", timeout: 300 * time.Millisecond, errHas: []string{"did not answer initialize", "within 300ms"}},
+		{name: "wrongid", timeout: 300 * time.Millisecond, errHas: []string{"did not answer initialize", `"1" (string)`}, check: func(t *testing.T, c *lvCaptured) {
+			if len(lvByKind(lvReadEvents(t, c.events), KindNotification)) != 1 {
+				t.Fatal("the unmatched response must be an event")
+			}
+		}},
+		{name: "banner", timeout: 2 * time.Second, calls: []ScenarioCall{{Tool: "echo"}}, check: func(t *testing.T, c *lvCaptured) {
+			if !bytes.Contains(c.cassette, []byte(`"text":"Banner Server v1.0 starting on stdio..."`)) || !bytes.Contains(c.cassette, []byte(`"b64":"//4gbm90IHV0Zi04DQ=="`)) {
+				t.Fatalf("banner lines not kept exactly:\n%s", c.cassette)
+			}
+			n := 0
+			for _, e := range lvByKind(lvReadEvents(t, c.events), KindNotification) {
+				if e.Method == MethodInvalidLine {
+					n++
+				}
+			}
+			if n != 2 || len(c.warnings) < 2 {
+				t.Fatalf("invalid lines: %d events, warnings %v", n, c.warnings)
+			}
+		}},
+		{name: "bigline", timeout: 5 * time.Second, errHas: []string{"maximum line size of 16 MiB"}, check: func(t *testing.T, c *lvCaptured) {
+			_, recs := lvReadCassette(t, c.cassette)
+			var line []byte
+			for _, r := range recs {
+				if r.Dir == cassette.S2C && (r.Cont || len(line) > 0) {
+					line = append(line, r.Data...)
+					if !r.Cont {
+						break
+					}
+				}
+			}
+			if len(line) < 20<<20 {
+				t.Fatalf("the 20 MiB line is not kept whole in the cassette: %d bytes", len(line))
+			}
+		}},
+		{name: "midreply", timeout: 2 * time.Second, errHas: []string{"closed its stdout before answering tools/list", "exit status 3"}, check: func(t *testing.T, c *lvCaptured) {
+			if !bytes.Contains(c.cassette, []byte(`"partial":true`)) {
+				t.Fatal("partial line not flagged")
+			}
+		}},
+		{name: "stubborn", timeout: 2 * time.Second, errHas: []string{"ignored stdin closing and SIGTERM; killed with SIGKILL"}, check: func(t *testing.T, c *lvCaptured) {
+			for _, s := range []string{`"life":"stdin_closed"`, `"signal":"SIGTERM"`, `"signal":"SIGKILL"`, `"status":"signal: killed"`} {
+				if !bytes.Contains(c.cassette, []byte(s)) {
+					t.Fatalf("cassette lacks %s", s)
+				}
+			}
+		}},
+		{name: "flood", timeout: 300 * time.Millisecond, errHas: []string{"did not answer tools/list"}, check: func(t *testing.T, c *lvCaptured) {
+			if n := len(lvByKind(lvReadEvents(t, c.events), KindNotification)); n < 100 {
+				t.Fatalf("only %d notifications recorded", n)
+			}
+		}},
+	}
+	for _, hc := range cases {
+		t.Run(hc.name, func(t *testing.T) {
+			bin := lvBuildTestServer(t, "testdata/hostile/"+hc.name)
+			c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Timeout: hc.timeout,
+				StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond}, Calls: hc.calls})
+			t.Logf("%s: ended in %s: %v", hc.name, c.dur.Round(time.Millisecond), c.err)
+			if len(hc.errHas) > 0 {
+				if c.err == nil {
+					t.Fatal("want an error")
+				}
+				for _, s := range hc.errHas {
+					if !strings.Contains(c.err.Error(), s) {
+						t.Fatalf("error %q lacks %q", c.err, s)
+					}
+				}
+				if exitcode.Of(c.err) != exitcode.Failure {
+					t.Fatalf("exit code %v", exitcode.Of(c.err))
+				}
+			} else if c.err != nil {
+				t.Fatal(c.err)
+			}
+			if c.dur > hc.timeout+5*time.Second {
+				t.Fatalf("took %s", c.dur)
+			}
+			lvCheckGroupGone(t, c)
+			lvCheckChain(t, c.events)
+			lvCheckRederive(t, c)
+			if hc.check != nil {
+				hc.check(t, c)
+			}
+		})
+	}
+}
+
+// TestNoSurvivors checks that the whole process group of a server is gone
+// after Close, including a grandchild that ignores SIGTERM.
+func TestNoSurvivors(t *testing.T) {
+	bin := lvBuildTestServer(t, "testdata/hostile/stubborn")
+	var cas, evs bytes.Buffer
+	l, err := OpenLive(LiveOptions{Command: bin, Env: lvServerEnv(), Cassette: &cas, Events: &evs, Getenv: lvFrozenEnv,
+		Timeout: 2 * time.Second, StdinGrace: 100 * time.Millisecond, TermGrace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid := l.Client.PGID()
+	if err := syscall.Kill(-pgid, 0); err != nil {
+		t.Fatalf("group not alive before close: %v", err)
+	}
+	if err := l.Close(); err == nil {
+		t.Fatal("want an error for a server that needed SIGKILL")
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		err := syscall.Kill(-pgid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d still has members: %v", pgid, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestScenarioParse(t *testing.T) {
+	calls, notes, err := ParseScenario([]byte(`[
+	 {"kind":"tool_call","tool":"read_file","payload":{"path":"/x"}},
+	 {"kind":"model_input","payload":"hi"},
+	 {"tool":"echo","arguments":{"message": "a b"}},
+	 {"tool":"noargs"}]`), "s.json")
+	if err != nil || len(calls) != 3 || len(notes) != 1 || string(calls[1].Arguments) != `{"message":"a b"}` || calls[2].Arguments != nil {
+		t.Fatalf("%v %v %+v", err, notes, calls)
+	}
+	for in, want := range map[string]string{
+		`{}`:                             "must be a JSON list",
+		`[1]`:                            "s.json: [0]: must be a JSON object",
+		`[{"kind":"foo","tool":"x"}]`:    "[0].kind: must be one of",
+		`[{"tool":""}]`:                  "[0].tool: must be a non-empty string",
+		`[{"tool":"x","arguments":[1]}]`: "[0].arguments: must be a JSON object",
+		`[{"tool":"x","extra":1}]`:       `[0]: unknown field "extra"`,
+		"[\n{\"tool\":\"x\",}]":          "line 2: not valid JSON",
+	} {
+		_, _, err := ParseScenario([]byte(in), "s.json")
+		if err == nil || !strings.Contains(err.Error(), want) || exitcode.Of(err) != exitcode.Usage {
+			t.Errorf("%s: %v (want %q)", in, err, want)
+		}
+	}
+}
+
+func FuzzParseScenario(f *testing.F) {
+	f.Add([]byte(`[{"kind":"tool_call","tool":"a","payload":{"x":1}},{"tool":"b","arguments":{}}]`))
+	f.Add([]byte(`[{"kind":"model_output"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		calls, _, err := ParseScenario(data, "f.json")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "scenario f.json: ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for _, c := range calls {
+			if c.Tool == "" || (c.Arguments != nil && !json.Valid(c.Arguments)) || bytes.ContainsAny(c.Arguments, "\n") {
+				t.Fatalf("bad call %+v", c)
+			}
+		}
+	})
+}

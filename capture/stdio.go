@@ -1,0 +1,578 @@
+package capture
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/version"
+	"github.com/agent-trace-witness/witness/mcp"
+)
+
+// Defaults of the live stdio client.
+const (
+	DefaultTimeout    = 30 * time.Second // per request
+	DefaultStdinGrace = 5 * time.Second  // wait after closing stdin before SIGTERM
+	DefaultTermGrace  = 5 * time.Second  // wait after SIGTERM before SIGKILL
+)
+
+// StdioOptions configure a live stdio client.
+type StdioOptions struct {
+	Command string
+	Args    []string
+	Env     []string // the server's whole environment, NAME=VALUE; nothing is inherited
+	Dir     string
+
+	Protocol   string        // pinned in initialize; default mcp.DefaultProtocol
+	Timeout    time.Duration // per request; default DefaultTimeout
+	MaxLine    int           // default mcp.DefaultMaxLine
+	StdinGrace time.Duration // default DefaultStdinGrace
+	TermGrace  time.Duration // default DefaultTermGrace
+
+	Cassette *cassette.Writer // required: every byte is recorded here before it is parsed
+	Warn     func(msg string) // warnings (non-JSON stdout, unmatched ids); may be nil
+}
+
+// StdioClient is a live MCP client over a server's stdio. It owns its
+// framing: every line is recorded in the cassette before it is parsed, and
+// replies are matched to requests by the exact id token.
+type StdioClient struct {
+	o    StdioOptions
+	cmd  *exec.Cmd
+	pgid int
+
+	stdin    *os.File
+	sendMu   sync.Mutex
+	stdinMu  sync.Mutex
+	closedIn bool
+
+	mu        sync.Mutex
+	pending   map[string]chan *mcp.Message
+	nextID    int64
+	unmatched []string
+	fatal     error
+
+	fatalCh    chan struct{}
+	fatalOnce  sync.Once
+	stdoutDone chan struct{}
+	stderrDone chan struct{}
+	exited     chan struct{}
+	exitState  *os.ProcessState
+	exitErr    error
+
+	InitializeResult json.RawMessage
+	Protocol         string
+}
+
+// ServerError is a JSON-RPC error object returned by the server.
+type ServerError struct {
+	Method string
+	Code   int             `json:"code"`
+	Msg    string          `json:"message"`
+	Data   json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, e.Msg)
+}
+
+func (o *StdioOptions) defaults() {
+	if o.Protocol == "" {
+		o.Protocol = mcp.DefaultProtocol
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = mcp.DefaultMaxLine
+	}
+	if o.StdinGrace <= 0 {
+		o.StdinGrace = DefaultStdinGrace
+	}
+	if o.TermGrace <= 0 {
+		o.TermGrace = DefaultTermGrace
+	}
+	if o.Warn == nil {
+		o.Warn = func(string) {}
+	}
+}
+
+// StartStdio spawns the server (no shell, its own process group, explicit
+// environment) and starts reading its stdout and stderr.
+func StartStdio(o StdioOptions) (*StdioClient, error) {
+	o.defaults()
+	if o.Cassette == nil {
+		return nil, errors.New("start server: no cassette writer")
+	}
+	if !mcp.Supported(o.Protocol) {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("protocol version %q is not supported", o.Protocol),
+			"use one of "+strings.Join(mcp.SupportedProtocols, ", "))
+	}
+	path, err := exec.LookPath(o.Command)
+	if err != nil {
+		o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSpawnFailed, Detail: err.Error()})
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start server %s: %w", o.Command, err), "check the command after --; it is run without a shell")
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	env := o.Env
+	if env == nil {
+		env = []string{}
+	}
+	cmd := &exec.Cmd{Path: path, Args: append([]string{o.Command}, o.Args...), Env: env, Dir: o.Dir,
+		Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
+			f.Close()
+		}
+		o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSpawnFailed, Detail: err.Error()})
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start server %s: %w", o.Command, err), "")
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, pending: map[string]chan *mcp.Message{}, nextID: 1,
+		fatalCh: make(chan struct{}), stdoutDone: make(chan struct{}), stderrDone: make(chan struct{}), exited: make(chan struct{})}
+	o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSpawn, Detail: "own process group, no shell"})
+	go c.readStdout(outR)
+	go c.readStderr(errR)
+	go func() {
+		err := cmd.Wait()
+		c.mu.Lock()
+		c.exitState, c.exitErr = cmd.ProcessState, err
+		c.mu.Unlock()
+		rec := cassette.Record{Life: cassette.LifeExit, Status: exitStatus(cmd.ProcessState, err)}
+		if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
+			code := cmd.ProcessState.ExitCode()
+			rec.Code = &code
+		}
+		o.Cassette.Lifecycle(rec)
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+func exitStatus(ps *os.ProcessState, err error) string {
+	if ps != nil {
+		return ps.String()
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "unknown"
+}
+
+// PGID returns the server's process group id.
+func (c *StdioClient) PGID() int { return c.pgid }
+
+func (c *StdioClient) fail(err error) {
+	c.fatalOnce.Do(func() {
+		c.mu.Lock()
+		c.fatal = err
+		c.mu.Unlock()
+		c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeError, Detail: err.Error()})
+		close(c.fatalCh)
+	})
+}
+
+func (c *StdioClient) readStdout(f *os.File) {
+	defer close(c.stdoutDone)
+	defer f.Close()
+	lr := mcp.NewLineReader(f, c.o.MaxLine)
+	for {
+		l, err := lr.Next()
+		if errors.Is(err, io.EOF) {
+			c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeEOF, Stream: cassette.S2C})
+			return
+		}
+		var tl *mcp.LineTooLongError
+		if err != nil && !errors.As(err, &tl) {
+			c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeError, Stream: cassette.S2C, Detail: "read stdout: " + err.Error()})
+			return
+		}
+		if l.More {
+			c.o.Cassette.RecordPiece(cassette.S2C, l.Bytes)
+			if tl != nil {
+				c.o.Warn(fmt.Sprintf("server stdout: %v; the line is kept in the cassette, the session is ended", tl))
+				c.fail(exitcode.New(exitcode.Failure, fmt.Errorf("server sent a %v", strings.TrimPrefix(tl.Error(), "line ")),
+					"raise the limit with --max-line if the server is expected to send larger messages"))
+			}
+			continue
+		}
+		seq, _ := c.o.Cassette.Record(cassette.S2C, l.Bytes, l.Partial)
+		if l.Partial {
+			c.o.Warn(fmt.Sprintf("server stdout ended with %d bytes and no newline (cassette record %d, kept and flagged partial)", len(l.Bytes), seq))
+		}
+		c.dispatch(l.Bytes, seq)
+	}
+}
+
+func (c *StdioClient) dispatch(line []byte, seq int64) {
+	m, err := mcp.Parse(line)
+	if err != nil {
+		c.o.Warn(fmt.Sprintf("server stdout line is not a JSON-RPC message (cassette record %d, kept): %v: %s", seq, err, preview(line)))
+		return
+	}
+	switch m.Kind {
+	case mcp.KindResponse:
+		key := mcp.IDKey(m.ID)
+		c.mu.Lock()
+		ch, ok := c.pending[key]
+		if ok {
+			delete(c.pending, key)
+		} else {
+			c.unmatched = append(c.unmatched, fmt.Sprintf("%s (%s)", orNone(m.ID), mcp.IDType(m.ID)))
+		}
+		c.mu.Unlock()
+		if ok {
+			ch <- m
+			return
+		}
+		c.o.Warn(fmt.Sprintf("server sent a response with id %s (%s) that matches no pending request (cassette record %d); ids are matched by exact token and type", orNone(m.ID), mcp.IDType(m.ID), seq))
+	case mcp.KindRequest:
+		if m.Method == "ping" {
+			c.write(mcp.Result(m.ID, json.RawMessage(`{}`)))
+			return
+		}
+		c.write(mcp.ErrorResponse(m.ID, mcp.CodeMethodNotFound, "method not found: "+m.Method))
+	}
+}
+
+func orNone(id json.RawMessage) string {
+	if id == nil {
+		return "(none)"
+	}
+	return string(id)
+}
+
+func preview(b []byte) string {
+	const n = 80
+	s := string(b)
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func (c *StdioClient) readStderr(f *os.File) {
+	defer close(c.stderrDone)
+	defer f.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			c.o.Cassette.Record(cassette.Stderr, append([]byte(nil), buf[:n]...), false)
+		}
+		if err != nil {
+			c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeEOF, Stream: cassette.Stderr})
+			return
+		}
+	}
+}
+
+// write records line in the cassette, then writes it with its newline to
+// the server's stdin, under a write deadline so that a server that stops
+// reading cannot block the client.
+func (c *StdioClient) write(line []byte) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	c.stdinMu.Lock()
+	closed := c.closedIn
+	c.stdinMu.Unlock()
+	if closed {
+		return errors.New("server stdin is closed")
+	}
+	if _, err := c.o.Cassette.Record(cassette.C2S, line, false); err != nil {
+		return err
+	}
+	b := make([]byte, 0, len(line)+1)
+	b = append(append(b, line...), '\n')
+	_ = c.stdin.SetWriteDeadline(time.Now().Add(c.o.Timeout))
+	if _, err := c.stdin.Write(b); err != nil {
+		err = fmt.Errorf("write to server stdin: %w", err)
+		c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeError, Stream: cassette.C2S, Detail: err.Error()})
+		return err
+	}
+	return nil
+}
+
+// Request sends a request and waits for the reply with the same id token.
+// On timeout it sends notifications/cancelled (except for initialize, which
+// must not be cancelled) and returns an error.
+func (c *StdioClient) Request(method string, params json.RawMessage) (*mcp.Message, error) {
+	c.mu.Lock()
+	id := c.nextID
+	c.nextID++
+	idTok := json.RawMessage(strconv.FormatInt(id, 10))
+	ch := make(chan *mcp.Message, 1)
+	c.pending[mcp.IDKey(idTok)] = ch // registered before the write: a fast reply is never lost
+	fatal := c.fatal
+	c.mu.Unlock()
+	drop := func() {
+		c.mu.Lock()
+		delete(c.pending, mcp.IDKey(idTok))
+		c.mu.Unlock()
+	}
+	if fatal != nil {
+		drop()
+		return nil, fatal
+	}
+	if err := c.write(mcp.Request(id, method, params)); err != nil {
+		drop()
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("send %s (id %d): %w", method, id, err), c.exitHint())
+	}
+	timer := time.NewTimer(c.o.Timeout)
+	defer timer.Stop()
+	select {
+	case m := <-ch:
+		return m, nil
+	case <-timer.C:
+		drop()
+		if method != "initialize" {
+			reason, _ := json.Marshal(fmt.Sprintf("timed out after %s", c.o.Timeout))
+			c.write(mcp.Notification("notifications/cancelled", json.RawMessage(`{"requestId":`+string(idTok)+`,"reason":`+string(reason)+`}`)))
+		}
+		err := fmt.Errorf("server did not answer %s (id %d) within %s", method, id, c.o.Timeout)
+		if u := c.unmatchedIDs(); u != "" {
+			err = fmt.Errorf("%w; it sent responses with ids that match no request: %s (ids are matched by exact token and type)", err, u)
+		}
+		return nil, c.report(exitcode.New(exitcode.Failure, err, "raise --timeout if the server is slow; the cassette shows everything it sent"))
+	case <-c.fatalCh:
+		drop()
+		return nil, c.fatal
+	case <-c.stdoutDone:
+		select { // the reply may have been the last line
+		case m := <-ch:
+			return m, nil
+		default:
+		}
+		drop()
+		return nil, c.report(exitcode.New(exitcode.Failure, fmt.Errorf("server closed its stdout before answering %s (id %d)%s", method, id, c.exitSuffix()), c.exitHint()))
+	}
+}
+
+// report records err in the cassette (a lifecycle error record) and
+// returns it.
+func (c *StdioClient) report(err error) error {
+	c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeError, Detail: err.Error()})
+	return err
+}
+
+func (c *StdioClient) unmatchedIDs() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.unmatched, ", ")
+}
+
+func (c *StdioClient) exitSuffix() string {
+	select {
+	case <-c.exited:
+	case <-time.After(500 * time.Millisecond):
+		return " (the process is still running)"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return "; server " + exitStatus(c.exitState, c.exitErr)
+}
+
+func (c *StdioClient) exitHint() string {
+	return "the server's stderr is in the cassette (records with \"dir\":\"stderr\")"
+}
+
+// Initialize performs the handshake: initialize with the pinned protocol
+// version, check the answered version, then notifications/initialized.
+func (c *StdioClient) Initialize() (json.RawMessage, error) {
+	params, _ := json.Marshal(map[string]any{
+		"protocolVersion": c.o.Protocol,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]string{"name": "witness", "version": version.Version},
+	})
+	m, err := c.Request("initialize", params)
+	if err != nil {
+		return nil, err
+	}
+	if m.Error != nil {
+		se := serverError("initialize", m.Error)
+		return nil, c.report(exitcode.New(exitcode.Failure, fmt.Errorf("server rejected initialize: %w", se), "try another --protocol: "+strings.Join(mcp.SupportedProtocols, ", ")))
+	}
+	var res struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		ServerInfo      json.RawMessage `json:"serverInfo"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("initialize result is not an object: %w", err), "")
+	}
+	if !mcp.Supported(res.ProtocolVersion) {
+		return nil, c.report(exitcode.New(exitcode.Failure,
+			fmt.Errorf("server answered initialize with protocol version %q, which witness does not support (it asked for %s); disconnected", res.ProtocolVersion, c.o.Protocol),
+			"witness speaks "+strings.Join(mcp.SupportedProtocols, ", ")))
+	}
+	c.InitializeResult, c.Protocol = m.Result, res.ProtocolVersion
+	if err := c.write(mcp.Notification("notifications/initialized", nil)); err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("send notifications/initialized: %w", err), c.exitHint())
+	}
+	return m.Result, nil
+}
+
+func serverError(method string, raw json.RawMessage) *ServerError {
+	se := &ServerError{Method: method}
+	_ = json.Unmarshal(raw, se)
+	return se
+}
+
+// MaxToolPages bounds tools/list pagination.
+const MaxToolPages = 1000
+
+// ListTools follows nextCursor through every page of tools/list and returns
+// the raw tool definitions in server order.
+func (c *StdioClient) ListTools() ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	cursor := ""
+	seen := map[string]bool{}
+	for page := 0; ; page++ {
+		if page >= MaxToolPages {
+			return all, exitcode.New(exitcode.Failure, fmt.Errorf("tools/list: more than %d pages", MaxToolPages), "")
+		}
+		params := json.RawMessage(`{}`)
+		if cursor != "" {
+			b, _ := json.Marshal(map[string]string{"cursor": cursor})
+			params = b
+		}
+		m, err := c.Request("tools/list", params)
+		if err != nil {
+			return all, err
+		}
+		if m.Error != nil {
+			return all, exitcode.New(exitcode.Failure, serverError("tools/list", m.Error), "")
+		}
+		var res struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor *string           `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(m.Result, &res); err != nil {
+			return all, exitcode.New(exitcode.Failure, fmt.Errorf("tools/list result: %w", err), "")
+		}
+		all = append(all, res.Tools...)
+		if res.NextCursor == nil || *res.NextCursor == "" {
+			return all, nil
+		}
+		if seen[*res.NextCursor] {
+			return all, exitcode.New(exitcode.Failure, fmt.Errorf("tools/list: server repeated cursor %q", *res.NextCursor), "")
+		}
+		seen[*res.NextCursor] = true
+		cursor = *res.NextCursor
+	}
+}
+
+// CallTool calls a tool with the given arguments (a JSON object, or nil).
+// A JSON-RPC error is returned as the message, not as an error: it is a
+// recorded response.
+func (c *StdioClient) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
+	nb, _ := json.Marshal(name)
+	params := `{"name":` + string(nb)
+	if args != nil {
+		params += `,"arguments":` + string(args)
+	}
+	params += "}"
+	return c.Request("tools/call", json.RawMessage(params))
+}
+
+// Shutdown is how the server ended.
+type Shutdown struct {
+	Step     string // "stdin closed", "SIGTERM", "SIGKILL", "exited by itself"
+	Status   string // exit status
+	Leftover bool   // other members of the process group had to be killed
+	Warning  string // set when the server needed SIGTERM
+	Err      error  // set when the server had to be killed with SIGKILL, or a stream did not end
+}
+
+// Close shuts the server down: close stdin, wait, SIGTERM the process group,
+// wait, SIGKILL; it keeps reading stdout and stderr until EOF, reaps the
+// process, and kills what is left of its process group.
+func (c *StdioClient) Close() Shutdown {
+	var sd Shutdown
+	select {
+	case <-c.exited:
+		sd.Step = "exited by itself"
+	default:
+	}
+	c.sendMu.Lock()
+	c.stdinMu.Lock()
+	if !c.closedIn {
+		c.closedIn = true
+		c.stdin.Close()
+		c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeStdinClosed})
+	}
+	c.stdinMu.Unlock()
+	c.sendMu.Unlock()
+	if sd.Step == "" {
+		sd.Step = "stdin closed"
+		if !waitFor(c.exited, c.o.StdinGrace) {
+			sd.Step = "SIGTERM"
+			c.signal(syscall.SIGTERM)
+			if !waitFor(c.exited, c.o.TermGrace) {
+				sd.Step = "SIGKILL"
+				c.signal(syscall.SIGKILL)
+				<-c.exited
+			}
+		}
+	}
+	// leftovers of the group (grandchildren) go too
+	if syscall.Kill(-c.pgid, 0) == nil {
+		sd.Leftover = true
+		c.signal(syscall.SIGKILL)
+	}
+	if !waitFor(c.stdoutDone, c.o.TermGrace) || !waitFor(c.stderrDone, c.o.TermGrace) {
+		sd.Err = errors.New("server output did not reach end of file after the process exited (a process outside its group holds the pipe)")
+	}
+	c.mu.Lock()
+	sd.Status = exitStatus(c.exitState, c.exitErr)
+	c.mu.Unlock()
+	switch sd.Step {
+	case "SIGTERM":
+		sd.Warning = fmt.Sprintf("server did not exit within %s of stdin closing; stopped with SIGTERM (%s)", c.o.StdinGrace, sd.Status)
+	case "SIGKILL":
+		sd.Err = fmt.Errorf("server ignored stdin closing and SIGTERM; killed with SIGKILL after %s (%s)", c.o.StdinGrace+c.o.TermGrace, sd.Status)
+	}
+	return sd
+}
+
+func (c *StdioClient) signal(sig syscall.Signal) {
+	name := "SIGTERM"
+	if sig == syscall.SIGKILL {
+		name = "SIGKILL"
+	}
+	c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSignal, Signal: name})
+	_ = syscall.Kill(-c.pgid, sig)
+}
+
+func waitFor(ch chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
