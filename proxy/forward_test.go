@@ -18,25 +18,42 @@ import (
 	"github.com/agent-trace-witness/witness/cassette"
 )
 
-// echoServer is the path of testdata/servers/echo, built once by TestMain.
+// echoServer is the path of testdata/servers/echo, built by echo.
 var echoServer string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "witness-proxy-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	echoServer = filepath.Join(dir, "echo")
-	build := exec.Command("go", "build", "-o", echoServer, "../testdata/servers/echo")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build echo server:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
 	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// echo returns the path of testdata/servers/echo, built on first use (not
+// in TestMain, so that fuzz workers start fast).
+func echo(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "witness-proxy-test")
+		if buildErr != nil {
+			return
+		}
+		echoServer = filepath.Join(buildDir, "echo")
+		out, err := exec.Command("go", "build", "-o", echoServer, "../testdata/servers/echo").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build echo server: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return echoServer
 }
 
 // memSink keeps every line it is given.
@@ -117,7 +134,7 @@ func drive(t *testing.T, w io.WriteCloser, r io.Reader) string {
 
 func direct(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(echoServer, args...)
+	cmd := exec.Command(echo(t), args...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -179,7 +196,7 @@ func viaProxy(t *testing.T, fw *Forwarder, script func(w io.WriteCloser, r io.Re
 func TestForwardByteIdentical(t *testing.T) {
 	want := direct(t)
 	var sent bytes.Buffer
-	p := viaProxy(t, &Forwarder{Command: []string{echoServer, "-banner"}}, func(w io.WriteCloser, r io.Reader) string {
+	p := viaProxy(t, &Forwarder{Command: []string{echo(t), "-banner"}}, func(w io.WriteCloser, r io.Reader) string {
 		return drive(t, teeWriteCloser{w, &sent}, r)
 	})
 	if p.host != want {
@@ -208,7 +225,7 @@ func (t teeWriteCloser) Write(b []byte) (int, error) { t.tee.Write(b); return t.
 func (t teeWriteCloser) Close() error                { return t.w.Close() }
 
 func TestForwardPartialLineAndExitStatus(t *testing.T) {
-	p := viaProxy(t, &Forwarder{Command: []string{echoServer, "-exit", "7"}}, func(w io.WriteCloser, r io.Reader) string {
+	p := viaProxy(t, &Forwarder{Command: []string{echo(t), "-exit", "7"}}, func(w io.WriteCloser, r io.Reader) string {
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0","id":2,"meth`)
 		w.Close()
 		b, _ := io.ReadAll(r)
@@ -238,7 +255,7 @@ func TestForwardPartialLineAndExitStatus(t *testing.T) {
 
 func TestForwardSignalToGroup(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
-	p := viaProxy(t, &Forwarder{Command: []string{echoServer}, Signals: sigs}, func(w io.WriteCloser, r io.Reader) string {
+	p := viaProxy(t, &Forwarder{Command: []string{echo(t)}, Signals: sigs}, func(w io.WriteCloser, r io.Reader) string {
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
 		br := bufio.NewReader(r)
 		line, _ := br.ReadString('\n')
@@ -257,7 +274,7 @@ func TestForwardSignalToGroup(t *testing.T) {
 func TestForwardKillAfterGrace(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	start := time.Now()
-	p := viaProxy(t, &Forwarder{Command: []string{echoServer, "-ignore-term"}, Signals: sigs, KillGrace: 300 * time.Millisecond},
+	p := viaProxy(t, &Forwarder{Command: []string{echo(t), "-ignore-term"}, Signals: sigs, KillGrace: 300 * time.Millisecond},
 		func(w io.WriteCloser, r io.Reader) string {
 			// the reply proves the server is past its signal.Ignore
 			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
@@ -276,7 +293,7 @@ func TestForwardKillAfterGrace(t *testing.T) {
 }
 
 func TestForwardNoGrandchildSurvives(t *testing.T) {
-	p := viaProxy(t, &Forwarder{Command: []string{echoServer, "-child"}, DrainWait: 200 * time.Millisecond},
+	p := viaProxy(t, &Forwarder{Command: []string{echo(t), "-child"}, DrainWait: 200 * time.Millisecond},
 		func(w io.WriteCloser, r io.Reader) string {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
 			w.Close()

@@ -168,7 +168,7 @@ func TestRecordedSession(t *testing.T) {
 	fx := filepath.Join(t.TempDir(), "fx.json")
 	os.WriteFile(fx, []byte(`{"format":"witness-effects","v":1,"effects":[{"tool":"echo","op":"send","target":"$.text"}]}`), 0o644)
 	var stderr bytes.Buffer
-	h, res, err := runRecorded(t, Options{Command: []string{echoServer, "-notify", "-ask", "-banner"}, EffectsPath: fx, Stderr: &stderr}, collidingSession)
+	h, res, err := runRecorded(t, Options{Command: []string{echo(t), "-notify", "-ask", "-banner"}, EffectsPath: fx, Stderr: &stderr}, collidingSession)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
@@ -282,7 +282,7 @@ func TestRecordedSessionDeterministic(t *testing.T) {
 	var first []byte
 	var firstCas []byte
 	for i := 0; i < 10; i++ {
-		_, res, err := runRecorded(t, Options{Command: []string{echoServer, "-notify", "-ask"}, Env: []string{"PATH=/usr/bin"}}, collidingSession)
+		_, res, err := runRecorded(t, Options{Command: []string{echo(t), "-notify", "-ask"}, Env: []string{"PATH=/usr/bin"}}, collidingSession)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestRecordedSessionDeterministic(t *testing.T) {
 func TestUnansweredCallEffect(t *testing.T) {
 	fx := filepath.Join(t.TempDir(), "fx.json")
 	os.WriteFile(fx, []byte(`{"format":"witness-effects","v":1,"effects":[{"tool":"hang","op":"exec","target":"$.cmd"}]}`), 0o644)
-	_, res, err := runRecorded(t, Options{Command: []string{echoServer}, EffectsPath: fx}, func(h *host) {
+	_, res, err := runRecorded(t, Options{Command: []string{echo(t)}, EffectsPath: fx}, func(h *host) {
 		h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang","arguments":{"cmd":"rm -rf /tmp/x"}}}`)
 	})
 	if err != nil {
@@ -332,7 +332,7 @@ func TestUnansweredCallEffect(t *testing.T) {
 func TestRunRefusesExistingRecording(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, CassetteName), []byte("x"), 0o644)
-	_, err := Run(context.Background(), Options{OutDir: dir, Command: []string{echoServer}})
+	_, err := Run(context.Background(), Options{OutDir: dir, Command: []string{echo(t)}})
 	if err == nil || !strings.Contains(err.Error(), "create cassette") {
 		t.Fatalf("err %v", err)
 	}

@@ -1,0 +1,11 @@
+// Package serve owns `witness serve`: an MCP stdio server that answers from
+// a cassette, so that CI can re-run an agent against recorded servers.
+//
+// Requests match on method and params with volatile keys ignored (see
+// VolatileKeys); the incoming id is echoed into the recorded response bytes,
+// which are otherwise replayed exactly; repeated identical requests replay
+// their recorded answers in order; server notifications and requests are
+// replayed where they occurred in the recording; a miss is a JSON-RPC error,
+// the nearest recorded request and a diff on stderr, and exit status 4.
+// See docs/design/serve.md.
+package serve
