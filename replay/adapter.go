@@ -84,7 +84,7 @@ func recordsOf(g *graph.Graph) []Record {
 // set: member nodes go, so do relation nodes (prov:Association and the like)
 // that only members referred to, and every reference to a node that went.
 // Nodes that keep all their references are shared with g, not copied.
-func counterfactualGraph(g *graph.Graph, gone map[string]bool) *graph.Graph {
+func counterfactualGraph(g *graph.Graph, gone func(string) bool) *graph.Graph {
 	referrers := map[string]int{} // relation node -> references from kept nodes
 	referred := map[string]bool{}
 	for _, n := range g.Nodes {
@@ -94,14 +94,14 @@ func counterfactualGraph(g *graph.Graph, gone map[string]bool) *graph.Graph {
 					continue
 				}
 				referred[t.IRI] = true
-				if !gone[n.ID] {
+				if !gone(n.ID) {
 					referrers[t.IRI]++
 				}
 			}
 		}
 	}
 	drop := func(n *graph.Node) bool {
-		if gone[n.ID] {
+		if gone(n.ID) {
 			return true
 		}
 		// A relation node (neither activity, entity nor agent) that only

@@ -30,11 +30,11 @@ func (e *Engine) WriteDOT(w io.Writer, r *Result) error {
 		if rec.Kind == KindOther {
 			continue
 		}
-		draw[i] = !cut || r.gone[rec.ID]
+		draw[i] = !cut || r.in[i]
 	}
 	if cut {
 		for i, rec := range ix.recs {
-			if !r.gone[rec.ID] {
+			if !r.in[i] {
 				continue
 			}
 			for _, d := range rec.Deps {
@@ -79,7 +79,7 @@ func (e *Engine) WriteDOT(w io.Writer, r *Result) error {
 		}
 		fill := map[Kind]string{KindActivity: "#9fb1fc", KindEntity: "#fffc87", KindAgent: "#fed37f"}[rec.Kind]
 		style := []string{"filled"}
-		if r.gone[rec.ID] {
+		if r.in[i] {
 			fill = "#d9d9d9"
 			style = append(style, "dashed")
 			attrs = append(attrs, "fontcolor=\"#555555\"", "class=\"compensation\"")
@@ -88,7 +88,7 @@ func (e *Engine) WriteDOT(w io.Writer, r *Result) error {
 				lines = append(lines, "removed")
 			}
 		}
-		if len(ix.notRep[i]) > 0 {
+		if r.in[i] && len(ix.notRep[i]) > 0 {
 			attrs = append(attrs, "color=\"#d62728\"", "peripheries=2", "penwidth=2")
 			lines = append(lines, "NOT REPLAYABLE")
 		}
@@ -105,7 +105,7 @@ func (e *Engine) WriteDOT(w io.Writer, r *Result) error {
 				continue
 			}
 			attrs := []string{"label=" + dotQuote(strings.TrimPrefix(d.Edge.Name(), "prov:"))}
-			if r.gone[rec.ID] {
+			if r.in[i] {
 				attrs = append(attrs, "style=dashed", "color=\"#999999\"")
 			}
 			fmt.Fprintf(bw, "  %s -> %s [%s];\n", dotQuote(rec.ID), dotQuote(d.On), strings.Join(attrs, ", "))

@@ -111,9 +111,12 @@ type index struct {
 // ids that are not nodes are ignored (a dangling reference depends on nothing
 // replay can remove).
 func buildIndex(recs []Record) (*index, error) {
-	sorted := make([]Record, len(recs))
-	copy(sorted, recs)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	sorted := recs
+	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID }) {
+		sorted = make([]Record, len(recs))
+		copy(sorted, recs)
+		sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	}
 	n := len(sorted)
 	ix := &index{ids: make([]string, n), pos: make(map[string]int32, n), recs: sorted, notRep: make([][]string, n)}
 	for i, r := range sorted {

@@ -132,7 +132,7 @@ func sortedFindings(fs []Finding) []Finding {
 
 // nodeVerdicts runs every source on both graphs and pairs their verdicts by
 // node.
-func nodeVerdicts(sources []VerdictSource, obs, cf *graph.Graph, gone map[string]bool) ([]NodeVerdicts, error) {
+func nodeVerdicts(sources []VerdictSource, obs, cf *graph.Graph, gone func(string) bool) ([]NodeVerdicts, error) {
 	out := []NodeVerdicts{}
 	for _, s := range sources {
 		ov, err := s.Verdicts(obs)
@@ -158,7 +158,7 @@ func nodeVerdicts(sources []VerdictSource, obs, cf *graph.Graph, gone map[string
 			if c == nil {
 				c = []NodeVerdict{}
 			}
-			out = append(out, NodeVerdicts{Node: id, Source: s.Name(), Removed: gone[id], Observed: o, Counterfactual: c})
+			out = append(out, NodeVerdicts{Node: id, Source: s.Name(), Removed: gone(id), Observed: o, Counterfactual: c})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -48,7 +48,8 @@ type Result struct {
 	Drift                   *Drift          `json:"drift,omitempty"`
 	Verdicts                *Verdicts       `json:"verdicts,omitempty"`
 
-	gone map[string]bool
+	ix *index
+	in []bool // compensation set membership by node index
 }
 
 // GraphSummary counts the observed graph.
@@ -199,7 +200,8 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		ResidualExternalEffects: []EffectRef{},
 		NotReplayable:           []NotReplayable{},
 		Notice:                  Notice,
-		gone:                    make(map[string]bool, len(c.order)),
+		ix:                      ix,
+		in:                      c.in,
 	}
 	res.Graph.Nodes = ix.n()
 	for i, r := range ix.recs {
@@ -215,7 +217,6 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		if !c.in[i] {
 			continue
 		}
-		res.gone[r.ID] = true
 		m := Member{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool}
 		if c.via[i] >= 0 {
 			m.Via = &Via{Edge: c.edge[i].Name(), On: ix.ids[c.via[i]]}
@@ -236,7 +237,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 	if opts.Judge == nil && len(opts.Sources) == 0 {
 		return res, nil
 	}
-	cf := counterfactualGraph(e.g, res.gone)
+	cf := counterfactualGraph(e.g, res.Removes)
 	v := &Verdicts{Nodes: []NodeVerdicts{}}
 	if opts.Judge != nil {
 		obs, err := opts.Judge.Judge(e.g)
@@ -251,7 +252,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		v.Observed, v.Counterfactual = obs.Verdict, cfj.Verdict
 		v.Changed = obs.Verdict != cfj.Verdict
 	}
-	nv, err := nodeVerdicts(opts.Sources, e.g, cf, res.gone)
+	nv, err := nodeVerdicts(opts.Sources, e.g, cf, res.Removes)
 	if err != nil {
 		return nil, fmt.Errorf("verdict overlay: %w", err)
 	}
@@ -266,11 +267,17 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 }
 
 // Removes reports whether node id is in the compensation set.
-func (r *Result) Removes(id string) bool { return r.gone[id] }
+func (r *Result) Removes(id string) bool {
+	if r.ix == nil {
+		return false
+	}
+	i, ok := r.ix.pos[id]
+	return ok && r.in[i]
+}
 
 // CounterfactualGraph returns the graph of the counterfactual run.
 func (e *Engine) CounterfactualGraph(r *Result) *graph.Graph {
-	return counterfactualGraph(e.g, r.gone)
+	return counterfactualGraph(e.g, r.Removes)
 }
 
 // RankResult is the blast-radius ranking (format witness-replay-rank v1).
