@@ -1,0 +1,55 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/serve"
+)
+
+type serveOptions struct {
+	Cassette string
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var o serveOptions
+	c := &cobra.Command{
+		Use:   "serve --cassette FILE",
+		Short: "Answer as an MCP stdio server from a recorded cassette",
+		Long: `serve is an MCP stdio server that answers from a cassette recorded by
+'witness proxy' or 'witness capture', so that CI can re-run an agent against
+recorded servers, offline.
+
+A request matches a recorded one on method and params, with volatile keys
+ignored: "_meta" at any depth (progressToken, trace context) and the
+clientInfo of initialize. The answer is the recorded response with the
+incoming id in place of the recorded one, every other byte as recorded.
+Identical requests replay their recorded answers in order. What the server
+sent unprompted (notifications, its own requests) is replayed where it came
+in the recording: after the host message it followed. An unrecorded ping is
+answered with {}.
+
+A miss is answered with JSON-RPC error -32050, explained on stderr with the
+nearest recorded request and a diff, and makes serve exit with status 4
+(incomplete evidence: the recording does not cover the run) once the host
+closes stdin.`,
+		Example: `  witness serve --cassette rec/cassette.jsonl
+  # as the server command of an MCP host in CI:
+  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl"]}`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServe(a, o)
+		},
+	}
+	c.Flags().StringVar(&o.Cassette, "cassette", "", "cassette to answer from")
+	c.MarkFlagRequired("cassette")
+	return c
+}
+
+func runServe(a *app, o serveOptions) error {
+	s, err := serve.LoadFile(o.Cassette)
+	if err != nil {
+		return err
+	}
+	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
+	return err
+}
