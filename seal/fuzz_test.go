@@ -1,0 +1,54 @@
+package seal
+
+import (
+	"os"
+	"testing"
+)
+
+// FuzzParse: the seal parser never panics; what it accepts re-marshals and
+// re-parses to the same seal.
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile(fixturePath); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"created_at":"t","signature":"ed25519:AAAA","system_prompt_sha256":"5fe1e632697818fba2b8c651b8a000607cdf4b1b35bceae914d5a855b3ad5a2b","tools":[{"name":"a","scopes":[]}],"witness_id":"w","key_id":"k","cosignatures":[{"key_id":"k2","alg":"ed25519","sig":"x"}]}`))
+	f.Add([]byte(`{"tools":[{"name":"\ud800"}]}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse(data, "fuzz.json")
+		if err != nil {
+			return
+		}
+		_ = s.Ref()
+		b, err := s.Marshal()
+		if err != nil {
+			t.Fatalf("accepted seal does not marshal: %v", err)
+		}
+		s2, err := Parse(b, "again.json")
+		if err != nil {
+			t.Fatalf("re-marshalled seal refused: %v\n%s", err, b)
+		}
+		if s2.Ref() != s.Ref() {
+			t.Fatalf("seal_ref changed across a round trip")
+		}
+	})
+}
+
+// FuzzParseSpec: the agent spec parser never panics.
+func FuzzParseSpec(f *testing.F) {
+	f.Add([]byte(`{"system_prompt":"p","tools":[{"name":"read_file","scopes":["read:/data/**"]}],"witness_id":"w"}`))
+	f.Add([]byte(`{"system_prompt_file":"p.txt","tools":[{"name":"a","definition_sha256":"00"}]}`))
+	f.Add([]byte(`{"tools":[{"name":1}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sp, err := ParseSpec(data, "fuzz.json", func(string) ([]byte, error) { return []byte("prompt"), nil })
+		if err != nil {
+			return
+		}
+		if sp.SystemPrompt == "" || len(sp.Tools) == 0 {
+			t.Fatalf("accepted a spec without prompt or tools: %+v", sp)
+		}
+		if _, err := NewBody(sp, BodyOptions{}); err != nil {
+			t.Fatalf("accepted spec makes no body: %v", err)
+		}
+	})
+}
