@@ -86,3 +86,29 @@ func EndMessage(e *Event) ([]byte, error) {
 	c.End = &end
 	return EncodeEvent(&c)
 }
+
+// UnknownKeyAs wraps v so that its errors matching any of the sentinels (for
+// package keyring: keyring.ErrUnknownKey, keyring.ErrRevoked) also match
+// ErrUnknownKey: VerifyLog then reports those signatures as untrusted
+// rather than invalid.
+func UnknownKeyAs(v SignatureVerifier, sentinels ...error) SignatureVerifier {
+	return unknownKeyAs{v: v, sentinels: sentinels}
+}
+
+type unknownKeyAs struct {
+	v         SignatureVerifier
+	sentinels []error
+}
+
+func (u unknownKeyAs) Verify(keyID, alg string, msg []byte, sig string) error {
+	err := u.v.Verify(keyID, alg, msg, sig)
+	if err == nil {
+		return nil
+	}
+	for _, s := range u.sentinels {
+		if errors.Is(err, s) {
+			return fmt.Errorf("%w (%w)", err, ErrUnknownKey)
+		}
+	}
+	return err
+}
