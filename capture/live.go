@@ -156,6 +156,15 @@ func (l *Live) Close() error {
 	return l.result
 }
 
+// Counts returns the number of cassette records and event lines written.
+func (l *Live) Counts() (records, events int64) {
+	records = l.cw.Count()
+	if w := l.d.Writer(); w != nil {
+		events = w.Count()
+	}
+	return records, events
+}
+
 // Deriver returns the session's event deriver.
 func (l *Live) Deriver() *Deriver { return l.d }
 

@@ -115,9 +115,11 @@ type CaptureResult struct {
 	Cassette  string // path of the cassette
 	Events    string // path of the event log
 	Server    ServerInfo
-	Tools     int // tool definitions listed
-	Calls     int // tool calls answered
-	ToolError int // answered with isError or a JSON-RPC error
+	Tools     int   // tool definitions listed
+	Calls     int   // tool calls answered
+	ToolError int   // answered with isError or a JSON-RPC error
+	Records   int64 // cassette records
+	EventN    int64 // event lines, session_end included
 }
 
 // RunCapture spawns the server, performs the handshake and tool listing,
@@ -141,6 +143,9 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 	defer ef.Close()
 	o.Cassette, o.Events = cf, ef
 	l, err := OpenLive(o.LiveOptions)
+	if l != nil {
+		res.Records, res.EventN = l.Counts()
+	}
 	if err != nil {
 		return res, err
 	}
@@ -161,6 +166,7 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 	}
 	cerr := l.Close()
 	res.Server = l.Deriver().Server()
+	res.Records, res.EventN = l.Counts()
 	if runErr != nil {
 		return res, runErr
 	}

@@ -149,6 +149,13 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 // Header returns the header as written.
 func (w *Writer) Header() Header { return w.h }
 
+// Count returns the number of records written so far.
+func (w *Writer) Count() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
 // OnRecord registers f to be called, under the writer's lock and after the
 // record was written, with every record. Calls are therefore serialised in
 // seq order; f must not call back into the Writer.

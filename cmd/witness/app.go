@@ -107,6 +107,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newReplayCmd(a),
 		newFirewallCmd(a),
 		newProxyCmd(a),
+		newCaptureCmd(a),
 		newServeCmd(a),
 	)
 	for _, c := range root.Commands() {

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/mcp"
+	"github.com/agent-trace-witness/witness/proxy"
+	"github.com/agent-trace-witness/witness/seal"
+)
+
+type captureOptions struct {
+	Out        string
+	Scenario   string
+	Seal       string
+	Keyring    string
+	Effects    string
+	Timeout    time.Duration
+	Protocol   string
+	MaxLine    int
+	StdinGrace time.Duration
+	TermGrace  time.Duration
+	Env        []string
+	Command    []string
+}
+
+// serverEnvDefault are the variables passed to the server unless --env
+// adds more: enough to run node or a binary, nothing secret.
+var serverEnvDefault = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TERM", "NODE_PATH", "SYSTEMROOT"}
+
+func newCaptureCmd(a *app) *cobra.Command {
+	var o captureOptions
+	c := &cobra.Command{
+		Use:   "capture --out DIR [--scenario FILE] [--seal FILE] [--keyring PATH] [--timeout D] [--protocol V] -- CMD [ARGS...]",
+		Short: "Run a scripted session against an MCP stdio server and record it",
+		Long: `capture starts CMD as an MCP stdio server (no shell, its own process
+group, an explicit environment), sends initialize with a pinned protocol
+version, lists every page of tools/list, makes the scenario's tool calls and
+shuts the server down (close stdin, SIGTERM, SIGKILL).
+
+It writes DIR/cassette.jsonl, every byte on the wire as it was
+(docs/formats/cassette.md), and DIR/events.jsonl, the tamper-evident event
+log derived from it (docs/formats/events.md): tool_call and tool_response
+events paired by the exact JSON-RPC id with the real arguments and results,
+notifications, and external effects of tools annotated destructiveHint=true
+or named in --effects. The session end is signed with the active key of
+--keyring (or $WITNESS_KEYRING when that file exists).
+
+A scenario is a JSON list of {"tool": NAME, "arguments": {...}}, or
+agent-trace-witness 0.1.0's {"kind": "tool_call", "tool": NAME, "payload":
+{...}}. Without one, capture performs the handshake and the tool listing.
+
+The server gets only PATH, HOME, USER, LANG, LC_ALL, TMPDIR, TERM, NODE_PATH
+from the witness's environment, plus what --env names; the cassette records
+the names, never the values.`,
+		Example: `  witness capture --out rec -- node server.js stdio
+  witness capture --out rec --scenario calls.json --seal seal.json --keyring keys.json -- ./server
+  witness capture --out rec --protocol 2025-03-26 --timeout 5s --env API_BASE -- ./server`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Command = args
+			return runCapture(a, o)
+		},
+	}
+	c.Flags().SetInterspersed(false)
+	f := c.Flags()
+	f.StringVar(&o.Out, "out", "", "folder to write cassette.jsonl and events.jsonl into")
+	f.StringVar(&o.Scenario, "scenario", "", "JSON list of tool calls to make")
+	f.StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
+	f.StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when it exists)")
+	f.StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target (docs/formats/effects.md)")
+	f.DurationVar(&o.Timeout, "timeout", capture.DefaultTimeout, "per-request timeout; a request that times out is cancelled")
+	f.StringVar(&o.Protocol, "protocol", mcp.DefaultProtocol, "MCP protocol version to pin in initialize: "+strings.Join(mcp.SupportedProtocols, ", "))
+	f.IntVar(&o.MaxLine, "max-line", mcp.DefaultMaxLine, "largest server message in bytes")
+	f.DurationVar(&o.StdinGrace, "stdin-grace", capture.DefaultStdinGrace, "shutdown: wait after closing the server's stdin before SIGTERM")
+	f.DurationVar(&o.TermGrace, "term-grace", capture.DefaultTermGrace, "shutdown: wait after SIGTERM before SIGKILL")
+	f.StringArrayVar(&o.Env, "env", nil, "pass NAME from the environment, or set NAME=VALUE, for the server (repeatable)")
+	c.MarkFlagRequired("out")
+	return c
+}
+
+// serverEnv builds the server's environment from the defaults and --env.
+func serverEnv(a *app, extra []string) ([]string, error) {
+	vals := map[string]string{}
+	for _, n := range serverEnvDefault {
+		if v := a.getenv(n); v != "" {
+			vals[n] = v
+		}
+	}
+	for _, e := range extra {
+		name, val, hasVal := strings.Cut(e, "=")
+		if name == "" || strings.ContainsAny(name, " \t") {
+			return nil, usageError(fmt.Errorf("--env %q: not NAME or NAME=VALUE", e), "for example --env API_BASE or --env MODE=test")
+		}
+		if !hasVal {
+			val = a.getenv(name)
+		}
+		vals[name] = val
+	}
+	names := make([]string, 0, len(vals))
+	for n := range vals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	env := make([]string, 0, len(names))
+	for _, n := range names {
+		env = append(env, n+"="+vals[n])
+	}
+	return env, nil
+}
+
+func (a *app) captureSigners(flag string) ([]capture.Signer, error) {
+	path := flag
+	if path == "" {
+		path = a.getenv(keyring.EnvKeyring)
+		if path == "" {
+			return nil, nil
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil
+		}
+	}
+	kopts, err := a.keyringOptions("")
+	if err != nil {
+		return nil, err
+	}
+	k, err := keyring.OpenExisting(path, kopts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := k.ActiveSigner()
+	if err != nil {
+		return nil, err
+	}
+	return []capture.Signer{s}, nil
+}
+
+func runCapture(a *app, o captureOptions) error {
+	if !mcp.Supported(o.Protocol) {
+		return usageError(fmt.Errorf("--protocol %q is not supported", o.Protocol), "use one of "+strings.Join(mcp.SupportedProtocols, ", "))
+	}
+	if o.Timeout <= 0 || o.StdinGrace <= 0 || o.TermGrace <= 0 {
+		return usageError(fmt.Errorf("--timeout, --stdin-grace and --term-grace must be positive"), "for example --timeout 30s")
+	}
+	if o.MaxLine <= 0 {
+		return usageError(fmt.Errorf("--max-line must be positive"), "the default is 16777216 (16 MiB)")
+	}
+	var calls []capture.ScenarioCall
+	var notes []string
+	if o.Scenario != "" {
+		var err error
+		if calls, notes, err = capture.LoadScenario(o.Scenario); err != nil {
+			return err
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(a.stderr, "witness: warning: %s\n", n)
+	}
+	lo := capture.LiveOptions{Command: o.Command[0], Args: o.Command[1:], Protocol: o.Protocol, Timeout: o.Timeout,
+		MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Getenv: a.getenv, Notes: notes,
+		Warn: func(s string) { fmt.Fprintf(a.stderr, "witness: warning: %s\n", s) }}
+	var err error
+	if lo.Env, err = serverEnv(a, o.Env); err != nil {
+		return err
+	}
+	if o.Seal != "" {
+		s, err := seal.Load(o.Seal)
+		if err != nil {
+			return err
+		}
+		lo.Seal = &capture.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
+	}
+	if o.Effects != "" {
+		data, err := os.ReadFile(o.Effects)
+		if err != nil {
+			return usageError(fmt.Errorf("read effects mapping: %w", err), "")
+		}
+		m, err := proxy.ParseEffects(data, o.Effects)
+		if err != nil {
+			return exitcode.New(exitcode.Usage, err, "see docs/formats/effects.md")
+		}
+		lo.Effects = m.Func()
+	}
+	if lo.Signers, err = a.captureSigners(o.Keyring); err != nil {
+		return err
+	}
+	if len(lo.Signers) == 0 {
+		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
+	}
+	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Out, Calls: calls})
+	if res != nil && res.Server.Name != "" {
+		fmt.Fprintf(a.stdout, "witness: server %s %s, protocol %s, %d tools\n", res.Server.Name, res.Server.Version, res.Server.ProtocolVersion, res.Tools)
+	}
+	if res != nil && err == nil {
+		fmt.Fprintf(a.stdout, "witness: %d tool calls (%d answered with an error)\n", res.Calls, res.ToolError)
+		fmt.Fprintf(a.stdout, "witness: captured %d events to %s (cassette %s, %d records)\n", res.EventN, res.Events, res.Cassette, res.Records)
+	}
+	if err != nil && res != nil {
+		return exitcode.WithHint(err, fmt.Sprintf("everything received is kept in %s and %s", res.Cassette, res.Events))
+	}
+	return err
+}
