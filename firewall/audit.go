@@ -248,6 +248,8 @@ func VerifyAudit(r io.Reader, name string, each func(line []byte, lineNo int64) 
 	var lineNo int64
 	state := 0 // 0 expect start, 1 checks, 2 activations, 3 after complete
 	var complete *CompleteRecord
+	var completeLine int64
+	var completeDigest string
 	fail := func(reason, detail string) (*AuditVerdict, error) {
 		v.Complete, v.Reason, v.Detail, v.Line = false, reason, detail, lineNo
 		return v, nil
@@ -336,21 +338,9 @@ func VerifyAudit(r io.Reader, name string, each func(line []byte, lineNo int64) 
 				return fail(IncompleteMalformed, "complete: "+err.Error())
 			}
 			complete = &c
+			completeLine = lineNo
+			completeDigest = hex.EncodeToString(digest.Sum(nil))
 			state = 3
-			if c.SnapshotID != v.SnapshotID {
-				return fail(IncompleteSnapshotID, fmt.Sprintf("complete names snapshot %q, start %q", c.SnapshotID, v.SnapshotID))
-			}
-			if c.CheckCount != v.CheckCount {
-				return fail(IncompleteCheckCount, fmt.Sprintf("complete counts %d checks, the file has %d", c.CheckCount, v.CheckCount))
-			}
-			if c.ActivationCount != v.ActivationCount {
-				return fail(IncompleteActivationCount, fmt.Sprintf("complete counts %d activations, the file has %d", c.ActivationCount, v.ActivationCount))
-			}
-			got := hex.EncodeToString(digest.Sum(nil))
-			if c.SHA256 != got {
-				return fail(IncompleteDigest, fmt.Sprintf("complete sha256 %s, the check and activation lines hash to %s", c.SHA256, got))
-			}
-			v.SHA256 = got
 		default:
 			return fail(IncompleteMalformed, fmt.Sprintf("unknown record type %q", *head.Type))
 		}
@@ -363,6 +353,22 @@ func VerifyAudit(r io.Reader, name string, each func(line []byte, lineNo int64) 
 		lineNo = 0
 		return fail(IncompleteMissingComplete, fmt.Sprintf("no complete record after %d checks and %d activations", v.CheckCount, v.ActivationCount))
 	}
+	// the complete record's claims, checked once nothing follows it
+	lineNo = completeLine
+	c := complete
+	if c.SnapshotID != v.SnapshotID {
+		return fail(IncompleteSnapshotID, fmt.Sprintf("complete names snapshot %q, start %q", c.SnapshotID, v.SnapshotID))
+	}
+	if c.CheckCount != v.CheckCount {
+		return fail(IncompleteCheckCount, fmt.Sprintf("complete counts %d checks, the file has %d", c.CheckCount, v.CheckCount))
+	}
+	if c.ActivationCount != v.ActivationCount {
+		return fail(IncompleteActivationCount, fmt.Sprintf("complete counts %d activations, the file has %d", c.ActivationCount, v.ActivationCount))
+	}
+	if c.SHA256 != completeDigest {
+		return fail(IncompleteDigest, fmt.Sprintf("complete sha256 %s, the check and activation lines hash to %s", c.SHA256, completeDigest))
+	}
+	v.SHA256 = completeDigest
 	v.Complete = true
 	return v, nil
 }

@@ -50,6 +50,16 @@ func parseTree(data []byte) (*node, error) {
 	dec.UseNumber()
 	n, err := parseNode(dec, data, 0)
 	if err != nil {
+		// the whole-document decoder locates syntax errors exactly
+		var v any
+		var se *json.SyntaxError
+		if uerr := json.Unmarshal(data, &v); errors.As(uerr, &se) {
+			off := se.Offset - 1
+			if off < 0 {
+				off = 0
+			}
+			return nil, &posError{off: off, msg: "invalid JSON: " + se.Error()}
+		}
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
