@@ -39,10 +39,9 @@ type Options struct {
 
 // Result is the outcome of a proxied session.
 type Result struct {
-	Outcome    *Outcome
-	Cassette   string
-	Events     string
-	Unanswered int
+	Outcome  *Outcome
+	Cassette string
+	Events   string
 }
 
 // Run records a proxied session into o.OutDir and returns the outcome. The
@@ -93,9 +92,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Stderr == nil {
 		stderr.w = io.Discard
 	}
-	warn := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "witness: warning: proxy: "+format+"\n", args...)
-	}
 	env := o.Env
 	if env == nil {
 		env = os.Environ()
@@ -110,8 +106,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	rec, err := NewRecording(RecordingOptions{
 		Cassette: casFile, Events: evFile,
 		Command: o.Command[0], Args: o.Command[1:], EnvNames: names,
-		Clock:  func() string { return capture.Timestamp(o.Getenv) },
-		Frozen: frozen, Seal: seal, Effects: effects, Signers: o.Signers, Warn: warn,
+		Started: capture.Timestamp(o.Getenv),
+		Frozen:  frozen, Seal: seal, Effects: effects, Signers: o.Signers,
 	})
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "")
@@ -128,13 +124,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Outcome: out, Cassette: casPath, Events: evPath}
 	recErr := out.RecordErr
-	reason := "server exited: " + exitText(out)
-	if recErr == nil {
-		recErr = rec.Close(reason)
-	} else if cerr := rec.Close(reason + "; recording failed: " + recErr.Error()); cerr != nil {
-		recErr = errors.Join(recErr, cerr)
+	failure := ""
+	if recErr != nil {
+		failure = recErr.Error()
 	}
-	res.Unanswered = rec.Unanswered()
+	if cerr := rec.Close(failure); cerr != nil && recErr == nil {
+		recErr = cerr
+	}
 	if recErr == nil {
 		recErr = errors.Join(casFile.Sync(), evFile.Sync())
 	}
@@ -142,13 +138,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, exitcode.New(exitcode.Failure, fmt.Errorf("recording failed (every byte was still forwarded): %w", recErr), "check the space and permissions of the --out directory")
 	}
 	return res, nil
-}
-
-func exitText(o *Outcome) string {
-	if o.Signal != "" {
-		return "killed by " + o.Signal
-	}
-	return fmt.Sprintf("status %d", o.ExitStatus)
 }
 
 // SealRefFromFile loads a seal (package seal) and returns the reference an
