@@ -98,8 +98,8 @@ func (c *checker) header(e *capture.Event, line int64) {
 		c.add(Finding{
 			Check: CheckBinding, Code: code, Severity: SevError, Class: ClassViolation,
 			EventID: e.ID, SealClause: "seal_ref", Line: line,
-			Message: fmt.Sprintf("%s: events name seal %s (witness %q), this seal is %s (witness %q)",
-				what, short(h.Seal.Digest), h.Seal.WitnessID, short(c.plan.Ref), c.plan.WitnessID),
+			Message: fmt.Sprintf("%s: the events name seal %s%s, this seal is %s (witness %q)",
+				what, h.Seal.Digest, witnessOf(h.Seal.WitnessID), c.plan.Ref, c.plan.WitnessID),
 		})
 	}
 	// Tool definitions pinned by the seal.
@@ -152,7 +152,7 @@ func (c *checker) event(e *capture.Event, line int64) {
 		c.add(Finding{
 			Check: CheckBinding, Code: "seal-ref-mismatch", Severity: SevError, Class: ClassViolation,
 			EventID: e.ID, SealClause: "seal_ref", Line: line,
-			Message: fmt.Sprintf("the imported line carries seal_ref %s, this seal is %s", short(e.Legacy.SealRef), short(c.plan.Ref)),
+			Message: fmt.Sprintf("the imported line carries seal_ref %s, this seal is %s", e.Legacy.SealRef, c.plan.Ref),
 		})
 	}
 	switch e.Kind {
@@ -434,6 +434,13 @@ func (c *checker) finish() {
 			c.notCheckable[CheckDefinitions] = "the evidence has no session header"
 		}
 	}
+}
+
+func witnessOf(id string) string {
+	if id == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (witness %q)", id)
 }
 
 // short abbreviates a hex digest for messages.

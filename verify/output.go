@@ -66,6 +66,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "%s: %s: %s: %s%s\n", r.location(f), f.Severity, f.Code, f.Message, refs(f))
 	}
+	b.WriteString(r.VerdictLine())
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// VerdictLine returns the verdict line of the text report (no newline).
+func (r *Report) VerdictLine() string {
+	var b strings.Builder
 	fmt.Fprintf(&b, "verdict: %s (exit %d): %s, %s, %s", r.Verdict, r.ExitCode,
 		plural(r.Summary.Errors, "error"), plural(r.Summary.Warnings, "warning"), plural(r.Summary.Notices, "notice"))
 	if r.Seal.Digest != "" {
@@ -74,9 +83,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Evidence.GraphDigest != "" {
 		fmt.Fprintf(&b, "; graph sha256:%s", r.Evidence.GraphDigest)
 	}
-	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
-	return err
+	return b.String()
 }
 
 // WriteJSON writes the report as indented JSON (docs/formats/verdict.md).

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/seal"
+	"github.com/agent-trace-witness/witness/verify"
 )
 
 // verifyOptions are the flags of `witness verify`. The seal part (this
@@ -21,13 +25,22 @@ type verifyOptions struct {
 	Trust   string
 	Quorum  int
 	JSON    bool
+
+	// Evidence mode (package verify): the events or graph judged against
+	// the seal, and the report format.
+	Events        string
+	Graph         string
+	SARIF         bool
+	JUnit         bool
+	Out           string
+	AllowUnsigned bool
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
 	var o verifyOptions
 	c := &cobra.Command{
 		Use:   "verify",
-		Short: "Verify a seal's signatures (and a k-of-n quorum of cosignatures)",
+		Short: "Verify evidence (events or graph) against a seal, or a seal's signatures alone",
 		Long: `verify checks the seal's signature and cosignatures over its canonical body.
 HMAC signatures are checked with the keyring (a seal with key_id uses only
 that key; one without tries every non-revoked key) or with ATW_WITNESS_KEY
@@ -37,10 +50,22 @@ signed the exact body.
 
 It prints one line per signature and a verdict line. Exit codes: 0 verified,
 1 quorum not met, 3 a signature does not verify, is by a revoked key, or
-cannot be checked with the keys given (docs/exit-codes.md).`,
+cannot be checked with the keys given (docs/exit-codes.md).
+
+With --events FILE (an event log) or --graph FILE (a graph written by
+'witness graph'), verify also judges the evidence against the seal: the
+log's hash chain and signed end, tools used but not sealed, sealed tools
+never used, path arguments outside the sealed scopes, the system prompt and
+the server's tool definitions against the sealed hashes, and the binding of
+the events to this seal. It prints one line per finding and a verdict line
+(--json, --sarif or --junit for machines; --out FILE to write the report to
+a file). Exit codes: 0 verified, 1 violation, 3 tampered, 4 incomplete
+(docs/design/verdicts.md).`,
 		Example: `  witness verify --seal seal.json
   ATW_WITNESS_KEY=$(printf '0%.0s' {1..64}) witness verify --seal seal_without_damaging_tool.json
-  witness verify --seal seal.json --trust trust.json --quorum 2`,
+  witness verify --seal seal.json --trust trust.json --quorum 2
+  witness verify --seal seal.json --events events.jsonl
+  witness verify --seal seal.json --graph graph.jsonld --sarif --out verify.sarif`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(a, o)
@@ -51,12 +76,21 @@ cannot be checked with the keys given (docs/exit-codes.md).`,
 	c.Flags().StringVar(&o.Trust, "trust", "", "trust file of public keys (from 'witness key export-public')")
 	c.Flags().IntVar(&o.Quorum, "quorum", 0, "require at least this many distinct trusted keys to have signed the body")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&o.Events, "events", "", "event log to verify against the seal")
+	c.Flags().StringVar(&o.Graph, "graph", "", "graph (JSON-LD from 'witness graph') to verify against the seal")
+	c.Flags().BoolVar(&o.SARIF, "sarif", false, "print the report as SARIF 2.1.0")
+	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
+	c.Flags().StringVar(&o.Out, "out", "", "write the report to this file instead of stdout (the verdict line still goes to stdout)")
+	c.Flags().BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept an event log whose end carries no signature the keyring can check")
 	c.MarkFlagRequired("seal")
 	return c
 }
 
 func runVerify(a *app, o verifyOptions) error {
-	return runVerifySeal(a, o)
+	if o.Events == "" && o.Graph == "" && !o.SARIF && !o.JUnit && o.Out == "" && !o.AllowUnsigned {
+		return runVerifySeal(a, o)
+	}
+	return runVerifyEvidence(a, o)
 }
 
 // sealKeys gathers the keys to verify a seal with: the keyring (--keyring
@@ -135,4 +169,57 @@ func printSealChecks(a *app, res *seal.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintf(a.stdout, "verdict: %s: %s\n", res.Verdict, res.Reason)
+}
+
+// runVerifyEvidence judges the events or graph against the seal (package
+// verify) and prints the report; the exit code is the verdict's.
+func runVerifyEvidence(a *app, o verifyOptions) error {
+	formats := 0
+	for _, f := range []bool{o.JSON, o.SARIF, o.JUnit} {
+		if f {
+			formats++
+		}
+	}
+	if formats > 1 {
+		return usageError(errors.New("--json, --sarif and --junit are exclusive"), "choose one report format")
+	}
+	if o.Events != "" && o.Graph != "" {
+		return usageError(errors.New("--events and --graph are exclusive"), "verify either the event log or a graph made from it")
+	}
+	vo, err := a.sealKeys(o.Keyring, o.Trust, o.Quorum)
+	if err != nil {
+		return err
+	}
+	rep, err := verify.Run(verify.Options{
+		SealFile: o.Seal, EventsFile: o.Events, GraphFile: o.Graph,
+		SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned,
+	})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	switch {
+	case o.JSON:
+		err = rep.WriteJSON(&buf)
+	case o.SARIF:
+		err = rep.WriteSARIF(&buf)
+	case o.JUnit:
+		err = rep.WriteJUnit(&buf)
+	default:
+		err = rep.WriteText(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	if o.Out == "" {
+		if _, err := a.stdout.Write(buf.Bytes()); err != nil {
+			return exitcode.New(exitcode.Failure, fmt.Errorf("write report: %w", err), "")
+		}
+		return exitWith(rep.Code())
+	}
+	if err := atomicfile.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("write report %s: %w", o.Out, err), "check that the folder exists and is writable")
+	}
+	fmt.Fprintf(a.stdout, "%s (report in %s)\n", rep.VerdictLine(), o.Out)
+	return exitWith(rep.Code())
 }

@@ -1,0 +1,82 @@
+package verify
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/graph"
+)
+
+func validVerdict(v Verdict) bool {
+	switch v {
+	case Verified, Violation, Incomplete, Tampered:
+		return true
+	}
+	return false
+}
+
+// FuzzCheckEvents: any bytes as an event log give a report with a valid
+// verdict, the same one twice, and every format renders; nothing panics.
+func FuzzCheckEvents(f *testing.F) {
+	plan := testPlan()
+	clean := buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey})
+	f.Add(clean)
+	f.Add(clean[:len(clean)/2])
+	f.Add(buildLog(f, plan, logSpec{events: append(cleanEvents(), ev(capture.KindToolCall, "delete_file", "1", map[string]any{"paths": []any{"/a", "file:///b"}}))}))
+	f.Add([]byte("{}\n"))
+	f.Add([]byte(""))
+	f.Add([]byte("\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		run := func() *Report {
+			r := &Report{}
+			open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+			if err := CheckEvents(r, plan, "events.jsonl", open, EventOptions{EndVerifier: testKey}); err != nil {
+				t.Fatalf("CheckEvents: %v", err)
+			}
+			r.Finish()
+			return r
+		}
+		a, b := run(), run()
+		if !validVerdict(a.Verdict) || a.Verdict != b.Verdict {
+			t.Fatalf("verdicts %q %q", a.Verdict, b.Verdict)
+		}
+		for _, format := range []string{"text", "json", "sarif", "junit"} {
+			if !bytes.Equal(render(t, a, format), render(t, b, format)) {
+				t.Fatalf("%s output differs between runs", format)
+			}
+		}
+		if len(data) > 0 && a.Verdict == Verified && !bytes.Equal(data, clean) && !bytes.HasSuffix(data, []byte("\n")) {
+			t.Fatalf("a log without a final newline verified")
+		}
+	})
+}
+
+// FuzzCheckGraph: any bytes as a graph document give a valid verdict.
+func FuzzCheckGraph(f *testing.F) {
+	plan := testPlan()
+	data := buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey})
+	g, err := graph.Build(capture.NewReader(bytes.NewReader(data), "events.jsonl"), graph.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var doc bytes.Buffer
+	if err := g.WriteJSONLD(&doc); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(doc.Bytes())
+	f.Add([]byte(`{"@context":{},"@graph":[]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := &Report{}
+		if err := CheckGraph(r, plan, "graph.jsonld", bytes.NewReader(data)); err != nil {
+			return // an operational error (the canonical writer), reported to the user
+		}
+		r.Finish()
+		if !validVerdict(r.Verdict) {
+			t.Fatalf("verdict %q", r.Verdict)
+		}
+		render(t, r, "sarif")
+	})
+}
