@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
@@ -15,47 +16,19 @@ type DeriveResult struct {
 	Messages int   `json:"messages"`
 }
 
-// DeriveLog copies the event log r to w as a new log with the message
-// events the mapping derives from its tool calls inserted after the event
-// they come from (cause = that event, id = its id and ".m<k>"). The original
-// session_end is not copied: its count, head and signatures no longer hold;
-// the copy ends with an unsigned session_end whose reason says it was
-// derived. The original log stays the evidence; the copy is a working file.
+// DeriveLog writes to w a new log made of the event log r without its
+// session_end (every line byte-identical, so the hash chain and event ids
+// hold), then one message event per message the mapping derives from the
+// tool events, in log order (cause: the tool_call or tool_response it comes
+// from), then an unsigned session_end whose reason says the log was derived.
+// The original log stays the evidence; the copy is a working file.
 func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingDigest string) (*DeriveResult, error) {
 	rd := capture.NewReader(r, name)
 	der := newDeriver(mapping)
-	var wr *capture.Writer
 	res := &DeriveResult{}
-	emit := func(e *capture.Event) error {
-		if wr == nil {
-			wr = capture.NewWriter(w, e.Session)
-		}
-		if err := wr.Append(e); err != nil {
-			return exitcode.New(exitcode.Failure, err, "")
-		}
-		res.Events++
-		return nil
-	}
-	emitMsgs := func(src *capture.Event, msgs []Candidate) error {
-		for _, m := range msgs {
-			msg := m.Message
-			cause := m.Event
-			if i := len(cause) - 1; i >= 0 {
-				for i >= 0 && cause[i] != '.' {
-					i--
-				}
-				if i > 0 {
-					cause = cause[:i]
-				}
-			}
-			e := &capture.Event{ID: m.Event, Kind: capture.KindMessage, TS: src.TS, Source: src.Source, Cause: cause, Message: &msg}
-			if err := emit(e); err != nil {
-				return err
-			}
-			res.Messages++
-		}
-		return nil
-	}
+	var wr *capture.Writer
+	var msgs []Candidate
+	src := map[string]*capture.Event{}
 	var last *capture.Event
 	for {
 		ev, err := rd.Next()
@@ -69,38 +42,53 @@ func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingD
 			}
 			return nil, exitcode.New(exitcode.Failure, err, "")
 		}
-		last = ev
-		if ev.Kind == capture.KindSessionEnd {
-			continue
+		if rd.Partial() {
+			return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("events: %s:%d: the last line has no trailing newline (cut off)", name, rd.Line()), "the event log is truncated")
 		}
-		msgs, derr := der.derive(ev)
+		if ev.Kind == capture.KindSessionEnd {
+			continue // dropped: its count, head and signatures no longer hold
+		}
+		// copy the line as it was
+		if _, err := w.Write(append(append([]byte(nil), rd.Raw()...), '\n')); err != nil {
+			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("write derived log: %w", err), "")
+		}
+		wr = capture.ResumeWriter(w, ev.Session, ev.Seq, capture.LineHash(rd.Raw()))
+		res.Events++
+		last = ev
+		d, derr := der.derive(ev)
 		if derr != nil {
 			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("%s:%d: %w", name, rd.Line(), derr), mappingHint)
 		}
-		cp := *ev
-		if cp.Kind == capture.KindSessionStart && cp.Header != nil {
-			h := *cp.Header
-			h.Notes = append(append([]string{}, h.Notes...), "messages derived by witness firewall derive with mapping sha256:"+mappingDigest+"; the original session_end was dropped")
-			cp.Header = &h
+		for _, m := range d {
+			src[m.Event] = ev
 		}
-		if err := emit(&cp); err != nil {
-			return nil, err
-		}
-		if err := emitMsgs(ev, msgs); err != nil {
-			return nil, err
-		}
+		msgs = append(msgs, d...)
 	}
-	if last != nil {
-		if err := emitMsgs(last, der.flush()); err != nil {
-			return nil, err
-		}
+	if wr == nil {
+		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("events: %s: no events", name), "")
 	}
-	if wr != nil {
-		end := &capture.Event{Kind: capture.KindSessionEnd, TS: last.TS, Source: capture.SourceObserved,
-			End: &capture.End{Count: wr.Count(), Head: wr.Head(), Reason: "derived: messages added by witness firewall derive; unsigned"}}
-		if err := emit(end); err != nil {
-			return nil, err
-		}
+	for _, m := range der.flush() {
+		msgs = append(msgs, m)
 	}
+	for _, m := range msgs {
+		msg := m.Message
+		cause := m.Event[:strings.LastIndexByte(m.Event, '.')]
+		ts, source := last.TS, last.Source
+		if s, ok := src[m.Event]; ok {
+			ts, source = s.TS, s.Source
+		}
+		e := &capture.Event{Kind: capture.KindMessage, TS: ts, Source: source, Cause: cause, Message: &msg}
+		if err := wr.Append(e); err != nil {
+			return nil, exitcode.New(exitcode.Failure, err, "")
+		}
+		res.Events++
+		res.Messages++
+	}
+	end := &capture.Event{Kind: capture.KindSessionEnd, TS: last.TS, Source: capture.SourceObserved,
+		End: &capture.End{Count: wr.Count(), Head: wr.Head(), Reason: "derived: " + fmt.Sprint(res.Messages) + " message events added by witness firewall derive (mapping sha256:" + mappingDigest + "); unsigned"}}
+	if err := wr.Append(end); err != nil {
+		return nil, exitcode.New(exitcode.Failure, err, "")
+	}
+	res.Events++
 	return res, nil
 }
