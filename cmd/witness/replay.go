@@ -12,6 +12,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/replay"
+	"github.com/agent-trace-witness/witness/seal"
+	"github.com/agent-trace-witness/witness/verify"
 )
 
 // replayOptions are the flags of `witness replay`. Verdict sources other
@@ -21,6 +23,7 @@ type replayOptions struct {
 	graphFile string
 	remove    []string
 	sealFile  string
+	keyring   string
 	out       string
 	format    string
 	rank      bool
@@ -57,6 +60,7 @@ re-creates what was deleted. See docs/replay.md.`,
 	f.StringVar(&o.graphFile, "graph", "", "witness graph (JSON-LD, from 'witness graph')")
 	f.StringArrayVar(&o.remove, "remove", nil, "node IRI or event id to remove (repeatable)")
 	f.StringVar(&o.sealFile, "seal", "", "seal to verify the observed and counterfactual runs against (drift and verdict overlays)")
+	addKeyringFlag(c, &o.keyring)
 	f.StringVar(&o.out, "out", "", "write the output to FILE instead of stdout")
 	f.StringVar(&o.format, "format", "json", "output format: json, text or dot")
 	f.BoolVar(&o.rank, "rank", false, "rank every action by the blast radius of removing it alone")
@@ -75,6 +79,9 @@ func runReplay(a *app, o *replayOptions) error {
 	}
 	if o.rank && len(o.remove) > 0 {
 		return usageError(fmt.Errorf("--rank and --remove exclude each other"), "--rank removes each action in turn; drop --remove")
+	}
+	if o.rank && o.sealFile != "" {
+		return usageError(fmt.Errorf("--seal applies to one counterfactual, not to --rank"), "drop --seal, or replay one action with --remove IRI --seal FILE")
 	}
 	if o.rank && o.format == "dot" {
 		return usageError(fmt.Errorf("--rank has no dot picture"), "use --format json or text with --rank")
@@ -103,7 +110,7 @@ func runReplay(a *app, o *replayOptions) error {
 		}
 	} else {
 		if o.sealFile != "" && o.judge == nil {
-			j, jerr := newVerifyJudge(o.sealFile)
+			j, jerr := newVerifyJudge(a, o)
 			if jerr != nil {
 				return jerr
 			}
@@ -145,7 +152,66 @@ func replayReadGraph(path string) (*graph.Graph, error) {
 	return graph.ReadJSONLD(f, filepath.Base(path))
 }
 
-// newVerifyJudge verifies graphs against the seal in sealFile.
-func newVerifyJudge(sealFile string) (replay.Judge, error) {
-	return nil, usageError(fmt.Errorf("--seal: verify cannot judge a graph in this build"), "run without --seal")
+// verifyJudge judges graphs with package verify against one seal: the
+// seal's own checks (signatures, quorum) once, then verify.CheckGraph on
+// each graph, as 'witness verify --seal S --graph G' would.
+type verifyJudge struct {
+	name         string // graph name used in findings, the same for both runs
+	plan         verify.Plan
+	sealFindings []verify.Finding
+	sealOnly     *verify.Report // set when the seal itself is invalid: nothing else can be judged
+}
+
+// newVerifyJudge loads the seal and checks its signatures with the keys
+// 'witness verify' would use (keyring, ATW_WITNESS_KEY for 0.1.0 seals).
+func newVerifyJudge(a *app, o *replayOptions) (replay.Judge, error) {
+	vo, err := a.sealKeys(o.keyring, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := verify.Run(verify.Options{SealFile: o.sealFile, SealKeys: vo})
+	if err != nil {
+		return nil, err
+	}
+	j := &verifyJudge{name: filepath.Base(o.graphFile)}
+	for _, f := range rep.Findings {
+		if f.Check == verify.CheckSeal {
+			j.sealFindings = append(j.sealFindings, f)
+		}
+		if f.Code == "seal-invalid" {
+			j.sealOnly = rep
+		}
+	}
+	if j.sealOnly != nil {
+		return j, nil
+	}
+	s, err := seal.Load(o.sealFile)
+	if err != nil {
+		return nil, err
+	}
+	j.plan = verify.PlanFromSeal(s)
+	return j, nil
+}
+
+func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
+	r := j.sealOnly
+	if r == nil {
+		r = &verify.Report{Findings: append([]verify.Finding(nil), j.sealFindings...)}
+		var buf bytes.Buffer
+		if err := g.WriteJSONLD(&buf); err != nil {
+			return nil, err
+		}
+		if err := verify.CheckGraph(r, j.plan, j.name, &buf); err != nil {
+			return nil, err
+		}
+		r.Finish()
+	}
+	out := &replay.Judgement{Verdict: string(r.Verdict)}
+	for _, f := range r.Findings {
+		out.Findings = append(out.Findings, replay.Finding{
+			Code: f.Code, Severity: string(f.Severity), Class: string(f.Class), EventID: f.EventID,
+			Tool: f.Tool, Clause: f.SealClause, Message: f.Message,
+		})
+	}
+	return out, nil
 }
