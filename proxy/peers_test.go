@@ -1,0 +1,229 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agent-trace-witness/witness/mcp"
+)
+
+// everything returns the command of the pinned server-everything peer,
+// failing the test when CI=true and the peers are missing, skipping
+// otherwise.
+func everything(t *testing.T) []string {
+	t.Helper()
+	script, _ := filepath.Abs("../testdata/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(script); serr != nil || err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("npm peers missing (%v %v): run 'make peers'", serr, err)
+		}
+		t.Skip("npm peers missing: run 'make peers'")
+	}
+	return []string{node, script, "stdio"}
+}
+
+// rpcHost drives a session: each request is written, then lines are read
+// until the response with its id; notifications in between are kept.
+type rpcHost struct {
+	t    *testing.T
+	w    io.WriteCloser
+	r    *bufio.Reader
+	sent bytes.Buffer
+	got  bytes.Buffer
+	resp map[string]string // exact id token -> response line
+	note []string          // notifications and server requests, in order
+}
+
+func newRPCHost(t *testing.T, w io.WriteCloser, r io.Reader) *rpcHost {
+	return &rpcHost{t: t, w: w, r: bufio.NewReader(r), resp: map[string]string{}}
+}
+
+func (h *rpcHost) write(line string) {
+	h.t.Helper()
+	h.sent.WriteString(line + "\n")
+	if _, err := io.WriteString(h.w, line+"\n"); err != nil {
+		h.t.Fatalf("host write: %v", err)
+	}
+}
+
+func (h *rpcHost) call(id, line string) string {
+	h.t.Helper()
+	h.write(line)
+	for {
+		l, err := h.r.ReadString('\n')
+		h.got.WriteString(l)
+		if err != nil {
+			h.t.Fatalf("waiting for id %s: %v", id, err)
+		}
+		m, perr := mcp.Parse([]byte(strings.TrimSuffix(l, "\n")))
+		if perr != nil {
+			h.t.Fatalf("server sent a non-JSON-RPC line: %q", l)
+		}
+		if m.Kind == mcp.KindResponse {
+			h.resp[string(m.ID)] = l
+			if string(m.ID) == id {
+				return l
+			}
+			continue
+		}
+		h.note = append(h.note, l)
+	}
+}
+
+func (h *rpcHost) finish() {
+	h.w.Close()
+	rest, _ := io.ReadAll(h.r)
+	h.got.Write(rest)
+	for _, l := range strings.SplitAfter(string(rest), "\n") {
+		if l != "" {
+			h.note = append(h.note, l)
+		}
+	}
+}
+
+// everythingSession is a session with server-everything: handshake, the
+// tool list (every page), three tool calls including an error, a ping.
+func everythingSession(h *rpcHost) {
+	h.call("1", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"witness-test-host","version":"0.0.1"}}}`)
+	h.write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	cursor := ""
+	for i := 2; ; i++ {
+		params := `{}`
+		if cursor != "" {
+			params = `{"cursor":` + cursor + `}`
+		}
+		id := string(rune('0' + i))
+		l := h.call(id, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/list","params":`+params+`}`)
+		m, _ := mcp.Parse([]byte(strings.TrimSpace(l)))
+		var res struct {
+			NextCursor *string `json:"nextCursor"`
+		}
+		_ = json.Unmarshal(m.Result, &res)
+		if res.NextCursor == nil || *res.NextCursor == "" || i > 8 {
+			break
+		}
+		cursor = quoteJSON(*res.NextCursor)
+	}
+	h.call(`"echo-1"`, `{"jsonrpc":"2.0","id":"echo-1","method":"tools/call","params":{"name":"echo","arguments":{"message":"héllo 🎉"}}}`)
+	h.call("0", `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":40},"_meta":{"progressToken":"p"}}}`)
+	h.call("20", `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`)
+	h.call("21", `{"jsonrpc":"2.0","id":21,"method":"ping"}`)
+	h.finish()
+}
+
+// runDirect runs the session against the server itself.
+func runDirect(t *testing.T, command []string, session func(*rpcHost)) *rpcHost {
+	t.Helper()
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		waitGroupGone(cmd.Process.Pid, 2*time.Second)
+	}()
+	h := newRPCHost(t, in, out)
+	session(h)
+	_ = cmd.Wait()
+	return h
+}
+
+// runProxied runs the session through Run.
+func runProxied(t *testing.T, command []string, session func(*rpcHost)) (*rpcHost, *Result) {
+	t.Helper()
+	hostW, proxyIn := io.Pipe()
+	proxyOut, hostR := io.Pipe()
+	type ret struct {
+		res *Result
+		err error
+	}
+	done := make(chan ret, 1)
+	pid := make(chan int, 1)
+	_ = pid
+	go func() {
+		res, err := Run(context.Background(), Options{OutDir: filepath.Join(t.TempDir(), "rec"), Command: command,
+			Stdin: hostW, Stdout: hostR, Getenv: frozenEnv, KillGrace: 3 * time.Second})
+		hostR.Close()
+		done <- ret{res, err}
+	}()
+	h := newRPCHost(t, proxyIn, proxyOut)
+	session(h)
+	r := <-done
+	hostW.Close()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return h, r.res
+}
+
+// TestEverythingDirectVersusProxy: the host sees the same bytes directly
+// and through the proxy, and the cassette holds exactly the bytes the host
+// sent and received. The order of unprompted notifications relative to
+// responses depends on timing, so responses are compared by id (exact
+// bytes) and notifications as a sorted list (exact bytes); server-everything
+// randomises no field of these answers.
+func TestEverythingDirectVersusProxy(t *testing.T) {
+	command := everything(t)
+	start := time.Now()
+	direct := runDirect(t, command, everythingSession)
+	t.Logf("direct session: %v", time.Since(start))
+	start = time.Now()
+	via, res := runProxied(t, command, everythingSession)
+	t.Logf("proxied session: %v, outcome %+v", time.Since(start), res.Outcome)
+	if len(direct.resp) < 6 {
+		t.Fatalf("direct session got only %d responses", len(direct.resp))
+	}
+	for id, want := range direct.resp {
+		if got := via.resp[id]; got != want {
+			t.Errorf("response %s differs through the proxy:\n direct %q\n  proxy %q", id, want, got)
+		}
+	}
+	if len(via.resp) != len(direct.resp) {
+		t.Errorf("%d responses through the proxy, %d direct", len(via.resp), len(direct.resp))
+	}
+	dn, vn := append([]string(nil), direct.note...), append([]string(nil), via.note...)
+	sort.Strings(dn)
+	sort.Strings(vn)
+	if strings.Join(dn, "") != strings.Join(vn, "") {
+		t.Errorf("notifications differ:\n direct %q\n  proxy %q", dn, vn)
+	}
+	if via.sent.String() != direct.sent.String() {
+		t.Errorf("the host sent different bytes")
+	}
+	c2s, s2c, _ := readCassette(t, res.Cassette)
+	if c2s != via.sent.String() {
+		t.Errorf("cassette c2s != bytes the host sent:\n%q\n%q", c2s, via.sent.String())
+	}
+	if s2c != via.got.String() {
+		t.Errorf("cassette s2c != bytes the host received")
+	}
+	evs := readEvents(t, res.Events)
+	var calls, responses int
+	for _, e := range evs {
+		switch e.Kind {
+		case "tool_call":
+			calls++
+		case "tool_response":
+			responses++
+		}
+	}
+	if calls != 3 || responses != 3 || evs[0].Header.Server.Name == "" || len(evs[0].Header.Server.Tools) < 10 {
+		t.Errorf("calls %d responses %d header %+v", calls, responses, evs[0].Header.Server)
+	}
+}
+
