@@ -226,4 +226,3 @@ func TestEverythingDirectVersusProxy(t *testing.T) {
 		t.Errorf("calls %d responses %d header %+v", calls, responses, evs[0].Header.Server)
 	}
 }
-
