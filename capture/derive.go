@@ -151,7 +151,10 @@ func (d *Deriver) feed(r *cassette.Record) error {
 	if r.Dir == cassette.Stderr {
 		return nil
 	}
-	wire := &WireRef{Cassette: d.o.Cassette, Offsets: []int64{r.Seq}}
+	// wire refs are byte offsets within the record's direction (c2s for
+	// tool_call events, s2c for the others), which, unlike record numbers,
+	// do not depend on how stderr chunks interleave
+	wire := &WireRef{Cassette: d.o.Cassette, Offsets: []int64{r.Off}}
 	ts := d.ts(r)
 	d.lastTS = ts
 	if r.Cont || d.longLine[r.Dir] {

@@ -115,7 +115,7 @@ type Message struct {
 // WireRef points at cassette records by their offsets.
 type WireRef struct {
 	Cassette string  `json:"cassette,omitempty"` // cassette file name, relative to the log
-	Offsets  []int64 `json:"offsets"`            // record offsets of the lines this event came from
+	Offsets  []int64 `json:"offsets"`            // byte offsets ("off") of the lines this event came from, in their direction's stream
 }
 
 // Header is the payload of the session_start line.
