@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -71,7 +72,9 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": cmdExits,
+			"exits":      cmdExits,
+			"replace":    cmdReplace,
+			"cmp-no-eol": cmdCmpNoEOL,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -108,5 +111,58 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdReplace implements the script command
+//
+//	replace FILE OLD NEW
+//
+// which replaces the first occurrence of OLD in FILE by NEW (Go-quoted
+// escapes such as \n are honoured in OLD and NEW) and fails when OLD is not
+// there. Scripts use it to tamper with evidence one byte at a time.
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: replace FILE OLD NEW")
+	}
+	unq := func(s string) string {
+		if u, err := strconv.Unquote(`"` + s + `"`); err == nil {
+			return u
+		}
+		return s
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	old, repl := unq(args[1]), unq(args[2])
+	if !strings.Contains(string(data), old) {
+		ts.Fatalf("replace: %q not found in %s", old, args[0])
+	}
+	st, err := os.Stat(path)
+	ts.Check(err)
+	ts.Check(os.WriteFile(path, []byte(strings.Replace(string(data), old, repl, 1)), st.Mode().Perm()))
+}
+
+// cmdCmpNoEOL implements the script command
+//
+//	cmp-no-eol FILE WANT
+//
+// which checks that FILE does not end with a newline and equals WANT
+// without WANT's final newline (txtar always ends a file with one). Seal,
+// graph and replay files are written without a trailing newline, as 0.1.0
+// writes them.
+func cmdCmpNoEOL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: cmp-no-eol FILE WANT")
+	}
+	got, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	want, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	if strings.HasSuffix(string(got), "\n") {
+		ts.Fatalf("%s ends with a newline", args[0])
+	}
+	if string(got) != strings.TrimSuffix(string(want), "\n") {
+		ts.Fatalf("%s differs from %s:\n%s", args[0], args[1], got)
 	}
 }
