@@ -26,6 +26,7 @@ type checker struct {
 	findings     []Finding
 	notCheckable map[string]string // check id → reason
 
+	pinned          int // sealed tools whose definition is pinned
 	headerSeen      bool
 	promptSeen      bool
 	promptUnchecked int64             // system model inputs without content
@@ -45,6 +46,9 @@ func newChecker(plan Plan, file string) *checker {
 	}
 	anyPathScope := false
 	for i, t := range plan.Tools {
+		if t.DefinitionSHA256 != "" {
+			c.pinned++
+		}
 		if _, dup := c.toolIndex[t.Name]; !dup {
 			c.toolIndex[t.Name] = i
 		}
@@ -103,14 +107,8 @@ func (c *checker) header(e *capture.Event, line int64) {
 		})
 	}
 	// Tool definitions pinned by the seal.
-	pinned := 0
-	for _, t := range c.plan.Tools {
-		if t.DefinitionSHA256 != "" {
-			pinned++
-		}
-	}
 	switch {
-	case pinned == 0:
+	case c.pinned == 0:
 		c.notCheckable[CheckDefinitions] = "the seal pins no tool definitions"
 	case h.Server == nil || len(h.Server.Tools) == 0:
 		c.notCheckable[CheckDefinitions] = "the capture recorded no server tool definitions"
@@ -174,7 +172,7 @@ func (c *checker) event(e *capture.Event, line int64) {
 			c.systemPrompt(e, line)
 		}
 	case capture.KindNotification:
-		if e.Method == "notifications/tools/list_changed" {
+		if e.Method == "notifications/tools/list_changed" && c.pinned > 0 {
 			c.add(Finding{
 				Check: CheckDefinitions, Code: "tools-list-changed", Severity: SevWarning, Class: ClassNotice,
 				EventID: e.ID, Line: line,
