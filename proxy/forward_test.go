@@ -22,6 +22,9 @@ import (
 var echoServer string
 
 func TestMain(m *testing.M) {
+	if cas := os.Getenv(envServe); cas != "" {
+		os.Exit(serveMain(cas))
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)

@@ -146,6 +146,12 @@ func runDirect(t *testing.T, command []string, session func(*rpcHost)) *rpcHost 
 // runProxied runs the session through Run.
 func runProxied(t *testing.T, command []string, session func(*rpcHost)) (*rpcHost, *Result) {
 	t.Helper()
+	return runProxiedEnv(t, command, nil, session)
+}
+
+// runProxiedEnv runs the session through Run, the server getting env.
+func runProxiedEnv(t *testing.T, command, env []string, session func(*rpcHost)) (*rpcHost, *Result) {
+	t.Helper()
 	hostW, proxyIn := io.Pipe()
 	proxyOut, hostR := io.Pipe()
 	type ret struct {
@@ -153,10 +159,8 @@ func runProxied(t *testing.T, command []string, session func(*rpcHost)) (*rpcHos
 		err error
 	}
 	done := make(chan ret, 1)
-	pid := make(chan int, 1)
-	_ = pid
 	go func() {
-		res, err := Run(context.Background(), Options{OutDir: filepath.Join(t.TempDir(), "rec"), Command: command,
+		res, err := Run(context.Background(), Options{OutDir: filepath.Join(t.TempDir(), "rec"), Command: command, Env: env,
 			Stdin: hostW, Stdout: hostR, Getenv: frozenEnv, KillGrace: 3 * time.Second})
 		hostR.Close()
 		done <- ret{res, err}
