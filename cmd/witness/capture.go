@@ -204,7 +204,11 @@ func runCapture(a *app, o captureOptions) error {
 		fmt.Fprintf(a.stdout, "witness: captured %d events to %s (cassette %s, %d records)\n", res.EventN, res.Events, res.Cassette, res.Records)
 	}
 	if err != nil && res != nil {
-		return exitcode.WithHint(err, fmt.Sprintf("everything received is kept in %s and %s", res.Cassette, res.Events))
+		hint := fmt.Sprintf("everything received is kept in %s and %s", res.Cassette, res.Events)
+		if h := exitcode.HintOf(err); h != "" {
+			hint = h + "; " + hint
+		}
+		return exitcode.WithHint(err, hint)
 	}
 	return err
 }
