@@ -58,7 +58,12 @@ func Load(r io.Reader, name string) (*Script, error) {
 	}
 	s := &Script{Name: name, requests: map[Key][]*entry{}, notes: map[Key][]*entry{}, answers: map[string][]*entry{}}
 	pending := map[string]*entry{}
-	var current *entry
+	// Server lines that are not responses (notifications, server requests)
+	// are anchored to what came just before them on the wire: after a
+	// response, they follow that response; after a host message, they
+	// belong to its turn (before its response while it is unanswered).
+	var anchor *entry
+	anchorAfter := false
 	pieces := map[cassette.Dir][]byte{}
 	for {
 		rec, err := cr.Next()
@@ -104,7 +109,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 				s.answers[mcp.IDKey(m.ID)] = append(s.answers[mcp.IDKey(m.ID)], e)
 			}
 			s.all = append(s.all, e)
-			current = e
+			anchor, anchorAfter = e, m.Kind != mcp.KindRequest
 			continue
 		}
 		if perr == nil && m.Kind == mcp.KindResponse {
@@ -112,16 +117,17 @@ func Load(r io.Reader, name string) (*Script, error) {
 				delete(pending, mcp.IDKey(m.ID))
 				w := wl
 				e.response = &w
+				anchor, anchorAfter = e, true
 				continue
 			}
 		}
 		switch {
-		case current == nil:
+		case anchor == nil:
 			s.prelude = append(s.prelude, wl)
-		case current.kind == mcp.KindRequest && current.response == nil:
-			current.before = append(current.before, wl)
+		case anchorAfter:
+			anchor.after = append(anchor.after, wl)
 		default:
-			current.after = append(current.after, wl)
+			anchor.before = append(anchor.before, wl)
 		}
 	}
 	return s, nil
