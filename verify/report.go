@@ -63,7 +63,7 @@ func (r *Report) Finish() {
 		if reason := notCheckable[c.ID]; reason != "" && !skipped[c.ID] {
 			r.Findings = append(r.Findings, Finding{
 				Check: c.ID, Code: "not-checkable", Severity: SevNotice, Class: ClassNotice,
-				File: r.Evidence.File, Message: c.Title + " not checkable: " + reason,
+				File: r.Evidence.File, Message: c.ID + " not checkable: " + reason,
 			})
 		}
 	}
