@@ -11,6 +11,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/firewall"
+	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -287,4 +288,31 @@ func runFirewallDerive(a *app, o *firewallOptions) error {
 	}
 	_, err = fmt.Fprintf(a.stdout, "derived %d message events; wrote %d events to %s\n", res.Messages, res.Events, o.out)
 	return err
+}
+
+// applyWhatIfPolicy serves `witness replay --what-if-policy FILE`: it
+// evaluates the policy in enforcement mode over the graph's messages, adds
+// the messages it would have withheld or refused to the removals, and its
+// verdicts to the overlay sources. done is true when nothing would have
+// been withheld or refused (reported on stdout; nothing to replay).
+func applyWhatIfPolicy(a *app, o *replayOptions, g *graph.Graph) (done bool, err error) {
+	if o.rank {
+		return true, usageError(fmt.Errorf("--what-if-policy applies to one counterfactual, not to --rank"), "drop --rank")
+	}
+	p, err := firewall.LoadPolicy(o.whatIfPolicy)
+	if err != nil {
+		return true, err
+	}
+	w := firewall.NewWhatIf(p, nil, "", capture.Timestamp(a.getenv))
+	rm, err := w.Removals(g)
+	if err != nil {
+		return true, err
+	}
+	o.sources = append(o.sources, w)
+	if len(rm) == 0 && len(o.remove) == 0 {
+		_, err = fmt.Fprintf(a.stdout, "what-if policy %s: no message of the graph would have been withheld or refused; nothing to replay\n", o.whatIfPolicy)
+		return true, err
+	}
+	o.remove = append(o.remove, rm...)
+	return false, nil
 }

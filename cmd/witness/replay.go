@@ -30,6 +30,10 @@ type replayOptions struct {
 	top       int
 	// sources feed the verdict overlay (replay.VerdictSource).
 	sources []replay.VerdictSource
+	// whatIfPolicy is a message-policy file (--what-if-policy): the messages
+	// it would have withheld or refused in enforcement mode are removed, and
+	// its verdicts join the overlay (see applyWhatIfPolicy in firewall.go).
+	whatIfPolicy string
 	// judge verifies the observed and counterfactual graphs (built from
 	// sealFile); nil without --seal.
 	judge replay.Judge
@@ -65,6 +69,7 @@ re-creates what was deleted. See docs/replay.md.`,
 	f.StringVar(&o.format, "format", "json", "output format: json, text or dot")
 	f.BoolVar(&o.rank, "rank", false, "rank every action by the blast radius of removing it alone")
 	f.IntVar(&o.top, "top", 0, "with --rank, list only the first N actions (0: all)")
+	f.StringVar(&o.whatIfPolicy, "what-if-policy", "", "message-policy file: remove what it would have withheld or refused (enforcement) and add its verdicts")
 	_ = c.MarkFlagRequired("graph")
 	return c
 }
@@ -86,7 +91,7 @@ func runReplay(a *app, o *replayOptions) error {
 	if o.rank && o.format == "dot" {
 		return usageError(fmt.Errorf("--rank has no dot picture"), "use --format json or text with --rank")
 	}
-	if !o.rank && len(o.remove) == 0 {
+	if !o.rank && len(o.remove) == 0 && o.whatIfPolicy == "" {
 		return usageError(fmt.Errorf("nothing to remove"), "name a node with --remove IRI (or an event id such as e3), or rank every action with --rank")
 	}
 	if o.top < 0 {
@@ -95,6 +100,11 @@ func runReplay(a *app, o *replayOptions) error {
 	g, err := replayReadGraph(o.graphFile)
 	if err != nil {
 		return err
+	}
+	if o.whatIfPolicy != "" {
+		if done, err := applyWhatIfPolicy(a, o, g); done || err != nil {
+			return err
+		}
 	}
 	eng, err := replay.NewEngine(g)
 	if err != nil {
