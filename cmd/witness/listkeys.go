@@ -1,12 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
@@ -69,7 +69,11 @@ func runListKeys(a *app, o listKeysOptions) error {
 		if keys == nil {
 			keys = []listedKey{}
 		}
-		b, err := json.MarshalIndent(map[string]any{"keys": keys}, "", "  ")
+		c, err := canon.Marshal(map[string]any{"keys": keys})
+		if err != nil {
+			return err
+		}
+		b, err := canon.Indent(c)
 		if err != nil {
 			return err
 		}

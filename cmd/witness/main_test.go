@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,6 +76,7 @@ func TestScript(t *testing.T) {
 			"exits":      cmdExits,
 			"replace":    cmdReplace,
 			"cmp-no-eol": cmdCmpNoEOL,
+			"envfrom":    cmdEnvFrom,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -118,15 +120,16 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 //
 //	replace FILE OLD NEW
 //
-// which replaces the first occurrence of OLD in FILE by NEW (Go-quoted
-// escapes such as \n are honoured in OLD and NEW) and fails when OLD is not
-// there. Scripts use it to tamper with evidence one byte at a time.
+// which replaces the first occurrence of OLD in FILE by NEW (Go escapes
+// such as \n and \t are honoured in OLD and NEW; a double quote is
+// literal) and fails when OLD is not there. Scripts use it to tamper
+// with evidence one byte at a time.
 func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: replace FILE OLD NEW")
 	}
 	unq := func(s string) string {
-		if u, err := strconv.Unquote(`"` + s + `"`); err == nil {
+		if u, err := strconv.Unquote(`"` + strings.ReplaceAll(s, `"`, `\"`) + `"`); err == nil {
 			return u
 		}
 		return s
@@ -165,4 +168,26 @@ func cmdCmpNoEOL(ts *testscript.TestScript, neg bool, args []string) {
 	if string(got) != strings.TrimSuffix(string(want), "\n") {
 		ts.Fatalf("%s differs from %s:\n%s", args[0], args[1], got)
 	}
+}
+
+// cmdEnvFrom implements the script command
+//
+//	envfrom NAME FILE REGEXP
+//
+// which sets the environment variable NAME to the first submatch of REGEXP
+// in FILE (use `cp stdout FILE` first to capture a command's output), for
+// values such as generated key ids that a script cannot know in advance.
+func cmdEnvFrom(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: envfrom NAME FILE REGEXP")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	re, err := regexp.Compile(args[2])
+	ts.Check(err)
+	m := re.FindSubmatch(data)
+	if len(m) < 2 {
+		ts.Fatalf("envfrom: %q does not match %s", args[2], args[1])
+	}
+	ts.Setenv(args[0], string(m[1]))
 }
