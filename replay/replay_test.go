@@ -320,3 +320,43 @@ func TestFixtureGraph(t *testing.T) {
 		t.Fatalf("%s is stale: run go test ./replay -run TestFixtureGraph -update", path)
 	}
 }
+
+// TestDeterministic: ten runs, each on a freshly indexed graph, give
+// byte-identical JSON, text, DOT and ranking output.
+func TestDeterministic(t *testing.T) {
+	var first []byte
+	for i := 0; i < 10; i++ {
+		e, err := NewEngine(sessionGraph(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Counterfactual(Options{Remove: []string{"e10", s1 + "/call/e6"}, Judge: fakeJudge{}, Sources: []VerdictSource{fakeSource{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := WriteJSON(&out, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteText(&out); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.WriteDOT(&out, r); err != nil {
+			t.Fatal(err)
+		}
+		rk := e.Rank(0)
+		if err := WriteJSON(&out, rk); err != nil {
+			t.Fatal(err)
+		}
+		if err := rk.WriteText(&out); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = out.Bytes()
+			continue
+		}
+		if !bytes.Equal(first, out.Bytes()) {
+			t.Fatalf("run %d differs from run 0", i)
+		}
+	}
+}
