@@ -118,7 +118,11 @@ func fieldOf(err error) (string, error) {
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return strings.Trim(f, `"`), errors.New("unknown field")
+		name := strings.TrimSuffix(strings.TrimPrefix(f, `"`), `"`)
+		if name == "" {
+			name = `""`
+		}
+		return name, errors.New("unknown field")
 	}
 	return "", fmt.Errorf("not a JSON object: %w", err)
 }

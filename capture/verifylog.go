@@ -143,6 +143,9 @@ type VerifyLogOptions struct {
 	MaxFindings int
 	// MaxLine is the longest line accepted (default MaxLineBytes).
 	MaxLine int
+	// OnEvent, when set, is called with every line that parsed, in order,
+	// after it was checked (e.g. to collect ids while verifying).
+	OnEvent func(line int64, e *Event)
 }
 
 // kind codes kept per event for link checks: one byte per event.
@@ -326,6 +329,9 @@ func VerifyLog(r io.Reader, name string, opts VerifyLogOptions) (*LogReport, err
 		}
 		// kinds is indexed by line (which is seq in an intact log)
 		kinds = append(kinds, kc)
+		if opts.OnEvent != nil {
+			opts.OnEvent(lineNo, ev)
+		}
 		rep.Last[ev.Kind] = ev.ID
 		lastSeq = ev.Seq
 		lastKind = ev.Kind

@@ -156,9 +156,10 @@ func TestVerifyLogOneByteEditsEveryPosition(t *testing.T) {
 		if data[i] == '\n' {
 			continue
 		}
-		for _, repl := range []byte{data[i] ^ 0x01, '0', ' ', '\n'} {
+		// one edit per byte, cycling through the kinds of edit
+		for _, repl := range []byte{[]byte{data[i] ^ 0x01, '0', ' ', '\n'}[i%4]} {
 			if repl == data[i] {
-				continue
+				repl = data[i] ^ 0x02
 			}
 			c := append([]byte(nil), data...)
 			c[i] = repl

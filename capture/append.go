@@ -1,0 +1,379 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// AppendInput is one line of `witness capture append` input: an event
+// reported by an agent framework. Which fields a line may carry depends on
+// its kind; docs/formats/events.md lists them.
+type AppendInput struct {
+	Kind      Kind            `json:"kind"`
+	Ref       string          `json:"ref,omitempty"` // a label other lines of the same input may link to
+	TS        string          `json:"ts,omitempty"`
+	Role      string          `json:"role,omitempty"`      // model_input, model_output
+	Content   json.RawMessage `json:"content,omitempty"`   // model_input, model_output
+	Input     string          `json:"input,omitempty"`     // model_output: ref or id of its model_input
+	Tool      string          `json:"tool,omitempty"`      // tool_call, tool_response, external_effect
+	Arguments json.RawMessage `json:"arguments,omitempty"` // tool_call
+	Cause     string          `json:"cause,omitempty"`     // tool_call: ref or id of the model_output; message: of any event
+	Result    json.RawMessage `json:"result,omitempty"`    // tool_response
+	IsError   *bool           `json:"is_error,omitempty"`  // tool_response
+	Call      string          `json:"call,omitempty"`      // tool_response, external_effect: ref or id of the tool_call
+	Effect    *Effect         `json:"effect,omitempty"`    // external_effect
+	Detail    json.RawMessage `json:"detail,omitempty"`    // external_effect
+	Message   *Message        `json:"message,omitempty"`   // message
+}
+
+// allowed fields per kind (besides kind, ref, ts).
+var appendFields = map[Kind][]string{
+	KindModelInput:     {"role", "content"},
+	KindModelOutput:    {"role", "content", "input"},
+	KindToolCall:       {"tool", "arguments", "cause"},
+	KindToolResponse:   {"tool", "result", "is_error", "call"},
+	KindExternalEffect: {"tool", "effect", "detail", "call"},
+	KindMessage:        {"message", "cause"},
+}
+
+// ParseAppendInput parses and validates one input line. The error names
+// the field at fault.
+func ParseAppendInput(line []byte) (*AppendInput, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(line, &keys); err != nil || keys == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	var kind Kind
+	if k, ok := keys["kind"]; ok {
+		var ks string
+		if err := json.Unmarshal(k, &ks); err != nil {
+			return nil, errors.New(`field "kind": expected a string`)
+		}
+		kind = Kind(ks)
+	}
+	if kind == "" {
+		return nil, errors.New(`field "kind": missing (one of model_input, model_output, tool_call, tool_response, external_effect, message)`)
+	}
+	allowed, ok := appendFields[kind]
+	if !ok {
+		return nil, fmt.Errorf(`field "kind": %q cannot be appended (one of model_input, model_output, tool_call, tool_response, external_effect, message)`, kind)
+	}
+	for k := range keys {
+		if k == "kind" || k == "ref" || k == "ts" {
+			continue
+		}
+		found := false
+		for _, a := range allowed {
+			if a == k {
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("field %q: not allowed on a %s (allowed: kind, ref, ts, %s)", k, kind, strings.Join(allowed, ", "))
+		}
+	}
+	var in AppendInput
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		f, e := fieldOf(err)
+		if f != "" {
+			return nil, fmt.Errorf("field %q: %v", f, e)
+		}
+		return nil, e
+	}
+	switch in.Kind {
+	case KindToolCall, KindToolResponse:
+		if in.Tool == "" {
+			return nil, fmt.Errorf(`field "tool": missing (a %s names its tool)`, in.Kind)
+		}
+	case KindExternalEffect:
+		if in.Effect == nil || in.Effect.Op == "" {
+			return nil, errors.New(`field "effect": missing, or without "op" (read, write, overwrite, delete, send, payment, exec, other)`)
+		}
+	case KindMessage:
+		if in.Message == nil {
+			return nil, errors.New(`field "message": missing`)
+		}
+	case KindModelInput, KindModelOutput:
+		if len(in.Content) == 0 {
+			return nil, errors.New(`field "content": missing`)
+		}
+	}
+	for _, raw := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"content", in.Content}, {"arguments", in.Arguments}, {"result", in.Result}, {"detail", in.Detail}} {
+		if len(raw.v) > 0 {
+			if _, _, err := PayloadDigest(raw.v); err != nil {
+				return nil, fmt.Errorf("field %q: %v", raw.name, err)
+			}
+		}
+	}
+	return &in, nil
+}
+
+// AppendOptions control AppendLog.
+type AppendOptions struct {
+	InputName string             // for errors ("stdin")
+	Verifier  SignatureVerifier  // checks the existing log's signatures (untrusted ones are accepted)
+	Signers   []Signer           // sign the new session_end
+	KeepOpen  bool               // do not write a session_end after appending
+	Clock     func() string      // ts of events that carry none, and of the end
+	Redactor  *Redactor          // redact payloads before writing
+	OnEvent   func(AppendResult) // called after each event is written
+}
+
+// AppendResult is one appended event.
+type AppendResult struct {
+	Line int64  `json:"line"` // input line
+	ID   string `json:"id"`
+	Kind Kind   `json:"kind"`
+	Ref  string `json:"ref,omitempty"`
+}
+
+// AppendReport says what AppendLog did.
+type AppendReport struct {
+	Appended []AppendResult `json:"appended"`
+	Reopened bool           `json:"reopened"` // the log had ended; its old end stays as a checkpoint
+	Ended    bool           `json:"ended"`    // a new session_end was written
+	Signed   int            `json:"signed"`   // signatures on the new end
+}
+
+// AppendLog appends reported events, read as JSONL from in, to the event
+// log at path. The existing log is verified first: a tampered log is refused
+// (Tampered), one with a cut-off last line too (Incomplete). A log that has
+// ended is reopened: its session_end stays where it is, as a signed
+// checkpoint, and the new events follow it. Every event is written as soon
+// as its line is read, with source "reported", so an error on input line N
+// loses nothing before it; the log is then ended (unless KeepOpen) and the
+// error names the input line and field (Usage).
+func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error) {
+	if o.InputName == "" {
+		o.InputName = "stdin"
+	}
+	if o.Clock == nil {
+		o.Clock = func() string { return Timestamp(nil) }
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("open event log: %w", err), "append to a log that 'witness capture' or 'witness import' wrote")
+	}
+	defer f.Close()
+	// ids of existing events by kind, for link checks
+	kindOf := map[string]Kind{}
+	rep, verr := VerifyLog(f, path, VerifyLogOptions{Verifier: o.Verifier, AllowUnsigned: true, OnEvent: func(_ int64, e *Event) {
+		switch e.Kind {
+		case KindToolCall, KindModelInput, KindModelOutput:
+			kindOf[e.ID] = e.Kind
+		default:
+			kindOf[e.ID] = ""
+		}
+	}})
+	switch rep.Status {
+	case StatusTampered:
+		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("refusing to append to %s: %w", path, verr), "an append would extend a broken chain; keep the log as evidence and start a new capture")
+	case StatusIncomplete:
+		if rep.Lines == 0 || rep.Count(SevIncomplete) != 1 || rep.Findings[0].Code != FindNoEnd {
+			return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("refusing to append to %s: %w", path, verr), "its last line was cut off; appending would hide where")
+		}
+	}
+	if verr != nil && rep.Status != StatusIncomplete {
+		return nil, exitcode.New(exitcode.Failure, verr, "")
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("seek %s: %w", path, err), "")
+	}
+	ar := &AppendReport{Reopened: rep.Ended}
+	w := ResumeWriter(f, rep.Session, rep.Lines-1, rep.Head)
+	rec := NewRecorder(w, RecorderOptions{Source: SourceReported, Clock: o.Clock, Redactor: o.Redactor})
+	if id := rep.Last[KindModelInput]; id != "" {
+		rec.lastInput = id
+	}
+	refs := map[string]string{}        // ref -> id
+	openCalls := map[string][]string{} // tool -> open call ids appended now, earliest first
+	lastCall := map[string]string{}    // tool -> latest call id appended now
+	resolve := func(field, target string, want Kind) (string, error) {
+		if target == "" {
+			return "", nil
+		}
+		id := target
+		if r, ok := refs[target]; ok {
+			id = r
+		}
+		k, ok := kindOf[id]
+		if !ok {
+			return "", fmt.Errorf("field %q: %q is neither a ref of an earlier input line nor the id of an event in the log", field, target)
+		}
+		if want != "" && k != want {
+			return "", fmt.Errorf("field %q: %q is not a %s", field, target, want)
+		}
+		return id, nil
+	}
+	var inErr error
+	br := bufio.NewReaderSize(in, 64<<10)
+	lineNo := int64(0)
+	for {
+		raw, rerr := readInputLine(br)
+		if rerr == io.EOF {
+			break
+		}
+		lineNo++
+		if rerr != nil {
+			inErr = fmt.Errorf("%s:%d: %w", o.InputName, lineNo, rerr)
+			break
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		id, kind, ref, err := appendOne(rec, raw, resolve, refs, openCalls, lastCall)
+		if err != nil {
+			inErr = fmt.Errorf("%s:%d: %w", o.InputName, lineNo, err)
+			break
+		}
+		kindOf[id] = kind
+		if kind != KindToolCall && kind != KindModelInput && kind != KindModelOutput {
+			kindOf[id] = ""
+		}
+		res := AppendResult{Line: lineNo, ID: id, Kind: kind, Ref: ref}
+		ar.Appended = append(ar.Appended, res)
+		if o.OnEvent != nil {
+			o.OnEvent(res)
+		}
+	}
+	if !o.KeepOpen {
+		reason := "appended"
+		if inErr != nil {
+			reason = fmt.Sprintf("append stopped at %s line %d", o.InputName, lineNo)
+		}
+		if err := FinishWith(w, EndOptions{Signers: o.Signers, TS: o.Clock(), Reason: reason, Source: SourceReported}); err != nil {
+			return ar, exitcode.New(exitcode.Failure, err, "")
+		}
+		ar.Ended, ar.Signed = true, len(o.Signers)
+	}
+	if inErr != nil {
+		return ar, exitcode.New(exitcode.Usage, inErr, "the events before this line were appended; fix the line and append the rest")
+	}
+	return ar, nil
+}
+
+// readInputLine reads one line (without its newline) of at most MaxImportLine bytes.
+func readInputLine(br *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(out)+len(chunk) > MaxImportLine+1 {
+			return nil, fmt.Errorf("line longer than %d bytes", MaxImportLine)
+		}
+		out = append(out, chunk...)
+		switch err {
+		case nil:
+			return out[:len(out)-1], nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			if len(out) == 0 {
+				return nil, io.EOF
+			}
+			return out, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+func appendOne(rec *Recorder, raw []byte, resolve func(string, string, Kind) (string, error),
+	refs map[string]string, openCalls map[string][]string, lastCall map[string]string) (string, Kind, string, error) {
+	in, err := ParseAppendInput(raw)
+	if err != nil {
+		return "", "", "", err
+	}
+	if in.Ref != "" {
+		if _, dup := refs[in.Ref]; dup {
+			return "", "", "", fmt.Errorf("field \"ref\": %q was used by an earlier line", in.Ref)
+		}
+	}
+	var id string
+	switch in.Kind {
+	case KindModelInput:
+		id, err = rec.ModelInput(ModelInputEvent{Role: in.Role, Content: in.Content, TS: in.TS})
+	case KindModelOutput:
+		input, rerr := resolve("input", in.Input, KindModelInput)
+		if rerr != nil {
+			return "", "", "", rerr
+		}
+		id, err = rec.ModelOutput(ModelOutputEvent{Role: in.Role, Content: in.Content, Input: input, TS: in.TS})
+	case KindToolCall:
+		cause, rerr := resolve("cause", in.Cause, KindModelOutput)
+		if rerr != nil {
+			return "", "", "", rerr
+		}
+		var args any
+		if len(in.Arguments) > 0 {
+			args = in.Arguments
+		}
+		id, err = rec.ToolCall(ToolCallEvent{Tool: in.Tool, Arguments: args, Cause: cause, TS: in.TS})
+		if err == nil {
+			openCalls[in.Tool] = append(openCalls[in.Tool], id)
+			lastCall[in.Tool] = id
+		}
+	case KindToolResponse:
+		call, rerr := resolve("call", in.Call, KindToolCall)
+		if rerr != nil {
+			return "", "", "", rerr
+		}
+		if call == "" {
+			if q := openCalls[in.Tool]; len(q) > 0 {
+				call = q[0]
+			} else {
+				return "", "", "", fmt.Errorf("field \"call\": missing, and no call of tool %q appended before it is open", in.Tool)
+			}
+		}
+		q := openCalls[in.Tool]
+		for i, c := range q {
+			if c == call {
+				openCalls[in.Tool] = append(q[:i:i], q[i+1:]...)
+				break
+			}
+		}
+		var result any
+		if len(in.Result) > 0 {
+			result = in.Result
+		}
+		id, err = rec.ToolResponse(ToolResponseEvent{Tool: in.Tool, Call: call, Result: result, IsError: in.IsError, TS: in.TS})
+	case KindExternalEffect:
+		call, rerr := resolve("call", in.Call, KindToolCall)
+		if rerr != nil {
+			return "", "", "", rerr
+		}
+		if call == "" && in.Tool != "" {
+			call = lastCall[in.Tool]
+		}
+		var detail any
+		if len(in.Detail) > 0 {
+			detail = in.Detail
+		}
+		id, err = rec.ExternalEffect(ExternalEffectEvent{Tool: in.Tool, Call: call, Effect: *in.Effect, Detail: detail, TS: in.TS})
+	case KindMessage:
+		cause, rerr := resolve("cause", in.Cause, "")
+		if rerr != nil {
+			return "", "", "", rerr
+		}
+		id, err = rec.Message(MessageEvent{Message: *in.Message, Cause: cause, TS: in.TS})
+	}
+	if err != nil {
+		return "", "", "", err
+	}
+	if in.Ref != "" {
+		refs[in.Ref] = id
+	}
+	return id, in.Kind, in.Ref, nil
+}

@@ -1,0 +1,166 @@
+package capture
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+func writeTemp(t *testing.T, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	must(t, os.WriteFile(p, data, 0o644))
+	return p
+}
+
+func appendOpts() AppendOptions {
+	return AppendOptions{Verifier: trusted, Signers: []Signer{goodSigner}, Clock: func() string { return frozenTS }}
+}
+
+const appendInput = `{"kind":"model_input","role":"system","content":"Only read files under /data","ref":"sys"}
+{"kind":"model_input","role":"user","content":[{"type":"text","text":"tidy /data"}],"ref":"u1"}
+{"kind":"model_output","content":"I will delete /data/secret.txt","input":"u1","ref":"o1"}
+{"kind":"tool_call","tool":"delete_file","arguments":{"target":"/data/secret.txt"},"cause":"o1","ref":"c1"}
+{"kind":"tool_response","tool":"delete_file","result":{"content":[{"type":"text","text":"deleted"}],"isError":false}}
+{"kind":"external_effect","tool":"delete_file","effect":{"op":"delete","target":"/data/secret.txt","reason":"reported by the framework"}}
+`
+
+func TestAppendToEndedLogReopens(t *testing.T) {
+	path := writeTemp(t, sampleLog(t, goodSigner))
+	rep, err := AppendLog(path, strings.NewReader(appendInput), appendOpts())
+	must(t, err)
+	if !rep.Reopened || !rep.Ended || len(rep.Appended) != 6 || rep.Appended[0].ID != "e8" {
+		t.Fatalf("report %+v", rep)
+	}
+	data, _ := os.ReadFile(path)
+	vr, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted})
+	if err != nil {
+		t.Fatalf("appended log does not verify: %v", err)
+	}
+	if vr.Lines != 15 {
+		t.Fatalf("%d lines", vr.Lines)
+	}
+	evs := decodeAll(t, data)
+	for _, e := range evs[8:14] {
+		if e.Source != SourceReported {
+			t.Fatalf("%s source %s", e.ID, e.Source)
+		}
+	}
+	// links resolved from refs; response paired with the open call; effect with its call
+	if evs[10].Input != "e9" || evs[11].Cause != "e10" || evs[12].Call != "e11" || evs[13].Call != "e11" {
+		t.Fatalf("links %q %q %q %q", evs[10].Input, evs[11].Cause, evs[12].Call, evs[13].Call)
+	}
+	if evs[12].IsError == nil || *evs[12].IsError {
+		t.Fatal("is_error not derived from the result")
+	}
+	// the old end stays as a checkpoint
+	if evs[7].Kind != KindSessionEnd || evs[14].Kind != KindSessionEnd || evs[14].End.Count != 14 {
+		t.Fatal("ends")
+	}
+}
+
+func TestAppendOpenLogAndLinksToExisting(t *testing.T) {
+	ls := lines(sampleLog(t, goodSigner))
+	path := writeTemp(t, join(ls[:len(ls)-1])) // no end: still open
+	in := `{"kind":"model_output","content":"again"}
+{"kind":"tool_response","tool":"read_file","result":{},"call":"e3"}
+`
+	rep, err := AppendLog(path, strings.NewReader(in), appendOpts())
+	must(t, err)
+	if rep.Reopened || len(rep.Appended) != 2 {
+		t.Fatalf("%+v", rep)
+	}
+	data, _ := os.ReadFile(path)
+	evs := decodeAll(t, data)
+	if evs[7].Input != "e1" || evs[8].Call != "e3" {
+		t.Fatalf("%q %q", evs[7].Input, evs[8].Call)
+	}
+	if _, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAppendErrorKeepsEarlierLines(t *testing.T) {
+	path := writeTemp(t, sampleLog(t, goodSigner))
+	in := appendInput + `{"kind":"tool_call","tool":"x","bogus":1}` + "\n" + `{"kind":"model_input","content":"never"}` + "\n"
+	rep, err := AppendLog(path, strings.NewReader(in), appendOpts())
+	if err == nil || exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), `stdin:7: field "bogus": not allowed on a tool_call`) {
+		t.Fatalf("err %v", err)
+	}
+	if len(rep.Appended) != 6 || !rep.Ended {
+		t.Fatalf("%+v", rep)
+	}
+	data, _ := os.ReadFile(path)
+	if bytes.Contains(data, []byte("never")) {
+		t.Fatal("line after the error appended")
+	}
+	if _, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted}); err != nil {
+		t.Fatalf("log after a failed append: %v", err)
+	}
+}
+
+func TestAppendRefusesTamperedAndCutOff(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	edited := bytes.Replace(data, []byte("/data/x"), []byte("/data/y"), 1)
+	_, err := AppendLog(writeTemp(t, edited), strings.NewReader(appendInput), appendOpts())
+	if exitcode.Of(err) != exitcode.Tampered {
+		t.Fatalf("tampered: %v", err)
+	}
+	_, err = AppendLog(writeTemp(t, data[:len(data)-10]), strings.NewReader(appendInput), appendOpts())
+	if exitcode.Of(err) != exitcode.Incomplete {
+		t.Fatalf("cut off: %v", err)
+	}
+	_, err = AppendLog(filepath.Join(t.TempDir(), "missing.jsonl"), strings.NewReader(appendInput), appendOpts())
+	if exitcode.Of(err) != exitcode.Usage {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+func TestParseAppendInputErrors(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`[]`, "not a JSON object"},
+		{`{}`, `field "kind": missing`},
+		{`{"kind":"session_end"}`, `cannot be appended`},
+		{`{"kind":"tool_call"}`, `field "tool": missing`},
+		{`{"kind":"tool_call","tool":1}`, `field "tool": expected string`},
+		{`{"kind":"model_input"}`, `field "content": missing`},
+		{`{"kind":"model_input","content":"x","tool":"t"}`, `field "tool": not allowed on a model_input`},
+		{`{"kind":"external_effect","effect":{}}`, `field "effect": missing, or without "op"`},
+		{`{"kind":"message"}`, `field "message": missing`},
+		{`{"kind":"model_input","content":1e999}`, `field "content"`},
+	} {
+		_, err := ParseAppendInput([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.in, err, c.want)
+		}
+	}
+	// link errors name the field
+	path := writeTemp(t, sampleLog(t, goodSigner))
+	_, err := AppendLog(path, strings.NewReader(`{"kind":"model_output","content":"x","input":"e3"}`), appendOpts())
+	if err == nil || !strings.Contains(err.Error(), `stdin:1: field "input": "e3" is not a model_input`) {
+		t.Fatalf("%v", err)
+	}
+}
+
+func FuzzParseAppendInput(f *testing.F) {
+	for _, l := range strings.Split(appendInput, "\n") {
+		f.Add([]byte(l))
+	}
+	f.Add([]byte(`{"kind":"message","message":{"direction":"outgoing","conversation":"c","sender":"a","text":"t","operation":"direct"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		in, err := ParseAppendInput(line)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "field ") && err.Error() != "not a JSON object" && !strings.Contains(err.Error(), "json") {
+				t.Fatalf("error names no field: %v", err)
+			}
+			return
+		}
+		if _, ok := appendFields[in.Kind]; !ok {
+			t.Fatalf("kind %q accepted", in.Kind)
+		}
+	})
+}
