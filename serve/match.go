@@ -75,13 +75,3 @@ func stripVolatile(v any) any {
 	}
 	return v
 }
-
-// decoded returns the params of a key as a Go value for diffs.
-func (k Key) decoded() any {
-	if k.Params == "" {
-		return nil
-	}
-	var v any
-	_ = json.Unmarshal([]byte(k.Params), &v)
-	return v
-}

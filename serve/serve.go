@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/mcp"
@@ -318,9 +316,7 @@ func (s *Script) miss(m *mcp.Message, k Key, write func([]byte, bool), say func(
 		return
 	}
 	say("nearest recorded request (cassette line %d): %s", best.line, best.key.String())
-	diff := cmp.Diff(map[string]any{"method": best.key.Method, "params": best.key.decoded()},
-		map[string]any{"method": k.Method, "params": k.decoded()})
-	say("diff (-recorded +incoming):\n%s", strings.TrimRight(diff, "\n"))
+	say("diff (-recorded +incoming):\n%s", requestDiff(best.key, k))
 }
 
 // nearest picks the recorded request most like k: same method first, then
@@ -337,7 +333,7 @@ func (s *Script) nearest(k Key) *entry {
 		if checked > 2000 {
 			break
 		}
-		score := len(cmp.Diff(e.key.decoded(), k.decoded()))
+		score := diffScore(e.key, k)
 		if e.key.Method != k.Method {
 			score += 1 << 30
 		}
@@ -371,4 +367,15 @@ func LoadFile(path string) (*Script, error) {
 	}
 	defer f.Close()
 	return Load(f, path)
+}
+
+// diffScore is the number of differing lines between two requests.
+func diffScore(a, b Key) int {
+	n := 0
+	for _, l := range strings.Split(requestDiff(a, b), "\n") {
+		if strings.HasPrefix(l, "+ ") || strings.HasPrefix(l, "- ") {
+			n++
+		}
+	}
+	return n
 }
