@@ -24,6 +24,7 @@ type checker struct {
 	callRPC   map[string]json.RawMessage
 
 	findings     []Finding
+	perCode      map[string]int // findings per code, listed or not
 	notCheckable map[string]string // check id → reason
 
 	pinned          int // sealed tools whose definition is pinned
@@ -76,9 +77,22 @@ func trimScopeErr(err error, s string) string {
 	return strings.TrimPrefix(err.Error(), fmt.Sprintf("scope %q: ", s))
 }
 
+// maxPerCode bounds the findings of one code kept in memory and listed; the
+// rest are counted and reported in one notice, so a million-call log of
+// violations stays bounded. The verdict is unaffected: the class of the
+// dropped findings is that of the ones kept.
+const maxPerCode = 1000
+
 func (c *checker) add(f Finding) {
 	if f.File == "" && f.Line > 0 {
 		f.File = c.file
+	}
+	if c.perCode == nil {
+		c.perCode = map[string]int{}
+	}
+	c.perCode[f.Code]++
+	if c.perCode[f.Code] > maxPerCode {
+		return
 	}
 	c.findings = append(c.findings, f)
 }
@@ -155,7 +169,8 @@ func (c *checker) event(e *capture.Event, line int64) {
 	}
 	switch e.Kind {
 	case capture.KindToolCall:
-		if len(e.RPCID) > 0 {
+		if i, ok := c.toolIndex[e.Tool]; ok && len(e.RPCID) > 0 && len(c.scopes[i]) > 0 {
+			// kept only where an effect's finding may need it
 			c.callRPC[e.ID] = e.RPCID
 		}
 		c.toolUse(e, line, e.RPCID)
@@ -417,6 +432,19 @@ func (c *checker) finish() {
 			Message: fmt.Sprintf("calls of tool %q could not be checked against its scopes: %s", c.plan.Tools[i].Name, strings.Join(parts, ", ")),
 		})
 	}
+	dropped := make([]string, 0)
+	for code, n := range c.perCode {
+		if n > maxPerCode {
+			dropped = append(dropped, code)
+		}
+	}
+	sort.Strings(dropped)
+	for _, code := range dropped {
+		c.findings = append(c.findings, Finding{
+			Check: checkOfCode(code), Code: "findings-dropped", Severity: SevNotice, Class: ClassNotice, File: c.file,
+			Message: fmt.Sprintf("%d more %s findings were not listed (the first %d are)", c.perCode[code]-maxPerCode, code, maxPerCode),
+		})
+	}
 	if !c.promptSeen {
 		if c.promptUnchecked > 0 {
 			c.notCheckable[CheckPrompt] = fmt.Sprintf("%d system model input(s) were captured without their text", c.promptUnchecked)
@@ -439,6 +467,23 @@ func witnessOf(id string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (witness %q)", id)
+}
+
+// checkOfCode returns the check a finding code belongs to.
+func checkOfCode(code string) string {
+	switch code {
+	case "unsealed-tool":
+		return CheckUnsealed
+	case "argument-out-of-scope", "effect-out-of-scope", "scope-not-checkable":
+		return CheckScope
+	case "system-prompt-drift":
+		return CheckPrompt
+	case "seal-mismatch", "seal-ref-mismatch":
+		return CheckBinding
+	case "sealed-tool-unused":
+		return CheckUnused
+	}
+	return CheckDefinitions
 }
 
 // short abbreviates a hex digest for messages.

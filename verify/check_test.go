@@ -442,3 +442,24 @@ func TestTamperedAndIncomplete(t *testing.T) {
 		})
 	}
 }
+
+// Many violations stay bounded in memory: the first maxPerCode of a code are
+// listed, the rest counted in one notice; the verdict is unchanged.
+func TestFindingsBounded(t *testing.T) {
+	plan := testPlan()
+	evs := cleanEvents()
+	for i := 0; i < maxPerCode+5; i++ {
+		evs = append(evs, ev(capture.KindToolCall, "delete_file", fmt.Sprint(100+i), map[string]any{"target": "/data/x"}))
+	}
+	r := runCheck(t, plan, buildLog(t, plan, logSpec{events: evs, signer: testKey}), signedOpts())
+	n := 0
+	for _, f := range r.Findings {
+		if f.Code == "unsealed-tool" {
+			n++
+		}
+	}
+	f := findCode(r, "findings-dropped")
+	if n != maxPerCode || f == nil || !strings.Contains(f.Message, "5 more unsealed-tool findings") || r.Verdict != Violation {
+		t.Errorf("listed %d, dropped notice %+v, verdict %s", n, f, r.Verdict)
+	}
+}

@@ -27,6 +27,7 @@ var codes = map[string]codeInfo{
 	"log-partial":            {"The event log ends in a partial line", "The capture stopped in the middle of a write, or the file was truncated."},
 	"log-no-end":             {"The event log has no session_end line", "The capture was cut off or the end was removed: what came after the last line is unknown."},
 	"log-empty":              {"The event log is empty", "Nothing was captured, or the file was emptied."},
+	"findings-dropped":       {"More findings of one code than are listed", "Only the first 1000 findings of each code are listed; the count of the others is in the message."},
 	"log-findings-dropped":   {"More chain findings than are listed", "Only the first chain findings are listed; fix those first."},
 	"graph-invalid":          {"The graph file is not a valid witness graph", "The graph was edited or is not a document 'witness graph' wrote."},
 	"seal-mismatch":          {"The events were captured under another seal", "Verify against the seal named in the session header, or re-capture under this seal."},

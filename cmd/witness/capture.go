@@ -84,6 +84,7 @@ the names, never the values.`,
 	f.DurationVar(&o.TermGrace, "term-grace", capture.DefaultTermGrace, "shutdown: wait after SIGTERM before SIGKILL")
 	f.StringArrayVar(&o.Env, "env", nil, "pass NAME from the environment, or set NAME=VALUE, for the server (repeatable)")
 	c.MarkFlagRequired("out")
+	c.AddCommand(newCaptureAppendCmd(a))
 	return c
 }
 
