@@ -31,6 +31,7 @@ type ImportOptions struct {
 	TS       string   // ts of the header and end lines (and of cassette lines that carry none)
 	Signers  []Signer // sign the session_end
 	Redactor *Redactor
+	OnEvent  func(e *Event) // called after each imported event is written
 }
 
 // ImportReport says what an import did.
@@ -475,6 +476,9 @@ func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error)
 			return rep, exitcode.New(exitcode.Failure, fmt.Errorf("import %s line %d: %w", name, cur.line, err), "")
 		}
 		rep.Events++
+		if o.OnEvent != nil {
+			o.OnEvent(e)
+		}
 		raw, err := sc.next()
 		if err == io.EOF {
 			break

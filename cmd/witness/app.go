@@ -109,6 +109,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newProxyCmd(a),
 		newCaptureCmd(a),
 		newServeCmd(a),
+		newImportCmd(a),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

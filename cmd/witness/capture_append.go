@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/keyring"
+)
+
+type captureAppendOptions struct {
+	Events     string
+	Keyring    string
+	KeepOpen   bool
+	Redact     []string
+	RedactFile string
+	RedactKey  string
+}
+
+func newCaptureAppendCmd(a *app) *cobra.Command {
+	var o captureAppendOptions
+	c := &cobra.Command{
+		Use:   "append --events FILE [--keyring PATH] [--keep-open] < EVENTS.jsonl",
+		Short: "Append events reported by an agent framework (JSONL on stdin) to an event log",
+		Long: `append reads events as JSONL on stdin, one object a line, and appends them
+to the event log FILE with source "reported": what an agent framework in
+any language tells the witness about model input, model output, tool calls
+it made itself, external effects and agent messages. The input shape is in
+docs/formats/events.md ("Appending reported events"), for example:
+
+  {"kind":"model_input","role":"user","content":"tidy /data","ref":"u1"}
+  {"kind":"model_output","content":"I will delete /data/x","input":"u1"}
+
+The log is verified first: a tampered log is refused (exit 3), one with a
+cut-off last line too (exit 4). A log that has ended is reopened: its signed
+session_end stays as a checkpoint and the new events follow it. Each event
+is written as soon as its line is read; a bad line stops the append with an
+error naming the line and field (exit 2), and the events before it stay.
+Unless --keep-open, a new session_end is written, signed with the active key
+of --keyring (or $WITNESS_KEYRING when that file exists).
+
+It prints one line per appended event: its id, kind and ref.`,
+		Example: `  printf '%s\n' '{"kind":"model_input","content":"hi"}' '{"kind":"model_output","content":"hello"}' |
+    witness capture append --events rec/events.jsonl --keyring keys.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCaptureAppend(a, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Events, "events", "", "event log to append to")
+	f.StringVar(&o.Keyring, "keyring", "", "keyring: verifies the log's signatures and signs the new end with its active key (default $WITNESS_KEYRING when it exists)")
+	f.BoolVar(&o.KeepOpen, "keep-open", false, "do not write a session_end after the appended events")
+	f.StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP (repeatable)")
+	f.StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
+	f.StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
+	c.MarkFlagRequired("events")
+	return c
+}
+
+func runCaptureAppend(a *app, o captureAppendOptions) error {
+	red, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
+		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)})
+	if err != nil {
+		return err
+	}
+	opts := capture.AppendOptions{
+		InputName: "stdin",
+		KeepOpen:  o.KeepOpen,
+		Redactor:  red,
+		Clock:     func() string { return capture.Timestamp(a.getenv) },
+		OnEvent: func(r capture.AppendResult) {
+			if r.Ref != "" {
+				fmt.Fprintf(a.stdout, "%s %s ref=%s\n", r.ID, r.Kind, r.Ref)
+			} else {
+				fmt.Fprintf(a.stdout, "%s %s\n", r.ID, r.Kind)
+			}
+		},
+	}
+	// the keyring verifies the existing log and signs the new end
+	path := o.Keyring
+	if path == "" {
+		if p := a.getenv(keyring.EnvKeyring); p != "" {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+			}
+		}
+	}
+	if path != "" {
+		kopts, err := a.keyringOptions("")
+		if err != nil {
+			return err
+		}
+		k, err := keyring.OpenExisting(path, kopts)
+		if err != nil {
+			return err
+		}
+		opts.Verifier = capture.UnknownKeyAs(k, keyring.ErrUnknownKey, keyring.ErrRevoked)
+		if !o.KeepOpen {
+			if opts.Signers, err = a.captureSigners(path); err != nil {
+				return err
+			}
+		}
+	} else if !o.KeepOpen {
+		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the new session end is not signed (pass --keyring)\n")
+	}
+	rep, err := capture.AppendLog(o.Events, a.stdin, opts)
+	if rep != nil {
+		state := "left open (--keep-open)"
+		if rep.Ended {
+			state = "ended, unsigned"
+			if rep.Signed > 0 {
+				state = "ended, signed by key " + opts.Signers[0].KeyID()
+			}
+		}
+		if rep.Reopened {
+			state = "reopened after its session_end (kept as a checkpoint), " + state
+		}
+		fmt.Fprintf(a.stdout, "witness: appended %d reported events to %s; log %s\n", len(rep.Appended), o.Events, state)
+	}
+	return err
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+type importOptions struct {
+	From       string
+	File       string
+	Out        string
+	Keyring    string
+	Redact     []string
+	RedactFile string
+	RedactKey  string
+	Quiet      bool
+}
+
+func newImportCmd(a *app) *cobra.Command {
+	var o importOptions
+	c := &cobra.Command{
+		Use:   "import --from atw-0.1.0 FILE --out EVENTS",
+		Short: "Convert an agent-trace-witness 0.1.0 event log or cassette into a witness event log",
+		Long: `import reads an agent-trace-witness 0.1.0 file, an event log (7-key lines:
+payload_sha256, role, seal_ref, tool, ts, type, unsealed) or a cassette
+(timestamp, type, payload), telling which from its first line, and writes a
+witness event log (docs/formats/events.md) with source "imported".
+
+0.1.0 lines carry no ids, so import pairs each tool_response with the
+EARLIEST open tool_call of the same tool (0.1.0's graph took the newest open
+call of any tool, which mis-pairs interleaved calls), names in each
+external_effect the latest tool_call of its tool, and in each model_output
+the latest model_input. The session header says so (pairing
+"earliest-open-same-tool", imported_from "atw-0.1.0", notes). Event-log
+hashes are kept as payload_sha256 with no payload (0.1.0 never stored
+payloads); each line's unsealed flag and number are kept under "legacy".
+
+It prints one line per paired event. The session end is signed with the
+active key of --keyring (or $WITNESS_KEYRING when that file exists).`,
+		Example: `  witness import --from atw-0.1.0 hansard_scenario_1.jsonl --out events.jsonl
+  witness import --from atw-0.1.0 mcp_stdio_001.jsonl --out events.jsonl --keyring keys.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.File = args[0]
+			return runImport(a, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.From, "from", "", "format of FILE: atw-0.1.0")
+	f.StringVar(&o.Out, "out", "", "event log to write (replaced if it exists)")
+	f.StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when it exists)")
+	f.StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP (repeatable)")
+	f.StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
+	f.StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary line")
+	c.MarkFlagRequired("from")
+	c.MarkFlagRequired("out")
+	return c
+}
+
+func runImport(a *app, o importOptions) error {
+	if o.From != capture.ImportFormatATW010 {
+		return usageError(fmt.Errorf("--from %q is not a format import reads", o.From), "use --from atw-0.1.0")
+	}
+	in, err := os.Open(o.File)
+	if err != nil {
+		return usageError(fmt.Errorf("open %s: %w", o.File, err), "")
+	}
+	defer in.Close()
+	red, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
+		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)})
+	if err != nil {
+		return err
+	}
+	signers, err := a.captureSigners(o.Keyring)
+	if err != nil {
+		return err
+	}
+	if len(signers) == 0 {
+		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
+	}
+	dir := filepath.Dir(o.Out)
+	tmp, err := os.CreateTemp(dir, ".import-*.jsonl")
+	if err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("create %s: %w", o.Out, err), "")
+	}
+	defer os.Remove(tmp.Name())
+	ts := capture.Timestamp(a.getenv)
+	opts := capture.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
+	if !o.Quiet {
+		opts.OnEvent = func(e *capture.Event) {
+			who := e.Tool + e.Role
+			switch {
+			case e.Call != "":
+				fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> tool_call %s\n", e.Legacy.Line, e.Kind, who, e.ID, e.Call)
+			case e.Input != "":
+				fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> model_input %s\n", e.Legacy.Line, e.Kind, who, e.ID, e.Input)
+			case e.Legacy != nil && e.Legacy.Orphan:
+				fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> no open call: orphan\n", e.Legacy.Line, e.Kind, who, e.ID)
+			}
+		}
+	}
+	rep, err := capture.ImportATW(in, tmp, opts)
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.Out, cerr), "")
+	}
+	if err != nil {
+		var coded *exitcode.Error
+		if !errors.As(err, &coded) {
+			err = exitcode.New(exitcode.Failure, err, "")
+		}
+		return err
+	}
+	if err := os.Rename(tmp.Name(), o.Out); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.Out, err), "")
+	}
+	kind := "event log"
+	if rep.Format == capture.LegacyATWCassette {
+		kind = "cassette"
+	}
+	signed := "unsigned"
+	if len(signers) > 0 {
+		signed = "signed by key " + signers[0].KeyID()
+	}
+	fmt.Fprintf(a.stdout, "witness: imported %d events from %s (atw-0.1.0 %s) to %s: %d paired (earliest open call of the same tool), %d orphans; session %s, %s\n",
+		rep.Events, filepath.Base(o.File), kind, o.Out, rep.Paired, len(rep.Orphans), rep.Session, signed)
+	return nil
+}
