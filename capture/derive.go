@@ -478,6 +478,12 @@ func (d *Deriver) startLog() error {
 	h := &Header{Seal: d.o.Seal, Server: &srv, Pairing: PairingJSONRPCID, Notes: append([]string(nil), d.o.Notes...)}
 	if d.o.Redactor != nil {
 		h.Redaction = d.o.Redactor.Info()
+	} else if len(d.ch.Redaction) > 0 {
+		// re-deriving a redacted cassette: its bytes are already redacted
+		var r Redaction
+		if json.Unmarshal(d.ch.Redaction, &r) == nil {
+			h.Redaction = &r
+		}
 	}
 	h.Notes = append(h.Notes, fmt.Sprintf("derived from %s (%s mode); events are observed on the wire", d.o.Cassette, orDefault(d.ch.Mode, "client")))
 	w, err := StartLog(d.out, h, d.ch.Started, SourceObserved)

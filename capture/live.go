@@ -86,9 +86,18 @@ func OpenLive(o LiveOptions) (*Live, error) {
 	frozen := o.Getenv != nil && o.Getenv(EnvTS) != ""
 	h := cassette.Header{Command: o.Command, Args: o.Args, Env: EnvNames(o.Env), Protocol: o.Protocol,
 		Started: Timestamp(o.Getenv), Frozen: frozen, Mode: "client"}
+	if o.Redactor != nil {
+		if b, err := json.Marshal(o.Redactor.Info()); err == nil {
+			h.Redaction = b
+		}
+	}
 	cw, err := cassette.NewWriter(o.Cassette, h)
 	if err != nil {
 		return nil, err
+	}
+	if o.Redactor != nil {
+		red := o.Redactor
+		cw.SetRedact(func(_ cassette.Dir, b []byte) ([]byte, bool) { return red.Line(b) })
 	}
 	l := &Live{o: o, cw: cw}
 	l.d = NewDeriver(o.Events, cw.Header(), DeriveOptions{Seal: o.Seal, Redactor: o.Redactor, Cassette: CassetteFile, Effects: o.Effects, Notes: o.Notes})

@@ -504,3 +504,35 @@ func FuzzParseScenario(f *testing.F) {
 		}
 	})
 }
+
+func TestRedactedCaptureRederives(t *testing.T) {
+	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
+	rule, err := ParseRedactRule("$.arguments.name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, err := ParseRedactRule("re:Alice-[A-Za-z]+")
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, err := NewRedactor([]RedactRule{rule, re}, []byte("0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Redactor: red},
+		Calls: []ScenarioCall{{Tool: "greet", Arguments: json.RawMessage(`{"name":"Alice-Secret"}`)}}})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	if bytes.Contains(c.cassette, []byte("Alice-Secret")) {
+		t.Fatalf("secret in the cassette:\n%s", c.cassette)
+	}
+	if !bytes.Contains(c.events, []byte(`"tool":"greet"`)) {
+		t.Fatal("the tool name must survive a rule on the arguments")
+	}
+	if bytes.Contains(c.events, []byte("Alice-Secret")) {
+		t.Fatal("secret in the events")
+	}
+	lvCheckChain(t, c.events)
+	lvCheckRederive(t, c)
+}

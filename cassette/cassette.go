@@ -50,6 +50,9 @@ type Header struct {
 	Started  string   `json:"started"`            // RFC 3339 UTC, ATW_WITNESS_TS when frozen
 	Frozen   bool     `json:"frozen,omitempty"`   // time was frozen: records carry no "t"
 	Mode     string   `json:"mode,omitempty"`     // "client" (witness capture) or "proxy"
+	// Redaction describes the redaction applied to wire bytes before they
+	// were written (rules and key id, never the key), when any.
+	Redaction json.RawMessage `json:"redaction,omitempty"`
 }
 
 // Record is one line after the header: a wire record (Dir set) or a
@@ -60,21 +63,28 @@ type Record struct {
 	Off     int64  // wire records: offset of Data within the direction's byte stream
 	Data    []byte // wire records: the exact bytes, without the line's '\n'
 	Partial bool   // the stream ended without '\n' after Data
-	Cont    bool   // Data is a piece of an over-long line that continues in the next record of Dir
-	T       int64  // ns since the start; 0 when the cassette is frozen
-	Life    string // lifecycle records: what happened
-	Signal  string
-	Status  string // exit: "exit status 0", "signal: killed"
-	Code    *int   // exit: exit code, when the process exited normally
-	Detail  string
-	Stream  Dir   // lifecycle records about one stream (eof): which
-	Line    int64 // set by Reader: the 1-based line number in the file
+	// Redacted is set when Data is the redacted form of the bytes on the
+	// wire; N is then their original length (what Off advances by).
+	Redacted bool
+	N        int64
+	Cont     bool   // Data is a piece of an over-long line that continues in the next record of Dir
+	T        int64  // ns since the start; 0 when the cassette is frozen
+	Life     string // lifecycle records: what happened
+	Signal   string
+	Status   string // exit: "exit status 0", "signal: killed"
+	Code     *int   // exit: exit code, when the process exited normally
+	Detail   string
+	Stream   Dir   // lifecycle records about one stream (eof): which
+	Line     int64 // set by Reader: the 1-based line number in the file
 }
 
 // End returns the stream offset just past this record's bytes (including
 // the implied '\n' of a complete line).
 func (r *Record) End() int64 {
 	n := r.Off + int64(len(r.Data))
+	if r.Redacted {
+		n = r.Off + r.N
+	}
 	if r.Dir != Stderr && !r.Partial && !r.Cont {
 		n++
 	}
@@ -92,19 +102,21 @@ func (r *Record) Wire() []byte {
 }
 
 type wireRecord struct {
-	Seq     int64   `json:"seq"`
-	Dir     Dir     `json:"dir,omitempty"`
-	Off     *int64  `json:"off,omitempty"`
-	Text    *string `json:"text,omitempty"`
-	B64     *string `json:"b64,omitempty"`
-	Partial bool    `json:"partial,omitempty"`
-	Cont    bool    `json:"cont,omitempty"`
-	T       int64   `json:"t,omitempty"`
-	Life    string  `json:"life,omitempty"`
-	Signal  string  `json:"signal,omitempty"`
-	Status  string  `json:"status,omitempty"`
-	Code    *int    `json:"code,omitempty"`
-	Detail  string  `json:"detail,omitempty"`
+	Seq      int64   `json:"seq"`
+	Dir      Dir     `json:"dir,omitempty"`
+	Off      *int64  `json:"off,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	B64      *string `json:"b64,omitempty"`
+	Partial  bool    `json:"partial,omitempty"`
+	Cont     bool    `json:"cont,omitempty"`
+	Redacted bool    `json:"redacted,omitempty"`
+	N        *int64  `json:"n,omitempty"`
+	T        int64   `json:"t,omitempty"`
+	Life     string  `json:"life,omitempty"`
+	Signal   string  `json:"signal,omitempty"`
+	Status   string  `json:"status,omitempty"`
+	Code     *int    `json:"code,omitempty"`
+	Detail   string  `json:"detail,omitempty"`
 }
 
 // Writer writes a cassette. It is safe for concurrent use; each record is
@@ -119,6 +131,7 @@ type Writer struct {
 	off    map[Dir]int64
 	err    error
 	notify func(*Record)
+	redact func(Dir, []byte) ([]byte, bool)
 }
 
 // NewWriter writes the header h to w and returns a Writer. h.Format and h.V
@@ -162,6 +175,17 @@ func (w *Writer) Count() int64 {
 func (w *Writer) OnRecord(f func(*Record)) {
 	w.mu.Lock()
 	w.notify = f
+	w.mu.Unlock()
+}
+
+// SetRedact makes the writer pass the bytes of every wire record through f
+// before writing them; when f reports a change, the record holds the
+// redacted bytes, "redacted":true and the original length "n". Secrets
+// thus never reach the cassette, at the price of exactness for those
+// records only.
+func (w *Writer) SetRedact(f func(dir Dir, data []byte) ([]byte, bool)) {
+	w.mu.Lock()
+	w.redact = f
 	w.mu.Unlock()
 }
 
@@ -217,6 +241,13 @@ func (w *Writer) write(r *Record) (int64, error) {
 		r.Off = w.off[r.Dir]
 		off := r.Off
 		wr.Dir, wr.Off, wr.Partial, wr.Cont = r.Dir, &off, r.Partial, r.Cont
+		if w.redact != nil {
+			if red, changed := w.redact(r.Dir, r.Data); changed {
+				n := int64(len(r.Data))
+				r.Data, r.Redacted, r.N = red, true, n
+				wr.Redacted, wr.N = true, &n
+			}
+		}
 		if utf8.Valid(r.Data) {
 			s := string(r.Data)
 			wr.Text = &s
@@ -377,7 +408,7 @@ func (r *Reader) Next() (*Record, error) {
 		return nil, r.errf("t", "a frozen cassette carries no times")
 	}
 	if wr.Life != "" {
-		if wr.Off != nil || wr.Text != nil || wr.B64 != nil || wr.Partial || wr.Cont {
+		if wr.Off != nil || wr.Text != nil || wr.B64 != nil || wr.Partial || wr.Cont || wr.Redacted || wr.N != nil {
 			return nil, r.errf("life", "a lifecycle record carries no wire bytes")
 		}
 		switch wr.Life {
@@ -421,6 +452,15 @@ func (r *Reader) Next() (*Record, error) {
 	}
 	if wr.Partial && wr.Cont {
 		return nil, r.errf("cont", "a record cannot be both partial and continued")
+	}
+	if wr.Redacted != (wr.N != nil) {
+		return nil, r.errf("n", "present exactly when the record is redacted")
+	}
+	if wr.N != nil {
+		if *wr.N < 0 {
+			return nil, r.errf("n", "must not be negative")
+		}
+		rec.Redacted, rec.N = true, *wr.N
 	}
 	rec.Dir, rec.Off, rec.Partial, rec.Cont = wr.Dir, *wr.Off, wr.Partial, wr.Cont
 	r.off[wr.Dir] = rec.End()

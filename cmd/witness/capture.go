@@ -29,6 +29,9 @@ type captureOptions struct {
 	StdinGrace time.Duration
 	TermGrace  time.Duration
 	Env        []string
+	Redact     []string
+	RedactFile string
+	RedactKey  string
 	Command    []string
 }
 
@@ -83,6 +86,9 @@ the names, never the values.`,
 	f.DurationVar(&o.StdinGrace, "stdin-grace", capture.DefaultStdinGrace, "shutdown: wait after closing the server's stdin before SIGTERM")
 	f.DurationVar(&o.TermGrace, "term-grace", capture.DefaultTermGrace, "shutdown: wait after SIGTERM before SIGKILL")
 	f.StringArrayVar(&o.Env, "env", nil, "pass NAME from the environment, or set NAME=VALUE, for the server (repeatable)")
+	f.StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP; values become keyed hashes in the cassette and the events (repeatable)")
+	f.StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
+	f.StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
 	c.MarkFlagRequired("out")
 	c.AddCommand(newCaptureAppendCmd(a))
 	return c
@@ -189,6 +195,10 @@ func runCapture(a *app, o captureOptions) error {
 			return exitcode.New(exitcode.Usage, err, "see docs/formats/effects.md")
 		}
 		lo.Effects = m.Func()
+	}
+	if lo.Redactor, err = capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
+		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)}); err != nil {
+		return err
 	}
 	if lo.Signers, err = a.captureSigners(o.Keyring); err != nil {
 		return err
