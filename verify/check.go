@@ -24,7 +24,7 @@ type checker struct {
 	callRPC   map[string]json.RawMessage
 
 	findings     []Finding
-	perCode      map[string]int // findings per code, listed or not
+	perCode      map[string]int    // findings per code, listed or not
 	notCheckable map[string]string // check id → reason
 
 	pinned          int // sealed tools whose definition is pinned
