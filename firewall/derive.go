@@ -84,9 +84,7 @@ func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingD
 		res.Events++
 		res.Messages++
 	}
-	end := &capture.Event{Kind: capture.KindSessionEnd, TS: last.TS, Source: capture.SourceObserved,
-		End: &capture.End{Count: wr.Count(), Head: wr.Head(), Reason: "derived: " + fmt.Sprint(res.Messages) + " message events added by witness firewall derive (mapping sha256:" + mappingDigest + "); unsigned"}}
-	if err := wr.Append(end); err != nil {
+	if err := capture.FinishWith(wr, capture.EndOptions{TS: last.TS, Reason: "derived: " + fmt.Sprint(res.Messages) + " message events added by witness firewall derive (mapping sha256:" + mappingDigest + "); unsigned"}); err != nil {
 		return nil, exitcode.New(exitcode.Failure, err, "")
 	}
 	res.Events++

@@ -13,9 +13,8 @@ import (
 func logOf(t testing.TB, msgs ...capture.Message) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w := capture.NewWriter(&buf, "sess-test")
-	if err := w.Append(&capture.Event{Kind: capture.KindSessionStart, TS: "2026-08-30T14:33:00Z", Source: capture.SourceReported,
-		Header: &capture.Header{Format: "witness-events", WitnessVersion: "test", Pairing: "jsonrpc-id"}}); err != nil {
+	w, err := capture.StartLog(&buf, &capture.Header{Format: "witness-events", WitnessVersion: "test", Pairing: "jsonrpc-id"}, "2026-08-30T14:33:00Z", capture.SourceReported)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range msgs {
