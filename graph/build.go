@@ -78,7 +78,22 @@ func mapAll(src EventSource, m *mapper) error {
 			if lr, ok := src.(lineReporter); ok {
 				err = fmt.Errorf("line %d: %w", lr.Line(), err)
 			}
+			err = withName(src, err)
 			return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
 		}
 	}
+}
+
+func wrapTampered(err error) error {
+	return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
+}
+
+// namer is implemented by sources that know their file name.
+type namer interface{ Name() string }
+
+func withName(src EventSource, err error) error {
+	if n, ok := src.(namer); ok {
+		return fmt.Errorf("%s: %w", n.Name(), err)
+	}
+	return err
 }

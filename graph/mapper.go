@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/canon"
@@ -216,11 +217,13 @@ func (m *mapper) payload(node string, e *capture.Event) error {
 	if len(e.Payload) == 0 || m.opts.OmitPayloads {
 		return nil
 	}
-	c, err := canon.Transform(e.Payload)
-	if err != nil {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "payload", Err: err}
+	// the payload's JSON text as the log line recorded it (canonical in
+	// every log witness writes: lines are canonical JSON)
+	p := bytes.TrimSpace(e.Payload)
+	if !utf8.Valid(p) {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "payload", Err: errors.New("not valid UTF-8")}
 	}
-	return m.add(node, ProvValue, Str(string(c)))
+	return m.add(node, ProvValue, Str(string(p)))
 }
 
 // link resolves a causal link to an earlier event of one of the given kinds.
@@ -256,17 +259,16 @@ func boolLit(b bool) Term {
 func rpcID(raw json.RawMessage) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
+		if bytes.IndexByte(raw, '\\') < 0 {
+			return string(raw[1 : len(raw)-1]), nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", err
 		}
 		return s, nil
 	}
-	c, err := canon.Transform(raw)
-	if err != nil {
-		return "", err
-	}
-	return string(c), nil
+	return string(raw), nil
 }
 
 // event maps one event.
@@ -442,9 +444,9 @@ func (m *mapper) rpc(n string, e *capture.Event) error {
 	if err != nil {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: err}
 	}
-	raw, err := canon.Transform(e.RPCID)
-	if err != nil {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: err}
+	raw := bytes.TrimSpace(e.RPCID)
+	if !utf8.Valid(raw) {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: errors.New("not valid UTF-8")}
 	}
 	return firstErr(m.add(n, OtelJSONRPCRequestID, Str(id)), m.add(n, WRPCIDJSON, Str(string(raw))))
 }

@@ -1,0 +1,175 @@
+// Command witness-bench is the benchmark harness behind `make bench`
+// (scripts/bench.d/30-graph.sh): it generates deterministic synthetic event
+// logs and times one operation per process, printing one JSON line with the
+// wall time, events per second and the process's peak RSS (getrusage).
+//
+//	witness-bench gen N FILE            write a synthetic log of N events
+//	witness-bench floor FILE            read FILE and sha256 it (the floor)
+//	witness-bench stream FILE           canonical N-Quads, streamed (witness graph --format nquads)
+//	witness-bench jsonld FILE OUT       build the graph and write its JSON-LD to OUT
+//	witness-bench jsongold DOC.jsonld   json-gold: ToRDF + URDNA2015 + serialise
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/graph/ldoracle"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "witness-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	Op      string  `json:"op"`
+	File    string  `json:"file"`
+	Events  int64   `json:"events,omitempty"`
+	Quads   int64   `json:"quads,omitempty"`
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	MaxRSS  int64   `json:"max_rss_mib"`
+	Digest  string  `json:"digest,omitempty"`
+}
+
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	return ru.Maxrss / 1024 // KiB on Linux
+}
+
+func run(args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("usage: witness-bench gen|floor|stream|jsonld|jsongold ARGS")
+	}
+	op := args[0]
+	r := result{Op: op, File: args[1]}
+	t0 := time.Now()
+	switch op {
+	case "gen":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: witness-bench gen N FILE")
+		}
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			return err
+		}
+		f, err := os.Create(args[2])
+		if err != nil {
+			return err
+		}
+		if err := synthlog.Generate(f, n, 1, "bench-"+args[1]); err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		r.File, r.Events = args[2], int64(n)
+	case "floor":
+		f, err := os.Open(args[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		br := bufio.NewReaderSize(f, 1<<20)
+		for {
+			line, err := br.ReadSlice('\n')
+			h.Write(line)
+			if len(line) > 0 {
+				r.Events++
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil && err != bufio.ErrBufferFull {
+				return err
+			}
+		}
+		r.Digest = hex.EncodeToString(h.Sum(nil))
+		st, _ := f.Stat()
+		r.Bytes = st.Size()
+	case "stream":
+		f, err := os.Open(args[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := graph.StreamNQuads(graph.NewEventSource(f, args[1]), io.Discard, graph.Options{}, graph.StreamOptions{})
+		if err != nil {
+			return err
+		}
+		r.Events, r.Quads, r.Bytes, r.Digest = st.Events, st.Quads, st.Bytes, st.Digest
+	case "jsonld":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: witness-bench jsonld FILE OUT")
+		}
+		f, err := os.Open(args[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		g, err := graph.Build(graph.NewEventSource(f, args[1]), graph.Options{})
+		if err != nil {
+			return err
+		}
+		out, err := os.Create(args[2])
+		if err != nil {
+			return err
+		}
+		if err := g.WriteJSONLD(out); err != nil {
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+		r.Events = int64(g.Len())
+	case "jsongold":
+		doc, err := os.ReadFile(args[1])
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		cw := &counter{w: h}
+		if err := ldoracle.Canonicalize(doc, &ldoracle.Loader{}, cw); err != nil {
+			return err
+		}
+		r.Bytes, r.Quads = cw.n, cw.lines
+		r.Digest = hex.EncodeToString(h.Sum(nil))
+	default:
+		return fmt.Errorf("unknown op %q", op)
+	}
+	r.Seconds = time.Since(t0).Seconds()
+	r.MaxRSS = maxRSS()
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+	return nil
+}
+
+type counter struct {
+	w     io.Writer
+	n     int64
+	lines int64
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	c.lines += int64(bytes.Count(p, []byte{'\n'}))
+	return c.w.Write(p)
+}

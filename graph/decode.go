@@ -1,0 +1,580 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/agent-trace-witness/witness/capture"
+)
+
+// errSlow makes the fast event decoder hand a line to capture.DecodeEvent.
+var errSlow = errors.New("slow path")
+
+// DecodeEventFast decodes one event line like capture.DecodeEvent (same
+// result, same errors), quickly for the common case: canonical lines whose
+// keys it knows. Anything else (unknown keys, escapes it does not handle,
+// nested headers, malformed input) goes to capture.DecodeEvent. The graph
+// does not use the wire field, so the fast path skips it (after checking it
+// is valid JSON) and leaves Event.Wire nil.
+func DecodeEventFast(line []byte) (*capture.Event, *capture.ParseError) {
+	e, err := decodeFast(line)
+	if err == nil {
+		if pe := checkEnvelope(e); pe == nil {
+			return e, nil
+		}
+	}
+	return capture.DecodeEvent(line)
+}
+
+// checkEnvelope repeats capture.DecodeEvent's envelope checks; a failure
+// sends the line to the slow path, which reports it.
+func checkEnvelope(e *capture.Event) error {
+	if e.V != capture.FormatVersion || e.ID == "" || e.Kind == "" || len(e.Prev) != 64 {
+		return errSlow
+	}
+	switch e.Kind {
+	case capture.KindToolCall, capture.KindToolResponse, capture.KindModelInput, capture.KindModelOutput, capture.KindExternalEffect,
+		capture.KindNotification, capture.KindMessage, capture.KindSessionEnd:
+		return nil
+	}
+	return errSlow // session_start (header) and unknown kinds
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// str reads a JSON string and returns its value.
+func (s *scanner) str() (string, error) {
+	raw, esc, err := s.strRaw()
+	if err != nil {
+		return "", err
+	}
+	if !esc {
+		if !utf8.Valid(raw[1 : len(raw)-1]) {
+			return "", errSlow
+		}
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", errSlow
+	}
+	return v, nil
+}
+
+// strRaw returns the raw string token (quotes included) and whether it has
+// escapes.
+func (s *scanner) strRaw() ([]byte, bool, error) {
+	if s.peek() != '"' {
+		return nil, false, errSlow
+	}
+	start := s.i
+	s.i++
+	esc := false
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return s.b[start:s.i], esc, nil
+		case c == '\\':
+			esc = true
+			if s.i+1 >= len(s.b) {
+				return nil, false, errSlow
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) {
+					return nil, false, errSlow
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return nil, false, errSlow
+					}
+				}
+				s.i += 6
+			default:
+				return nil, false, errSlow
+			}
+		case c < 0x20:
+			return nil, false, errSlow
+		default:
+			s.i++
+		}
+	}
+	return nil, false, errSlow
+}
+
+// integer reads a JSON integer without fraction or exponent.
+func (s *scanner) integer() (int64, error) {
+	start := s.i
+	neg := false
+	if s.peek() == '-' {
+		neg = true
+		s.i++
+	}
+	ds := s.i
+	var n int64
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		if s.i-ds >= 18 {
+			return 0, errSlow
+		}
+		n = n*10 + int64(s.b[s.i]-'0')
+		s.i++
+	}
+	if s.i == ds || (s.b[ds] == '0' && s.i-ds > 1) {
+		return 0, errSlow
+	}
+	if c := s.peek(); c == '.' || c == 'e' || c == 'E' {
+		s.i = start
+		return 0, errSlow
+	}
+	if neg {
+		n = -n
+	}
+	return n, nil
+}
+
+func (s *scanner) lit(word string) bool {
+	if bytes.HasPrefix(s.b[s.i:], []byte(word)) {
+		s.i += len(word)
+		return true
+	}
+	return false
+}
+
+func (s *scanner) boolean() (bool, error) {
+	switch {
+	case s.lit("true"):
+		return true, nil
+	case s.lit("false"):
+		return false, nil
+	}
+	return false, errSlow
+}
+
+// value skips one JSON value (validating it, no whitespace allowed outside
+// strings except what skipWS accepts) and returns its bytes.
+func (s *scanner) value(depth int) ([]byte, error) {
+	if depth > 200 {
+		return nil, errSlow
+	}
+	s.ws()
+	start := s.i
+	switch c := s.peek(); {
+	case c == '"':
+		if _, _, err := s.strRaw(); err != nil {
+			return nil, err
+		}
+	case c == '{':
+		s.i++
+		s.ws()
+		if s.peek() == '}' {
+			s.i++
+			break
+		}
+		for {
+			s.ws()
+			if _, _, err := s.strRaw(); err != nil {
+				return nil, err
+			}
+			s.ws()
+			if s.peek() != ':' {
+				return nil, errSlow
+			}
+			s.i++
+			if _, err := s.value(depth + 1); err != nil {
+				return nil, err
+			}
+			s.ws()
+			if s.peek() == ',' {
+				s.i++
+				continue
+			}
+			if s.peek() == '}' {
+				s.i++
+				break
+			}
+			return nil, errSlow
+		}
+	case c == '[':
+		s.i++
+		s.ws()
+		if s.peek() == ']' {
+			s.i++
+			break
+		}
+		for {
+			if _, err := s.value(depth + 1); err != nil {
+				return nil, err
+			}
+			s.ws()
+			if s.peek() == ',' {
+				s.i++
+				continue
+			}
+			if s.peek() == ']' {
+				s.i++
+				break
+			}
+			return nil, errSlow
+		}
+	case c == 't':
+		if !s.lit("true") {
+			return nil, errSlow
+		}
+	case c == 'f':
+		if !s.lit("false") {
+			return nil, errSlow
+		}
+	case c == 'n':
+		if !s.lit("null") {
+			return nil, errSlow
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		if err := s.number(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errSlow
+	}
+	return s.b[start:s.i], nil
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// number checks the JSON number grammar.
+func (s *scanner) number() error {
+	if s.peek() == '-' {
+		s.i++
+	}
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	if s.peek() == '0' {
+		s.i++
+	} else if digits() == 0 {
+		return errSlow
+	}
+	if s.peek() == '.' {
+		s.i++
+		if digits() == 0 {
+			return errSlow
+		}
+	}
+	if c := s.peek(); c == 'e' || c == 'E' {
+		s.i++
+		if c := s.peek(); c == '+' || c == '-' {
+			s.i++
+		}
+		if digits() == 0 {
+			return errSlow
+		}
+	}
+	return nil
+}
+
+func strictUnmarshal(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errSlow
+	}
+	return nil
+}
+
+// key bits, to refuse duplicate keys (encoding/json keeps the last one;
+// the slow path reproduces that).
+const (
+	kV = 1 << iota
+	kSeq
+	kID
+	kSession
+	kKind
+	kTS
+	kSource
+	kPrev
+	kCall
+	kInput
+	kCause
+	kTool
+	kMethod
+	kRPCID
+	kPayload
+	kPayloadSHA
+	kIsError
+	kRPCError
+	kRole
+	kEffect
+	kMessage
+	kWire
+	kEnd
+	kLegacy
+	kRedacted
+)
+
+func decodeFast(line []byte) (*capture.Event, error) {
+	s := &scanner{b: line}
+	if s.peek() != '{' {
+		return nil, errSlow
+	}
+	s.i++
+	e := &capture.Event{}
+	var seen uint32
+	if s.peek() == '}' {
+		return nil, errSlow
+	}
+	for {
+		kraw, esc, err := s.strRaw()
+		if err != nil || esc {
+			return nil, errSlow
+		}
+		key := string(kraw[1 : len(kraw)-1])
+		if s.peek() != ':' {
+			return nil, errSlow
+		}
+		s.i++
+		var bit uint32
+		switch key {
+		case "v":
+			bit = kV
+			n, err := s.integer()
+			if err != nil || n != int64(int(n)) {
+				return nil, errSlow
+			}
+			e.V = int(n)
+		case "seq":
+			bit = kSeq
+			if e.Seq, err = s.integer(); err != nil {
+				return nil, err
+			}
+		case "id":
+			bit = kID
+			e.ID, err = s.str()
+		case "session":
+			bit = kSession
+			e.Session, err = s.str()
+		case "kind":
+			bit = kKind
+			var k string
+			k, err = s.str()
+			e.Kind = capture.Kind(k)
+		case "ts":
+			bit = kTS
+			e.TS, err = s.str()
+		case "source":
+			bit = kSource
+			var v string
+			v, err = s.str()
+			e.Source = capture.Source(v)
+		case "prev":
+			bit = kPrev
+			e.Prev, err = s.str()
+		case "call":
+			bit = kCall
+			e.Call, err = s.str()
+		case "input":
+			bit = kInput
+			e.Input, err = s.str()
+		case "cause":
+			bit = kCause
+			e.Cause, err = s.str()
+		case "tool":
+			bit = kTool
+			e.Tool, err = s.str()
+		case "method":
+			bit = kMethod
+			e.Method, err = s.str()
+		case "role":
+			bit = kRole
+			e.Role, err = s.str()
+		case "payload_sha256":
+			bit = kPayloadSHA
+			e.PayloadSHA256, err = s.str()
+		case "rpc_id":
+			bit = kRPCID
+			var v []byte
+			if v, err = s.value(0); err == nil {
+				if bytes.Equal(v, []byte("null")) {
+					return nil, errSlow
+				}
+				e.RPCID = append(json.RawMessage(nil), v...)
+			}
+		case "payload":
+			bit = kPayload
+			var v []byte
+			if v, err = s.value(0); err == nil {
+				if bytes.Equal(v, []byte("null")) {
+					return nil, errSlow
+				}
+				e.Payload = append(json.RawMessage(nil), v...)
+			}
+		case "is_error":
+			bit = kIsError
+			var b bool
+			b, err = s.boolean()
+			e.IsError = &b
+		case "rpc_error":
+			bit = kRPCError
+			e.RPCError, err = s.boolean()
+		case "redacted":
+			bit = kRedacted
+			e.Redacted, err = s.boolean()
+		case "wire":
+			bit = kWire
+			var v []byte
+			if v, err = s.value(0); err == nil && (len(v) == 0 || v[0] != '{') {
+				return nil, errSlow
+			}
+		case "effect":
+			bit = kEffect
+			var v []byte
+			if v, err = s.value(0); err == nil {
+				e.Effect = &capture.Effect{}
+				err = strictUnmarshal(v, e.Effect)
+			}
+		case "message":
+			bit = kMessage
+			var v []byte
+			if v, err = s.value(0); err == nil {
+				e.Message = &capture.Message{}
+				err = strictUnmarshal(v, e.Message)
+			}
+		case "end":
+			bit = kEnd
+			var v []byte
+			if v, err = s.value(0); err == nil {
+				e.End = &capture.End{}
+				err = strictUnmarshal(v, e.End)
+			}
+		case "legacy":
+			bit = kLegacy
+			var v []byte
+			if v, err = s.value(0); err == nil {
+				e.Legacy = &capture.Legacy{}
+				err = strictUnmarshal(v, e.Legacy)
+			}
+		default:
+			return nil, errSlow
+		}
+		if err != nil || seen&bit != 0 {
+			return nil, errSlow
+		}
+		seen |= bit
+		switch s.peek() {
+		case ',':
+			s.i++
+			continue
+		case '}':
+			s.i++
+		default:
+			return nil, errSlow
+		}
+		break
+	}
+	if s.i != len(line) {
+		return nil, errSlow
+	}
+	if len(e.Payload) > 0 && !utf8.Valid(e.Payload) {
+		return nil, errSlow
+	}
+	return e, nil
+}
+
+// lineSource reads an event log with the fast decoder.
+type lineSource struct {
+	br   *bufio.Reader
+	name string
+	line int64
+	buf  []byte
+}
+
+// NewEventSource returns an EventSource over the event log r (name is used
+// in errors) that decodes lines with DecodeEventFast.
+func NewEventSource(r io.Reader, name string) EventSource {
+	return &lineSource{br: bufio.NewReaderSize(r, 1<<20), name: name}
+}
+
+func (l *lineSource) Line() int64 { return l.line }
+
+func (l *lineSource) Name() string { return l.name }
+
+func (l *lineSource) Next() (*capture.Event, error) {
+	line, err := l.readLine()
+	if err != nil {
+		return nil, err
+	}
+	l.line++
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil, &capture.ParseError{File: l.name, Line: l.line, Err: errors.New("blank line")}
+	}
+	e, pe := DecodeEventFast(line)
+	if pe != nil {
+		pe.File, pe.Line = l.name, l.line
+		return nil, pe
+	}
+	return e, nil
+}
+
+func (l *lineSource) readLine() ([]byte, error) {
+	l.buf = l.buf[:0]
+	for {
+		chunk, err := l.br.ReadSlice('\n')
+		if len(l.buf)+len(chunk) > capture.MaxLineBytes+1 {
+			for err == bufio.ErrBufferFull {
+				_, err = l.br.ReadSlice('\n')
+			}
+			l.line++
+			return nil, &capture.ParseError{File: l.name, Line: l.line, Err: fmt.Errorf("%w (%d bytes)", capture.ErrLineTooLong, capture.MaxLineBytes)}
+		}
+		switch err {
+		case nil:
+			if len(l.buf) == 0 {
+				return chunk[:len(chunk)-1], nil
+			}
+			l.buf = append(l.buf, chunk[:len(chunk)-1]...)
+			return l.buf, nil
+		case bufio.ErrBufferFull:
+			l.buf = append(l.buf, chunk...)
+			continue
+		case io.EOF:
+			l.buf = append(l.buf, chunk...)
+			if len(l.buf) == 0 {
+				return nil, io.EOF
+			}
+			return l.buf, nil
+		default:
+			return nil, fmt.Errorf("read %s: %w", l.name, err)
+		}
+	}
+}

@@ -1,0 +1,517 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/agent-trace-witness/witness/capture"
+)
+
+// StreamOptions bound the memory of StreamNQuads.
+type StreamOptions struct {
+	// RunBytes is the size of one in-memory run of quad lines before it is
+	// sorted and spilled to a temporary file (default 128 MiB; two runs
+	// are in memory at once, one filling while the other is sorted).
+	RunBytes int
+	// TempDir holds the spilled runs (default os.TempDir()); they are
+	// removed before StreamNQuads returns.
+	TempDir string
+}
+
+// StreamStats describes a streamed canonicalisation.
+type StreamStats struct {
+	Events int64  // events read
+	Quads  int64  // distinct quads written
+	Bytes  int64  // bytes written
+	Runs   int    // sorted runs (1: everything fit in memory)
+	Digest string // sha256 hex of the bytes written: the graph digest
+}
+
+// DefaultRunBytes is the default StreamOptions.RunBytes.
+const DefaultRunBytes = 128 << 20
+
+// StreamNQuads writes the RDFC-1.0 canonical N-Quads of the event log src to
+// w without building the graph: each event's quads are grouped by subject
+// into blocks, blocks are collected into bounded runs that are sorted (in a
+// second goroutine) and spilled to temporary files, and the runs are merged,
+// de-duplicated and hashed while written. The bytes equal
+// Build(src).WriteNQuads. Peak memory is about 2×RunBytes plus one record
+// per block.
+func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) (StreamStats, error) {
+	if so.RunBytes <= 0 {
+		so.RunBytes = DefaultRunBytes
+	}
+	st := &streamer{so: so, runCh: make(chan *run, 1), done: make(chan error, 1), free: make(chan *run, 2)}
+	st.free <- &run{}
+	st.free <- &run{}
+	go st.sorter()
+	defer st.cleanup()
+
+	// events are decoded in their own goroutine, in batches
+	type batch struct {
+		evs []*capture.Event
+		err error
+	}
+	bch := make(chan batch, 4)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(bch)
+		for {
+			evs := make([]*capture.Event, 0, 512)
+			var err error
+			for len(evs) < 512 {
+				var e *capture.Event
+				e, err = src.Next()
+				if err != nil {
+					break
+				}
+				evs = append(evs, e)
+			}
+			select {
+			case bch <- batch{evs, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	cur := <-st.free
+	cur.reset()
+	var ev evLines
+	m := newMapper(opts, func(s, p string, o Term) error {
+		ev.add(s, p, o)
+		return nil
+	})
+	var stats StreamStats
+	var srcErr error
+	for b := range bch {
+		for _, e := range b.evs {
+			ev.reset()
+			if err := m.event(e); err != nil {
+				st.abort()
+				return stats, evidenceError(withName(src, err))
+			}
+			stats.Events++
+			ev.flushInto(cur)
+			if cur.size >= so.RunBytes {
+				if err := st.send(cur); err != nil {
+					return stats, err
+				}
+				cur = <-st.free
+				cur.reset()
+			}
+		}
+		if b.err != nil && b.err != io.EOF {
+			srcErr = b.err
+			break
+		}
+	}
+	if srcErr != nil {
+		st.abort()
+		var pe *capture.ParseError
+		if errors.As(srcErr, &pe) {
+			return stats, evidenceError(srcErr)
+		}
+		return stats, srcErr
+	}
+	// the last run stays in memory
+	close(st.runCh)
+	if err := <-st.done; err != nil {
+		return stats, err
+	}
+	cur.sortRecords()
+	stats.Runs = len(st.files) + 1
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(w, h)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	n, err := st.merge(cur, bw)
+	if err != nil {
+		return stats, err
+	}
+	if err := bw.Flush(); err != nil {
+		return stats, err
+	}
+	stats.Quads, stats.Bytes = n, cw.n
+	stats.Digest = hex.EncodeToString(h.Sum(nil))
+	return stats, nil
+}
+
+func evidenceError(err error) error {
+	return wrapTampered(err)
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// evLines collects the quad lines of one event.
+type evLines struct {
+	buf  []byte
+	offs []int32 // start of each line; lines end with '\n'
+	idx  []int
+	blk  []byte
+}
+
+func (e *evLines) reset() { e.buf, e.offs = e.buf[:0], e.offs[:0] }
+
+func (e *evLines) add(s, p string, o Term) {
+	e.offs = append(e.offs, int32(len(e.buf)))
+	e.buf = appendQuad(e.buf, s, p, o)
+}
+
+func (e *evLines) line(i int) []byte {
+	end := len(e.buf)
+	if i+1 < len(e.offs) {
+		end = int(e.offs[i+1])
+	}
+	return e.buf[e.offs[i]:end]
+}
+
+// flushInto sorts the event's lines, drops duplicates and appends one block
+// per subject to r.
+func (e *evLines) flushInto(r *run) {
+	n := len(e.offs)
+	if n == 0 {
+		return
+	}
+	idx := e.idx[:0]
+	for i := 0; i < n; i++ {
+		idx = append(idx, i)
+	}
+	e.idx = idx
+	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
+	// blocks are first gathered in blk, then copied into the run at once
+	var prev, key []byte
+	blk := e.blk[:0]
+	for _, i := range idx {
+		l := e.line(i)
+		if prev != nil && bytes.Equal(l, prev) {
+			continue
+		}
+		k := lineKey(l)
+		if len(blk) > 0 && !bytes.Equal(k, key) {
+			r.add(blk)
+			blk = blk[:0]
+		}
+		key = k
+		blk = append(blk, l...)
+		prev = l
+	}
+	r.add(blk)
+	e.blk = blk
+}
+
+// lineKey returns "<subject>" of a quad line.
+func lineKey(l []byte) []byte {
+	return l[:bytes.IndexByte(l, '>')+1]
+}
+
+// rec is one block of a run: sorted, distinct lines of one subject, at
+// chunks[c][off:off+n].
+type rec struct {
+	c         int32
+	off, n, k int32 // k: length of the "<subject>" key
+}
+
+// chunkSize is the unit of run memory: blocks never straddle chunks, so a
+// run grows without copying and is reused without zeroing.
+const chunkSize = 4 << 20
+
+type run struct {
+	chunks [][]byte
+	cur    int // chunk being filled
+	size   int // bytes in the run
+	recs   []rec
+}
+
+// reset empties r, keeping its chunks for reuse.
+func (r *run) reset() {
+	for i := range r.chunks {
+		r.chunks[i] = r.chunks[i][:0]
+	}
+	r.cur, r.size, r.recs = 0, 0, r.recs[:0]
+}
+
+// add copies one block into the run.
+func (r *run) add(blk []byte) {
+	for {
+		if r.cur == len(r.chunks) {
+			r.chunks = append(r.chunks, make([]byte, 0, max(chunkSize, len(blk))))
+		}
+		c := r.chunks[r.cur]
+		if cap(c)-len(c) >= len(blk) {
+			r.recs = append(r.recs, rec{c: int32(r.cur), off: int32(len(c)), n: int32(len(blk)), k: int32(len(lineKey(blk)))})
+			r.chunks[r.cur] = append(c, blk...)
+			r.size += len(blk)
+			return
+		}
+		if len(c) == 0 { // an oversized block gets a chunk of its own
+			r.chunks[r.cur] = make([]byte, 0, len(blk))
+			continue
+		}
+		r.cur++
+	}
+}
+
+func (r *run) block(i int) []byte {
+	x := r.recs[i]
+	return r.chunks[x.c][x.off : x.off+x.n]
+}
+
+func (r *run) recBytes(x rec) []byte { return r.chunks[x.c][x.off : x.off+x.n] }
+
+// sortRecords orders blocks by subject; blocks of one subject stay separate
+// and are merged when written.
+func (r *run) sortRecords() {
+	slices.SortStableFunc(r.recs, func(a, b rec) int {
+		return bytes.Compare(r.chunks[a.c][a.off:a.off+a.k], r.chunks[b.c][b.off:b.off+b.k])
+	})
+}
+
+// streamer owns the sorting goroutine and the spilled runs.
+type streamer struct {
+	so    StreamOptions
+	runCh chan *run
+	free  chan *run
+	done  chan error
+	files []*os.File
+	err   error
+}
+
+func (st *streamer) send(r *run) error {
+	st.runCh <- r
+	return nil
+}
+
+func (st *streamer) abort() {
+	close(st.runCh)
+	<-st.done
+}
+
+func (st *streamer) cleanup() {
+	for _, f := range st.files {
+		f.Close()
+		os.Remove(f.Name())
+	}
+}
+
+// sorter sorts each full run and spills it as a sequence of
+// uvarint(len)+block, blocks of one subject merged.
+func (st *streamer) sorter() {
+	var err error
+	for r := range st.runCh {
+		if err == nil {
+			err = st.spill(r)
+		}
+		st.free <- r
+	}
+	st.done <- err
+}
+
+func (st *streamer) spill(r *run) error {
+	r.sortRecords()
+	f, err := os.CreateTemp(st.so.TempDir, "witness-graph-run-*")
+	if err != nil {
+		return fmt.Errorf("graph: temporary run file: %w", err)
+	}
+	st.files = append(st.files, f)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var lenBuf [binary.MaxVarintLen64]byte
+	it := &memIter{r: r}
+	for {
+		blk, ok := it.next()
+		if !ok {
+			break
+		}
+		n := binary.PutUvarint(lenBuf[:], uint64(len(blk)))
+		bw.Write(lenBuf[:n])
+		if _, err := bw.Write(blk); err != nil {
+			return fmt.Errorf("graph: write run %s: %w", f.Name(), err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("graph: write run %s: %w", f.Name(), err)
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	return err
+}
+
+// blockIter yields blocks in subject order, one block per subject.
+type blockIter interface {
+	next() ([]byte, bool)
+}
+
+// memIter iterates a sorted in-memory run, merging blocks of one subject.
+type memIter struct {
+	r   *run
+	i   int
+	buf []byte
+}
+
+func (m *memIter) next() ([]byte, bool) {
+	if m.i >= len(m.r.recs) {
+		return nil, false
+	}
+	blk := m.r.block(m.i)
+	m.i++
+	key := lineKey(blk)
+	if m.i >= len(m.r.recs) || !bytes.Equal(lineKey(m.r.block(m.i)), key) {
+		return blk, true
+	}
+	m.buf = append(m.buf[:0], blk...)
+	for m.i < len(m.r.recs) && bytes.Equal(lineKey(m.r.block(m.i)), key) {
+		m.buf = mergeBlocks(nil, m.buf, m.r.block(m.i))
+		m.i++
+	}
+	return m.buf, true
+}
+
+// fileIter reads a spilled run.
+type fileIter struct {
+	br  *bufio.Reader
+	buf []byte
+	err error
+}
+
+func (f *fileIter) next() ([]byte, bool) {
+	n, err := binary.ReadUvarint(f.br)
+	if err != nil {
+		if err != io.EOF {
+			f.err = err
+		}
+		return nil, false
+	}
+	if cap(f.buf) < int(n) {
+		f.buf = make([]byte, n)
+	}
+	f.buf = f.buf[:n]
+	if _, err := io.ReadFull(f.br, f.buf); err != nil {
+		f.err = err
+		return nil, false
+	}
+	return f.buf, true
+}
+
+// mergeBlocks merges two sorted, distinct line blocks into dst, dropping
+// duplicates.
+func mergeBlocks(dst, a, b []byte) []byte {
+	var out []byte
+	if dst != nil {
+		out = dst[:0]
+	}
+	for len(a) > 0 || len(b) > 0 {
+		var la, lb []byte
+		if len(a) > 0 {
+			la = a[:bytes.IndexByte(a, '\n')+1]
+		}
+		if len(b) > 0 {
+			lb = b[:bytes.IndexByte(b, '\n')+1]
+		}
+		switch {
+		case lb == nil:
+			out, a = append(out, la...), a[len(la):]
+		case la == nil:
+			out, b = append(out, lb...), b[len(lb):]
+		default:
+			switch c := bytes.Compare(la, lb); {
+			case c < 0:
+				out, a = append(out, la...), a[len(la):]
+			case c > 0:
+				out, b = append(out, lb...), b[len(lb):]
+			default:
+				out, a, b = append(out, la...), a[len(la):], b[len(lb):]
+			}
+		}
+	}
+	return out
+}
+
+type mergeItem struct {
+	blk, key []byte
+	it       blockIter
+}
+
+type mergeHeap []*mergeItem
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	return bytes.Compare(h[i].key, h[j].key) < 0
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*mergeItem)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// merge writes the union of the spilled runs and the in-memory run, in
+// order, blocks of one subject merged, and returns the number of lines.
+func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
+	its := []blockIter{&memIter{r: last}}
+	var fits []*fileIter
+	for _, f := range st.files {
+		fi := &fileIter{br: bufio.NewReaderSize(f, 1<<20)}
+		fits = append(fits, fi)
+		its = append(its, fi)
+	}
+	var h mergeHeap
+	for _, it := range its {
+		if blk, ok := it.next(); ok {
+			h = append(h, &mergeItem{blk: blk, key: lineKey(blk), it: it})
+		}
+	}
+	heap.Init(&h)
+	var count int64
+	var acc, key []byte
+	for h.Len() > 0 {
+		top := h[0]
+		// copied: advancing an iterator reuses its buffer
+		key = append(key[:0], top.key...)
+		acc = append(acc[:0], top.blk...)
+		advance := func(item *mergeItem) {
+			if blk, ok := item.it.next(); ok {
+				item.blk, item.key = blk, lineKey(blk)
+				heap.Fix(&h, 0)
+			} else {
+				heap.Pop(&h)
+			}
+		}
+		advance(top)
+		for h.Len() > 0 && bytes.Equal(h[0].key, key) {
+			acc = mergeBlocks(nil, acc, h[0].blk)
+			advance(h[0])
+		}
+		count += int64(bytes.Count(acc, []byte{'\n'}))
+		if _, err := w.Write(acc); err != nil {
+			return count, err
+		}
+	}
+	for _, fi := range fits {
+		if fi.err != nil {
+			return count, fmt.Errorf("graph: read run: %w", fi.err)
+		}
+	}
+	return count, nil
+}
