@@ -427,7 +427,7 @@ func (c *checker) finish() {
 			parts = append(parts, fmt.Sprintf("%d without a path argument", u[1]))
 		}
 		c.add(Finding{
-			Check: CheckScope, Code: "scope-not-checkable", Severity: SevNotice, Class: ClassNotice,
+			Check: CheckScope, Code: "scope-not-checkable", Severity: SevNotice, Class: ClassNotice, File: c.file,
 			Tool: c.plan.Tools[i].Name, SealClause: fmt.Sprintf("tools[%d].scopes", i),
 			Message: fmt.Sprintf("calls of tool %q could not be checked against its scopes: %s", c.plan.Tools[i].Name, strings.Join(parts, ", ")),
 		})
