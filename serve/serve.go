@@ -45,7 +45,12 @@ type Script struct {
 	notes    map[Key][]*entry
 	answers  map[string][]*entry // host responses to server requests, by exact id token
 	all      []*entry
+	redacted bool // the cassette's bytes were redacted before writing
 }
+
+// Redacted reports whether the cassette was redacted: its bytes are not
+// what the server said, so serving it is refused unless allowed.
+func (s *Script) Redacted() bool { return s.redacted }
 
 // Load reads a cassette (name is used in messages) and prepares it.
 // Invalid cassettes are reported with exit code Tampered.
@@ -55,6 +60,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 		return nil, exitcode.New(exitcode.Tampered, err, "serve reads cassettes written by 'witness proxy' or 'witness capture'")
 	}
 	s := &Script{Name: name, requests: map[Key][]*entry{}, notes: map[Key][]*entry{}, answers: map[string][]*entry{}}
+	s.redacted = len(cr.Header().Redaction) > 0
 	pending := map[string]*entry{}
 	// Server lines that are not responses (notifications, server requests)
 	// are anchored to what came just before them on the wire: after a
@@ -73,6 +79,9 @@ func Load(r io.Reader, name string) (*Script, error) {
 		}
 		if rec.Life != "" || rec.Dir == cassette.Stderr {
 			continue
+		}
+		if rec.Redacted {
+			s.redacted = true
 		}
 		data := rec.Data
 		if rec.Cont {

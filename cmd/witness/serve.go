@@ -1,13 +1,16 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/serve"
 )
 
 type serveOptions struct {
-	Cassette string
+	Cassette      string
+	AllowRedacted bool
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -31,7 +34,10 @@ answered with {}.
 A miss is answered with JSON-RPC error -32050, explained on stderr with the
 nearest recorded request and a diff, and makes serve exit with status 4
 (incomplete evidence: the recording does not cover the run) once the host
-closes stdin.`,
+closes stdin.
+
+A redacted cassette is refused unless --allow-redacted is given: it is
+evidence, not a fixture.`,
 		Example: `  witness serve --cassette rec/cassette.jsonl
   # as the server command of an MCP host in CI:
   #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl"]}`,
@@ -41,6 +47,7 @@ closes stdin.`,
 		},
 	}
 	c.Flags().StringVar(&o.Cassette, "cassette", "", "cassette to answer from")
+	c.Flags().BoolVar(&o.AllowRedacted, "allow-redacted", false, "serve a redacted cassette (its redacted values are replayed as recorded, and requests carrying them no longer match)")
 	c.MarkFlagRequired("cassette")
 	return c
 }
@@ -49,6 +56,10 @@ func runServe(a *app, o serveOptions) error {
 	s, err := serve.LoadFile(o.Cassette)
 	if err != nil {
 		return err
+	}
+	if s.Redacted() && !o.AllowRedacted {
+		return usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
+			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
 	}
 	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
 	return err
