@@ -246,16 +246,21 @@ func (e *Engine) BuildInput(c Candidate, earlier []Candidate, omitted bool) (Che
 		candidateBytes:        cb,
 	}
 	total := 0
+	inputBytes := int64(len(cb))
 	for _, h := range earlier {
 		hb, err := canon.Marshal(h.Message)
 		if err != nil {
 			return CheckInput{}, fmt.Errorf("history record %s: %w", h.Event, err)
 		}
 		total += historyRecordBytes(h)
+		inputBytes += int64(len(hb))
 		in.History = append(in.History, HistoryRef{Event: h.Event, SHA256: sha256Hex(hb)})
 	}
 	if total > MaxHistoryBytes {
 		in.EvidenceGaps = append(in.EvidenceGaps, fmt.Sprintf("history window exceeds %d bytes", MaxHistoryBytes))
+	}
+	if max := e.Policy.Settings.MaximumInputBytes; inputBytes > max {
+		in.EvidenceGaps = append(in.EvidenceGaps, fmt.Sprintf("check input of %d bytes exceeds maximumInputBytes %d", inputBytes, max))
 	}
 	return in, nil
 }

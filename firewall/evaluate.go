@@ -206,13 +206,10 @@ func Evaluate(r io.Reader, name, eventsDigest string, opts EvaluateOptions) (*Su
 		return AuditInstall{ActiveRevision: eng.Revision(), Mode: p.Mode, DecisionProvider: p.DecisionProvider, Provider: prov, Chain: eng.Chain(dir)}
 	}
 	instIn, instOut := inst(Incoming), inst(Outgoing)
-	windows := map[string][]Candidate{}
-	omitted := map[string]bool{}
-	max := p.MaximumHistoryRecords
+	win := newWindows(p.MaximumHistoryRecords)
 	err = ForEachMessage(r, name, opts.Mapping, func(c Candidate) error {
-		conv := c.Message.Conversation
-		earlier := windows[conv]
-		in, err := eng.BuildInput(c, append([]Candidate(nil), earlier...), omitted[conv])
+		earlier, omitted := win.before(c)
+		in, err := eng.BuildInput(c, earlier, omitted)
 		if err != nil {
 			return exitcode.New(exitcode.Tampered, fmt.Errorf("%s: %w", name, err), "")
 		}
@@ -237,13 +234,7 @@ func Evaluate(r io.Reader, name, eventsDigest string, opts EvaluateOptions) (*Su
 				return err
 			}
 		}
-		// slide the window: keep the most recent max records
-		earlier = append(earlier, c)
-		if len(earlier) > max {
-			earlier = append([]Candidate(nil), earlier[len(earlier)-max:]...)
-			omitted[conv] = true
-		}
-		windows[conv] = earlier
+		win.add(c)
 		return nil
 	})
 	if err != nil {

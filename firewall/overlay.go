@@ -197,13 +197,11 @@ func MessagesOfGraph(g *graph.Graph) ([]Candidate, map[string]string, error) {
 // EvaluateCandidates runs the engine over candidates in order with the
 // per-conversation history window and returns the checks.
 func EvaluateCandidates(eng *Engine, cs []Candidate) ([]*Check, error) {
-	windows := map[string][]Candidate{}
-	omitted := map[string]bool{}
-	max := eng.Policy.MaximumHistoryRecords
+	win := newWindows(eng.Policy.MaximumHistoryRecords)
 	var out []*Check
 	for _, c := range cs {
-		conv := c.Message.Conversation
-		in, err := eng.BuildInput(c, append([]Candidate(nil), windows[conv]...), omitted[conv])
+		earlier, omitted := win.before(c)
+		in, err := eng.BuildInput(c, earlier, omitted)
 		if err != nil {
 			return nil, err
 		}
@@ -212,14 +210,39 @@ func EvaluateCandidates(eng *Engine, cs []Candidate) ([]*Check, error) {
 			return nil, err
 		}
 		out = append(out, chk)
-		w := append(windows[conv], c)
-		if len(w) > max {
-			w = append([]Candidate(nil), w[len(w)-max:]...)
-			omitted[conv] = true
-		}
-		windows[conv] = w
+		win.add(c)
 	}
 	return out, nil
+}
+
+// windows keeps, per conversation, the most recent records (at most max)
+// and whether older ones were cut.
+type windows struct {
+	max     int
+	recs    map[string][]Candidate
+	omitted map[string]bool
+}
+
+func newWindows(max int) *windows {
+	return &windows{max: max, recs: map[string][]Candidate{}, omitted: map[string]bool{}}
+}
+
+// before returns a copy of the window c's check sees and whether earlier
+// records were omitted.
+func (w *windows) before(c Candidate) ([]Candidate, bool) {
+	conv := c.Message.Conversation
+	return append([]Candidate(nil), w.recs[conv]...), w.omitted[conv]
+}
+
+// add appends c to its conversation's window, cutting the oldest record.
+func (w *windows) add(c Candidate) {
+	conv := c.Message.Conversation
+	r := append(w.recs[conv], c)
+	if len(r) > w.max {
+		r = append([]Candidate(nil), r[len(r)-w.max:]...)
+		w.omitted[conv] = true
+	}
+	w.recs[conv] = r
 }
 
 // WhatIf is a message-policy counterfactual source for replay: the policy

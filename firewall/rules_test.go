@@ -183,6 +183,7 @@ func TestRules(t *testing.T) {
 		{name: "unavailable provider: guidance admits it", policy: gui("", "", unavail+","+englishRules(safetyRule, normRule)), prov: UnavailableProvider{}, msgs: []capture.Message{out("c", "hello")}, disposition: "admitted", reason: ReasonUnavailable, decidedBy: "no-calendar,brief", cause: CauseUnavailable, next: NextWait},
 		{name: "provider: invalid output cannot produce admission", policy: enf("", "", jevProv+","+englishRules(safetyRule)), prov: tableProvider{"no-calendar/safety": j("maybe", 0.9)}, msgs: []capture.Message{out("c", "hello")}, disposition: "refused", reason: ReasonUnavailable, decidedBy: "no-calendar", cause: CauseUnavailable, next: NextWait},
 		{name: "provider: a serialized request byte budget holds an oversized request", policy: enf("", "", jevProv+","+englishRules(safetyRule)+`,"englishSettings":{"maximumRequestBytes":100}`), prov: tableProvider{}, msgs: []capture.Message{out("c", "hello")}, disposition: "refused", reason: ReasonUnavailable, decidedBy: "no-calendar", cause: CauseUnavailable, next: NextWait},
+		{name: "settings: a check input over maximumInputBytes is held (required omitted context causes a hold)", policy: enf("", "", `"settings":{"maximumInputBytes":200}`), msgs: []capture.Message{out("c", "first message, long enough"), out("c", "second message, long enough to pass the bound")}, disposition: "refused", reason: ReasonUnresolvedEvidence, cause: CauseEndpoint, next: NextWait},
 		{name: "admission: an admission no rule qualified has cause default", policy: enf("", "", ""), msgs: []capture.Message{out("c", "hello")}, disposition: "admitted", reason: ReasonAdmission, cause: CauseDefault},
 	}
 	if len(cases) < 40 {
@@ -298,7 +299,7 @@ func TestHistoryWindow(t *testing.T) {
 // "The window also has a 2 MiB bound on whole retained record/membership
 // bytes. Exceeding that byte bound is an explicit evidence gap."
 func TestHistoryByteBoundIsEvidenceGap(t *testing.T) {
-	p := mustPolicy(t, pol("enforcement", "", "", ""))
+	p := mustPolicy(t, pol("enforcement", "", "", `"settings":{"maximumInputBytes":100000000}`))
 	big := strings.Repeat("x", 1<<20)
 	cs := evalAll(t, p, nil, nil, out("a", big), out("a", big), out("a", "small"))
 	d := cs[2].Decision
