@@ -14,6 +14,9 @@ func newCompletionCmd(a *app) *cobra.Command {
 		Long: `Generate the autocompletion script for witness for the specified shell.
 See each sub-command's help for details on how to use the generated script.`,
 		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
 	}
 	c.AddCommand(
 		&cobra.Command{

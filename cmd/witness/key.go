@@ -24,6 +24,9 @@ func newKeyCmd(a *app) *cobra.Command {
 		Use:   "key",
 		Short: "Key material for others: export public keys as a trust file",
 		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
 	}
 	c.AddCommand(newKeyExportPublicCmd(a))
 	return c
