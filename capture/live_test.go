@@ -395,6 +395,14 @@ func TestHostileServers(t *testing.T) {
 			if n := len(lvByKind(lvReadEvents(t, c.events), KindNotification)); n < 100 {
 				t.Fatalf("only %d notifications recorded", n)
 			}
+			if !bytes.Contains(c.cassette, []byte(`{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2,\"reason\":\"timed out after 300ms\"}}`)) {
+				t.Fatal("the timed-out request was not cancelled")
+			}
+		}},
+		{name: "badversion", timeout: 2 * time.Second, errHas: []string{`server answered initialize with protocol version "1999-01-01", which witness does not support (it asked for 2025-11-25); disconnected`}, check: func(t *testing.T, c *lvCaptured) {
+			if bytes.Contains(c.cassette, []byte(`notifications/initialized`)) {
+				t.Fatal("initialized sent after an unsupported version")
+			}
 		}},
 	}
 	for _, hc := range cases {
@@ -534,5 +542,33 @@ func TestRedactedCaptureRederives(t *testing.T) {
 		t.Fatal("secret in the events")
 	}
 	lvCheckChain(t, c.events)
+	lvCheckRederive(t, c)
+}
+
+// TestTimeoutCancelsAndContinues: a slow tool call times out, the client
+// sends notifications/cancelled for its id, and the event log records the
+// call without a response and the cancellation.
+func TestTimeoutCancels(t *testing.T) {
+	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
+	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Timeout: 400 * time.Millisecond},
+		Calls: []ScenarioCall{{Tool: "sleep", Arguments: json.RawMessage(`{"ms":3000}`)}}})
+	if c.err == nil || !strings.Contains(c.err.Error(), "scenario[0] (tool sleep): server did not answer tools/call (id 5) within 400ms") {
+		t.Fatalf("err %v", c.err)
+	}
+	evs := lvReadEvents(t, c.events)
+	if len(lvByKind(evs, KindToolCall)) != 1 || lvCountMethod(evs, "notifications/cancelled") != 1 {
+		t.Fatalf("events:\n%s", c.events)
+	}
+	// the go-sdk answers a cancelled call late ("context canceled"): the
+	// witness records what the server did, linked to the call
+	for _, r := range lvByKind(evs, KindToolResponse) {
+		if r.Call != lvByKind(evs, KindToolCall)[0].ID {
+			t.Fatalf("late response not linked: %+v", r)
+		}
+	}
+	end := evs[len(evs)-1].End
+	if !strings.Contains(end.Reason, "error: server did not answer tools/call (id 5) within 400ms") {
+		t.Fatalf("end reason %q", end.Reason)
+	}
 	lvCheckRederive(t, c)
 }
