@@ -110,6 +110,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newCaptureCmd(a),
 		newServeCmd(a),
 		newImportCmd(a),
+		newGraphCmd(a),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

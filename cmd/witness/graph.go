@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/seal"
+)
+
+type graphOptions struct {
+	Events     string
+	Seal       string
+	Format     string
+	Out        string
+	NoPayloads bool
+	MaxNodes   int
+	Classes    string
+	Title      string
+	TempDir    string
+}
+
+func newGraphCmd(a *app) *cobra.Command {
+	var o graphOptions
+	c := &cobra.Command{
+		Use:   "graph --events FILE [--seal FILE] [--format jsonld|nquads|dot] [--out FILE]",
+		Short: "Turn an event log into a canonical PROV-DM causal graph (JSON-LD, N-Quads or DOT)",
+		Long: `graph turns the event log into a W3C PROV-DM causal graph with PROV-O terms
+(docs/formats/graph.md): the AI agent, the MCP server and the witness are
+prov:Agent; tool calls and model turns prov:Activity; arguments, results,
+messages and external effects prov:Entity; the seal is the prov:Plan of each
+activity's qualified association. Every node has an IRI derived from the
+session and event ids: no blank nodes.
+
+--format jsonld (default) writes one canonical JSON-LD document with an
+embedded context (nothing is ever fetched). --format nquads writes RDFC-1.0
+canonical N-Quads, streamed with bounded memory (external sort) for long
+logs. --format dot writes a Graphviz picture (entities ellipses, activities
+boxes, agents houses); graphs above --max-nodes are drawn as a summary, and
+--classes FILE ({"e12": "violation", ...}, event ids or node IRIs) colours
+findings.
+
+The graph digest, the sha256 of the canonical N-Quads, is printed on stderr
+whatever the format.`,
+		Example: `  witness graph --events rec/events.jsonl --out graph.jsonld
+  witness graph --events rec/events.jsonl --format nquads --out graph.nq
+  witness graph --events rec/events.jsonl --seal seal.json --format dot | dot -Tsvg > graph.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runGraph(a, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Events, "events", "", "event log to read (events.jsonl)")
+	f.StringVar(&o.Seal, "seal", "", "seal file: the plan of the session (default: the seal the log header names)")
+	f.StringVar(&o.Format, "format", "jsonld", "output format: jsonld, nquads or dot")
+	f.StringVar(&o.Out, "out", "", "file to write (default: standard output)")
+	f.BoolVar(&o.NoPayloads, "no-payloads", false, "leave payload contents (prov:value) out, keep their hashes")
+	f.IntVar(&o.MaxNodes, "max-nodes", graph.DefaultDOTMaxNodes, "dot: draw a summary above this many nodes")
+	f.StringVar(&o.Classes, "classes", "", "dot: JSON object of event id or node IRI -> class (violation, tampered, incomplete, warning, notice, removed, highlight)")
+	f.StringVar(&o.Title, "title", "", "dot: picture title")
+	f.StringVar(&o.TempDir, "tmp", "", "nquads: directory for the sorted runs of long logs (default: the system temporary directory)")
+	_ = c.MarkFlagRequired("events")
+	return c
+}
+
+func runGraph(a *app, o graphOptions) error {
+	switch o.Format {
+	case "jsonld", "nquads", "dot":
+	default:
+		return usageError(fmt.Errorf("unknown --format %q", o.Format), "use --format jsonld, nquads or dot")
+	}
+	if o.Format != "dot" && (o.Classes != "" || o.Title != "") {
+		return usageError(fmt.Errorf("--classes and --title apply to --format dot only"), "add --format dot")
+	}
+	opts := graph.Options{OmitPayloads: o.NoPayloads}
+	if o.Seal != "" {
+		s, err := seal.Load(o.Seal)
+		if err != nil {
+			return err
+		}
+		opts.Seal = &graph.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
+	}
+	var classes map[string]string
+	if o.Classes != "" {
+		data, err := os.ReadFile(o.Classes)
+		if err != nil {
+			return usageError(fmt.Errorf("read classes: %w", err), "")
+		}
+		if err := json.Unmarshal(data, &classes); err != nil {
+			return usageError(fmt.Errorf("classes %s: not a JSON object of strings: %w", o.Classes, err), `write {"e12": "violation", ...}`)
+		}
+	}
+	in, err := os.Open(o.Events)
+	if err != nil {
+		code := exitcode.Failure
+		if os.IsNotExist(err) {
+			code = exitcode.Usage
+		}
+		return exitcode.New(code, fmt.Errorf("read events: %w", err), "give the events.jsonl that 'witness capture' wrote")
+	}
+	defer in.Close()
+	src := graph.NewEventSource(in, o.Events)
+
+	out, commit, err := openOut(a, o.Out)
+	if err != nil {
+		return err
+	}
+	defer commit(false)
+	var digest string
+	var quads int64
+	if o.Format == "nquads" {
+		st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
+		if err != nil {
+			return err
+		}
+		digest, quads = st.Digest, st.Quads
+	} else {
+		g, err := graph.Build(src, opts)
+		if err != nil {
+			return err
+		}
+		var cnt lineCounter
+		if digest, err = g.WriteNQuads(&cnt); err != nil {
+			return err
+		}
+		quads = cnt.n
+		if o.Format == "jsonld" {
+			err = g.WriteJSONLD(out)
+		} else {
+			err = g.WriteDOT(out, graph.DOTOptions{Classes: classes, MaxNodes: o.MaxNodes, Title: o.Title})
+		}
+		if err != nil {
+			return exitcode.New(exitcode.Failure, fmt.Errorf("write graph: %w", err), "")
+		}
+	}
+	if err := commit(true); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "witness: graph digest sha256:%s (%d quads)\n", digest, quads)
+	if o.Out != "" {
+		fmt.Fprintf(a.stderr, "witness: wrote %s (%s)\n", o.Out, o.Format)
+	}
+	return nil
+}
+
+type lineCounter struct{ n int64 }
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.n += int64(bytes.Count(p, []byte{'\n'}))
+	return len(p), nil
+}
+
+// openOut returns the writer for --out (a temporary file renamed into place
+// on success) or standard output, and the function that finishes it.
+func openOut(a *app, path string) (io.Writer, func(ok bool) error, error) {
+	if path == "" {
+		return a.stdout, func(bool) error { return nil }, nil
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, nil, exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "check that the directory exists and is writable")
+	}
+	done := false
+	return tmp, func(ok bool) error {
+		if done {
+			return nil
+		}
+		done = true
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return nil
+		}
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
+		}
+		if err := tmp.Close(); err != nil {
+			os.Remove(tmp.Name())
+			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
+		}
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			os.Remove(tmp.Name())
+			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
+		}
+		return nil
+	}, nil
+}

@@ -1,0 +1,363 @@
+package graph
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// DOTOptions tune WriteDOT.
+type DOTOptions struct {
+	// Classes colours nodes: node IRI → class. Known classes: violation,
+	// tampered, incomplete, warning, notice, removed, highlight; any other
+	// class is drawn magenta. A class may also be given for an event id
+	// ("e12"): it applies to that event's primary node.
+	Classes map[string]string
+	// MaxNodes is the largest number of drawn nodes; above it WriteDOT
+	// draws a summary (default DefaultDOTMaxNodes).
+	MaxNodes int
+	// Title labels the picture.
+	Title string
+}
+
+// DefaultDOTMaxNodes is where pictures become summaries: beyond a few
+// hundred nodes Graphviz's dot takes minutes or runs out of memory, and no
+// one can read the result.
+const DefaultDOTMaxNodes = 400
+
+// classStyle maps a finding class to a fill colour.
+var classStyle = map[string]string{
+	"violation":  "#e74c3c",
+	"tampered":   "#8e44ad",
+	"incomplete": "#95a5a6",
+	"warning":    "#f39c12",
+	"notice":     "#5dade2",
+	"removed":    "#d5d8dc",
+	"highlight":  "#2ecc71",
+}
+
+// PROV's conventional styles.
+const (
+	styleEntity   = `shape=ellipse, style=filled, fillcolor="#fffc87", color="#808080"`
+	styleActivity = `shape=box, style=filled, fillcolor="#9fb1fc", color="#0000ff"`
+	styleAgent    = `shape=house, style=filled, fillcolor="#fed37f", color="#808080"`
+)
+
+func dotQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r < 0x20 || r == 0x7f:
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// kindOf returns the drawing kind of a node: "activity", "entity", "agent",
+// or "" for nodes folded into labels (associations, the session, tool
+// definitions, the seal).
+func kindOf(n *Node) string {
+	switch {
+	case n.HasType(ProvAssociation), n.HasType(WCaptureSession), n.HasType(WToolDefinition), n.HasType(ProvPlan):
+		return ""
+	case n.HasType(ProvAgent):
+		return "agent"
+	case n.HasType(ProvActivity):
+		return "activity"
+	case n.HasType(ProvEntity):
+		return "entity"
+	}
+	return "entity"
+}
+
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// nodeLabel is a short human label.
+func nodeLabel(n *Node) string {
+	ev := n.Value(WEventID)
+	tool := n.Value(OtelToolName)
+	switch {
+	case n.HasType(WToolCall):
+		l := "call " + tool
+		if id := n.Value(OtelJSONRPCRequestID); id != "" {
+			l += "\nid " + id
+		}
+		return l + "\n" + ev
+	case n.HasType(WArguments):
+		return "args\n" + lastSegment(n.ID)
+	case n.HasType(WResult):
+		l := "result " + tool
+		if n.Value(WIsError) == "true" {
+			l += " (error)"
+		}
+		return l + "\n" + ev
+	case n.HasType(WModelTurn):
+		return "model turn\n" + lastSegment(n.ID)
+	case n.HasType(WModelMessage):
+		return n.Value(WRole) + " message\n" + ev
+	case n.HasType(WExternalEffect):
+		return "effect " + n.Value(WEffectOp) + "\n" + shorten(n.Value(WEffectTarget), 40) + "\n" + ev
+	case n.HasType(WNotification):
+		return shorten(n.Value(OtelMCPMethodName), 40) + "\n" + ev
+	case n.HasType(WAgentMessage):
+		return "message " + shorten(n.Value(WSender), 20) + "\n" + ev
+	case n.HasType(WAIAgent):
+		return "AI agent"
+	case n.HasType(WMCPServer):
+		l := "MCP server"
+		if s := n.Value(WServerName); s != "" {
+			l += "\n" + shorten(s, 40)
+		}
+		return l
+	case n.HasType(WWitness):
+		return "witness " + n.Value(WWitnessVersion)
+	}
+	if ev != "" {
+		return ev
+	}
+	return shorten(lastSegment(n.ID), 40)
+}
+
+func lastSegment(iri string) string {
+	if i := strings.LastIndexByte(iri, '/'); i >= 0 && i+1 < len(iri) {
+		return iri[i+1:]
+	}
+	return iri
+}
+
+// drawnEdges are the relations drawn as edges. Association and attribution
+// are not: they would tie every node to one agent (a hub Graphviz stalls on).
+var drawnEdges = []struct{ pred, label string }{
+	{ProvUsed, "used"},
+	{ProvWasGeneratedBy, "wasGeneratedBy"},
+	{ProvWasInformedBy, "wasInformedBy"},
+	{ProvWasDerivedFrom, "wasDerivedFrom"},
+}
+
+// resolveClasses maps event-id keys to node IRIs.
+func (g *Graph) resolveClasses(classes map[string]string) map[string]string {
+	out := make(map[string]string, len(classes))
+	var byEvent map[string]string
+	for k, v := range classes {
+		if g.Node(k) != nil {
+			out[k] = v
+			continue
+		}
+		if byEvent == nil {
+			byEvent = map[string]string{}
+			for _, n := range g.Nodes {
+				if ev := n.Value(WEventID); ev != "" {
+					byEvent[ev] = n.ID
+				}
+			}
+		}
+		if id, ok := byEvent[k]; ok {
+			out[id] = v
+		}
+	}
+	return out
+}
+
+// WriteDOT draws g for Graphviz: entities as yellow ellipses, activities as
+// blue boxes, agents as orange houses (each once, inside the session
+// cluster, without edges), findings filled with their class colour. Graphs
+// with more drawable nodes than opts.MaxNodes are drawn as a summary: one
+// node per class with its count, edges aggregated between classes, and the
+// classified nodes.
+func (g *Graph) WriteDOT(w io.Writer, opts DOTOptions) error {
+	if opts.MaxNodes <= 0 {
+		opts.MaxNodes = DefaultDOTMaxNodes
+	}
+	classes := g.resolveClasses(opts.Classes)
+	var drawn []*Node
+	for _, n := range g.Nodes {
+		if kindOf(n) != "" {
+			drawn = append(drawn, n)
+		}
+	}
+	bw := bufio.NewWriter(w)
+	title := opts.Title
+	if title == "" {
+		title = "witness PROV graph"
+	}
+	fmt.Fprintf(bw, "digraph witness {\n  graph [rankdir=BT, fontname=\"Helvetica\", label=%s, labelloc=t];\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n", dotQuote(title))
+	if len(drawn) > opts.MaxNodes {
+		g.writeSummary(bw, drawn, classes, opts.MaxNodes)
+	} else {
+		g.writeFull(bw, drawn, classes)
+	}
+	bw.WriteString("}\n")
+	return bw.Flush()
+}
+
+func styleFor(kind string) string {
+	switch kind {
+	case "activity":
+		return styleActivity
+	case "agent":
+		return styleAgent
+	}
+	return styleEntity
+}
+
+func classAttrs(class string) string {
+	if class == "" {
+		return ""
+	}
+	c, ok := classStyle[class]
+	if !ok {
+		c = "#ff00ff"
+	}
+	style := "filled,bold"
+	if class == "removed" {
+		style = "filled,dashed"
+	}
+	return fmt.Sprintf(`, fillcolor="%s", style="%s", penwidth=3, tooltip=%s`, c, style, dotQuote(class))
+}
+
+func (g *Graph) writeFull(bw *bufio.Writer, drawn []*Node, classes map[string]string) {
+	ids := make(map[string]string, len(drawn))
+	for i, n := range drawn {
+		ids[n.ID] = fmt.Sprintf("n%d", i)
+	}
+	// the session cluster holds the agents (drawn once) and a label naming
+	// the seal
+	label := "session"
+	for _, s := range g.OfType(WCaptureSession) {
+		label = "session " + s.Value(WSession)
+	}
+	for _, p := range g.OfType(ProvPlan) {
+		label += "\nplan: seal " + shorten(p.Value(WSealDigest), 16)
+		if wid := p.Value(WWitnessID); wid != "" {
+			label += " (" + wid + ")"
+		}
+	}
+	fmt.Fprintf(bw, "  subgraph cluster_session {\n    label=%s; style=rounded; color=\"#999999\";\n", dotQuote(label))
+	for _, n := range drawn {
+		k := kindOf(n)
+		fmt.Fprintf(bw, "    %s [label=%s, %s%s];\n", ids[n.ID], dotQuote(nodeLabel(n)), styleFor(k), classAttrs(classes[n.ID]))
+	}
+	bw.WriteString("  }\n")
+	labels := len(drawn) <= 100
+	for _, n := range drawn {
+		for _, e := range drawnEdges {
+			for _, to := range n.Refs(e.pred) {
+				t, ok := ids[to]
+				if !ok {
+					continue
+				}
+				if labels {
+					fmt.Fprintf(bw, "  %s -> %s [label=%s];\n", ids[n.ID], t, dotQuote(e.label))
+				} else {
+					fmt.Fprintf(bw, "  %s -> %s;\n", ids[n.ID], t)
+				}
+			}
+		}
+	}
+}
+
+// className returns the most specific witness class of n, for summaries.
+func className(n *Node) string {
+	for _, t := range n.Types {
+		if strings.HasPrefix(t, NSWitness) {
+			return strings.TrimPrefix(t, NSWitness)
+		}
+	}
+	if len(n.Types) > 0 {
+		return compact(n.Types[0])
+	}
+	return "node"
+}
+
+func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string]string, max int) {
+	type cls struct {
+		kind  string
+		count int
+	}
+	counts := map[string]*cls{}
+	of := make(map[string]string, len(drawn))
+	for _, n := range drawn {
+		c := className(n)
+		of[n.ID] = c
+		if counts[c] == nil {
+			counts[c] = &cls{kind: kindOf(n)}
+		}
+		counts[c].count++
+	}
+	names := make([]string, 0, len(counts))
+	for c := range counts {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(bw, "  summary [shape=note, label=%s];\n", dotQuote(fmt.Sprintf("summary: %d nodes, more than the %d that can be drawn;\none node per class, edges aggregated", len(drawn), max)))
+	for _, c := range names {
+		fmt.Fprintf(bw, "  %s [label=%s, %s];\n", dotQuote("class:"+c), dotQuote(fmt.Sprintf("%s\n× %d", c, counts[c].count)), styleFor(counts[c].kind))
+	}
+	type edge struct{ from, to, label string }
+	ecount := map[edge]int{}
+	for _, n := range drawn {
+		for _, e := range drawnEdges {
+			for _, to := range n.Refs(e.pred) {
+				if tc, ok := of[to]; ok {
+					ecount[edge{of[n.ID], tc, e.label}]++
+				}
+			}
+		}
+	}
+	edges := make([]edge, 0, len(ecount))
+	for e := range ecount {
+		edges = append(edges, e)
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		a, b := edges[i], edges[j]
+		if a.from != b.from {
+			return a.from < b.from
+		}
+		if a.to != b.to {
+			return a.to < b.to
+		}
+		return a.label < b.label
+	})
+	for _, e := range edges {
+		fmt.Fprintf(bw, "  %s -> %s [label=%s];\n", dotQuote("class:"+e.from), dotQuote("class:"+e.to), dotQuote(fmt.Sprintf("%s × %d", e.label, ecount[e])))
+	}
+	// findings stay visible: the classified nodes, up to 50
+	var found []string
+	for id := range classes {
+		if _, ok := of[id]; ok {
+			found = append(found, id)
+		}
+	}
+	sort.Strings(found)
+	more := 0
+	if len(found) > 50 {
+		more = len(found) - 50
+		found = found[:50]
+	}
+	for i, id := range found {
+		n := g.Node(id)
+		fmt.Fprintf(bw, "  f%d [label=%s, %s%s];\n  f%d -> %s [style=dotted, arrowhead=none];\n", i, dotQuote(nodeLabel(n)), styleFor(kindOf(n)), classAttrs(classes[id]), i, dotQuote("class:"+of[id]))
+	}
+	if more > 0 {
+		fmt.Fprintf(bw, "  more_findings [shape=plaintext, label=%s];\n", dotQuote(fmt.Sprintf("… and %d more classified nodes", more)))
+	}
+}
