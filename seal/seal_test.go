@@ -536,3 +536,31 @@ func TestVerifyErrorsAreTyped(t *testing.T) {
 		t.Errorf("error %v has no code and hint", err)
 	}
 }
+
+// Same spec, frozen time, same key: the seal file is byte-identical across
+// 10 runs, for HMAC and for Ed25519 (deterministic signatures).
+func TestSealDeterministic(t *testing.T) {
+	sp := &Spec{SystemPrompt: "Solo lee archivos en /data", Tools: []Tool{{Name: "read_file", Scopes: []string{"read:/data/**"}}, {Name: "list_dir", Scopes: []string{"read:/data/**"}}}, WitnessID: "witness-cli-1"}
+	env := map[string]string{"ATW_WITNESS_TS": "2026-08-30T14:33:00+00:00"}
+	for _, alg := range []string{keyring.AlgHMAC, keyring.AlgEd25519} {
+		k, _ := newKeyring(t, alg)
+		var first []byte
+		for i := 0; i < 10; i++ {
+			body, err := NewBody(sp, BodyOptions{Getenv: func(k string) string { return env[k] }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			signer, _ := k.ActiveSigner()
+			s, err := Sign(body, signer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := s.Marshal()
+			if i == 0 {
+				first = b
+			} else if string(b) != string(first) {
+				t.Fatalf("%s run %d differs", alg, i)
+			}
+		}
+	}
+}
