@@ -175,8 +175,9 @@ func (r *Recorder) ToolResponse(in ToolResponseEvent) (string, error) {
 		if in.RPCError {
 			t := true
 			e.IsError = &t
-		} else {
-			e.IsError = isErrorOf(in.Result)
+		} else if e.IsError = isErrorOf(in.Result); e.IsError == nil && isObject(in.Result) {
+			f := false // MCP: isError defaults to false
+			e.IsError = &f
 		}
 	}
 	id, err := r.write(e, in.TS, in.Source, in.Result)
@@ -338,4 +339,14 @@ func isErrorOf(result any) *bool {
 		return nil
 	}
 	return obj.IsError
+}
+
+// isObject reports whether v is (or encodes to) a JSON object.
+func isObject(v any) bool {
+	raw, err := toRaw(v)
+	if err != nil {
+		return false
+	}
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }

@@ -1,0 +1,94 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// Responses pair by the exact JSON-RPC id token: 0 works, and 1 and "1"
+// are different ids, whatever order the answers come in.
+func TestRecorderPairsByExactID(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := StartLog(&buf, &Header{}, frozenTS, "")
+	must(t, err)
+	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }})
+	c0, _ := rec.ToolCall(ToolCallEvent{Tool: "a", RPCID: json.RawMessage(`0`)})
+	c1, _ := rec.ToolCall(ToolCallEvent{Tool: "b", RPCID: json.RawMessage(`1`)})
+	cs, _ := rec.ToolCall(ToolCallEvent{Tool: "c", RPCID: json.RawMessage(`"1"`)})
+	rs, _ := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(`"1"`), Result: json.RawMessage(`{"isError":true}`)})
+	r1, _ := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(` 1 `), Result: json.RawMessage(`{}`)})
+	r0, _ := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(`0`), RPCError: true, Result: json.RawMessage(`{"code":-32601,"message":"nope"}`)})
+	orphan, _ := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(`0`), Result: json.RawMessage(`{}`)})
+	must(t, Finish(w, nil, frozenTS))
+	evs := decodeAll(t, buf.Bytes())
+	byID := map[string]*Event{}
+	for _, e := range evs {
+		byID[e.ID] = e
+	}
+	for resp, call := range map[string]string{rs: cs, r1: c1, r0: c0} {
+		if byID[resp].Call != call || byID[resp].Tool != byID[call].Tool {
+			t.Errorf("%s paired with %q, want %s", resp, byID[resp].Call, call)
+		}
+	}
+	if !*byID[rs].IsError || !*byID[r0].IsError || !byID[r0].RPCError || *byID[r1].IsError {
+		t.Error("is_error")
+	}
+	if byID[orphan].Call != "" {
+		t.Errorf("a second answer to id 0 was paired with %s", byID[orphan].Call)
+	}
+	if len(rec.OpenCalls()) != 0 {
+		t.Errorf("open calls %v", rec.OpenCalls())
+	}
+	if _, err := VerifyLog(bytes.NewReader(buf.Bytes()), "x", VerifyLogOptions{AllowUnsigned: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A proxy records both directions at once: the chain stays intact.
+func TestRecorderConcurrent(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := StartLog(&buf, &Header{}, frozenTS, "")
+	must(t, err)
+	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				id := json.RawMessage(fmt.Sprintf(`"%d-%d"`, g, i))
+				if _, err := rec.ToolCall(ToolCallEvent{Tool: "t", RPCID: id}); err != nil {
+					t.Error(err)
+				}
+				if _, err := rec.ToolResponse(ToolResponseEvent{RPCID: id, Result: map[string]any{"g": g}}); err != nil {
+					t.Error(err)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	must(t, rec.Finish(EndOptions{Signers: []Signer{goodSigner}}))
+	rep, err := VerifyLog(bytes.NewReader(buf.Bytes()), "x", VerifyLogOptions{Verifier: trusted})
+	if err != nil || rep.Events != 400 {
+		t.Fatalf("%v %+v", err, rep)
+	}
+}
+
+func TestRecorderValidation(t *testing.T) {
+	rec := NewRecorder(NewWriter(&bytes.Buffer{}, "s"), RecorderOptions{})
+	if _, err := rec.ToolCall(ToolCallEvent{}); err == nil {
+		t.Error("tool call without tool")
+	}
+	if _, err := rec.ExternalEffect(ExternalEffectEvent{Tool: "x"}); err == nil {
+		t.Error("effect without op")
+	}
+	if _, err := rec.Notification(NotificationEvent{}); err == nil {
+		t.Error("notification without method")
+	}
+	if _, err := rec.ModelInput(ModelInputEvent{Content: json.RawMessage(`{bad`)}); err == nil {
+		t.Error("invalid JSON content")
+	}
+}
