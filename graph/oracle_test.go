@@ -1,9 +1,7 @@
 package graph
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -52,76 +50,24 @@ func oracleCheck(t *testing.T, name string, g *Graph) {
 	}
 }
 
-// hansardLog mirrors the agent-trace-witness 0.1.0 HANSARD fixture as a
-// witness event log: same kinds, tools, roles, hashes and times; responses
-// and effects paired with the earliest open call of the same tool.
-func hansardLog(t testing.TB) []byte {
+// importATW imports an agent-trace-witness 0.1.0 fixture (event log or
+// cassette) with witness import's library function.
+func importATW(t testing.TB, name string) []byte {
 	t.Helper()
-	root := repoRoot(t)
-	f, err := os.Open(filepath.Join(root, "testdata/compat/atw-0.1.0/hansard_scenario_1.jsonl"))
+	f, err := os.Open(filepath.Join(repoRoot(t), "testdata/compat/atw-0.1.0", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	var buf bytes.Buffer
-	w := capture.NewWriter(&buf, "hansard-scenario-1")
-	sc := bufio.NewScanner(f)
-	var first = true
-	open := map[string][]string{}
-	lastIn := ""
-	for sc.Scan() {
-		var l struct {
-			PayloadSHA256 string  `json:"payload_sha256"`
-			Role          *string `json:"role"`
-			SealRef       string  `json:"seal_ref"`
-			Tool          *string `json:"tool"`
-			TS            string  `json:"ts"`
-			Type          string  `json:"type"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatal(err)
-		}
-		if first {
-			first = false
-			if err := w.Append(&capture.Event{Kind: capture.KindSessionStart, TS: l.TS, Source: capture.SourceImported, Header: &capture.Header{
-				Format: "witness-events", WitnessVersion: "test", ImportedFrom: "atw-0.1.0", Pairing: "earliest-open-same-tool",
-				Seal: &capture.SealRef{Digest: l.SealRef}}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e := &capture.Event{Kind: capture.Kind(l.Type), TS: l.TS, Source: capture.SourceImported, PayloadSHA256: l.PayloadSHA256}
-		if l.Tool != nil {
-			e.Tool = *l.Tool
-		}
-		if l.Role != nil {
-			e.Role = *l.Role
-		}
-		switch e.Kind {
-		case capture.KindToolResponse, capture.KindExternalEffect:
-			if q := open[e.Tool]; len(q) > 0 {
-				e.Call = q[0]
-				if e.Kind == capture.KindToolResponse {
-					open[e.Tool] = q[1:]
-				}
-			}
-		case capture.KindModelOutput:
-			e.Input = lastIn
-		}
-		if err := w.Append(e); err != nil {
-			t.Fatal(err)
-		}
-		switch e.Kind {
-		case capture.KindToolCall:
-			open[e.Tool] = append(open[e.Tool], e.ID)
-		case capture.KindModelInput:
-			lastIn = e.ID
-		}
-	}
-	if err := w.Append(&capture.Event{Kind: capture.KindSessionEnd, TS: "2026-08-30T14:33:00+00:00", Source: capture.SourceImported, End: &capture.End{Count: w.Count(), Head: w.Head()}}); err != nil {
-		t.Fatal(err)
+	if _, err := capture.ImportATW(f, &buf, capture.ImportOptions{Name: name, TS: "2026-08-30T14:33:00+00:00"}); err != nil {
+		t.Fatalf("import %s: %v", name, err)
 	}
 	return buf.Bytes()
 }
+
+// hansardLog is the HANSARD scenario of agent-trace-witness 0.1.0, imported.
+func hansardLog(t testing.TB) []byte { return importATW(t, "hansard_scenario_1.jsonl") }
 
 func repoRoot(t testing.TB) string {
 	t.Helper()
@@ -249,6 +195,8 @@ func TestOracleJSONGold(t *testing.T) {
 			return buildBytes(t, sampleLog(t), Options{Seal: &SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "wit ✓"}})
 		}},
 		{"hansard", func(t *testing.T) *Graph { return buildBytes(t, hansardLog(t), Options{}) }},
+		{"atw-cassette", func(t *testing.T) *Graph { return buildBytes(t, importATW(t, "mcp_stdio_001.jsonl"), Options{}) }},
+		{"atw-cassette-live", func(t *testing.T) *Graph { return buildBytes(t, importATW(t, "mcp_stdio_live_001.jsonl"), Options{}) }},
 	}
 	for _, f := range capturedFixtures(t) {
 		cases = append(cases, struct {
