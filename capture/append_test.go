@@ -164,3 +164,25 @@ func FuzzParseAppendInput(f *testing.F) {
 		}
 	})
 }
+
+// An unsigned checkpoint followed by a validly signed end verifies: the
+// last end covers every line before it. The reverse is unsigned.
+func TestCheckpointSignatures(t *testing.T) {
+	path := writeTemp(t, sampleLog(t)) // unsigned end
+	_, err := AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), appendOpts())
+	must(t, err)
+	data, _ := os.ReadFile(path)
+	if _, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted}); err != nil {
+		t.Fatalf("signed last end over an unsigned checkpoint: %v", err)
+	}
+	path = writeTemp(t, sampleLog(t, goodSigner))
+	o := appendOpts()
+	o.Signers = nil
+	_, err = AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), o)
+	must(t, err)
+	data, _ = os.ReadFile(path)
+	rep, _ := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted})
+	if rep.Status != StatusUnsigned || len(rep.Findings) != 1 || rep.Findings[0].Line != 10 {
+		t.Fatalf("unsigned last end: %+v", rep.Findings)
+	}
+}

@@ -186,6 +186,8 @@ func VerifyLog(r io.Reader, name string, opts VerifyLogOptions) (*LogReport, err
 		kinds     []byte
 		lastKind  Kind
 		sigChecks []SignatureCheck
+		// unsigned/untrusted findings of the latest end
+		pendingUnsigned []Finding
 	)
 	for {
 		ev, err := rd.Next()
@@ -312,7 +314,16 @@ func VerifyLog(r io.Reader, name string, opts VerifyLogOptions) (*LogReport, err
 				// (whether prev is the hash of the line before is the chain check)
 				add(lineNo, id, FindEnd, SevTampered, "head %s differs from the end's prev %s", ev.End.Head, ev.Prev)
 			}
+			// A bad signature is tampering wherever it is. A missing or
+			// untrusted one matters only on the last end: a later end
+			// validly signed covers every line before it, checkpoints
+			// included.
+			pendingUnsigned = pendingUnsigned[:0]
 			sigChecks = checkSignatures(ev, opts, func(code, sev, format string, args ...any) {
+				if code == FindUnsigned || code == FindUntrusted {
+					pendingUnsigned = append(pendingUnsigned, Finding{Line: lineNo, ID: id, Code: code, Severity: sev, Message: fmt.Sprintf(format, args...)})
+					return
+				}
 				add(lineNo, id, code, sev, format, args...)
 			})
 		} else if ev.Kind != KindSessionStart {
@@ -352,6 +363,9 @@ func VerifyLog(r io.Reader, name string, opts VerifyLogOptions) (*LogReport, err
 	} else {
 		rep.Ended = true
 		rep.Signatures = sigChecks
+		for _, f := range pendingUnsigned {
+			add(f.Line, f.ID, f.Code, f.Severity, "%s", f.Message)
+		}
 	}
 	switch {
 	case rep.counts[SevTampered] > 0:
