@@ -31,3 +31,16 @@ func BenchmarkTransform(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTransformReference is the encoding/json-token-based reference
+// implementation on the same document, for comparison.
+func BenchmarkTransformReference(b *testing.B) {
+	doc := benchDoc(100)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := transformRef(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -13,9 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -45,119 +43,22 @@ func Marshal(v any) ([]byte, error) {
 	return Transform(raw)
 }
 
-// Transform re-encodes the JSON text raw canonically. It refuses invalid JSON,
-// trailing data, invalid UTF-8 in strings and duplicate object keys.
+// Transform re-encodes the JSON text raw canonically. It refuses invalid
+// JSON, trailing data, invalid UTF-8, lone surrogate escapes and duplicate
+// object keys.
 func Transform(raw []byte) ([]byte, error) {
-	if err := checkText(raw); err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
+	p := &parser{data: raw}
 	var buf bytes.Buffer
-	if err := transformValue(dec, &buf); err != nil {
+	buf.Grow(len(raw))
+	p.ws()
+	if err := p.value(&buf, 0); err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("canonical json: trailing data after value")
+	p.ws()
+	if p.pos != len(p.data) {
+		return nil, fmt.Errorf("canonical json: trailing data after value at offset %d", p.pos)
 	}
 	return buf.Bytes(), nil
-}
-
-func transformValue(dec *json.Decoder, buf *bytes.Buffer) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("canonical json: %w", err)
-	}
-	return transformToken(dec, tok, buf)
-}
-
-func transformToken(dec *json.Decoder, tok json.Token, buf *bytes.Buffer) error {
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			type member struct {
-				key string
-				val []byte
-			}
-			var members []member
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return fmt.Errorf("canonical json: %w", err)
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return fmt.Errorf("canonical json: object key is not a string")
-				}
-				if seen[k] {
-					return fmt.Errorf("canonical json: duplicate object key %q", k)
-				}
-				seen[k] = true
-				var vb bytes.Buffer
-				if err := transformValue(dec, &vb); err != nil {
-					return err
-				}
-				members = append(members, member{k, vb.Bytes()})
-			}
-			if _, err := dec.Token(); err != nil {
-				return fmt.Errorf("canonical json: %w", err)
-			}
-			sort.Slice(members, func(i, j int) bool { return lessUTF16(members[i].key, members[j].key) })
-			buf.WriteByte('{')
-			for i, m := range members {
-				if i > 0 {
-					buf.WriteByte(',')
-				}
-				if err := writeString(buf, m.key); err != nil {
-					return err
-				}
-				buf.WriteByte(':')
-				buf.Write(m.val)
-			}
-			buf.WriteByte('}')
-			return nil
-		case '[':
-			buf.WriteByte('[')
-			first := true
-			for dec.More() {
-				if !first {
-					buf.WriteByte(',')
-				}
-				first = false
-				if err := transformValue(dec, buf); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return fmt.Errorf("canonical json: %w", err)
-			}
-			buf.WriteByte(']')
-			return nil
-		}
-		return fmt.Errorf("canonical json: unexpected delimiter %q", t)
-	case string:
-		return writeString(buf, t)
-	case json.Number:
-		s, err := FormatNumber(string(t))
-		if err != nil {
-			return err
-		}
-		buf.WriteString(s)
-		return nil
-	case bool:
-		if t {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
-		}
-		return nil
-	case nil:
-		buf.WriteString("null")
-		return nil
-	}
-	return fmt.Errorf("canonical json: unexpected token %T", tok)
 }
 
 // lessUTF16 orders keys by UTF-16 code units, as RFC 8785 requires. For keys
@@ -326,71 +227,3 @@ func FormatFloat(f float64) string {
 	return sign + out
 }
 
-// checkText refuses JSON text that is not valid UTF-8 or whose strings hold
-// a \u escape of a lone UTF-16 surrogate. encoding/json would silently turn
-// both into U+FFFD, so two different inputs would canonicalize to the same
-// bytes; RFC 8785 (via I-JSON) forbids lone surrogates.
-func checkText(raw []byte) error {
-	if !utf8.Valid(raw) {
-		return fmt.Errorf("canonical json: input is not valid UTF-8")
-	}
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if !inString {
-			if c == '"' {
-				inString = true
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = false
-		case '\\':
-			if i+1 >= len(raw) {
-				return nil // the decoder reports the truncation
-			}
-			if raw[i+1] != 'u' {
-				i++
-				continue
-			}
-			u := hex4(raw[i+2:])
-			switch {
-			case u >= 0xD800 && u <= 0xDBFF:
-				if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-					if l := hex4(raw[i+8:]); l >= 0xDC00 && l <= 0xDFFF {
-						i += 11
-						continue
-					}
-				}
-				return fmt.Errorf("canonical json: lone UTF-16 surrogate escape \\u%04x", u)
-			case u >= 0xDC00 && u <= 0xDFFF:
-				return fmt.Errorf("canonical json: lone UTF-16 surrogate escape \\u%04x", u)
-			}
-			i += 5
-		}
-	}
-	return nil
-}
-
-// hex4 decodes 4 hex digits at the start of b, or returns -1.
-func hex4(b []byte) int {
-	if len(b) < 4 {
-		return -1
-	}
-	n := 0
-	for _, c := range b[:4] {
-		n <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			n |= int(c - '0')
-		case c >= 'a' && c <= 'f':
-			n |= int(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			n |= int(c-'A') + 10
-		default:
-			return -1
-		}
-	}
-	return n
-}

@@ -33,3 +33,25 @@ func FuzzTransform(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTransformDifferential: the hand-written parser and the reference
+// implementation built on encoding/json's tokenizer agree on every input:
+// both refuse it, or both give the same bytes.
+func FuzzTransformDifferential(f *testing.F) {
+	for _, s := range []string{
+		`{"b":[1,2.50,-0,1e400],"a":"\u00e9\ud83d\ude00\n"}`, `[1.e5]`, `[01]`, `{"a" 1}`, `[1,]`, `"\x01"`, `{"a":1,"a":1}`,
+		`[true,false,null]`, `[tru]`, `"\/\b"`, "\"\t\"", `[-]`, `[1E+2,1e-2]`, `  {}  `, `{"\u0000":0}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, gerr := Transform(in)
+		want, werr := transformRef(in)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("input %q: parser err %v, reference err %v", in, gerr, werr)
+		}
+		if gerr == nil && string(got) != string(want) {
+			t.Fatalf("input %q: parser %q, reference %q", in, got, want)
+		}
+	})
+}
