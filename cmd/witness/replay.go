@@ -146,6 +146,19 @@ func runReplay(a *app, o *replayOptions) error {
 		_, err = a.stdout.Write(buf.Bytes())
 		return err
 	}
+	if fi, serr := os.Stat(o.out); serr == nil && !fi.Mode().IsRegular() {
+		// A device or pipe (/dev/null, /dev/stdout): write into it; an
+		// atomic rename would replace it with a regular file.
+		f, err := os.OpenFile(o.out, os.O_WRONLY, 0)
+		if err != nil {
+			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.out, err), "")
+		}
+		if _, err := f.Write(buf.Bytes()); err != nil {
+			f.Close()
+			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.out, err), "")
+		}
+		return f.Close()
+	}
 	if err := atomicfile.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
 		return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.out, err), "check that the directory exists and is writable")
 	}
