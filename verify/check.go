@@ -175,6 +175,11 @@ func (c *checker) event(e *capture.Event, line int64) {
 		}
 		c.toolUse(e, line, e.RPCID)
 		c.argScopes(e, line)
+	case capture.KindToolResponse:
+		if e.Call == "" && e.Tool != "" {
+			// an orphan response (no call seen): the tool was used all the same
+			c.toolUse(e, line, e.RPCID)
+		}
 	case capture.KindExternalEffect:
 		rpc := c.callRPC[e.Call]
 		if e.Call == "" && e.Tool != "" {

@@ -429,8 +429,10 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			{Name: "exit_code", Value: fmt.Sprint(r.ExitCode)},
 			{Name: "seal", Value: r.Seal.File},
 			{Name: "seal_digest", Value: r.Seal.Digest},
-			{Name: "evidence", Value: r.Evidence.File},
 		},
+	}
+	if r.Evidence.File != "" {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "evidence", Value: r.Evidence.File})
 	}
 	if r.Evidence.GraphDigest != "" {
 		suite.Properties = append(suite.Properties, junitProperty{Name: "graph_digest", Value: r.Evidence.GraphDigest})
