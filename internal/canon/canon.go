@@ -226,4 +226,3 @@ func FormatFloat(f float64) string {
 	}
 	return sign + out
 }
-

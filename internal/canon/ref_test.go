@@ -171,4 +171,3 @@ func checkText(raw []byte) error {
 	}
 	return nil
 }
-
