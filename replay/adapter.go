@@ -36,6 +36,7 @@ var depPreds = []struct {
 
 // toolHints are the explicit MCP annotations replay reads.
 type toolHints struct {
+	ReadOnly    *bool `json:"readOnlyHint"`
 	Destructive *bool `json:"destructiveHint"`
 	Idempotent  *bool `json:"idempotentHint"`
 }
@@ -43,7 +44,8 @@ type toolHints struct {
 // recordsOf converts a graph to replay records. A tool call's annotations
 // are those of the tool definition entity it used (witness:annotations,
 // the canonical JSON of the definition's MCP annotations); only explicit
-// values count (destructiveHint true, idempotentHint false).
+// values count (destructiveHint true, idempotentHint false), and neither
+// when the tool is marked readOnlyHint true.
 func recordsOf(g *graph.Graph) []Record {
 	recs := make([]Record, len(g.Nodes))
 	for i, n := range g.Nodes {
@@ -65,7 +67,10 @@ func recordsOf(g *graph.Graph) []Record {
 					continue
 				}
 				var h toolHints
-				if raw := def.Value(graph.WAnnotations); raw != "" && json.Unmarshal([]byte(raw), &h) == nil {
+				// MCP: destructiveHint and idempotentHint are meaningful
+				// only when readOnlyHint is false; a read-only tool
+				// changes nothing, whatever the other hints say.
+				if raw := def.Value(graph.WAnnotations); raw != "" && json.Unmarshal([]byte(raw), &h) == nil && (h.ReadOnly == nil || !*h.ReadOnly) {
 					if h.Destructive != nil && *h.Destructive {
 						r.Destructive = true
 					}

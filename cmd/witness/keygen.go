@@ -32,6 +32,7 @@ use rotate-key to replace it.`,
 		},
 	}
 	addKeyringFlag(c, &o.Keyring)
+	addLegacyOutFlag(c, &o.Keyring)
 	c.Flags().StringVar(&o.Alg, "alg", "hmac", "key algorithm: hmac (HMAC-SHA256, 0.1.0-compatible) or ed25519")
 	c.Flags().StringVar(&o.Backend, "backend", "file", "where the secret lives: file (keys.json) or os (OS keyring)")
 	return c

@@ -21,6 +21,14 @@ func addKeyringFlag(c *cobra.Command, p *string) {
 	c.Flags().StringVar(p, "keyring", "", "keyring file (default $WITNESS_KEYRING, else keys.json in the user config folder's witness/)")
 }
 
+// addLegacyOutFlag adds agent-trace-witness 0.1.0's spelling of the keyring
+// path for the key verbs (`witness keygen -o keys.json`), hidden: --keyring
+// is the documented flag.
+func addLegacyOutFlag(c *cobra.Command, p *string) {
+	c.Flags().StringVarP(p, "out", "o", "", "same as --keyring (agent-trace-witness 0.1.0 spelling)")
+	c.Flags().MarkHidden("out")
+}
+
 // keyringPath resolves --keyring, then WITNESS_KEYRING, then the user
 // config folder.
 func (a *app) keyringPath(flag string) (string, error) {

@@ -28,6 +28,7 @@ func newListKeysCmd(a *app) *cobra.Command {
 		},
 	}
 	addKeyringFlag(c, &o.Keyring)
+	addLegacyOutFlag(c, &o.Keyring)
 	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON instead of a table")
 	return c
 }

@@ -29,6 +29,7 @@ says the key was revoked, instead of "unknown key".`,
 		},
 	}
 	addKeyringFlag(c, &o.Keyring)
+	addLegacyOutFlag(c, &o.Keyring)
 	return c
 }
 

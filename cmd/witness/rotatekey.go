@@ -31,6 +31,7 @@ seals it signed still verify.`,
 		},
 	}
 	addKeyringFlag(c, &o.Keyring)
+	addLegacyOutFlag(c, &o.Keyring)
 	c.Flags().StringVar(&o.Alg, "alg", "", "algorithm of the new key: hmac or ed25519 (default: the old key's)")
 	c.Flags().StringVar(&o.Backend, "backend", "", "where the new secret lives: file or os (default: the old key's)")
 	return c
