@@ -199,6 +199,7 @@ func lvByKind(evs []*Event, k Kind) []*Event {
 }
 
 func TestGoSDKServer(t *testing.T) {
+	t.Parallel()
 	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
 	calls := []ScenarioCall{
 		{Tool: "greet", Arguments: json.RawMessage(`{"name":"witness"}`)},
@@ -264,6 +265,7 @@ func TestGoSDKServer(t *testing.T) {
 }
 
 func TestGoSDKDeterministic10Runs(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("10 server runs")
 	}
@@ -291,6 +293,7 @@ func TestGoSDKDeterministic10Runs(t *testing.T) {
 }
 
 func TestProtocolVersions(t *testing.T) {
+	t.Parallel()
 	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
 	for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
 		c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Protocol: v}})
@@ -343,6 +346,7 @@ type lvHostileCase struct {
 }
 
 func TestHostileServers(t *testing.T) {
+	t.Parallel()
 	cases := []lvHostileCase{
 		{name: "silent", timeout: 300 * time.Millisecond, errHas: []string{"did not answer initialize", "within 300ms"}},
 		{name: "wrongid", timeout: 300 * time.Millisecond, errHas: []string{"did not answer initialize", `"1" (string)`}, check: func(t *testing.T, c *lvCaptured) {
@@ -364,7 +368,7 @@ func TestHostileServers(t *testing.T) {
 				t.Fatalf("invalid lines: %d events, warnings %v", n, c.warnings)
 			}
 		}},
-		{name: "bigline", timeout: 5 * time.Second, errHas: []string{"maximum line size of 16 MiB"}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "bigline", timeout: 60 * time.Second, errHas: []string{"maximum line size of 16 MiB"}, check: func(t *testing.T, c *lvCaptured) {
 			_, recs := lvReadCassette(t, c.cassette)
 			var line []byte
 			for _, r := range recs {
@@ -549,6 +553,7 @@ func TestRedactedCaptureRederives(t *testing.T) {
 // sends notifications/cancelled for its id, and the event log records the
 // call without a response and the cancellation.
 func TestTimeoutCancels(t *testing.T) {
+	t.Parallel()
 	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
 	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Timeout: 400 * time.Millisecond},
 		Calls: []ScenarioCall{{Tool: "sleep", Arguments: json.RawMessage(`{"ms":3000}`)}}})

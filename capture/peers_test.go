@@ -40,6 +40,7 @@ func lvCountMethod(evs []*Event, method string) int {
 }
 
 func TestPeerServerEverything(t *testing.T) {
+	t.Parallel()
 	node, entry := lvPeer(t, "server-everything")
 	calls := []ScenarioCall{
 		{Tool: "echo", Arguments: json.RawMessage(`{"message":"hi ✓"}`)},
@@ -97,6 +98,7 @@ func TestPeerServerEverything(t *testing.T) {
 }
 
 func TestPeerServerFilesystem(t *testing.T) {
+	t.Parallel()
 	node, entry := lvPeer(t, "server-filesystem")
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("hello\n"), 0o644); err != nil {

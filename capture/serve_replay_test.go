@@ -48,6 +48,7 @@ func lvProject(t *testing.T, data []byte) []lvProjection {
 // then runs the same scenario against `witness serve --cassette` on that
 // recording: the events are the same but for the server command line.
 func TestCassetteReplaysThroughServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the witness binary")
 	}
