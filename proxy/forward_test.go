@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if cas := os.Getenv(envServe); cas != "" {
 		os.Exit(serveMain(cas))
 	}
+	if out := os.Getenv(envProxyMain); out != "" {
+		os.Exit(proxyMain(out, os.Args[1:]))
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -163,6 +166,12 @@ type proxied struct {
 // viaProxy runs the session through a Forwarder; script drives the host side.
 func viaProxy(t *testing.T, fw *Forwarder, script func(w io.WriteCloser, r io.Reader) string) *proxied {
 	t.Helper()
+	return viaProxyWithSink(t, fw, nil, script)
+}
+
+// viaProxyWithSink is viaProxy with the given sink (nil: a memSink).
+func viaProxyWithSink(t *testing.T, fw *Forwarder, sink Sink, script func(w io.WriteCloser, r io.Reader) string) *proxied {
+	t.Helper()
 	hostW, proxyIn := io.Pipe()
 	proxyOut, hostR := io.Pipe()
 	_ = hostW
@@ -172,6 +181,9 @@ func viaProxy(t *testing.T, fw *Forwarder, script func(w io.WriteCloser, r io.Re
 	fw.Stdout = hostR
 	fw.Stderr = &stderr
 	fw.Sink = p.sink
+	if sink != nil {
+		fw.Sink = sink
+	}
 	fw.Started = func(pid int) { p.started <- pid }
 	done := make(chan struct{})
 	go func() {
@@ -323,5 +335,66 @@ func TestLineSplitter(t *testing.T) {
 	want := []string{`"abc\n"/false/false`, `"d\n"/false/false`, `"\n"/false/false`, `"e\r\n"/false/false`, `"fghijk"/false/true`, `"\n"/false/false`, `"x"/true/false`}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v want %v", got, want)
+	}
+}
+
+// failSink fails from its second line on.
+type failSink struct{ n int }
+
+func (f *failSink) Line(WireLine) error {
+	f.n++
+	if f.n > 1 {
+		return fmt.Errorf("disk full (test)")
+	}
+	return nil
+}
+func (f *failSink) Life(cassette.Record) error { return nil }
+
+// TestRecordingFailureKeepsForwarding: a failing recorder and a recorder
+// that falls too far behind both leave the bytes flowing unchanged.
+func TestRecordingFailureKeepsForwarding(t *testing.T) {
+	want := direct(t)
+	for name, fw := range map[string]*Forwarder{
+		"sink error": {Command: []string{echo(t)}},
+		"overflow":   {Command: []string{echo(t)}, TapLimit: 64},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var p *proxied
+			if name == "sink error" {
+				p = viaProxyWithSink(t, fw, &failSink{}, func(w io.WriteCloser, r io.Reader) string { return drive(t, w, r) })
+			} else {
+				p = viaProxy(t, fw, func(w io.WriteCloser, r io.Reader) string { return drive(t, w, r) })
+			}
+			if p.host != want {
+				t.Errorf("forwarding changed when recording failed:\n%q\n%q", want, p.host)
+			}
+			if p.out.RecordErr == nil {
+				t.Errorf("recording error not reported: %+v", p.out)
+			}
+		})
+	}
+}
+
+// TestForwardHugeLine: a 20 MiB line passes through unchanged and reaches
+// the sink in pieces.
+func TestForwardHugeLine(t *testing.T) {
+	const size = 20 << 20
+	p := viaProxy(t, &Forwarder{Command: []string{"sh", "-c", "head -c " + fmt.Sprint(size) + " /dev/zero | tr '\\0' a; echo"}},
+		func(w io.WriteCloser, r io.Reader) string {
+			w.Close()
+			b, _ := io.ReadAll(r)
+			return string(b)
+		})
+	if len(p.host) != size+1 || strings.Trim(p.host, "a") != "\n" {
+		t.Fatalf("host got %d bytes", len(p.host))
+	}
+	pieces := 0
+	for _, l := range p.sink.lines {
+		if l.dir == S2C {
+			pieces++
+		}
+	}
+	if got := p.sink.joined(S2C); got != p.host || pieces < 2 {
+		t.Errorf("recorded %d bytes in %d pieces", len(got), pieces)
 	}
 }
