@@ -169,7 +169,6 @@ type evLines struct {
 	buf  []byte
 	offs []int32 // start of each line; lines end with '\n'
 	idx  []int
-	blk  []byte
 }
 
 func (e *evLines) reset() { e.buf, e.offs = e.buf[:0], e.offs[:0] }
@@ -188,7 +187,7 @@ func (e *evLines) line(i int) []byte {
 }
 
 // flushInto sorts the event's lines, drops duplicates and appends one block
-// per subject to r.
+// per subject to r, copying each line once, straight into the run.
 func (e *evLines) flushInto(r *run) {
 	n := len(e.offs)
 	if n == 0 {
@@ -198,27 +197,34 @@ func (e *evLines) flushInto(r *run) {
 	for i := 0; i < n; i++ {
 		idx = append(idx, i)
 	}
-	e.idx = idx
 	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
-	// blocks are first gathered in blk, then copied into the run at once
-	var prev, key []byte
-	blk := e.blk[:0]
-	for _, i := range idx {
-		l := e.line(i)
-		if prev != nil && bytes.Equal(l, prev) {
-			continue
+	// drop duplicates
+	w := 1
+	for i := 1; i < len(idx); i++ {
+		if !bytes.Equal(e.line(idx[i]), e.line(idx[w-1])) {
+			idx[w] = idx[i]
+			w++
 		}
-		k := lineKey(l)
-		if len(blk) > 0 && !bytes.Equal(k, key) {
-			r.add(blk)
-			blk = blk[:0]
-		}
-		key = k
-		blk = append(blk, l...)
-		prev = l
 	}
-	r.add(blk)
-	e.blk = blk
+	idx = idx[:w]
+	e.idx = idx
+	for i := 0; i < len(idx); {
+		key := lineKey(e.line(idx[i]))
+		j, size := i, 0
+		for j < len(idx) {
+			l := e.line(idx[j])
+			if !bytes.HasPrefix(l, key) || l[len(key)] != ' ' {
+				break
+			}
+			size += len(l)
+			j++
+		}
+		dst := r.reserve(size, len(key))
+		for k := i; k < j; k++ {
+			dst = append(dst, e.line(idx[k])...)
+		}
+		i = j
+	}
 }
 
 // lineKey returns "<subject>" of a quad line.
@@ -252,21 +258,22 @@ func (r *run) reset() {
 	r.cur, r.size, r.recs = 0, 0, r.recs[:0]
 }
 
-// add copies one block into the run.
-func (r *run) add(blk []byte) {
+// reserve records a block of size bytes (key: the length of its
+// "<subject>") and returns the empty slice to append its bytes to.
+func (r *run) reserve(size, key int) []byte {
 	for {
 		if r.cur == len(r.chunks) {
-			r.chunks = append(r.chunks, make([]byte, 0, max(chunkSize, len(blk))))
+			r.chunks = append(r.chunks, make([]byte, 0, max(chunkSize, size)))
 		}
 		c := r.chunks[r.cur]
-		if cap(c)-len(c) >= len(blk) {
-			r.recs = append(r.recs, rec{c: int32(r.cur), off: int32(len(c)), n: int32(len(blk)), k: int32(len(lineKey(blk)))})
-			r.chunks[r.cur] = append(c, blk...)
-			r.size += len(blk)
-			return
+		if cap(c)-len(c) >= size {
+			r.recs = append(r.recs, rec{c: int32(r.cur), off: int32(len(c)), n: int32(size), k: int32(key)})
+			r.chunks[r.cur] = c[:len(c)+size]
+			r.size += size
+			return c[len(c):len(c)]
 		}
 		if len(c) == 0 { // an oversized block gets a chunk of its own
-			r.chunks[r.cur] = make([]byte, 0, len(blk))
+			r.chunks[r.cur] = make([]byte, 0, size)
 			continue
 		}
 		r.cur++
@@ -458,6 +465,17 @@ func (h mergeHeap) Less(i, j int) bool {
 	return bytes.Compare(h[i].key, h[j].key) < 0
 }
 func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+
+// secondHas reports whether another item than the top has key: the
+// smallest of the top's children is the second smallest item.
+func (h mergeHeap) secondHas(key []byte) bool {
+	for _, c := range []int{1, 2} {
+		if c < len(h) && bytes.Equal(h[c].key, key) {
+			return true
+		}
+	}
+	return false
+}
 func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*mergeItem)) }
 func (h *mergeHeap) Pop() any {
 	old := *h
@@ -487,9 +505,6 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 	var acc, key []byte
 	for h.Len() > 0 {
 		top := h[0]
-		// copied: advancing an iterator reuses its buffer
-		key = append(key[:0], top.key...)
-		acc = append(acc[:0], top.blk...)
 		advance := func(item *mergeItem) {
 			if blk, ok := item.it.next(); ok {
 				item.blk, item.key = blk, lineKey(blk)
@@ -498,6 +513,18 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 				heap.Pop(&h)
 			}
 		}
+		if !h.secondHas(top.key) {
+			// the common case: no other run holds this subject
+			count += int64(bytes.Count(top.blk, []byte{'\n'}))
+			if _, err := w.Write(top.blk); err != nil {
+				return count, err
+			}
+			advance(top)
+			continue
+		}
+		// copied: advancing an iterator reuses its buffer
+		key = append(key[:0], top.key...)
+		acc = append(acc[:0], top.blk...)
 		advance(top)
 		for h.Len() > 0 && bytes.Equal(h[0].key, key) {
 			acc = mergeBlocks(nil, acc, h[0].blk)

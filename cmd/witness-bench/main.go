@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -60,6 +61,16 @@ func run(args []string) error {
 	}
 	op := args[0]
 	r := result{Op: op, File: args[1]}
+	if p := os.Getenv("WITNESS_BENCH_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	t0 := time.Now()
 	switch op {
 	case "gen":
