@@ -476,7 +476,7 @@ func (h mergeHeap) secondHas(key []byte) bool {
 	}
 	return false
 }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*mergeItem)) }
+func (h *mergeHeap) Push(x any) { *h = append(*h, x.(*mergeItem)) }
 func (h *mergeHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
