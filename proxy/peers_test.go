@@ -133,13 +133,18 @@ func runDirect(t *testing.T, command []string, session func(*rpcHost)) *rpcHost 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() { // a failed session must not leave the server behind
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		waitGroupGone(cmd.Process.Pid, 2*time.Second)
-	}()
+	})
 	h := newRPCHost(t, in, out)
 	session(h)
 	_ = cmd.Wait()
+	if groupAlive(cmd.Process.Pid) {
+		t.Errorf("the directly run server's group %d outlived stdin EOF; killing it", cmd.Process.Pid)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		waitGroupGone(cmd.Process.Pid, 2*time.Second)
+	}
 	return h
 }
 
@@ -159,9 +164,15 @@ func runProxiedEnv(t *testing.T, command, env []string, session func(*rpcHost)) 
 		err error
 	}
 	done := make(chan ret, 1)
+	pid := 0
+	defer func() {
+		if pid != 0 && groupAlive(pid) {
+			t.Errorf("process group %d survived the proxy", pid)
+		}
+	}()
 	go func() {
 		res, err := Run(context.Background(), Options{OutDir: filepath.Join(t.TempDir(), "rec"), Command: command, Env: env,
-			Stdin: hostW, Stdout: hostR, Getenv: frozenEnv, KillGrace: 3 * time.Second})
+			Stdin: hostW, Stdout: hostR, Getenv: frozenEnv, KillGrace: 3 * time.Second, Started: func(p int) { pid = p }})
 		hostR.Close()
 		done <- ret{res, err}
 	}()

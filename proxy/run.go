@@ -35,6 +35,10 @@ type Options struct {
 
 	KillGrace time.Duration
 	DrainWait time.Duration
+
+	// Started, when set, is called with the server's pid (its process
+	// group id) once it runs.
+	Started func(pid int)
 }
 
 // Result is the outcome of a proxied session.
@@ -116,7 +120,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Command: o.Command, Env: env,
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: stderr,
 		Signals: o.Signals, KillGrace: o.KillGrace, DrainWait: o.DrainWait,
-		Sink: rec,
+		Sink: rec, Started: o.Started,
 	}
 	out, err := fw.Run(ctx)
 	if err != nil {

@@ -71,6 +71,13 @@ func runRecorded(t *testing.T, o Options, script func(h *host)) (*host, *Result,
 	if o.Getenv == nil {
 		o.Getenv = frozenEnv
 	}
+	pid := 0
+	o.Started = func(p int) { pid = p }
+	defer func() {
+		if pid != 0 && groupAlive(pid) {
+			t.Errorf("process group %d survived the proxy", pid)
+		}
+	}()
 	type ret struct {
 		res *Result
 		err error
