@@ -1,6 +1,8 @@
 package firewall
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -66,6 +68,20 @@ type PostRef struct {
 type Candidate struct {
 	Event   string          `json:"event"` // event id in the log
 	Message capture.Message `json:"message"`
+	canon   []byte          // cached canonical JSON of Message
+}
+
+// canonical returns the canonical JSON of the message, cached.
+func (c *Candidate) canonical() ([]byte, error) {
+	if c.canon != nil {
+		return c.canon, nil
+	}
+	b, err := canon.Marshal(c.Message)
+	if err != nil {
+		return nil, fmt.Errorf("message %s: %w", c.Event, err)
+	}
+	c.canon = b
+	return b, nil
 }
 
 // Post returns the candidate's post reference, or nil (a gather, or an
@@ -104,6 +120,8 @@ type CheckInput struct {
 	CapturedAt            string       `json:"capturedAt"`
 	history               []Candidate  // the records themselves (not serialized)
 	candidateBytes        []byte       // canonical bytes of the candidate message
+	historyDigest         string       // sha256 of the canonical JSON array of the history records
+	historyBytes          int          // its length
 }
 
 // Finding is one rule's finding in one check.
@@ -228,9 +246,9 @@ func historyRecordBytes(c Candidate) int {
 // records of its conversation (oldest first, strictly earlier, already cut
 // to at most maximumHistoryRecords), and whether older records were omitted.
 func (e *Engine) BuildInput(c Candidate, earlier []Candidate, omitted bool) (CheckInput, error) {
-	cb, err := canon.Marshal(c.Message)
+	cb, err := c.canonical()
 	if err != nil {
-		return CheckInput{}, fmt.Errorf("candidate %s: %w", c.Event, err)
+		return CheckInput{}, fmt.Errorf("candidate: %w", err)
 	}
 	in := CheckInput{
 		ConfigurationDigest:   e.revision,
@@ -247,15 +265,27 @@ func (e *Engine) BuildInput(c Candidate, earlier []Candidate, omitted bool) (Che
 	}
 	total := 0
 	inputBytes := int64(len(cb))
-	for _, h := range earlier {
-		hb, err := canon.Marshal(h.Message)
+	hd := sha256.New()
+	hd.Write([]byte{'['})
+	in.historyBytes = 2
+	for i := range earlier {
+		h := &earlier[i]
+		hb, err := h.canonical()
 		if err != nil {
-			return CheckInput{}, fmt.Errorf("history record %s: %w", h.Event, err)
+			return CheckInput{}, fmt.Errorf("history record: %w", err)
 		}
-		total += historyRecordBytes(h)
+		if i > 0 {
+			hd.Write([]byte{','})
+			in.historyBytes++
+		}
+		hd.Write(hb)
+		in.historyBytes += len(hb)
+		total += historyRecordBytes(*h)
 		inputBytes += int64(len(hb))
 		in.History = append(in.History, HistoryRef{Event: h.Event, SHA256: sha256Hex(hb)})
 	}
+	hd.Write([]byte{']'})
+	in.historyDigest = hex.EncodeToString(hd.Sum(nil))
 	if total > MaxHistoryBytes {
 		in.EvidenceGaps = append(in.EvidenceGaps, fmt.Sprintf("history window exceeds %d bytes", MaxHistoryBytes))
 	}
@@ -712,8 +742,8 @@ func (e *Engine) englishFindings(mw middlewareDef, rules []RuleDecl, in CheckInp
 				out = append(out, f)
 				continue
 			}
-			if int64(len(q.Request)) > e.Policy.EnglishSettings.MaximumRequestBytes {
-				f.Outcome, f.Detail = OutcomeUnavailable, fmt.Sprintf("request of %d bytes exceeds maximumRequestBytes %d", len(q.Request), e.Policy.EnglishSettings.MaximumRequestBytes)
+			if int64(q.Size) > e.Policy.EnglishSettings.MaximumRequestBytes {
+				f.Outcome, f.Detail = OutcomeUnavailable, fmt.Sprintf("request of %d bytes exceeds maximumRequestBytes %d", q.Size, e.Policy.EnglishSettings.MaximumRequestBytes)
 				out = append(out, f)
 				continue
 			}
@@ -789,10 +819,6 @@ func (e *Engine) question(stage string, options []string, r RuleDecl, in CheckIn
 		cand.Text = ""
 		cand.PostID = ""
 	}
-	hist := make([]capture.Message, 0, len(in.history))
-	for _, h := range in.history {
-		hist = append(hist, h.Message)
-	}
 	req := map[string]any{
 		"edition":               QuestionEdition,
 		"stage":                 stage,
@@ -800,7 +826,7 @@ func (e *Engine) question(stage string, options []string, r RuleDecl, in CheckIn
 		"rule":                  map[string]string{"id": r.ID, "kind": r.Kind, "text": r.Text},
 		"direction":             in.Direction,
 		"candidate":             cand,
-		"history":               hist,
+		"history":               map[string]any{"records": len(in.history), "sha256": in.historyDigest},
 		"earlierHistoryOmitted": in.EarlierHistoryOmitted,
 		"facts":                 in.Facts,
 		"localAgent":            in.LocalAgent,
@@ -809,5 +835,5 @@ func (e *Engine) question(stage string, options []string, r RuleDecl, in CheckIn
 	if err != nil {
 		return Question{}, fmt.Errorf("question %s of %s: %w", stage, r.ID, err)
 	}
-	return Question{Key: sha256Hex(b), Stage: stage, Rule: r.ID, Options: options, Request: b}, nil
+	return Question{Key: sha256Hex(b), Stage: stage, Rule: r.ID, Options: options, Request: b, Size: len(b) + in.historyBytes}, nil
 }

@@ -236,6 +236,7 @@ func (w *windows) before(c Candidate) ([]Candidate, bool) {
 
 // add appends c to its conversation's window, cutting the oldest record.
 func (w *windows) add(c Candidate) {
+	_, _ = c.canonical() // cache the bytes every later check hashes
 	conv := c.Message.Conversation
 	r := append(w.recs[conv], c)
 	if len(r) > w.max {

@@ -13,8 +13,13 @@ type Question struct {
 	Stage   string   `json:"stage"` // applicability | safety | autonomy | expectation | conformance
 	Rule    string   `json:"rule"`
 	Options []string `json:"options"`
-	// Request is the canonical JSON request a provider would be sent.
+	// Request is the canonical JSON of the question: edition, stage,
+	// options, rule, direction, candidate, facts, local agent, and the
+	// history by its digest (the records are in the check's history).
 	Request []byte `json:"-"`
+	// Size is the serialized size of the full request (Request with the
+	// history records inline), checked against maximumRequestBytes.
+	Size int `json:"-"`
 }
 
 // Judgment is a provider's validated distribution over a question's options.

@@ -1,0 +1,49 @@
+package firewall
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/capture"
+)
+
+// BenchmarkEvaluate measures evaluating the code rules over a log of n
+// messages in 20 conversations with the audit snapshot written; it reports
+// messages per second.
+func BenchmarkEvaluate(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			p := mustPolicy(b, pol("enforcement", codeIn, codeOut, ""))
+			var msgs []capture.Message
+			for i := 0; i < n; i++ {
+				conv := fmt.Sprintf("c%d", i%20)
+				if i%2 == 0 {
+					msgs = append(msgs, in(conv, "agent:peer", fmt.Sprintf("question %d: can you check the build?", i)))
+				} else {
+					msgs = append(msgs, out(conv, fmt.Sprintf("answer %d: the build is green, the password is set", i)))
+				}
+			}
+			log := logOf(b, msgs...)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var audit bytes.Buffer
+				if _, err := Evaluate(bytes.NewReader(log), "bench", "d", EvaluateOptions{Policy: p, LocalAgent: "agent:me", Audit: &audit}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
+// BenchmarkVerifyAudit measures audit verification throughput.
+func BenchmarkVerifyAudit(b *testing.B) {
+	data := sampleAudit(b)
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		if v, err := VerifyAudit(bytes.NewReader(data), "bench", nil); err != nil || !v.Complete {
+			b.Fatal(v, err)
+		}
+	}
+}
