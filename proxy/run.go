@@ -26,6 +26,7 @@ type Options struct {
 	SealPath    string
 	EffectsPath string
 	Signers     []capture.Signer
+	Redactor    *capture.Redactor   // redaction of the cassette and the events (nil: none)
 	Getenv      func(string) string // for ATW_WITNESS_TS
 
 	Stdin   io.Reader
@@ -111,7 +112,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Cassette: casFile, Events: evFile,
 		Command: o.Command[0], Args: o.Command[1:], EnvNames: names,
 		Started: capture.Timestamp(o.Getenv),
-		Frozen:  frozen, Seal: seal, Effects: effects, Signers: o.Signers,
+		Frozen:  frozen, Seal: seal, Effects: effects, Signers: o.Signers, Redactor: o.Redactor,
 	})
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "")

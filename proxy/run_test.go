@@ -362,3 +362,31 @@ func TestEventsRederiveFromCassette(t *testing.T) {
 		t.Errorf("re-derived log differs:\nlive\n%s\nagain\n%s", live, again.Bytes())
 	}
 }
+
+// TestRedactedRecording: redaction changes what is written, never what is
+// forwarded.
+func TestRedactedRecording(t *testing.T) {
+	red, err := capture.LoadRedactor(capture.RedactOptions{Rules: []string{"re:s3cr3t-[0-9]+"}, KeyHex: strings.Repeat("ab", 32)})
+	if err != nil || red == nil {
+		t.Fatalf("redactor: %v", err)
+	}
+	h, res, err := runRecorded(t, Options{Command: []string{echo(t)}, Redactor: red}, func(h *host) {
+		h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"s3cr3t-42"}}}`)
+		h.recv()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.got.String(), "s3cr3t-42") {
+		t.Errorf("the host did not get the real bytes: %q", h.got.String())
+	}
+	for _, p := range []string{res.Cassette, res.Events} {
+		b := mustRead(t, p)
+		if bytes.Contains(b, []byte("s3cr3t-42")) {
+			t.Errorf("%s holds the secret", filepath.Base(p))
+		}
+		if !bytes.Contains(b, []byte("redact")) {
+			t.Errorf("%s does not say it was redacted", filepath.Base(p))
+		}
+	}
+}

@@ -36,18 +36,31 @@ type RecordingOptions struct {
 	Seal     *capture.SealRef
 	Effects  *EffectMap
 	Signers  []capture.Signer
+	// Redactor, when set, replaces matching values by keyed hashes in the
+	// cassette and the events before anything is written (the host and
+	// the server still see the real bytes).
+	Redactor *capture.Redactor
 }
 
 // NewRecording writes the cassette header and returns the recording.
 func NewRecording(o RecordingOptions) (*Recording, error) {
-	cw, err := cassette.NewWriter(o.Cassette, cassette.Header{
-		Command: o.Command, Args: o.Args, Env: o.EnvNames, Started: o.Started, Frozen: o.Frozen, Mode: "proxy",
-	})
+	h := cassette.Header{Command: o.Command, Args: o.Args, Env: o.EnvNames, Started: o.Started, Frozen: o.Frozen, Mode: "proxy"}
+	if o.Redactor != nil {
+		b, err := json.Marshal(o.Redactor.Info())
+		if err != nil {
+			return nil, err
+		}
+		h.Redaction = b
+	}
+	cw, err := cassette.NewWriter(o.Cassette, h)
 	if err != nil {
 		return nil, err
 	}
+	if red := o.Redactor; red != nil {
+		cw.SetRedact(func(_ cassette.Dir, b []byte) ([]byte, bool) { return red.Line(b) })
+	}
 	d := capture.NewDeriver(o.Events, cw.Header(), capture.DeriveOptions{
-		Seal: o.Seal, Cassette: CassetteName, Effects: o.Effects.Func(),
+		Seal: o.Seal, Cassette: CassetteName, Effects: o.Effects.Func(), Redactor: o.Redactor,
 	})
 	cw.OnRecord(func(r *cassette.Record) { _ = d.Feed(r) })
 	return &Recording{cas: cw, d: d, signers: o.Signers}, nil

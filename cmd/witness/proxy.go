@@ -10,16 +10,18 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/proxy"
 )
 
 type proxyOptions struct {
-	Out     string
-	Seal    string
-	Keyring string
-	Effects string
-	Command []string
+	Out        string
+	Seal       string
+	Keyring    string
+	Effects    string
+	Redact     []string
+	RedactFile string
+	RedactKey  string
+	Command    []string
 }
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -37,8 +39,10 @@ when signal N ended it).
 On the side it records DIR/cassette.jsonl (every wire line, exact bytes) and
 DIR/events.jsonl (tool calls and responses paired by exact JSON-RPC id,
 notifications, external effects from the --effects mapping or from tools
-annotated destructiveHint=true). The session end is signed with the keyring
-given by --keyring. A recording failure never stops the bytes: it is
+annotated destructiveHint=true). The session end is signed with the active
+key of --keyring (or of $WITNESS_KEYRING when that file exists). --redact
+rules replace values by keyed hashes in both files before they are written;
+the bytes forwarded are never changed. A recording failure never stops the bytes: it is
 reported on stderr and, when the server exited 0, by exit status 5.`,
 		Example: `  witness proxy --out rec -- node server.js
   witness proxy --out rec --seal seal.json --keyring keys.json --effects effects.json -- ./server --flag`,
@@ -51,34 +55,30 @@ reported on stderr and, when the server exited 0, by exit status 5.`,
 	c.Flags().SetInterspersed(false)
 	c.Flags().StringVar(&o.Out, "out", "", "directory to write cassette.jsonl and events.jsonl into (must not hold a recording)")
 	c.Flags().StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
-	c.Flags().StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end")
+	c.Flags().StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when that file exists)")
 	c.Flags().StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target path (docs/formats/effects.md)")
+	c.Flags().StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP; values become keyed hashes in the cassette and the events, never in what is forwarded (repeatable)")
+	c.Flags().StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
+	c.Flags().StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
 	c.MarkFlagRequired("out")
 	return c
 }
 
 func runProxy(a *app, o proxyOptions) error {
-	var signers []capture.Signer
-	if o.Keyring != "" {
-		kopts, err := a.keyringOptions("")
-		if err != nil {
-			return err
-		}
-		k, err := keyring.OpenExisting(o.Keyring, kopts)
-		if err != nil {
-			return err
-		}
-		s, err := k.ActiveSigner()
-		if err != nil {
-			return err
-		}
-		signers = append(signers, s)
+	signers, err := a.captureSigners(o.Keyring)
+	if err != nil {
+		return err
+	}
+	redactor, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
+		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)})
+	if err != nil {
+		return err
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	res, err := proxy.Run(context.Background(), proxy.Options{
-		OutDir: o.Out, Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers,
+		OutDir: o.Out, Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers, Redactor: redactor,
 		Getenv: a.getenv, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Signals: sigs,
 	})
 	if res == nil {
