@@ -316,3 +316,15 @@ func applyWhatIfPolicy(a *app, o *replayOptions, g *graph.Graph) (done bool, err
 	o.remove = append(o.remove, rm...)
 	return false, nil
 }
+
+// addFirewallAudit serves `witness graph --firewall-audit FILE`: it adds
+// each check of the snapshot to g as a witness:FirewallCheck activity that
+// used its message, and says how many it linked on stderr.
+func addFirewallAudit(a *app, g *graph.Graph, path string) error {
+	res, err := firewall.AddAuditOverlayFile(g, path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "witness: firewall audit %s: %d checks, %d linked to their message, %d unlinked\n", path, res.Checks, res.Linked, res.Unlinked)
+	return nil
+}

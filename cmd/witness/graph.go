@@ -25,6 +25,9 @@ type graphOptions struct {
 	Classes    string
 	Title      string
 	TempDir    string
+	// FirewallAudit is an audit snapshot whose checks are added as an
+	// overlay (--firewall-audit; see addFirewallAudit in firewall.go).
+	FirewallAudit string
 }
 
 func newGraphCmd(a *app) *cobra.Command {
@@ -67,6 +70,7 @@ whatever the format.`,
 	f.StringVar(&o.Classes, "classes", "", "dot: JSON object of event id or node IRI -> class (violation, tampered, incomplete, warning, notice, removed, highlight)")
 	f.StringVar(&o.Title, "title", "", "dot: picture title")
 	f.StringVar(&o.TempDir, "tmp", "", "nquads: directory for the sorted runs of long logs (default: the system temporary directory)")
+	f.StringVar(&o.FirewallAudit, "firewall-audit", "", "firewall audit snapshot (org.social-harness/firewall-audit/v4): add each check as an activity that used its message")
 	_ = c.MarkFlagRequired("events")
 	return c
 }
@@ -116,7 +120,7 @@ func runGraph(a *app, o graphOptions) error {
 	defer commit(false)
 	var digest string
 	var quads int64
-	if o.Format == "nquads" {
+	if o.Format == "nquads" && o.FirewallAudit == "" {
 		st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
 		if err != nil {
 			return err
@@ -127,6 +131,11 @@ func runGraph(a *app, o graphOptions) error {
 		if err != nil {
 			return err
 		}
+		if o.FirewallAudit != "" {
+			if err := addFirewallAudit(a, g, o.FirewallAudit); err != nil {
+				return err
+			}
+		}
 		var cnt lineCounter
 		if digest, err = g.WriteNQuads(&cnt); err != nil {
 			return err
@@ -134,6 +143,8 @@ func runGraph(a *app, o graphOptions) error {
 		quads = cnt.n
 		if o.Format == "jsonld" {
 			err = g.WriteJSONLD(out)
+		} else if o.Format == "nquads" {
+			_, err = g.WriteNQuads(out)
 		} else {
 			err = g.WriteDOT(out, graph.DOTOptions{Classes: classes, MaxNodes: o.MaxNodes, Title: o.Title})
 		}
