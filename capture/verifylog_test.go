@@ -374,3 +374,34 @@ func BenchmarkVerifyLog(b *testing.B) {
 		}
 	}
 }
+
+// A forger edits an event, rebuilds the whole chain and re-signs the end
+// with a key of their own: the chain is intact, but no trusted key vouches
+// for it.
+func TestVerifyLogRebuiltAndResigned(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	evs := decodeAll(t, data)
+	var buf bytes.Buffer
+	w := NewWriter(&buf, evs[0].Session)
+	for _, e := range evs[:len(evs)-1] {
+		if e.ID == "e3" {
+			must(t, SetPayload(e, map[string]any{"path": "/data/innocent"}))
+		}
+		e.ID = ""
+		must(t, w.Append(e))
+	}
+	must(t, Finish(w, []Signer{evilSigner}, frozenTS))
+	rep := wantStatus(t, "rebuilt", buf.Bytes(), VerifyLogOptions{Verifier: trusted}, StatusUnsigned, exitcode.Tampered)
+	if len(rep.Findings) != 1 || rep.Findings[0].Code != FindUntrusted || !strings.Contains(rep.Findings[0].Message, "k-evil") {
+		t.Fatalf("%v", rep.Findings)
+	}
+	// and re-signed with the genuine key's id but a guessed signature: invalid
+	var end Event
+	ls := lines(buf.Bytes())
+	must(t, json.Unmarshal(ls[len(ls)-1], &end))
+	end.End.Signatures[0].KeyID = "k-good"
+	line, err := EncodeEvent(&end)
+	must(t, err)
+	ls[len(ls)-1] = append(line, '\n')
+	wantStatus(t, "guessed", join(ls), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
+}
