@@ -577,3 +577,20 @@ func TestTimeoutCancels(t *testing.T) {
 	}
 	lvCheckRederive(t, c)
 }
+
+// TestRederiveUnfrozen: without ATW_WITNESS_TS, event times come from the
+// cassette's start and record times, so re-derivation still gives the same
+// bytes.
+func TestRederiveUnfrozen(t *testing.T) {
+	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
+	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Getenv: func(string) string { return "" }},
+		Calls: []ScenarioCall{{Tool: "greet", Arguments: json.RawMessage(`{"name":"t"}`)}, {Tool: "add_tool"}}})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	if bytes.Contains(c.events, []byte(lvFrozenTS)) || !bytes.Contains(c.cassette, []byte(`"t":`)) {
+		t.Fatal("times are not live")
+	}
+	lvCheckChain(t, c.events)
+	lvCheckRederive(t, c)
+}
