@@ -3,7 +3,6 @@ package verify
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"testing"
 
 	"github.com/agent-trace-witness/witness/capture"
@@ -26,8 +25,7 @@ func BenchmarkCheckEvents(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r := &Report{}
-		open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-		if err := CheckEvents(r, plan, "events.jsonl", open, signedOpts()); err != nil {
+		if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader(data), signedOpts()); err != nil {
 			b.Fatal(err)
 		}
 		r.Finish()

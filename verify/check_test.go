@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -143,8 +142,7 @@ func cleanEvents() []*capture.Event {
 func runCheck(t testing.TB, plan Plan, data []byte, opts EventOptions) *Report {
 	t.Helper()
 	r := &Report{}
-	open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-	if err := CheckEvents(r, plan, "events.jsonl", open, opts); err != nil {
+	if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader(data), opts); err != nil {
 		t.Fatalf("CheckEvents: %v", err)
 	}
 	r.Finish()
@@ -461,5 +459,37 @@ func TestFindingsBounded(t *testing.T) {
 	f := findCode(r, "findings-dropped")
 	if n != maxPerCode || f == nil || !strings.Contains(f.Message, "5 more unsealed-tool findings") || r.Verdict != Violation {
 		t.Errorf("listed %d, dropped notice %+v, verdict %s", n, f, r.Verdict)
+	}
+}
+
+// errReader fails after n bytes.
+type errReader struct {
+	data []byte
+	n    int
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	if e.n <= 0 {
+		return 0, fmt.Errorf("disk on fire")
+	}
+	if len(p) > e.n {
+		p = p[:e.n]
+	}
+	k := copy(p, e.data)
+	e.data, e.n = e.data[k:], e.n-k
+	return k, nil
+}
+
+// A read error is an operational failure (exit 5), not a verdict, and the
+// two passes never deadlock on it.
+func TestReadErrorIsFailure(t *testing.T) {
+	plan := testPlan()
+	data := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
+	for _, n := range []int{0, 10, len(data) / 2, len(data) - 1} {
+		r := &Report{}
+		err := CheckEvents(r, plan, "events.jsonl", &errReader{data: data, n: n}, signedOpts())
+		if exitcode.Of(err) != exitcode.Failure || !strings.Contains(fmt.Sprint(err), "disk on fire") {
+			t.Errorf("after %d bytes: %v (code %d)", n, err, exitcode.Of(err))
+		}
 	}
 }

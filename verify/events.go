@@ -23,30 +23,70 @@ type EventOptions struct {
 	MaxChainFindings int
 }
 
-// Opener opens the evidence for one streaming pass. The events are read
-// twice: once for the hash chain and signed end (capture.VerifyLog), once for
-// the checks against the seal.
-type Opener func() (io.ReadCloser, error)
-
-// CheckEvents judges the event log that open yields (named name in findings)
-// against plan and adds its findings to r. It streams: memory is bounded by
-// the longest line, one byte per event for the chain's link checks and one
-// small entry per tool call.
-func CheckEvents(r *Report, plan Plan, name string, open Opener, opts EventOptions) error {
+// CheckEvents judges the event log read from rd (named name in findings)
+// against plan and adds its findings to r. The log is read once and checked
+// by two streaming passes in step: capture.VerifyLog (hash chain, signed
+// end) and the checks against the seal, fed the same bytes through a pipe.
+// Memory is bounded by the longest line, one byte per event for the chain's
+// link checks, and one small entry per call of a scoped tool. rd may be a
+// pipe (stdin).
+func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOptions) error {
 	r.Evidence.Kind = "events"
 	r.Evidence.File = name
-
-	// pass 1: the hash chain and the signed end
-	rc, err := open()
-	if err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", name, err), "check the path given to --events")
-	}
 	max := opts.MaxChainFindings
 	if max <= 0 {
 		max = 100
 	}
-	lr, lerr := capture.VerifyLog(rc, name, capture.VerifyLogOptions{Verifier: opts.EndVerifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max})
-	rc.Close()
+
+	pr, pw := io.Pipe()
+	type chainResult struct {
+		lr  *capture.LogReport
+		err error
+	}
+	done := make(chan chainResult, 1)
+	go func() {
+		lr, err := capture.VerifyLog(pr, name, capture.VerifyLogOptions{Verifier: opts.EndVerifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max})
+		// VerifyLog may stop early; keep draining so the other pass never blocks.
+		io.Copy(io.Discard, pr)
+		done <- chainResult{lr, err}
+	}()
+
+	c := newChecker(plan, name)
+	readErr := func() error {
+		rdr := capture.NewReader(io.TeeReader(rd, pw), name)
+		first := true
+		for {
+			ev, err := rdr.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				var perr *capture.ParseError
+				if errors.As(err, &perr) {
+					first = false
+					continue // reported by the chain check
+				}
+				return err
+			}
+			if first && ev.Kind == capture.KindSessionStart {
+				c.header(ev, rdr.Line())
+				first = false
+				continue
+			}
+			first = false
+			c.event(ev, rdr.Line())
+		}
+	}()
+	if readErr != nil {
+		pw.CloseWithError(readErr)
+	} else {
+		pw.Close()
+	}
+	res := <-done
+	if readErr != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", name, readErr), "")
+	}
+	lr, lerr := res.lr, res.err
 	if lr == nil || (lerr != nil && exitcode.Of(lerr) == exitcode.Failure) {
 		if lerr == nil {
 			lerr = errors.New("no report")
@@ -67,37 +107,6 @@ func CheckEvents(r *Report, plan Plan, name string, open Opener, opts EventOptio
 			Check: CheckChain, Code: "log-findings-dropped", Severity: SevNotice, Class: ClassNotice, File: name,
 			Message: fmt.Sprintf("%d more chain findings were not listed", lr.FindingsDropped),
 		})
-	}
-
-	// pass 2: the checks against the seal
-	rc, err = open()
-	if err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", name, err), "")
-	}
-	defer rc.Close()
-	c := newChecker(plan, name)
-	rd := capture.NewReader(rc, name)
-	first := true
-	for {
-		ev, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			var perr *capture.ParseError
-			if errors.As(err, &perr) {
-				first = false
-				continue // reported by the chain check
-			}
-			return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", name, err), "")
-		}
-		if first && ev.Kind == capture.KindSessionStart {
-			c.header(ev, rd.Line())
-			first = false
-			continue
-		}
-		first = false
-		c.event(ev, rd.Line())
 	}
 	c.finish()
 	r.Findings = append(r.Findings, c.findings...)

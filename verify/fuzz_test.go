@@ -2,7 +2,6 @@ package verify
 
 import (
 	"bytes"
-	"io"
 	"testing"
 
 	"github.com/agent-trace-witness/witness/capture"
@@ -31,8 +30,7 @@ func FuzzCheckEvents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		run := func() *Report {
 			r := &Report{}
-			open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-			if err := CheckEvents(r, plan, "events.jsonl", open, EventOptions{EndVerifier: testKey}); err != nil {
+			if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader(data), EventOptions{EndVerifier: testKey}); err != nil {
 				t.Fatalf("CheckEvents: %v", err)
 			}
 			r.Finish()

@@ -26,6 +26,8 @@ type Options struct {
 	EndVerifier capture.SignatureVerifier
 	// AllowUnsigned accepts an event log whose end has no trusted signature.
 	AllowUnsigned bool
+	// Stdin is read when EventsFile is "-".
+	Stdin io.Reader
 }
 
 // PlanFromSeal returns what the checks need from a seal.
@@ -94,16 +96,25 @@ func Run(o Options) (*Report, error) {
 
 	switch {
 	case o.EventsFile != "":
-		name := o.EventsFile
-		open := func() (io.ReadCloser, error) { return os.Open(name) }
-		if _, err := os.Stat(name); err != nil {
-			code := exitcode.Failure
-			if os.IsNotExist(err) {
-				code = exitcode.Usage
+		var rd io.Reader
+		if o.EventsFile == "-" {
+			rd = o.Stdin
+			if rd == nil {
+				return nil, exitcode.New(exitcode.Usage, errors.New("--events -: no standard input"), "")
 			}
-			return nil, exitcode.New(code, fmt.Errorf("read events: %w", err), "check the path given to --events")
+		} else {
+			f, err := os.Open(o.EventsFile)
+			if err != nil {
+				code := exitcode.Failure
+				if os.IsNotExist(err) {
+					code = exitcode.Usage
+				}
+				return nil, exitcode.New(code, fmt.Errorf("read events: %w", err), "check the path given to --events")
+			}
+			defer f.Close()
+			rd = f
 		}
-		if err := CheckEvents(r, plan, name, open, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned}); err != nil {
+		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned}); err != nil {
 			return nil, err
 		}
 	case o.GraphFile != "":

@@ -76,7 +76,7 @@ a file). Exit codes: 0 verified, 1 violation, 3 tampered, 4 incomplete
 	c.Flags().StringVar(&o.Trust, "trust", "", "trust file of public keys (from 'witness key export-public')")
 	c.Flags().IntVar(&o.Quorum, "quorum", 0, "require at least this many distinct trusted keys to have signed the body")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
-	c.Flags().StringVar(&o.Events, "events", "", "event log to verify against the seal")
+	c.Flags().StringVar(&o.Events, "events", "", "event log to verify against the seal (- for standard input)")
 	c.Flags().StringVar(&o.Graph, "graph", "", "graph (JSON-LD from 'witness graph') to verify against the seal")
 	c.Flags().BoolVar(&o.SARIF, "sarif", false, "print the report as SARIF 2.1.0")
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
@@ -193,6 +193,7 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	rep, err := verify.Run(verify.Options{
 		SealFile: o.Seal, EventsFile: o.Events, GraphFile: o.Graph,
 		SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned,
+		Stdin: a.stdin,
 	})
 	if err != nil {
 		return err
