@@ -19,7 +19,7 @@ import (
 // StreamOptions bound the memory of StreamNQuads.
 type StreamOptions struct {
 	// RunBytes is the size of one in-memory run of quad lines before it is
-	// sorted and spilled to a temporary file (default 128 MiB; two runs
+	// sorted and spilled to a temporary file (default 64 MiB; two runs
 	// are in memory at once, one filling while the other is sorted).
 	RunBytes int
 	// TempDir holds the spilled runs (default os.TempDir()); they are
@@ -37,7 +37,7 @@ type StreamStats struct {
 }
 
 // DefaultRunBytes is the default StreamOptions.RunBytes.
-const DefaultRunBytes = 128 << 20
+const DefaultRunBytes = 64 << 20
 
 // StreamNQuads writes the RDFC-1.0 canonical N-Quads of the event log src to
 // w without building the graph: each event's quads are grouped by subject
@@ -290,7 +290,9 @@ func (r *run) recBytes(x rec) []byte { return r.chunks[x.c][x.off : x.off+x.n] }
 // sortRecords orders blocks by subject; blocks of one subject stay separate
 // and are merged when written.
 func (r *run) sortRecords() {
-	slices.SortStableFunc(r.recs, func(a, b rec) int {
+	// blocks of one subject are merged whatever their order: no need for a
+	// stable sort
+	slices.SortFunc(r.recs, func(a, b rec) int {
 		return bytes.Compare(r.chunks[a.c][a.off:a.off+a.k], r.chunks[b.c][b.off:b.off+b.k])
 	})
 }
@@ -370,9 +372,9 @@ type blockIter interface {
 
 // memIter iterates a sorted in-memory run, merging blocks of one subject.
 type memIter struct {
-	r   *run
-	i   int
-	buf []byte
+	r        *run
+	i        int
+	buf, alt []byte // merge buffers, swapped at each merge
 }
 
 func (m *memIter) next() ([]byte, bool) {
@@ -387,7 +389,8 @@ func (m *memIter) next() ([]byte, bool) {
 	}
 	m.buf = append(m.buf[:0], blk...)
 	for m.i < len(m.r.recs) && bytes.Equal(lineKey(m.r.block(m.i)), key) {
-		m.buf = mergeBlocks(nil, m.buf, m.r.block(m.i))
+		m.alt = mergeBlocks(m.alt[:0], m.buf, m.r.block(m.i))
+		m.buf, m.alt = m.alt, m.buf
 		m.i++
 	}
 	return m.buf, true
@@ -422,10 +425,7 @@ func (f *fileIter) next() ([]byte, bool) {
 // mergeBlocks merges two sorted, distinct line blocks into dst, dropping
 // duplicates.
 func mergeBlocks(dst, a, b []byte) []byte {
-	var out []byte
-	if dst != nil {
-		out = dst[:0]
-	}
+	out := dst[:0]
 	for len(a) > 0 || len(b) > 0 {
 		var la, lb []byte
 		if len(a) > 0 {
@@ -502,7 +502,7 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 	}
 	heap.Init(&h)
 	var count int64
-	var acc, key []byte
+	var acc, alt, key []byte
 	for h.Len() > 0 {
 		top := h[0]
 		advance := func(item *mergeItem) {
@@ -527,7 +527,8 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 		acc = append(acc[:0], top.blk...)
 		advance(top)
 		for h.Len() > 0 && bytes.Equal(h[0].key, key) {
-			acc = mergeBlocks(nil, acc, h[0].blk)
+			alt = mergeBlocks(alt, acc, h[0].blk)
+			acc, alt = alt, acc
 			advance(h[0])
 		}
 		count += int64(bytes.Count(acc, []byte{'\n'}))
