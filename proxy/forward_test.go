@@ -398,3 +398,21 @@ func TestForwardHugeLine(t *testing.T) {
 		t.Errorf("recorded %d bytes in %d pieces", len(got), pieces)
 	}
 }
+
+// TestServerExitsMidReply: a server that dies in the middle of a line: the
+// host gets the partial bytes as they were, the sink gets them flagged
+// partial, and the proxy exits with the server's status.
+func TestServerExitsMidReply(t *testing.T) {
+	p := viaProxy(t, &Forwarder{Command: []string{"sh", "-c", `printf '{"jsonrpc":"2.0","id":1,"result":{"con'; exit 3`}},
+		func(w io.WriteCloser, r io.Reader) string {
+			b, _ := io.ReadAll(r)
+			w.Close()
+			return string(b)
+		})
+	if p.host != `{"jsonrpc":"2.0","id":1,"result":{"con` || p.out.ExitStatus != 3 {
+		t.Errorf("host got %q, exit %d", p.host, p.out.ExitStatus)
+	}
+	if n := len(p.sink.lines); n != 1 || !p.sink.lines[0].partial {
+		t.Errorf("sink lines %+v", p.sink.lines)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -186,58 +185,53 @@ func runProxiedEnv(t *testing.T, command, env []string, session func(*rpcHost)) 
 	return h, r.res
 }
 
-// TestEverythingDirectVersusProxy: the host sees the same bytes directly
-// and through the proxy, and the cassette holds exactly the bytes the host
-// sent and received. The order of unprompted notifications relative to
-// responses depends on timing, so responses are compared by id (exact
-// bytes) and notifications as a sorted list (exact bytes); server-everything
-// randomises no field of these answers.
-func TestEverythingDirectVersusProxy(t *testing.T) {
-	command := everything(t)
-	start := time.Now()
-	direct := runDirect(t, command, everythingSession)
-	t.Logf("direct session: %v", time.Since(start))
-	start = time.Now()
-	via, res := runProxied(t, command, everythingSession)
-	t.Logf("proxied session: %v, outcome %+v", time.Since(start), res.Outcome)
-	if len(direct.resp) < 6 {
-		t.Fatalf("direct session got only %d responses", len(direct.resp))
-	}
-	for id, want := range direct.resp {
-		if got := via.resp[id]; got != want {
-			t.Errorf("response %s differs through the proxy:\n direct %q\n  proxy %q", id, want, got)
-		}
-	}
-	if len(via.resp) != len(direct.resp) {
-		t.Errorf("%d responses through the proxy, %d direct", len(via.resp), len(direct.resp))
-	}
-	dn, vn := append([]string(nil), direct.note...), append([]string(nil), via.note...)
-	sort.Strings(dn)
-	sort.Strings(vn)
-	if strings.Join(dn, "") != strings.Join(vn, "") {
-		t.Errorf("notifications differ:\n direct %q\n  proxy %q", dn, vn)
-	}
-	if via.sent.String() != direct.sent.String() {
-		t.Errorf("the host sent different bytes")
-	}
-	c2s, s2c, _ := readCassette(t, res.Cassette)
-	if c2s != via.sent.String() {
-		t.Errorf("cassette c2s != bytes the host sent:\n%q\n%q", c2s, via.sent.String())
-	}
-	if s2c != via.got.String() {
-		t.Errorf("cassette s2c != bytes the host received")
-	}
-	evs := readEvents(t, res.Events)
-	var calls, responses int
-	for _, e := range evs {
-		switch e.Kind {
-		case "tool_call":
-			calls++
-		case "tool_response":
-			responses++
-		}
-	}
-	if calls != 3 || responses != 3 || evs[0].Header.Server.Name == "" || len(evs[0].Header.Server.Tools) < 10 {
-		t.Errorf("calls %d responses %d header %+v", calls, responses, evs[0].Header.Server)
+// TestDirectVersusProxy: against server-everything and the Go SDK server,
+// the host sees the same bytes directly and through the proxy, and the
+// cassette holds exactly the bytes the host sent and received. The order of
+// unprompted notifications relative to responses depends on timing, so
+// responses are compared by id (exact bytes) and notifications as a sorted
+// list (exact bytes); neither server randomises a field of these answers.
+func TestDirectVersusProxy(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		command func(*testing.T) []string
+		session func(*rpcHost)
+		tools   int
+	}{
+		{"server-everything", everything, everythingSession, 10},
+		{"gosdk", gosdk, gosdkSession, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			command := c.command(t)
+			direct := runDirect(t, command, c.session)
+			via, res := runProxied(t, command, c.session)
+			if len(direct.resp) < 6 {
+				t.Fatalf("direct session got only %d responses", len(direct.resp))
+			}
+			sameSession(t, direct, via)
+			if via.sent.String() != direct.sent.String() {
+				t.Errorf("the host sent different bytes")
+			}
+			c2s, s2c, _ := readCassette(t, res.Cassette)
+			if c2s != via.sent.String() {
+				t.Errorf("cassette c2s != bytes the host sent:\n%q\n%q", c2s, via.sent.String())
+			}
+			if s2c != via.got.String() {
+				t.Errorf("cassette s2c != bytes the host received")
+			}
+			evs := readEvents(t, res.Events)
+			var calls, responses int
+			for _, e := range evs {
+				switch e.Kind {
+				case "tool_call":
+					calls++
+				case "tool_response":
+					responses++
+				}
+			}
+			if calls < 3 || responses != calls || evs[0].Header.Server.Name == "" || len(evs[0].Header.Server.Tools) < c.tools {
+				t.Errorf("calls %d responses %d header %+v", calls, responses, evs[0].Header.Server)
+			}
+		})
 	}
 }
