@@ -32,4 +32,11 @@ echo "== 50 firewall: message-policy files, offline re-evaluation, audit snapsho
 	echo "\$ witness firewall derive --events toolcalls.events.jsonl --mapping mapping.json --out derived.jsonl"
 	"$WITNESS" firewall derive --events toolcalls.events.jsonl --mapping mapping.json --out derived.jsonl
 	"$WITNESS" firewall evaluate --policy policy-code.json --events derived.jsonl | grep -E '^e(7|8|9|10) ' | cut -c1-110
+	echo
+	echo "the checks on the graph, and what the code-only policy would have stopped:"
+	echo "\$ witness graph --events messages.events.jsonl --firewall-audit judgments.audit.ndjson --out fw-graph.jsonld"
+	"$WITNESS" graph --events messages.events.jsonl --firewall-audit judgments.audit.ndjson --out fw-graph.jsonld 2>&1
+	"$WITNESS" graph --events messages.events.jsonl --out fw-plain.jsonld 2>/dev/null
+	echo "\$ witness replay --graph fw-plain.jsonld --what-if-policy policy-code.json --format text"
+	"$WITNESS" replay --graph fw-plain.jsonld --what-if-policy policy-code.json --format text | grep -E '^(remove|compensation)|firewall .*(withheld|refused)'
 )
