@@ -168,6 +168,11 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("open event log: %w", err), "append to a log that 'witness capture' or 'witness import' wrote")
 	}
 	defer f.Close()
+	unlock, err := lockLog(f)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, err, "")
+	}
+	defer unlock()
 	// ids of existing events by kind, for link checks
 	kindOf := map[string]Kind{}
 	rep, verr := VerifyLog(f, path, VerifyLogOptions{Verifier: o.Verifier, AllowUnsigned: true, OnEvent: func(_ int64, e *Event) {

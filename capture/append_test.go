@@ -186,3 +186,24 @@ func TestCheckpointSignatures(t *testing.T) {
 		t.Fatalf("unsigned last end: %+v", rep.Findings)
 	}
 }
+
+// Appenders to the same log take turns: the chain stays intact.
+func TestAppendConcurrent(t *testing.T) {
+	path := writeTemp(t, sampleLog(t, goodSigner))
+	done := make(chan error)
+	for i := 0; i < 4; i++ {
+		go func(i int) {
+			in := strings.Repeat(`{"kind":"model_input","content":"x"}`+"\n", 5)
+			_, err := AppendLog(path, strings.NewReader(in), appendOpts())
+			done <- err
+		}(i)
+	}
+	for i := 0; i < 4; i++ {
+		must(t, <-done)
+	}
+	data, _ := os.ReadFile(path)
+	rep, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted})
+	if err != nil || rep.Lines != 8+4*6 {
+		t.Fatalf("%v, %d lines", err, rep.Lines)
+	}
+}
