@@ -37,6 +37,9 @@ func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingD
 		}
 		if err != nil {
 			var pe *capture.ParseError
+			if errors.As(err, &pe) && rd.Partial() {
+				return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("events: %w (the last line has no trailing newline: cut off)", err), "the event log is truncated")
+			}
 			if errors.As(err, &pe) {
 				return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("events: %w", err), "the event log is not valid; run 'witness verify' on it")
 			}

@@ -69,6 +69,9 @@ func ForEachMessage(r io.Reader, name string, mapping *Mapping, fn func(Candidat
 		}
 		if err != nil {
 			var pe *capture.ParseError
+			if errors.As(err, &pe) && rd.Partial() {
+				return exitcode.New(exitcode.Incomplete, fmt.Errorf("events: %w (the last line has no trailing newline: cut off)", err), "the event log is truncated")
+			}
 			if errors.As(err, &pe) {
 				return exitcode.New(exitcode.Tampered, fmt.Errorf("events: %w", err), "the event log is not valid; run 'witness verify' on it")
 			}

@@ -163,3 +163,13 @@ func TestEvaluateFileInfersLocalAgent(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// A log cut inside its last line is incomplete evidence, not tampered.
+func TestTruncatedEventLog(t *testing.T) {
+	data := logOf(t, in("c", "agent:peer", "hello there"), out("c", "hi"))
+	cut := data[:len(data)-30]
+	err := ForEachMessage(bytes.NewReader(cut), "events.jsonl", nil, func(Candidate) error { return nil })
+	if exitcode.Of(err) != exitcode.Incomplete {
+		t.Fatalf("err %v (code %v)", err, exitcode.Of(err))
+	}
+}
