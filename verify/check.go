@@ -31,7 +31,7 @@ type checker struct {
 	headerSeen      bool
 	promptSeen      bool
 	promptUnchecked int64             // system model inputs without content
-	scopeUnchecked  map[int]*[2]int64 // tool index → {calls without payload, calls without path args}
+	scopeUnchecked  map[int]*[3]int64 // tool index → {calls without payload, calls without path args, redacted path args}
 }
 
 func newChecker(plan Plan, file string) *checker {
@@ -43,7 +43,7 @@ func newChecker(plan Plan, file string) *checker {
 		used:           make([]bool, len(plan.Tools)),
 		callRPC:        map[string]json.RawMessage{},
 		notCheckable:   map[string]string{},
-		scopeUnchecked: map[int]*[2]int64{},
+		scopeUnchecked: map[int]*[3]int64{},
 	}
 	anyPathScope := false
 	for i, t := range plan.Tools {
@@ -226,10 +226,10 @@ func (c *checker) sealedNames() string {
 	return strings.Join(names, ", ")
 }
 
-func (c *checker) unchecked(i int) *[2]int64 {
+func (c *checker) unchecked(i int) *[3]int64 {
 	u := c.scopeUnchecked[i]
 	if u == nil {
-		u = &[2]int64{}
+		u = &[3]int64{}
 		c.scopeUnchecked[i] = u
 	}
 	return u
@@ -256,6 +256,12 @@ func (c *checker) argScopes(e *capture.Event, line int64) {
 		return
 	}
 	for _, pa := range paths {
+		if strings.Contains(pa.Value, capture.RedactTokenPrefix) {
+			// a keyed hash replaced (part of) the path: its real value is
+			// unknown, so it is neither in nor out of scope
+			c.unchecked(i)[2]++
+			continue
+		}
 		clean, ok, reason := CleanPath(pa.Value)
 		if ok && c.granted(i, OpRead, clean) {
 			continue
@@ -430,6 +436,9 @@ func (c *checker) finish() {
 		}
 		if u[1] > 0 {
 			parts = append(parts, fmt.Sprintf("%d without a path argument", u[1]))
+		}
+		if u[2] > 0 {
+			parts = append(parts, fmt.Sprintf("%d redacted path argument(s)", u[2]))
 		}
 		c.add(Finding{
 			Check: CheckScope, Code: "scope-not-checkable", Severity: SevNotice, Class: ClassNotice, File: c.file,

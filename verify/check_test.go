@@ -287,6 +287,15 @@ func TestChecks(t *testing.T) {
 			eventID: "e8", line: 9,
 		},
 		{
+			name: "redacted path argument is not judged", code: "scope-not-checkable", class: ClassNotice, verdict: Verified,
+			mutate: func(evs []*capture.Event) []*capture.Event {
+				e := ev(capture.KindToolCall, "read_file", "50", map[string]any{"path": capture.RedactTokenPrefix + strings.Repeat("ab", 32)})
+				e.Redacted = true
+				return append(evs, e)
+			},
+			clause: "tools[0].scopes", inMsg: "1 redacted path argument",
+		},
+		{
 			name: "scope with a malformed glob is reported, not judged", code: "scope-not-checkable", class: ClassNotice, verdict: Verified,
 			plan:   func(p *Plan) { p.Tools[1].Scopes = append(p.Tools[1].Scopes, "read:data/**") },
 			clause: "tools[1].scopes[1]",
