@@ -62,6 +62,8 @@ type StdioClient struct {
 	unmatched []string
 	fatal     error
 
+	stdoutFile *os.File
+	stderrFile *os.File
 	fatalCh    chan struct{}
 	fatalOnce  sync.Once
 	stdoutDone chan struct{}
@@ -154,6 +156,7 @@ func StartStdio(o StdioOptions) (*StdioClient, error) {
 	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, pending: map[string]chan *mcp.Message{}, nextID: 1,
 		fatalCh: make(chan struct{}), stdoutDone: make(chan struct{}), stderrDone: make(chan struct{}), exited: make(chan struct{})}
 	o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSpawn, Detail: "own process group, no shell"})
+	c.stdoutFile, c.stderrFile = outR, errR
 	go c.readStdout(outR)
 	go c.readStderr(errR)
 	go func() {
@@ -542,8 +545,20 @@ func (c *StdioClient) Close() Shutdown {
 		sd.Leftover = true
 		c.signal(syscall.SIGKILL)
 	}
-	if !waitFor(c.stdoutDone, c.o.TermGrace) || !waitFor(c.stderrDone, c.o.TermGrace) {
-		sd.Err = errors.New("server output did not reach end of file after the process exited (a process outside its group holds the pipe)")
+	// read stdout and stderr to EOF; a process outside the group could hold
+	// the pipes open, so after a bound the client closes its ends, and in
+	// every case the readers have finished (and recorded all they read)
+	// when Close returns
+	drain := c.o.TermGrace + 5*time.Second
+	for _, s := range []struct {
+		done chan struct{}
+		f    *os.File
+	}{{c.stdoutDone, c.stdoutFile}, {c.stderrDone, c.stderrFile}} {
+		if !waitFor(s.done, drain) {
+			s.f.Close()
+			<-s.done
+			sd.Err = errors.New("server output did not reach end of file after the process exited (a process outside its group holds the pipe)")
+		}
 	}
 	c.mu.Lock()
 	sd.Status = exitStatus(c.exitState, c.exitErr)
