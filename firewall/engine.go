@@ -99,29 +99,23 @@ func postOf(m capture.Message) *PostRef {
 	return &PostRef{AuthorAgentID: author, PostID: m.PostID}
 }
 
-// HistoryRef references one earlier record of the candidate's conversation
-// in a check input: its event id and the sha256 of its canonical message.
-type HistoryRef struct {
-	Event  string `json:"event"`
-	SHA256 string `json:"sha256"`
-}
-
 // CheckInput is the exact semantic input of a check; its canonical JSON's
 // sha256 is the check reference.
 type CheckInput struct {
-	ConfigurationDigest   string       `json:"configurationDigest"`
-	Direction             string       `json:"direction"`
-	Candidate             Candidate    `json:"candidate"`
-	LocalAgent            string       `json:"localAgent"`
-	History               []HistoryRef `json:"history"`
-	EarlierHistoryOmitted bool         `json:"earlierHistoryOmitted"`
-	EvidenceGaps          []string     `json:"evidenceGaps"`
-	Facts                 []string     `json:"facts"`
-	CapturedAt            string       `json:"capturedAt"`
-	history               []Candidate  // the records themselves (not serialized)
-	candidateBytes        []byte       // canonical bytes of the candidate message
-	historyDigest         string       // sha256 of the canonical JSON array of the history records
-	historyBytes          int          // its length
+	ConfigurationDigest   string      `json:"configurationDigest"`
+	Direction             string      `json:"direction"`
+	Candidate             Candidate   `json:"candidate"`
+	LocalAgent            string      `json:"localAgent"`
+	History               []string    `json:"history"`       // event ids of the earlier records, oldest first
+	HistorySHA256         string      `json:"historySha256"` // sha256 of the canonical JSON array of those records
+	EarlierHistoryOmitted bool        `json:"earlierHistoryOmitted"`
+	EvidenceGaps          []string    `json:"evidenceGaps"`
+	Facts                 []string    `json:"facts"`
+	CapturedAt            string      `json:"capturedAt"`
+	history               []Candidate // the records themselves (not serialized)
+	candidateBytes        []byte      // canonical bytes of the candidate message
+	historyDigest         string      // sha256 of the canonical JSON array of the history records
+	historyBytes          int         // its length
 }
 
 // Finding is one rule's finding in one check.
@@ -255,7 +249,7 @@ func (e *Engine) BuildInput(c Candidate, earlier []Candidate, omitted bool) (Che
 		Direction:             c.Message.Direction,
 		Candidate:             c,
 		LocalAgent:            e.LocalAgent,
-		History:               []HistoryRef{},
+		History:               []string{},
 		EarlierHistoryOmitted: omitted,
 		EvidenceGaps:          []string{},
 		Facts:                 e.Policy.Facts,
@@ -282,10 +276,11 @@ func (e *Engine) BuildInput(c Candidate, earlier []Candidate, omitted bool) (Che
 		in.historyBytes += len(hb)
 		total += historyRecordBytes(*h)
 		inputBytes += int64(len(hb))
-		in.History = append(in.History, HistoryRef{Event: h.Event, SHA256: sha256Hex(hb)})
+		in.History = append(in.History, h.Event)
 	}
 	hd.Write([]byte{']'})
 	in.historyDigest = hex.EncodeToString(hd.Sum(nil))
+	in.HistorySHA256 = in.historyDigest
 	if total > MaxHistoryBytes {
 		in.EvidenceGaps = append(in.EvidenceGaps, fmt.Sprintf("history window exceeds %d bytes", MaxHistoryBytes))
 	}

@@ -285,11 +285,7 @@ func TestHistoryWindow(t *testing.T) {
 	}
 	wants := []want{{"", false}, {"", false}, {"e1", false}, {"e1,e3", false}, {"e2", false}, {"e3,e4", true}}
 	for i, c := range cs {
-		var ids []string
-		for _, h := range c.Input.History {
-			ids = append(ids, h.Event)
-		}
-		got := want{strings.Join(ids, ","), c.Input.EarlierHistoryOmitted}
+		got := want{strings.Join(c.Input.History, ","), c.Input.EarlierHistoryOmitted}
 		if got != wants[i] {
 			t.Errorf("check %d (%s): history %+v, want %+v", i, c.Input.Candidate.Event, got, wants[i])
 		}
