@@ -10,28 +10,28 @@ import (
 // itself, not an action of it, and the seal is its plan: neither is
 // removable nor counted as an action.
 func kindOf(n *graph.Node) Kind {
+	var act, ent, agent bool
+	for _, t := range n.Types {
+		switch t {
+		case graph.WCaptureSession, graph.ProvPlan:
+			return KindOther
+		case graph.ProvActivity:
+			act = true
+		case graph.ProvEntity:
+			ent = true
+		case graph.ProvAgent, graph.ProvSoftwareAgent:
+			agent = true
+		}
+	}
 	switch {
-	case n.HasType(graph.WCaptureSession), n.HasType(graph.ProvPlan):
-		return KindOther
-	case n.HasType(graph.ProvActivity):
+	case act:
 		return KindActivity
-	case n.HasType(graph.ProvAgent), n.HasType(graph.ProvSoftwareAgent):
+	case agent:
 		return KindAgent
-	case n.HasType(graph.ProvEntity):
+	case ent:
 		return KindEntity
 	}
 	return KindOther
-}
-
-// depPreds maps the PROV dependency predicates to replay's edges.
-var depPreds = []struct {
-	iri  string
-	edge Edge
-}{
-	{graph.ProvUsed, EdgeUsed},
-	{graph.ProvWasGeneratedBy, EdgeWasGeneratedBy},
-	{graph.ProvWasInformedBy, EdgeWasInformedBy},
-	{graph.ProvWasDerivedFrom, EdgeWasDerivedFrom},
 }
 
 // toolHints are the explicit MCP annotations replay reads.
@@ -48,41 +48,99 @@ type toolHints struct {
 // when the tool is marked readOnlyHint true.
 func recordsOf(g *graph.Graph) []Record {
 	recs := make([]Record, len(g.Nodes))
+	type flags struct{ def, destructive, notIdempotent bool }
+	defs := map[string]flags{} // tool definition IRI -> its flags, parsed once
+	hints := func(u string) flags {
+		if f, ok := defs[u]; ok {
+			return f
+		}
+		var f flags
+		def := g.Node(u)
+		if def != nil && def.HasType(graph.WToolDefinition) {
+			f.def = true
+			var h toolHints
+			// MCP: destructiveHint and idempotentHint are meaningful only
+			// when readOnlyHint is false; a read-only tool changes nothing,
+			// whatever the other hints say.
+			if raw := def.Value(graph.WAnnotations); raw != "" && json.Unmarshal([]byte(raw), &h) == nil && (h.ReadOnly == nil || !*h.ReadOnly) {
+				f.destructive = h.Destructive != nil && *h.Destructive
+				f.notIdempotent = h.Idempotent != nil && !*h.Idempotent
+			}
+		}
+		if f.def {
+			defs[u] = f
+		}
+		return f
+	}
 	for i, n := range g.Nodes {
-		r := Record{ID: n.ID, Kind: kindOf(n), Tool: n.Value(graph.OtelToolName)}
-		for _, p := range depPreds {
-			for _, t := range n.Props[p.iri] {
-				if t.IRI != "" {
-					r.Deps = append(r.Deps, Dep{Edge: p.edge, On: t.IRI})
+		r := Record{ID: n.ID, Kind: kindOf(n)}
+		effect := false
+		for _, t := range n.Types {
+			if t == graph.WExternalEffect {
+				effect = true
+			}
+		}
+		var op, target string
+		var uses []string
+		// One pass over the properties (their order does not matter: the
+		// index sorts dependents and keeps the smallest edge of a pair).
+		for p, vals := range n.Props {
+			var edge Edge
+			switch p {
+			case graph.ProvUsed:
+				edge = EdgeUsed
+			case graph.ProvWasGeneratedBy:
+				edge = EdgeWasGeneratedBy
+			case graph.ProvWasInformedBy:
+				edge = EdgeWasInformedBy
+			case graph.ProvWasDerivedFrom:
+				edge = EdgeWasDerivedFrom
+			case graph.OtelToolName:
+				r.Tool = firstLiteral(vals)
+				continue
+			case graph.WEffectOp:
+				op = firstLiteral(vals)
+				continue
+			case graph.WEffectTarget:
+				target = firstLiteral(vals)
+				continue
+			default:
+				continue
+			}
+			for _, t := range vals {
+				if t.IRI == "" {
+					continue
+				}
+				r.Deps = append(r.Deps, Dep{Edge: edge, On: t.IRI})
+				if edge == EdgeUsed {
+					uses = append(uses, t.IRI)
 				}
 			}
 		}
-		if r.Kind == KindEntity && n.HasType(graph.WExternalEffect) {
-			r.Effect = &EffectFact{Op: n.Value(graph.WEffectOp), Target: n.Value(graph.WEffectTarget)}
+		if r.Kind == KindEntity && effect {
+			r.Effect = &EffectFact{Op: op, Target: target}
 		}
 		if r.Kind == KindActivity {
-			for _, u := range n.Refs(graph.ProvUsed) {
-				def := g.Node(u)
-				if def == nil || !def.HasType(graph.WToolDefinition) {
-					continue
-				}
-				var h toolHints
-				// MCP: destructiveHint and idempotentHint are meaningful
-				// only when readOnlyHint is false; a read-only tool
-				// changes nothing, whatever the other hints say.
-				if raw := def.Value(graph.WAnnotations); raw != "" && json.Unmarshal([]byte(raw), &h) == nil && (h.ReadOnly == nil || !*h.ReadOnly) {
-					if h.Destructive != nil && *h.Destructive {
-						r.Destructive = true
-					}
-					if h.Idempotent != nil && !*h.Idempotent {
-						r.NotIdempotent = true
-					}
-				}
+			for _, u := range uses {
+				f := hints(u)
+				r.Destructive = r.Destructive || f.destructive
+				r.NotIdempotent = r.NotIdempotent || f.notIdempotent
 			}
 		}
 		recs[i] = r
 	}
 	return recs
+}
+
+// firstLiteral is the first literal's lexical form among vals (the node's
+// canonical order), or "".
+func firstLiteral(vals []graph.Term) string {
+	for _, t := range vals {
+		if t.IRI == "" {
+			return t.Lex
+		}
+	}
+	return ""
 }
 
 // counterfactualGraph returns the observed graph without the compensation
