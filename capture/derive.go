@@ -64,6 +64,8 @@ type Deriver struct {
 	w    *Writer
 	rec  *Recorder
 	held []func() error
+	// callHeld: a tools/call is held until initialize and tools/list are answered
+	callHeld bool
 
 	start      time.Time
 	pending    map[string]*pendingReq // c2s requests by exact id token
@@ -225,7 +227,9 @@ func (d *Deriver) c2s(m *mcp.Message, ts string, wire *WireRef, seq int64) error
 		_ = json.Unmarshal(m.Params, &params)
 		p.tool, p.args = params.Name, params.Arguments
 		if !d.headerDone() {
-			if err := d.startLog(); err != nil {
+			if d.handshakePending() {
+				d.callHeld = true
+			} else if err := d.startLog(); err != nil {
 				return err
 			}
 		}
@@ -302,10 +306,10 @@ func (d *Deriver) s2c(m *mcp.Message, ts string, wire *WireRef) error {
 	switch p.method {
 	case "initialize":
 		d.onInitialize(m)
-		return nil
+		return d.startIfHandshakeDone()
 	case "tools/list":
 		d.onToolsList(m)
-		return nil
+		return d.startIfHandshakeDone()
 	case "tools/call":
 	default:
 		return nil
@@ -416,6 +420,28 @@ func (d *Deriver) onToolsList(m *mcp.Message) {
 }
 
 func (d *Deriver) headerDone() bool { return d.w != nil }
+
+// handshakePending reports whether an initialize or tools/list request is
+// still unanswered. A host behind the proxy may send tools/call before those
+// answers arrive (it pipelines); the call is then held, so that the header
+// still gets the server's identity and tools once they arrive.
+func (d *Deriver) handshakePending() bool {
+	for _, p := range d.pending {
+		if p.method == "initialize" || p.method == "tools/list" {
+			return true
+		}
+	}
+	return false
+}
+
+// startIfHandshakeDone writes the header once a held tools/call no longer
+// waits for an initialize or tools/list answer.
+func (d *Deriver) startIfHandshakeDone() error {
+	if !d.callHeld || d.headerDone() || d.handshakePending() {
+		return nil
+	}
+	return d.startLog()
+}
 
 // do runs op now when the header is written, else holds it.
 func (d *Deriver) do(op func() error) error {

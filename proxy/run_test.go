@@ -390,3 +390,34 @@ func TestRedactedRecording(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedHostHeaderHasTools: a host that sends everything at once
+// (tools/call before the tools/list answer has arrived) still gets the
+// server's identity and tool list in the session header.
+func TestPipelinedHostHeaderHasTools(t *testing.T) {
+	_, res, err := runRecorded(t, Options{Command: []string{echo(t)}}, func(h *host) {
+		h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n" +
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n" +
+			`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"page-2"}}` + "\n" +
+			`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"delete_note","arguments":{"name":"n"}}}`)
+		for i := 0; i < 4; i++ {
+			h.recv()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := readEvents(t, res.Events)
+	srv := evs[0].Header.Server
+	if srv.Name != "witness-echo" || len(srv.Tools) != 4 {
+		t.Errorf("header server %+v", srv)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, string(e.Kind))
+	}
+	if want := "session_start tool_call tool_response external_effect session_end"; strings.Join(kinds, " ") != want {
+		t.Errorf("events %v, want %s", kinds, want)
+	}
+}
