@@ -42,6 +42,15 @@ func LineHash(line []byte) string {
 
 // EncodeEvent returns the canonical bytes of e, without a newline.
 func EncodeEvent(e *Event) ([]byte, error) {
+	if b, err := encodeEventFast(e, false); err == nil {
+		return b, nil
+	}
+	return encodeEventSlow(e)
+}
+
+// encodeEventSlow defines the bytes: the canonical form of encoding/json's
+// encoding of e. encodeEventFast writes the same bytes directly.
+func encodeEventSlow(e *Event) ([]byte, error) {
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
@@ -103,7 +112,11 @@ func (w *Writer) Append(e *Event) error {
 	e.ID = id
 	e.Session = w.session
 	e.Prev = w.head
-	line, err := EncodeEvent(e)
+	// the payload was made canonical above
+	line, err := encodeEventFast(e, true)
+	if err != nil {
+		line, err = encodeEventSlow(e)
+	}
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}

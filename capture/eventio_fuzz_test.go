@@ -22,6 +22,10 @@ func FuzzDecodeEvent(f *testing.F) {
 			return
 		}
 		enc, err := EncodeEvent(e)
+		slow, serr := encodeEventSlow(e)
+		if (err == nil) != (serr == nil) || !bytes.Equal(enc, slow) {
+			t.Fatalf("fast and slow encodings differ:\n%s (%v)\n%s (%v)", enc, err, slow, serr)
+		}
 		if err != nil {
 			return // e.g. a payload that is not canonicalisable; VerifyLog reports it
 		}
