@@ -2,7 +2,9 @@ package mcp
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -94,7 +96,7 @@ func TestParse(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, KindInvalid, ""},
 		{`{"jsonrpc":"2.0","id":null,"method":"x"}`, KindInvalid, "null"},
 		{`{"jsonrpc":"2.0","id":{},"result":{}}`, KindInvalid, "{}"},
-		{`{"jsonrpc":"2.0","id":1,"result":{}} trailing`, KindInvalid, "1"},
+		{`{"jsonrpc":"2.0","id":1,"result":{}} trailing`, KindInvalid, ""},
 		{`{"jsonrpc":"2.0","id":1,"id":2,"result":{}}`, KindInvalid, "1"},
 	}
 	for _, c := range cases {
@@ -184,6 +186,95 @@ func FuzzLineReader(f *testing.F) {
 		}
 		if !bytes.Equal(got, in) {
 			t.Fatalf("round trip %q != %q", got, in)
+		}
+	})
+}
+
+// parseReference is the first, json.Decoder-based Parse, kept as the
+// reference the fast Parse is fuzzed against.
+// It returns a Message with Kind KindInvalid and a
+// non-nil error when the line is not a valid JSON-RPC 2.0 message; Raw is
+// always set. Parse never panics.
+func parseReference(line []byte) (*Message, error) {
+	m := &Message{Raw: line, Kind: KindInvalid}
+	if IsBatch(line) {
+		return m, errors.New("a JSON-RPC batch (array) is not a single message")
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return m, fmt.Errorf("not JSON: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return m, errors.New("not a JSON object")
+	}
+	seen := map[string]bool{}
+	var jsonrpc, method json.RawMessage
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return m, fmt.Errorf("not JSON: %w", err)
+		}
+		key, _ := kt.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return m, fmt.Errorf("field %q: not JSON: %w", key, err)
+		}
+		switch key {
+		case "jsonrpc", "id", "method", "params", "result", "error":
+			if seen[key] {
+				return m, fmt.Errorf("field %q appears twice", key)
+			}
+			seen[key] = true
+		}
+		switch key {
+		case "jsonrpc":
+			jsonrpc = raw
+		case "id":
+			m.ID = raw
+		case "method":
+			method = raw
+		case "params":
+			m.Params = raw
+		case "result":
+			m.Result = raw
+		case "error":
+			m.Error = raw
+		}
+	}
+	if _, err := dec.Token(); err != nil { // closing brace
+		return m, fmt.Errorf("not JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return m, errors.New("trailing data after the JSON object")
+	}
+	return classify(m, jsonrpc, method)
+}
+
+// FuzzParseMatchesReference checks the fast Parse against the decoder-based
+// reference: same kind, same error or not, same exact slices.
+func FuzzParseMatchesReference(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":0,"method":"ping"}`, `{"result":{"a":"}\\\"]"},"jsonrpc":"2.0","id":"1"}`,
+		`{"jsonrpc":"2.0","\u0069d":7,"result":[]}`, `{ "jsonrpc" : "2.0" , "ID" : 1 , "result" : { } }`, `{"jsonrpc":"2.0","method":"n","params":[1,{"x":[]}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		a, errA := Parse(line)
+		b, errB := parseReference(line)
+		if (errA == nil) != (errB == nil) || a.Kind != b.Kind {
+			t.Fatalf("fast %s %v, reference %s %v", a.Kind, errA, b.Kind, errB)
+		}
+		if errA != nil {
+			return
+		}
+		for _, p := range [][2]json.RawMessage{{a.ID, b.ID}, {a.Params, b.Params}, {a.Result, b.Result}, {a.Error, b.Error}} {
+			if !bytes.Equal(p[0], p[1]) || (p[0] == nil) != (p[1] == nil) {
+				t.Fatalf("slices differ: %q vs %q", p[0], p[1])
+			}
+		}
+		if a.Method != b.Method {
+			t.Fatal(fmt.Sprintf("method %q vs %q", a.Method, b.Method))
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 )
 
 // Kind classifies a JSON-RPC line.
@@ -38,33 +37,39 @@ func IsBatch(line []byte) bool {
 
 // Parse classifies one line. It returns a Message with Kind KindInvalid and a
 // non-nil error when the line is not a valid JSON-RPC 2.0 message; Raw is
-// always set. Parse never panics.
+// always set. Parse never panics. Member names match exactly (case
+// sensitive), a repeated envelope member is refused, and every field is a
+// slice of line.
 func Parse(line []byte) (*Message, error) {
 	m := &Message{Raw: line, Kind: KindInvalid}
 	if IsBatch(line) {
 		return m, errors.New("a JSON-RPC batch (array) is not a single message")
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
+	if !json.Valid(line) {
+		var v any
+		err := json.Unmarshal(line, &v)
+		if err == nil {
+			err = errors.New("invalid JSON")
+		}
 		return m, fmt.Errorf("not JSON: %w", err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
 		return m, errors.New("not a JSON object")
 	}
 	seen := map[string]bool{}
 	var jsonrpc, method json.RawMessage
-	for dec.More() {
-		kt, err := dec.Token()
+	i = skipWS(line, i+1)
+	for i < len(line) && line[i] != '}' {
+		kend := skipValue(line, i)
+		key, err := unquoteKey(line[i:kend])
 		if err != nil {
-			return m, fmt.Errorf("not JSON: %w", err)
+			return m, fmt.Errorf("member name: %w", err)
 		}
-		key, _ := kt.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return m, fmt.Errorf("field %q: not JSON: %w", key, err)
-		}
+		i = skipWS(line, kend)
+		i = skipWS(line, i+1) // ':'
+		vend := skipValue(line, i)
+		raw := json.RawMessage(line[i:vend:vend])
 		switch key {
 		case "jsonrpc", "id", "method", "params", "result", "error":
 			if seen[key] {
@@ -86,13 +91,86 @@ func Parse(line []byte) (*Message, error) {
 		case "error":
 			m.Error = raw
 		}
+		i = skipWS(line, vend)
+		if i < len(line) && line[i] == ',' {
+			i = skipWS(line, i+1)
+		}
 	}
-	if _, err := dec.Token(); err != nil { // closing brace
-		return m, fmt.Errorf("not JSON: %w", err)
+	return classify(m, jsonrpc, method)
+}
+
+// skipWS returns the index of the first non-whitespace byte at or after i.
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return m, errors.New("trailing data after the JSON object")
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at i in a
+// buffer already known to be valid JSON.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
 	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+func unquoteKey(tok []byte) (string, error) {
+	if len(tok) < 2 || tok[0] != '"' {
+		return "", errors.New("not a string")
+	}
+	if bytes.IndexByte(tok, '\\') < 0 {
+		return string(tok[1 : len(tok)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(tok, &s)
+	return s, err
+}
+
+// classify checks the envelope of a parsed object and sets its kind.
+func classify(m *Message, jsonrpc, method json.RawMessage) (*Message, error) {
 	if string(jsonrpc) != `"2.0"` {
 		return m, fmt.Errorf("field \"jsonrpc\": must be \"2.0\", got %s", orMissing(jsonrpc))
 	}
