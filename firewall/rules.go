@@ -161,6 +161,15 @@ var ackPhrases = []string{
 	"all good", "no problem", "np",
 }
 
+// ackPhraseSet is ackPhrases as a set (read only).
+var ackPhraseSet = func() map[string]bool {
+	m := make(map[string]bool, len(ackPhrases))
+	for _, p := range ackPhrases {
+		m[p] = true
+	}
+	return m
+}()
+
 // IsEmptyAcknowledgement reports whether text is exactly an empty
 // acknowledgement ("Thanks", "ok, got it!", "👍"): one or two acknowledgement
 // phrases and nothing else but punctuation, whitespace and emoji.
@@ -187,10 +196,7 @@ func IsEmptyAcknowledgement(text string) bool {
 		return sawEmoji // an emoji alone ("👍") acknowledges; empty text is not a message
 	}
 	norm := strings.Join(words, " ")
-	set := map[string]bool{}
-	for _, p := range ackPhrases {
-		set[p] = true
-	}
+	set := ackPhraseSet
 	if set[norm] {
 		return true
 	}
