@@ -37,6 +37,29 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluateFloor is the floor under BenchmarkEvaluate: reading and
+// decoding the same log's message events, with no rule run and nothing
+// written.
+func BenchmarkEvaluateFloor(b *testing.B) {
+	for _, n := range []int{1000, 4000} {
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			var msgs []capture.Message
+			for i := 0; i < n; i++ {
+				msgs = append(msgs, in(fmt.Sprintf("c%d", i%20), "agent:peer", fmt.Sprintf("question %d: can you check the build?", i)))
+			}
+			log := logOf(b, msgs...)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				count := 0
+				if err := ForEachMessage(bytes.NewReader(log), "bench", nil, func(Candidate) error { count++; return nil }); err != nil || count != n {
+					b.Fatal(err, count)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
 // BenchmarkVerifyAudit measures audit verification throughput.
 func BenchmarkVerifyAudit(b *testing.B) {
 	data := sampleAudit(b)
