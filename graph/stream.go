@@ -136,12 +136,12 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	stats.Runs = len(st.files) + 1
 	h := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(w, h)}
-	bw := bufio.NewWriterSize(cw, 1<<20)
-	n, err := st.merge(cur, bw)
-	if err != nil {
-		return stats, err
+	aw := newAsyncWriter(cw, 1<<20)
+	n, err := st.merge(cur, aw)
+	if cerr := aw.Close(); err == nil {
+		err = cerr
 	}
-	if err := bw.Flush(); err != nil {
+	if err != nil {
 		return stats, err
 	}
 	stats.Quads, stats.Bytes = n, cw.n
@@ -542,4 +542,56 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 		}
 	}
 	return count, nil
+}
+
+// asyncWriter hashes and writes in its own goroutine while the merge goes
+// on: full buffers go over a channel, empty ones come back.
+type asyncWriter struct {
+	buf   []byte
+	full  chan []byte
+	empty chan []byte
+	done  chan error
+	err   error
+}
+
+func newAsyncWriter(w io.Writer, size int) *asyncWriter {
+	a := &asyncWriter{buf: make([]byte, 0, size), full: make(chan []byte, 2), empty: make(chan []byte, 3), done: make(chan error, 1)}
+	a.empty <- make([]byte, 0, size)
+	a.empty <- make([]byte, 0, size)
+	go func() {
+		var err error
+		for b := range a.full {
+			if err == nil {
+				_, err = w.Write(b)
+			}
+			a.empty <- b[:0]
+		}
+		a.done <- err
+	}()
+	return a
+}
+
+func (a *asyncWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		room := cap(a.buf) - len(a.buf)
+		if room == 0 {
+			a.full <- a.buf
+			a.buf = <-a.empty
+			continue
+		}
+		k := min(room, len(p))
+		a.buf = append(a.buf, p[:k]...)
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// Close flushes, waits for the writer and returns its first error.
+func (a *asyncWriter) Close() error {
+	if len(a.buf) > 0 {
+		a.full <- a.buf
+	}
+	close(a.full)
+	return <-a.done
 }
