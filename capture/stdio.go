@@ -217,7 +217,7 @@ func (c *StdioClient) readStdout(f *os.File) {
 			c.o.Cassette.RecordPiece(cassette.S2C, l.Bytes)
 			if tl != nil {
 				c.o.Warn(fmt.Sprintf("server stdout: %v; the line is kept in the cassette, the session is ended", tl))
-				c.fail(exitcode.New(exitcode.Failure, fmt.Errorf("server sent a %v", strings.TrimPrefix(tl.Error(), "line ")),
+				c.fail(exitcode.New(exitcode.Failure, fmt.Errorf("server sent a line larger than the maximum line size of %s, starting at stdout byte offset %d", mcp.FormatSize(tl.Max), tl.Off),
 					"raise the limit with --max-line if the server is expected to send larger messages"))
 			}
 			continue
