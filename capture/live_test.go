@@ -570,6 +570,9 @@ func TestTimeoutCancels(t *testing.T) {
 		if r.Call != lvByKind(evs, KindToolCall)[0].ID {
 			t.Fatalf("late response not linked: %+v", r)
 		}
+		if len(c.warnings) == 0 || !strings.Contains(strings.Join(c.warnings, "\n"), "server answered request 5 after it timed out and was cancelled") {
+			t.Fatalf("warnings: %v", c.warnings)
+		}
 	}
 	end := evs[len(evs)-1].End
 	if !strings.Contains(end.Reason, "error: server did not answer tools/call (id 5) within 400ms") {

@@ -58,6 +58,7 @@ type StdioClient struct {
 
 	mu        sync.Mutex
 	pending   map[string]chan *mcp.Message
+	cancelled map[string]bool // ids of requests that timed out
 	nextID    int64
 	unmatched []string
 	fatal     error
@@ -153,7 +154,7 @@ func StartStdio(o StdioOptions) (*StdioClient, error) {
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, pending: map[string]chan *mcp.Message{}, nextID: 1,
+	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, pending: map[string]chan *mcp.Message{}, cancelled: map[string]bool{}, nextID: 1,
 		fatalCh: make(chan struct{}), stdoutDone: make(chan struct{}), stderrDone: make(chan struct{}), exited: make(chan struct{})}
 	o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSpawn, Detail: "own process group, no shell"})
 	c.stdoutFile, c.stderrFile = outR, errR
@@ -241,14 +242,19 @@ func (c *StdioClient) dispatch(line []byte, seq int64) {
 		key := mcp.IDKey(m.ID)
 		c.mu.Lock()
 		ch, ok := c.pending[key]
+		late := c.cancelled[key]
 		if ok {
 			delete(c.pending, key)
-		} else {
+		} else if !late {
 			c.unmatched = append(c.unmatched, fmt.Sprintf("%s (%s)", orNone(m.ID), mcp.IDType(m.ID)))
 		}
 		c.mu.Unlock()
 		if ok {
 			ch <- m
+			return
+		}
+		if late {
+			c.o.Warn(fmt.Sprintf("server answered request %s after it timed out and was cancelled (cassette record %d, kept)", m.ID, seq))
 			return
 		}
 		c.o.Warn(fmt.Sprintf("server sent a response with id %s (%s) that matches no pending request (cassette record %d); ids are matched by exact token and type", orNone(m.ID), mcp.IDType(m.ID), seq))
@@ -351,6 +357,9 @@ func (c *StdioClient) Request(method string, params json.RawMessage) (*mcp.Messa
 		return m, nil
 	case <-timer.C:
 		drop()
+		c.mu.Lock()
+		c.cancelled[mcp.IDKey(idTok)] = true
+		c.mu.Unlock()
 		if method != "initialize" {
 			reason, _ := json.Marshal(fmt.Sprintf("timed out after %s", c.o.Timeout))
 			c.write(mcp.Notification("notifications/cancelled", json.RawMessage(`{"requestId":`+string(idTok)+`,"reason":`+string(reason)+`}`)))
