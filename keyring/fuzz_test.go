@@ -27,3 +27,24 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseTrust: the trust file parser never panics; what it accepts
+// re-marshals to bytes it accepts again.
+func FuzzParseTrust(f *testing.F) {
+	f.Add([]byte(`{"format":"witness-trust/v1","keys":[{"algorithm":"ed25519","created_at":"c","key_id":"ed25519-00","public_key":"A3ZDRqyfVA6i9Q7PAIUWGVE3RDsvAIrI+lQiS2dqYmk="}]}`))
+	f.Add([]byte(`{"format":"witness-trust/v1","keys":[]}`))
+	f.Add([]byte(`{"format":"x"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ts, err := ParseTrust(data, "fuzz.json")
+		if err != nil {
+			return
+		}
+		out, err := ts.Marshal()
+		if err != nil {
+			t.Fatalf("accepted trust file does not marshal: %v", err)
+		}
+		if _, err := ParseTrust(out, "again.json"); err != nil {
+			t.Fatalf("re-marshalled trust file refused: %v\n%s", err, out)
+		}
+	})
+}
