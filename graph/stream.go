@@ -216,12 +216,14 @@ func (e *evLines) flushInto(r *run) {
 			if !bytes.HasPrefix(l, key) || l[len(key)] != ' ' {
 				break
 			}
-			size += len(l)
+			size += len(l) - len(key)
 			j++
 		}
-		dst := r.reserve(size, len(key))
+		// a block is its "<subject>" key once, then its lines without it
+		dst := r.reserve(len(key)+size, len(key))
+		dst = append(dst, key...)
 		for k := i; k < j; k++ {
-			dst = append(dst, e.line(idx[k])...)
+			dst = append(dst, e.line(idx[k])[len(key):]...)
 		}
 		i = j
 	}
@@ -232,7 +234,8 @@ func lineKey(l []byte) []byte {
 	return l[:bytes.IndexByte(l, '>')+1]
 }
 
-// rec is one block of a run: sorted, distinct lines of one subject, at
+// rec is one block of a run: the "<subject>" key, then the sorted, distinct
+// lines of that subject without it, at
 // chunks[c][off:off+n].
 type rec struct {
 	c         int32
@@ -422,10 +425,32 @@ func (f *fileIter) next() ([]byte, bool) {
 	return f.buf, true
 }
 
-// mergeBlocks merges two sorted, distinct line blocks into dst, dropping
-// duplicates.
+// writeBlock writes the lines of a block, each with its subject, and
+// returns how many.
+func writeBlock(w io.Writer, blk []byte) (int64, error) {
+	k := len(lineKey(blk))
+	key, rest := blk[:k], blk[k:]
+	var n int64
+	for len(rest) > 0 {
+		e := bytes.IndexByte(rest, '\n') + 1
+		if _, err := w.Write(key); err != nil {
+			return n, err
+		}
+		if _, err := w.Write(rest[:e]); err != nil {
+			return n, err
+		}
+		rest = rest[e:]
+		n++
+	}
+	return n, nil
+}
+
+// mergeBlocks merges two blocks of one subject (key, then sorted,
+// distinct lines without the key) into dst, dropping duplicates.
 func mergeBlocks(dst, a, b []byte) []byte {
-	out := dst[:0]
+	k := len(lineKey(a))
+	out := append(dst[:0], a[:k]...)
+	a, b = a[k:], b[k:]
 	for len(a) > 0 || len(b) > 0 {
 		var la, lb []byte
 		if len(a) > 0 {
@@ -515,8 +540,9 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 		}
 		if !h.secondHas(top.key) {
 			// the common case: no other run holds this subject
-			count += int64(bytes.Count(top.blk, []byte{'\n'}))
-			if _, err := w.Write(top.blk); err != nil {
+			n, err := writeBlock(w, top.blk)
+			count += n
+			if err != nil {
 				return count, err
 			}
 			advance(top)
@@ -531,8 +557,9 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 			acc, alt = alt, acc
 			advance(h[0])
 		}
-		count += int64(bytes.Count(acc, []byte{'\n'}))
-		if _, err := w.Write(acc); err != nil {
+		n, err := writeBlock(w, acc)
+		count += n
+		if err != nil {
 			return count, err
 		}
 	}
