@@ -550,7 +550,7 @@ func (c *StdioClient) Close() Shutdown {
 		}
 	}
 	// leftovers of the group (grandchildren) go too
-	if syscall.Kill(-c.pgid, 0) == nil {
+	if GroupAlive(c.pgid) {
 		sd.Leftover = true
 		c.signal(syscall.SIGKILL)
 	}
