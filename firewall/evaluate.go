@@ -14,36 +14,9 @@ import (
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
-// Operations of a message.
-var operations = map[string]bool{"direct": true, "multicast": true, "gather": true, "all_gather": true, "answer": true}
-
-// ValidateMessage checks a message event's fields; the error names the field.
-func ValidateMessage(m *capture.Message) (string, error) {
-	if m == nil {
-		return "message", errors.New("missing")
-	}
-	if m.Direction != Incoming && m.Direction != Outgoing {
-		return "message.direction", fmt.Errorf("%q is not incoming or outgoing", m.Direction)
-	}
-	if m.Conversation == "" {
-		return "message.conversation", errors.New("missing")
-	}
-	if m.Sender == "" {
-		return "message.sender", errors.New("missing")
-	}
-	if !operations[m.Operation] {
-		return "message.operation", fmt.Errorf("%q is not direct, multicast, gather, all_gather or answer", m.Operation)
-	}
-	for i, r := range m.Recipients {
-		if r == "" {
-			return fmt.Sprintf("message.recipients[%d]", i), errors.New("empty agent id")
-		}
-	}
-	if m.AuthorAgentID != "" && m.PostID == "" {
-		return "message.postId", errors.New("missing while authorAgentId is set")
-	}
-	return "", nil
-}
+// ValidateMessage checks a message event's fields; the error names the
+// field (capture.Message.Validate).
+func ValidateMessage(m *capture.Message) (string, error) { return m.Validate() }
 
 // ForEachMessage streams the message events of an event log (and, with a
 // mapping, the messages derived from its tool calls) in log order. A line
