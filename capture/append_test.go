@@ -69,7 +69,9 @@ func TestAppendOpenLogAndLinksToExisting(t *testing.T) {
 	in := `{"kind":"model_output","content":"again"}
 {"kind":"tool_response","tool":"read_file","result":{},"call":"e3"}
 `
-	rep, err := AppendLog(path, strings.NewReader(in), appendOpts())
+	o := appendOpts()
+	o.AllowUnsigned = true // the open tail is sealed by nobody yet
+	rep, err := AppendLog(path, strings.NewReader(in), o)
 	must(t, err)
 	if rep.Reopened || len(rep.Appended) != 2 {
 		t.Fatalf("%+v", rep)
@@ -169,14 +171,21 @@ func FuzzParseAppendInput(f *testing.F) {
 // last end covers every line before it. The reverse is unsigned.
 func TestCheckpointSignatures(t *testing.T) {
 	path := writeTemp(t, sampleLog(t)) // unsigned end
+	// signing over it would vouch for unsealed lines: refused by default
 	_, err := AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), appendOpts())
+	if exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), "refusing to sign over") {
+		t.Fatalf("unsigned log signed over: %v", err)
+	}
+	o := appendOpts()
+	o.AllowUnsigned = true
+	_, err = AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), o)
 	must(t, err)
 	data, _ := os.ReadFile(path)
 	if _, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted}); err != nil {
 		t.Fatalf("signed last end over an unsigned checkpoint: %v", err)
 	}
 	path = writeTemp(t, sampleLog(t, goodSigner))
-	o := appendOpts()
+	o = appendOpts()
 	o.Signers = nil
 	_, err = AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), o)
 	must(t, err)
@@ -206,4 +215,23 @@ func TestAppendConcurrent(t *testing.T) {
 	if err != nil || rep.Lines != 8+4*6 {
 		t.Fatalf("%v, %d lines", err, rep.Lines)
 	}
+}
+
+// A forger's log, rebuilt and signed with their own key, cannot be
+// laundered by appending to it with the genuine keyring.
+func TestAppendDoesNotLaunderForgedLog(t *testing.T) {
+	path := writeTemp(t, sampleLog(t, evilSigner))
+	_, err := AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), appendOpts())
+	if exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), "no signature by a key the keyring holds") {
+		t.Fatalf("forged log signed over: %v", err)
+	}
+	data, _ := os.ReadFile(path)
+	if !bytes.Equal(data, sampleLog(t, evilSigner)) {
+		t.Fatal("refused append changed the log")
+	}
+	// without a keyring the append is allowed: the new end is unsigned
+	o := appendOpts()
+	o.Signers = nil
+	_, err = AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), o)
+	must(t, err)
 }

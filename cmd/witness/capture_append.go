@@ -14,6 +14,7 @@ type captureAppendOptions struct {
 	Events     string
 	Keyring    string
 	KeepOpen   bool
+	AllowUns   bool
 	Redact     []string
 	RedactFile string
 	RedactKey  string
@@ -39,7 +40,10 @@ session_end stays as a checkpoint and the new events follow it. Each event
 is written as soon as its line is read; a bad line stops the append with an
 error naming the line and field (exit 2), and the events before it stay.
 Unless --keep-open, a new session_end is written, signed with the active key
-of --keyring (or $WITNESS_KEYRING when that file exists).
+of --keyring (or $WITNESS_KEYRING when that file exists). So that an append
+cannot launder a forged log under a genuine key, signing is refused (exit 3)
+when the log's last end is missing, unsigned or signed only by keys the
+keyring does not hold, unless --allow-unsigned says you vouch for its lines.
 
 It prints one line per appended event: its id, kind and ref.`,
 		Example: `  printf '%s\n' '{"kind":"model_input","content":"hi"}' '{"kind":"model_output","content":"hello"}' |
@@ -53,6 +57,7 @@ It prints one line per appended event: its id, kind and ref.`,
 	f.StringVar(&o.Events, "events", "", "event log to append to")
 	f.StringVar(&o.Keyring, "keyring", "", "keyring: verifies the log's signatures and signs the new end with its active key (default $WITNESS_KEYRING when it exists)")
 	f.BoolVar(&o.KeepOpen, "keep-open", false, "do not write a session_end after the appended events")
+	f.BoolVar(&o.AllowUns, "allow-unsigned", false, "sign the new end even over a log whose end is missing, unsigned or signed only by keys the keyring does not hold (vouching for its lines)")
 	f.StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP (repeatable)")
 	f.StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
 	f.StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
@@ -67,10 +72,11 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 		return err
 	}
 	opts := capture.AppendOptions{
-		InputName: "stdin",
-		KeepOpen:  o.KeepOpen,
-		Redactor:  red,
-		Clock:     func() string { return capture.Timestamp(a.getenv) },
+		InputName:     "stdin",
+		KeepOpen:      o.KeepOpen,
+		AllowUnsigned: o.AllowUns,
+		Redactor:      red,
+		Clock:         func() string { return capture.Timestamp(a.getenv) },
 		OnEvent: func(r capture.AppendResult) {
 			if r.Ref != "" {
 				fmt.Fprintf(a.stdout, "%s %s ref=%s\n", r.ID, r.Kind, r.Ref)
