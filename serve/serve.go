@@ -197,33 +197,30 @@ func (s *Script) Serve(o Options) (*Result, error) {
 	}
 	writeAll(s.prelude)
 	lr := mcp.NewLineReader(o.Stdin, o.MaxLine)
-	var long []byte
+	tooLong := false // inside a line longer than the maximum: its pieces are dropped
 	for werr == nil {
 		l, err := lr.Next()
-		if l.Bytes != nil || l.Partial {
-			data := l.Bytes
-			if l.More {
-				long = append(long, data...)
-				if err == nil {
-					continue
-				}
-			} else if long != nil {
-				data = append(long, data...)
-				long = nil
-			}
-			s.handle(data, res, write, writeAll, say)
-		}
 		if err != nil {
-			var tooLong *mcp.LineTooLongError
-			if errors.As(err, &tooLong) {
-				long = append(long, l.Bytes...)
-				continue
+			var tl *mcp.LineTooLongError
+			if errors.Is(err, io.EOF) {
+				break
 			}
-			if !errors.Is(err, io.EOF) {
+			if !errors.As(err, &tl) {
 				return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: read stdin: %w", err), "")
 			}
-			break
 		}
+		if l.More {
+			tooLong = true
+			continue
+		}
+		if tooLong {
+			tooLong = false
+			res.Misses++
+			write(mcp.ErrorResponse(json.RawMessage("null"), -32600, fmt.Sprintf("witness serve: a request line longer than %s", mcp.FormatSize(lr.Max()))), false)
+			say("miss: the host sent a line longer than %s; it was not read", mcp.FormatSize(lr.Max()))
+			continue
+		}
+		s.handle(l.Bytes, res, write, writeAll, say)
 	}
 	if werr != nil {
 		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: write stdout: %w", werr), "the host stopped reading")

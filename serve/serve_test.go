@@ -303,3 +303,65 @@ func FuzzKeyOf(f *testing.F) {
 		}
 	})
 }
+
+// FuzzServeLine feeds arbitrary host input to a served cassette: serve never
+// panics, and everything it writes is JSON-RPC lines from the cassette or
+// its own answers.
+func FuzzServeLine(f *testing.F) {
+	var buf bytes.Buffer
+	w, err := cassette.NewWriter(&buf, cassette.Header{Command: "x", Started: "2026-08-30T14:33:00+00:00", Frozen: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, l := range []string{
+		`c2s {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"roll","arguments":{"n":1}}}`,
+		`s2c {"method":"notifications/progress","params":{"progress":1},"jsonrpc":"2.0"}`,
+		`s2c {"result":{"content":[]},"jsonrpc":"2.0","id":1}`,
+		`c2s {"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`s2c {"jsonrpc":"2.0","id":0,"method":"roots/list"}`,
+	} {
+		dir, data, _ := strings.Cut(l, " ")
+		w.Record(cassette.Dir(dir), []byte(data), false)
+	}
+	cas := buf.Bytes()
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"z","method":"tools/call","params":{"name":"roll","arguments":{"n":1},"_meta":{"progressToken":3}}}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":0,"result":{}}`))
+	f.Add([]byte("[1,2]\n{\"id\":1}\n\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		s, err := Load(bytes.NewReader(cas), "fuzz.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		res, _ := s.Serve(Options{Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &errOut, MaxLine: 1 << 10})
+		if res == nil {
+			t.Fatal("no result")
+		}
+		for _, l := range strings.SplitAfter(out.String(), "\n") {
+			if l == "" {
+				continue
+			}
+			if _, perr := mcp.Parse([]byte(strings.TrimSuffix(l, "\n"))); perr != nil {
+				t.Fatalf("served a line that is not JSON-RPC: %q (%v)", l, perr)
+			}
+		}
+	})
+}
+
+func TestServeOverlongLine(t *testing.T) {
+	cas := writeCassette(t,
+		`c2s {"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`s2c {"jsonrpc":"2.0","id":1,"result":{}}`,
+	)
+	s, err := LoadFile(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr bytes.Buffer
+	in := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + strings.Repeat("x", 100) + `"}}` + "\n" + `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
+	res, err := s.Serve(Options{Stdin: strings.NewReader(in), Stdout: &out, Stderr: &stderr, MaxLine: 64})
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"witness serve: a request line longer than 64 bytes"}}` + "\n" + `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
+	if out.String() != want || res.Misses != 1 || exitcode.Of(err) != exitcode.Incomplete {
+		t.Errorf("out %q misses %d err %v\n%s", out.String(), res.Misses, err, stderr.String())
+	}
+}
