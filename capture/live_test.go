@@ -349,12 +349,12 @@ func TestHostileServers(t *testing.T) {
 	t.Parallel()
 	cases := []lvHostileCase{
 		{name: "silent", timeout: 300 * time.Millisecond, errHas: []string{"did not answer initialize", "within 300ms"}},
-		{name: "wrongid", timeout: 300 * time.Millisecond, errHas: []string{"did not answer initialize", `"1" (string)`}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "wrongid", timeout: 2 * time.Second, errHas: []string{"did not answer initialize", `"1" (string)`}, check: func(t *testing.T, c *lvCaptured) {
 			if len(lvByKind(lvReadEvents(t, c.events), KindNotification)) != 1 {
 				t.Fatal("the unmatched response must be an event")
 			}
 		}},
-		{name: "banner", timeout: 2 * time.Second, calls: []ScenarioCall{{Tool: "echo"}}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "banner", timeout: 10 * time.Second, calls: []ScenarioCall{{Tool: "echo"}}, check: func(t *testing.T, c *lvCaptured) {
 			if !bytes.Contains(c.cassette, []byte(`"text":"Banner Server v1.0 starting on stdio..."`)) || !bytes.Contains(c.cassette, []byte(`"b64":"//4gbm90IHV0Zi04DQ=="`)) {
 				t.Fatalf("banner lines not kept exactly:\n%s", c.cassette)
 			}
@@ -383,7 +383,7 @@ func TestHostileServers(t *testing.T) {
 				t.Fatalf("the 20 MiB line is not kept whole in the cassette: %d bytes", len(line))
 			}
 		}},
-		{name: "midreply", timeout: 2 * time.Second, errHas: []string{"closed its stdout before answering tools/list", "exit status 3"}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "midreply", timeout: 10 * time.Second, errHas: []string{"closed its stdout before answering tools/list", "exit status 3"}, check: func(t *testing.T, c *lvCaptured) {
 			if !bytes.Contains(c.cassette, []byte(`"partial":true`)) {
 				t.Fatal("partial line not flagged")
 			}
@@ -395,15 +395,15 @@ func TestHostileServers(t *testing.T) {
 				}
 			}
 		}},
-		{name: "flood", timeout: 300 * time.Millisecond, errHas: []string{"did not answer tools/list"}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "flood", timeout: time.Second, errHas: []string{"did not answer tools/list"}, check: func(t *testing.T, c *lvCaptured) {
 			if n := len(lvByKind(lvReadEvents(t, c.events), KindNotification)); n < 100 {
 				t.Fatalf("only %d notifications recorded", n)
 			}
-			if !bytes.Contains(c.cassette, []byte(`{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2,\"reason\":\"timed out after 300ms\"}}`)) {
+			if !bytes.Contains(c.cassette, []byte(`{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2,\"reason\":\"timed out after 1s\"}}`)) {
 				t.Fatal("the timed-out request was not cancelled")
 			}
 		}},
-		{name: "badversion", timeout: 2 * time.Second, errHas: []string{`server answered initialize with protocol version "1999-01-01", which witness does not support (it asked for 2025-11-25); disconnected`}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "badversion", timeout: 10 * time.Second, errHas: []string{`server answered initialize with protocol version "1999-01-01", which witness does not support (it asked for 2025-11-25); disconnected`}, check: func(t *testing.T, c *lvCaptured) {
 			if bytes.Contains(c.cassette, []byte(`notifications/initialized`)) {
 				t.Fatal("initialized sent after an unsupported version")
 			}
