@@ -126,13 +126,19 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 
 // AppendOptions control AppendLog.
 type AppendOptions struct {
-	InputName string             // for errors ("stdin")
-	Verifier  SignatureVerifier  // checks the existing log's signatures (untrusted ones are accepted)
-	Signers   []Signer           // sign the new session_end
-	KeepOpen  bool               // do not write a session_end after appending
-	Clock     func() string      // ts of events that carry none, and of the end
-	Redactor  *Redactor          // redact payloads before writing
-	OnEvent   func(AppendResult) // called after each event is written
+	InputName string            // for errors ("stdin")
+	Verifier  SignatureVerifier // checks the existing log's signatures (untrusted ones are accepted)
+	Signers   []Signer          // sign the new session_end
+	KeepOpen  bool              // do not write a session_end after appending
+	// AllowUnsigned lets the new end be signed over a log whose last end is
+	// unsigned, signed only by untrusted keys, or missing: the signature then
+	// vouches for lines no trusted key had sealed. Without it such a log is
+	// refused whenever Signers are given, so that appending cannot launder a
+	// forged log under a genuine key.
+	AllowUnsigned bool
+	Clock         func() string      // ts of events that carry none, and of the end
+	Redactor      *Redactor          // redact payloads before writing
+	OnEvent       func(AppendResult) // called after each event is written
 }
 
 // AppendResult is one appended event.
@@ -194,8 +200,17 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 			return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("refusing to append to %s: %w", path, verr), "its last line was cut off; appending would hide where")
 		}
 	}
-	if verr != nil && rep.Status != StatusIncomplete {
+	if verr != nil && rep.Status != StatusIncomplete && rep.Status != StatusUnsigned {
 		return nil, exitcode.New(exitcode.Failure, verr, "")
+	}
+	if len(o.Signers) > 0 && !o.KeepOpen && !o.AllowUnsigned && !vouched(rep) {
+		why := "it has no session_end"
+		if rep.Ended {
+			why = "its session_end has no signature by a key the keyring holds"
+		}
+		return nil, exitcode.New(exitcode.Tampered,
+			fmt.Errorf("refusing to sign over %s: %s, so signing the new end would vouch for lines no trusted key sealed", path, why),
+			"append with --allow-unsigned to vouch for them with your key, or without a keyring (the new end is then unsigned)")
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("seek %s: %w", path, err), "")
@@ -384,4 +399,18 @@ func appendOne(rec *Recorder, raw []byte, resolve func(string, string, Kind) (st
 		refs[in.Ref] = id
 	}
 	return id, in.Kind, in.Ref, nil
+}
+
+// vouched reports whether the log's last end carries a valid signature by a
+// key the verifier holds.
+func vouched(rep *LogReport) bool {
+	if !rep.Ended {
+		return false
+	}
+	for _, c := range rep.Signatures {
+		if c.Status == "valid" {
+			return true
+		}
+	}
+	return false
 }
