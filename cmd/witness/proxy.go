@@ -42,8 +42,10 @@ notifications, external effects from the --effects mapping or from tools
 annotated destructiveHint=true). The session end is signed with the active
 key of --keyring (or of $WITNESS_KEYRING when that file exists). --redact
 rules replace values by keyed hashes in both files before they are written;
-the bytes forwarded are never changed. A recording failure never stops the bytes: it is
-reported on stderr and, when the server exited 0, by exit status 5.`,
+the bytes forwarded are never changed. A recording failure never stops the
+bytes: it is reported on stderr and, when the server exited 0, by exit
+status 5. A server that cannot start is exit status 5; bad flags, a bad
+effects mapping or an existing recording in DIR, 2.`,
 		Example: `  witness proxy --out rec -- node server.js
   witness proxy --out rec --seal seal.json --keyring keys.json --effects effects.json -- ./server --flag`,
 		Args: cobra.MinimumNArgs(1),
