@@ -494,11 +494,15 @@ func (e *errReader) Read(p []byte) (int, error) {
 func TestReadErrorIsFailure(t *testing.T) {
 	plan := testPlan()
 	data := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
-	for _, n := range []int{0, 10, len(data) / 2, len(data) - 1} {
-		r := &Report{}
-		err := CheckEvents(r, plan, "events.jsonl", &errReader{data: data, n: n}, signedOpts())
-		if exitcode.Of(err) != exitcode.Failure || !strings.Contains(fmt.Sprint(err), "disk on fire") {
-			t.Errorf("after %d bytes: %v (code %d)", n, err, exitcode.Of(err))
+	for _, digest := range []bool{false, true} {
+		for _, n := range []int{0, 10, len(data) / 2, len(data) - 1} {
+			r := &Report{}
+			opts := signedOpts()
+			opts.GraphDigest = digest
+			err := CheckEvents(r, plan, "events.jsonl", &errReader{data: data, n: n}, opts)
+			if exitcode.Of(err) != exitcode.Failure || !strings.Contains(fmt.Sprint(err), "disk on fire") {
+				t.Errorf("after %d bytes (graph digest %v): %v (code %d)", n, digest, err, exitcode.Of(err))
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -21,6 +22,11 @@ type EventOptions struct {
 	// MaxChainFindings caps the chain findings listed (default 100); the
 	// others are counted in one notice.
 	MaxChainFindings int
+	// GraphDigest also streams the log into its canonical N-Quads
+	// (graph.StreamNQuads, the seal as plan) and records their sha256, the
+	// digest 'witness graph --events FILE --seal SEAL' prints. A log that
+	// does not map to a graph (an invalid line) gets no digest.
+	GraphDigest bool
 }
 
 // CheckEvents judges the event log read from rd (named name in findings)
@@ -46,14 +52,45 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	done := make(chan chainResult, 1)
 	go func() {
 		lr, err := capture.VerifyLog(pr, name, capture.VerifyLogOptions{Verifier: opts.EndVerifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max})
-		// VerifyLog may stop early; keep draining so the other pass never blocks.
+		// VerifyLog may stop early; keep draining so the other passes never block.
 		io.Copy(io.Discard, pr)
 		done <- chainResult{lr, err}
 	}()
+	var sink io.Writer = pw
+	var gw *io.PipeWriter
+	gdone := make(chan string, 1)
+	if opts.GraphDigest {
+		var gr *io.PipeReader
+		gr, gw = io.Pipe()
+		sink = io.MultiWriter(pw, gw)
+		go func() {
+			st, err := graph.StreamNQuads(graph.NewEventSource(gr, name), io.Discard,
+				graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}, graph.StreamOptions{})
+			io.Copy(io.Discard, gr)
+			if err != nil {
+				gdone <- ""
+				return
+			}
+			gdone <- st.Digest
+		}()
+	}
+	closeAll := func(err error) {
+		if err != nil {
+			pw.CloseWithError(err)
+			if gw != nil {
+				gw.CloseWithError(err)
+			}
+			return
+		}
+		pw.Close()
+		if gw != nil {
+			gw.Close()
+		}
+	}
 
 	c := newChecker(plan, name)
 	readErr := func() error {
-		rdr := capture.NewReader(io.TeeReader(rd, pw), name)
+		rdr := capture.NewReader(io.TeeReader(rd, sink), name)
 		first := true
 		for {
 			ev, err := rdr.Next()
@@ -77,12 +114,12 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 			c.event(ev, rdr.Line())
 		}
 	}()
-	if readErr != nil {
-		pw.CloseWithError(readErr)
-	} else {
-		pw.Close()
-	}
+	closeAll(readErr)
 	res := <-done
+	digest := ""
+	if opts.GraphDigest {
+		digest = <-gdone
+	}
 	if readErr != nil {
 		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", name, readErr), "")
 	}
@@ -93,6 +130,7 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		}
 		return exitcode.New(exitcode.Failure, fmt.Errorf("verify events %s: %w", name, lerr), "")
 	}
+	r.Evidence.GraphDigest = digest
 	r.Evidence.Lines = lr.Lines
 	r.Evidence.Events = lr.Events
 	r.Evidence.Session = lr.Session

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -105,5 +106,46 @@ func TestGraphInvalid(t *testing.T) {
 	r := runGraph(t, testPlan(), []byte(`{"@context":{},"@graph":[{"@id":"_:b0"}]}`))
 	if r.Verdict != Tampered || findCode(r, "graph-invalid") == nil {
 		t.Fatalf("verdict %s, findings %+v", r.Verdict, r.Findings)
+	}
+}
+
+// With GraphDigest, the events path records the digest 'witness graph
+// --events FILE --seal SEAL' gives: the sha256 of the canonical N-Quads of
+// the log with the seal as plan.
+func TestEventsGraphDigest(t *testing.T) {
+	plan := testPlan()
+	data := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
+	g, err := graph.Build(capture.NewReader(bytes.NewReader(data), "events.jsonl"),
+		graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := g.WriteNQuads(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := signedOpts()
+	opts.GraphDigest = true
+	for i := 0; i < 3; i++ {
+		r := &Report{}
+		if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader(data), opts); err != nil {
+			t.Fatal(err)
+		}
+		r.Finish()
+		if r.Evidence.GraphDigest != want || r.Verdict != Verified {
+			t.Fatalf("digest %q, want %q (verdict %s)", r.Evidence.GraphDigest, want, r.Verdict)
+		}
+		if !strings.Contains(r.VerdictLine(), "; graph sha256:"+want) {
+			t.Errorf("verdict line %q", r.VerdictLine())
+		}
+	}
+	// a log that is not a graph: no digest, same verdict as without
+	r := &Report{}
+	if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader([]byte("{not json\n")), opts); err != nil {
+		t.Fatal(err)
+	}
+	r.Finish()
+	if r.Evidence.GraphDigest != "" || r.Verdict != Tampered {
+		t.Errorf("garbage: digest %q verdict %s", r.Evidence.GraphDigest, r.Verdict)
 	}
 }

@@ -114,7 +114,7 @@ func Run(o Options) (*Report, error) {
 			defer f.Close()
 			rd = f
 		}
-		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned}); err != nil {
+		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true}); err != nil {
 			return nil, err
 		}
 	case o.GraphFile != "":
