@@ -67,19 +67,18 @@ type Deriver struct {
 	// callHeld: a tools/call is held until initialize and tools/list are answered
 	callHeld bool
 
-	start      time.Time
-	pending    map[string]*pendingReq // c2s requests by exact id token
-	server     ServerInfo
-	tools      []json.RawMessage
-	toolNames  map[string]int
-	annots     map[string]json.RawMessage
-	longLine   map[cassette.Dir]bool
-	partialEOF bool
-	exit       string
-	firstErr   string
-	signals    []string
-	lastTS     string
-	err        error
+	start     time.Time
+	pending   map[string]*pendingReq // c2s requests by exact id token
+	server    ServerInfo
+	tools     []json.RawMessage
+	toolNames map[string]int
+	annots    map[string]json.RawMessage
+	longLine  map[cassette.Dir]bool
+	exit      string
+	firstErr  string
+	signals   []string
+	lastTS    string
+	err       error
 }
 
 // NewDeriver writes the events derived from a cassette with header h to out.
@@ -170,9 +169,6 @@ func (d *Deriver) feed(r *cassette.Record) error {
 			})
 		}
 		return nil
-	}
-	if r.Partial && r.Dir == cassette.S2C {
-		d.partialEOF = true
 	}
 	if len(bytes.TrimSpace(r.Data)) == 0 && r.Dir == cassette.C2S {
 		return nil
