@@ -17,7 +17,7 @@ echo "== 40 replay: what if the delete_file call had not happened? =="
 	echo
 	"$WITNESS" replay --graph replay-graph.jsonld --remove "$del" --format dot --out replay.dot
 	echo "\$ witness replay --graph replay-graph.jsonld --remove $del --format dot --out replay.dot"
-	echo "  $(grep -c 'tooltip="removed"' replay.dot) node(s) greyed, $(grep -c 'tooltip="not-replayable"' replay.dot) marked not replayable (render with: dot -Tsvg replay.dot)"
+	echo "  compensation set drawn: $(grep -c 'tooltip="removed"' replay.dot) node(s) grey and dashed, $(grep -c 'tooltip="not-replayable"' replay.dot) magenta (not replayable); render with: dot -Tsvg replay.dot"
 	echo
 	[ -f hansard.jsonl ] || {
 		cp "$REPO/testdata/compat/atw-0.1.0/hansard_scenario_1.jsonl" "$REPO/testdata/compat/atw-0.1.0/seal_without_damaging_tool.json" .
