@@ -48,7 +48,8 @@ type mapper struct {
 	base     string
 	plan     string // seal IRI, "" when no plan is known
 	tools    map[string]bool
-	seen     map[string]evInfo
+	seen     map[string]evInfo // events whose id is not "e<n>"
+	byNum    []evInfo          // events with id "e<n>", at n (kind "" = unseen)
 	declared map[string]bool // agent nodes whose types were emitted
 	started  bool
 }
@@ -231,7 +232,7 @@ func (m *mapper) link(e *capture.Event, field, target string, kinds ...capture.K
 	if target == "" {
 		return "", false
 	}
-	info, ok := m.seen[target]
+	info, ok := m.lookup(target)
 	if !ok {
 		return "", false
 	}
@@ -299,7 +300,7 @@ func (m *mapper) event1(e *capture.Event) error {
 	} else if e.Session != m.session {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: fmt.Errorf("session %q differs from the log's session %q", e.Session, m.session)}
 	}
-	if _, dup := m.seen[e.ID]; dup {
+	if _, dup := m.lookup(e.ID); dup {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "id", Err: errors.New("duplicate event id")}
 	}
 	ts, err := DateTime(e.TS)
@@ -310,7 +311,7 @@ func (m *mapper) event1(e *capture.Event) error {
 	if e.Kind == capture.KindModelInput {
 		info.ts = ts
 	}
-	defer func() { m.seen[e.ID] = info }()
+	defer m.remember(e.ID, info)
 	b := m.base
 	dt := Lit(ts, XSDDateTime)
 	switch e.Kind {
@@ -674,7 +675,8 @@ func (m *mapper) modelOutput(e *capture.Event, dt Term) error {
 	var input string
 	if _, ok := m.link(e, "input", e.Input, capture.KindModelInput); ok {
 		input = MsgIRI(b, e.Input)
-		start = Lit(m.seen[e.Input].ts, XSDDateTime)
+		in, _ := m.lookup(e.Input)
+		start = Lit(in.ts, XSDDateTime)
 	}
 	if err := firstErr(
 		m.typ(turn, ProvActivity, WModelTurn),
@@ -738,7 +740,7 @@ func (m *mapper) message(e *capture.Event, dt Term) error {
 	if e.Cause == "" {
 		return nil
 	}
-	info, ok := m.seen[e.Cause]
+	info, ok := m.lookup(e.Cause)
 	if !ok {
 		return m.unresolved(n, "cause", e.Cause)
 	}
@@ -757,4 +759,43 @@ func (m *mapper) message(e *capture.Event, dt Term) error {
 		return m.add(n, ProvWasDerivedFrom, Ref(MessageIRI(b, e.Cause)))
 	}
 	return m.unresolved(n, "cause", e.Cause)
+}
+
+// idNum returns n for an id "e<n>" written canonically, else -1.
+func idNum(id string) int {
+	if len(id) < 2 || len(id) > 12 || id[0] != 'e' || (id[1] == '0' && len(id) > 2) {
+		return -1
+	}
+	n := 0
+	for i := 1; i < len(id); i++ {
+		c := id[i]
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// lookup returns what was remembered of event id.
+func (m *mapper) lookup(id string) (evInfo, bool) {
+	if n := idNum(id); n >= 0 && n < len(m.byNum) && m.byNum[n].kind != "" {
+		return m.byNum[n], true
+	}
+	info, ok := m.seen[id]
+	return info, ok
+}
+
+// remember records event id. Ids "e<n>" (every log witness writes) go to
+// a slice, others to a map.
+func (m *mapper) remember(id string, info evInfo) {
+	// the slice grows with the log, never by a jump a crafted id asks for
+	if n := idNum(id); n >= 0 && n < len(m.byNum)+1<<16 {
+		for n >= len(m.byNum) {
+			m.byNum = append(m.byNum, evInfo{})
+		}
+		m.byNum[n] = info
+		return
+	}
+	m.seen[id] = info
 }

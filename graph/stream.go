@@ -97,6 +97,7 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	})
 	var stats StreamStats
 	var srcErr error
+	var prefix []byte
 	for b := range bch {
 		for _, e := range b.evs {
 			ev.reset()
@@ -105,6 +106,10 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 				return stats, evidenceError(withName(src, err))
 			}
 			stats.Events++
+			if prefix == nil {
+				prefix = []byte("<" + m.base + "/")
+				cur.prefix = prefix
+			}
 			ev.flushInto(cur)
 			if cur.size >= so.RunBytes {
 				if err := st.send(cur); err != nil {
@@ -112,6 +117,7 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 				}
 				cur = <-st.free
 				cur.reset()
+				cur.prefix = prefix
 			}
 		}
 		if b.err != nil && b.err != io.EOF {
@@ -222,6 +228,7 @@ func (e *evLines) flushInto(r *run) {
 		// a block is its "<subject>" key once, then its lines without it
 		dst := r.reserve(len(key)+size, len(key))
 		dst = append(dst, key...)
+		r.setKey(key)
 		for k := i; k < j; k++ {
 			dst = append(dst, e.line(idx[k])[len(key):]...)
 		}
@@ -239,7 +246,9 @@ func lineKey(l []byte) []byte {
 // chunks[c][off:off+n].
 type rec struct {
 	c         int32
-	off, n, k int32 // k: length of the "<subject>" key
+	off, n, k int32  // k: length of the "<subject>" key
+	p         uint64 // 8 key bytes after the session prefix, big-endian: a fast first comparison
+	hp        bool   // the key starts with the session prefix
 }
 
 // chunkSize is the unit of run memory: blocks never straddle chunks, so a
@@ -247,10 +256,12 @@ type rec struct {
 const chunkSize = 4 << 20
 
 type run struct {
-	chunks [][]byte
-	cur    int // chunk being filled
-	size   int // bytes in the run
-	recs   []rec
+	prefix  []byte // "<urn:witness:<session>/", shared by most keys
+	chunks  [][]byte
+	cur     int  // chunk being filled
+	pending *rec // the last reserved block, whose key is filled in by setKey
+	size    int  // bytes in the run
+	recs    []rec
 }
 
 // reset empties r, keeping its chunks for reuse.
@@ -272,6 +283,7 @@ func (r *run) reserve(size, key int) []byte {
 		if cap(c)-len(c) >= size {
 			r.recs = append(r.recs, rec{c: int32(r.cur), off: int32(len(c)), n: int32(size), k: int32(key)})
 			r.chunks[r.cur] = c[:len(c)+size]
+			r.pending = &r.recs[len(r.recs)-1]
 			r.size += size
 			return c[len(c):len(c)]
 		}
@@ -281,6 +293,17 @@ func (r *run) reserve(size, key int) []byte {
 		}
 		r.cur++
 	}
+}
+
+// setKey records the fast comparison prefix of the last reserved block.
+func (r *run) setKey(key []byte) {
+	x := r.pending
+	if len(r.prefix) == 0 || !bytes.HasPrefix(key, r.prefix) {
+		return
+	}
+	var b [8]byte
+	copy(b[:], key[len(r.prefix):])
+	x.p, x.hp = binary.BigEndian.Uint64(b[:]), true
 }
 
 func (r *run) block(i int) []byte {
@@ -296,6 +319,12 @@ func (r *run) sortRecords() {
 	// blocks of one subject are merged whatever their order: no need for a
 	// stable sort
 	slices.SortFunc(r.recs, func(a, b rec) int {
+		if a.hp && b.hp && a.p != b.p {
+			if a.p < b.p {
+				return -1
+			}
+			return 1
+		}
 		return bytes.Compare(r.chunks[a.c][a.off:a.off+a.k], r.chunks[b.c][b.off:b.off+b.k])
 	})
 }
