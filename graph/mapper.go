@@ -50,7 +50,7 @@ type mapper struct {
 	tools    map[string]bool
 	seen     map[string]evInfo // events whose id is not "e<n>"
 	byNum    []evInfo          // events with id "e<n>", at n (kind "" = unseen)
-	declared map[string]bool // agent nodes whose types were emitted
+	declared map[string]bool   // agent nodes whose types were emitted
 	started  bool
 }
 
