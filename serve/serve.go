@@ -164,6 +164,9 @@ type Options struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	MaxLine int // default mcp.DefaultMaxLine
+	// RequireAll makes recorded requests never asked for an error too
+	// (exit status 4), for runs that must replay the whole recording.
+	RequireAll bool
 }
 
 // Serve answers the host on o.Stdin/o.Stdout from the script until the host
@@ -237,6 +240,11 @@ func (s *Script) Serve(o Options) (*Result, error) {
 		return res, exitcode.New(exitcode.Incomplete,
 			fmt.Errorf("%d request(s) had no recorded answer in %s", res.Misses, s.Name),
 			"the agent asked something the recording does not cover: re-record with 'witness proxy' against the real server")
+	}
+	if o.RequireAll && res.Unused > 0 {
+		return res, exitcode.New(exitcode.Incomplete,
+			fmt.Errorf("%d recorded request(s) in %s were never asked for", res.Unused, s.Name),
+			"the run did less than the recording: drop --require-all, or re-record")
 	}
 	return res, nil
 }

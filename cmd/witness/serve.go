@@ -11,6 +11,7 @@ import (
 type serveOptions struct {
 	Cassette      string
 	AllowRedacted bool
+	RequireAll    bool
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -34,7 +35,8 @@ answered with {}.
 A miss is answered with JSON-RPC error -32050, explained on stderr with the
 nearest recorded request and a diff, and makes serve exit with status 4
 (incomplete evidence: the recording does not cover the run) once the host
-closes stdin.
+closes stdin. With --require-all, recorded requests never asked for also
+make it exit 4.
 
 A redacted cassette is refused unless --allow-redacted is given: it is
 evidence, not a fixture.`,
@@ -47,6 +49,7 @@ evidence, not a fixture.`,
 		},
 	}
 	c.Flags().StringVar(&o.Cassette, "cassette", "", "cassette to answer from")
+	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for")
 	c.Flags().BoolVar(&o.AllowRedacted, "allow-redacted", false, "serve a redacted cassette (its redacted values are replayed as recorded, and requests carrying them no longer match)")
 	c.MarkFlagRequired("cassette")
 	return c
@@ -61,6 +64,6 @@ func runServe(a *app, o serveOptions) error {
 		return usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
 			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
 	}
-	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
+	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll})
 	return err
 }
