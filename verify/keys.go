@@ -28,33 +28,48 @@ func EndVerifier(k *keyring.Keyring, t *keyring.TrustSet) capture.SignatureVerif
 }
 
 func (v endVerifier) Verify(keyID, alg string, msg []byte, sig string) error {
-	var errs []error
+	var bad, revoked, other error
+	classify := func(err error, holderAlgMismatch bool) {
+		switch {
+		case errors.Is(err, keyring.ErrBadSignature), holderAlgMismatch && errors.Is(err, keyring.ErrAlgorithm):
+			if bad == nil {
+				bad = err
+			}
+		case errors.Is(err, keyring.ErrRevoked):
+			if revoked == nil {
+				revoked = err
+			}
+		default:
+			if other == nil {
+				other = err
+			}
+		}
+	}
 	if v.k != nil {
 		err := v.k.Verify(keyID, alg, msg, sig)
 		if err == nil {
 			return nil
 		}
-		errs = append(errs, err)
+		// the keyring holds this key id with another algorithm: the
+		// signature entry does not match the key it names
+		classify(err, true)
 	}
 	if v.t != nil {
 		err := v.t.Verify(keyID, alg, msg, sig)
 		if err == nil {
 			return nil
 		}
-		errs = append(errs, err)
+		// a trust file holds only Ed25519 keys: another algorithm is
+		// simply not checkable with it
+		classify(err, false)
 	}
-	for _, err := range errs {
-		if errors.Is(err, keyring.ErrBadSignature) {
-			return err
-		}
-	}
-	for _, err := range errs {
-		if errors.Is(err, keyring.ErrRevoked) {
-			return fmt.Errorf("%v: %w", err, capture.ErrUnknownKey)
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%v: %w", errs[0], capture.ErrUnknownKey)
+	switch {
+	case bad != nil:
+		return bad
+	case revoked != nil:
+		return fmt.Errorf("%v: %w", revoked, capture.ErrUnknownKey)
+	case other != nil:
+		return fmt.Errorf("%v: %w", other, capture.ErrUnknownKey)
 	}
 	return capture.ErrUnknownKey
 }
