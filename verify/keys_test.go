@@ -34,7 +34,7 @@ func TestEndVerifier(t *testing.T) {
 	}
 	cases := []struct {
 		name, keyID, alg, sig string
-		unknown                bool
+		unknown               bool
 	}{
 		{"wrong signature", s.KeyID(), s.Algorithm(), "00" + sig[2:], false},
 		{"malformed signature", s.KeyID(), s.Algorithm(), "zz", false},
