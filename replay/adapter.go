@@ -48,30 +48,28 @@ type toolHints struct {
 // when the tool is marked readOnlyHint true.
 func recordsOf(g *graph.Graph) []Record {
 	recs := make([]Record, len(g.Nodes))
-	type flags struct{ def, destructive, notIdempotent bool }
-	defs := map[string]flags{} // tool definition IRI -> its flags, parsed once
-	hints := func(u string) flags {
-		if f, ok := defs[u]; ok {
-			return f
+	type flags struct{ destructive, notIdempotent bool }
+	// Tool definitions first (a small map): a call's prov:used targets are
+	// then checked against it instead of the whole graph.
+	defs := map[string]flags{}
+	for _, n := range g.Nodes {
+		if !n.HasType(graph.WToolDefinition) {
+			continue
 		}
 		var f flags
-		def := g.Node(u)
-		if def != nil && def.HasType(graph.WToolDefinition) {
-			f.def = true
-			var h toolHints
-			// MCP: destructiveHint and idempotentHint are meaningful only
-			// when readOnlyHint is false; a read-only tool changes nothing,
-			// whatever the other hints say.
-			if raw := def.Value(graph.WAnnotations); raw != "" && json.Unmarshal([]byte(raw), &h) == nil && (h.ReadOnly == nil || !*h.ReadOnly) {
-				f.destructive = h.Destructive != nil && *h.Destructive
-				f.notIdempotent = h.Idempotent != nil && !*h.Idempotent
-			}
+		var h toolHints
+		// MCP: destructiveHint and idempotentHint are meaningful only when
+		// readOnlyHint is false; a read-only tool changes nothing, whatever
+		// the other hints say.
+		if raw := n.Value(graph.WAnnotations); raw != "" && json.Unmarshal([]byte(raw), &h) == nil && (h.ReadOnly == nil || !*h.ReadOnly) {
+			f.destructive = h.Destructive != nil && *h.Destructive
+			f.notIdempotent = h.Idempotent != nil && !*h.Idempotent
 		}
-		if f.def {
-			defs[u] = f
-		}
-		return f
+		defs[n.ID] = f
 	}
+	// Dependencies of all nodes share one growing slab; each record keeps
+	// a capped window of it (older windows stay valid when it grows).
+	slab := make([]Dep, 0, len(g.Nodes)*2)
 	for i, n := range g.Nodes {
 		r := Record{ID: n.ID, Kind: kindOf(n)}
 		effect := false
@@ -82,6 +80,7 @@ func recordsOf(g *graph.Graph) []Record {
 		}
 		var op, target string
 		var uses []string
+		start := len(slab)
 		// One pass over the properties (their order does not matter: the
 		// index sorts dependents and keeps the smallest edge of a pair).
 		for p, vals := range n.Props {
@@ -111,20 +110,24 @@ func recordsOf(g *graph.Graph) []Record {
 				if t.IRI == "" {
 					continue
 				}
-				r.Deps = append(r.Deps, Dep{Edge: edge, On: t.IRI})
+				slab = append(slab, Dep{Edge: edge, On: t.IRI})
 				if edge == EdgeUsed {
 					uses = append(uses, t.IRI)
 				}
 			}
+		}
+		if len(slab) > start {
+			r.Deps = slab[start:len(slab):len(slab)]
 		}
 		if r.Kind == KindEntity && effect {
 			r.Effect = &EffectFact{Op: op, Target: target}
 		}
 		if r.Kind == KindActivity {
 			for _, u := range uses {
-				f := hints(u)
-				r.Destructive = r.Destructive || f.destructive
-				r.NotIdempotent = r.NotIdempotent || f.notIdempotent
+				if f, ok := defs[u]; ok {
+					r.Destructive = r.Destructive || f.destructive
+					r.NotIdempotent = r.NotIdempotent || f.notIdempotent
+				}
 			}
 		}
 		recs[i] = r

@@ -126,12 +126,23 @@ func buildIndex(recs []Record) (*index, error) {
 		ix.ids[i] = r.ID
 		ix.pos[r.ID] = int32(i)
 	}
+	// Resolve every dependency target once (-1: not a node, or the node
+	// itself).
+	total := 0
+	for i := range sorted {
+		total += len(sorted[i].Deps)
+	}
+	target := make([]int32, 0, total)
 	counts := make([]int32, n+1)
-	for _, r := range sorted {
-		for _, d := range r.Deps {
-			if j, ok := ix.pos[d.On]; ok && d.On != r.ID {
+	for i := range sorted {
+		for _, d := range sorted[i].Deps {
+			j, ok := ix.pos[d.On]
+			if !ok || j == int32(i) {
+				j = -1
+			} else {
 				counts[j+1]++
 			}
+			target = append(target, j)
 		}
 	}
 	for i := 0; i < n; i++ {
@@ -142,10 +153,12 @@ func buildIndex(recs []Record) (*index, error) {
 	ix.depVia = make([]Edge, counts[n])
 	fill := make([]int32, n)
 	copy(fill, counts[:n])
-	for i, r := range sorted { // i ascending: each dependents list comes out sorted
-		for _, d := range r.Deps {
-			j, ok := ix.pos[d.On]
-			if !ok || d.On == r.ID {
+	k := 0
+	for i := range sorted { // i ascending: each dependents list comes out sorted
+		for _, d := range sorted[i].Deps {
+			j := target[k]
+			k++
+			if j < 0 {
 				continue
 			}
 			ix.dep[fill[j]] = int32(i)
