@@ -30,11 +30,13 @@ type EventOptions struct {
 }
 
 // CheckEvents judges the event log read from rd (named name in findings)
-// against plan and adds its findings to r. The log is read once and checked
-// by two streaming passes in step: capture.VerifyLog (hash chain, signed
-// end) and the checks against the seal, fed the same bytes through a pipe.
-// Memory is bounded by the longest line, one byte per event for the chain's
-// link checks, and one small entry per call of a scoped tool. rd may be a
+// against plan and adds its findings to r. The log is read and decoded once:
+// capture.VerifyLog checks the hash chain and the signed end and hands every
+// line that parsed to the checks against the seal (VerifyLogOptions.OnEvent);
+// with GraphDigest the same bytes also stream, through a pipe, into the
+// canonical N-Quads of the log's graph. Memory is bounded by the longest
+// line, one byte per event for the chain's link checks, one small entry per
+// call of a scoped tool, and the graph stream's bounded runs. rd may be a
 // pipe (stdin).
 func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOptions) error {
 	r.Evidence.Kind = "events"
@@ -44,28 +46,18 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		max = 100
 	}
 
-	pr, pw := io.Pipe()
-	type chainResult struct {
-		lr  *capture.LogReport
-		err error
-	}
-	done := make(chan chainResult, 1)
-	go func() {
-		lr, err := capture.VerifyLog(pr, name, capture.VerifyLogOptions{Verifier: opts.EndVerifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max})
-		// VerifyLog may stop early; keep draining so the other passes never block.
-		io.Copy(io.Discard, pr)
-		done <- chainResult{lr, err}
-	}()
-	var sink io.Writer = pw
+	src := rd
 	var gw *io.PipeWriter
 	gdone := make(chan string, 1)
 	if opts.GraphDigest {
 		var gr *io.PipeReader
 		gr, gw = io.Pipe()
-		sink = io.MultiWriter(pw, gw)
+		src = io.TeeReader(rd, gw)
 		go func() {
 			st, err := graph.StreamNQuads(graph.NewEventSource(gr, name), io.Discard,
 				graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}, graph.StreamOptions{})
+			// the stream may stop early on a line it cannot map; keep
+			// draining so the chain pass never blocks
 			io.Copy(io.Discard, gr)
 			if err != nil {
 				gdone <- ""
@@ -74,61 +66,33 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 			gdone <- st.Digest
 		}()
 	}
-	closeAll := func(err error) {
-		if err != nil {
-			pw.CloseWithError(err)
-			if gw != nil {
-				gw.CloseWithError(err)
-			}
-			return
-		}
-		pw.Close()
-		if gw != nil {
-			gw.Close()
-		}
-	}
 
 	c := newChecker(plan, name)
-	readErr := func() error {
-		rdr := capture.NewReader(io.TeeReader(rd, sink), name)
-		first := true
-		for {
-			ev, err := rdr.Next()
-			if err == io.EOF {
-				return nil
+	lr, lerr := capture.VerifyLog(src, name, capture.VerifyLogOptions{
+		Verifier: opts.EndVerifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max,
+		OnEvent: func(line int64, ev *capture.Event) {
+			if line == 1 && ev.Kind == capture.KindSessionStart {
+				c.header(ev, line)
+				return
 			}
-			if err != nil {
-				var perr *capture.ParseError
-				if errors.As(err, &perr) {
-					first = false
-					continue // reported by the chain check
-				}
-				return err
-			}
-			if first && ev.Kind == capture.KindSessionStart {
-				c.header(ev, rdr.Line())
-				first = false
-				continue
-			}
-			first = false
-			c.event(ev, rdr.Line())
-		}
-	}()
-	closeAll(readErr)
-	res := <-done
+			c.event(ev, line)
+		},
+	})
+	failed := lr == nil || (lerr != nil && exitcode.Of(lerr) == exitcode.Failure)
 	digest := ""
-	if opts.GraphDigest {
+	if gw != nil {
+		if failed {
+			gw.CloseWithError(errors.New("the event log could not be read"))
+		} else {
+			gw.Close()
+		}
 		digest = <-gdone
 	}
-	if readErr != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", name, readErr), "")
-	}
-	lr, lerr := res.lr, res.err
-	if lr == nil || (lerr != nil && exitcode.Of(lerr) == exitcode.Failure) {
+	if failed {
 		if lerr == nil {
 			lerr = errors.New("no report")
 		}
-		return exitcode.New(exitcode.Failure, fmt.Errorf("verify events %s: %w", name, lerr), "")
+		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", name, lerr), "")
 	}
 	r.Evidence.GraphDigest = digest
 	r.Evidence.Lines = lr.Lines
