@@ -191,11 +191,8 @@ func openOut(a *app, path string) (io.Writer, func(ok bool) error, error) {
 			os.Remove(tmp.Name())
 			return nil
 		}
-		if err := tmp.Sync(); err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
-		}
+		// no fsync: the graph is derived data, regenerated from the events
+		// at will; the rename keeps readers from seeing a partial file
 		if err := tmp.Close(); err != nil {
 			os.Remove(tmp.Name())
 			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
