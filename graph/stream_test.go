@@ -2,8 +2,14 @@ package graph
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 // TestStreamEqualsInMemory: the streamed, externally sorted N-Quads equal
@@ -39,5 +45,36 @@ func TestStreamEqualsInMemory(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStreamErrorCleansUp: an invalid event after several spilled runs
+// stops the stream with an evidence error naming the file and event, and
+// leaves no temporary run behind.
+func TestStreamErrorCleansUp(t *testing.T) {
+	log := synthetic(t, 3000, 4)
+	lines := bytes.Split(log, []byte("\n"))
+	lines[2500] = bytes.Replace(lines[2500], []byte(`"ts":"2026-`), []byte(`"ts":"x2026-`), 1)
+	bad := bytes.Join(lines, []byte("\n"))
+	dir := t.TempDir()
+	_, err := StreamNQuads(NewEventSource(bytes.NewReader(bad), "bad.jsonl"), io.Discard, Options{}, StreamOptions{RunBytes: 64 << 10, TempDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl: event e2500 (seq 2500): field \"ts\"") {
+		t.Fatalf("error %v", err)
+	}
+	var ce *exitcode.Error
+	if !errors.As(err, &ce) || ce.Code != exitcode.Tampered {
+		t.Fatalf("error %v does not carry Tampered", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("%d temporary files left", len(left))
+	}
+	// a line that does not parse
+	lines[2500] = []byte(`{"v":1,`)
+	_, err = StreamNQuads(NewEventSource(bytes.NewReader(bytes.Join(lines, []byte("\n"))), "bad.jsonl"), io.Discard, Options{}, StreamOptions{RunBytes: 64 << 10, TempDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2501:") {
+		t.Fatalf("error %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("%d temporary files left", len(left))
 	}
 }
