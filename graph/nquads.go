@@ -100,17 +100,79 @@ func (g *Graph) Quads() [][]byte {
 
 // WriteNQuads writes the RDFC-1.0 canonical N-Quads of g to w and returns
 // the graph digest: the lower-case hex sha256 of the bytes written (what
-// sha256sum prints for the file).
+// sha256sum prints for the file). Lines are produced node by node, in the
+// order of their "<subject>" key, so memory stays at one node's lines.
 func (g *Graph) WriteNQuads(w io.Writer) (string, error) {
 	h := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, h), 64<<10)
-	for _, l := range g.Quads() {
-		if _, err := bw.Write(l); err != nil {
-			return "", err
+	order := make([]*Node, len(g.Nodes))
+	copy(order, g.Nodes)
+	// "<a/e1/assoc>" sorts before "<a/e1>": compare ids as if followed by '>'
+	slices.SortFunc(order, func(a, b *Node) int { return compareKey(a.ID, b.ID) })
+	var lines [][]byte
+	var buf []byte
+	for i, n := range order {
+		if i > 0 && order[i-1].ID == n.ID {
+			continue
+		}
+		lines, buf = lines[:0], buf[:0]
+		var offs []int
+		add := func(p string, o Term) {
+			offs = append(offs, len(buf))
+			buf = appendQuad(buf, n.ID, p, o)
+		}
+		for _, t := range n.Types {
+			add(RDFType, Ref(t))
+		}
+		for p, vals := range n.Props {
+			for _, v := range vals {
+				add(p, v)
+			}
+		}
+		for k, off := range offs {
+			end := len(buf)
+			if k+1 < len(offs) {
+				end = offs[k+1]
+			}
+			lines = append(lines, buf[off:end])
+		}
+		slices.SortFunc(lines, bytes.Compare)
+		lines = slices.CompactFunc(lines, bytes.Equal)
+		for _, l := range lines {
+			if _, err := bw.Write(l); err != nil {
+				return "", err
+			}
 		}
 	}
 	if err := bw.Flush(); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// compareKey orders IRIs as their N-Quads subjects "<iri>" order.
+func compareKey(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	switch {
+	case len(a) == len(b):
+		return 0
+	case len(a) < len(b): // a ends: '>' against b's next byte
+		if '>' < b[n] {
+			return -1
+		}
+		return 1
+	default:
+		if a[n] < '>' {
+			return -1
+		}
+		return 1
+	}
 }
