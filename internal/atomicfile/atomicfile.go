@@ -9,7 +9,25 @@ import (
 // WriteFile atomically replaces path with data. The temporary file is created
 // with mode perm from the start (never wider), so secrets are never readable
 // by others even for a moment. Parent folders are created (0700) if missing.
+//
+// A path that names an existing device, named pipe or socket (such as
+// /dev/null or /dev/stdout) is written in place instead: renaming over it
+// would replace the device with a regular file.
 func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+	if fi, statErr := os.Stat(path); statErr == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return fmt.Errorf("write %s: is a folder", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return f.Close()
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create folder %s: %w", dir, err)

@@ -74,3 +74,22 @@ func TestWriteFileFailureLeavesTargetAndNoTemp(t *testing.T) {
 		t.Errorf("folder holds %d entries after a failed write, want 1", len(entries))
 	}
 }
+
+func TestWriteFileDeviceInPlace(t *testing.T) {
+	if _, err := os.Stat(os.DevNull); err != nil {
+		t.Skip("no null device")
+	}
+	if err := WriteFile(os.DevNull, []byte("discarded"), 0o600); err != nil {
+		t.Fatalf("write to %s: %v", os.DevNull, err)
+	}
+	fi, err := os.Stat(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().IsRegular() {
+		t.Fatalf("%s became a regular file", os.DevNull)
+	}
+	if err := WriteFile(t.TempDir(), []byte("x"), 0o600); err == nil {
+		t.Fatal("writing over a folder succeeded")
+	}
+}
