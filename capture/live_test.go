@@ -554,11 +554,13 @@ func TestRedactedCaptureRederives(t *testing.T) {
 // sends notifications/cancelled for its id, and the event log records the
 // call without a response and the cancellation.
 func TestTimeoutCancels(t *testing.T) {
+	// the timeout applies to initialize and tools/list too: 2s keeps a loaded
+	// machine from timing out the handshake instead of the slow call
 	t.Parallel()
 	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
-	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Timeout: 400 * time.Millisecond},
-		Calls: []ScenarioCall{{Tool: "sleep", Arguments: json.RawMessage(`{"ms":3000}`)}}})
-	if c.err == nil || !strings.Contains(c.err.Error(), "scenario[0] (tool sleep): server did not answer tools/call (id 5) within 400ms") {
+	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Timeout: 2 * time.Second},
+		Calls: []ScenarioCall{{Tool: "sleep", Arguments: json.RawMessage(`{"ms":20000}`)}}})
+	if c.err == nil || !strings.Contains(c.err.Error(), "scenario[0] (tool sleep): server did not answer tools/call (id 5) within 2s") {
 		t.Fatalf("err %v", c.err)
 	}
 	evs := lvReadEvents(t, c.events)
@@ -576,7 +578,7 @@ func TestTimeoutCancels(t *testing.T) {
 		}
 	}
 	end := evs[len(evs)-1].End
-	if !strings.Contains(end.Reason, "error: server did not answer tools/call (id 5) within 400ms") {
+	if !strings.Contains(end.Reason, "error: server did not answer tools/call (id 5) within 2s") {
 		t.Fatalf("end reason %q", end.Reason)
 	}
 	lvCheckRederive(t, c)
