@@ -395,7 +395,7 @@ func TestHostileServers(t *testing.T) {
 				}
 			}
 		}},
-		{name: "flood", timeout: time.Second, errHas: []string{"did not answer tools/list"}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "flood", timeout: 3 * time.Second, errHas: []string{"did not answer tools/list"}, check: func(t *testing.T, c *lvCaptured) {
 			if n := len(lvByKind(lvReadEvents(t, c.events), KindNotification)); n < 100 {
 				t.Fatalf("only %d notifications recorded", n)
 			}
