@@ -399,7 +399,7 @@ func TestHostileServers(t *testing.T) {
 			if n := len(lvByKind(lvReadEvents(t, c.events), KindNotification)); n < 100 {
 				t.Fatalf("only %d notifications recorded", n)
 			}
-			if !bytes.Contains(c.cassette, []byte(`{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2,\"reason\":\"timed out after 1s\"}}`)) {
+			if !bytes.Contains(c.cassette, []byte(`{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2,\"reason\":\"timed out after 3s\"}}`)) {
 				t.Fatal("the timed-out request was not cancelled")
 			}
 		}},
