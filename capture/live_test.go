@@ -15,6 +15,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 const lvFrozenTS = "2026-08-30T14:33:00+00:00"
@@ -31,24 +32,6 @@ var (
 	lvBuildDir  string
 	lvBuildDone = map[string]string{}
 )
-
-func lvRepoRootDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 // lvBuildTestServer builds the Go program at rel (relative to the repo root)
 // once per test binary and returns the executable's path.
@@ -68,7 +51,7 @@ func lvBuildTestServer(t testing.TB, rel string) string {
 	}
 	out := filepath.Join(lvBuildDir, strings.ReplaceAll(rel, "/", "_"))
 	cmd := exec.Command("go", "build", "-o", out, "./"+rel)
-	cmd.Dir = lvRepoRootDir(t)
+	cmd.Dir = testrepo.Root(t)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", rel, err, b)
 	}

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // lvPeer returns node and the entry point of an npm peer server, failing
 // when CI=true and the peers are missing, skipping otherwise.
 func lvPeer(t *testing.T, pkg string) (node, entry string) {
 	t.Helper()
-	entry = filepath.Join(lvRepoRootDir(t), "testdata", "peers", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
+	entry = filepath.Join(testrepo.Root(t), "testdata", "peers", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
 	node, err := exec.LookPath("node")
 	if err == nil {
 		_, err = os.Stat(entry)

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // lvProjection is an event without what depends on the server command line
@@ -99,7 +101,7 @@ func TestCassetteReplaysThroughServe(t *testing.T) {
 // lvPeerOptional returns node and the peer's entry point, or "" when the
 // peers are not installed (TestPeer* already fails under CI=true).
 func lvPeerOptional(t *testing.T, pkg string) (string, string) {
-	entry := filepath.Join(lvRepoRootDir(t), "testdata", "peers", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
+	entry := filepath.Join(testrepo.Root(t), "testdata", "peers", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
 		return "", ""
 	}

@@ -13,13 +13,14 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/graph/ldoracle"
 	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // peers returns the pinned npm peers directory, or fails (CI=true) or skips
 // when node or the node_modules are missing.
 func peers(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), "testdata", "peers")
+	dir := filepath.Join(testrepo.Root(t), "testdata", "peers")
 	missing := ""
 	if _, err := exec.LookPath("node"); err != nil {
 		missing = "node is not installed"
@@ -63,7 +64,7 @@ func interopGraphs(t *testing.T) map[string]*Graph {
 	// controls/: real captures with raw control characters (DEL) in
 	// payloads, where json-gold is not an oracle
 	for _, pat := range []string{"captured/*.jsonl", "controls/*.jsonl"} {
-		files, _ := filepath.Glob(filepath.Join(repoRoot(t), "graph", "testdata", pat))
+		files, _ := filepath.Glob(filepath.Join(testrepo.Root(t), "graph", "testdata", pat))
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/graph/ldoracle"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // oracleCheck compares the graph's own canonical N-Quads with json-gold's
@@ -54,7 +55,7 @@ func oracleCheck(t *testing.T, name string, g *Graph) {
 // cassette) with witness import's library function.
 func importATW(t testing.TB, name string) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot(t), "testdata/compat/atw-0.1.0", name))
+	f, err := os.Open(filepath.Join(testrepo.Root(t), "testdata/compat/atw-0.1.0", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,24 +69,6 @@ func importATW(t testing.TB, name string) []byte {
 
 // hansardLog is the HANSARD scenario of agent-trace-witness 0.1.0, imported.
 func hansardLog(t testing.TB) []byte { return importATW(t, "hansard_scenario_1.jsonl") }
-
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 func synthetic(t testing.TB, n int, seed uint64) []byte {
 	t.Helper()
@@ -238,6 +221,6 @@ func TestOracleJSONGold(t *testing.T) {
 
 // capturedFixtures lists the committed real captures (server-everything).
 func capturedFixtures(t testing.TB) []string {
-	m, _ := filepath.Glob(filepath.Join(repoRoot(t), "graph", "testdata", "captured", "*.jsonl"))
+	m, _ := filepath.Glob(filepath.Join(testrepo.Root(t), "graph", "testdata", "captured", "*.jsonl"))
 	return m
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 var updateCLIDocs = flag.Bool("update", false, "rewrite docs/cli from the command tree")
@@ -23,7 +25,7 @@ var updateCLIDocs = flag.Bool("update", false, "rewrite docs/cli from the comman
 //
 //	make docs   (= go test ./cmd/witness -run TestCLIReference -args -update)
 func TestCLIReference(t *testing.T) {
-	dir := filepath.Join(repoRoot(t), "docs", "cli")
+	dir := filepath.Join(testrepo.Root(t), "docs", "cli")
 	want := generateCLIDocs(t)
 	if *updateCLIDocs {
 		old, _ := filepath.Glob(filepath.Join(dir, "*.md"))

@@ -9,13 +9,14 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // writeFixtureGraph builds the graph of the bundled firewall message events
 // and writes it as JSON-LD in dir.
 func writeFixtureGraph(t *testing.T, dir string) string {
 	t.Helper()
-	root := repoRoot(t)
+	root := testrepo.Root(t)
 	f, err := os.Open(filepath.Join(root, "testdata", "firewall", "messages.events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +42,7 @@ func writeFixtureGraph(t *testing.T, dir string) string {
 func TestReplayWhatIfPolicy(t *testing.T) {
 	dir := t.TempDir()
 	gpath := writeFixtureGraph(t, dir)
-	root := repoRoot(t)
+	root := testrepo.Root(t)
 	policy := filepath.Join(root, "testdata", "firewall", "policy-code.json")
 	var out, errb bytes.Buffer
 	env := map[string]string{"ATW_WITNESS_TS": "2026-08-30T14:33:00+00:00"}

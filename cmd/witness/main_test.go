@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // TestMain lets testscript scripts run the witness binary in-process: the
@@ -23,25 +25,6 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// repoRoot walks up from the package directory to the folder holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
 // TestScript runs every cmd/witness/testdata/script/*.txtar. Scripts see:
 //
 //	$REPO            the repository root (e.g. $REPO/testdata/compat/atw-0.1.0/)
@@ -52,7 +35,7 @@ func repoRoot(t testing.TB) string {
 //
 // The witness command runs in-process via TestMain.
 func TestScript(t *testing.T) {
-	root := repoRoot(t)
+	root := testrepo.Root(t)
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {
