@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -69,14 +67,9 @@ const mappingHint = "see docs/formats/firewall.md for the message mapping format
 // LoadMapping reads and decodes a mapping file (a configuration input: its
 // errors carry the Usage code).
 func LoadMapping(path string) (*Mapping, error) {
-	f, err := os.Open(path)
+	data, err := readConfig(path, "mapping", "check the path of the mapping file", MaxMappingBytes)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read mapping %s: %w", path, err), "check the path of the mapping file")
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxMappingBytes+1))
-	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read mapping %s: %w", path, err), "")
+		return nil, err
 	}
 	return DecodeMapping(data, path)
 }

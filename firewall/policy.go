@@ -172,16 +172,27 @@ const policyHint = "see docs/formats/firewall.md for the message-policy/v1 prope
 // LoadPolicy reads and decodes a message-policy file. Errors carry the Usage
 // exit code (a policy is a configuration input) except I/O failures.
 func LoadPolicy(path string) (*Policy, error) {
-	f, err := os.Open(path)
+	data, err := readConfig(path, "policy", "check the path of the message-policy file", MaxPolicyBytes)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read policy %s: %w", path, err), "check the path of the message-policy file")
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyBytes+1))
-	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read policy %s: %w", path, err), "")
+		return nil, err
 	}
 	return DecodePolicy(data, path)
+}
+
+// readConfig reads at most max+1 bytes of the configuration file path (the
+// decoders refuse what is over max). A file that cannot be opened is a usage
+// error with notFoundHint; a failed read is a failure.
+func readConfig(path, what, notFoundHint string, max int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read %s %s: %w", what, path, err), notFoundHint)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read %s %s: %w", what, path, err), "")
+	}
+	return data, nil
 }
 
 // DecodePolicy decodes a message-policy document. name is used in errors.
