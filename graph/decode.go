@@ -304,6 +304,16 @@ func (s *scanner) number() error {
 	return nil
 }
 
+// decodeObject decodes the next value of s strictly into a new *T at dst.
+func decodeObject[T any](s *scanner, dst **T) error {
+	v, err := s.value(0)
+	if err != nil {
+		return err
+	}
+	*dst = new(T)
+	return strictUnmarshal(v, *dst)
+}
+
 func strictUnmarshal(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -458,32 +468,16 @@ func decodeFast(line []byte) (*capture.Event, error) {
 			}
 		case "effect":
 			bit = kEffect
-			var v []byte
-			if v, err = s.value(0); err == nil {
-				e.Effect = &capture.Effect{}
-				err = strictUnmarshal(v, e.Effect)
-			}
+			err = decodeObject(s, &e.Effect)
 		case "message":
 			bit = kMessage
-			var v []byte
-			if v, err = s.value(0); err == nil {
-				e.Message = &capture.Message{}
-				err = strictUnmarshal(v, e.Message)
-			}
+			err = decodeObject(s, &e.Message)
 		case "end":
 			bit = kEnd
-			var v []byte
-			if v, err = s.value(0); err == nil {
-				e.End = &capture.End{}
-				err = strictUnmarshal(v, e.End)
-			}
+			err = decodeObject(s, &e.End)
 		case "legacy":
 			bit = kLegacy
-			var v []byte
-			if v, err = s.value(0); err == nil {
-				e.Legacy = &capture.Legacy{}
-				err = strictUnmarshal(v, e.Legacy)
-			}
+			err = decodeObject(s, &e.Legacy)
 		default:
 			return nil, errSlow
 		}
