@@ -2,7 +2,6 @@ package firewall
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -79,14 +78,9 @@ func DecodeMapping(data []byte, name string) (*Mapping, error) {
 	if len(data) > MaxMappingBytes {
 		return nil, exitcode.New(exitcode.Usage, &PolicyError{File: name, Msg: "mapping exceeds 1 MiB"}, mappingHint)
 	}
-	root, err := parseTree(data)
+	root, err := parseConfigTree(data, name, mappingHint)
 	if err != nil {
-		var pe *posError
-		perr := &PolicyError{File: name, Msg: err.Error()}
-		if errors.As(err, &pe) {
-			perr.Line, perr.Column = lineCol(data, pe.off)
-		}
-		return nil, exitcode.New(exitcode.Usage, perr, mappingHint)
+		return nil, err
 	}
 	d := &policyDecoder{data: data, name: name}
 	m := d.mapping(root)

@@ -195,11 +195,9 @@ func readConfig(path, what, notFoundHint string, max int) ([]byte, error) {
 	return data, nil
 }
 
-// DecodePolicy decodes a message-policy document. name is used in errors.
-func DecodePolicy(data []byte, name string) (*Policy, error) {
-	if len(data) > MaxPolicyBytes {
-		return nil, exitcode.New(exitcode.Usage, &PolicyError{File: name, Msg: fmt.Sprintf("document exceeds %d bytes (1 MiB)", MaxPolicyBytes)}, policyHint)
-	}
+// parseConfigTree parses a configuration document into its tree; a syntax
+// error is a usage error naming file, line and column, with hint.
+func parseConfigTree(data []byte, name, hint string) (*node, error) {
 	root, err := parseTree(data)
 	if err != nil {
 		var pe *posError
@@ -207,7 +205,19 @@ func DecodePolicy(data []byte, name string) (*Policy, error) {
 		if errors.As(err, &pe) {
 			perr.Line, perr.Column = lineCol(data, pe.off)
 		}
-		return nil, exitcode.New(exitcode.Usage, perr, policyHint)
+		return nil, exitcode.New(exitcode.Usage, perr, hint)
+	}
+	return root, nil
+}
+
+// DecodePolicy decodes a message-policy document. name is used in errors.
+func DecodePolicy(data []byte, name string) (*Policy, error) {
+	if len(data) > MaxPolicyBytes {
+		return nil, exitcode.New(exitcode.Usage, &PolicyError{File: name, Msg: fmt.Sprintf("document exceeds %d bytes (1 MiB)", MaxPolicyBytes)}, policyHint)
+	}
+	root, err := parseConfigTree(data, name, policyHint)
+	if err != nil {
+		return nil, err
 	}
 	d := &policyDecoder{data: data, name: name}
 	p := d.policy(root)
