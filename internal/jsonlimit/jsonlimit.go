@@ -1,0 +1,90 @@
+// Package jsonlimit holds the one nesting limit that every JSON reader of
+// witness enforces, and a linear-time check of it that runs before any
+// decoder touches the bytes.
+//
+// Every reader (seal, spec, keyring, trust file, scenario, effects, mapping,
+// policy, audit, events, cassette, graph, JSON-RPC lines) calls Check, or
+// Checker for a stream, so that a file nested a million levels deep is
+// refused after one pass over its bytes, in bounded memory, with the line
+// and column where the limit was crossed.
+package jsonlimit
+
+import "fmt"
+
+// MaxDepth is the deepest nesting of arrays and objects any witness reader
+// accepts. MCP messages, seals and events nest a few levels; 256 leaves
+// room for real tool arguments while keeping every recursive walker safe.
+const MaxDepth = 256
+
+// Error reports where the nesting limit was crossed. Line and Col are
+// 1-based; Col counts bytes.
+type Error struct {
+	Line, Col int
+	Depth     int
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%d:%d: nesting deeper than %d levels", e.Line, e.Col, MaxDepth)
+}
+
+// Check scans data once and returns an *Error when arrays and objects nest
+// deeper than MaxDepth. It does not validate JSON otherwise: brackets inside
+// strings are skipped, everything else is left to the decoder.
+func Check(data []byte) error {
+	var c Checker
+	return c.Write(data)
+}
+
+// Checker is Check for data that arrives in pieces (a stream, a line read
+// in chunks). The zero value is ready; Write may be called repeatedly.
+type Checker struct {
+	depth    int
+	inString bool
+	escape   bool
+	line     int // 0 means 1
+	col      int
+}
+
+// Reset makes the checker ready for a new document.
+func (c *Checker) Reset() { *c = Checker{} }
+
+// Write scans the next piece of the document.
+func (c *Checker) Write(p []byte) error {
+	if c.line == 0 {
+		c.line = 1
+	}
+	for _, b := range p {
+		c.col++
+		if c.inString {
+			switch {
+			case c.escape:
+				c.escape = false
+			case b == '\\':
+				c.escape = true
+			case b == '"':
+				c.inString = false
+			case b == '\n':
+				c.line++
+				c.col = 0
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			c.inString = true
+		case '[', '{':
+			c.depth++
+			if c.depth > MaxDepth {
+				return &Error{Line: c.line, Col: c.col, Depth: c.depth}
+			}
+		case ']', '}':
+			if c.depth > 0 {
+				c.depth--
+			}
+		case '\n':
+			c.line++
+			c.col = 0
+		}
+	}
+	return nil
+}
