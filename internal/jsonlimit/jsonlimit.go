@@ -16,6 +16,12 @@ import "fmt"
 // room for real tool arguments while keeping every recursive walker safe.
 const MaxDepth = 256
 
+// MaxWireDepth is the deepest wire message (a JSON-RPC line, an HTTP body)
+// that is embedded as JSON in an event. Events wrap a payload a few levels
+// deep, so a deeper wire message is kept as its exact text instead and
+// marked, and the event that carries it still reads back under MaxDepth.
+const MaxWireDepth = MaxDepth - 32
+
 // Error reports where the nesting limit was crossed. Line and Col are
 // 1-based; Col counts bytes.
 type Error struct {
