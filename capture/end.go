@@ -29,6 +29,7 @@ type EndOptions struct {
 	Signers []Signer
 	TS      string
 	Reason  string // why the session ended: "completed", "server exited", "appended", ...
+	Failure string // why recording failed, if it did (End.Failure)
 	Source  Source // observed when empty
 }
 
@@ -53,7 +54,7 @@ func FinishWith(w *Writer, o EndOptions) error {
 		TS:      o.TS,
 		Source:  src,
 		Prev:    w.head,
-		End:     &End{Count: w.seq, Head: w.head, Reason: o.Reason},
+		End:     &End{Count: w.seq, Head: w.head, Reason: o.Reason, Failure: o.Failure},
 	}
 	msg, err := EndMessage(e)
 	if err != nil {

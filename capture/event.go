@@ -163,9 +163,14 @@ type Redaction struct {
 
 // End is the payload of the session_end line.
 type End struct {
-	Count      int64       `json:"count"` // number of lines before this one
-	Head       string      `json:"head"`  // sha256 of the line before this one (equals Prev)
-	Reason     string      `json:"reason,omitempty"`
+	Count  int64  `json:"count"` // number of lines before this one
+	Head   string `json:"head"`  // sha256 of the line before this one (equals Prev)
+	Reason string `json:"reason,omitempty"`
+	// Failure, when set, says why the recording could not be completed
+	// (a capture error, an abandoned recording, a server that died
+	// mid-call, a line over the limit). A log whose end has a failure is
+	// at best incomplete, whatever its signatures say.
+	Failure    string      `json:"failure,omitempty"`
 	Signatures []Signature `json:"signatures,omitempty"`
 }
 
