@@ -76,10 +76,13 @@ func (c *candidate) verify(msg []byte, sig string) error {
 		}
 		err = VerifyHMAC(s, msg, sig)
 	}
-	if err != nil && c.keyID != "" {
+	switch {
+	case err == nil:
+		return nil
+	case c.keyID != "":
 		return fmt.Errorf("key %s: %w", c.keyID, err)
 	}
-	return err
+	return fmt.Errorf("%s: %w", c.source, err)
 }
 
 // NewVerifier returns a verifier over the keys of k, t and a legacy HMAC
@@ -235,6 +238,10 @@ func (v *Verifier) Check(keyID, alg string, msg []byte, sig string) (Signed, err
 				return Signed{}, revokedErr(c, r, false)
 			}
 		}
+		return Signed{}, firstErr
+	}
+	if len(sel) == 1 && sel[0].source == SourceLegacy {
+		// only ATW_WITNESS_KEY could check it (a 0.1.0 seal)
 		return Signed{}, firstErr
 	}
 	if usable == 0 {
