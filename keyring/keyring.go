@@ -65,6 +65,7 @@ func (o Options) withDefaults() Options {
 // Keyring is a loaded keys.json.
 type Keyring struct {
 	path    string
+	file    string // the real path written by save ("" = path)
 	opts    Options
 	entries []Entry
 	exists  bool
@@ -398,7 +399,11 @@ func (k *Keyring) save() error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(k.path, data, 0o600); err != nil {
+	file := k.file
+	if file == "" {
+		file = k.path
+	}
+	if err := atomicfile.WriteFile(file, data, 0o600); err != nil {
 		return exitcode.New(exitcode.Failure, fmt.Errorf("write keyring: %w", err), "")
 	}
 	k.exists = true
