@@ -1,5 +1,12 @@
 package capture
 
+import "errors"
+
+// ErrRevokedKey is wrapped, together with ErrUnknownKey, by verifiers for a
+// signature whose key was revoked: it vouches for nothing, and VerifyLog
+// says why.
+var ErrRevokedKey = errors.New("revoked key")
+
 // SignerVerifier is a SignatureVerifier that also says who signed: the
 // signer's identity, derived from its key material (package keyring's
 // Verifier). VerifyLog uses it when the verifier given implements it, so

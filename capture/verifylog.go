@@ -407,6 +407,7 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 	var checks []SignatureCheck
 	valid := 0
 	signers := map[string]string{} // identity -> key id of its first valid signature
+	why := ""                      // why a held key does not vouch (revoked)
 	sv, identifies := opts.Verifier.(SignerVerifier)
 	for _, s := range ev.End.Signatures {
 		c := SignatureCheck{KeyID: s.KeyID, Alg: s.Alg}
@@ -435,6 +436,9 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 			case errors.Is(err, ErrUnknownKey):
 				c.Status = "unknown_key"
 				c.Detail = err.Error()
+				if why == "" && errors.Is(err, ErrRevokedKey) {
+					why = c.Detail
+				}
 			default:
 				c.Status = "invalid"
 				c.Detail = err.Error()
@@ -451,9 +455,13 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 			}
 		}
 		if len(keys) > 0 {
-			if opts.Verifier == nil {
+			switch {
+			case opts.Verifier == nil:
 				add(FindUntrusted, unsignedSev, "signed by key(s) %s, but no keyring was given to check them", strings.Join(keys, ", "))
-			} else {
+			case why != "":
+				// a revoked key vouches for nothing, whatever else lists it
+				add(FindUntrusted, unsignedSev, "signed only by key(s) %s, which no unrevoked key vouches for: %s", strings.Join(keys, ", "), why)
+			default:
 				add(FindUntrusted, unsignedSev, "signed only by key(s) %s, which the keyring does not hold", strings.Join(keys, ", "))
 			}
 		}

@@ -149,12 +149,17 @@ func revokedErr(c, r *candidate, signed bool) error {
 	if c.keyID == "" {
 		name = "the " + c.source + " key"
 	}
-	same := r == c || r.keyID == c.keyID && r.source == c.source
 	switch {
-	case same && signed:
-		return fmt.Errorf("signed by %s, which was revoked at %s: %w", name, r.revokedAt, ErrRevoked)
-	case same:
+	case r == c || r.keyID == c.keyID && r.source == c.source:
+		if signed {
+			return fmt.Errorf("signed by %s, which was revoked at %s: %w", name, r.revokedAt, ErrRevoked)
+		}
 		return fmt.Errorf("%s was revoked at %s: %w", name, r.revokedAt, ErrRevoked)
+	case r.keyID == c.keyID:
+		if signed {
+			return fmt.Errorf("signed by %s, which was revoked in the %s at %s: %w", name, r.source, r.revokedAt, ErrRevoked)
+		}
+		return fmt.Errorf("%s was revoked in the %s at %s: %w", name, r.source, r.revokedAt, ErrRevoked)
 	case signed:
 		return fmt.Errorf("signed by %s, the same key material as key %s of the %s, which was revoked at %s: %w", name, r.keyID, r.source, r.revokedAt, ErrRevoked)
 	}

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/keyring"
@@ -50,7 +49,21 @@ func (e endVerifier) VerifySigner(keyID, alg string, msg []byte, sig string) (st
 		// checkable with it)
 		return "", err
 	}
-	return "", fmt.Errorf("%v: %w", err, capture.ErrUnknownKey)
+	return "", untrusted{err: err, revoked: errors.Is(err, keyring.ErrRevoked)}
+}
+
+// untrusted is a signature no trusted key vouches for: it reads as the
+// keyring's reason and matches capture.ErrUnknownKey (and
+// capture.ErrRevokedKey for a revoked key).
+type untrusted struct {
+	err     error
+	revoked bool
+}
+
+func (u untrusted) Error() string { return u.err.Error() }
+func (u untrusted) Unwrap() error { return u.err }
+func (u untrusted) Is(target error) bool {
+	return target == capture.ErrUnknownKey || u.revoked && target == capture.ErrRevokedKey
 }
 
 func (e endVerifier) keyringHolds(keyID string) bool {

@@ -1,61 +1,99 @@
 package jsontree
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
 )
 
-// CheckFoldedNames refuses an object, at any depth of v, holding two member
-// names that differ only in letter case ("name" and "Name", or "k" and the
-// Kelvin sign "K"): a case-insensitive decoder (encoding/json) could read
-// either, a case-sensitive one reads the other, so the document has no
-// single reading. Parse already refuses names that are exactly equal. The
-// error names file, line and field path (as ObjectReader does).
-func CheckFoldedNames(v *Value, file string) error {
-	type item struct {
-		v    *Value
-		path string
+// CheckNames refuses a document in which one object, at any depth, has two
+// members whose names are equal or differ only in letter case ("name" and
+// "Name", or "k" and the Kelvin sign "K"). Readers disagree on such
+// documents: some take the first duplicate, some the last, and a
+// case-insensitive decoder (encoding/json) may read "Name" where a
+// case-sensitive one reads "name". The error names file, line and the field
+// path of the second member (as ObjectReader does). Syntax errors are left
+// to Parse: CheckNames reports only names, and returns nil for a document
+// it cannot tokenize. It streams, keeping one small frame per open
+// container; run jsonlimit.Check first to bound the nesting.
+func CheckNames(data []byte, file string) error {
+	type frame struct {
+		obj     bool
+		path    string
+		n       int               // array: index of the next element
+		key     string            // object: name of the current member
+		wantKey bool              // object: the next token is a name or '}'
+		seen    map[string]string // object: folded name -> first spelling
 	}
-	stack := []item{{v, ""}}
-	for len(stack) > 0 {
-		it := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		switch it.v.Kind {
-		case Array:
-			for i := len(it.v.Arr) - 1; i >= 0; i-- {
-				stack = append(stack, item{it.v.Arr[i], fmt.Sprintf("%s[%d]", it.path, i)})
-			}
-		case Object:
-			var seen map[string]string
-			if len(it.v.Obj) > 1 {
-				seen = make(map[string]string, len(it.v.Obj))
-			}
-			for _, m := range it.v.Obj {
-				field := m.Key
-				if it.path != "" {
-					field = it.path + "." + m.Key
-				}
-				if seen != nil {
-					k := foldKey(m.Key)
-					if first, dup := seen[k]; dup {
-						return &Error{File: file, Line: m.KeyLine, Field: field,
-							Msg: fmt.Sprintf("member name %q differs from %q only in letter case (a case-insensitive reader could take either)", m.Key, first)}
-					}
-					seen[k] = m.Key
-				}
-			}
-			for i := len(it.v.Obj) - 1; i >= 0; i-- {
-				m := it.v.Obj[i]
-				field := m.Key
-				if it.path != "" {
-					field = it.path + "." + m.Key
-				}
-				stack = append(stack, item{m.Val, field})
-			}
+	var stack []*frame
+	join := func(path, key string) string {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	valuePath := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		f := stack[len(stack)-1]
+		if f.obj {
+			return join(f.path, f.key)
+		}
+		return fmt.Sprintf("%s[%d]", f.path, f.n)
+	}
+	afterValue := func() {
+		if len(stack) == 0 {
+			return
+		}
+		f := stack[len(stack)-1]
+		if f.obj {
+			f.wantKey = true
+		} else {
+			f.n++
 		}
 	}
-	return nil
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].wantKey {
+			f := stack[len(stack)-1]
+			k, ok := tok.(string)
+			if !ok { // '}'
+				stack = stack[:len(stack)-1]
+				afterValue()
+				continue
+			}
+			fk := foldKey(k)
+			if first, dup := f.seen[fk]; dup {
+				msg := fmt.Sprintf("member name %q appears twice in one object", k)
+				if first != k {
+					msg = fmt.Sprintf("member name %q differs from %q only in letter case (a case-insensitive reader could take either)", k, first)
+				}
+				return &Error{File: file, Line: lineAt(data, dec.InputOffset()), Field: join(f.path, k), Msg: msg}
+			}
+			f.seen[fk] = k
+			f.key, f.wantKey = k, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, path: valuePath(), wantKey: true, seen: map[string]string{}})
+		case json.Delim('['):
+			stack = append(stack, &frame{path: valuePath()})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			afterValue()
+		default:
+			afterValue()
+		}
+	}
 }
 
 // foldKey maps s to one representative of its case-folding class: every
