@@ -284,7 +284,7 @@ func LoadJudgments(path string) (*RecordedProvider, error) {
 		return nil, err
 	}
 	if err := v.Err(); err != nil {
-		return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("recorded judgments: %w", err), "the recorded provider reads only a complete snapshot; run 'witness firewall audit verify' on it")
+		return nil, exitcode.New(exitcode.Of(err), fmt.Errorf("recorded judgments: %w", err), "the recorded provider reads only a complete, untampered snapshot; run 'witness firewall audit verify' on it")
 	}
 	return NewRecordedProvider(path, js), nil
 }

@@ -133,7 +133,7 @@ func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, 
 		return nil, err
 	}
 	if err := v.Err(); err != nil {
-		return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("firewall audit overlay: %w", err), "the overlay reads only a complete snapshot; run 'witness firewall audit verify' on it")
+		return nil, exitcode.New(exitcode.Of(err), fmt.Errorf("firewall audit overlay: %w", err), "the overlay reads only a complete, untampered snapshot; run 'witness firewall audit verify' on it")
 	}
 	snapshot = v.SnapshotID
 	for _, n := range nodes {
