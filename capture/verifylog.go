@@ -73,8 +73,13 @@ func (f Finding) String() string {
 type SignatureCheck struct {
 	KeyID  string `json:"key_id"`
 	Alg    string `json:"alg"`
-	Status string `json:"status"` // valid | invalid | unknown_key | unchecked
+	Status string `json:"status"` // valid | duplicate | invalid | unknown_key | unchecked
 	Detail string `json:"detail,omitempty"`
+	// Signer is the identity of the key that made a valid signature, when
+	// the verifier tells it (SignerVerifier). A second valid signature by
+	// the same signer (under another label) is "duplicate": it is intact
+	// but vouches for nothing more.
+	Signer string `json:"signer,omitempty"`
 }
 
 // LogReport is what VerifyLog found.
@@ -401,6 +406,9 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 	}
 	var checks []SignatureCheck
 	valid := 0
+	signers := map[string]string{} // identity -> key id of its first valid signature
+	why := ""                      // why a held key does not vouch (revoked)
+	sv, identifies := opts.Verifier.(SignerVerifier)
 	for _, s := range ev.End.Signatures {
 		c := SignatureCheck{KeyID: s.KeyID, Alg: s.Alg}
 		switch {
@@ -408,14 +416,29 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 			c.Status = "unchecked"
 			c.Detail = "no keyring to check it with"
 		default:
-			err := opts.Verifier.Verify(s.KeyID, s.Alg, msg, s.Sig)
+			var err error
+			if identifies {
+				c.Signer, err = sv.VerifySigner(s.KeyID, s.Alg, msg, s.Sig)
+			} else {
+				err = opts.Verifier.Verify(s.KeyID, s.Alg, msg, s.Sig)
+			}
+			first, dup := signers[c.Signer]
 			switch {
+			case err == nil && c.Signer != "" && dup:
+				c.Status = "duplicate"
+				c.Detail = fmt.Sprintf("the same key as the signature by key %s: one signer, counted once", first)
 			case err == nil:
 				c.Status = "valid"
 				valid++
+				if c.Signer != "" {
+					signers[c.Signer] = s.KeyID
+				}
 			case errors.Is(err, ErrUnknownKey):
 				c.Status = "unknown_key"
 				c.Detail = err.Error()
+				if why == "" && errors.Is(err, ErrRevokedKey) {
+					why = c.Detail
+				}
 			default:
 				c.Status = "invalid"
 				c.Detail = err.Error()
@@ -432,9 +455,13 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 			}
 		}
 		if len(keys) > 0 {
-			if opts.Verifier == nil {
+			switch {
+			case opts.Verifier == nil:
 				add(FindUntrusted, unsignedSev, "signed by key(s) %s, but no keyring was given to check them", strings.Join(keys, ", "))
-			} else {
+			case why != "":
+				// a revoked key vouches for nothing, whatever else lists it
+				add(FindUntrusted, unsignedSev, "signed only by key(s) %s, which no unrevoked key vouches for: %s", strings.Join(keys, ", "), why)
+			default:
 				add(FindUntrusted, unsignedSev, "signed only by key(s) %s, which the keyring does not hold", strings.Join(keys, ", "))
 			}
 		}

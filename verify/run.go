@@ -140,8 +140,11 @@ func Run(o Options) (*Report, error) {
 func checkSeal(r *Report, s *seal.Sealed, o Options) error {
 	res, err := seal.Verify(s, o.SealKeys)
 	if res != nil {
+		// one entry per signer (key material), not per label
+		seen := map[string]bool{}
 		for _, c := range res.Checks {
-			if c.Status == seal.StatusOK && c.KeyID != "" {
+			if c.Status == seal.StatusOK && c.KeyID != "" && !seen[c.Signer] {
+				seen[c.Signer] = true
 				r.Seal.Signers = append(r.Seal.Signers, c.KeyID)
 			}
 		}

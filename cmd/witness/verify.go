@@ -46,7 +46,10 @@ HMAC signatures are checked with the keyring (a seal with key_id uses only
 that key; one without tries every non-revoked key) or with ATW_WITNESS_KEY
 for 0.1.0 seals; Ed25519 signatures with the keyring's or a trust file's
 public keys. With --quorum K, at least K distinct trusted keys must have
-signed the exact body.
+signed the exact body: signers are told apart by key material, so one key
+under two labels (with and without key_id, two key ids) counts once. A key
+revoked in the keyring or the trust file verifies nothing, whatever the
+other says.
 
 It prints one line per signature and a verdict line. Exit codes: 0 verified,
 1 quorum not met, 3 a signature does not verify, is by a revoked key, or
