@@ -211,7 +211,6 @@ func sealFor(t *testing.T, dir string) (string, Plan, seal.VerifyOptions) {
 	return p, PlanFromSeal(sealed), seal.VerifyOptions{Trust: trust}
 }
 
-
 func writeFile(t *testing.T, dir, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
