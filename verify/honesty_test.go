@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,22 @@ func TestImportedNotObserved(t *testing.T) {
 	}
 	if ju := string(render(t, r, "junit")); !strings.Contains(ju, `<property name="provenance" value="imported">`) || !strings.Contains(ju, `<property name="qualifier" value="imported, not observed (converted from atw-0.1.0)">`) {
 		t.Errorf("junit:\n%s", ju)
+	}
+	// reported events appended to it: the imported ones are still named
+	p := writeFile(t, t.TempDir(), "events.jsonl", data)
+	if _, err := capture.AppendLog(p, strings.NewReader(`{"kind":"model_output","content":"done"}`+"\n"),
+		capture.AppendOptions{Verifier: testKey, Signers: []capture.Signer{testKey}, Clock: func() string { return testTS }}); err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = runCheck(t, plan, mixed, signedOpts())
+	n := r.Evidence.Sources["imported"]
+	if r.Verdict != Verified || r.Evidence.Provenance != "imported+reported" || r.Evidence.Sources["reported"] != 2 ||
+		!strings.Contains(verdictLineOf(t, r), fmt.Sprintf("; imported, not observed (converted from atw-0.1.0): %d of %d lines", n, n+2)) {
+		t.Errorf("imported then reported: %s %q %v\n%s", r.Verdict, r.Evidence.Provenance, r.Evidence.Sources, reportText(t, r))
 	}
 	// an observed capture says nothing of the kind
 	plan = testPlan()

@@ -114,7 +114,11 @@ func (r *Report) qualifiers() []string {
 			q += " (converted from " + from + ")"
 		}
 		if n, all := r.Evidence.Sources["imported"], r.sourceTotal(); n < all {
-			q += fmt.Sprintf(": %d of %d events", n, all)
+			unit := "lines"
+			if r.Evidence.Kind == "graph" {
+				unit = "events"
+			}
+			q += fmt.Sprintf(": %d of %d %s", n, all, unit)
 		}
 		out = append(out, q)
 	}

@@ -56,7 +56,7 @@ type Evidence struct {
 	// GraphFile is the graph checked against the event log (--graph with
 	// --events): it must be the log's graph, digest for digest.
 	GraphFile string `json:"graph_file,omitempty"`
-	// Sources counts the events (lines, or graph events) by source:
+	// Sources counts the log's lines (a graph's events) by source:
 	// observed, reported, imported.
 	Sources map[string]int64 `json:"sources,omitempty"`
 	// Provenance names the sources present, sorted and joined by "+"
