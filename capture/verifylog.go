@@ -15,7 +15,7 @@ import (
 const (
 	StatusOK         = "ok"         // chain intact, ended, signed by a trusted key (or unsigned allowed)
 	StatusUnsigned   = "unsigned"   // intact and ended, but no trusted signature vouches for it
-	StatusIncomplete = "incomplete" // intact as far as it goes, but cut off or never ended
+	StatusIncomplete = "incomplete" // intact as far as it goes, but cut off, never ended, or its recording failed
 	StatusTampered   = "tampered"   // edited, reordered, inserted, deleted or invalid lines, or a bad signature
 )
 
@@ -40,6 +40,7 @@ const (
 	FindLink      = "link"         // a causal link names no earlier event of the right kind
 	FindEnd       = "end"          // session_end count or head is wrong
 	FindSignature = "signature"    // a signature does not verify
+	FindFailure   = "failure"      // a session_end records that the recording failed (EndFailure)
 	FindUnsigned  = "unsigned"     // the end carries no signature
 	FindUntrusted = "untrusted"    // the end is signed only by keys the verifier does not hold
 	FindPartial   = "partial"      // the last line has no newline (cut off)
@@ -128,9 +129,16 @@ func (r *LogReport) Err() error {
 			fmt.Errorf("event log %s is unsigned: %s", r.File, first(SevUnsigned)),
 			"capture with --keyring to sign the session end, or verify with the keyring that holds the signing key")
 	case StatusIncomplete:
+		hint := "the capture was cut off before its session_end; the lines present are intact"
+		for _, f := range r.Findings {
+			if f.Code == FindFailure {
+				hint = "the recording failed (its session_end says why); the lines present are intact, what came after the failure is missing"
+				break
+			}
+		}
 		return exitcode.New(exitcode.Incomplete,
 			fmt.Errorf("event log %s is incomplete: %s", r.File, first(SevIncomplete)),
-			"the capture was cut off before its session_end; the lines present are intact")
+			hint)
 	}
 	return exitcode.Errorf(exitcode.Failure, "event log %s: unknown status %q", r.File, r.Status)
 }
@@ -322,6 +330,16 @@ func VerifyLog(r io.Reader, name string, opts VerifyLogOptions) (*LogReport, err
 			if ev.End.Head != ev.Prev {
 				// (whether prev is the hash of the line before is the chain check)
 				add(lineNo, id, FindEnd, SevTampered, "head %s differs from the end's prev %s", ev.End.Head, ev.Prev)
+			}
+			// A recorded failure counts on every end, checkpoints
+			// included: events appended later cannot fill the gap the
+			// failure left, and a later end must not launder it.
+			if failure, inferred := EndFailure(ev.End); failure != "" {
+				if inferred {
+					add(lineNo, id, FindFailure, SevIncomplete, "the recording failed (read from the end's reason): %s", failure)
+				} else {
+					add(lineNo, id, FindFailure, SevIncomplete, "the recording failed: %s", failure)
+				}
 			}
 			// A bad signature is tampering wherever it is. A missing or
 			// untrusted one matters only on the last end: a later end
