@@ -86,7 +86,8 @@ func TestParse(t *testing.T) {
 	}{
 		{`{"jsonrpc":"2.0","id":0,"method":"ping"}`, KindRequest, "0"},
 		{`{"jsonrpc":"2.0","id":"1","method":"roots/list","params":{}}`, KindRequest, `"1"`},
-		{`{"result":{},"jsonrpc":"2.0","id":1.0}`, KindResponse, "1.0"},
+		{`{"result":{},"jsonrpc":"2.0","id":1.0}`, KindInvalid, ""},
+		{`{"result":{},"jsonrpc":"2.0","id":7}`, KindResponse, "7"},
 		{`{"method":"notifications/tools/list_changed","jsonrpc":"2.0"}`, KindNotification, ""},
 		{`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"x"}}`, KindResponse, "3"},
 		{`{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse"}}`, KindResponse, ""},
@@ -97,7 +98,7 @@ func TestParse(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":null,"method":"x"}`, KindInvalid, "null"},
 		{`{"jsonrpc":"2.0","id":{},"result":{}}`, KindInvalid, "{}"},
 		{`{"jsonrpc":"2.0","id":1,"result":{}} trailing`, KindInvalid, ""},
-		{`{"jsonrpc":"2.0","id":1,"id":2,"result":{}}`, KindInvalid, "1"},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"result":{}}`, KindInvalid, ""},
 	}
 	for _, c := range cases {
 		m, err := Parse([]byte(c.line))
