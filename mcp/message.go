@@ -110,9 +110,11 @@ func Parse(line []byte) (*Message, error) {
 		sr.add(true, "id %s is not an exact integer token (readers that convert ids to integers or doubles differ on it)", shortLit(string(m.ID)))
 	}
 	if m.Method == "tools/call" && isObject(m.Params) {
+		present := map[string]bool{}
+		forMembers(m.Params, func(name string, _ json.RawMessage) { present[name] = true })
 		forMembers(m.Params, func(name string, _ json.RawMessage) {
 			for _, f := range []string{"name", "arguments", "_meta"} {
-				if name != f && strings.EqualFold(name, f) {
+				if name != f && !present[f] && strings.EqualFold(name, f) {
 					sr.add(false, "member %s at $.params differs from %q only in letter case (a case-insensitive decoder reads it as %q)", quoteShort(name), f, f)
 				}
 			}

@@ -354,36 +354,41 @@ func (p *lenient) value(depth int) (*lnode, error) {
 		}
 		return &lnode{kind: 's', str: s, raw: p.b[start:p.i]}, nil
 	}
-	// a number or literal: use the strict scanner for exactly one token
-	s := &strictScan{b: p.b, i: p.i, stack: []frame{{}}}
 	c := p.b[p.i]
-	ok := false
 	switch {
 	case c == '-' || (c >= '0' && c <= '9'):
-		ok = s.number()
-	case c == 't':
-		ok = s.literal("true")
-	case c == 'f':
-		ok = s.literal("false")
-	case c == 'n':
-		ok = s.literal("null")
-	default:
-		return nil, p.syntax(fmt.Sprintf("unexpected character %q", c))
-	}
-	if !ok {
-		if s.r.eof {
-			return nil, errIncomplete
+		end, msg := scanNumber(p.b, p.i)
+		p.i = end
+		if msg != "" {
+			return nil, p.syntax(msg)
 		}
-		return nil, s.r.err
+	default:
+		matched := false
+		for _, w := range []string{"true", "false", "null"} {
+			if w[0] != c {
+				continue
+			}
+			rest := p.b[p.i:]
+			if len(rest) < len(w) && string(rest) == w[:len(rest)] {
+				return nil, errIncomplete
+			}
+			if len(rest) < len(w) || string(rest[:len(w)]) != w {
+				return nil, p.syntax("invalid literal")
+			}
+			p.i += len(w)
+			matched = true
+		}
+		if !matched {
+			return nil, p.syntax(fmt.Sprintf("unexpected character %q", c))
+		}
 	}
-	p.i = s.i
 	return &lnode{kind: 'l', raw: p.b[start:p.i]}, nil
 }
 
 // str reads a string token with the strict scanner's rules (lone
 // surrogates and invalid UTF-8 are kept, not refused: this is a reading).
 func (p *lenient) str() (string, error) {
-	s := &strictScan{b: p.b, i: p.i}
+	s := &strictScan{b: p.b, i: p.i, keep: true}
 	v, ok := s.str()
 	if !ok {
 		if s.r.eof {
@@ -392,5 +397,5 @@ func (p *lenient) str() (string, error) {
 		return "", s.r.err
 	}
 	p.i = s.i
-	return v, nil
+	return string(v), nil
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -77,57 +78,59 @@ func (r *scanResult) list() []string {
 type frame struct {
 	obj   bool
 	idx   int    // array: index of the current element
-	key   string // object: name of the current member
+	key   []byte // object: name of the current member
 	names nameSet
 }
 
 // nameSet holds the member names of one object, exactly and folded. Small
 // objects use slices, larger ones maps, so the scan stays linear.
 type nameSet struct {
-	exact []string
-	fold  []string
+	start int // the object's names are strictScan.names[start:] while small
 	em    map[string]struct{}
 	fm    map[string]string // fold key -> first exact name
 }
 
 const nameSetSmall = 16
 
-// add records name and returns the earlier exact duplicate (dup) or the
-// earlier name equal under simple case folding (variant).
-func (s *nameSet) add(name string) (dup bool, variant string) {
-	fk := foldKey(name)
-	if s.em == nil && len(s.exact) < nameSetSmall {
-		for i, n := range s.exact {
-			if n == name {
+// addName records a member name of the innermost object and returns whether
+// it repeats an earlier name exactly (dup) or the earlier name equal to it
+// under simple case folding (variant). Small objects keep their names on
+// one stack shared by all open objects (an object's members are all read
+// before its parent's next member) and compare pairwise with
+// bytes.EqualFold; larger ones use maps, so the scan stays linear.
+func (s *strictScan) addName(ns *nameSet, name []byte) (dup bool, variant string) {
+	if ns.em == nil && len(s.names)-ns.start < nameSetSmall {
+		for _, n := range s.names[ns.start:] {
+			if bytes.Equal(n, name) {
 				return true, ""
 			}
-			if s.fold[i] == fk && variant == "" {
-				variant = n
+			if variant == "" && bytes.EqualFold(n, name) {
+				variant = string(n)
 			}
 		}
-		s.exact = append(s.exact, name)
-		s.fold = append(s.fold, fk)
+		s.names = append(s.names, name)
 		return false, variant
 	}
-	if s.em == nil {
-		s.em = make(map[string]struct{}, 2*nameSetSmall)
-		s.fm = make(map[string]string, 2*nameSetSmall)
-		for i, n := range s.exact {
-			s.em[n] = struct{}{}
-			if _, ok := s.fm[s.fold[i]]; !ok {
-				s.fm[s.fold[i]] = n
+	if ns.em == nil {
+		ns.em = make(map[string]struct{}, 2*nameSetSmall)
+		ns.fm = make(map[string]string, 2*nameSetSmall)
+		for _, n := range s.names[ns.start:] {
+			ns.em[string(n)] = struct{}{}
+			if fk := foldKey(string(n)); ns.fm[fk] == "" {
+				ns.fm[fk] = string(n)
 			}
 		}
-		s.exact, s.fold = nil, nil
+		s.names = s.names[:ns.start]
 	}
-	if _, ok := s.em[name]; ok {
+	if _, ok := ns.em[string(name)]; ok {
 		return true, ""
 	}
-	s.em[name] = struct{}{}
-	if first, ok := s.fm[fk]; ok {
+	ns.em[string(name)] = struct{}{}
+	fk := foldKey(string(name))
+	if first, ok := ns.fm[fk]; ok {
 		return false, first
 	}
-	s.fm[fk] = name
+	ns.fm[fk] = string(name)
 	return false, ""
 }
 
@@ -174,12 +177,17 @@ type strictScan struct {
 	b     []byte
 	i     int
 	stack []frame
+	deep  []bool // containers nested beyond MaxWireDepth: only whether each is an object
 	r     scanResult
 	name  bool // reading a member name
+	keep  bool // return string values too (the lenient reader)
+	names [][]byte
 }
 
+func (s *strictScan) depth() int { return len(s.stack) + len(s.deep) }
+
 func scanLine(line []byte) scanResult {
-	s := &strictScan{b: line}
+	s := &strictScan{b: line, stack: make([]frame, 0, 8)}
 	s.run()
 	return s.r
 }
@@ -190,7 +198,7 @@ func (s *strictScan) path() string {
 	b.WriteByte('$')
 	for _, f := range s.stack {
 		if f.obj {
-			writeKeyPath(&b, f.key)
+			writeKeyPath(&b, string(f.key))
 		} else {
 			b.WriteByte('[')
 			b.WriteString(strconv.Itoa(f.idx))
@@ -257,7 +265,7 @@ func (s *strictScan) inEnvelope() bool {
 	if len(s.stack) == 0 || !s.stack[0].obj || s.r.values > 1 {
 		return false
 	}
-	switch s.stack[0].key {
+	switch string(s.stack[0].key) {
 	case "jsonrpc", "id", "method":
 		return true
 	}
@@ -290,7 +298,7 @@ func (s *strictScan) run() {
 // value reads one complete value (iteratively) and returns false on a
 // syntax error.
 func (s *strictScan) value() bool {
-	base := len(s.stack)
+	base := s.depth()
 	for {
 		s.ws()
 		if s.i >= len(s.b) {
@@ -301,14 +309,18 @@ func (s *strictScan) value() bool {
 		switch {
 		case c == '{' || c == '[':
 			s.i++
-			s.stack = append(s.stack, frame{obj: c == '{'})
-			if len(s.stack) == jsonlimit.MaxWireDepth+1 {
-				s.r.add(false, "nesting deeper than %d levels at %s", jsonlimit.MaxWireDepth, s.objectPathOrRoot())
+			if len(s.stack) < jsonlimit.MaxWireDepth {
+				s.stack = append(s.stack, frame{obj: c == '{', names: nameSet{start: len(s.names)}})
+			} else {
+				if len(s.deep) == 0 {
+					s.r.add(false, "nesting deeper than %d levels at %s", jsonlimit.MaxWireDepth, s.path())
+				}
+				s.deep = append(s.deep, c == '{')
 			}
 			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == byte(c+2) { // '}' or ']'
+			if s.i < len(s.b) && s.b[s.i] == c+2 { // '}' or ']'
 				s.i++
-				s.stack = s.stack[:len(s.stack)-1]
+				s.pop()
 				break
 			}
 			if c == '{' && !s.member() {
@@ -341,7 +353,7 @@ func (s *strictScan) value() bool {
 		}
 		// a value ended: close containers or go on to the next element
 		for {
-			if len(s.stack) == base {
+			if s.depth() == base {
 				return true
 			}
 			s.ws()
@@ -349,28 +361,47 @@ func (s *strictScan) value() bool {
 				s.fail(true, "unexpected end of line")
 				return false
 			}
-			f := &s.stack[len(s.stack)-1]
+			obj := s.curObj()
 			c := s.b[s.i]
 			if c == ',' {
 				s.i++
-				if f.obj {
+				if obj {
 					if !s.member() {
 						return false
 					}
-				} else {
-					f.idx++
+				} else if len(s.deep) == 0 {
+					s.stack[len(s.stack)-1].idx++
 				}
 				break
 			}
-			if (f.obj && c == '}') || (!f.obj && c == ']') {
+			if (obj && c == '}') || (!obj && c == ']') {
 				s.i++
-				s.stack = s.stack[:len(s.stack)-1]
+				s.pop()
 				continue
 			}
 			s.fail(false, "expected ',' or a closing bracket, got %q", c)
 			return false
 		}
 	}
+}
+
+func (s *strictScan) curObj() bool {
+	if len(s.deep) > 0 {
+		return s.deep[len(s.deep)-1]
+	}
+	return s.stack[len(s.stack)-1].obj
+}
+
+func (s *strictScan) pop() {
+	if len(s.deep) > 0 {
+		s.deep = s.deep[:len(s.deep)-1]
+		return
+	}
+	f := &s.stack[len(s.stack)-1]
+	if f.obj && f.names.em == nil {
+		s.names = s.names[:f.names.start]
+	}
+	s.stack = s.stack[:len(s.stack)-1]
 }
 
 func (s *strictScan) objectPathOrRoot() string {
@@ -407,19 +438,22 @@ func (s *strictScan) member() bool {
 		return false
 	}
 	s.i++
+	if len(s.deep) > 0 {
+		return true // beyond the depth limit (already a reason): no name checks
+	}
 	f := &s.stack[len(s.stack)-1]
 	top := len(s.stack) == 1 && s.r.values == 1
-	dup, variant := f.names.add(name)
+	dup, variant := s.addName(&f.names, name)
 	switch {
 	case dup:
-		s.r.add(top, "duplicate member %s at %s", quoteShort(name), s.objectPath())
+		s.r.add(top, "duplicate member %s at %s", quoteShort(string(name)), s.objectPath())
 	case variant != "":
-		s.r.add(top, "case-variant members %s/%s at %s (a case-insensitive decoder may read either)", quoteShort(variant), quoteShort(name), s.objectPath())
+		s.r.add(top, "case-variant members %s/%s at %s (a case-insensitive decoder may read either)", quoteShort(variant), quoteShort(string(name)), s.objectPath())
 	}
 	if top {
 		for _, e := range envelopeNames {
-			if name != e && strings.EqualFold(name, e) {
-				s.r.add(true, "member %s at $ differs from %q only in letter case (a case-insensitive decoder reads it as %q)", quoteShort(name), e, e)
+			if string(name) != e && bytes.EqualFold(name, []byte(e)) {
+				s.r.add(true, "member %s at $ differs from %q only in letter case (a case-insensitive decoder reads it as %q)", quoteShort(string(name)), e, e)
 			}
 		}
 	}
@@ -444,43 +478,17 @@ func (s *strictScan) literal(w string) bool {
 // its value exactly.
 func (s *strictScan) number() bool {
 	start := s.i
-	b := s.b
-	if s.i < len(b) && b[s.i] == '-' {
-		s.i++
-	}
-	digits := func() int {
-		n := 0
-		for s.i < len(b) && b[s.i] >= '0' && b[s.i] <= '9' {
-			s.i++
-			n++
-		}
-		return n
-	}
-	switch {
-	case s.i < len(b) && b[s.i] == '0':
-		s.i++
-	case digits() == 0:
-		s.fail(s.i >= len(b), "invalid number")
+	end, msg := scanNumber(s.b, s.i)
+	if msg != "" {
+		s.i = end
+		s.fail(end >= len(s.b), "%s", msg)
 		return false
 	}
-	if s.i < len(b) && b[s.i] == '.' {
-		s.i++
-		if digits() == 0 {
-			s.fail(s.i >= len(b), "invalid number: no digits after '.'")
-			return false
-		}
+	s.i = end
+	if plainInt(s.b[start:end]) {
+		return true // a short integer: canonical as written
 	}
-	if s.i < len(b) && (b[s.i] == 'e' || b[s.i] == 'E') {
-		s.i++
-		if s.i < len(b) && (b[s.i] == '+' || b[s.i] == '-') {
-			s.i++
-		}
-		if digits() == 0 {
-			s.fail(s.i >= len(b), "invalid number: no digits in the exponent")
-			return false
-		}
-	}
-	lit := string(b[start:s.i])
+	lit := string(s.b[start:end])
 	c, exact := CanonicalNumber(lit)
 	switch {
 	case !exact:
@@ -489,6 +497,62 @@ func (s *strictScan) number() bool {
 		s.r.numbers = append(s.r.numbers, NumberText{Path: s.path(), Text: lit})
 	}
 	return true
+}
+
+// plainInt reports whether a scanned number is an integer of at most 15
+// digits other than -0, which canonical JSON writes as it is.
+func plainInt(b []byte) bool {
+	d := b
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || (len(b) != len(d) && len(d) == 1 && d[0] == '0') {
+		return false
+	}
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// scanNumber scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at i and
+// returns its end, or a message saying what is wrong.
+func scanNumber(b []byte, i int) (int, string) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return i, "invalid number"
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return i, "invalid number: no digits after '.'"
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return i, "invalid number: no digits in the exponent"
+		}
+	}
+	return i, ""
 }
 
 func shortLit(lit string) string {
@@ -555,7 +619,7 @@ func decimalOf(lit string) (string, bool) {
 // str scans a string token and returns its decoded value; invalid UTF-8 and
 // lone surrogate escapes are reasons (the canonical encoder refuses them),
 // raw control characters and bad escapes syntax errors.
-func (s *strictScan) str() (string, bool) {
+func (s *strictScan) str() ([]byte, bool) {
 	s.i++
 	b := s.b
 	start := s.i
@@ -567,7 +631,7 @@ func (s *strictScan) str() (string, bool) {
 			if !utf8.Valid(raw) {
 				s.strReason("invalid UTF-8")
 			}
-			return string(raw), true
+			return raw, true
 		}
 		if c == '\\' || c < 0x20 {
 			break
@@ -587,14 +651,14 @@ func (s *strictScan) str() (string, bool) {
 			if lone != "" {
 				s.strReason("lone surrogate escape " + lone)
 			}
-			return string(out), true
+			return out, true
 		case c < 0x20:
 			s.fail(false, "control character in a string")
-			return "", false
+			return nil, false
 		case c == '\\':
 			if s.i+1 >= len(b) {
 				s.fail(true, "unexpected end of line in a string")
-				return "", false
+				return nil, false
 			}
 			e := b[s.i+1]
 			s.i += 2
@@ -615,7 +679,7 @@ func (s *strictScan) str() (string, bool) {
 				r := hex4(b[s.i:])
 				if r < 0 {
 					s.fail(len(b)-s.i < 4, `invalid \u escape`)
-					return "", false
+					return nil, false
 				}
 				s.i += 4
 				switch {
@@ -643,7 +707,7 @@ func (s *strictScan) str() (string, bool) {
 				}
 			default:
 				s.fail(false, "invalid escape \\%c", e)
-				return "", false
+				return nil, false
 			}
 		default:
 			if c >= utf8.RuneSelf {
@@ -660,7 +724,7 @@ func (s *strictScan) str() (string, bool) {
 		}
 	}
 	s.fail(true, "unexpected end of line in a string")
-	return "", false
+	return nil, false
 }
 
 // strReason reports a string the canonical encoder cannot carry: a member
