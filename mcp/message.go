@@ -333,3 +333,65 @@ func IDType(id json.RawMessage) string {
 	}
 	return "number"
 }
+
+// Member returns the value of the member name of the JSON object obj,
+// matched exactly (case sensitive). It is meant for parts of a line Parse
+// accepted, whose member names are unique: there is no first or last to
+// choose. ok is false when obj is not an object or has no such member.
+func Member(obj json.RawMessage, name string) (val json.RawMessage, ok bool) {
+	forMembers(obj, func(k string, v json.RawMessage) {
+		if !ok && k == name {
+			val, ok = v, true
+		}
+	})
+	return val, ok
+}
+
+// StringValue decodes a JSON string token; ok is false for any other value.
+func StringValue(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := unquoteKey(raw)
+	return s, err == nil
+}
+
+// NumbersUnder returns the numbers of ns at or below the JSON path prefix,
+// their paths rebased so that prefix becomes "$" ("$.params.arguments.x"
+// under "$.params.arguments" is "$.x"); nil when there are none.
+func NumbersUnder(ns []NumberText, prefix string) map[string]string {
+	var out map[string]string
+	for _, n := range ns {
+		rest, ok := strings.CutPrefix(n.Path, prefix)
+		if !ok || (rest != "" && rest[0] != '.' && rest[0] != '[') {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out["$"+rest] = n.Text
+	}
+	return out
+}
+
+// ForElements calls fn for each element of a JSON array that is part of a
+// line Parse accepted; nothing when arr is not an array.
+func ForElements(arr json.RawMessage, fn func(el json.RawMessage)) {
+	i := skipWS(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return
+	}
+	i = skipWS(arr, i+1)
+	for i < len(arr) && arr[i] != ']' {
+		end := skipValue(arr, i)
+		if end == i {
+			return
+		}
+		fn(json.RawMessage(arr[i:end:end]))
+		i = skipWS(arr, end)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipWS(arr, i+1)
+		}
+	}
+}
