@@ -121,8 +121,8 @@ type MessageEvent struct {
 
 // NotificationEvent is a server-to-client notification or request.
 type NotificationEvent struct {
-	Method string
-	Params any
+	Method  string
+	Params  any
 	RPCID   json.RawMessage // for server requests
 	TS      string
 	Source  Source
