@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
@@ -62,7 +64,10 @@ func ReadAll(data []byte) Readings {
 		if err != nil {
 			out.Err = err
 			out.Incomplete = errors.Is(err, errIncomplete)
-			return out
+			if len(values) == 0 {
+				return out
+			}
+			break // the values before the error are still read by a one-value decoder
 		}
 		if v.kind == 'a' && len(values) == 0 && p.rest() {
 			values = append(values, v.vals...)
@@ -71,8 +76,10 @@ func ReadAll(data []byte) Readings {
 		values = append(values, v)
 	}
 	if len(values) == 0 {
-		out.Err = errIncomplete
-		out.Incomplete = true
+		if out.Err == nil {
+			out.Err = errIncomplete
+			out.Incomplete = true
+		}
 		return out
 	}
 	if len(values) > MaxReadingValues {
@@ -144,7 +151,7 @@ func read(v *lnode, st strategy) Reading {
 	} else if v.get("result", st) != nil || v.get("error", st) != nil {
 		r.Kind = KindResponse
 	}
-	if r.Kind == KindRequest && r.Method == "tools/call" && params != nil && params.kind == 'o' {
+	if (r.Kind == KindRequest || r.Kind == KindNotification) && r.Method == "tools/call" && params != nil && params.kind == 'o' {
 		if name := params.get("name", st); name != nil && name.kind == 's' {
 			r.Tool, r.HasTool = name.str, true
 		}
@@ -397,5 +404,15 @@ func (p *lenient) str() (string, error) {
 		return "", s.r.err
 	}
 	p.i = s.i
+	if !utf8.Valid(v) {
+		// decoders read each invalid byte as U+FFFD
+		var b strings.Builder
+		for len(v) > 0 {
+			r, n := utf8.DecodeRune(v)
+			b.WriteRune(r)
+			v = v[n:]
+		}
+		return b.String(), nil
+	}
 	return string(v), nil
 }

@@ -290,6 +290,12 @@ func (s *strictScan) run() {
 			s.r.add(true, "batch: a JSON-RPC batch (array) holds several messages")
 		}
 		if !s.value() {
+			if s.r.values > 1 {
+				// a decoder that reads one value acts on the first and
+				// ignores (or chokes on) the rest: ambiguous, not invalid
+				s.r.add(true, "trailing data that is not JSON after the first value: %v", s.r.err)
+				s.r.err, s.r.eof = nil, false
+			}
 			return
 		}
 	}

@@ -261,7 +261,7 @@ func (c *checker) ambiguous(e *capture.Event, line int64) {
 	var argSets []json.RawMessage
 	seenArgs := map[string]bool{}
 	for _, r := range a.Readings {
-		if r.Kind != "request" || r.Method != "tools/call" {
+		if (r.Kind != "request" && r.Kind != "notification") || r.Method != "tools/call" {
 			continue
 		}
 		tool := "(unnamed)"
