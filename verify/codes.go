@@ -45,6 +45,7 @@ var codes = map[string]codeInfo{
 	"tool-definition-drift":  {"The server's tool definition differs from the one pinned in the seal", "The MCP server changed the tool (a rug pull) after the seal was made."},
 	"pinned-tool-not-listed": {"A tool pinned in the seal was not listed by the server", "The server's tool surface changed since the seal was made."},
 	"tools-list-changed":     {"The server announced a tool list change during the session", "Definitions after this point were not pinned at session start."},
+	"ambiguous-wire-line":    {"A wire line has more than one reading", "The host or server sent a line (duplicated or case-variant member names, a batch, several values, a number or string canonical JSON cannot carry exactly) that a peer could act on otherwise than the witness reads it. Each reading is checked against the seal; the session cannot be verified."},
 	"not-checkable":          {"A check could not run on this evidence", "The evidence lacks what the check needs; the reason is in the message."},
 }
 

@@ -132,6 +132,7 @@ type CheckResult struct {
 const (
 	CheckSeal        = "seal-signature"
 	CheckChain       = "event-chain"
+	CheckWire        = "wire-reading"
 	CheckBinding     = "seal-binding"
 	CheckUnsealed    = "unsealed-tool"
 	CheckUnused      = "unused-tool"
@@ -144,6 +145,7 @@ const (
 var Checks = []struct{ ID, Title string }{
 	{CheckSeal, "seal signature and quorum"},
 	{CheckChain, "event log hash chain and signed end"},
+	{CheckWire, "every wire line has exactly one reading"},
 	{CheckBinding, "events bound to this seal"},
 	{CheckUnsealed, "every tool used is sealed"},
 	{CheckUnused, "every sealed tool is used"},

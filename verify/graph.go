@@ -200,6 +200,9 @@ func eventsFromGraph(g *graph.Graph) ([]*capture.Event, string, error) {
 		case n.HasType(graph.WNotification):
 			e.Kind = capture.KindNotification
 			e.Method = n.Value(graph.OtelMCPMethodName)
+		case n.HasType(graph.WAmbiguousLine):
+			e.Kind = capture.KindAmbiguous
+			payload(n)
 		default:
 			continue
 		}
