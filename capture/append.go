@@ -196,7 +196,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 	case StatusTampered:
 		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("refusing to append to %s: %w", path, verr), "an append would extend a broken chain; keep the log as evidence and start a new capture")
 	case StatusIncomplete:
-		if rep.Lines == 0 || rep.Count(SevIncomplete) != 1 || rep.Findings[0].Code != FindNoEnd {
+		if rep.Lines == 0 || !appendable(rep) {
 			return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("refusing to append to %s: %w", path, verr), "its last line was cut off; appending would hide where")
 		}
 	}
@@ -413,4 +413,25 @@ func vouched(rep *LogReport) bool {
 		}
 	}
 	return false
+}
+
+// appendable reports whether an incomplete log may be continued: its only
+// incomplete findings are a missing end (a log left open) and recorded
+// failures, which stay in their ends and keep the log incomplete. A cut-off
+// last line is never continued.
+func appendable(rep *LogReport) bool {
+	if rep.FindingsDropped > 0 {
+		return false
+	}
+	n := 0
+	for _, f := range rep.Findings {
+		if f.Severity != SevIncomplete {
+			continue
+		}
+		n++
+		if f.Code != FindNoEnd && f.Code != FindFailure {
+			return false
+		}
+	}
+	return n == rep.Count(SevIncomplete)
 }

@@ -74,6 +74,7 @@ type Deriver struct {
 	toolNames map[string]int
 	annots    map[string]json.RawMessage
 	longLine  map[cassette.Dir]bool
+	frag      []byte // c2s: an unfinished JSON value a stream decoder would join with the next line
 	exit      string
 	firstErr  string
 	signals   []string
@@ -176,14 +177,78 @@ func (d *Deriver) feed(r *cassette.Record) error {
 	m, perr := mcp.Parse(r.Data)
 	if r.Dir == cassette.C2S {
 		if perr != nil {
-			return nil // the witness never writes invalid lines; a proxy host might: not ours to judge here
+			return d.ambiguous(r, m, perr, ts, wire)
 		}
+		d.frag = nil
 		return d.c2s(m, ts, wire, r.Seq)
+	}
+	if mcp.IsAmbiguous(perr) {
+		return d.ambiguous(r, m, perr, ts, wire)
 	}
 	if perr != nil {
 		return d.invalid(r, perr, ts, wire)
 	}
 	return d.s2c(m, ts, wire)
+}
+
+// maxFragment bounds the unfinished JSON value kept to join with later
+// host lines.
+const maxFragment = 1 << 20
+
+// ambiguous records a line that has no single reading: every host line Parse
+// refuses (a server may still act on it: a lenient decoder, a stream
+// decoder joining it with the next line) and every server line Parse calls
+// ambiguous. The event keeps the exact bytes, the reasons and the readings.
+func (d *Deriver) ambiguous(r *cassette.Record, m *mcp.Message, perr error, ts string, wire *WireRef) error {
+	var reasons []string
+	var amb *mcp.AmbiguousError
+	if errors.As(perr, &amb) {
+		reasons = amb.Reasons
+	} else {
+		reasons = []string{perr.Error()}
+	}
+	rd := mcp.ReadAll(r.Data)
+	if r.Dir == cassette.C2S {
+		if d.frag != nil {
+			joined := append(append(d.frag, '\n'), r.Data...)
+			jr := mcp.ReadAll(joined)
+			switch {
+			case jr.Err == nil:
+				reasons = append(reasons, "completes a JSON value begun on an earlier line: a stream decoder reads them as one message (readings \"joined\")")
+				for i := range jr.List {
+					for j, dec := range jr.List[i].Decoders {
+						jr.List[i].Decoders[j] = "joined: " + dec
+					}
+				}
+				rd.List = append(rd.List, jr.List...)
+				d.frag = nil
+			case jr.Incomplete && len(joined) <= maxFragment:
+				reasons = append(reasons, "continues a JSON value begun on an earlier line that is still unfinished")
+				d.frag = joined
+			default:
+				d.frag = nil
+			}
+		} else if rd.Incomplete && len(r.Data) <= maxFragment {
+			reasons = append(reasons, "ends inside a JSON value: a stream decoder would join it with the next line")
+			d.frag = append([]byte(nil), r.Data...)
+		}
+		if m != nil && m.Kind == mcp.KindRequest && m.Method != "tools/call" {
+			// the envelope is pinned down: keep the handshake going
+			d.pending[mcp.IDKey(m.ID)] = &pendingReq{method: m.Method, seq: r.Seq}
+		}
+	} else if m != nil && m.Kind == mcp.KindResponse {
+		// answered, ambiguously: the event below says how
+		delete(d.pending, mcp.IDKey(m.ID))
+	}
+	dir := "c2s"
+	if r.Dir == cassette.S2C {
+		dir = "s2c"
+	}
+	a := NewAmbiguousLine(dir, r.Data, r.Partial, reasons, rd)
+	return d.do(func() error {
+		_, err := d.rec.Ambiguous(a, ts, wire)
+		return err
+	})
 }
 
 func (d *Deriver) invalid(r *cassette.Record, perr error, ts string, wire *WireRef) error {
@@ -216,12 +281,12 @@ func (d *Deriver) c2s(m *mcp.Message, ts string, wire *WireRef, seq int64) error
 		if m.Method != "tools/call" {
 			return nil
 		}
-		var params struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
+		// the strict reading: names matched exactly, unique (Parse)
+		nameRaw, _ := mcp.Member(m.Params, "name")
+		p.tool, _ = mcp.StringValue(nameRaw)
+		if a, ok := mcp.Member(m.Params, "arguments"); ok {
+			p.args = a
 		}
-		_ = json.Unmarshal(m.Params, &params)
-		p.tool, p.args = params.Name, params.Arguments
 		if !d.headerDone() {
 			if d.handshakePending() {
 				d.callHeld = true
@@ -231,11 +296,12 @@ func (d *Deriver) c2s(m *mcp.Message, ts string, wire *WireRef, seq int64) error
 		}
 		id := append(json.RawMessage(nil), m.ID...)
 		var args any
-		if params.Arguments != nil {
-			args = params.Arguments
+		if p.args != nil {
+			args = p.args
 		}
+		nums := mcp.NumbersUnder(m.Numbers, "$.params.arguments")
 		return d.do(func() error {
-			callID, err := d.rec.ToolCall(ToolCallEvent{Tool: orUnnamed(p.tool), Arguments: args, RPCID: id, TS: ts, Wire: wire})
+			callID, err := d.rec.ToolCall(ToolCallEvent{Tool: orUnnamed(p.tool), Arguments: args, RPCID: id, TS: ts, Wire: wire, Numbers: nums})
 			p.callID = callID
 			return err
 		})
@@ -243,8 +309,9 @@ func (d *Deriver) c2s(m *mcp.Message, ts string, wire *WireRef, seq int64) error
 		if m.Method != "notifications/cancelled" {
 			return nil
 		}
+		nums := mcp.NumbersUnder(m.Numbers, "$.params")
 		return d.do(func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), TS: ts, Wire: wire})
+			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), TS: ts, Wire: wire, Numbers: nums})
 			return err
 		})
 	}
@@ -268,14 +335,16 @@ func rawOrNil(b json.RawMessage) any {
 func (d *Deriver) s2c(m *mcp.Message, ts string, wire *WireRef) error {
 	switch m.Kind {
 	case mcp.KindNotification:
+		nums := mcp.NumbersUnder(m.Numbers, "$.params")
 		return d.do(func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), TS: ts, Wire: wire})
+			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), TS: ts, Wire: wire, Numbers: nums})
 			return err
 		})
 	case mcp.KindRequest:
 		id := append(json.RawMessage(nil), m.ID...)
+		nums := mcp.NumbersUnder(m.Numbers, "$.params")
 		return d.do(func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), RPCID: id, TS: ts, Wire: wire})
+			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), RPCID: id, TS: ts, Wire: wire, Numbers: nums})
 			return err
 		})
 	}
@@ -293,8 +362,9 @@ func (d *Deriver) s2c(m *mcp.Message, ts string, wire *WireRef) error {
 			payload["error"] = m.Error
 		}
 		b, _ := json.Marshal(payload)
+		nums := mcp.NumbersUnder(m.Numbers, "$")
 		return d.do(func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: MethodUnmatchedResponse, Params: json.RawMessage(b), TS: ts, Wire: wire})
+			_, err := d.rec.Notification(NotificationEvent{Method: MethodUnmatchedResponse, Params: json.RawMessage(b), TS: ts, Wire: wire, Numbers: nums})
 			return err
 		})
 	}
@@ -315,12 +385,12 @@ func (d *Deriver) s2c(m *mcp.Message, ts string, wire *WireRef) error {
 		in := ToolResponseEvent{Tool: orUnnamed(p.tool), Call: p.callID, RPCID: id, TS: ts, Wire: wire}
 		if m.Error != nil {
 			in.Result, in.RPCError = json.RawMessage(m.Error), true
+			in.Numbers = mcp.NumbersUnder(m.Numbers, "$.error")
 		} else {
 			in.Result = json.RawMessage(m.Result)
-			f := false
-			if b := isErrorOf(json.RawMessage(m.Result)); b != nil {
-				f = *b
-			}
+			in.Numbers = mcp.NumbersUnder(m.Numbers, "$.result")
+			v, _ := mcp.Member(m.Result, "isError")
+			f := string(v) == "true"
 			in.IsError = &f
 		}
 		if _, err := d.rec.ToolResponse(in); err != nil {
@@ -351,68 +421,61 @@ func (d *Deriver) effectOf(tool string, args json.RawMessage) (Effect, bool) {
 			return eff, true
 		}
 	}
-	var ann struct {
-		DestructiveHint *bool `json:"destructiveHint"`
+	raw, ok := d.annots[tool]
+	if !ok {
+		return Effect{}, false
 	}
-	if raw, ok := d.annots[tool]; !ok || json.Unmarshal(raw, &ann) != nil || ann.DestructiveHint == nil || !*ann.DestructiveHint {
+	if v, _ := mcp.Member(raw, "destructiveHint"); string(v) != "true" {
 		return Effect{}, false
 	}
 	eff := Effect{Op: "write", Reason: "tool annotation destructiveHint=true"}
-	var a map[string]json.RawMessage
-	if json.Unmarshal(args, &a) == nil {
-		for _, k := range []string{"path", "file", "uri", "url", "target", "destination"} {
-			var s string
-			if json.Unmarshal(a[k], &s) == nil && s != "" {
-				eff.Target = s
-				break
-			}
+	for _, k := range []string{"path", "file", "uri", "url", "target", "destination"} {
+		v, _ := mcp.Member(args, k)
+		if s, ok := mcp.StringValue(v); ok && s != "" {
+			eff.Target = s
+			break
 		}
 	}
 	return eff, true
 }
 
 func (d *Deriver) onInitialize(m *mcp.Message) {
-	var res struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		ServerInfo      struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		} `json:"serverInfo"`
-	}
-	if m.Result == nil || json.Unmarshal(m.Result, &res) != nil {
+	if m.Result == nil {
 		return
 	}
-	d.server.Name, d.server.Version, d.server.ProtocolVersion = res.ServerInfo.Name, res.ServerInfo.Version, res.ProtocolVersion
+	str := func(obj json.RawMessage, name string) string {
+		v, _ := mcp.Member(obj, name)
+		s, _ := mcp.StringValue(v)
+		return s
+	}
+	info, _ := mcp.Member(m.Result, "serverInfo")
+	d.server.Name, d.server.Version, d.server.ProtocolVersion = str(info, "name"), str(info, "version"), str(m.Result, "protocolVersion")
 }
 
 func (d *Deriver) onToolsList(m *mcp.Message) {
-	var res struct {
-		Tools []json.RawMessage `json:"tools"`
-	}
-	if m.Result == nil || json.Unmarshal(m.Result, &res) != nil {
-		return
-	}
-	for _, t := range res.Tools {
-		var def struct {
-			Name        string          `json:"name"`
-			Annotations json.RawMessage `json:"annotations"`
+	list, _ := mcp.Member(m.Result, "tools")
+	mcp.ForElements(list, func(t json.RawMessage) {
+		if len(t) == 0 || t[0] != '{' {
+			return
 		}
-		if json.Unmarshal(t, &def) != nil {
-			continue
+		nameRaw, hasName := mcp.Member(t, "name")
+		name, isStr := mcp.StringValue(nameRaw)
+		if hasName && !isStr {
+			return
 		}
-		if def.Annotations != nil {
-			d.annots[def.Name] = def.Annotations
+		if ann, ok := mcp.Member(t, "annotations"); ok {
+			d.annots[name] = ann
 		}
 		if d.headerDone() {
-			continue // a later listing updates annotations, not the header
+			return // a later listing updates annotations, not the header
 		}
-		if i, ok := d.toolNames[def.Name]; ok {
+		if i, ok := d.toolNames[name]; ok {
 			d.tools[i] = t
-			continue
+			return
 		}
-		d.toolNames[def.Name] = len(d.tools)
+		d.toolNames[name] = len(d.tools)
 		d.tools = append(d.tools, t)
-	}
+	})
 }
 
 func (d *Deriver) headerDone() bool { return d.w != nil }
@@ -461,15 +524,12 @@ func ToolDefs(tools []json.RawMessage) ([]ToolDef, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("tool definition: %w", err)
 		}
-		var def struct {
-			Name        string          `json:"name"`
-			Annotations json.RawMessage `json:"annotations"`
-		}
-		_ = json.Unmarshal(t, &def)
+		nameRaw, _ := mcp.Member(t, "name")
+		name, _ := mcp.StringValue(nameRaw)
 		sum := sha256.Sum256(c)
-		td := ToolDef{Name: def.Name, SHA256: hex.EncodeToString(sum[:])}
-		if def.Annotations != nil {
-			if a, err := canon.Transform(def.Annotations); err == nil {
+		td := ToolDef{Name: name, SHA256: hex.EncodeToString(sum[:])}
+		if ann, ok := mcp.Member(t, "annotations"); ok {
+			if a, err := canon.Transform(ann); err == nil {
 				td.Annotations = a
 			}
 		}

@@ -114,6 +114,9 @@ func encodeEventFast(e *Event, payloadCanonical bool) ([]byte, error) {
 		sub("message", e.Message)
 	}
 	str("method", e.Method, true)
+	if len(e.Numbers) > 0 {
+		sub("numbers", e.Numbers)
+	}
 	raw("payload", e.Payload, payloadCanonical)
 	str("payload_sha256", e.PayloadSHA256, true)
 	str("prev", e.Prev, false)

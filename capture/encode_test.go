@@ -42,6 +42,8 @@ func TestEncodeFastEqualsSlow(t *testing.T) {
 			Wire: &WireRef{Offsets: []int64{}}, Legacy: &Legacy{Format: "f", Line: 3, Orphan: true, SealRef: "s", Unsealed: &f}},
 		{Kind: KindExternalEffect, Effect: &Effect{Op: "write"}, Wire: &WireRef{Cassette: "c"}, Redacted: true, RPCError: true, Payload: json.RawMessage(`null`)},
 		{Kind: KindMessage, Message: &Message{Direction: "in", Recipients: []string{"b", "a"}}, Header: &Header{Notes: []string{"x"}}, End: &End{Signatures: []Signature{{KeyID: "k"}}}},
+		{Kind: KindAmbiguous, Payload: json.RawMessage(`{"text":"[{\"id\":1}]","reasons":["batch"],"readings":[{"rpc_id_text":"1.0","decoders":["exact-first"]}]}`), Wire: &WireRef{Offsets: []int64{7}}},
+		{Kind: KindToolCall, Tool: "t", Numbers: map[string]string{"$.b": "-0", "$.a": "1.0", "$['é']": "1E2"}, Payload: json.RawMessage(`{"a":1,"b":0,"é":100}`)},
 	}
 	for _, e := range odd {
 		fast, err := encodeEventFast(e, false)

@@ -20,6 +20,7 @@ const (
 	KindExternalEffect Kind = "external_effect" // (e) side effect of a tool
 	KindNotification   Kind = "notification"    // a server-to-client notification or request
 	KindMessage        Kind = "message"         // an application message between agents (firewall)
+	KindAmbiguous      Kind = "ambiguous"       // a wire line with more than one reading (docs/design/wire-reading.md)
 	KindSessionStart   Kind = "session_start"   // first line: the session header
 	KindSessionEnd     Kind = "session_end"     // last line: count, chain head, signatures
 )
@@ -81,6 +82,12 @@ type Event struct {
 
 	Legacy   *Legacy `json:"legacy,omitempty"`   // imported events: what the foreign log said
 	Redacted bool    `json:"redacted,omitempty"` // values in the payload were replaced by keyed hashes
+
+	// Numbers keeps the exact wire text of payload numbers whose canonical
+	// form is another text for the same value (1.0, -0, 1E2), by JSON path
+	// within the payload ("$.x", "$.items[0]"). A number whose value
+	// canonical JSON cannot carry makes the line ambiguous instead.
+	Numbers map[string]string `json:"numbers,omitempty"`
 }
 
 // Legacy keeps what an imported agent-trace-witness 0.1.0 line said that has

@@ -254,7 +254,7 @@ func DecodeEvent(line []byte) (*Event, *ParseError) {
 func knownKind(k Kind) bool {
 	switch k {
 	case KindToolCall, KindToolResponse, KindModelInput, KindModelOutput, KindExternalEffect,
-		KindNotification, KindMessage, KindSessionStart, KindSessionEnd:
+		KindNotification, KindMessage, KindAmbiguous, KindSessionStart, KindSessionEnd:
 		return true
 	}
 	return false

@@ -157,6 +157,29 @@ func lvCheckChain(t testing.TB, events []byte) {
 	}
 }
 
+// lvCheckFailedChain checks the log of a capture that failed: its chain is
+// intact, its end records the failure (containing want), and so the log is
+// incomplete, never ok.
+func lvCheckFailedChain(t testing.TB, events []byte, want string) {
+	t.Helper()
+	rep, err := VerifyLog(bytes.NewReader(events), "events.jsonl", VerifyLogOptions{AllowUnsigned: true})
+	if rep.Status != StatusIncomplete || exitcode.Of(err) != exitcode.Incomplete {
+		t.Fatalf("failed capture: status %s (%v), want incomplete; findings %v", rep.Status, err, rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if f.Code != FindFailure && f.Severity != SevWarning {
+			t.Fatalf("failed capture: finding %v besides the failure", f)
+		}
+	}
+	found := false
+	for _, f := range rep.Findings {
+		found = found || (f.Code == FindFailure && strings.Contains(f.Message, want))
+	}
+	if !found {
+		t.Fatalf("failed capture: findings %v, want the failure %q", rep.Findings, want)
+	}
+}
+
 func lvCheckGroupGone(t testing.TB, c *lvCaptured) {
 	t.Helper()
 	_, recs := lvReadCassette(t, c.cassette)
@@ -326,6 +349,9 @@ type lvHostileCase struct {
 	calls   []ScenarioCall
 	errHas  []string
 	check   func(t *testing.T, c *lvCaptured)
+	// recorded: the capture failed, but after the whole session was
+	// recorded (a server that would not exit), so its log is complete
+	recorded bool
 }
 
 func TestHostileServers(t *testing.T) {
@@ -371,7 +397,7 @@ func TestHostileServers(t *testing.T) {
 				t.Fatal("partial line not flagged")
 			}
 		}},
-		{name: "stubborn", timeout: 2 * time.Second, errHas: []string{"ignored stdin closing and SIGTERM; killed with SIGKILL"}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "stubborn", timeout: 2 * time.Second, recorded: true, errHas: []string{"ignored stdin closing and SIGTERM; killed with SIGKILL"}, check: func(t *testing.T, c *lvCaptured) {
 			for _, s := range []string{`"life":"stdin_closed"`, `"signal":"SIGTERM"`, `"signal":"SIGKILL"`, `"status":"signal: killed"`} {
 				if !bytes.Contains(c.cassette, []byte(s)) {
 					t.Fatalf("cassette lacks %s", s)
@@ -417,7 +443,11 @@ func TestHostileServers(t *testing.T) {
 				t.Fatalf("took %s", c.dur)
 			}
 			lvCheckGroupGone(t, c)
-			lvCheckChain(t, c.events)
+			if len(hc.errHas) > 0 && !hc.recorded {
+				lvCheckFailedChain(t, c.events, hc.errHas[0])
+			} else {
+				lvCheckChain(t, c.events)
+			}
 			lvCheckRederive(t, c)
 			if hc.check != nil {
 				hc.check(t, c)

@@ -65,6 +65,7 @@ type ToolCallEvent struct {
 	TS        string
 	Source    Source
 	Wire      *WireRef
+	Numbers   map[string]string // exact wire text of argument numbers canonical JSON writes otherwise (Event.Numbers)
 }
 
 // ToolResponseEvent is the server's answer to a tool call (choke point b).
@@ -78,6 +79,7 @@ type ToolResponseEvent struct {
 	TS       string
 	Source   Source
 	Wire     *WireRef
+	Numbers  map[string]string // exact wire text of result numbers canonical JSON writes otherwise (Event.Numbers)
 }
 
 // ModelInputEvent is a message to the model (choke point c).
@@ -119,12 +121,13 @@ type MessageEvent struct {
 
 // NotificationEvent is a server-to-client notification or request.
 type NotificationEvent struct {
-	Method string
-	Params any
-	RPCID  json.RawMessage // for server requests
-	TS     string
-	Source Source
-	Wire   *WireRef
+	Method  string
+	Params  any
+	RPCID   json.RawMessage // for server requests
+	TS      string
+	Source  Source
+	Wire    *WireRef
+	Numbers map[string]string // exact wire text of params numbers canonical JSON writes otherwise (Event.Numbers)
 }
 
 // ToolCall records a tool call and returns its event id.
@@ -136,7 +139,7 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 	if method == "" {
 		method = "tools/call"
 	}
-	e := &Event{Kind: KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire}
+	e := &Event{Kind: KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire, Numbers: in.Numbers}
 	if len(in.RPCID) > 0 {
 		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
 	}
@@ -158,7 +161,7 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 func (r *Recorder) ToolResponse(in ToolResponseEvent) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := &Event{Kind: KindToolResponse, Tool: in.Tool, Call: in.Call, RPCError: in.RPCError, IsError: in.IsError, Wire: in.Wire}
+	e := &Event{Kind: KindToolResponse, Tool: in.Tool, Call: in.Call, RPCError: in.RPCError, IsError: in.IsError, Wire: in.Wire, Numbers: in.Numbers}
 	if len(in.RPCID) > 0 {
 		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
 	}
@@ -250,13 +253,24 @@ func (r *Recorder) Notification(in NotificationEvent) (string, error) {
 	if in.Method == "" {
 		return "", errors.New("record notification: method is empty")
 	}
-	e := &Event{Kind: KindNotification, Method: in.Method, Wire: in.Wire}
+	e := &Event{Kind: KindNotification, Method: in.Method, Wire: in.Wire, Numbers: in.Numbers}
 	if len(in.RPCID) > 0 {
 		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.write(e, in.TS, in.Source, in.Params)
+}
+
+// Ambiguous records a wire line that has no single reading and returns the
+// event's id.
+func (r *Recorder) Ambiguous(a *AmbiguousLine, ts string, wire *WireRef) (string, error) {
+	if a == nil {
+		return "", errors.New("record ambiguous: no line")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.write(&Event{Kind: KindAmbiguous, Wire: wire}, ts, "", a)
 }
 
 // Finish writes the signed session_end through the recorder's writer.
@@ -301,6 +315,10 @@ func (r *Recorder) write(e *Event, ts string, src Source, payload any) (string, 
 				return "", fmt.Errorf("record %s: redact: %w", e.Kind, err)
 			}
 			raw, e.Redacted = out, changed
+			if changed {
+				// a number text could be a redacted value: keep none
+				e.Numbers = nil
+			}
 		}
 		if err := SetPayload(e, raw); err != nil {
 			return "", fmt.Errorf("record %s: %w", e.Kind, err)

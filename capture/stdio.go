@@ -233,7 +233,11 @@ func (c *StdioClient) readStdout(f *os.File) {
 
 func (c *StdioClient) dispatch(line []byte, seq int64) {
 	m, err := mcp.Parse(line)
-	if err != nil {
+	if mcp.IsAmbiguous(err) && m.Kind == mcp.KindResponse {
+		// the envelope is pinned down, the content is not: answer the
+		// request (the event log records the line as ambiguous)
+		c.o.Warn(fmt.Sprintf("server response %s is ambiguous (cassette record %d, kept): %v", m.ID, seq, err))
+	} else if err != nil {
 		c.o.Warn(fmt.Sprintf("server stdout line is not a JSON-RPC message (cassette record %d, kept): %v: %s", seq, err, preview(line)))
 		return
 	}

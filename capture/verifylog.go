@@ -15,7 +15,7 @@ import (
 const (
 	StatusOK         = "ok"         // chain intact, ended, signed by a trusted key (or unsigned allowed)
 	StatusUnsigned   = "unsigned"   // intact and ended, but no trusted signature vouches for it
-	StatusIncomplete = "incomplete" // intact as far as it goes, but cut off or never ended
+	StatusIncomplete = "incomplete" // intact as far as it goes, but cut off, never ended, or its recording failed
 	StatusTampered   = "tampered"   // edited, reordered, inserted, deleted or invalid lines, or a bad signature
 )
 
@@ -40,6 +40,7 @@ const (
 	FindLink      = "link"         // a causal link names no earlier event of the right kind
 	FindEnd       = "end"          // session_end count or head is wrong
 	FindSignature = "signature"    // a signature does not verify
+	FindFailure   = "failure"      // a session_end records that the recording failed (EndFailure)
 	FindUnsigned  = "unsigned"     // the end carries no signature
 	FindUntrusted = "untrusted"    // the end is signed only by keys the verifier does not hold
 	FindPartial   = "partial"      // the last line has no newline (cut off)
@@ -73,8 +74,13 @@ func (f Finding) String() string {
 type SignatureCheck struct {
 	KeyID  string `json:"key_id"`
 	Alg    string `json:"alg"`
-	Status string `json:"status"` // valid | invalid | unknown_key | unchecked
+	Status string `json:"status"` // valid | duplicate | invalid | unknown_key | unchecked
 	Detail string `json:"detail,omitempty"`
+	// Signer is the identity of the key that made a valid signature, when
+	// the verifier tells it (SignerVerifier). A second valid signature by
+	// the same signer (under another label) is "duplicate": it is intact
+	// but vouches for nothing more.
+	Signer string `json:"signer,omitempty"`
 }
 
 // LogReport is what VerifyLog found.
@@ -123,9 +129,16 @@ func (r *LogReport) Err() error {
 			fmt.Errorf("event log %s is unsigned: %s", r.File, first(SevUnsigned)),
 			"capture with --keyring to sign the session end, or verify with the keyring that holds the signing key")
 	case StatusIncomplete:
+		hint := "the capture was cut off before its session_end; the lines present are intact"
+		for _, f := range r.Findings {
+			if f.Code == FindFailure {
+				hint = "the recording failed (its session_end says why); the lines present are intact, what came after the failure is missing"
+				break
+			}
+		}
 		return exitcode.New(exitcode.Incomplete,
 			fmt.Errorf("event log %s is incomplete: %s", r.File, first(SevIncomplete)),
-			"the capture was cut off before its session_end; the lines present are intact")
+			hint)
 	}
 	return exitcode.Errorf(exitcode.Failure, "event log %s: unknown status %q", r.File, r.Status)
 }
@@ -318,6 +331,16 @@ func VerifyLog(r io.Reader, name string, opts VerifyLogOptions) (*LogReport, err
 				// (whether prev is the hash of the line before is the chain check)
 				add(lineNo, id, FindEnd, SevTampered, "head %s differs from the end's prev %s", ev.End.Head, ev.Prev)
 			}
+			// A recorded failure counts on every end, checkpoints
+			// included: events appended later cannot fill the gap the
+			// failure left, and a later end must not launder it.
+			if failure, inferred := EndFailure(ev.End); failure != "" {
+				if inferred {
+					add(lineNo, id, FindFailure, SevIncomplete, "the recording failed (read from the end's reason): %s", failure)
+				} else {
+					add(lineNo, id, FindFailure, SevIncomplete, "the recording failed: %s", failure)
+				}
+			}
 			// A bad signature is tampering wherever it is. A missing or
 			// untrusted one matters only on the last end: a later end
 			// validly signed covers every line before it, checkpoints
@@ -401,6 +424,9 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 	}
 	var checks []SignatureCheck
 	valid := 0
+	signers := map[string]string{} // identity -> key id of its first valid signature
+	why := ""                      // why a held key does not vouch (revoked)
+	sv, identifies := opts.Verifier.(SignerVerifier)
 	for _, s := range ev.End.Signatures {
 		c := SignatureCheck{KeyID: s.KeyID, Alg: s.Alg}
 		switch {
@@ -408,14 +434,29 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 			c.Status = "unchecked"
 			c.Detail = "no keyring to check it with"
 		default:
-			err := opts.Verifier.Verify(s.KeyID, s.Alg, msg, s.Sig)
+			var err error
+			if identifies {
+				c.Signer, err = sv.VerifySigner(s.KeyID, s.Alg, msg, s.Sig)
+			} else {
+				err = opts.Verifier.Verify(s.KeyID, s.Alg, msg, s.Sig)
+			}
+			first, dup := signers[c.Signer]
 			switch {
+			case err == nil && c.Signer != "" && dup:
+				c.Status = "duplicate"
+				c.Detail = fmt.Sprintf("the same key as the signature by key %s: one signer, counted once", first)
 			case err == nil:
 				c.Status = "valid"
 				valid++
+				if c.Signer != "" {
+					signers[c.Signer] = s.KeyID
+				}
 			case errors.Is(err, ErrUnknownKey):
 				c.Status = "unknown_key"
 				c.Detail = err.Error()
+				if why == "" && errors.Is(err, ErrRevokedKey) {
+					why = c.Detail
+				}
 			default:
 				c.Status = "invalid"
 				c.Detail = err.Error()
@@ -432,9 +473,13 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 			}
 		}
 		if len(keys) > 0 {
-			if opts.Verifier == nil {
+			switch {
+			case opts.Verifier == nil:
 				add(FindUntrusted, unsignedSev, "signed by key(s) %s, but no keyring was given to check them", strings.Join(keys, ", "))
-			} else {
+			case why != "":
+				// a revoked key vouches for nothing, whatever else lists it
+				add(FindUntrusted, unsignedSev, "signed only by key(s) %s, which no unrevoked key vouches for: %s", strings.Join(keys, ", "), why)
+			default:
 				add(FindUntrusted, unsignedSev, "signed only by key(s) %s, which the keyring does not hold", strings.Join(keys, ", "))
 			}
 		}

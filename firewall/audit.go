@@ -2,11 +2,9 @@ package firewall
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // AuditFormat is the format of an operator audit snapshot.
@@ -99,19 +98,21 @@ type CompleteRecord struct {
 	SHA256          string `json:"sha256"`
 }
 
-// AuditWriter streams a snapshot: start, checks, activations, complete.
+// AuditWriter streams a snapshot: start, checks, activations, complete,
+// and optionally signature records.
 type AuditWriter struct {
 	w           io.Writer
 	snapshotID  string
-	digest      hash.Hash
+	digest      hash.Hash // check and activation lines (complete.sha256)
+	all         hash.Hash // every line written (what signatures sign)
 	checks      int
 	activations int
-	state       int // 0 none, 1 started, 2 activations, 3 complete
+	state       int // 0 none, 1 started, 2 activations, 3 complete, 4 signed
 }
 
 // NewAuditWriter returns a writer for a snapshot with the given id.
 func NewAuditWriter(w io.Writer, snapshotID string) *AuditWriter {
-	return &AuditWriter{w: w, snapshotID: snapshotID, digest: sha256.New()}
+	return &AuditWriter{w: w, snapshotID: snapshotID, digest: sha256.New(), all: sha256.New()}
 }
 
 func (a *AuditWriter) line(v any, digested bool) error {
@@ -123,6 +124,7 @@ func (a *AuditWriter) line(v any, digested bool) error {
 	if digested {
 		a.digest.Write(b)
 	}
+	a.all.Write(b)
 	if _, err := a.w.Write(b); err != nil {
 		return fmt.Errorf("write audit record: %w", err)
 	}
@@ -195,7 +197,9 @@ const (
 	IncompleteOutOfOrder      = "records-out-of-order"
 )
 
-// AuditVerdict is the result of verifying a snapshot.
+// AuditVerdict is the result of verifying a snapshot: complete or not
+// (its structure), and authenticated or not (its signature records), two
+// separate questions.
 type AuditVerdict struct {
 	File            string `json:"file"`
 	Complete        bool   `json:"complete"`
@@ -206,6 +210,17 @@ type AuditVerdict struct {
 	CheckCount      int    `json:"checkCount"`
 	ActivationCount int    `json:"activationCount"`
 	SHA256          string `json:"sha256,omitempty"`
+	// Authentication is AuthAuthenticated, AuthUnauthenticated or
+	// AuthTampered; AuthDetail (and AuthLine) say why.
+	Authentication string                `json:"authentication"`
+	AuthDetail     string                `json:"authDetail,omitempty"`
+	AuthLine       int64                 `json:"authLine,omitempty"`
+	Signatures     []AuditSignatureCheck `json:"signatures,omitempty"`
+	// Signers counts the distinct keys (by key material) whose signatures
+	// verified.
+	Signers int `json:"signers"`
+
+	requireSignature bool
 }
 
 func (v *AuditVerdict) String() string {
@@ -216,193 +231,6 @@ func (v *AuditVerdict) String() string {
 		return fmt.Sprintf("incomplete: %s:%d: %s: %s", v.File, v.Line, v.Reason, v.Detail)
 	}
 	return fmt.Sprintf("incomplete: %s: %s: %s", v.File, v.Reason, v.Detail)
-}
-
-// Err returns nil for a complete snapshot and an Incomplete-coded error
-// otherwise.
-func (v *AuditVerdict) Err() error {
-	if v.Complete {
-		return nil
-	}
-	return exitcode.New(exitcode.Incomplete, errors.New(v.String()), "the snapshot cannot be trusted as a complete record of the daemon's checks; compare it with the daemon's other evidence")
-}
-
-// VerifyAuditFile verifies the snapshot at path. The returned error is an
-// I/O failure only; incompleteness is in the verdict.
-func VerifyAuditFile(path string) (*AuditVerdict, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read audit %s: %w", path, err), "check the path of the audit snapshot")
-	}
-	defer f.Close()
-	return VerifyAudit(f, path, nil)
-}
-
-// VerifyAudit verifies a snapshot read from r; name is used in messages.
-// When each is non-nil it is called with every check record line (without
-// its newline) as it is read.
-func VerifyAudit(r io.Reader, name string, each func(line []byte, lineNo int64) error) (*AuditVerdict, error) {
-	v := &AuditVerdict{File: name}
-	br := bufio.NewReaderSize(r, 64<<10)
-	digest := sha256.New()
-	var lineNo int64
-	state := 0 // 0 expect start, 1 checks, 2 activations, 3 after complete
-	var complete *CompleteRecord
-	var completeLine int64
-	var completeDigest string
-	fail := func(reason, detail string) (*AuditVerdict, error) {
-		v.Complete, v.Reason, v.Detail, v.Line = false, reason, detail, lineNo
-		return v, nil
-	}
-	for {
-		line, terminated, tooLong, err := readAuditLine(br)
-		if err != nil {
-			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read audit %s: %w", name, err), "")
-		}
-		if line == nil && !tooLong {
-			break
-		}
-		lineNo++
-		if tooLong {
-			return fail(IncompleteMalformed, fmt.Sprintf("line exceeds %d bytes", MaxAuditLineBytes))
-		}
-		if !terminated {
-			return fail(IncompleteTruncated, "the last line has no trailing newline (cut off)")
-		}
-		if state == 3 {
-			return fail(IncompleteOutOfOrder, "a record follows the complete record")
-		}
-		var head struct {
-			Type *string `json:"type"`
-		}
-		if err := json.Unmarshal(line, &head); err != nil || !isJSONObject(line) {
-			detail := "not a JSON object"
-			if err != nil {
-				detail = "not a JSON object: " + err.Error()
-			}
-			return fail(IncompleteMalformed, detail)
-		}
-		if head.Type == nil {
-			return fail(IncompleteMalformed, "record has no \"type\"")
-		}
-		switch *head.Type {
-		case RecordStart:
-			if state != 0 {
-				return fail(IncompleteOutOfOrder, "a second start record")
-			}
-			var s StartRecord
-			if err := strictRecord(line, &s); err != nil {
-				return fail(IncompleteMalformed, "start: "+err.Error())
-			}
-			if s.Format != AuditFormat {
-				return fail(IncompleteMalformed, fmt.Sprintf("start: unsupported format %q (want %q)", s.Format, AuditFormat))
-			}
-			if s.SnapshotID == "" {
-				return fail(IncompleteMalformed, "start: empty snapshotId")
-			}
-			v.SnapshotID = s.SnapshotID
-			state = 1
-		case RecordCheck, RecordActivation:
-			if state == 0 {
-				return fail(IncompleteMissingStart, "the first record is a "+*head.Type+", not start")
-			}
-			if *head.Type == RecordCheck {
-				if state == 2 {
-					return fail(IncompleteOutOfOrder, "a check record after an activation record")
-				}
-				var c struct {
-					CheckID *string `json:"checkId"`
-				}
-				_ = json.Unmarshal(line, &c)
-				if c.CheckID != nil && !CheckIDPattern.MatchString(*c.CheckID) {
-					return fail(IncompleteMalformed, fmt.Sprintf("check: checkId %q is not chk_ and 64 lowercase hex", *c.CheckID))
-				}
-				v.CheckCount++
-				if each != nil {
-					if err := each(line, lineNo); err != nil {
-						return fail(IncompleteMalformed, "check: "+err.Error())
-					}
-				}
-			} else {
-				state = 2
-				v.ActivationCount++
-			}
-			digest.Write(line)
-			digest.Write([]byte{'\n'})
-		case RecordComplete:
-			if state == 0 {
-				return fail(IncompleteMissingStart, "the first record is complete, not start")
-			}
-			var c CompleteRecord
-			if err := strictRecord(line, &c); err != nil {
-				return fail(IncompleteMalformed, "complete: "+err.Error())
-			}
-			complete = &c
-			completeLine = lineNo
-			completeDigest = hex.EncodeToString(digest.Sum(nil))
-			state = 3
-		default:
-			return fail(IncompleteMalformed, fmt.Sprintf("unknown record type %q", *head.Type))
-		}
-	}
-	if state == 0 {
-		lineNo = 0
-		return fail(IncompleteMissingStart, "the file has no start record")
-	}
-	if complete == nil {
-		lineNo = 0
-		return fail(IncompleteMissingComplete, fmt.Sprintf("no complete record after %d checks and %d activations", v.CheckCount, v.ActivationCount))
-	}
-	// the complete record's claims, checked once nothing follows it
-	lineNo = completeLine
-	c := complete
-	if c.SnapshotID != v.SnapshotID {
-		return fail(IncompleteSnapshotID, fmt.Sprintf("complete names snapshot %q, start %q", c.SnapshotID, v.SnapshotID))
-	}
-	if c.CheckCount != v.CheckCount {
-		return fail(IncompleteCheckCount, fmt.Sprintf("complete counts %d checks, the file has %d", c.CheckCount, v.CheckCount))
-	}
-	if c.ActivationCount != v.ActivationCount {
-		return fail(IncompleteActivationCount, fmt.Sprintf("complete counts %d activations, the file has %d", c.ActivationCount, v.ActivationCount))
-	}
-	if c.SHA256 != completeDigest {
-		return fail(IncompleteDigest, fmt.Sprintf("complete sha256 %s, the check and activation lines hash to %s", c.SHA256, completeDigest))
-	}
-	v.SHA256 = completeDigest
-	v.Complete = true
-	return v, nil
-}
-
-func isJSONObject(b []byte) bool {
-	t := bytes.TrimLeft(b, " \t\r")
-	return len(t) > 0 && t[0] == '{'
-}
-
-// strictRecord decodes a start or complete record, refusing unknown fields
-// and requiring every field.
-func strictRecord(line []byte, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(line, &m); err != nil {
-		return err
-	}
-	var need []string
-	switch dst.(type) {
-	case *StartRecord:
-		need = []string{"type", "format", "snapshotId"}
-	case *CompleteRecord:
-		need = []string{"type", "snapshotId", "checkCount", "activationCount", "sha256"}
-	}
-	for _, k := range need {
-		if _, ok := m[k]; !ok {
-			return fmt.Errorf("missing field %q", k)
-		}
-	}
-	return nil
 }
 
 // readAuditLine returns the next line without its newline; terminated says
@@ -447,26 +275,61 @@ func LoadJudgments(path string) (*RecordedProvider, error) {
 	}
 	defer f.Close()
 	var js []Judgment
-	v, err := VerifyAudit(f, path, func(line []byte, lineNo int64) error {
-		var rec struct {
-			Trace []Judgment `json:"trace"`
-		}
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return fmt.Errorf("trace: %w", err)
-		}
-		for i, j := range rec.Trace {
-			if len(j.Key) != 64 {
-				return fmt.Errorf("trace[%d]: key must be 64 hex characters", i)
-			}
-		}
-		js = append(js, rec.Trace...)
-		return nil
+	v, err := VerifyAudit(f, path, func(l AuditLine) error {
+		t, err := readTrace(l)
+		js = append(js, t...)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	if err := v.Err(); err != nil {
-		return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("recorded judgments: %w", err), "the recorded provider reads only a complete snapshot; run 'witness firewall audit verify' on it")
+		return nil, exitcode.New(exitcode.Of(err), fmt.Errorf("recorded judgments: %w", err), "the recorded provider reads only a complete, untampered snapshot; run 'witness firewall audit verify' on it")
 	}
 	return NewRecordedProvider(path, js), nil
+}
+
+// readTrace reads the provider judgments of a check record, by exact
+// member names.
+func readTrace(l AuditLine) ([]Judgment, error) {
+	var perr error
+	r := l.Reader(&perr)
+	var js []Judgment
+	r.Objects("trace", false, func(i int, jr *jsontree.ObjectReader) {
+		j := Judgment{Key: jr.String("key", false), Stage: jr.String("stage", false), Rule: jr.String("rule", false), Choice: jr.String("choice", false)}
+		j.Probability = readFloat(jr, "probability")
+		if d := jr.Value("distribution"); d != nil && d.Kind != jsontree.Null {
+			if d.Kind != jsontree.Object {
+				jr.Fail("distribution", "want an object, got "+d.Kind.String())
+				return
+			}
+			j.Distribution = map[string]float64{}
+			dr := jr.Object("distribution", false)
+			for _, m := range d.Obj {
+				j.Distribution[m.Key] = readFloat(dr, m.Key)
+			}
+		}
+		if perr == nil && len(j.Key) != 64 {
+			jr.Fail("key", "must be 64 hex characters")
+		}
+		js = append(js, j)
+	})
+	return js, l.Err(perr)
+}
+
+// readFloat reads a number member (0 when absent).
+func readFloat(r *jsontree.ObjectReader, key string) float64 {
+	v := r.Value(key)
+	if v == nil {
+		return 0
+	}
+	if v.Kind != jsontree.Number {
+		r.Fail(key, "want a number, got "+v.Kind.String())
+		return 0
+	}
+	f, err := v.Num.Float64()
+	if err != nil {
+		r.Fail(key, "not a finite number")
+	}
+	return f
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
 )
 
 func sampleAudit(t testing.TB) []byte {
@@ -151,15 +152,34 @@ func FuzzVerifyAudit(f *testing.F) {
 	f.Add(good[:len(good)/3])
 	f.Add([]byte("{\"type\":\"start\",\"format\":\"org.social-harness/firewall-audit/v4\",\"snapshotId\":\"s\"}\n{\"type\":\"complete\",\"snapshotId\":\"s\",\"checkCount\":0,\"activationCount\":0,\"sha256\":\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}\n"))
 	f.Add([]byte("\n\n{}"))
+	// a signed snapshot, checked with the signing key
+	path := filepath.Join(f.TempDir(), "keys.json")
+	if _, err := keyring.Generate(path, keyring.Options{}, keyring.AlgEd25519); err != nil {
+		f.Fatal(err)
+	}
+	k, err := keyring.Open(path, keyring.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, _ := k.ActiveSigner()
+	var signed bytes.Buffer
+	aw := NewAuditWriter(&signed, "s")
+	if aw.Start("") != nil || aw.Complete() != nil || aw.Sign(s) != nil {
+		f.Fatal("sign")
+	}
+	f.Add(signed.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := VerifyAudit(bytes.NewReader(data), "fuzz", func(line []byte, _ int64) error { return nil })
+		v, err := VerifyAuditWith(bytes.NewReader(data), "fuzz", AuditVerifyOptions{Keys: keyring.NewVerifier(k, nil, nil), Each: func(AuditLine) error { return nil }})
 		if err != nil {
 			t.Fatalf("I/O error from a byte slice: %v", err)
 		}
 		if v.Complete && (!bytes.HasSuffix(data, []byte("\n")) || v.Reason != "") {
 			t.Fatalf("complete verdict for %q", data)
 		}
-		_ = v.String()
+		if v.Authentication == AuthAuthenticated && !bytes.Contains(data, []byte("signature")) {
+			t.Fatalf("authenticated without a signature record: %q", data)
+		}
+		_ = v.String() + v.AuthString()
 	})
 }
 

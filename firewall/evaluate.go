@@ -12,6 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
 )
 
 // ValidateMessage checks a message event's fields; the error names the
@@ -84,6 +85,9 @@ type EvaluateOptions struct {
 	Mapping    *Mapping // optional: derive messages from tool calls too
 	Timestamp  string   // RFC 3339 capture time (ATW_WITNESS_TS), "" for none
 	Audit      io.Writer
+	// Signers sign the audit snapshot: one signature record each, after
+	// the complete record (docs/formats/firewall.md, section 5).
+	Signers []keyring.Signer
 	// Each is called with every check, in order (optional).
 	Each func(*Check) error
 }
@@ -228,6 +232,9 @@ func Evaluate(r io.Reader, name, eventsDigest string, opts EvaluateOptions) (*Su
 		}
 		if err := aw.Complete(); err != nil {
 			return nil, err
+		}
+		if err := aw.Sign(opts.Signers...); err != nil {
+			return nil, exitcode.New(exitcode.Failure, err, "")
 		}
 	}
 	return sum, nil

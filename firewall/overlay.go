@@ -1,7 +1,6 @@
 package firewall
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 	"github.com/agent-trace-witness/witness/replay"
 )
 
@@ -82,21 +82,10 @@ func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, 
 	res := &OverlayResult{}
 	var nodes []*graph.Node
 	var snapshot string
-	v, err := VerifyAudit(r, name, func(line []byte, lineNo int64) error {
-		var rec struct {
-			CheckID     string   `json:"checkId"`
-			Direction   string   `json:"direction"`
-			Operation   string   `json:"operation"`
-			Disposition string   `json:"disposition"`
-			Post        *PostRef `json:"post"`
-			Input       struct {
-				ConfigurationDigest string    `json:"configurationDigest"`
-				Candidate           Candidate `json:"candidate"`
-			} `json:"input"`
-			Judgment AuditJudgment `json:"judgment"`
-		}
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return fmt.Errorf("%w", err)
+	v, err := VerifyAudit(r, name, func(l AuditLine) error {
+		rec, err := readOverlayCheck(l)
+		if err != nil {
+			return err
 		}
 		if rec.CheckID == "" {
 			return fmt.Errorf("no checkId")
@@ -115,8 +104,8 @@ func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, 
 		add(WNextAction, rec.Judgment.NextAction)
 		add(graph.WDirection, rec.Direction)
 		add(graph.WOperation, rec.Operation)
-		add(WCheckedEvent, rec.Input.Candidate.Event)
-		add(WActiveRevision, rec.Input.ConfigurationDigest)
+		add(WCheckedEvent, rec.Event)
+		add(WActiveRevision, rec.ConfigurationDigest)
 		for _, d := range rec.Judgment.DecidedBy {
 			add(WDecidedBy, d.ID)
 		}
@@ -126,8 +115,8 @@ func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, 
 			add(graph.WAuthorAgentID, rec.Post.AuthorAgentID)
 			add(graph.WPostID, rec.Post.PostID)
 		}
-		if msg == nil && rec.Input.Candidate.Event != "" {
-			msg = ix.byEvent[rec.Input.Candidate.Event]
+		if msg == nil && rec.Event != "" {
+			msg = ix.byEvent[rec.Event]
 		}
 		res.Checks++
 		if msg != nil {
@@ -135,7 +124,7 @@ func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, 
 			res.Linked++
 		} else {
 			res.Unlinked++
-			n.Add(graph.WUnresolvedLink, graph.Str("message="+rec.Input.Candidate.Event))
+			n.Add(graph.WUnresolvedLink, graph.Str("message="+rec.Event))
 		}
 		nodes = append(nodes, n)
 		return nil
@@ -144,7 +133,7 @@ func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, 
 		return nil, err
 	}
 	if err := v.Err(); err != nil {
-		return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("firewall audit overlay: %w", err), "the overlay reads only a complete snapshot; run 'witness firewall audit verify' on it")
+		return nil, exitcode.New(exitcode.Of(err), fmt.Errorf("firewall audit overlay: %w", err), "the overlay reads only a complete, untampered snapshot; run 'witness firewall audit verify' on it")
 	}
 	snapshot = v.SnapshotID
 	for _, n := range nodes {
@@ -334,4 +323,41 @@ func (w *WhatIf) Verdicts(g *graph.Graph) (map[string][]replay.NodeVerdict, erro
 		out[iri] = append(out[iri], replay.NodeVerdict{Verdict: c.Decision.Disposition, Rule: strings.Join(ids, ","), Reason: reason})
 	}
 	return out, nil
+}
+
+// overlayCheck is what the overlay takes from a check record.
+type overlayCheck struct {
+	CheckID, Direction, Operation, Disposition string
+	Post                                       *PostRef
+	ConfigurationDigest, Event                 string
+	Judgment                                   AuditJudgment
+}
+
+// readOverlayCheck reads the overlay's fields of a check record by exact
+// member names (other members are the daemon's business and are skipped).
+func readOverlayCheck(l AuditLine) (overlayCheck, error) {
+	var perr error
+	r := l.Reader(&perr)
+	rec := overlayCheck{CheckID: r.String("checkId", false), Direction: r.String("direction", false),
+		Operation: r.String("operation", false), Disposition: r.String("disposition", false)}
+	if p := r.Value("post"); p != nil && p.Kind != jsontree.Null {
+		if pr := r.Object("post", false); pr != nil {
+			rec.Post = &PostRef{AuthorAgentID: pr.String("authorAgentId", false), PostID: pr.String("postId", false)}
+		}
+	}
+	if in := r.Object("input", false); in != nil {
+		rec.ConfigurationDigest = in.String("configurationDigest", false)
+		if c := in.Object("candidate", false); c != nil {
+			rec.Event = c.String("event", false)
+		}
+	}
+	if j := r.Object("judgment", false); j != nil {
+		rec.Judgment.Reason = j.String("reason", false)
+		rec.Judgment.Cause = j.String("cause", false)
+		rec.Judgment.NextAction = j.String("nextAction", false)
+		j.Objects("decidedBy", false, func(i int, d *jsontree.ObjectReader) {
+			rec.Judgment.DecidedBy = append(rec.Judgment.DecidedBy, DecidingRule{ID: d.String("id", false)})
+		})
+	}
+	return rec, l.Err(perr)
 }

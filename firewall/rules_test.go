@@ -343,9 +343,9 @@ func TestRecordedProviderRoundTrip(t *testing.T) {
 	var audit bytes.Buffer
 	want := evalAll(t, p, scriptedProvider{}, &audit, msgs...)
 	var js []Judgment
-	_, err := VerifyAudit(bytes.NewReader(audit.Bytes()), "audit", func(line []byte, _ int64) error {
+	_, err := VerifyAudit(bytes.NewReader(audit.Bytes()), "audit", func(l AuditLine) error {
 		var rec CheckRecord
-		if err := jsonUnmarshal(line, &rec); err != nil {
+		if err := jsonUnmarshal(l.Raw, &rec); err != nil {
 			return err
 		}
 		js = append(js, rec.Trace...)

@@ -39,7 +39,7 @@ func checkEnvelope(e *capture.Event) error {
 	}
 	switch e.Kind {
 	case capture.KindToolCall, capture.KindToolResponse, capture.KindModelInput, capture.KindModelOutput, capture.KindExternalEffect,
-		capture.KindNotification, capture.KindMessage, capture.KindSessionEnd:
+		capture.KindNotification, capture.KindMessage, capture.KindAmbiguous, capture.KindSessionEnd:
 		return nil
 	}
 	return errSlow // session_start (header) and unknown kinds
@@ -351,6 +351,7 @@ const (
 	kEnd
 	kLegacy
 	kRedacted
+	kNumbers
 )
 
 func decodeFast(line []byte) (*capture.Event, error) {
@@ -478,6 +479,15 @@ func decodeFast(line []byte) (*capture.Event, error) {
 		case "legacy":
 			bit = kLegacy
 			err = decodeObject(s, &e.Legacy)
+		case "numbers":
+			bit = kNumbers
+			var v []byte
+			if v, err = s.value(0); err == nil {
+				if len(v) == 0 || v[0] != '{' {
+					return nil, errSlow
+				}
+				err = strictUnmarshal(v, &e.Numbers)
+			}
 		default:
 			return nil, errSlow
 		}

@@ -46,6 +46,10 @@ func TestDecodeEventFastAgrees(t *testing.T) {
 		`{"v":1,"seq":1,"id":"e0","session":"s","kind":"tool_call","ts":"x","source":"observed","prev":"0000000000000000000000000000000000000000000000000000000000000000","is_error":null,"effect":{"op":"read","bogus":1}}`,
 		"{\"v\":1,\"seq\":1,\"id\":\"e\xff\",\"session\":\"s\",\"kind\":\"tool_call\",\"ts\":\"x\",\"source\":\"observed\",\"prev\":\"0000000000000000000000000000000000000000000000000000000000000000\"}",
 		`[]`, ``, `{`, `{"v":1} x`,
+		`{"id":"e1","kind":"ambiguous","payload":{"bytes":3,"direction":"c2s","reasons":["batch"],"sha256":"x","text":"[1]"},"payload_sha256":"x","prev":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"session":"s","source":"observed","ts":"x","v":1,"wire":{"offsets":[0]}}`,
+		`{"id":"e1","kind":"tool_call","numbers":{"$.a":"1.0","$.b":"-0"},"payload":{"a":1,"b":0},"prev":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"session":"s","source":"observed","ts":"x","v":1}`,
+		`{"id":"e1","kind":"tool_call","numbers":{"$.a":1},"prev":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"session":"s","source":"observed","ts":"x","v":1}`,
+		`{"id":"e1","kind":"tool_call","numbers":[],"prev":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"session":"s","source":"observed","ts":"x","v":1}`,
 	}
 	for _, l := range odd {
 		sameDecode(t, []byte(l))
@@ -57,6 +61,7 @@ func FuzzDecodeEventFast(f *testing.F) {
 		f.Add(line)
 	}
 	f.Add([]byte(`{"v":1,"seq":0,"id":"e0","session":"s","kind":"tool_call","ts":"x","source":"observed","prev":"0000000000000000000000000000000000000000000000000000000000000000","payload":{"a":[1,2.5e3]}}`))
+	f.Add([]byte(`{"id":"e1","kind":"ambiguous","numbers":{"$.a":"1.0"},"payload":{"text":"[1]"},"prev":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"session":"s","source":"observed","ts":"x","v":1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		sameDecode(t, line)
 	})

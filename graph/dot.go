@@ -118,6 +118,8 @@ func nodeLabel(n *Node) string {
 		return "effect " + n.Value(WEffectOp) + "\n" + shorten(n.Value(WEffectTarget), 40) + "\n" + ev
 	case n.HasType(WNotification):
 		return shorten(n.Value(OtelMCPMethodName), 40) + "\n" + ev
+	case n.HasType(WAmbiguousLine):
+		return "AMBIGUOUS wire line\n" + ev
 	case n.HasType(WAgentMessage):
 		return "message " + shorten(n.Value(WSender), 20) + "\n" + ev
 	case n.HasType(WAIAgent):

@@ -57,6 +57,10 @@ func EffectIRI(base, id string) string { return base + "/effect/" + PctEncode(id
 // NoteIRI is the notification entity of notification event id.
 func NoteIRI(base, id string) string { return base + "/note/" + PctEncode(id) }
 
+// AmbiguousIRI is the entity of ambiguous event id (a wire line with more
+// than one reading).
+func AmbiguousIRI(base, id string) string { return base + "/ambiguous/" + PctEncode(id) }
+
 // MessageIRI is the agent-message entity of message event id.
 func MessageIRI(base, id string) string { return base + "/message/" + PctEncode(id) }
 

@@ -398,6 +398,15 @@ func (m *mapper) event1(e *capture.Event) error {
 			return m.unresolved(n, "call", e.Call)
 		}
 		return nil
+	case capture.KindAmbiguous:
+		// the line's exact bytes, reasons and readings are its payload
+		n := AmbiguousIRI(b, e.ID)
+		return firstErr(
+			m.typ(n, ProvEntity, WAmbiguousLine),
+			m.envelope(n, e),
+			m.add(n, ProvGeneratedAtTime, dt),
+			m.payload(n, e),
+		)
 	case capture.KindNotification:
 		n := NoteIRI(b, e.ID)
 		srv, err := m.server()
@@ -755,6 +764,8 @@ func (m *mapper) message(e *capture.Event, dt Term) error {
 		return m.add(n, ProvWasDerivedFrom, Ref(EffectIRI(b, e.Cause)))
 	case capture.KindNotification:
 		return m.add(n, ProvWasDerivedFrom, Ref(NoteIRI(b, e.Cause)))
+	case capture.KindAmbiguous:
+		return m.add(n, ProvWasDerivedFrom, Ref(AmbiguousIRI(b, e.Cause)))
 	case capture.KindMessage:
 		return m.add(n, ProvWasDerivedFrom, Ref(MessageIRI(b, e.Cause)))
 	}

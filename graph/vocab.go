@@ -65,6 +65,7 @@ const (
 	WExternalEffect = NSWitness + "ExternalEffect" // prov:Entity
 	WNotification   = NSWitness + "Notification"   // prov:Entity
 	WAgentMessage   = NSWitness + "AgentMessage"   // prov:Entity
+	WAmbiguousLine  = NSWitness + "AmbiguousLine"  // prov:Entity: a wire line with more than one reading
 )
 
 // Witness properties.

@@ -65,6 +65,7 @@ func (o Options) withDefaults() Options {
 // Keyring is a loaded keys.json.
 type Keyring struct {
 	path    string
+	file    string // the real path written by save ("" = path)
 	opts    Options
 	entries []Entry
 	exists  bool
@@ -386,68 +387,11 @@ func (k *Keyring) secret(i int) ([]byte, error) {
 
 // Verify checks signature sig (algorithm alg, "hmac-sha256" or "ed25519")
 // over msg. With keyID it uses exactly that key; without, it tries every
-// non-revoked key of that algorithm. A revoked key never verifies: the
-// error then says the key was revoked and when.
+// key of that algorithm. A revoked key never verifies, nor does the same key
+// material filed under another id: the error then says the key was revoked
+// and when. See Verifier, which also says who signed.
 func (k *Keyring) Verify(keyID, alg string, msg []byte, sig string) error {
-	if alg != SigHMACSHA256 && alg != SigEd25519 {
-		return fmt.Errorf("unknown signature algorithm %q (known: hmac-sha256, ed25519)", alg)
-	}
-	if keyID != "" {
-		i, ok := k.find(keyID)
-		if !ok {
-			return fmt.Errorf("key %s: %w in keyring %s", keyID, ErrUnknownKey, k.path)
-		}
-		e := k.entries[i]
-		if e.SigAlg() != alg {
-			return fmt.Errorf("key %s is %s, the signature is %s: %w", keyID, e.SigAlg(), alg, ErrAlgorithm)
-		}
-		if e.Revoked() {
-			return fmt.Errorf("key %s was revoked at %s: %w", keyID, e.RevokedAt, ErrRevoked)
-		}
-		return k.verifyWith(i, msg, sig)
-	}
-	tried := 0
-	for i, e := range k.entries {
-		if e.Revoked() || e.SigAlg() != alg {
-			continue
-		}
-		tried++
-		err := k.verifyWith(i, msg, sig)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, ErrBadSignature) {
-			return err
-		}
-	}
-	// Say so when only a revoked key would have verified it.
-	for i, e := range k.entries {
-		if e.Revoked() && e.SigAlg() == alg && k.verifyWith(i, msg, sig) == nil {
-			return fmt.Errorf("signed by key %s, which was revoked at %s: %w", e.KeyID, e.RevokedAt, ErrRevoked)
-		}
-	}
-	if tried == 0 {
-		return fmt.Errorf("keyring %s has no non-revoked %s key: %w", k.path, alg, ErrUnknownKey)
-	}
-	return fmt.Errorf("%w with any of the %d non-revoked %s keys in %s", ErrBadSignature, tried, alg, k.path)
-}
-
-func (k *Keyring) verifyWith(i int, msg []byte, sig string) error {
-	e := k.entries[i]
-	if e.Algorithm == AlgEd25519 {
-		if err := VerifyEd25519(e.PublicKey, msg, sig); err != nil {
-			return fmt.Errorf("key %s: %w", e.KeyID, err)
-		}
-		return nil
-	}
-	secret, err := k.secret(i)
-	if err != nil {
-		return err
-	}
-	if err := VerifyHMAC(secret, msg, sig); err != nil {
-		return fmt.Errorf("key %s: %w", e.KeyID, err)
-	}
-	return nil
+	return NewVerifier(k, nil, nil).Verify(keyID, alg, msg, sig)
 }
 
 func (k *Keyring) save() error {
@@ -455,7 +399,11 @@ func (k *Keyring) save() error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(k.path, data, 0o600); err != nil {
+	file := k.file
+	if file == "" {
+		file = k.path
+	}
+	if err := atomicfile.WriteFile(file, data, 0o600); err != nil {
 		return exitcode.New(exitcode.Failure, fmt.Errorf("write keyring: %w", err), "")
 	}
 	k.exists = true

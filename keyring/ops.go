@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,19 +15,30 @@ import (
 // update runs fn on the freshly loaded keyring under the cross-process lock
 // and saves the result atomically when fn succeeds. Nothing is written when
 // fn fails.
+//
+// A keyring reached through a symlink (or a symlinked folder) is locked and
+// written at its real path: the atomic replacement then renames over the
+// real file and leaves the symlink in place, and every path to the same
+// file takes the same lock.
 func update(path string, opts Options, fn func(k *Keyring) error) (*Keyring, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create keyring folder: %w", err), "")
 	}
-	unlock, err := lockFile(path)
+	real, err := realPath(path)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("keyring %s: %w", path, err), "")
+	}
+	unlock, err := lockFile(real)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("keyring %s: %w", path, err), "")
 	}
 	defer unlock()
-	k, err := Open(path, opts)
+	k, err := Open(real, opts)
 	if err != nil {
 		return nil, err
 	}
+	// messages name the path the user gave; the bytes go to the real file
+	k.path, k.file = path, real
 	if err := fn(k); err != nil {
 		return nil, err
 	}
@@ -34,6 +46,46 @@ func update(path string, opts Options, fn func(k *Keyring) error) (*Keyring, err
 		return nil, err
 	}
 	return k, nil
+}
+
+// maxLinks bounds the symlinks followed to a keyring's real path.
+const maxLinks = 40
+
+// realPath resolves every symlink of path. A path that does not exist yet
+// resolves its folder (and a dangling symlink its target), keeping the
+// file name, so the keyring is created where the links point.
+func realPath(path string) (string, error) {
+	for i := 0; i < maxLinks; i++ {
+		r, err := filepath.EvalSymlinks(path)
+		if err == nil {
+			return filepath.Abs(r)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("resolve symlinks: %w", err)
+		}
+		fi, lerr := os.Lstat(path)
+		if lerr != nil {
+			// nothing at path: resolve its folder
+			dir, derr := filepath.EvalSymlinks(filepath.Dir(path))
+			if derr != nil {
+				return "", fmt.Errorf("resolve symlinks: %w", derr)
+			}
+			return filepath.Abs(filepath.Join(dir, filepath.Base(path)))
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return "", fmt.Errorf("resolve symlinks: %w", err)
+		}
+		// a dangling symlink: follow it to where the file will be
+		target, rerr := os.Readlink(path)
+		if rerr != nil {
+			return "", fmt.Errorf("resolve symlinks: %w", rerr)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
+	return "", fmt.Errorf("resolve symlinks: more than %d links", maxLinks)
 }
 
 // generate makes a key with an id not yet in the keyring (3 attempts, as

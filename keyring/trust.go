@@ -152,33 +152,13 @@ func ParseTrust(data []byte, name string) (*TrustSet, error) {
 }
 
 // Verify checks an Ed25519 signature with the trusted key keyID ("" tries
-// every non-revoked trusted key).
+// every trusted key). A revoked key never verifies, nor does the same public
+// key listed under another id. See Verifier, which also says who signed.
 func (t *TrustSet) Verify(keyID, alg string, msg []byte, sig string) error {
 	if alg != SigEd25519 {
 		return fmt.Errorf("trust files hold ed25519 public keys; cannot check a %q signature: %w", alg, ErrAlgorithm)
 	}
-	for _, k := range t.Keys {
-		if keyID != "" && k.KeyID != keyID {
-			continue
-		}
-		if k.RevokedAt != "" {
-			if keyID != "" {
-				return fmt.Errorf("key %s was revoked at %s: %w", k.KeyID, k.RevokedAt, ErrRevoked)
-			}
-			continue
-		}
-		err := VerifyEd25519(k.PublicKey, msg, sig)
-		if err == nil || keyID != "" {
-			if err != nil {
-				return fmt.Errorf("key %s: %w", k.KeyID, err)
-			}
-			return nil
-		}
-	}
-	if keyID != "" {
-		return fmt.Errorf("key %s: %w in the trust file", keyID, ErrUnknownKey)
-	}
-	return fmt.Errorf("%w with any trusted key", ErrBadSignature)
+	return NewVerifier(nil, t, nil).Verify(keyID, alg, msg, sig)
 }
 
 // Has reports whether keyID is in the set and not revoked.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/agent-trace-witness/witness/internal/canon"
 )
 
 func readAll(t *testing.T, lr *LineReader) []Line {
@@ -86,7 +88,8 @@ func TestParse(t *testing.T) {
 	}{
 		{`{"jsonrpc":"2.0","id":0,"method":"ping"}`, KindRequest, "0"},
 		{`{"jsonrpc":"2.0","id":"1","method":"roots/list","params":{}}`, KindRequest, `"1"`},
-		{`{"result":{},"jsonrpc":"2.0","id":1.0}`, KindResponse, "1.0"},
+		{`{"result":{},"jsonrpc":"2.0","id":1.0}`, KindInvalid, ""},
+		{`{"result":{},"jsonrpc":"2.0","id":7}`, KindResponse, "7"},
 		{`{"method":"notifications/tools/list_changed","jsonrpc":"2.0"}`, KindNotification, ""},
 		{`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"x"}}`, KindResponse, "3"},
 		{`{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse"}}`, KindResponse, ""},
@@ -97,7 +100,7 @@ func TestParse(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":null,"method":"x"}`, KindInvalid, "null"},
 		{`{"jsonrpc":"2.0","id":{},"result":{}}`, KindInvalid, "{}"},
 		{`{"jsonrpc":"2.0","id":1,"result":{}} trailing`, KindInvalid, ""},
-		{`{"jsonrpc":"2.0","id":1,"id":2,"result":{}}`, KindInvalid, "1"},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"result":{}}`, KindInvalid, ""},
 	}
 	for _, c := range cases {
 		m, err := Parse([]byte(c.line))
@@ -144,16 +147,33 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{`{"jsonrpc":"2.0","id":0,"method":"ping"}`, `{"result":{},"jsonrpc":"2.0","id":"1"}`, `[1]`, `{"jsonrpc":"2.0","method":"n","params":[1]}`, "\xff", `{"jsonrpc":"2.0","error":{}}`} {
 		f.Add([]byte(s))
 	}
+	for _, s := range attackLines {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		m, err := Parse(line)
 		if m == nil || !bytes.Equal(m.Raw, line) {
 			t.Fatal("raw not kept")
 		}
-		if (err == nil) == (m.Kind == KindInvalid) {
-			t.Fatalf("kind %s with err %v", m.Kind, err)
+		if err == nil && m.Kind == KindInvalid {
+			t.Fatal("kind invalid without an error")
 		}
 		if m.ID != nil && !bytes.Contains(line, m.ID) {
 			t.Fatal("id token not a slice of the line")
+		}
+		if m.Kind != KindInvalid && err != nil && !IsAmbiguous(err) {
+			t.Fatalf("kind %s with a non-ambiguity error %v", m.Kind, err)
+		}
+		if err != nil {
+			return
+		}
+		// one reading: the canonical encoder carries it (unique names,
+		// valid strings, exact numbers) and every decoder family agrees
+		if _, cerr := canon.Transform(line); cerr != nil {
+			t.Fatalf("unambiguous line the canonical encoder refuses: %v", cerr)
+		}
+		if r := ReadAll(line); len(r.List) != 1 {
+			t.Fatalf("unambiguous line with %d readings: %+v", len(r.List), r.List)
 		}
 	})
 }
@@ -261,6 +281,9 @@ func FuzzParseMatchesReference(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		a, errA := Parse(line)
+		if IsAmbiguous(errA) {
+			return // the reference takes what encoding/json takes
+		}
 		b, errB := parseReference(line)
 		if (errA == nil) != (errB == nil) || a.Kind != b.Kind {
 			t.Fatalf("fast %s %v, reference %s %v", a.Kind, errA, b.Kind, errB)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Kind classifies a JSON-RPC line.
@@ -27,6 +28,10 @@ type Message struct {
 	Result json.RawMessage
 	Error  json.RawMessage
 	Kind   Kind
+	// Numbers lists the numbers of the line whose canonical JSON text
+	// differs from their wire text though the value is the same (1.0, -0),
+	// with their paths, so that an event can keep the exact text.
+	Numbers []NumberText
 }
 
 // IsBatch reports whether the line holds a JSON array (a 2025-03-26 batch).
@@ -35,29 +40,40 @@ func IsBatch(line []byte) bool {
 	return len(t) > 0 && t[0] == '['
 }
 
-// Parse classifies one line. It returns a Message with Kind KindInvalid and a
-// non-nil error when the line is not a valid JSON-RPC 2.0 message; Raw is
-// always set. Parse never panics. Member names match exactly (case
-// sensitive), a repeated envelope member is refused, and every field is a
-// slice of line.
+// Parse classifies one line with the witness's one strict reading of the
+// wire. It returns nil only for a line that is exactly one well-formed
+// JSON-RPC 2.0 message with a single reading: one JSON object (trailing
+// whitespace only), valid UTF-8, unique member names at every depth, no two
+// names in one object equal under simple case folding (strings.EqualFold),
+// nesting within jsonlimit.MaxWireDepth, no lone surrogate escapes, only
+// numbers the canonical encoder carries exactly, an integer or string id,
+// and no envelope (or tools/call params) member whose name differs from
+// the one the witness reads only in letter case.
+//
+// A line that is JSON but breaks one of these rules is ambiguous: the error
+// is an *AmbiguousError listing every reason with its JSON path. If the
+// envelope itself is still pinned down (one object, unique exact and folded
+// top-level names, exact jsonrpc, id and method), Kind, ID, Method, Params,
+// Result and Error are set all the same; otherwise Kind is KindInvalid. Any
+// other error means the line is not a JSON-RPC message (Kind KindInvalid).
+//
+// Parse runs in time linear in len(line), never panics, matches member
+// names exactly (case sensitive) and never takes "the first" or "the last"
+// of duplicated names: every field is a slice of line, Raw always set.
 func Parse(line []byte) (*Message, error) {
 	m := &Message{Raw: line, Kind: KindInvalid}
-	if IsBatch(line) {
-		return m, errors.New("a JSON-RPC batch (array) is not a single message")
+	sr := scanLine(line)
+	if sr.err != nil {
+		return m, fmt.Errorf("not JSON: %w", sr.err)
 	}
-	if !json.Valid(line) {
-		var v any
-		err := json.Unmarshal(line, &v)
-		if err == nil {
-			err = errors.New("invalid JSON")
-		}
-		return m, fmt.Errorf("not JSON: %w", err)
-	}
+	m.Numbers = sr.numbers
 	i := skipWS(line, 0)
-	if i >= len(line) || line[i] != '{' {
+	if line[i] != '{' {
+		if len(sr.reasons) > 0 {
+			return m, &AmbiguousError{Reasons: sr.list()}
+		}
 		return m, errors.New("not a JSON object")
 	}
-	seen := map[string]bool{}
 	var jsonrpc, method json.RawMessage
 	i = skipWS(line, i+1)
 	for i < len(line) && line[i] != '}' {
@@ -70,13 +86,6 @@ func Parse(line []byte) (*Message, error) {
 		i = skipWS(line, i+1) // ':'
 		vend := skipValue(line, i)
 		raw := json.RawMessage(line[i:vend:vend])
-		switch key {
-		case "jsonrpc", "id", "method", "params", "result", "error":
-			if seen[key] {
-				return m, fmt.Errorf("field %q appears twice", key)
-			}
-			seen[key] = true
-		}
 		switch key {
 		case "jsonrpc":
 			jsonrpc = raw
@@ -96,7 +105,71 @@ func Parse(line []byte) (*Message, error) {
 			i = skipWS(line, i+1)
 		}
 	}
-	return classify(m, jsonrpc, method)
+	_, cerr := classify(m, jsonrpc, method)
+	if len(m.ID) > 0 && (m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9')) && !exactIntegerID(string(m.ID)) {
+		sr.add(true, "id %s is not an exact integer token (readers that convert ids to integers or doubles differ on it)", shortLit(string(m.ID)))
+	}
+	if m.Method == "tools/call" && isObject(m.Params) {
+		present := map[string]bool{}
+		forMembers(m.Params, func(name string, _ json.RawMessage) { present[name] = true })
+		forMembers(m.Params, func(name string, _ json.RawMessage) {
+			for _, f := range []string{"name", "arguments", "_meta"} {
+				if name != f && !present[f] && strings.EqualFold(name, f) {
+					sr.add(false, "member %s at $.params differs from %q only in letter case (a case-insensitive decoder reads it as %q)", quoteShort(name), f, f)
+				}
+			}
+		})
+	}
+	if len(sr.reasons) > 0 {
+		if cerr != nil {
+			sr.add(true, "not a valid JSON-RPC message: %v", cerr)
+		}
+		if sr.envelope || cerr != nil {
+			// the envelope has no single reading: report none of it
+			*m = Message{Raw: line, Kind: KindInvalid, Numbers: m.Numbers}
+		}
+		return m, &AmbiguousError{Reasons: sr.list()}
+	}
+	if cerr != nil {
+		return m, cerr
+	}
+	return m, nil
+}
+
+// exactIntegerID reports whether a number id token is an integer in the
+// form canonical JSON writes it: no fraction, exponent or -0, and exactly
+// representable as an IEEE double.
+func exactIntegerID(tok string) bool {
+	if strings.ContainsAny(tok, ".eE") || tok == "-0" {
+		return false
+	}
+	c, exact := CanonicalNumber(tok)
+	return exact && c == tok
+}
+
+// forMembers calls fn for each member of a JSON object that Parse's scan
+// already found well formed, in order, with the member's decoded name.
+func forMembers(obj []byte, fn func(name string, val json.RawMessage)) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i = skipWS(obj, i+1)
+	for i < len(obj) && obj[i] != '}' {
+		kend := skipValue(obj, i)
+		key, err := unquoteKey(obj[i:kend])
+		if err != nil {
+			return
+		}
+		i = skipWS(obj, kend)
+		i = skipWS(obj, i+1)
+		vend := skipValue(obj, i)
+		fn(key, json.RawMessage(obj[i:vend:vend]))
+		i = skipWS(obj, vend)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipWS(obj, i+1)
+		}
+	}
 }
 
 // skipWS returns the index of the first non-whitespace byte at or after i.
@@ -259,4 +332,66 @@ func IDType(id json.RawMessage) string {
 		return "null"
 	}
 	return "number"
+}
+
+// Member returns the value of the member name of the JSON object obj,
+// matched exactly (case sensitive). It is meant for parts of a line Parse
+// accepted, whose member names are unique: there is no first or last to
+// choose. ok is false when obj is not an object or has no such member.
+func Member(obj json.RawMessage, name string) (val json.RawMessage, ok bool) {
+	forMembers(obj, func(k string, v json.RawMessage) {
+		if !ok && k == name {
+			val, ok = v, true
+		}
+	})
+	return val, ok
+}
+
+// StringValue decodes a JSON string token; ok is false for any other value.
+func StringValue(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := unquoteKey(raw)
+	return s, err == nil
+}
+
+// NumbersUnder returns the numbers of ns at or below the JSON path prefix,
+// their paths rebased so that prefix becomes "$" ("$.params.arguments.x"
+// under "$.params.arguments" is "$.x"); nil when there are none.
+func NumbersUnder(ns []NumberText, prefix string) map[string]string {
+	var out map[string]string
+	for _, n := range ns {
+		rest, ok := strings.CutPrefix(n.Path, prefix)
+		if !ok || (rest != "" && rest[0] != '.' && rest[0] != '[') {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out["$"+rest] = n.Text
+	}
+	return out
+}
+
+// ForElements calls fn for each element of a JSON array that is part of a
+// line Parse accepted; nothing when arr is not an array.
+func ForElements(arr json.RawMessage, fn func(el json.RawMessage)) {
+	i := skipWS(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return
+	}
+	i = skipWS(arr, i+1)
+	for i < len(arr) && arr[i] != ']' {
+		end := skipValue(arr, i)
+		if end == i {
+			return
+		}
+		fn(json.RawMessage(arr[i:end:end]))
+		i = skipWS(arr, end)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipWS(arr, i+1)
+		}
+	}
 }

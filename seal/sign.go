@@ -22,7 +22,8 @@ func Sign(b Body, signer keyring.Signer) (*Sealed, error) {
 }
 
 // Cosign appends signer's signature over the same canonical body. A key
-// that already signed (primary or cosignature) is refused.
+// that already signed (primary or cosignature) is refused, whatever key id
+// (or none) that signature carries: a signer is its key material.
 func (s *Sealed) Cosign(signer keyring.Signer) error {
 	id := signer.KeyID()
 	if id == "" {
@@ -40,6 +41,16 @@ func (s *Sealed) Cosign(signer keyring.Signer) error {
 	msg, err := s.CanonicalBody()
 	if err != nil {
 		return exitcode.New(exitcode.Tampered, fmt.Errorf("encode seal body: %w", err), "")
+	}
+	if alg, value, _ := SplitSignature(s.Signature); keyring.SignedBy(signer, msg, alg, value) {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("key %s already signed this seal (primary signature, filed as key_id %s)", id, orNone(s.KeyID)),
+			"cosign with another witness's keyring (--keyring): a second signature by the same key counts once")
+	}
+	for i, c := range s.Cosignatures {
+		if keyring.SignedBy(signer, msg, c.Alg, c.Sig) {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s already cosigned this seal (cosignatures[%d], filed as key_id %s)", id, i, c.KeyID),
+				"cosign with another witness's keyring (--keyring): a second signature by the same key counts once")
+		}
 	}
 	sig, err := signer.Sign(msg)
 	if err != nil {

@@ -3,7 +3,6 @@ package seal
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/keyring"
@@ -22,7 +21,8 @@ type VerifyOptions struct {
 	Trust *TrustSet
 	// Quorum, when > 0, requires at least this many distinct trusted keys
 	// to have signed the exact body (primary signature and cosignatures;
-	// one key counts once however often it signed).
+	// one key counts once however often and under whatever labels it
+	// signed: signers are told apart by key material, not key ids).
 	Quorum int
 	// LegacyKeyHex is an ATW_WITNESS_KEY value, used for HMAC signatures
 	// without key_id (0.1.0 seals). Keys of 16-31 bytes are accepted for
@@ -40,12 +40,14 @@ const (
 
 // Check is the outcome for one signature.
 type Check struct {
-	Which    string `json:"which"` // "signature" or "cosignatures[i]"
-	KeyID    string `json:"key_id,omitempty"`
-	Alg      string `json:"alg"`
-	Status   string `json:"status"`
-	Detail   string `json:"detail,omitempty"`
-	identity string
+	Which  string `json:"which"` // "signature" or "cosignatures[i]"
+	KeyID  string `json:"key_id,omitempty"`
+	Alg    string `json:"alg"`
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Signer is the identity of the key that verified the signature (see
+	// keyring.Ed25519Identity and keyring.HMACIdentity); "" unless ok.
+	Signer string `json:"signer,omitempty"`
 }
 
 // Result is the outcome of Verify.
@@ -57,11 +59,6 @@ type Result struct {
 	Code     exitcode.Code `json:"-"`
 	Verdict  string        `json:"verdict"` // ok | violation | tampered
 	Reason   string        `json:"reason"`
-}
-
-type source struct {
-	name   string
-	verify func(keyID, alg string, msg []byte, sig string) error
 }
 
 // Verify checks the seal's signatures against the given keys. It returns
@@ -92,63 +89,25 @@ func Verify(s *Sealed, opts VerifyOptions) (*Result, error) {
 			legacyWarn = fmt.Sprintf("legacy key is only %d bytes (32 recommended)", len(legacyKey))
 		}
 	}
-	var sources []source
-	if opts.Trust != nil {
-		sources = append(sources, source{"trust file", opts.Trust.Verify})
-	}
-	if opts.Keyring != nil {
-		sources = append(sources, source{"keyring", opts.Keyring.Verify})
-	}
+	v := keyring.NewVerifier(opts.Keyring, opts.Trust, legacyKey)
 	checkOne := func(which, keyID, alg, value string) Check {
+		signed, err := v.Check(keyID, alg, msg, value)
 		c := Check{Which: which, KeyID: keyID, Alg: alg}
-		var errs []error
-		okVia := ""
-		for _, src := range sources {
-			err := src.verify(keyID, alg, msg, value)
-			if err == nil {
-				if okVia == "" {
-					okVia = src.name
-				}
-				continue
-			}
-			errs = append(errs, err)
-		}
-		if legacyKey != nil && alg == AlgHMACSHA256 && keyID == "" {
-			if err := keyring.VerifyHMAC(legacyKey, msg, value); err == nil {
-				if okVia == "" {
-					okVia = "ATW_WITNESS_KEY"
-				}
-			} else {
-				errs = append(errs, fmt.Errorf("ATW_WITNESS_KEY: %w", err))
-			}
-		}
-		var revoked, bad error
-		for _, e := range errs {
-			if errors.Is(e, keyring.ErrRevoked) && revoked == nil {
-				revoked = e
-			}
-			if errors.Is(e, keyring.ErrBadSignature) && bad == nil {
-				bad = e
-			}
-		}
 		switch {
-		case revoked != nil:
-			c.Status, c.Detail = StatusRevoked, revoked.Error()
-		case okVia != "":
-			c.Status, c.Detail = StatusOK, "verified with "+okVia
-			if okVia == "ATW_WITNESS_KEY" && legacyWarn != "" {
+		case err == nil:
+			c.Status, c.Detail, c.Signer = StatusOK, "verified with "+signed.Source, signed.Identity
+			if signed.KeyID != "" && signed.KeyID != keyID {
+				c.Detail += " key " + signed.KeyID
+			}
+			if signed.Source == keyring.SourceLegacy && legacyWarn != "" {
 				c.Detail += "; " + legacyWarn
 			}
-			c.identity = identity(opts, keyID, alg)
-		case bad != nil:
-			c.Status, c.Detail = StatusBad, bad.Error()
+		case errors.Is(err, keyring.ErrRevoked):
+			c.Status, c.Detail = StatusRevoked, err.Error()
+		case errors.Is(err, keyring.ErrBadSignature):
+			c.Status, c.Detail = StatusBad, err.Error()
 		default:
-			c.Status = StatusUnknown
-			if len(errs) > 0 {
-				c.Detail = errs[0].Error()
-			} else {
-				c.Detail = fmt.Sprintf("no key given can check a %s signature", alg)
-			}
+			c.Status, c.Detail = StatusUnknown, err.Error()
 		}
 		return c
 	}
@@ -162,18 +121,28 @@ func Verify(s *Sealed, opts VerifyOptions) (*Result, error) {
 	}
 	for i, cs := range s.Cosignatures {
 		c := checkOne(fmt.Sprintf("cosignatures[%d]", i), cs.KeyID, cs.Alg, cs.Sig)
-		if c.Status == StatusOK && cs.PublicKey != "" && c.identity != "" && strings.HasPrefix(c.identity, "pub:") && c.identity != "pub:"+cs.PublicKey {
-			c.Status, c.Detail = StatusBad, "public_key in the cosignature differs from the trusted key "+cs.KeyID
+		if c.Status == StatusOK && cs.PublicKey != "" {
+			if id, err := keyring.Ed25519Identity(cs.PublicKey); err != nil || id != c.Signer {
+				c.Status, c.Detail, c.Signer = StatusBad, "public_key in the cosignature differs from the trusted key that verified it", ""
+			}
 		}
 		res.Checks = append(res.Checks, c)
 	}
 
-	seen := map[string]bool{}
-	for _, c := range res.Checks {
-		if c.Status == StatusOK && !seen[c.identity] {
-			seen[c.identity] = true
-			res.Distinct++
+	// A signer is its key material: the same key under two labels (with
+	// and without key_id, two key ids) counts once.
+	first := map[string]string{}
+	for i := range res.Checks {
+		c := &res.Checks[i]
+		if c.Status != StatusOK {
+			continue
 		}
+		if w, dup := first[c.Signer]; dup {
+			c.Detail += "; same signer as " + w + ", counted once"
+			continue
+		}
+		first[c.Signer] = c.Which
+		res.Distinct++
 	}
 	for _, c := range res.Checks {
 		if c.Status == StatusBad {
@@ -218,27 +187,4 @@ func fail(res *Result, code exitcode.Code, reason, hint string) (*Result, error)
 	res.Verdict = code.Name()
 	res.Reason = reason
 	return res, exitcode.New(code, errors.New(reason), hint)
-}
-
-// identity is what makes two signers distinct for a quorum: the public key
-// when one is known, else the key id.
-func identity(opts VerifyOptions, keyID, alg string) string {
-	if opts.Trust != nil {
-		for _, k := range opts.Trust.Keys {
-			if k.KeyID == keyID {
-				return "pub:" + k.PublicKey
-			}
-		}
-	}
-	if opts.Keyring != nil {
-		for _, e := range opts.Keyring.Entries() {
-			if e.KeyID == keyID && e.PublicKey != "" {
-				return "pub:" + e.PublicKey
-			}
-		}
-	}
-	if keyID == "" {
-		return "legacy:" + alg
-	}
-	return "id:" + keyID
 }

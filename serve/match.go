@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/mcp"
 )
 
@@ -16,11 +15,13 @@ var VolatileKeys = []string{
 	"params.clientInfo of initialize (the host's name and version)",
 }
 
-// Key is what a request or notification is matched on: its method and the
-// canonical JSON of its params without the volatile keys.
+// Key is what a request or notification is matched on: its method and its
+// params without the volatile keys, members sorted, every number kept as
+// its exact wire token (9007199254740993 and 9007199254740992 differ, and
+// so do 1 and 1.0), strings by value.
 type Key struct {
 	Method string
-	Params string // canonical JSON, "" when absent
+	Params string // the exact-token JSON, "" when absent
 }
 
 func (k Key) String() string {
@@ -52,7 +53,9 @@ func KeyOf(m *mcp.Message) (Key, error) {
 	if obj, ok := v.(map[string]any); ok && len(obj) == 0 {
 		return k, nil // {} and no params ask the same
 	}
-	c, err := canon.Marshal(v)
+	// encoding/json sorts map keys and writes a json.Number as its exact
+	// token; canonical JSON would round numbers to doubles
+	c, err := json.Marshal(v)
 	if err != nil {
 		return k, fmt.Errorf("params: %w", err)
 	}

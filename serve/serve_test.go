@@ -365,3 +365,35 @@ func TestServeOverlongLine(t *testing.T) {
 		t.Errorf("out %q misses %d err %v\n%s", out.String(), res.Misses, err, stderr.String())
 	}
 }
+
+// serve matches by exact tokens: a call with 9007199254740993 (or 1) is
+// never answered with the recording of 9007199254740992 (or 1.0), which
+// canonical JSON (doubles) would confuse.
+func TestServeMatchesExactNumberTokens(t *testing.T) {
+	cas := writeCassette(t,
+		`c2s {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get","arguments":{"n":9007199254740992}}}`,
+		`s2c {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"even"}]}}`,
+		`c2s {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get","arguments":{"n":1.0}}}`,
+		`s2c {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"one point oh"}]}}`,
+	)
+	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get","arguments":{"n":%s}}}`
+	got, _, res, _ := serveSession(t, cas, []step{
+		{fmt.Sprintf(call, 10, "9007199254740993"), 1},
+		{fmt.Sprintf(call, 11, "1"), 1},
+		{fmt.Sprintf(call, 12, "9007199254740992"), 1},
+		{fmt.Sprintf(call, 13, "1.0"), 1},
+	})
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if len(lines) != 4 || strings.Contains(lines[0], "even") || strings.Contains(lines[1], "one point oh") ||
+		!strings.Contains(lines[2], `"text":"even"}]},"id":12`) && !strings.Contains(lines[2], `"id":12,"result":{"content":[{"type":"text","text":"even"}]}`) ||
+		!strings.Contains(lines[3], "one point oh") || res.Served != 2 || res.Misses != 2 {
+		t.Fatalf("res %+v\n%s", res, got)
+	}
+	a, _ := mcp.Parse([]byte(fmt.Sprintf(call, 1, "9007199254740993")))
+	b, _ := mcp.Parse([]byte(fmt.Sprintf(call, 1, "9007199254740992")))
+	ka, _ := KeyOf(a)
+	kb, _ := KeyOf(b)
+	if ka == kb {
+		t.Fatalf("keys equal: %s", ka)
+	}
+}

@@ -187,6 +187,8 @@ func (c *checker) event(e *capture.Event, line int64) {
 			c.toolUse(e, line, rpc)
 		}
 		c.effectScope(e, line, rpc)
+	case capture.KindAmbiguous:
+		c.ambiguous(e, line)
 	case capture.KindModelInput:
 		if e.Role == "system" {
 			c.systemPrompt(e, line)
@@ -203,6 +205,10 @@ func (c *checker) event(e *capture.Event, line int64) {
 }
 
 func (c *checker) toolUse(e *capture.Event, line int64, rpc json.RawMessage) {
+	c.toolUseNote(e, line, rpc, "")
+}
+
+func (c *checker) toolUseNote(e *capture.Event, line int64, rpc json.RawMessage, note string) {
 	i, ok := c.toolIndex[e.Tool]
 	if ok {
 		c.used[i] = true
@@ -211,8 +217,78 @@ func (c *checker) toolUse(e *capture.Event, line int64, rpc json.RawMessage) {
 	c.add(Finding{
 		Check: CheckUnsealed, Code: "unsealed-tool", Severity: SevError, Class: ClassViolation,
 		EventID: e.ID, RPCID: rpc, Tool: e.Tool, SealClause: "tools", Line: line,
-		Message: fmt.Sprintf("tool %q was used but is not listed in the seal (sealed: %s)", e.Tool, c.sealedNames()),
+		Message: fmt.Sprintf("tool %q was used but is not listed in the seal (sealed: %s)%s", e.Tool, c.sealedNames(), note),
 	})
+}
+
+// ambiguous reports a wire line with more than one reading, and checks
+// every reading of a host's tools/call against the seal as if the server
+// had acted on it: each candidate tool name must be sealed, each candidate
+// argument object within the tool's scopes.
+func (c *checker) ambiguous(e *capture.Event, line int64) {
+	a, err := capture.ParseAmbiguousLine(e.Payload)
+	if err != nil {
+		c.add(Finding{
+			Check: CheckWire, Code: "ambiguous-wire-line", Severity: SevError, Class: ClassViolation,
+			EventID: e.ID, Line: line,
+			Message: fmt.Sprintf("a wire line has more than one reading; its record cannot be read: %v", err),
+		})
+		return
+	}
+	who := "the server sent"
+	if a.Direction == "c2s" {
+		who = "the host sent"
+	}
+	reasons := a.Reasons
+	if len(reasons) > 3 {
+		reasons = append(append([]string(nil), reasons[:3]...), fmt.Sprintf("%d more", len(a.Reasons)-3))
+	}
+	c.add(Finding{
+		Check: CheckWire, Code: "ambiguous-wire-line", Severity: SevError, Class: ClassViolation,
+		EventID: e.ID, Line: line,
+		Message: fmt.Sprintf("%s a line (%d bytes, sha256 %s) with %d reading(s) a peer could act on: %s",
+			who, a.Bytes, short(a.SHA256), len(a.Readings), strings.Join(reasons, "; ")),
+	})
+	if a.Direction != "c2s" {
+		return
+	}
+	type cand struct {
+		rpc  json.RawMessage
+		decs []string
+	}
+	tools := map[string]cand{}
+	var toolOrder []string
+	var argSets []json.RawMessage
+	seenArgs := map[string]bool{}
+	for _, r := range a.Readings {
+		if (r.Kind != "request" && r.Kind != "notification") || r.Method != "tools/call" {
+			continue
+		}
+		tool := "(unnamed)"
+		if r.Tool != nil && *r.Tool != "" {
+			tool = *r.Tool
+		}
+		if _, ok := tools[tool]; !ok {
+			toolOrder = append(toolOrder, tool)
+			tools[tool] = cand{rpc: r.IDToken(), decs: r.Decoders}
+		}
+		if args := r.ArgumentsJSON(); args != nil && !seenArgs[string(args)] {
+			seenArgs[string(args)] = true
+			argSets = append(argSets, args)
+		}
+	}
+	for _, tool := range toolOrder {
+		cd := tools[tool]
+		note := fmt.Sprintf(" (a reading of ambiguous line %s: %s)", e.ID, strings.Join(cd.decs, ", "))
+		ev := &capture.Event{ID: e.ID, Tool: tool, RPCID: cd.rpc}
+		c.toolUseNote(ev, line, cd.rpc, note)
+		// every argument object any reading carries, with every tool
+		// name any reading carries: a decoder may mix them
+		for _, args := range argSets {
+			ev.Payload = args
+			c.argScopesNote(ev, line, fmt.Sprintf(" (a reading of ambiguous line %s)", e.ID))
+		}
+	}
 }
 
 func (c *checker) sealedNames() string {
@@ -236,6 +312,12 @@ func (c *checker) unchecked(i int) *[3]int64 {
 }
 
 func (c *checker) argScopes(e *capture.Event, line int64) {
+	c.argScopesNote(e, line, "")
+}
+
+// argScopesNote checks the path arguments of e.Payload against the scopes
+// of e.Tool; note ends every finding's message (the reading it concerns).
+func (c *checker) argScopesNote(e *capture.Event, line int64, note string) {
 	i, ok := c.toolIndex[e.Tool]
 	if !ok || len(c.scopes[i]) == 0 {
 		return
@@ -246,6 +328,7 @@ func (c *checker) argScopes(e *capture.Event, line int64) {
 	}
 	var args map[string]any
 	dec := json.NewDecoder(bytes.NewReader(e.Payload))
+	dec.UseNumber() // a number canonical JSON refuses is no path, and no reason to stop
 	if err := dec.Decode(&args); err != nil || args == nil {
 		c.unchecked(i)[1]++
 		return
@@ -276,6 +359,7 @@ func (c *checker) argScopes(e *capture.Event, line int64) {
 				msg += fmt.Sprintf(" (it resolves to %q)", clean)
 			}
 		}
+		msg += note
 		c.add(Finding{
 			Check: CheckScope, Code: "argument-out-of-scope", Severity: SevError, Class: ClassViolation,
 			EventID: e.ID, RPCID: e.RPCID, Tool: e.Tool, SealClause: fmt.Sprintf("tools[%d].scopes", i), Line: line,
@@ -496,6 +580,8 @@ func checkOfCode(code string) string {
 		return CheckBinding
 	case "sealed-tool-unused":
 		return CheckUnused
+	case "ambiguous-wire-line":
+		return CheckWire
 	}
 	return CheckDefinitions
 }

@@ -68,6 +68,8 @@ type logSpec struct {
 	events []*capture.Event
 	noEnd  bool
 	signer capture.Signer
+	// reason (default "completed") and failure of the session_end
+	reason, failure string
 }
 
 func ev(kind capture.Kind, tool string, rpc string, payload any) *capture.Event {
@@ -115,7 +117,11 @@ func buildLog(t testing.TB, plan Plan, s logSpec) []byte {
 		if signer != nil {
 			signers = append(signers, signer)
 		}
-		if err := capture.FinishWith(w, capture.EndOptions{Signers: signers, TS: testTS, Reason: "completed"}); err != nil {
+		reason := s.reason
+		if reason == "" {
+			reason = "completed"
+		}
+		if err := capture.FinishWith(w, capture.EndOptions{Signers: signers, TS: testTS, Reason: reason, Failure: s.failure}); err != nil {
 			t.Fatal(err)
 		}
 	}

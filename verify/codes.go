@@ -27,9 +27,13 @@ var codes = map[string]codeInfo{
 	"log-partial":            {"The event log ends in a partial line", "The capture stopped in the middle of a write, or the file was truncated."},
 	"log-no-end":             {"The event log has no session_end line", "The capture was cut off or the end was removed: what came after the last line is unknown."},
 	"log-empty":              {"The event log is empty", "Nothing was captured, or the file was emptied."},
+	"log-failure":            {"A session_end records that the recording failed", "The capture or proxy could not record the whole session (a capture error, an abandoned recording, a server that died mid-call, a line over the limit): the lines present are intact, what came after the failure is missing. The message gives the reason the end records."},
 	"findings-dropped":       {"More findings of one code than are listed", "Only the first 1000 findings of each code are listed; the count of the others is in the message."},
 	"log-findings-dropped":   {"More chain findings than are listed", "Only the first chain findings are listed; fix those first."},
 	"graph-invalid":          {"The graph file is not a valid witness graph", "The graph was edited or is not a document 'witness graph' wrote."},
+	"graph-dangling":         {"A graph node refers to a node the graph does not hold", "'witness graph' writes every node it names: a node was removed or an IRI changed after the graph was written."},
+	"graph-unauthenticated":  {"A graph alone cannot be authenticated", "A graph carries no hash chain or signed end. Verify it together with the event log it was made from (--graph G --events E): then it must be exactly that log's graph."},
+	"graph-mismatch":         {"The graph is not the graph of the event log given with it", "Its canonical digest differs from the digest of the graph 'witness graph' derives from the log: it was edited, made from another log, or carries an overlay (--firewall-audit)."},
 	"seal-mismatch":          {"The events were captured under another seal", "Verify against the seal named in the session header, or re-capture under this seal."},
 	"seal-ref-mismatch":      {"Imported events carry the seal_ref of another seal", "agent-trace-witness 0.1.0 never checked seal_ref; the events were produced under another seal."},
 	"unsealed-tool":          {"A tool was used that the seal does not list", "The agent called a tool it was not sealed for."},
@@ -41,6 +45,7 @@ var codes = map[string]codeInfo{
 	"tool-definition-drift":  {"The server's tool definition differs from the one pinned in the seal", "The MCP server changed the tool (a rug pull) after the seal was made."},
 	"pinned-tool-not-listed": {"A tool pinned in the seal was not listed by the server", "The server's tool surface changed since the seal was made."},
 	"tools-list-changed":     {"The server announced a tool list change during the session", "Definitions after this point were not pinned at session start."},
+	"ambiguous-wire-line":    {"A wire line has more than one reading", "The host or server sent a line (duplicated or case-variant member names, a batch, several values, a number or string canonical JSON cannot carry exactly) that a peer could act on otherwise than the witness reads it. Each reading is checked against the seal; the session cannot be verified."},
 	"not-checkable":          {"A check could not run on this evidence", "The evidence lacks what the check needs; the reason is in the message."},
 }
 

@@ -27,6 +27,10 @@ type EventOptions struct {
 	// digest 'witness graph --events FILE --seal SEAL' prints. A log that
 	// does not map to a graph (an invalid line) gets no digest.
 	GraphDigest bool
+	// GraphOptions, when set, replace the graph options of GraphDigest
+	// (the seal as plan, payloads kept): to check a graph file written
+	// with another plan or --no-payloads against the log.
+	GraphOptions *graph.Options
 }
 
 // CheckEvents judges the event log read from rd (named name in findings)
@@ -53,9 +57,12 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		var gr *io.PipeReader
 		gr, gw = io.Pipe()
 		src = io.TeeReader(rd, gw)
+		gopts := graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}
+		if opts.GraphOptions != nil {
+			gopts = *opts.GraphOptions
+		}
 		go func() {
-			st, err := graph.StreamNQuads(graph.NewEventSource(gr, name), io.Discard,
-				graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}, graph.StreamOptions{})
+			st, err := graph.StreamNQuads(graph.NewEventSource(gr, name), io.Discard, gopts, graph.StreamOptions{})
 			// the stream may stop early on a line it cannot map; keep
 			// draining so the chain pass never blocks
 			io.Copy(io.Discard, gr)
@@ -71,6 +78,12 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	lr, lerr := capture.VerifyLog(src, name, capture.VerifyLogOptions{
 		Verifier: opts.EndVerifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max,
 		OnEvent: func(line int64, ev *capture.Event) {
+			r.Evidence.addSource(string(ev.Source))
+			if ev.Kind == capture.KindSessionEnd {
+				if f, inferred := capture.EndFailure(ev.End); f != "" {
+					r.Evidence.Failures = append(r.Evidence.Failures, RecordedFailure{EventID: ev.ID, Line: line, Failure: f, FromReason: inferred})
+				}
+			}
 			if line == 1 && ev.Kind == capture.KindSessionStart {
 				c.header(ev, line)
 				return
@@ -95,6 +108,7 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", name, lerr), "")
 	}
 	r.Evidence.GraphDigest = digest
+	r.Evidence.finishProvenance()
 	r.Evidence.Lines = lr.Lines
 	r.Evidence.Events = lr.Events
 	r.Evidence.Session = lr.Session

@@ -25,28 +25,39 @@ type Class string
 const (
 	ClassViolation  Class = "violation"  // intact evidence that breaks the seal
 	ClassTampered   Class = "tampered"   // evidence (or the seal) altered or invalid
-	ClassIncomplete Class = "incomplete" // evidence cut short: no signed end, cut-off tail
-	ClassNotice     Class = "notice"     // worth knowing; not a failure
+	ClassIncomplete Class = "incomplete" // evidence cut short: no signed end, cut-off tail, a recorded failure
+	// ClassUnauthenticated: evidence that carries nothing to authenticate
+	// it (a graph read without its event log).
+	ClassUnauthenticated Class = "unauthenticated"
+	ClassNotice          Class = "notice" // worth knowing; not a failure
 )
 
 // Verdict is the single outcome of a verification.
 type Verdict string
 
 // The verdicts, in increasing precedence: one tampered finding outweighs
-// everything, then incomplete, then violation. See docs/design/verdicts.md.
+// everything, then incomplete, then unauthenticated, then violation. See
+// docs/design/verdicts.md.
 const (
 	Verified   Verdict = "verified"
 	Violation  Verdict = "violation"
 	Incomplete Verdict = "incomplete"
 	Tampered   Verdict = "tampered"
+	// Unauthenticated: the evidence read carries no chain or signature
+	// (a graph without its event log), so nothing shows it is what the
+	// witness recorded. Exit 4, like incomplete: what is missing is the
+	// evidence that would authenticate it.
+	Unauthenticated Verdict = "unauthenticated"
 )
 
 // rank orders verdicts by precedence.
 func (v Verdict) rank() int {
 	switch v {
 	case Tampered:
-		return 3
+		return 4
 	case Incomplete:
+		return 3
+	case Unauthenticated:
 		return 2
 	case Violation:
 		return 1
@@ -59,7 +70,7 @@ func (v Verdict) ExitCode() exitcode.Code {
 	switch v {
 	case Tampered:
 		return exitcode.Tampered
-	case Incomplete:
+	case Incomplete, Unauthenticated:
 		return exitcode.Incomplete
 	case Violation:
 		return exitcode.Violation
@@ -74,6 +85,8 @@ func verdictOf(c Class) Verdict {
 		return Tampered
 	case ClassIncomplete:
 		return Incomplete
+	case ClassUnauthenticated:
+		return Unauthenticated
 	case ClassViolation:
 		return Violation
 	}
@@ -86,7 +99,7 @@ type Finding struct {
 	Check      string          `json:"check"`                 // the check that produced it (see Checks)
 	Code       string          `json:"code"`                  // stable id, e.g. "unsealed-tool"
 	Severity   Severity        `json:"severity"`              // error | warning | notice
-	Class      Class           `json:"class"`                 // violation | tampered | incomplete | notice
+	Class      Class           `json:"class"`                 // violation | tampered | incomplete | unauthenticated | notice
 	EventID    string          `json:"event_id,omitempty"`    // the event's id in the log
 	RPCID      json.RawMessage `json:"rpc_id,omitempty"`      // the exact JSON-RPC id token (number or string)
 	Tool       string          `json:"tool,omitempty"`        // the tool concerned
@@ -119,6 +132,7 @@ type CheckResult struct {
 const (
 	CheckSeal        = "seal-signature"
 	CheckChain       = "event-chain"
+	CheckWire        = "wire-reading"
 	CheckBinding     = "seal-binding"
 	CheckUnsealed    = "unsealed-tool"
 	CheckUnused      = "unused-tool"
@@ -131,6 +145,7 @@ const (
 var Checks = []struct{ ID, Title string }{
 	{CheckSeal, "seal signature and quorum"},
 	{CheckChain, "event log hash chain and signed end"},
+	{CheckWire, "every wire line has exactly one reading"},
 	{CheckBinding, "events bound to this seal"},
 	{CheckUnsealed, "every tool used is sealed"},
 	{CheckUnused, "every sealed tool is used"},

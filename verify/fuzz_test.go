@@ -24,6 +24,8 @@ func FuzzCheckEvents(f *testing.F) {
 	f.Add(clean)
 	f.Add(clean[:len(clean)/2])
 	f.Add(buildLog(f, plan, logSpec{events: append(cleanEvents(), ev(capture.KindToolCall, "delete_file", "1", map[string]any{"paths": []any{"/a", "file:///b"}}))}))
+	f.Add(buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey, failure: "recording abandoned"}))
+	f.Add(buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey, reason: "2 tool call(s) without a response; server exit status 3"}))
 	f.Add([]byte("{}\n"))
 	f.Add([]byte(""))
 	f.Add([]byte("\n\n"))
@@ -47,6 +49,9 @@ func FuzzCheckEvents(f *testing.F) {
 		}
 		if len(data) > 0 && a.Verdict == Verified && !bytes.Equal(data, clean) && !bytes.HasSuffix(data, []byte("\n")) {
 			t.Fatalf("a log without a final newline verified")
+		}
+		if a.Verdict == Verified && len(a.Evidence.Failures) > 0 {
+			t.Fatalf("a log whose end records a failure verified: %+v", a.Evidence.Failures)
 		}
 	})
 }

@@ -16,7 +16,12 @@ import (
 // ids, JSON-RPC ids, tools, arguments (unless written with --no-payloads),
 // roles and effects, so every check but the hash chain runs on it; the chain
 // and the signed end are not in a graph, which the report says as a notice.
-// The graph digest (sha256 of its canonical N-Quads) is recorded.
+// A reference to a node the graph does not hold is tampering. The graph
+// digest (sha256 of its canonical N-Quads) is recorded.
+//
+// CheckGraph judges what the graph says, not whether it is authentic: Run
+// adds the graph-unauthenticated finding when a graph is verified without
+// its event log.
 func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 	r.Evidence.Kind = "graph"
 	r.Evidence.File = name
@@ -31,12 +36,32 @@ func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 		})
 		return nil
 	}
+	return checkGraph(r, plan, name, g)
+}
+
+// checkGraph is CheckGraph on a graph already read.
+func checkGraph(r *Report, plan Plan, name string, g *graph.Graph) error {
 	digest, err := g.WriteNQuads(io.Discard)
 	if err != nil {
 		return fmt.Errorf("graph %s: canonical n-quads: %w", name, err)
 	}
 	r.Evidence.GraphDigest = digest
 	r.Evidence.Lines = int64(g.Len())
+	dangling := danglingRefs(g)
+	for i, d := range dangling {
+		if i == maxDanglingFindings {
+			r.Findings = append(r.Findings, Finding{
+				Check: CheckChain, Code: "findings-dropped", Severity: SevNotice, Class: ClassNotice, File: name,
+				Message: fmt.Sprintf("%d more graph-dangling findings were not listed", len(dangling)-i),
+			})
+			break
+		}
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckChain, Code: "graph-dangling", Severity: SevError, Class: ClassTampered, File: name,
+			EventID: d.eventID,
+			Message: fmt.Sprintf("graph %s: node %s: %s names %s, which the graph does not hold", name, d.node, d.pred, d.target),
+		})
+	}
 	evs, session, err := eventsFromGraph(g)
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{
@@ -46,6 +71,12 @@ func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 		return nil
 	}
 	r.Evidence.Session = session
+	for _, n := range g.Nodes {
+		if n.Value(graph.WEventID) != "" {
+			r.Evidence.addSource(n.Value(graph.WSource))
+		}
+	}
+	r.Evidence.finishProvenance()
 	c := newChecker(plan, name)
 	for _, e := range evs {
 		if e.Kind == capture.KindSessionStart {
@@ -62,6 +93,30 @@ func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 	r.Findings = append(r.Findings, c.findings...)
 	mergeNotCheckable(r, c.notCheckable)
 	return nil
+}
+
+// maxDanglingFindings caps the graph-dangling findings listed.
+const maxDanglingFindings = 100
+
+// dangling is a reference to a node the graph does not hold.
+type dangling struct{ node, pred, target, eventID string }
+
+// danglingRefs returns, in node and predicate order, every IRI-valued
+// property whose target is not a node of g. 'witness graph' writes every
+// node it names, so a dangling reference means the graph was edited (a node
+// removed, an IRI changed).
+func danglingRefs(g *graph.Graph) []dangling {
+	var out []dangling
+	for _, n := range g.Nodes {
+		for _, p := range n.Predicates() {
+			for _, t := range n.Props[p] {
+				if t.IsIRI() && g.Node(t.IRI) == nil {
+					out = append(out, dangling{node: n.ID, pred: p, target: t.IRI, eventID: n.Value(graph.WEventID)})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // eventsFromGraph rebuilds, from the primary node of each event, the fields
@@ -145,6 +200,9 @@ func eventsFromGraph(g *graph.Graph) ([]*capture.Event, string, error) {
 		case n.HasType(graph.WNotification):
 			e.Kind = capture.KindNotification
 			e.Method = n.Value(graph.OtelMCPMethodName)
+		case n.HasType(graph.WAmbiguousLine):
+			e.Kind = capture.KindAmbiguous
+			payload(n)
 		default:
 			continue
 		}

@@ -2,20 +2,22 @@ package verify
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
 // endVerifier checks an event log's session_end signatures with a keyring
-// and a trust file, and speaks capture's error language: a key neither
-// holds (or a revoked one) is capture.ErrUnknownKey (the end is then not
-// vouched for: incomplete), a key that is held but does not match is a bad
-// signature (tampered).
+// and a trust file as one set of key material (keyring.Verifier), and
+// speaks capture's error language: a key neither holds is
+// capture.ErrUnknownKey (the end is then not vouched for: incomplete); so
+// is a revoked key, whatever the other source says about the same key
+// material (revocation wins); a key that is held but does not match is a
+// bad signature (tampered). It tells capture who signed, so that one key
+// under two labels vouches once.
 type endVerifier struct {
 	k *keyring.Keyring
-	t *keyring.TrustSet
+	v *keyring.Verifier
 }
 
 // EndVerifier returns the verifier of session_end signatures for the given
@@ -24,52 +26,54 @@ func EndVerifier(k *keyring.Keyring, t *keyring.TrustSet) capture.SignatureVerif
 	if k == nil && t == nil {
 		return nil
 	}
-	return endVerifier{k: k, t: t}
+	return endVerifier{k: k, v: keyring.NewVerifier(k, t, nil)}
 }
 
-func (v endVerifier) Verify(keyID, alg string, msg []byte, sig string) error {
-	var bad, revoked, other error
-	classify := func(err error, holderAlgMismatch bool) {
-		switch {
-		case errors.Is(err, keyring.ErrBadSignature), holderAlgMismatch && errors.Is(err, keyring.ErrAlgorithm):
-			if bad == nil {
-				bad = err
-			}
-		case errors.Is(err, keyring.ErrRevoked):
-			if revoked == nil {
-				revoked = err
-			}
-		default:
-			if other == nil {
-				other = err
-			}
-		}
-	}
-	if v.k != nil {
-		err := v.k.Verify(keyID, alg, msg, sig)
-		if err == nil {
-			return nil
-		}
-		// the keyring holds this key id with another algorithm: the
-		// signature entry does not match the key it names
-		classify(err, true)
-	}
-	if v.t != nil {
-		err := v.t.Verify(keyID, alg, msg, sig)
-		if err == nil {
-			return nil
-		}
-		// a trust file holds only Ed25519 keys: another algorithm is
-		// simply not checkable with it
-		classify(err, false)
-	}
+func (e endVerifier) Verify(keyID, alg string, msg []byte, sig string) error {
+	_, err := e.VerifySigner(keyID, alg, msg, sig)
+	return err
+}
+
+// VerifySigner implements capture.SignerVerifier.
+func (e endVerifier) VerifySigner(keyID, alg string, msg []byte, sig string) (string, error) {
+	s, err := e.v.Check(keyID, alg, msg, sig)
 	switch {
-	case bad != nil:
-		return bad
-	case revoked != nil:
-		return fmt.Errorf("%v: %w", revoked, capture.ErrUnknownKey)
-	case other != nil:
-		return fmt.Errorf("%v: %w", other, capture.ErrUnknownKey)
+	case err == nil:
+		return s.Identity, nil
+	case errors.Is(err, keyring.ErrBadSignature):
+		return "", err
+	case errors.Is(err, keyring.ErrAlgorithm) && e.keyringHolds(keyID):
+		// the keyring holds this key id with another algorithm: the
+		// signature entry does not match the key it names (a trust file
+		// holds only Ed25519 keys: another algorithm is simply not
+		// checkable with it)
+		return "", err
 	}
-	return capture.ErrUnknownKey
+	return "", untrusted{err: err, revoked: errors.Is(err, keyring.ErrRevoked)}
+}
+
+// untrusted is a signature no trusted key vouches for: it reads as the
+// keyring's reason and matches capture.ErrUnknownKey (and
+// capture.ErrRevokedKey for a revoked key).
+type untrusted struct {
+	err     error
+	revoked bool
+}
+
+func (u untrusted) Error() string { return u.err.Error() }
+func (u untrusted) Unwrap() error { return u.err }
+func (u untrusted) Is(target error) bool {
+	return target == capture.ErrUnknownKey || u.revoked && target == capture.ErrRevokedKey
+}
+
+func (e endVerifier) keyringHolds(keyID string) bool {
+	if e.k == nil || keyID == "" {
+		return false
+	}
+	for _, en := range e.k.Entries() {
+		if en.KeyID == keyID {
+			return true
+		}
+	}
+	return false
 }

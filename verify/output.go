@@ -73,10 +73,18 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 // VerdictLine returns the verdict line of the text report (no newline).
+// Besides the verdict and the counts it says what the evidence cannot
+// prove: a recorded failure, events imported rather than observed, a graph
+// that could not be authenticated, and a violation that a worse verdict
+// outranks.
 func (r *Report) VerdictLine() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "verdict: %s (exit %d): %s, %s, %s", r.Verdict, r.ExitCode,
 		plural(r.Summary.Errors, "error"), plural(r.Summary.Warnings, "warning"), plural(r.Summary.Notices, "notice"))
+	for _, q := range r.Qualifiers {
+		b.WriteString("; ")
+		b.WriteString(q)
+	}
 	if r.Seal.Digest != "" {
 		fmt.Fprintf(&b, "; seal %s", r.Seal.Digest)
 	}
@@ -84,6 +92,62 @@ func (r *Report) VerdictLine() string {
 		fmt.Fprintf(&b, "; graph sha256:%s", r.Evidence.GraphDigest)
 	}
 	return b.String()
+}
+
+// qualifiers returns the clauses of the verdict line that say what the
+// evidence cannot prove, in a fixed order (Report.Qualifiers).
+func (r *Report) qualifiers() []string {
+	var out []string
+	if fs := r.Evidence.Failures; len(fs) > 0 {
+		q := "recording failed: " + fs[0].Failure
+		if len(fs) > 1 {
+			q += fmt.Sprintf(" (and %d more)", len(fs)-1)
+		}
+		out = append(out, q)
+	}
+	if r.Verdict == Unauthenticated {
+		out = append(out, "unauthenticated: a graph alone carries no chain or signature")
+	}
+	if r.Evidence.Imported() {
+		q := "imported, not observed"
+		if from := r.Evidence.ImportedFrom; from != "" {
+			q += " (converted from " + from + ")"
+		}
+		if n, all := r.Evidence.Sources["imported"], r.sourceTotal(); n < all {
+			unit := "lines"
+			if r.Evidence.Kind == "graph" {
+				unit = "events"
+			}
+			q += fmt.Sprintf(": %d of %d %s", n, all, unit)
+		}
+		out = append(out, q)
+	}
+	if r.Verdict.rank() > Violation.rank() && r.Verdict != Tampered {
+		if n := r.classCount(ClassViolation); n > 0 {
+			out = append(out, fmt.Sprintf("also violation: %s", plural(n, "finding")))
+		}
+	}
+	return out
+}
+
+// sourceTotal is the number of events counted in Evidence.Sources.
+func (r *Report) sourceTotal() int64 {
+	var n int64
+	for _, c := range r.Evidence.Sources {
+		n += c
+	}
+	return n
+}
+
+// classCount counts the findings of one class.
+func (r *Report) classCount(c Class) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Class == c {
+			n++
+		}
+	}
+	return n
 }
 
 // WriteJSON writes the report as indented JSON (docs/formats/verdict.md).
@@ -254,6 +318,7 @@ func (r *Report) WriteSARIF(w io.Writer) error {
 		artifacts = append(artifacts, sarifArtifact{Location: sarifArtifactLocation{URI: u}})
 	}
 	addArt(r.Evidence.File)
+	addArt(r.Evidence.GraphFile)
 	addArt(r.Seal.File)
 	results := make([]sarifResult, 0, len(r.Findings))
 	for _, f := range r.Findings {
@@ -316,6 +381,18 @@ func (r *Report) WriteSARIF(w io.Writer) error {
 	}
 	if r.Evidence.GraphDigest != "" {
 		props["graph_digest"] = r.Evidence.GraphDigest
+	}
+	if r.Evidence.Provenance != "" {
+		props["provenance"] = r.Evidence.Provenance
+	}
+	if r.Evidence.Imported() {
+		props["imported"] = true
+	}
+	if len(r.Evidence.Failures) > 0 {
+		props["failures"] = r.Evidence.Failures
+	}
+	if len(r.Qualifiers) > 0 {
+		props["qualifiers"] = r.Qualifiers
 	}
 	log := sarifLog{
 		Schema:  "https://json.schemastore.org/sarif-2.1.0.json",
@@ -436,6 +513,18 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 	}
 	if r.Evidence.GraphDigest != "" {
 		suite.Properties = append(suite.Properties, junitProperty{Name: "graph_digest", Value: r.Evidence.GraphDigest})
+	}
+	if r.Evidence.GraphFile != "" {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "graph", Value: r.Evidence.GraphFile})
+	}
+	if r.Evidence.Provenance != "" {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "provenance", Value: r.Evidence.Provenance})
+	}
+	for _, f := range r.Evidence.Failures {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "failure", Value: f.EventID + ": " + f.Failure})
+	}
+	for _, q := range r.Qualifiers {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "qualifier", Value: q})
 	}
 	for _, c := range r.Checks {
 		tc := junitCase{Name: c.ID + ": " + c.Title, Classname: "witness.verify"}

@@ -69,7 +69,7 @@ func TestTextOutput(t *testing.T) {
 	if !strings.Contains(out, want+"\n") {
 		t.Errorf("missing line\n%s\nin\n%s", want, out)
 	}
-	if !strings.HasPrefix(ls[len(ls)-1], "verdict: incomplete (exit 4): 2 errors, 1 warning, 1 notice; seal ") {
+	if !strings.HasPrefix(ls[len(ls)-1], "verdict: incomplete (exit 4): 2 errors, 1 warning, 1 notice; also violation: 2 findings; seal ") {
 		t.Errorf("verdict line %q", ls[len(ls)-1])
 	}
 }
@@ -325,7 +325,7 @@ func TestCodesDocumented(t *testing.T) {
 	}
 	for _, c := range []string{capture.FindParse, capture.FindCanonical, capture.FindChain, capture.FindSeq, capture.FindID,
 		capture.FindSession, capture.FindHeader, capture.FindPayload, capture.FindLink, capture.FindEnd, capture.FindSignature,
-		capture.FindUnsigned, capture.FindUntrusted, capture.FindPartial, capture.FindNoEnd, capture.FindEmpty} {
+		capture.FindUnsigned, capture.FindUntrusted, capture.FindPartial, capture.FindNoEnd, capture.FindEmpty, capture.FindFailure} {
 		code := "log-" + strings.ReplaceAll(c, "_", "-")
 		if _, ok := codes[code]; !ok {
 			t.Errorf("chain code %s not described", code)

@@ -1,6 +1,10 @@
 package verify
 
 import (
+	"sort"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -23,6 +27,10 @@ type Report struct {
 	Checks   []CheckResult `json:"checks"`
 	Findings []Finding     `json:"findings"`
 	Summary  Summary       `json:"summary"`
+	// Qualifiers say what the evidence cannot prove, as the verdict line
+	// does: "recording failed: …", "imported, not observed …",
+	// "unauthenticated: …", "also violation: …".
+	Qualifiers []string `json:"qualifiers,omitempty"`
 
 	notCheckable map[string]string
 	skipped      map[string]bool
@@ -45,6 +53,55 @@ type Evidence struct {
 	Events       int64  `json:"events"` // events checked (graph: activities and entities mapped back to events)
 	ImportedFrom string `json:"imported_from,omitempty"`
 	GraphDigest  string `json:"graph_digest,omitempty"` // sha256 of the canonical N-Quads, when a graph was read
+	// GraphFile is the graph checked against the event log (--graph with
+	// --events): it must be the log's graph, digest for digest.
+	GraphFile string `json:"graph_file,omitempty"`
+	// Sources counts the log's lines (a graph's events) by source:
+	// observed, reported, imported.
+	Sources map[string]int64 `json:"sources,omitempty"`
+	// Provenance names the sources present, sorted and joined by "+"
+	// ("observed", "observed+reported", "imported"). A log with imported
+	// events was converted from another tool's log: the witness did not
+	// observe them, which the verdict line says.
+	Provenance string `json:"provenance,omitempty"`
+	// Failures lists the session ends that record a failed recording.
+	Failures []RecordedFailure `json:"failures,omitempty"`
+}
+
+// RecordedFailure is a session_end that records why the recording failed
+// (capture.EndFailure): such a log is at best incomplete.
+type RecordedFailure struct {
+	EventID string `json:"event_id"`
+	Line    int64  `json:"line,omitempty"`
+	Failure string `json:"failure"`
+	// FromReason is true when the failure was read from the end's reason
+	// (a log written before end.failure existed).
+	FromReason bool `json:"from_reason,omitempty"`
+}
+
+// Imported reports whether any event of the evidence was imported (not
+// observed by the witness).
+func (e Evidence) Imported() bool { return e.Sources[string(capture.SourceImported)] > 0 }
+
+// addSource counts one event's source.
+func (e *Evidence) addSource(src string) {
+	if src == "" {
+		return
+	}
+	if e.Sources == nil {
+		e.Sources = map[string]int64{}
+	}
+	e.Sources[src]++
+}
+
+// finishProvenance sets Provenance from Sources.
+func (e *Evidence) finishProvenance() {
+	names := make([]string, 0, len(e.Sources))
+	for k := range e.Sources {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	e.Provenance = strings.Join(names, "+")
 }
 
 // Summary counts findings by severity.
@@ -110,6 +167,7 @@ func (r *Report) Finish() {
 		r.Checks = append(r.Checks, cr)
 	}
 	r.ExitCode = int(r.Verdict.ExitCode())
+	r.Qualifiers = r.qualifiers()
 }
 
 // Code returns the exit code of the verdict.

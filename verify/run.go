@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
 )
@@ -15,8 +16,11 @@ import (
 // Options say what to verify and with which keys.
 type Options struct {
 	SealFile   string // required
-	EventsFile string // the event log, or
-	GraphFile  string // a graph written by 'witness graph' (at most one of the two)
+	EventsFile string // the event log, and/or
+	// GraphFile is a graph written by 'witness graph'. Alone it is judged
+	// but never verified (it carries no chain: verdict unauthenticated);
+	// with EventsFile it must be that log's graph, digest for digest.
+	GraphFile string
 
 	// SealKeys verify the seal's signature and, with Quorum set, its
 	// cosignatures (package seal).
@@ -41,16 +45,13 @@ func PlanFromSeal(s *seal.Sealed) Plan {
 
 // Run verifies the evidence against the seal and returns the finished
 // report. It returns an error only when no verdict can be reached: a usage
-// problem (no seal file, no key to check the seal with, both --events and
-// --graph) or an operational failure (an unreadable file). A seal or
-// evidence file that is malformed or altered is a finding (tampered), not an
-// error, so the report formats still describe it.
+// problem (no seal file, no key to check the seal with) or an operational
+// failure (an unreadable file). A seal or evidence file that is malformed or
+// altered is a finding (tampered), not an error, so the report formats
+// still describe it.
 func Run(o Options) (*Report, error) {
 	if o.SealFile == "" {
 		return nil, exitcode.New(exitcode.Usage, errors.New("no seal given"), "pass --seal FILE")
-	}
-	if o.EventsFile != "" && o.GraphFile != "" {
-		return nil, exitcode.New(exitcode.Usage, errors.New("--events and --graph are exclusive"), "verify either the event log or a graph made from it")
 	}
 	r := &Report{Seal: SealSummary{File: o.SealFile}, Evidence: Evidence{Kind: "none"}}
 	if o.EventsFile == "" && o.GraphFile == "" {
@@ -80,7 +81,7 @@ func Run(o Options) (*Report, error) {
 			}
 		}
 		if o.EventsFile != "" {
-			r.Evidence = Evidence{Kind: "events", File: o.EventsFile}
+			r.Evidence = Evidence{Kind: "events", File: o.EventsFile, GraphFile: o.GraphFile}
 		} else if o.GraphFile != "" {
 			r.Evidence = Evidence{Kind: "graph", File: o.GraphFile}
 		}
@@ -95,44 +96,140 @@ func Run(o Options) (*Report, error) {
 	}
 
 	switch {
-	case o.EventsFile != "":
-		var rd io.Reader
-		if o.EventsFile == "-" {
-			rd = o.Stdin
-			if rd == nil {
-				return nil, exitcode.New(exitcode.Usage, errors.New("--events -: no standard input"), "")
-			}
-		} else {
-			f, err := os.Open(o.EventsFile)
-			if err != nil {
-				code := exitcode.Failure
-				if os.IsNotExist(err) {
-					code = exitcode.Usage
-				}
-				return nil, exitcode.New(code, fmt.Errorf("read events: %w", err), "check the path given to --events")
-			}
-			defer f.Close()
-			rd = f
+	case o.EventsFile != "" && o.GraphFile != "":
+		if err := checkEventsAndGraph(r, plan, o); err != nil {
+			return nil, err
 		}
+	case o.EventsFile != "":
+		rd, closeFn, err := openEvents(o)
+		if err != nil {
+			return nil, err
+		}
+		defer closeFn()
 		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true}); err != nil {
 			return nil, err
 		}
 	case o.GraphFile != "":
-		f, err := os.Open(o.GraphFile)
+		f, err := openGraph(o.GraphFile)
 		if err != nil {
-			code := exitcode.Failure
-			if os.IsNotExist(err) {
-				code = exitcode.Usage
-			}
-			return nil, exitcode.New(code, fmt.Errorf("read graph: %w", err), "check the path given to --graph")
+			return nil, err
 		}
 		defer f.Close()
 		if err := CheckGraph(r, plan, o.GraphFile, f); err != nil {
 			return nil, err
 		}
+		// Alone, a graph cannot be authenticated: say so as a finding that
+		// decides the verdict, in place of the chain's not-checkable notice.
+		delete(r.notCheckable, CheckChain)
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckChain, Code: "graph-unauthenticated", Severity: SevWarning, Class: ClassUnauthenticated, File: o.GraphFile,
+			Message: "a graph carries no hash chain or signed end, so nothing shows it is what the witness recorded; verify it with the event log it was made from (--graph G --events E)",
+		})
 	}
 	r.Finish()
 	return r, nil
+}
+
+// openEvents opens the event log (standard input for "-").
+func openEvents(o Options) (io.Reader, func(), error) {
+	if o.EventsFile == "-" {
+		if o.Stdin == nil {
+			return nil, nil, exitcode.New(exitcode.Usage, errors.New("--events -: no standard input"), "")
+		}
+		return o.Stdin, func() {}, nil
+	}
+	f, err := os.Open(o.EventsFile)
+	if err != nil {
+		code := exitcode.Failure
+		if os.IsNotExist(err) {
+			code = exitcode.Usage
+		}
+		return nil, nil, exitcode.New(code, fmt.Errorf("read events: %w", err), "check the path given to --events")
+	}
+	return f, func() { f.Close() }, nil
+}
+
+// openGraph opens a graph file.
+func openGraph(name string) (*os.File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		code := exitcode.Failure
+		if os.IsNotExist(err) {
+			code = exitcode.Usage
+		}
+		return nil, exitcode.New(code, fmt.Errorf("read graph: %w", err), "check the path given to --graph")
+	}
+	return f, nil
+}
+
+// checkEventsAndGraph verifies the event log and checks that the graph file
+// is exactly the log's graph: the canonical N-Quads of both have the same
+// sha256. The log is derived with the options the graph file shows (its
+// plan, the seal node it holds, and whether it carries payload values), so
+// a graph written by 'witness graph --events E [--seal S] [--no-payloads]'
+// matches. Every judgement comes from the log; the graph only has to be its
+// faithful rendering, and then the verdict may be verified.
+func checkEventsAndGraph(r *Report, plan Plan, o Options) error {
+	gf, err := openGraph(o.GraphFile)
+	if err != nil {
+		return err
+	}
+	g, gerr := graph.ReadJSONLD(gf, o.GraphFile)
+	gf.Close()
+	var gopts *graph.Options
+	if gerr == nil {
+		gopts = graphOptionsOf(g)
+	}
+	rd, closeFn, err := openEvents(o)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true, GraphOptions: gopts}); err != nil {
+		return err
+	}
+	r.Evidence.GraphFile = o.GraphFile
+	if gerr != nil {
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: o.GraphFile,
+			Message: gerr.Error(),
+		})
+		return nil
+	}
+	digest, err := g.WriteNQuads(io.Discard)
+	if err != nil {
+		return fmt.Errorf("graph %s: canonical n-quads: %w", o.GraphFile, err)
+	}
+	switch logDigest := r.Evidence.GraphDigest; {
+	case logDigest == "":
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckChain, Code: "graph-mismatch", Severity: SevError, Class: ClassTampered, File: o.GraphFile,
+			Message: fmt.Sprintf("graph %s (sha256:%s) cannot be the graph of %s: the log does not map to a graph", o.GraphFile, digest, o.EventsFile),
+		})
+	case logDigest != digest:
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckChain, Code: "graph-mismatch", Severity: SevError, Class: ClassTampered, File: o.GraphFile,
+			Message: fmt.Sprintf("graph %s (sha256:%s) is not the graph of %s (sha256:%s, derived with the plan and payload options the graph shows): it was edited, made from another log, or carries an overlay", o.GraphFile, digest, o.EventsFile, logDigest),
+		})
+	}
+	return nil
+}
+
+// graphOptionsOf returns the options 'witness graph' must have been given
+// to write g: the seal of its one plan node (none: the log's header, which
+// then named no seal), and no payloads when no node carries a payload value.
+func graphOptionsOf(g *graph.Graph) *graph.Options {
+	o := &graph.Options{OmitPayloads: true}
+	if plans := g.OfType(graph.WSeal); len(plans) == 1 {
+		o.Seal = &graph.SealRef{Digest: plans[0].Value(graph.WSealDigest), WitnessID: plans[0].Value(graph.WWitnessID)}
+	}
+	for _, n := range g.Nodes {
+		if len(n.Props[graph.ProvValue]) > 0 {
+			o.OmitPayloads = false
+			break
+		}
+	}
+	return o
 }
 
 // checkSeal verifies the seal's signatures (and quorum) and records the
@@ -140,8 +237,11 @@ func Run(o Options) (*Report, error) {
 func checkSeal(r *Report, s *seal.Sealed, o Options) error {
 	res, err := seal.Verify(s, o.SealKeys)
 	if res != nil {
+		// one entry per signer (key material), not per label
+		seen := map[string]bool{}
 		for _, c := range res.Checks {
-			if c.Status == seal.StatusOK && c.KeyID != "" {
+			if c.Status == seal.StatusOK && c.KeyID != "" && !seen[c.Signer] {
+				seen[c.Signer] = true
 				r.Seal.Signers = append(r.Seal.Signers, c.KeyID)
 			}
 		}

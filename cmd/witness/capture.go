@@ -11,7 +11,6 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/proxy"
 	"github.com/agent-trace-witness/witness/seal"
@@ -125,26 +124,8 @@ func serverEnv(a *app, extra []string) ([]string, error) {
 }
 
 func (a *app) captureSigners(flag string) ([]capture.Signer, error) {
-	path := flag
-	if path == "" {
-		path = a.getenv(keyring.EnvKeyring)
-		if path == "" {
-			return nil, nil
-		}
-		if _, err := os.Stat(path); err != nil {
-			return nil, nil
-		}
-	}
-	kopts, err := a.keyringOptions("")
-	if err != nil {
-		return nil, err
-	}
-	k, err := keyring.OpenExisting(path, kopts)
-	if err != nil {
-		return nil, err
-	}
-	s, err := k.ActiveSigner()
-	if err != nil {
+	s, err := a.activeSigner(flag)
+	if err != nil || s == nil {
 		return nil, err
 	}
 	return []capture.Signer{s}, nil

@@ -26,7 +26,8 @@ func newCosignCmd(a *app) *cobra.Command {
 		Long: `cosign signs the seal's canonical body with the active key of --keyring
 (another witness's keyring) and appends {key_id, alg, sig, public_key} to the
 seal's cosignatures. The body, the primary signature and seal_ref are
-unchanged. A key that already signed the seal is refused.`,
+unchanged. A key that already signed the seal is refused, under whatever
+key_id (or none) its signature is filed.`,
 		Example: `  witness cosign seal.json --keyring ./bob.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

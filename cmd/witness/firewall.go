@@ -13,18 +13,22 @@ import (
 	"github.com/agent-trace-witness/witness/firewall"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
 )
 
 // firewallOptions are the flags of the `witness firewall` subcommands.
 type firewallOptions struct {
-	policy    string
-	events    string
-	out       string
-	agent     string
-	mapping   string
-	recorded  string
-	format    string
-	canonical bool
+	policy     string
+	events     string
+	out        string
+	agent      string
+	mapping    string
+	recorded   string
+	format     string
+	canonical  bool
+	keyring    string
+	trust      string
+	requireSig bool
 }
 
 func newFirewallCmd(a *app) *cobra.Command {
@@ -105,7 +109,11 @@ event log, in log order, each check seeing the earlier records of its own
 conversation within maximumHistoryRecords. It prints one line per check
 (event, direction, operation, disposition, reason, decidedBy, cause, next
 action, check reference) and the totals; --out writes an
-org.social-harness/firewall-audit/v4 snapshot.
+org.social-harness/firewall-audit/v4 snapshot, signed with the active key of
+--keyring (or of $WITNESS_KEYRING when that file exists), as capture signs a
+session end: one signature record after the complete record, over every
+byte before it (docs/formats/firewall.md). Without a keyring the snapshot is
+written unsigned.
 
 English rules are answered by the "unavailable" provider (every English check
 unavailable: enforcement holds, guidance admits) unless --recorded names an
@@ -124,6 +132,7 @@ same questions. --mapping also derives messages from MCP tool calls.`,
 	f.StringVar(&o.mapping, "mapping", "", "message mapping file: derive messages from tool calls too")
 	f.StringVar(&o.recorded, "recorded", "", "answer English questions from the judgments kept in this audit snapshot")
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	addKeyringFlag(c, &o.keyring)
 	_ = c.MarkFlagRequired("policy")
 	_ = c.MarkFlagRequired("events")
 	return c
@@ -167,6 +176,18 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 		_, err := fmt.Fprintln(a.stdout, firewall.CheckLine(c))
 		return err
 	}
+	if o.keyring != "" && o.out == "" {
+		return usageError(fmt.Errorf("--keyring signs the audit snapshot, but there is no --out"), "add --out audit.ndjson")
+	}
+	if o.out != "" {
+		s, err := a.activeSigner(o.keyring)
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			opts.Signers = []keyring.Signer{s}
+		}
+	}
 	var sum *firewall.Summary
 	if o.out != "" {
 		err = firewall.PublishFile(o.out, func(w io.Writer) error {
@@ -191,7 +212,11 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 		return err
 	}
 	if o.out != "" {
-		_, err = fmt.Fprintf(a.stdout, "audit: %s\n", o.out)
+		signed := ""
+		if len(opts.Signers) > 0 {
+			signed = fmt.Sprintf(" (signed by key %s, %s)", opts.Signers[0].KeyID(), opts.Signers[0].Algorithm())
+		}
+		_, err = fmt.Fprintf(a.stdout, "audit: %s%s\n", o.out, signed)
 	}
 	return err
 }
@@ -200,40 +225,66 @@ func newFirewallAuditVerifyCmd(a *app) *cobra.Command {
 	var o firewallOptions
 	c := &cobra.Command{
 		Use:   "verify FILE",
-		Short: "Verify that a firewall audit snapshot is complete",
-		Long: `verify reads an org.social-harness/firewall-audit/v4 snapshot and says
-"complete", or "incomplete" with the reason: missing start or complete record,
-mismatched snapshot id, check or activation count or sha256 digest, a malformed
-or truncated line, or records out of order. Exit 0 when complete, 4
-(incomplete evidence) otherwise.`,
+		Short: "Verify that a firewall audit snapshot is complete and who signed it",
+		Long: `verify reads an org.social-harness/firewall-audit/v4 snapshot and answers two
+separate questions, one line each.
+
+Complete: "complete", or "incomplete" with the reason: missing start or
+complete record, mismatched snapshot id, check or activation count or sha256
+digest, a malformed or truncated line (a member name given twice at any
+depth, also in another letter case, is malformed), or records out of order.
+
+Authenticated: "authenticated" when a key of the keyring (--keyring, else
+$WITNESS_KEYRING or the default keyring when it exists) or of the trust file
+(--trust), not revoked in either, signed every byte of the snapshot;
+"unauthenticated" when there is no signature record or no key given holds
+its key; "tampered" when a signature does not verify over these bytes or was
+made by a revoked key.
+
+Exit codes: 0 complete (signed or not), 3 tampered (a bad or revoked
+signature, whatever the rest), 4 incomplete, or unauthenticated with
+--require-signature (docs/exit-codes.md).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runFirewallAuditVerify(a, args[0], o.format)
+			return runFirewallAuditVerify(a, args[0], &o)
 		},
 	}
 	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	addKeyringFlag(c, &o.keyring)
+	c.Flags().StringVar(&o.trust, "trust", "", "trust file of public keys (from 'witness key export-public')")
+	c.Flags().BoolVar(&o.requireSig, "require-signature", false, "an unauthenticated snapshot is an error (exit 4), even when complete")
 	return c
 }
 
-func runFirewallAuditVerify(a *app, path, format string) error {
-	if format != "text" && format != "json" {
-		return usageError(fmt.Errorf("unknown --format %q", format), "use --format text or json")
+func runFirewallAuditVerify(a *app, path string, o *firewallOptions) error {
+	if o.format != "text" && o.format != "json" {
+		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
-	v, err := firewall.VerifyAuditFile(path)
+	vo, err := a.sealKeys(o.keyring, o.trust, 0)
 	if err != nil {
 		return err
 	}
-	if format == "json" {
+	opts := firewall.AuditVerifyOptions{RequireSignature: o.requireSig}
+	if vo.Keyring != nil || vo.Trust != nil {
+		opts.Keys = keyring.NewVerifier(vo.Keyring, vo.Trust, nil)
+	}
+	v, err := firewall.VerifyAuditFileWith(path, opts)
+	if err != nil {
+		return err
+	}
+	if o.format == "json" {
 		if err := firewall.WriteJSONLine(a.stdout, v); err != nil {
 			return err
 		}
-	} else if _, err := fmt.Fprintln(a.stdout, v.String()); err != nil {
+	} else if _, err := fmt.Fprintf(a.stdout, "%s\n%s\n", v.String(), v.AuthString()); err != nil {
 		return err
 	}
-	if !v.Complete {
-		return exitWith(exitcode.Incomplete)
+	verr := v.Err()
+	if verr != nil && v.Authentication != firewall.AuthTampered && !v.Complete {
+		// the verdict on stdout says it all
+		return exitWith(exitcode.Of(verr))
 	}
-	return nil
+	return verr
 }
 
 func newFirewallDeriveCmd(a *app) *cobra.Command {

@@ -43,7 +43,11 @@ hashes are kept as payload_sha256 with no payload (0.1.0 never stored
 payloads); each line's unsealed flag and number are kept under "legacy".
 
 It prints one line per paired event. The session end is signed with the
-active key of --keyring (or $WITNESS_KEYRING when that file exists).`,
+active key of --keyring (or $WITNESS_KEYRING when that file exists). That
+signature vouches for the conversion (this log is what import wrote from
+FILE, unchanged since), not for the events: the witness never saw them on
+the wire. Every line keeps source "imported", which the chain and the
+signature cover, and 'witness verify' says "imported, not observed".`,
 		Example: `  witness import --from atw-0.1.0 hansard_scenario_1.jsonl --out events.jsonl
   witness import --from atw-0.1.0 mcp_stdio_001.jsonl --out events.jsonl --keyring keys.json`,
 		Args: cobra.ExactArgs(1),
@@ -127,7 +131,7 @@ func runImport(a *app, o importOptions) error {
 	}
 	signed := "unsigned"
 	if len(signers) > 0 {
-		signed = "signed by key " + signers[0].KeyID()
+		signed = "signed by key " + signers[0].KeyID() + " as imported, not observed"
 	}
 	fmt.Fprintf(a.stdout, "witness: imported %d events from %s (atw-0.1.0 %s) to %s: %d paired (earliest open call of the same tool), %d orphans; session %s, %s\n",
 		rep.Events, filepath.Base(o.File), kind, o.Out, rep.Paired, len(rep.Orphans), rep.Session, signed)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,32 @@ func (a *app) keyringPath(flag string) (string, error) {
 		return flag, nil
 	}
 	return keyring.DefaultPath(a.getenv)
+}
+
+// activeSigner finds the key that signs new evidence (capture's session
+// end, import, a firewall audit): the active key of --keyring, else of
+// $WITNESS_KEYRING when that file exists; nil when there is neither
+// (the evidence is then written unsigned).
+func (a *app) activeSigner(flag string) (keyring.Signer, error) {
+	path := flag
+	if path == "" {
+		path = a.getenv(keyring.EnvKeyring)
+		if path == "" {
+			return nil, nil
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil
+		}
+	}
+	kopts, err := a.keyringOptions("")
+	if err != nil {
+		return nil, err
+	}
+	k, err := keyring.OpenExisting(path, kopts)
+	if err != nil {
+		return nil, err
+	}
+	return k.ActiveSigner()
 }
 
 // keyringOptions builds keyring options from the environment.

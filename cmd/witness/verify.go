@@ -46,7 +46,10 @@ HMAC signatures are checked with the keyring (a seal with key_id uses only
 that key; one without tries every non-revoked key) or with ATW_WITNESS_KEY
 for 0.1.0 seals; Ed25519 signatures with the keyring's or a trust file's
 public keys. With --quorum K, at least K distinct trusted keys must have
-signed the exact body.
+signed the exact body: signers are told apart by key material, so one key
+under two labels (with and without key_id, two key ids) counts once. A key
+revoked in the keyring or the trust file verifies nothing, whatever the
+other says.
 
 It prints one line per signature and a verdict line. Exit codes: 0 verified,
 1 quorum not met, 3 a signature does not verify, is by a revoked key, or
@@ -59,13 +62,21 @@ never used, path arguments outside the sealed scopes, the system prompt and
 the server's tool definitions against the sealed hashes, and the binding of
 the events to this seal. It prints one line per finding and a verdict line
 (--json, --sarif or --junit for machines; --out FILE to write the report to
-a file). Exit codes: 0 verified, 1 violation, 3 tampered, 4 incomplete
-(docs/design/verdicts.md).`,
+a file). Exit codes: 0 verified, 1 violation, 3 tampered, 4 incomplete or
+unauthenticated (docs/design/verdicts.md).
+
+The verdict line also says what the evidence cannot prove: a session end
+that records a failed recording (then the log is at best incomplete),
+events imported from another tool rather than observed, violations that a
+worse verdict outranks. A graph alone carries no hash chain or signature:
+it is judged but never verified (unauthenticated, exit 4). With both
+--graph and --events, the graph must be exactly the log's graph (same
+canonical digest) and the log decides the verdict.`,
 		Example: `  witness verify --seal seal.json
   ATW_WITNESS_KEY=$(printf '0%.0s' {1..64}) witness verify --seal seal_without_damaging_tool.json
   witness verify --seal seal.json --trust trust.json --quorum 2
   witness verify --seal seal.json --events events.jsonl
-  witness verify --seal seal.json --graph graph.jsonld --sarif --out verify.sarif`,
+  witness verify --seal seal.json --graph graph.jsonld --events events.jsonl --sarif --out verify.sarif`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(a, o)
@@ -77,7 +88,7 @@ a file). Exit codes: 0 verified, 1 violation, 3 tampered, 4 incomplete
 	c.Flags().IntVar(&o.Quorum, "quorum", 0, "require at least this many distinct trusted keys to have signed the body")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	c.Flags().StringVar(&o.Events, "events", "", "event log to verify against the seal (- for standard input)")
-	c.Flags().StringVar(&o.Graph, "graph", "", "graph (JSON-LD from 'witness graph') to verify against the seal")
+	c.Flags().StringVar(&o.Graph, "graph", "", "graph (JSON-LD from 'witness graph') to verify against the seal; with --events it must be that log's graph")
 	c.Flags().BoolVar(&o.SARIF, "sarif", false, "print the report as SARIF 2.1.0")
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
 	c.Flags().StringVar(&o.Out, "out", "", "write the report to this file instead of stdout (the verdict line still goes to stdout)")
@@ -182,9 +193,6 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	}
 	if formats > 1 {
 		return usageError(errors.New("--json, --sarif and --junit are exclusive"), "choose one report format")
-	}
-	if o.Events != "" && o.Graph != "" {
-		return usageError(errors.New("--events and --graph are exclusive"), "verify either the event log or a graph made from it")
 	}
 	vo, err := a.sealKeys(o.Keyring, o.Trust, o.Quorum)
 	if err != nil {

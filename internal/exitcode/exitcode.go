@@ -26,7 +26,8 @@ const (
 	// hash chain, malformed seal, events, cassette, graph or audit).
 	Tampered Code = 3
 	// Incomplete: evidence is incomplete (missing session end, cut-off tail,
-	// truncated audit snapshot).
+	// a recorded recording failure, truncated audit snapshot, or the
+	// evidence that would authenticate it is missing).
 	Incomplete Code = 4
 	// Failure: the operation itself failed (I/O error, MCP server died or
 	// timed out, OS keyring unreachable); no verdict was reached.

@@ -1,8 +1,10 @@
 # Part 35: verify. The session captured in part 20 judged against its seal:
 # the clean capture verifies (exit 0); the copy with one byte edited is
 # tampered (exit 3); the same capture cut before its signed end is
-# incomplete (exit 4); its graph verifies with the graph digest; and
-# agent-trace-witness 0.1.0's HANSARD fixture is a violation (exit 1).
+# incomplete (exit 4); its graph alone is unauthenticated (exit 4: a graph
+# carries no chain), and checked against the log it verifies; and
+# agent-trace-witness 0.1.0's HANSARD fixture is a violation (exit 1),
+# imported, not observed.
 echo
 echo "== 35 verify: the evidence against the seal, one verdict =="
 (
@@ -26,8 +28,12 @@ echo "== 35 verify: the evidence against the seal, one verdict =="
 	echo "exit code: $?"
 	echo
 	"$WITNESS" graph --events rec/events.jsonl --out verify-graph.jsonld 2>/dev/null
-	echo "\$ witness verify --seal capture-seal.json --graph verify-graph.jsonld   # the graph of the clean capture"
+	echo "\$ witness verify --seal capture-seal.json --graph verify-graph.jsonld   # the graph of the clean capture, alone"
 	"$WITNESS" verify --seal capture-seal.json --graph verify-graph.jsonld
+	echo "exit code: $?"
+	echo
+	echo "\$ witness verify --seal capture-seal.json --graph verify-graph.jsonld --events rec/events.jsonl   # checked against its log"
+	"$WITNESS" verify --seal capture-seal.json --graph verify-graph.jsonld --events rec/events.jsonl
 	echo "exit code: $?"
 	echo
 	cp "$REPO/testdata/compat/atw-0.1.0/hansard_scenario_1.jsonl" "$REPO/testdata/compat/atw-0.1.0/seal_without_damaging_tool.json" .
