@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -172,7 +173,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 	if o.Clock == nil {
 		o.Clock = func() string { return Timestamp(nil) }
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.NoFollow, 0) // never through a symlink
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("open event log: %w", err), "append to a log that 'witness capture' or 'witness import' wrote")
 	}

@@ -34,6 +34,7 @@ type verifyOptions struct {
 	JUnit         bool
 	Out           string
 	AllowUnsigned bool
+	Force         bool
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -82,6 +83,7 @@ a file). Exit codes: 0 verified, 1 violation, 3 tampered, 4 incomplete
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
 	c.Flags().StringVar(&o.Out, "out", "", "write the report to this file instead of stdout (the verdict line still goes to stdout)")
 	c.Flags().BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept an event log whose end carries no signature the keyring can check")
+	addForceFlag(c, &o.Force)
 	c.MarkFlagRequired("seal")
 	return c
 }
@@ -186,6 +188,15 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	if o.Events != "" && o.Graph != "" {
 		return usageError(errors.New("--events and --graph are exclusive"), "verify either the event log or a graph made from it")
 	}
+	if o.Out == "-" {
+		o.Out = ""
+	}
+	outOpts := a.outOptions("--out", o.Force, o.Seal, o.Events, o.Graph, o.Trust, a.resolvedKeyring(o.Keyring))
+	if o.Out != "" {
+		if err := atomicfile.Check(o.Out, outOpts); err != nil {
+			return err
+		}
+	}
 	vo, err := a.sealKeys(o.Keyring, o.Trust, o.Quorum)
 	if err != nil {
 		return err
@@ -218,8 +229,8 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 		}
 		return exitWith(rep.Code())
 	}
-	if err := atomicfile.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("write report %s: %w", o.Out, err), "check that the folder exists and is writable")
+	if err := atomicfile.Write(o.Out, buf.Bytes(), outOpts); err != nil {
+		return err
 	}
 	fmt.Fprintf(a.stdout, "%s (report in %s)\n", rep.VerdictLine(), o.Out)
 	return exitWith(rep.Code())
