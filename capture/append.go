@@ -12,6 +12,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // AppendInput is one line of `witness capture append` input: an event
@@ -48,6 +49,9 @@ var appendFields = map[Kind][]string{
 // ParseAppendInput parses and validates one input line. The error names
 // the field at fault.
 func ParseAppendInput(line []byte) (*AppendInput, error) {
+	if err := jsonlimit.Check(line); err != nil {
+		return nil, err
+	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(line, &keys); err != nil || keys == nil {
 		return nil, errors.New("not a JSON object")
@@ -257,6 +261,10 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
+		}
+		if err := jsonlimit.CheckIn(raw, o.InputName, lineNo); err != nil {
+			inErr = err
+			break
 		}
 		id, kind, ref, err := appendOne(rec, raw, resolve, refs, openCalls, lastCall)
 		if err != nil {

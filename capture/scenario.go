@@ -10,6 +10,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // ScenarioCall is one tool call of a capture scenario.
@@ -29,6 +30,10 @@ func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
 	bad := func(format string, args ...any) error {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("scenario %s: "+format, append([]any{name}, args...)...),
 			`a scenario is a JSON list of {"tool": NAME, "arguments": {...}} or {"kind": "tool_call", "tool": NAME, "payload": {...}}`)
+	}
+	// nesting deeper than the one limit is refused first, in one pass
+	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
+		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("scenario %w", err), "a scenario nests a few levels; see docs/formats/events.md")
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(data, &elems); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // AuditFormat is the format of an operator audit snapshot.
@@ -271,6 +272,9 @@ func VerifyAudit(r io.Reader, name string, each func(line []byte, lineNo int64) 
 		}
 		if state == 3 {
 			return fail(IncompleteOutOfOrder, "a record follows the complete record")
+		}
+		if err := jsonlimit.CheckIn(line, name, lineNo); err != nil {
+			return fail(IncompleteMalformed, err.Error())
 		}
 		var head struct {
 			Type *string `json:"type"`

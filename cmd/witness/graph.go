@@ -12,6 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/seal"
 )
 
@@ -108,6 +109,9 @@ func runGraph(a *app, o graphOptions) error {
 		data, err := os.ReadFile(o.Classes)
 		if err != nil {
 			return usageError(fmt.Errorf("read classes: %w", err), "")
+		}
+		if err := jsonlimit.CheckIn(data, o.Classes, 1); err != nil {
+			return usageError(fmt.Errorf("classes %w", err), `write {"e12": "violation", ...}`)
 		}
 		if err := json.Unmarshal(data, &classes); err != nil {
 			return usageError(fmt.Errorf("classes %s: not a JSON object of strings: %w", o.Classes, err), `write {"e12": "violation", ...}`)
