@@ -33,7 +33,8 @@ func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
 	}
 	// nesting deeper than the one limit is refused first, in one pass
 	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
-		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("scenario %w", err), "a scenario nests a few levels; see docs/formats/events.md")
+		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("scenario %w", err),
+			`a scenario is a JSON list of {"tool": NAME, "arguments": {...}} or {"kind": "tool_call", "tool": NAME, "payload": {...}}`)
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(data, &elems); err != nil {
