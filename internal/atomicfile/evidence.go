@@ -87,6 +87,8 @@ func inspect(path string, o Options) (kind, error) {
 	switch {
 	case fi.IsDir():
 		return 0, exitcode.New(exitcode.Usage, fmt.Errorf("%s %s: is a folder", o.flag(), path), "name a file to write")
+	case fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0:
+		return 0, exitcode.New(exitcode.Usage, fmt.Errorf("%s %s: is a block device", o.flag(), path), "name a file to write")
 	case !fi.Mode().IsRegular():
 		// /dev/null, /dev/stdout (a symlink to the process's descriptor), a
 		// pipe: written in place; renaming over it would replace it.

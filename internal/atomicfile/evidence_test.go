@@ -259,3 +259,18 @@ func TestCheckAppend(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRefusesBlockDevice only checks (never writes) a block device.
+func TestCheckRefusesBlockDevice(t *testing.T) {
+	for _, p := range []string{"/dev/loop0", "/dev/sda", "/dev/vda", "/dev/nvme0n1"} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+			continue
+		}
+		if err := Check(p, Options{Force: true}); err == nil || !strings.Contains(err.Error(), "block device") {
+			t.Fatalf("Check(%s) = %v, want a refusal", p, err)
+		}
+		return
+	}
+	t.Skip("no block device to check")
+}
