@@ -256,6 +256,10 @@ func VerifyAuditWith(r io.Reader, name string, opts AuditVerifyOptions) (*AuditV
 		}
 		if perr != nil {
 			fail(IncompleteMalformed, detail(perr))
+			var je *jsontree.Error
+			if errors.As(perr, &je) && je.Col > 0 {
+				v.Col = je.Col
+			}
 			continue
 		}
 		if state == 3 {
