@@ -10,7 +10,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // AppendInput is one line of `witness capture append` input: an event
@@ -47,6 +49,9 @@ var appendFields = map[Kind][]string{
 // ParseAppendInput parses and validates one input line. The error names
 // the field at fault.
 func ParseAppendInput(line []byte) (*AppendInput, error) {
+	if err := jsonlimit.Check(line); err != nil {
+		return nil, err
+	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(line, &keys); err != nil || keys == nil {
 		return nil, errors.New("not a JSON object")
@@ -172,7 +177,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 	if o.Clock == nil {
 		o.Clock = func() string { return Timestamp(nil) }
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.NoFollow, 0) // never through a symlink
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("open event log: %w", err), "append to a log that 'witness capture' or 'witness import' wrote")
 	}
@@ -256,6 +261,10 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
+		}
+		if err := jsonlimit.CheckIn(raw, o.InputName, lineNo); err != nil {
+			inErr = err
+			break
 		}
 		id, kind, ref, err := appendOne(rec, raw, resolve, refs, openCalls, lastCall)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // MaxLineBytes is the largest event line a Reader accepts by default.
@@ -26,6 +27,9 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
+	if le, ok := e.Err.(*jsonlimit.Error); ok && le.File != "" {
+		return le.Error() // already names file, line and column
+	}
 	if e.Field != "" {
 		return fmt.Sprintf("%s:%d: field %q: %v", e.File, e.Line, e.Field, e.Err)
 	}
@@ -179,7 +183,7 @@ func (r *Reader) Next() (*Event, error) {
 		}
 		ev, perr := DecodeEvent(line)
 		if perr != nil {
-			perr.File, perr.Line = r.name, r.line
+			perr.Locate(r.name, r.line)
 			return nil, perr
 		}
 		return ev, nil
@@ -217,9 +221,23 @@ func (r *Reader) readLine() ([]byte, error) {
 	}
 }
 
+// Locate names the file and line of e (a line of an event log); a nesting
+// error is placed there too, with its column.
+func (e *ParseError) Locate(file string, line int64) {
+	e.File, e.Line = file, line
+	if le, ok := e.Err.(*jsonlimit.Error); ok {
+		e.Err = le.In(file, line)
+	}
+}
+
 // DecodeEvent parses one line strictly: unknown fields are refused and the
-// envelope fields must be present and well formed.
+// envelope fields must be present and well formed. A line nested deeper
+// than jsonlimit.MaxDepth is refused first, in one pass (its Err is a
+// *jsonlimit.Error).
 func DecodeEvent(line []byte) (*Event, *ParseError) {
+	if err := jsonlimit.Check(line); err != nil {
+		return nil, &ParseError{Err: err}
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	var e Event

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // ImportFormatATW010 names the agent-trace-witness 0.1.0 files import reads.
@@ -355,6 +356,10 @@ func (s *lineScanner) next() ([]byte, error) {
 		t := bytes.TrimSpace(out)
 		if len(t) == 0 {
 			continue
+		}
+		if err := jsonlimit.CheckIn(out, s.name, s.line); err != nil {
+			return nil, exitcode.New(exitcode.Tampered, &ParseError{File: s.name, Line: s.line, Err: err},
+				"the input is not an agent-trace-witness 0.1.0 event log or cassette (see docs/formats/events.md, section import)")
 		}
 		return t, nil
 	}

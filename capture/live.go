@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/mcp"
 )
 
@@ -197,6 +197,9 @@ func Recording(getenv func(string) string, now time.Time) (dir string, on bool) 
 type DialOptions struct {
 	LiveOptions        // Cassette and Events are set by Dial
 	Out         string // capture folder; default from Recording(getenv)
+	// Force replaces an existing recording in the folder (never through a
+	// symlink); without it Dial refuses one.
+	Force bool
 }
 
 // Session is a live session opened by Dial; Close also closes its files.
@@ -217,17 +220,9 @@ func Dial(o DialOptions) (*Session, error) {
 	s := &Session{Dir: dir}
 	o.Cassette, o.Events = io.Discard, io.Discard
 	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("record session: %w", err)
-		}
-		cf, err := os.Create(filepath.Join(dir, CassetteFile))
+		cf, ef, err := CreateRecordingFiles(dir, atomicfile.Options{Flag: "ATW_RECORD_OUT", Force: o.Force})
 		if err != nil {
-			return nil, fmt.Errorf("record session: %w", err)
-		}
-		ef, err := os.Create(filepath.Join(dir, EventsFile))
-		if err != nil {
-			cf.Close()
-			return nil, fmt.Errorf("record session: %w", err)
+			return nil, err
 		}
 		s.files = []*os.File{cf, ef}
 		o.Cassette, o.Events = cf, ef

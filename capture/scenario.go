@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // ScenarioCall is one tool call of a capture scenario.
@@ -27,6 +29,11 @@ type ScenarioCall struct {
 func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
 	bad := func(format string, args ...any) error {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("scenario %s: "+format, append([]any{name}, args...)...),
+			`a scenario is a JSON list of {"tool": NAME, "arguments": {...}} or {"kind": "tool_call", "tool": NAME, "payload": {...}}`)
+	}
+	// nesting deeper than the one limit is refused first, in one pass
+	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
+		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("scenario %w", err),
 			`a scenario is a JSON list of {"tool": NAME, "arguments": {...}} or {"kind": "tool_call", "tool": NAME, "payload": {...}}`)
 	}
 	var elems []json.RawMessage
@@ -106,7 +113,10 @@ func LoadScenario(path string) ([]ScenarioCall, []string, error) {
 type CaptureOptions struct {
 	LiveOptions        // Cassette and Events are set by RunCapture
 	OutDir      string // folder for cassette.jsonl and events.jsonl
-	Calls       []ScenarioCall
+	// Files are the evidence rules for the two files (--force, the
+	// command's inputs); see CreateRecordingFiles.
+	Files atomicfile.Options
+	Calls []ScenarioCall
 }
 
 // CaptureResult summarises a capture.
@@ -131,15 +141,11 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create capture folder: %w", err), "")
 	}
 	res := &CaptureResult{Dir: o.OutDir, Cassette: filepath.Join(o.OutDir, CassetteFile), Events: filepath.Join(o.OutDir, EventsFile)}
-	cf, err := os.Create(res.Cassette)
+	cf, ef, err := CreateRecordingFiles(o.OutDir, o.Files)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create cassette: %w", err), "")
+		return nil, err
 	}
 	defer cf.Close()
-	ef, err := os.Create(res.Events)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create event log: %w", err), "")
-	}
 	defer ef.Close()
 	o.Cassette, o.Events = cf, ef
 	l, err := OpenLive(o.LiveOptions)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // Format and Version identify the cassette format in its header line.
@@ -293,6 +295,9 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
+	if le, ok := e.Err.(*jsonlimit.Error); ok && le.File != "" {
+		return le.Error() // already names file, line and column
+	}
 	if e.Field != "" {
 		return fmt.Sprintf("%s:%d: field %q: %v", e.File, e.Line, e.Field, e.Err)
 	}
@@ -329,6 +334,9 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cr.checkDepth(line); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cr.h); err != nil {
@@ -345,6 +353,15 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 
 // Header returns the cassette header.
 func (r *Reader) Header() Header { return r.h }
+
+// checkDepth refuses a line nested deeper than jsonlimit.MaxDepth, in one
+// pass, before it is decoded.
+func (r *Reader) checkDepth(line []byte) error {
+	if err := jsonlimit.CheckIn(line, r.name, r.line); err != nil {
+		return &ParseError{File: r.name, Line: r.line, Err: err}
+	}
+	return nil
+}
 
 func (r *Reader) errf(field, format string, args ...any) *ParseError {
 	return &ParseError{File: r.name, Line: r.line, Field: field, Err: fmt.Errorf(format, args...)}
@@ -389,6 +406,9 @@ func (r *Reader) readLine() ([]byte, error) {
 func (r *Reader) Next() (*Record, error) {
 	line, err := r.readLine()
 	if err != nil {
+		return nil, err
+	}
+	if err := r.checkDepth(line); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))

@@ -206,6 +206,7 @@ type AuditVerdict struct {
 	Reason          string `json:"reason,omitempty"`
 	Detail          string `json:"detail,omitempty"`
 	Line            int64  `json:"line,omitempty"`
+	Col             int    `json:"col,omitempty"` // 1-based byte column within Line, when known
 	SnapshotID      string `json:"snapshotId,omitempty"`
 	CheckCount      int    `json:"checkCount"`
 	ActivationCount int    `json:"activationCount"`
@@ -226,6 +227,9 @@ type AuditVerdict struct {
 func (v *AuditVerdict) String() string {
 	if v.Complete {
 		return fmt.Sprintf("complete: %s: snapshot %s, %d checks, %d activations, sha256 %s", v.File, v.SnapshotID, v.CheckCount, v.ActivationCount, v.SHA256)
+	}
+	if v.Line > 0 && v.Col > 0 {
+		return fmt.Sprintf("incomplete: %s:%d:%d: %s: %s", v.File, v.Line, v.Col, v.Reason, v.Detail)
 	}
 	if v.Line > 0 {
 		return fmt.Sprintf("incomplete: %s:%d: %s: %s", v.File, v.Line, v.Reason, v.Detail)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/keyring"
 )
@@ -114,7 +115,7 @@ func TestAuditFilePublishAndRecordedIncomplete(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.ndjson")
 	good := sampleAudit(t)
-	if err := PublishFile(path, func(w io.Writer) error { _, err := w.Write(good); return err }); err != nil {
+	if err := PublishFile(path, atomicfile.Options{}, func(w io.Writer) error { _, err := w.Write(good); return err }); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)

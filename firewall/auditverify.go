@@ -122,8 +122,9 @@ func (l AuditLine) Err(err error) error {
 // member name twice at any depth, not even in another letter case. The
 // error names the field; its line is lineNo.
 func parseAuditLine(line []byte, name string, lineNo int64) (*jsontree.Value, error) {
-	if err := jsonlimit.Check(line); err != nil {
-		return nil, &jsontree.Error{File: name, Line: int(lineNo), Msg: err.Error()}
+	if err := jsonlimit.CheckIn(line, name, lineNo); err != nil {
+		le := err.(*jsonlimit.Error)
+		return nil, &jsontree.Error{File: name, Line: le.Line, Col: le.Col, Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth), Err: le}
 	}
 	if err := jsontree.CheckNames(line, name); err != nil {
 		return nil, lineErr(err, lineNo)
@@ -255,6 +256,10 @@ func VerifyAuditWith(r io.Reader, name string, opts AuditVerifyOptions) (*AuditV
 		}
 		if perr != nil {
 			fail(IncompleteMalformed, detail(perr))
+			var je *jsontree.Error
+			if errors.As(perr, &je) && je.Col > 0 {
+				v.Col = je.Col
+			}
 			continue
 		}
 		if state == 3 {

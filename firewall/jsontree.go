@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // node is one JSON value with the byte offset where it starts, so that
@@ -40,11 +42,9 @@ func (n *node) typeName() string {
 	return "null"
 }
 
-// maxDepth bounds nesting so that hostile input cannot exhaust the stack.
-const maxDepth = 64
-
 // parseTree parses data as exactly one JSON value. Duplicate object keys
-// are refused.
+// are refused. Callers refuse nesting deeper than jsonlimit.MaxDepth first
+// (checkConfigDepth), so the recursion stays shallow.
 func parseTree(data []byte) (*node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -77,8 +77,9 @@ type posError struct {
 func (e *posError) Error() string { return e.msg }
 
 func parseNode(dec *json.Decoder, data []byte, depth int) (*node, error) {
-	if depth > maxDepth {
-		return nil, &posError{off: dec.InputOffset(), msg: fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
+	// callers check jsonlimit first; this keeps the recursion bounded
+	if depth > jsonlimit.MaxDepth {
+		return nil, &posError{off: dec.InputOffset(), msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth)}
 	}
 	tok, err := dec.Token()
 	if err != nil {

@@ -75,6 +75,9 @@ func LoadMapping(path string) (*Mapping, error) {
 
 // DecodeMapping decodes a mapping document.
 func DecodeMapping(data []byte, name string) (*Mapping, error) {
+	if err := checkConfigDepth(data, name, mappingHint); err != nil {
+		return nil, err
+	}
 	if len(data) > MaxMappingBytes {
 		return nil, exitcode.New(exitcode.Usage, &PolicyError{File: name, Msg: "mapping exceeds 1 MiB"}, mappingHint)
 	}

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -110,23 +109,22 @@ func WriteJSONLine(w io.Writer, v any) error {
 	return err
 }
 
-// PublishFile writes a file (an audit snapshot, a derived log) the way the seed publishes a snapshot: into
-// "<path>.partial" (created exclusively, mode 0600), then renamed over path
-// once write returns without error. A failure leaves path untouched and
-// removes the staging file.
-func PublishFile(path string, write func(io.Writer) error) (err error) {
-	if fi, serr := os.Lstat(path); serr == nil && !fi.Mode().IsRegular() {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("audit %s: the destination exists and is not a regular file", path), "choose a dedicated file path for --out")
-	}
-	tmp := path + ".partial"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// PublishFile writes a file (an audit snapshot, a derived log) the way the
+// seed publishes a snapshot: into "<path>.partial" (created exclusively,
+// mode 0600), then put in place once write returns without error, under
+// the evidence rules of o (internal/atomicfile: never over an input, never
+// through a symlink, an existing file only with o.Force). A failure leaves
+// path untouched and removes the staging file.
+func PublishFile(path string, o atomicfile.Options, write func(io.Writer) error) (err error) {
+	o.Staging = path + ".partial"
+	o.Perm = 0o600
+	f, err := atomicfile.Create(path, o)
 	if err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("audit %s: %w", tmp, err), "remove a stale "+filepath.Base(tmp)+" left by an interrupted run, or choose another --out")
+		return err
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+			f.Abort()
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 256<<10)
@@ -134,16 +132,7 @@ func PublishFile(path string, write func(io.Writer) error) (err error) {
 		return err
 	}
 	if err = bw.Flush(); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("write audit %s: %w", tmp, err), "")
+		return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
 	}
-	if err = f.Sync(); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("sync audit %s: %w", tmp, err), "")
-	}
-	if err = f.Close(); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("close audit %s: %w", tmp, err), "")
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("publish audit %s: %w", path, err), "")
-	}
-	return nil
+	return f.Commit()
 }

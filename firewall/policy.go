@@ -13,6 +13,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // PolicyFormat is the format string of a message-policy file.
@@ -150,7 +151,11 @@ type PolicyError struct {
 	Column int
 	Path   string
 	Msg    string
+	Err    error // the underlying error, if any (a *jsonlimit.Error)
 }
+
+// Unwrap returns the underlying error.
+func (e *PolicyError) Unwrap() error { return e.Err }
 
 func (e *PolicyError) Error() string {
 	var b strings.Builder
@@ -195,9 +200,24 @@ func readConfig(path, what, notFoundHint string, max int) ([]byte, error) {
 	return data, nil
 }
 
+// checkConfigDepth refuses a configuration document nested deeper than
+// jsonlimit.MaxDepth, in one pass, before any other check: a usage error
+// naming file, line and column, with hint.
+func checkConfigDepth(data []byte, name, hint string) error {
+	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
+		le := err.(*jsonlimit.Error)
+		return exitcode.New(exitcode.Usage, &PolicyError{File: name, Line: le.Line, Column: le.Col,
+			Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth), Err: le}, hint)
+	}
+	return nil
+}
+
 // parseConfigTree parses a configuration document into its tree; a syntax
 // error is a usage error naming file, line and column, with hint.
 func parseConfigTree(data []byte, name, hint string) (*node, error) {
+	if err := checkConfigDepth(data, name, hint); err != nil {
+		return nil, err
+	}
 	root, err := parseTree(data)
 	if err != nil {
 		var pe *posError
@@ -212,6 +232,9 @@ func parseConfigTree(data []byte, name, hint string) (*node, error) {
 
 // DecodePolicy decodes a message-policy document. name is used in errors.
 func DecodePolicy(data []byte, name string) (*Policy, error) {
+	if err := checkConfigDepth(data, name, policyHint); err != nil {
+		return nil, err
+	}
 	if len(data) > MaxPolicyBytes {
 		return nil, exitcode.New(exitcode.Usage, &PolicyError{File: name, Msg: fmt.Sprintf("document exceeds %d bytes (1 MiB)", MaxPolicyBytes)}, policyHint)
 	}

@@ -45,6 +45,11 @@ func checkEnvelope(e *capture.Event) error {
 	return errSlow // session_start (header) and unknown kinds
 }
 
+// fastMaxDepth bounds the fast scanner's recursion well below
+// jsonlimit.MaxDepth: a deeper line goes to capture.DecodeEvent, which
+// applies the one limit exactly.
+const fastMaxDepth = 200
+
 type scanner struct {
 	b []byte
 	i int
@@ -172,7 +177,7 @@ func (s *scanner) boolean() (bool, error) {
 // value skips one JSON value (validating it, no whitespace allowed outside
 // strings except what skipWS accepts) and returns its bytes.
 func (s *scanner) value(depth int) ([]byte, error) {
-	if depth > 200 {
+	if depth > fastMaxDepth {
 		return nil, errSlow
 	}
 	s.ws()
@@ -544,7 +549,7 @@ func (l *lineSource) Next() (*capture.Event, error) {
 	}
 	e, pe := DecodeEventFast(line)
 	if pe != nil {
-		pe.File, pe.Line = l.name, l.line
+		pe.Locate(l.name, l.line)
 		return nil, pe
 	}
 	return e, nil

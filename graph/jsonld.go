@@ -13,6 +13,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // compact writes iri as prefix:local when it starts with a context
@@ -174,6 +175,10 @@ func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
+	}
+	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
+		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("graph %w", err),
+			"the graph is not a witness PROV graph; regenerate it with 'witness graph --events FILE'")
 	}
 	g, err := parseJSONLD(data)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // EffectsFormat names the effects mapping file format (docs/formats/effects.md).
@@ -46,6 +48,9 @@ type EffectsError struct {
 }
 
 func (e *EffectsError) Error() string {
+	if le, ok := e.Err.(*jsonlimit.Error); ok && le.File != "" {
+		return le.Error() // already names file, line and column
+	}
 	s := e.File
 	if e.Line > 0 {
 		s += ":" + strconv.Itoa(e.Line)
@@ -66,6 +71,10 @@ func (e *EffectsError) Unwrap() error { return e.Err }
 // name is used in errors. Unknown fields, unknown ops, duplicate tools and
 // bad paths are refused.
 func ParseEffects(data []byte, name string) (*EffectMap, error) {
+	// nesting deeper than the one limit is refused first, in one pass
+	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
+		return nil, &EffectsError{File: name, Line: err.(*jsonlimit.Error).Line, Err: err}
+	}
 	fail := func(off int64, field string, err error) error {
 		return &EffectsError{File: name, Line: lineAt(data, off), Field: field, Err: err}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
 )
@@ -20,7 +21,11 @@ const EventsName = "events.jsonl"
 
 // Options configure a proxied, recorded session (`witness proxy`).
 type Options struct {
-	OutDir      string
+	OutDir string
+	// Files are the evidence rules for the cassette and the event log
+	// (--force, the command's inputs; see capture.CreateRecordingFiles):
+	// an existing recording is refused unless Files.Force.
+	Files       atomicfile.Options
 	Command     []string
 	Env         []string // the server's environment (NAME=VALUE); nil inherits the proxy's
 	SealPath    string
@@ -77,20 +82,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create output directory: %w", err), "")
-	}
 	casPath := filepath.Join(o.OutDir, CassetteName)
 	evPath := filepath.Join(o.OutDir, EventsName)
-	casFile, err := os.OpenFile(casPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	files := o.Files
+	if files.Flag == "" {
+		files.Flag = "--out"
+	}
+	casFile, evFile, err := capture.CreateRecordingFiles(o.OutDir, files)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("create cassette: %w", err), "choose a new --out directory; the proxy never overwrites a recording")
+		return nil, err
 	}
 	defer casFile.Close()
-	evFile, err := os.OpenFile(evPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("create event log: %w", err), "choose a new --out directory; the proxy never overwrites a recording")
-	}
 	defer evFile.Close()
 
 	stderr := &lockedWriter{w: o.Stderr}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 const frozenTS = "2026-08-30T14:33:00+00:00"
@@ -337,8 +338,11 @@ func TestRunRefusesExistingRecording(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, CassetteName), []byte("x"), 0o644)
 	_, err := Run(context.Background(), Options{OutDir: dir, Command: []string{echo(t)}})
-	if err == nil || !strings.Contains(err.Error(), "create cassette") {
+	if err == nil || !strings.Contains(err.Error(), "evidence is never overwritten") || exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("err %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, CassetteName)); string(data) != "x" {
+		t.Errorf("existing cassette changed: %q", data)
 	}
 }
 

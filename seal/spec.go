@@ -18,6 +18,9 @@ type Spec struct {
 	SystemPrompt string
 	Tools        []Tool
 	WitnessID    string
+	// PromptFile is the file system_prompt_file named, as LoadSpec read
+	// it ("" when the prompt is inline); writers list it as an input.
+	PromptFile string
 }
 
 // DefaultWitnessID is used when no flag, spec field or ATW_WITNESS_ID gives one.
@@ -31,13 +34,19 @@ func LoadSpec(path string) (*Spec, error) {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read agent spec: %w", err), "")
 	}
 	dir := filepath.Dir(path)
-	return ParseSpec(data, path, func(rel string) ([]byte, error) {
+	var read string
+	sp, err := ParseSpec(data, path, func(rel string) ([]byte, error) {
 		p := rel
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, rel)
 		}
+		read = p
 		return os.ReadFile(p)
 	})
+	if sp != nil {
+		sp.PromptFile = read
+	}
+	return sp, err
 }
 
 // ParseSpec strictly parses an agent spec (named name in errors). Errors

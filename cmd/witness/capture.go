@@ -31,6 +31,7 @@ type captureOptions struct {
 	Redact     []string
 	RedactFile string
 	RedactKey  string
+	Force      bool
 	Command    []string
 }
 
@@ -74,7 +75,8 @@ the names, never the values.`,
 	}
 	c.Flags().SetInterspersed(false)
 	f := c.Flags()
-	f.StringVar(&o.Out, "out", "", "folder to write cassette.jsonl and events.jsonl into")
+	f.StringVar(&o.Out, "out", "", "folder to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)")
+	addForceFlag(c, &o.Force)
 	f.StringVar(&o.Scenario, "scenario", "", "JSON list of tool calls to make")
 	f.StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
 	f.StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when it exists)")
@@ -187,7 +189,8 @@ func runCapture(a *app, o captureOptions) error {
 	if len(lo.Signers) == 0 {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
 	}
-	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Out, Calls: calls})
+	files := a.outOptions("--out", o.Force, o.Scenario, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.RedactFile, o.RedactKey)
+	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Out, Files: files, Calls: calls})
 	if res != nil && res.Server.Name != "" {
 		fmt.Fprintf(a.stdout, "witness: server %s %s, protocol %s, %d tools\n", res.Server.Name, res.Server.Version, res.Server.ProtocolVersion, res.Tools)
 	}

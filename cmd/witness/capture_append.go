@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
@@ -66,6 +67,11 @@ It prints one line per appended event: its id, kind and ref.`,
 }
 
 func runCaptureAppend(a *app, o captureAppendOptions) error {
+	// the log is extended on purpose; it must not be another input (the
+	// lines on stdin, the keyring, the redaction files) or a symlink
+	if err := atomicfile.CheckAppend(o.Events, a.outOptions("--events", false, a.captureKeyring(o.Keyring), o.RedactFile, o.RedactKey)); err != nil {
+		return err
+	}
 	red, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
 		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/seal"
 )
@@ -16,6 +15,7 @@ type cosignOptions struct {
 	Keyring string
 	KeyID   string
 	Out     string
+	Force   bool
 }
 
 func newCosignCmd(a *app) *cobra.Command {
@@ -27,8 +27,11 @@ func newCosignCmd(a *app) *cobra.Command {
 (another witness's keyring) and appends {key_id, alg, sig, public_key} to the
 seal's cosignatures. The body, the primary signature and seal_ref are
 unchanged. A key that already signed the seal is refused, under whatever
-key_id (or none) its signature is filed.`,
-		Example: `  witness cosign seal.json --keyring ./bob.json`,
+key_id (or none) its signature is filed.
+
+The cosigned seal is written to --out, a new file: SEAL itself is evidence
+and is never rewritten (docs/design/evidence-files.md).`,
+		Example: `  witness cosign seal.json --keyring ./bob.json --out seal.2.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Seal = args[0]
@@ -37,7 +40,9 @@ key_id (or none) its signature is filed.`,
 	}
 	addKeyringFlag(c, &o.Keyring)
 	c.Flags().StringVar(&o.KeyID, "key-id", "", "sign with this key instead of the active one")
-	c.Flags().StringVar(&o.Out, "out", "", "write the cosigned seal here (default: replace SEAL)")
+	c.Flags().StringVar(&o.Out, "out", "", "where to write the cosigned seal (a new file; never SEAL itself)")
+	addForceFlag(c, &o.Force)
+	c.MarkFlagRequired("out")
 	return c
 }
 
@@ -48,6 +53,10 @@ func runCosign(a *app, o cosignOptions) error {
 	}
 	path, err := a.keyringPath(o.Keyring)
 	if err != nil {
+		return err
+	}
+	outOpts := a.outOptions("--out", o.Force, o.Seal, path)
+	if err := atomicfile.Check(o.Out, outOpts); err != nil {
 		return err
 	}
 	opts, err := a.keyringOptions("")
@@ -74,13 +83,9 @@ func runCosign(a *app, o cosignOptions) error {
 	if err != nil {
 		return err
 	}
-	out := o.Out
-	if out == "" {
-		out = o.Seal
+	if err := atomicfile.Write(o.Out, b, outOpts); err != nil {
+		return err
 	}
-	if err := atomicfile.WriteFile(out, b, 0o644); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("write seal: %w", err), "")
-	}
-	fmt.Fprintf(a.stdout, "cosigned %s with key_id=%s (%s); the seal now carries %d signature(s)\n", out, signer.KeyID(), signer.Algorithm(), 1+len(s.Cosignatures))
+	fmt.Fprintf(a.stdout, "cosigned %s -> %s with key_id=%s (%s); the seal now carries %d signature(s)\n", o.Seal, o.Out, signer.KeyID(), signer.Algorithm(), 1+len(s.Cosignatures))
 	return nil
 }

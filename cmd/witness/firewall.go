@@ -12,6 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/firewall"
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/keyring"
 )
@@ -29,6 +30,7 @@ type firewallOptions struct {
 	keyring    string
 	trust      string
 	requireSig bool
+	force      bool
 }
 
 func newFirewallCmd(a *app) *cobra.Command {
@@ -128,6 +130,7 @@ same questions. --mapping also derives messages from MCP tool calls.`,
 	f.StringVar(&o.policy, "policy", "", "message-policy file (org.social-harness/message-policy/v1)")
 	f.StringVar(&o.events, "events", "", "event log with message events")
 	f.StringVar(&o.out, "out", "", "write the audit snapshot (NDJSON) to FILE")
+	addForceFlag(c, &o.force)
 	f.StringVar(&o.agent, "agent", "", "our agent's id (default: the sender of the first outgoing message)")
 	f.StringVar(&o.mapping, "mapping", "", "message mapping file: derive messages from tool calls too")
 	f.StringVar(&o.recorded, "recorded", "", "answer English questions from the judgments kept in this audit snapshot")
@@ -141,6 +144,12 @@ same questions. --mapping also derives messages from MCP tool calls.`,
 func runFirewallEvaluate(a *app, o *firewallOptions) error {
 	if o.format != "text" && o.format != "json" {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
+	}
+	outOpts := a.outOptions("--out", o.force, o.policy, o.events, o.mapping, o.recorded)
+	if o.out != "" {
+		if err := atomicfile.Check(o.out, outOpts); err != nil {
+			return err
+		}
 	}
 	p, err := firewall.LoadPolicy(o.policy)
 	if err != nil {
@@ -190,7 +199,7 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 	}
 	var sum *firewall.Summary
 	if o.out != "" {
-		err = firewall.PublishFile(o.out, func(w io.Writer) error {
+		err = firewall.PublishFile(o.out, outOpts, func(w io.Writer) error {
 			opts.Audit = w
 			var e error
 			sum, e = firewall.EvaluateFile(o.events, opts)
@@ -307,6 +316,7 @@ evidence. See docs/formats/firewall.md.`,
 	f.StringVar(&o.events, "events", "", "event log to read")
 	f.StringVar(&o.mapping, "mapping", "", "message mapping file (witness-message-mapping/v1)")
 	f.StringVar(&o.out, "out", "", "the new event log to write")
+	addForceFlag(c, &o.force)
 	_ = c.MarkFlagRequired("events")
 	_ = c.MarkFlagRequired("mapping")
 	_ = c.MarkFlagRequired("out")
@@ -314,6 +324,10 @@ evidence. See docs/formats/firewall.md.`,
 }
 
 func runFirewallDerive(a *app, o *firewallOptions) error {
+	outOpts := a.outOptions("--out", o.force, o.events, o.mapping)
+	if err := atomicfile.Check(o.out, outOpts); err != nil {
+		return err
+	}
 	raw, err := os.ReadFile(o.mapping)
 	if err != nil {
 		return usageError(fmt.Errorf("read mapping %s: %w", o.mapping, err), "check the path of the mapping file")
@@ -329,7 +343,7 @@ func runFirewallDerive(a *app, o *firewallOptions) error {
 	}
 	defer in.Close()
 	var res *firewall.DeriveResult
-	err = firewall.PublishFile(o.out, func(w io.Writer) error {
+	err = firewall.PublishFile(o.out, outOpts, func(w io.Writer) error {
 		var e error
 		res, e = firewall.DeriveLog(in, o.events, w, m, hex.EncodeToString(sum[:]))
 		return e

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/seal"
 )
 
@@ -20,6 +21,7 @@ type graphOptions struct {
 	Seal       string
 	Format     string
 	Out        string
+	Force      bool
 	NoPayloads bool
 	MaxNodes   int
 	Classes    string
@@ -65,6 +67,7 @@ whatever the format.`,
 	f.StringVar(&o.Seal, "seal", "", "seal file: the plan of the session (default: the seal the log header names)")
 	f.StringVar(&o.Format, "format", "jsonld", "output format: jsonld, nquads or dot")
 	f.StringVar(&o.Out, "out", "", "file to write (default: standard output)")
+	addForceFlag(c, &o.Force)
 	f.BoolVar(&o.NoPayloads, "no-payloads", false, "leave payload contents (prov:value) out, keep their hashes")
 	f.IntVar(&o.MaxNodes, "max-nodes", graph.DefaultDOTMaxNodes, "dot: draw a summary above this many nodes")
 	f.StringVar(&o.Classes, "classes", "", "dot: JSON object of event id or node IRI -> class (violation, tampered, incomplete, warning, notice, removed, highlight)")
@@ -84,6 +87,15 @@ func runGraph(a *app, o graphOptions) error {
 	if o.Format != "dot" && (o.Classes != "" || o.Title != "") {
 		return usageError(fmt.Errorf("--classes and --title apply to --format dot only"), "add --format dot")
 	}
+	if o.Out == "-" {
+		o.Out = ""
+	}
+	outOpts := a.outOptions("--out", o.Force, o.Events, o.Seal, o.Classes, o.FirewallAudit)
+	if o.Out != "" {
+		if err := atomicfile.Check(o.Out, outOpts); err != nil {
+			return err
+		}
+	}
 	opts := graph.Options{OmitPayloads: o.NoPayloads}
 	if o.Seal != "" {
 		s, err := seal.Load(o.Seal)
@@ -97,6 +109,9 @@ func runGraph(a *app, o graphOptions) error {
 		data, err := os.ReadFile(o.Classes)
 		if err != nil {
 			return usageError(fmt.Errorf("read classes: %w", err), "")
+		}
+		if err := jsonlimit.CheckIn(data, o.Classes, 1); err != nil {
+			return usageError(fmt.Errorf("classes %w", err), `write {"e12": "violation", ...}`)
 		}
 		if err := json.Unmarshal(data, &classes); err != nil {
 			return usageError(fmt.Errorf("classes %s: not a JSON object of strings: %w", o.Classes, err), `write {"e12": "violation", ...}`)
@@ -113,7 +128,7 @@ func runGraph(a *app, o graphOptions) error {
 	defer in.Close()
 	src := graph.NewEventSource(in, o.Events)
 
-	out, commit, err := openOut(a, o.Out)
+	out, commit, err := openOut(a, o.Out, outOpts)
 	if err != nil {
 		return err
 	}
@@ -169,38 +184,26 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// openOut returns the writer for --out (a temporary file renamed into place
-// on success) or standard output, and the function that finishes it.
-func openOut(a *app, path string) (io.Writer, func(ok bool) error, error) {
+// openOut returns the writer for --out (staged by atomicfile and put in
+// place on success) or standard output, and the function that finishes it.
+func openOut(a *app, path string, o atomicfile.Options) (io.Writer, func(ok bool) error, error) {
 	if path == "" {
 		return a.stdout, func(bool) error { return nil }, nil
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := atomicfile.Create(path, o)
 	if err != nil {
-		return nil, nil, exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "check that the directory exists and is writable")
+		return nil, nil, err
 	}
 	done := false
-	return tmp, func(ok bool) error {
+	return f, func(ok bool) error {
 		if done {
 			return nil
 		}
 		done = true
 		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			f.Abort()
 			return nil
 		}
-		// no fsync: the graph is derived data, regenerated from the events
-		// at will; the rename keeps readers from seeing a partial file
-		if err := tmp.Close(); err != nil {
-			os.Remove(tmp.Name())
-			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
-		}
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			os.Remove(tmp.Name())
-			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
-		}
-		return nil
+		return f.Commit()
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -21,6 +22,7 @@ type importOptions struct {
 	RedactFile string
 	RedactKey  string
 	Quiet      bool
+	Force      bool
 }
 
 func newImportCmd(a *app) *cobra.Command {
@@ -58,7 +60,8 @@ signature cover, and 'witness verify' says "imported, not observed".`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.From, "from", "", "format of FILE: atw-0.1.0")
-	f.StringVar(&o.Out, "out", "", "event log to write (replaced if it exists)")
+	f.StringVar(&o.Out, "out", "", "event log to write (a new file unless --force)")
+	addForceFlag(c, &o.Force)
 	f.StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when it exists)")
 	f.StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP (repeatable)")
 	f.StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
@@ -72,6 +75,10 @@ signature cover, and 'witness verify' says "imported, not observed".`,
 func runImport(a *app, o importOptions) error {
 	if o.From != capture.ImportFormatATW010 {
 		return usageError(fmt.Errorf("--from %q is not a format import reads", o.From), "use --from atw-0.1.0")
+	}
+	outOpts := a.outOptions("--out", o.Force, o.File, o.RedactFile, o.RedactKey, a.captureKeyring(o.Keyring))
+	if err := atomicfile.Check(o.Out, outOpts); err != nil {
+		return err
 	}
 	in, err := os.Open(o.File)
 	if err != nil {
@@ -90,12 +97,11 @@ func runImport(a *app, o importOptions) error {
 	if len(signers) == 0 {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
 	}
-	dir := filepath.Dir(o.Out)
-	tmp, err := os.CreateTemp(dir, ".import-*.jsonl")
+	tmp, err := atomicfile.Create(o.Out, outOpts)
 	if err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("create %s: %w", o.Out, err), "")
+		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer tmp.Abort()
 	ts := capture.Timestamp(a.getenv)
 	opts := capture.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
 	if !o.Quiet {
@@ -112,9 +118,6 @@ func runImport(a *app, o importOptions) error {
 		}
 	}
 	rep, err := capture.ImportATW(in, tmp, opts)
-	if cerr := tmp.Close(); err == nil && cerr != nil {
-		err = exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.Out, cerr), "")
-	}
 	if err != nil {
 		var coded *exitcode.Error
 		if !errors.As(err, &coded) {
@@ -122,8 +125,8 @@ func runImport(a *app, o importOptions) error {
 		}
 		return err
 	}
-	if err := os.Rename(tmp.Name(), o.Out); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.Out, err), "")
+	if err := tmp.Commit(); err != nil {
+		return err
 	}
 	kind := "event log"
 	if rep.Format == capture.LegacyATWCassette {

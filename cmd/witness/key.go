@@ -17,6 +17,7 @@ type keyExportOptions struct {
 	Keyring string
 	Out     string
 	Merge   bool
+	Force   bool
 }
 
 func newKeyCmd(a *app) *cobra.Command {
@@ -40,7 +41,8 @@ func newKeyExportPublicCmd(a *app) *cobra.Command {
 		Long: `export-public writes a trust file (docs/formats/keys.md) holding the keyring's
 Ed25519 public keys, with revocation times. Verifiers pass it to
 'witness verify --trust'. With --merge, keys are added to an existing trust
-file, so several witnesses can build one trust file for a quorum.`,
+file, so several witnesses can build one trust file for a quorum; --force
+replaces it instead. --out is never the keyring itself.`,
 		Example: `  witness key export-public --keyring ./alice.json --out trust.json
   witness key export-public --keyring ./bob.json --out trust.json --merge`,
 		Args: cobra.NoArgs,
@@ -51,6 +53,7 @@ file, so several witnesses can build one trust file for a quorum.`,
 	addKeyringFlag(c, &o.Keyring)
 	c.Flags().StringVar(&o.Out, "out", "", "trust file to write (default: stdout)")
 	c.Flags().BoolVar(&o.Merge, "merge", false, "add to the trust file --out if it exists instead of refusing to overwrite it")
+	addForceFlag(c, &o.Force)
 	return c
 }
 
@@ -71,13 +74,32 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.Out == "-" {
+		o.Out = ""
+	}
+	if o.Merge && o.Force {
+		return usageError(errors.New("--merge and --force exclude each other"), "--merge adds to the trust file, --force replaces it")
+	}
+	// --merge rewrites the trust file it reads on purpose (configuration,
+	// like the keyring); the keyring itself is never an output. An existing
+	// file is refused below unless --merge or --force.
+	outOpts := a.outOptions("--out", true, path)
 	if o.Out != "" {
+		if err := atomicfile.Check(o.Out, outOpts); err != nil {
+			return err
+		}
 		_, statErr := os.Stat(o.Out)
 		exists := statErr == nil
 		if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
 			return exitcode.New(exitcode.Failure, statErr, "")
 		}
 		switch {
+		case exists && o.Force:
+			empty := &keyring.TrustSet{}
+			if err := empty.Merge(t); err != nil {
+				return err
+			}
+			t = empty
 		case exists && o.Merge:
 			old, err := keyring.LoadTrust(o.Out)
 			if err != nil {
@@ -88,7 +110,7 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 			}
 			t = old
 		case exists:
-			return usageError(errors.New("trust file "+o.Out+" exists"), "add --merge to add these keys to it, or choose another --out")
+			return usageError(errors.New("--out "+o.Out+": trust file exists"), "add --merge to add these keys to it, --force to replace it, or choose another --out")
 		default:
 			empty := &keyring.TrustSet{}
 			if err := empty.Merge(t); err != nil {
@@ -105,8 +127,8 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 		_, err = a.stdout.Write(b)
 		return err
 	}
-	if err := atomicfile.WriteFile(o.Out, b, 0o644); err != nil {
-		return exitcode.New(exitcode.Failure, err, "")
+	if err := atomicfile.Write(o.Out, b, outOpts); err != nil {
+		return err
 	}
 	fmt.Fprintf(a.stdout, "wrote %d public key(s) to %s\n", len(t.Keys), o.Out)
 	return nil

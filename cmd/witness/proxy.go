@@ -21,6 +21,7 @@ type proxyOptions struct {
 	Redact     []string
 	RedactFile string
 	RedactKey  string
+	Force      bool
 	Command    []string
 }
 
@@ -55,7 +56,8 @@ effects mapping or an existing recording in DIR, 2.`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().StringVar(&o.Out, "out", "", "directory to write cassette.jsonl and events.jsonl into (must not hold a recording)")
+	c.Flags().StringVar(&o.Out, "out", "", "directory to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)")
+	addForceFlag(c, &o.Force)
 	c.Flags().StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
 	c.Flags().StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when that file exists)")
 	c.Flags().StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target path (docs/formats/effects.md)")
@@ -80,7 +82,8 @@ func runProxy(a *app, o proxyOptions) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	res, err := proxy.Run(context.Background(), proxy.Options{
-		OutDir: o.Out, Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers, Redactor: redactor,
+		OutDir: o.Out, Files: a.outOptions("--out", o.Force, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.RedactFile, o.RedactKey),
+		Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers, Redactor: redactor,
 		Getenv: a.getenv, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Signals: sigs,
 	})
 	if res == nil {

@@ -25,6 +25,7 @@ type replayOptions struct {
 	sealFile  string
 	keyring   string
 	out       string
+	force     bool
 	format    string
 	rank      bool
 	top       int
@@ -66,6 +67,7 @@ re-creates what was deleted. See docs/replay.md.`,
 	f.StringVar(&o.sealFile, "seal", "", "seal to verify the observed and counterfactual runs against (drift and verdict overlays)")
 	addKeyringFlag(c, &o.keyring)
 	f.StringVar(&o.out, "out", "", "write the output to FILE instead of stdout")
+	addForceFlag(c, &o.force)
 	f.StringVar(&o.format, "format", "json", "output format: json, text or dot")
 	f.BoolVar(&o.rank, "rank", false, "rank every action by the blast radius of removing it alone")
 	f.IntVar(&o.top, "top", 0, "with --rank, list only the first N actions (0: all)")
@@ -96,6 +98,15 @@ func runReplay(a *app, o *replayOptions) error {
 	}
 	if o.top < 0 {
 		return usageError(fmt.Errorf("--top %d is negative", o.top), "use --top N with N >= 0")
+	}
+	if o.out == "-" {
+		o.out = ""
+	}
+	outOpts := a.outOptions("--out", o.force, o.graphFile, o.sealFile, o.whatIfPolicy, a.resolvedKeyring(o.keyring))
+	if o.out != "" {
+		if err := atomicfile.Check(o.out, outOpts); err != nil {
+			return err
+		}
 	}
 	g, err := replayReadGraph(o.graphFile)
 	if err != nil {
@@ -146,23 +157,8 @@ func runReplay(a *app, o *replayOptions) error {
 		_, err = a.stdout.Write(buf.Bytes())
 		return err
 	}
-	if fi, serr := os.Stat(o.out); serr == nil && !fi.Mode().IsRegular() {
-		// A device or pipe (/dev/null, /dev/stdout): write into it; an
-		// atomic rename would replace it with a regular file.
-		f, err := os.OpenFile(o.out, os.O_WRONLY, 0)
-		if err != nil {
-			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.out, err), "")
-		}
-		if _, err := f.Write(buf.Bytes()); err != nil {
-			f.Close()
-			return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.out, err), "")
-		}
-		return f.Close()
-	}
-	if err := atomicfile.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", o.out, err), "check that the directory exists and is writable")
-	}
-	return nil
+	// a device or pipe (/dev/null, /dev/stdout) is written in place
+	return atomicfile.Write(o.out, buf.Bytes(), outOpts)
 }
 
 // replayReadGraph reads a witness JSON-LD graph.

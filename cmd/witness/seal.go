@@ -21,6 +21,7 @@ type sealOptions struct {
 	WitnessID   string
 	Envelope    string
 	EnvelopeOut string
+	Force       bool
 }
 
 func newSealCmd(a *app) *cobra.Command {
@@ -54,6 +55,7 @@ DSSE envelope signed with the (Ed25519) key, one JSON line.`,
 	c.Flags().StringVar(&o.WitnessID, "witness-id", "", "witness id (default: the spec's, else $ATW_WITNESS_ID, else witness-cli-local)")
 	c.Flags().StringVar(&o.Envelope, "envelope", "", "also write the seal as an envelope: dsse (in-toto Statement v1, Ed25519)")
 	c.Flags().StringVar(&o.EnvelopeOut, "envelope-out", "", "where to write the envelope (default: OUT with .intoto.jsonl in place of .json)")
+	addForceFlag(c, &o.Force)
 	c.MarkFlagRequired("spec")
 	c.MarkFlagRequired("out")
 	return c
@@ -105,6 +107,13 @@ func runSeal(a *app, o sealOptions) error {
 	if err != nil {
 		return err
 	}
+	outOpts := a.outOptions("--out", o.Force, o.Spec, spec.PromptFile, a.resolvedKeyring(o.Keyring))
+	envOut := o.EnvelopeOut
+	if envOut == "" {
+		envOut = strings.TrimSuffix(o.Out, ".json") + ".intoto.jsonl"
+	}
+	// the envelope never replaces the seal written just before it
+	envOpts := a.outOptions("--envelope-out", o.Force, append(outOpts.Inputs, o.Out)...)
 	body, err := seal.NewBody(spec, seal.BodyOptions{WitnessID: o.WitnessID, Getenv: a.getenv})
 	if err != nil {
 		return err
@@ -112,6 +121,17 @@ func runSeal(a *app, o sealOptions) error {
 	signer, err := sealSigner(a, o.Keyring, o.KeyID)
 	if err != nil {
 		return err
+	}
+	if err := atomicfile.Check(o.Out, outOpts); err != nil {
+		return err
+	}
+	if o.Envelope == "dsse" {
+		if filepath.Clean(envOut) == filepath.Clean(o.Out) {
+			return usageError(fmt.Errorf("--envelope-out %s is the seal's --out", envOut), "write the envelope to another file")
+		}
+		if err := atomicfile.Check(envOut, envOpts); err != nil {
+			return err
+		}
 	}
 	var env *seal.Envelope
 	s, err := seal.Sign(body, signer)
@@ -128,8 +148,8 @@ func runSeal(a *app, o sealOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(o.Out, b, 0o644); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("write seal: %w", err), "")
+	if err := atomicfile.Write(o.Out, b, outOpts); err != nil {
+		return err
 	}
 	keyDesc := "ATW_WITNESS_KEY"
 	if signer.KeyID() != "" {
@@ -138,18 +158,14 @@ func runSeal(a *app, o sealOptions) error {
 	fmt.Fprintf(a.stdout, "sealed %d tool(s) for %s -> %s (%s, %s)\n", len(body.Tools), body.WitnessID, o.Out, signer.Algorithm(), keyDesc)
 	fmt.Fprintf(a.stdout, "seal_ref %s\n", s.Ref())
 	if env != nil {
-		out := o.EnvelopeOut
-		if out == "" {
-			out = strings.TrimSuffix(o.Out, ".json") + ".intoto.jsonl"
-		}
 		eb, err := env.Marshal()
 		if err != nil {
 			return err
 		}
-		if err := atomicfile.WriteFile(out, eb, 0o644); err != nil {
-			return exitcode.New(exitcode.Failure, fmt.Errorf("write envelope: %w", err), "")
+		if err := atomicfile.Write(envOut, eb, envOpts); err != nil {
+			return err
 		}
-		fmt.Fprintf(a.stdout, "in-toto statement in a DSSE envelope -> %s (predicateType %s)\n", out, seal.PredicateType)
+		fmt.Fprintf(a.stdout, "in-toto statement in a DSSE envelope -> %s (predicateType %s)\n", envOut, seal.PredicateType)
 	}
 	return nil
 }

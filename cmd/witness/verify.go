@@ -34,6 +34,7 @@ type verifyOptions struct {
 	JUnit         bool
 	Out           string
 	AllowUnsigned bool
+	Force         bool
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -93,6 +94,7 @@ canonical digest) and the log decides the verdict.`,
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
 	c.Flags().StringVar(&o.Out, "out", "", "write the report to this file instead of stdout (the verdict line still goes to stdout)")
 	c.Flags().BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept an event log whose end carries no signature the keyring can check")
+	addForceFlag(c, &o.Force)
 	c.MarkFlagRequired("seal")
 	return c
 }
@@ -194,6 +196,15 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	if formats > 1 {
 		return usageError(errors.New("--json, --sarif and --junit are exclusive"), "choose one report format")
 	}
+	if o.Out == "-" {
+		o.Out = ""
+	}
+	outOpts := a.outOptions("--out", o.Force, o.Seal, o.Events, o.Graph, o.Trust, a.resolvedKeyring(o.Keyring))
+	if o.Out != "" {
+		if err := atomicfile.Check(o.Out, outOpts); err != nil {
+			return err
+		}
+	}
 	vo, err := a.sealKeys(o.Keyring, o.Trust, o.Quorum)
 	if err != nil {
 		return err
@@ -226,8 +237,8 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 		}
 		return exitWith(rep.Code())
 	}
-	if err := atomicfile.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("write report %s: %w", o.Out, err), "check that the folder exists and is writable")
+	if err := atomicfile.Write(o.Out, buf.Bytes(), outOpts); err != nil {
+		return err
 	}
 	fmt.Fprintf(a.stdout, "%s (report in %s)\n", rep.VerdictLine(), o.Out)
 	return exitWith(rep.Code())

@@ -23,14 +23,37 @@ const MaxDepth = 256
 const MaxWireDepth = MaxDepth - 32
 
 // Error reports where the nesting limit was crossed. Line and Col are
-// 1-based; Col counts bytes.
+// 1-based; Col counts bytes. File, when set (see In), names the file and
+// Line is then a line of that file.
 type Error struct {
+	File      string
 	Line, Col int
 	Depth     int
 }
 
 func (e *Error) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("%s:%d:%d: nesting deeper than %d levels", e.File, e.Line, e.Col, MaxDepth)
+	}
 	return fmt.Sprintf("%d:%d: nesting deeper than %d levels", e.Line, e.Col, MaxDepth)
+}
+
+// In returns a copy of e placed in file, for a document that begins on
+// line first of it (1 for a whole file, N for line N of a JSON-lines file).
+func (e *Error) In(file string, first int64) *Error {
+	c := *e
+	c.File = file
+	c.Line += int(first) - 1
+	return &c
+}
+
+// CheckIn is Check for a document that begins on line first of file: the
+// *Error it returns names the file and the file's line.
+func CheckIn(data []byte, file string, first int64) error {
+	if err := Check(data); err != nil {
+		return err.(*Error).In(file, first)
+	}
+	return nil
 }
 
 // Check scans data once and returns an *Error when arrays and objects nest

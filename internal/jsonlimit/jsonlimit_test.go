@@ -67,3 +67,21 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckIn(t *testing.T) {
+	deep := append([]byte("\n"), bytes.Repeat([]byte("{\"a\":"), MaxDepth+1)...)
+	err := CheckIn(deep, "events.jsonl", 7)
+	var le *Error
+	if !errors.As(err, &le) {
+		t.Fatalf("CheckIn = %v, want *Error", err)
+	}
+	if le.File != "events.jsonl" || le.Line != 8 || le.Col != 5*MaxDepth+1 {
+		t.Errorf("position = %s:%d:%d, want events.jsonl:8:%d", le.File, le.Line, le.Col, 5*MaxDepth+1)
+	}
+	if want := "events.jsonl:8:1281: nesting deeper than 256 levels"; err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
+	}
+	if CheckIn([]byte(`[[1]]`), "f", 1) != nil {
+		t.Error("shallow document refused")
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // Kind is the JSON type of a Value.
@@ -59,15 +61,23 @@ func (v *Value) Get(key string) *Value {
 type Error struct {
 	File  string
 	Line  int    // 0 when unknown
+	Col   int    // 1-based byte column; 0 when unknown
 	Field string // JSON path like tools[1].scopes, "" for the document
 	Msg   string
+	Err   error // the underlying error, if any (a *jsonlimit.Error)
 }
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Col > 0 {
+			fmt.Fprintf(&b, ":%d", e.Col)
+		}
 	}
 	b.WriteString(": ")
 	if e.Field != "" {
@@ -77,15 +87,20 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Parse parses data (named name in errors) into a tree.
+// Parse parses data (named name in errors) into a tree. Nesting deeper
+// than jsonlimit.MaxDepth is refused before anything else, in one pass.
 func Parse(data []byte, name string) (*Value, error) {
+	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
+		le := err.(*jsonlimit.Error)
+		return nil, &Error{File: name, Line: le.Line, Col: le.Col, Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth), Err: le}
+	}
 	if !utf8.Valid(data) {
 		off := invalidUTF8Offset(data)
 		return nil, &Error{File: name, Line: lineAt(data, int64(off)), Msg: "not valid UTF-8"}
 	}
-	p := &parser{data: data, name: name, dec: json.NewDecoder(bytes.NewReader(data))}
+	p := &parser{data: data, name: name, dec: json.NewDecoder(bytes.NewReader(data)), lineLine: 1}
 	p.dec.UseNumber()
-	v, err := p.value()
+	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +114,24 @@ type parser struct {
 	data []byte
 	name string
 	dec  *json.Decoder
+	// lineOff, lineLine: the line at offset lineOff, so that lineAt counts
+	// forward from the last position (linear over a document)
+	lineOff  int64
+	lineLine int
+}
+
+// lineAt returns the 1-based line of byte offset off, counting from the
+// last offset asked when off is past it.
+func (p *parser) lineAt(off int64) int {
+	if off > int64(len(p.data)) {
+		off = int64(len(p.data))
+	}
+	if off < p.lineOff {
+		return lineAt(p.data, off)
+	}
+	p.lineLine += bytes.Count(p.data[p.lineOff:off], []byte{'\n'})
+	p.lineOff = off
+	return p.lineLine
 }
 
 func invalidUTF8Offset(b []byte) int {
@@ -139,17 +172,21 @@ func (p *parser) errAt(off int64, err error) error {
 	return &Error{File: p.name, Line: lineAt(p.data, off), Msg: "not valid JSON: " + msg}
 }
 
-func (p *parser) value() (*Value, error) {
+func (p *parser) value(depth int) (*Value, error) {
 	off := p.start()
+	if depth > jsonlimit.MaxDepth {
+		// unreachable after the check in Parse; keeps the recursion bounded
+		return nil, &Error{File: p.name, Line: p.lineAt(off), Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth)}
+	}
 	tok, err := p.dec.Token()
 	if err != nil {
 		return nil, p.errAt(off, err)
 	}
-	return p.fromToken(tok, off)
+	return p.fromToken(tok, off, depth)
 }
 
-func (p *parser) fromToken(tok json.Token, off int64) (*Value, error) {
-	v := &Value{Line: lineAt(p.data, off)}
+func (p *parser) fromToken(tok json.Token, off int64, depth int) (*Value, error) {
+	v := &Value{Line: p.lineAt(off)}
 	switch t := tok.(type) {
 	case json.Delim:
 		switch t {
@@ -164,20 +201,20 @@ func (p *parser) fromToken(tok json.Token, off int64) (*Value, error) {
 				}
 				k, ok := kt.(string)
 				if !ok {
-					return nil, &Error{File: p.name, Line: lineAt(p.data, koff), Msg: "not valid JSON: object key is not a string"}
+					return nil, &Error{File: p.name, Line: p.lineAt(koff), Msg: "not valid JSON: object key is not a string"}
 				}
 				if err := checkSurrogates(p.data, koff); err != nil {
-					return nil, &Error{File: p.name, Line: lineAt(p.data, koff), Msg: err.Error()}
+					return nil, &Error{File: p.name, Line: p.lineAt(koff), Msg: err.Error()}
 				}
 				if seen[k] {
-					return nil, &Error{File: p.name, Line: lineAt(p.data, koff), Msg: fmt.Sprintf("duplicate key %q", k)}
+					return nil, &Error{File: p.name, Line: p.lineAt(koff), Msg: fmt.Sprintf("duplicate key %q", k)}
 				}
 				seen[k] = true
-				val, err := p.value()
+				val, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
-				v.Obj = append(v.Obj, Member{Key: k, KeyLine: lineAt(p.data, koff), Val: val})
+				v.Obj = append(v.Obj, Member{Key: k, KeyLine: p.lineAt(koff), Val: val})
 			}
 			if _, err := p.dec.Token(); err != nil {
 				return nil, p.errAt(p.start(), err)
@@ -185,7 +222,7 @@ func (p *parser) fromToken(tok json.Token, off int64) (*Value, error) {
 		case '[':
 			v.Kind = Array
 			for p.dec.More() {
-				el, err := p.value()
+				el, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}

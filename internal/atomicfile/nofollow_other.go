@@ -1,0 +1,7 @@
+//go:build !unix
+
+package atomicfile
+
+// NoFollow is the open flag that makes opening a symlink fail (O_NOFOLLOW);
+// 0 where the platform has none.
+const NoFollow = 0
