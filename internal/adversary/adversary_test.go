@@ -231,6 +231,17 @@ func attacks() []attack {
 			p := `{"name":"` + s.scopedTool + `","arguments":` + s.inScopeArgs + `,"arguments":` + s.outOfScopeArgs + `}`
 			return []map[string]any{raw(call("2", p)), wait("2")}
 		}},
+		{name: "case-variant-path-key", wantExit: 1, steps: func(s server) []map[string]any {
+			if s.scopedTool == "" {
+				return nil
+			}
+			p := `{"name":"` + s.scopedTool + `","arguments":{"Path":"/etc/passwd"}}`
+			return []map[string]any{raw(call("2", p)), wait("2")}
+		}},
+		{name: "proto-member", ambiguous: true, wantExit: 1, steps: func(s server) []map[string]any {
+			p := strings.Replace(s.allowed, `"arguments":{`, `"arguments":{"__proto__":{"path":"/etc/passwd","message":"x"},`, 1)
+			return []map[string]any{raw(call("2", p)), wait("2")}
+		}},
 		{name: "batch", ambiguous: true, wantExit: -1, steps: func(s server) []map[string]any {
 			return []map[string]any{raw("[" + strings.TrimSuffix(call("2", s.forbidden), "\n") + "]\n"), settle(1500)}
 		}},
