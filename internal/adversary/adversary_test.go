@@ -251,7 +251,10 @@ func attacks() []attack {
 		{name: "two-values-one-line", ambiguous: true, wantExit: -1, steps: func(s server) []map[string]any {
 			return []map[string]any{raw(strings.TrimSuffix(call("2", s.allowed), "\n") + " " + call("3", s.forbidden)), settle(1500)}
 		}},
-		{name: "ids-beyond-2^53", wantExit: 1, steps: func(s server) []map[string]any {
+		// 9007199254740993 is a double's neighbour of 9007199254740992: the
+		// Go SDK answers both, the TypeScript SDK neither (beyond its safe
+		// integers), so the exit is 1 or, with calls left unanswered, 4
+		{name: "ids-beyond-2^53", ambiguous: true, wantExit: -1, steps: func(s server) []map[string]any {
 			return []map[string]any{
 				raw(call("9007199254740992", s.allowed)), wait("9007199254740992"),
 				raw(call("9007199254740993", s.forbidden)), settle(1500),
