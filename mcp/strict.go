@@ -456,6 +456,13 @@ func (s *strictScan) member() bool {
 	case variant != "":
 		s.r.add(top, "case-variant members %s/%s at %s (a case-insensitive decoder may read either)", quoteShort(variant), quoteShort(string(name)), s.objectPath())
 	}
+	if string(name) == "__proto__" {
+		// JSON.parse keeps it as an own member, but a JavaScript server
+		// that copies the object by assignment (zod, spread, Object.assign)
+		// sets the prototype instead: the member vanishes and its members
+		// are inherited by every lookup
+		s.r.add(top, "member \"__proto__\" at %s (a JavaScript decoder may read it as the prototype)", s.objectPath())
+	}
 	if top {
 		for _, e := range envelopeNames {
 			if string(name) != e && bytes.EqualFold(name, []byte(e)) {

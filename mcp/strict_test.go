@@ -47,6 +47,7 @@ func TestParseReasons(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"` + "\xff" + `":1}}`, `invalid UTF-8 in a member name at $.params`},
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", 230) + strings.Repeat("]", 230) + `}`, `nesting deeper than 224 levels`},
 		{`{"jsonrpc":"2.0","id":-0,"method":"x"}`, `id -0 is not an exact integer token`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"__proto__":{"path":"/etc/passwd"}}}}`, `member "__proto__" at $.params.arguments (a JavaScript decoder may read it as the prototype)`},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.line))

@@ -233,15 +233,18 @@ func CleanPath(arg string) (clean string, ok bool, reason string) {
 	return path.Clean(p), true, ""
 }
 
-// pathKeys are argument keys whose string values are paths.
+// pathKeys are argument keys whose string values are paths, in lower case:
+// keys match case-insensitively, because a server that decodes names
+// case-insensitively (encoding/json into a struct) reads "Path" as "path".
 var pathKeys = map[string]bool{
-	"path": true, "file": true, "filename": true, "file_path": true, "filepath": true, "filePath": true,
+	"path": true, "file": true, "filename": true, "file_path": true, "filepath": true,
 	"target": true, "source": true, "src": true, "destination": true, "dest": true, "dst": true,
 	"dir": true, "directory": true, "folder": true, "root": true, "uri": true, "url": true,
 	"old_path": true, "new_path": true, "from": true, "to": true,
 }
 
-// pathListKeys are argument keys whose values are arrays of paths.
+// pathListKeys are argument keys whose values are arrays of paths, in lower
+// case like pathKeys.
 var pathListKeys = map[string]bool{
 	"paths": true, "files": true, "sources": true, "targets": true, "uris": true, "directories": true,
 }
@@ -267,7 +270,7 @@ func PathArgs(args map[string]any) []PathArg {
 	for _, k := range keys {
 		v := args[k]
 		switch {
-		case pathListKeys[k]:
+		case pathListKeys[strings.ToLower(k)]:
 			list, ok := v.([]any)
 			if !ok {
 				if s, ok := v.(string); ok && isPathValue(k, s) {
@@ -290,7 +293,7 @@ func PathArgs(args map[string]any) []PathArg {
 }
 
 func isPathKey(k string) bool {
-	if pathKeys[k] {
+	if pathKeys[strings.ToLower(k)] {
 		return true
 	}
 	for _, suf := range []string{"_path", "Path", "_file", "_dir"} {
@@ -302,7 +305,7 @@ func isPathKey(k string) bool {
 }
 
 func isPathValue(key, v string) bool {
-	switch key {
+	switch strings.ToLower(key) {
 	case "uri", "url", "uris":
 		return strings.HasPrefix(strings.ToLower(v), "file:")
 	}

@@ -152,6 +152,21 @@ func TestPathArgs(t *testing.T) {
 	}
 }
 
+// TestPathArgsFoldCase: a server that decodes argument names
+// case-insensitively reads "Path" as "path", so the witness treats every
+// letter-case form of a path key as a path (fails closed).
+func TestPathArgsFoldCase(t *testing.T) {
+	got := PathArgs(map[string]any{"Path": "/etc/passwd", "FILE": "/f", "PATHS": []any{"/p"}, "URL": "file:///u", "Uri": "https://x", "xpath": "//a"})
+	var keys []string
+	for _, p := range got {
+		keys = append(keys, p.Key+"="+p.Value)
+	}
+	want := "FILE=/f PATHS[0]=/p Path=/etc/passwd URL=file:///u"
+	if strings.Join(keys, " ") != want {
+		t.Errorf("PathArgs = %s\nwant       %s", strings.Join(keys, " "), want)
+	}
+}
+
 // FuzzParseScope: the scope and glob parser never panics, and a parsed glob
 // matches deterministically and only absolute paths.
 func FuzzParseScope(f *testing.F) {
