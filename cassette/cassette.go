@@ -69,21 +69,21 @@ type Record struct {
 	// wire; N is then their original length (what Off advances by).
 	Redacted bool
 	N        int64
-	Cont     bool   // Data is a piece of an over-long line that continues in the next record of Dir
+	Cont     bool // Data is a piece of an over-long line that continues in the next record of Dir
 	// LineBytes and LineSHA256 are set on the record that ends a line kept
 	// in pieces (the first record of Dir after Cont records): the length of
 	// the whole line as it was on the wire (without its '\n') and the hex
 	// sha256 of those bytes.
 	LineBytes  int64
 	LineSHA256 string
-	T        int64  // ns since the start; 0 when the cassette is frozen
-	Life     string // lifecycle records: what happened
-	Signal   string
-	Status   string // exit: "exit status 0", "signal: killed"
-	Code     *int   // exit: exit code, when the process exited normally
-	Detail   string
-	Stream   Dir   // lifecycle records about one stream (eof): which
-	Line     int64 // set by Reader: the 1-based line number in the file
+	T          int64  // ns since the start; 0 when the cassette is frozen
+	Life       string // lifecycle records: what happened
+	Signal     string
+	Status     string // exit: "exit status 0", "signal: killed"
+	Code       *int   // exit: exit code, when the process exited normally
+	Detail     string
+	Stream     Dir   // lifecycle records about one stream (eof): which
+	Line       int64 // set by Reader: the 1-based line number in the file
 }
 
 // End returns the stream offset just past this record's bytes (including
@@ -142,8 +142,8 @@ type Writer struct {
 	err    error
 	notify func(*Record)
 	redact func(Dir, []byte) ([]byte, bool)
-	buf    []byte                // the encoded record, reused
-	long   map[Dir]*pieceSum     // lines being written in pieces
+	buf    []byte            // the encoded record, reused
+	long   map[Dir]*pieceSum // lines being written in pieces
 }
 
 // pieceSum sums up a line written in pieces: its length and sha256 so far.

@@ -2,8 +2,8 @@ package cassette
 
 import (
 	"bytes"
-	"encoding/base64"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"strings"
 	"testing"
