@@ -147,9 +147,10 @@ func StartStdio(o StdioOptions) (*StdioClient, error) {
 	// a new session (hence a new process group): see package proctree for
 	// how every process the server starts is found again at the end
 	cmd := &exec.Cmd{Path: path, Args: append([]string{o.Command}, o.Args...), Env: env, Dir: o.Dir,
-		Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+		Stdin: inR, Stdout: outW, Stderr: errW}
 	proctree.Subreaper()
-	if err := cmd.Start(); err != nil {
+	unregister, err := proctree.Start(cmd)
+	if err != nil {
 		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
 			f.Close()
 		}
@@ -159,7 +160,7 @@ func StartStdio(o StdioOptions) (*StdioClient, error) {
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, unregister: proctree.Register(cmd.Process.Pid), stdin: inW, pending: map[string]chan *mcp.Message{}, cancelled: map[string]bool{}, nextID: 1,
+	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, unregister: unregister, stdin: inW, pending: map[string]chan *mcp.Message{}, cancelled: map[string]bool{}, nextID: 1,
 		fatalCh: make(chan struct{}), stdoutDone: make(chan struct{}), stderrDone: make(chan struct{}), exited: make(chan struct{})}
 	o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSpawn, Detail: "own process group, no shell"})
 	c.stdoutFile, c.stderrFile = outR, errR

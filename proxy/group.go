@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/agent-trace-witness/witness/internal/proctree"
 )
 
 // startInSession starts cmd as the leader of a new session (so of a new
@@ -11,9 +13,10 @@ import (
 // started, and so that package proctree can find every process of its
 // tree at the end, even those that left its group. If the proxy dies
 // abruptly, the kernel kills the server (Pdeathsig).
-func startInSession(cmd *exec.Cmd) error {
+// The returned function marks the server's session as no longer live.
+func startInSession(cmd *exec.Cmd) (unregister func(), err error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	return cmd.Start()
+	return proctree.Start(cmd)
 }
 
 // exitStatus turns a finished process state into the status the proxy exits

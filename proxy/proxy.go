@@ -108,13 +108,13 @@ func (f *Forwarder) Run(ctx context.Context) (*Outcome, error) {
 	cmd.Dir = f.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	proctree.Subreaper()
-	if err := startInSession(cmd); err != nil {
+	unregister, err := startInSession(cmd)
+	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("start server %s: %w", f.Command[0], err)
 	}
 	closeAll(inR, outW, errW) // the child holds its ends now
 	pid := cmd.Process.Pid
-	unregister := proctree.Register(pid)
 	defer unregister()
 	if f.Started != nil {
 		f.Started(pid)

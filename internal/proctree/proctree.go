@@ -16,6 +16,7 @@
 package proctree
 
 import (
+	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -30,12 +31,22 @@ var live = struct {
 	sids map[int]int
 }{sids: map[int]int{}}
 
-// Register records sid (the session id of a server, its pid when it was
-// started with Setsid) as live until the returned function is called.
-func Register(sid int) (unregister func()) {
+// Start starts cmd as the leader of a new session (it sets
+// SysProcAttr.Setsid) and records its session as live until the returned
+// function is called. Start and the sweeps exclude each other, so that a
+// sweep never sees a server that was started but not yet recorded.
+func Start(cmd *exec.Cmd) (unregister func(), err error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	setsid(cmd.SysProcAttr)
 	live.mu.Lock()
+	defer live.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sid := cmd.Process.Pid
 	live.sids[sid]++
-	live.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -45,13 +56,11 @@ func Register(sid int) (unregister func()) {
 			}
 			live.mu.Unlock()
 		})
-	}
+	}, nil
 }
 
-// others returns the live sessions other than sid.
+// others returns the live sessions other than sid; live.mu is held.
 func others(sid int) map[int]bool {
-	live.mu.Lock()
-	defer live.mu.Unlock()
 	m := map[int]bool{}
 	for s := range live.sids {
 		if s != sid {

@@ -54,10 +54,13 @@ func snapshot() (map[int]proc, bool) {
 	return m, true
 }
 
+func setsid(a *syscall.SysProcAttr) { a.Setsid = true }
+
 // members returns the processes of the server tree of session sid: the
 // descendants of this process whose session is neither this process's nor
 // another live server's (see the package comment), plus, as a fallback,
-// every process of the process group sid.
+// every process of the process group sid. live.mu is held, so that no
+// server starts meanwhile.
 func members(sid int) (pids []int, procs map[int]proc) {
 	procs, ok := snapshot()
 	self := os.Getpid()
@@ -94,6 +97,8 @@ func members(sid int) (pids []int, procs map[int]proc) {
 // sweep sends sig to every live member of the server tree of sid and
 // returns how many it signalled.
 func sweep(sid int, sig syscall.Signal) int {
+	live.mu.Lock()
+	defer live.mu.Unlock()
 	pids, procs := members(sid)
 	if procs == nil {
 		if syscall.Kill(-sid, sig) == nil {
@@ -117,6 +122,8 @@ func sweep(sid int, sig syscall.Signal) int {
 // this process and have exited. It never waits for another child of this
 // process (os/exec waits for those).
 func reap(sid int) {
+	live.mu.Lock()
+	defer live.mu.Unlock()
 	pids, procs := members(sid)
 	self := os.Getpid()
 	for _, pid := range pids {
@@ -130,6 +137,8 @@ func reap(sid int) {
 // Alive reports whether a member of the server tree of session sid is
 // still alive (zombies do not count).
 func Alive(sid int) bool {
+	live.mu.Lock()
+	defer live.mu.Unlock()
 	pids, procs := members(sid)
 	if procs == nil {
 		return syscall.Kill(-sid, 0) == nil

@@ -7,6 +7,8 @@ import "syscall"
 // Subreaper does nothing on this system: orphans go to init.
 func Subreaper() {}
 
+func setsid(a *syscall.SysProcAttr) { a.Setsid = true }
+
 // sweep signals the process group sid: without /proc and a subreaper, a
 // process that left the group is out of reach.
 func sweep(sid int, sig syscall.Signal) int {
