@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -85,6 +86,12 @@ func NewRecording(o RecordingOptions) (*Recording, error) {
 	})
 	r := &Recording{cas: cw, d: d, ev: ev, signers: o.Signers, flush: time.Now()}
 	cw.OnRecord(func(rec *cassette.Record) {
+		// the deriver keeps parts of a line (held events, the arguments of
+		// open calls) while the stream reuses its buffer: it gets a copy
+		// of the lines it reads (not of stderr or of pieces it skips)
+		if rec.Dir != "" && rec.Dir != Stderr && !rec.Cont && !rec.Redacted {
+			rec.Data = bytes.Clone(rec.Data)
+		}
 		r.mu.Lock()
 		r.q = append(r.q, rec)
 		if rec.Life != "" {
