@@ -54,7 +54,10 @@ func everythingCommand(tb testing.TB) []string {
 // trip, so that a load change on the machine hits them alike. It reports
 // p50 and p99 per mode and the ratio of each mode's p50 to direct
 // (scripts/bench.d/25-proxy.sh prints the table). $PROXY_BENCH_SERVERS
-// (e.g. "everything") selects servers. Numbers never gate tests.
+// (e.g. "everything") selects servers; $WITNESS_BIN_BASE (comma-separated
+// paths) adds modes "base", "base2", ... (other witness binaries, for A/B
+// runs); PROXY_BENCH_INPROCESS=0
+// leaves out the in-process mode. Numbers never gate tests.
 func BenchmarkRoundTrip(b *testing.B) {
 	only := os.Getenv("PROXY_BENCH_SERVERS")
 	for _, s := range benchServers() {
@@ -69,7 +72,22 @@ func BenchmarkRoundTrip(b *testing.B) {
 				args := append([]string{"proxy", "--out", filepath.Join(b.TempDir(), "rec"), "--"}, command...)
 				modes = append(modes, startConn(b, "proxy", exec.Command(bin, args...)))
 			}
-			modes = append(modes, startInProcess(b, command))
+			for i, bin := range strings.Split(os.Getenv("WITNESS_BIN_BASE"), ",") {
+				if bin == "" {
+					continue
+				}
+				// other witness binaries (e.g. a build of main) for A/B
+				// comparisons in the same alternating run
+				name := "base"
+				if i > 0 {
+					name = fmt.Sprintf("base%d", i+1)
+				}
+				args := append([]string{"proxy", "--out", filepath.Join(b.TempDir(), "rec-"+name), "--"}, command...)
+				modes = append(modes, startConn(b, name, exec.Command(bin, args...)))
+			}
+			if os.Getenv("PROXY_BENCH_INPROCESS") != "0" {
+				modes = append(modes, startInProcess(b, command))
+			}
 			for _, m := range modes {
 				m.handshake(b)
 			}
@@ -103,6 +121,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 			for _, m := range modes {
 				m.stop(b)
+				if m.cpu > 0 {
+					// CPU time of the process and the children it reaped
+					// (for a proxy: the server), per round trip
+					b.ReportMetric(float64(m.cpu.Microseconds())/float64(len(m.lat)), m.name+"-cpu-µs/op")
+				}
 			}
 		})
 	}
@@ -116,6 +139,7 @@ type benchConn struct {
 	br   *bufio.Reader
 	lat  []time.Duration
 	stop func(b *testing.B)
+	cpu  time.Duration // set by stop for processes
 }
 
 func startConn(b *testing.B, name string, cmd *exec.Cmd) *benchConn {
@@ -136,6 +160,7 @@ func startConn(b *testing.B, name string, cmd *exec.Cmd) *benchConn {
 		in.Close()
 		io.Copy(io.Discard, c.br)
 		_ = cmd.Wait()
+		c.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		waitGroupGone(cmd.Process.Pid, 2*time.Second)
 	}

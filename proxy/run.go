@@ -159,3 +159,8 @@ func SealRefFromFile(path string) (*capture.SealRef, error) {
 // the garbage collector return their memory before the heap doubles, so
 // that the peak RSS stays under 256 MiB whatever either side sends.
 const MemoryLimit = 160 << 20
+
+// GCPercent is the garbage collector's target (runtime/debug.SetGCPercent)
+// that `witness proxy` sets: the live heap of a session is small, so a
+// larger target makes collections rarer without coming near MemoryLimit.
+const GCPercent = 400

@@ -92,8 +92,10 @@ func runProxy(a *app, o proxyOptions) error {
 		return usageError(fmt.Errorf("--stdin-grace and --term-grace must be positive"), "for example --stdin-grace 5s")
 	}
 	// a soft memory limit for the proxy process: with the recording's own
-	// bounds it keeps the peak RSS under 256 MiB whatever the wire carries
+	// bounds it keeps the peak RSS under 256 MiB whatever the wire carries;
+	// under it the collector may run less often (GC costs latency)
 	debug.SetMemoryLimit(proxy.MemoryLimit)
+	debug.SetGCPercent(proxy.GCPercent)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)

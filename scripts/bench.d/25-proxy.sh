@@ -8,13 +8,15 @@
 # each mode's p50 as a ratio of direct. N round trips per run
 # ($PROXY_BENCH_N), $PROXY_BENCH_COUNT runs, servers $PROXY_BENCH_SERVERS
 # (default "everything,echo"); each cell is the median over runs.
+# $WITNESS_BIN_BASE (comma-separated witness binaries) adds rows base,
+# base2, ... for A/B comparisons in the same alternating runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n="${PROXY_BENCH_N:-3000}"
 count="${PROXY_BENCH_COUNT:-3}"
 servers="${PROXY_BENCH_SERVERS:-everything,echo}"
 [ -x bin/witness ] || go build -o bin/witness ./cmd/witness
-out=$(WITNESS_BIN="$PWD/bin/witness" PROXY_BENCH_SERVERS="$servers" go test -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime "${n}x" -count "$count" ./proxy 2>&1) || {
+out=$(WITNESS_BIN="$PWD/bin/witness" WITNESS_BIN_BASE="${WITNESS_BIN_BASE:-}" PROXY_BENCH_SERVERS="$servers" go test -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime "${n}x" -count "$count" ./proxy 2>&1) || {
 	echo "$out"
 	exit 1
 }
@@ -31,9 +33,9 @@ function median(s,    v, m, i, j, t) {
 		unit = $(i+1)
 		if (unit !~ /-(p50|p99)-µs$|-p50-ratio$/) continue
 		mode = unit; sub(/-(p50|p99)-µs$|-p50-ratio$/, "", mode)
-		what = unit; sub(/^[a-z]+-/, "", what)
+		what = unit; sub(/^[a-z0-9]+-/, "", what)
 		key = srv SUBSEP mode
-		if (!(key in mseen)) { mseen[key] = 1; morder[srv, ++nm[srv]] = mode }
+		mseen[key] = 1
 		vals[srv, mode, what] = vals[srv, mode, what] " " $i
 	}
 }
@@ -41,8 +43,10 @@ END {
 	printf "%-12s %-10s %10s %10s %14s\n", "server", "via", "p50 (µs)", "p99 (µs)", "p50 / direct"
 	for (s = 1; s <= ns; s++) {
 		srv = sorder[s]
-		for (j = 1; j <= nm[srv]; j++) {
-			m = morder[srv, j]
+		no = split("direct proxy base base2 base3 inprocess", order, " ")
+		for (j = 1; j <= no; j++) {
+			m = order[j]
+			if (!((srv, m) in mseen)) continue
 			r = (m == "direct") ? "1.00" : sprintf("%.2f", median(vals[srv, m, "p50-ratio"]))
 			printf "%-12s %-10s %10.0f %10.0f %13sx\n", srv, m, median(vals[srv, m, "p50-µs"]), median(vals[srv, m, "p99-µs"]), r
 		}
