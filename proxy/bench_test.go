@@ -95,7 +95,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			ids := make([]string, b.N)
 			for i := range lines {
 				lines[i] = s.call(i)
-				ids[i] = fmt.Sprintf(`"id":%d}`, i)
+				ids[i] = fmt.Sprintf(`"id":%d`, i)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -200,7 +200,8 @@ func (c *benchConn) rt(b *testing.B, line, id string) {
 		if err != nil {
 			b.Fatalf("%s: %v", c.name, err)
 		}
-		if strings.Contains(l, id) {
+		// the id token, followed by what may follow a value
+		if j := strings.Index(l, id); j >= 0 && j+len(id) < len(l) && strings.IndexByte(",}", l[j+len(id)]) >= 0 {
 			return
 		}
 	}
