@@ -80,7 +80,17 @@ type Deriver struct {
 	signals   []string
 	lastTS    string
 	err       error
+	// overLimit names the lines the deriver could not read because they
+	// were kept in pieces (over the maximum line size); heldBytes counts
+	// the wire bytes of the records held before the header.
+	overLimit []string
+	heldBytes int
 }
+
+// maxHeldBytes bounds the wire bytes held before the session header: past
+// it the header is written with what is known, so that memory stays
+// bounded whatever a server sends before the first tools/call.
+const maxHeldBytes = 32 << 20
 
 // NewDeriver writes the events derived from a cassette with header h to out.
 func NewDeriver(out io.Writer, h cassette.Header, o DeriveOptions) *Deriver {
@@ -129,8 +139,19 @@ func (d *Deriver) Feed(r *cassette.Record) error {
 	if d.err != nil {
 		return d.err
 	}
+	if r.Cont && !d.longLine[r.Dir] {
+		d.overLimit = append(d.overLimit, fmt.Sprintf("%s line at byte offset %d", r.Dir, r.Off))
+	}
 	if err := d.feed(r); err != nil {
 		d.err = err
+		return err
+	}
+	if !d.headerDone() && r.Dir != "" {
+		if d.heldBytes += len(r.Data); d.heldBytes > maxHeldBytes {
+			if err := d.startLog(); err != nil {
+				d.err = err
+			}
+		}
 	}
 	return d.err
 }
@@ -596,6 +617,10 @@ type FinishOptions struct {
 	Signers []Signer
 	TS      string // default: the time of the last record (the frozen time when frozen)
 	Reason  string
+	// Failure says why the recording could not be completed (the proxy's
+	// recording failed, a capture error); Finish adds what the records
+	// themselves show. Both end up in session_end.end.failure.
+	Failure string
 }
 
 // Finish writes the header (if not yet), the held events and the signed
@@ -609,17 +634,33 @@ func (d *Deriver) Finish(o FinishOptions) error {
 		d.err = err
 		return err
 	}
+	// a failure is what the records show the log cannot tell: calls the
+	// server may have run without the witness seeing the answer, lines too
+	// long to read, errors the capture reported
+	var failures []string
+	if o.Failure != "" {
+		failures = append(failures, o.Failure)
+	}
+	if d.firstErr != "" && !strings.Contains(o.Failure, d.firstErr) {
+		failures = append(failures, "capture error: "+d.firstErr)
+	}
+	if n := len(d.overLimit); n > 0 {
+		failures = append(failures, fmt.Sprintf("%d line(s) over the maximum line size, kept in the cassette but not read into events (first: %s)", n, d.overLimit[0]))
+	}
+	open := 0
+	for _, p := range d.pending {
+		if p.method == "tools/call" {
+			open++
+		}
+	}
+	if open > 0 {
+		failures = append(failures, fmt.Sprintf("%d tool call(s) without a response", open))
+	}
 	reason := o.Reason
 	if reason == "" {
 		reason = "completed"
-		var open []string
-		for _, p := range d.pending {
-			if p.method == "tools/call" {
-				open = append(open, p.callID)
-			}
-		}
-		if len(open) > 0 {
-			reason = fmt.Sprintf("%d tool call(s) without a response", len(open))
+		if open > 0 {
+			reason = fmt.Sprintf("%d tool call(s) without a response", open)
 		}
 		if d.firstErr != "" {
 			reason = "error: " + d.firstErr
@@ -638,7 +679,7 @@ func (d *Deriver) Finish(o FinishOptions) error {
 	if ts == "" {
 		ts = d.ch.Started
 	}
-	if err := FinishWith(d.w, EndOptions{Signers: o.Signers, TS: ts, Reason: reason}); err != nil {
+	if err := FinishWith(d.w, EndOptions{Signers: o.Signers, TS: ts, Reason: reason, Failure: strings.Join(failures, "; ")}); err != nil {
 		d.err = err
 		return err
 	}

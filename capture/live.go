@@ -105,7 +105,7 @@ func OpenLive(o LiveOptions) (*Live, error) {
 	c, err := StartStdio(StdioOptions{Command: o.Command, Args: o.Args, Env: o.Env, Dir: o.Dir, Protocol: o.Protocol,
 		Timeout: o.Timeout, MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Cassette: cw, Warn: o.Warn})
 	if err != nil {
-		_ = l.d.Finish(FinishOptions{Signers: o.Signers, Reason: "server did not start"})
+		_ = l.d.Finish(FinishOptions{Signers: o.Signers, Reason: "server did not start", Failure: "server did not start: " + err.Error()})
 		return nil, err
 	}
 	l.Client = c
@@ -126,9 +126,13 @@ func (l *Live) CallTool(name string, args json.RawMessage) (*mcp.Message, error)
 }
 
 // closeWith closes the session and returns err (which wins over shutdown
-// errors).
+// errors); the log's end records err as the failure.
 func (l *Live) closeWith(err error) error {
-	cerr := l.Close()
+	failure := ""
+	if err != nil {
+		failure = "capture error: " + err.Error()
+	}
+	cerr := l.close(failure)
 	if err != nil {
 		return err
 	}
@@ -137,8 +141,12 @@ func (l *Live) closeWith(err error) error {
 
 // Close stops the server (stdin, SIGTERM, SIGKILL), waits for every byte,
 // and finishes the event log with a signed session_end. It returns the
-// shutdown error, if the server had to be killed, or a log error.
-func (l *Live) Close() error {
+// shutdown error, if the server had to be killed, or a log error. The end
+// records a failure when a capture error happened or the server's output
+// could not be read to its end.
+func (l *Live) Close() error { return l.close("") }
+
+func (l *Live) close(failure string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -155,7 +163,13 @@ func (l *Live) Close() error {
 	// every record so far has been fed; detach the hook so that nothing
 	// races the session_end
 	l.cw.OnRecord(nil)
-	if err := l.d.Finish(FinishOptions{Signers: l.o.Signers}); err != nil {
+	if sd.Incomplete != "" {
+		failure = joinFailure(failure, sd.Incomplete)
+	}
+	if err := l.cw.Err(); err != nil {
+		failure = joinFailure(failure, "cassette: "+err.Error())
+	}
+	if err := l.d.Finish(FinishOptions{Signers: l.o.Signers, Failure: failure}); err != nil {
 		l.result = fmt.Errorf("finish event log: %w", err)
 		return l.result
 	}
@@ -163,6 +177,13 @@ func (l *Live) Close() error {
 		l.result = sd.Err
 	}
 	return l.result
+}
+
+func joinFailure(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // Counts returns the number of cassette records and event lines written.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/proctree"
 	"github.com/agent-trace-witness/witness/internal/version"
 	"github.com/agent-trace-witness/witness/mcp"
 )
@@ -47,9 +48,10 @@ type StdioOptions struct {
 // framing: every line is recorded in the cassette before it is parsed, and
 // replies are matched to requests by the exact id token.
 type StdioClient struct {
-	o    StdioOptions
-	cmd  *exec.Cmd
-	pgid int
+	o          StdioOptions
+	cmd        *exec.Cmd
+	pgid       int
+	unregister func() // the server's session is no longer live (proctree)
 
 	stdin    *os.File
 	sendMu   sync.Mutex
@@ -142,9 +144,13 @@ func StartStdio(o StdioOptions) (*StdioClient, error) {
 	if env == nil {
 		env = []string{}
 	}
+	// a new session (hence a new process group): see package proctree for
+	// how every process the server starts is found again at the end
 	cmd := &exec.Cmd{Path: path, Args: append([]string{o.Command}, o.Args...), Env: env, Dir: o.Dir,
-		Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
-	if err := cmd.Start(); err != nil {
+		Stdin: inR, Stdout: outW, Stderr: errW}
+	proctree.Subreaper()
+	unregister, err := proctree.Start(cmd)
+	if err != nil {
 		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
 			f.Close()
 		}
@@ -154,7 +160,7 @@ func StartStdio(o StdioOptions) (*StdioClient, error) {
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, pending: map[string]chan *mcp.Message{}, cancelled: map[string]bool{}, nextID: 1,
+	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, unregister: unregister, stdin: inW, pending: map[string]chan *mcp.Message{}, cancelled: map[string]bool{}, nextID: 1,
 		fatalCh: make(chan struct{}), stdoutDone: make(chan struct{}), stderrDone: make(chan struct{}), exited: make(chan struct{})}
 	o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSpawn, Detail: "own process group, no shell"})
 	c.stdoutFile, c.stderrFile = outR, errR
@@ -520,6 +526,9 @@ type Shutdown struct {
 	Leftover bool   // other members of the process group had to be killed
 	Warning  string // set when the server needed SIGTERM
 	Err      error  // set when the server had to be killed with SIGKILL, or a stream did not end
+	// Incomplete says why the recording may miss bytes (a stream that did
+	// not reach end of file); "" when every byte was read.
+	Incomplete string
 }
 
 // Close shuts the server down: close stdin, wait, SIGTERM the process group,
@@ -553,11 +562,17 @@ func (c *StdioClient) Close() Shutdown {
 			}
 		}
 	}
-	// leftovers of the group (grandchildren) go too
-	if GroupAlive(c.pgid) {
+	// leftovers go too: its group, and whatever it started that left the
+	// group (setsid, double fork) and came back to this process, the
+	// subreaper
+	if proctree.Alive(c.pgid) {
 		sd.Leftover = true
 		c.signal(syscall.SIGKILL)
+		if _, survivors := proctree.End(c.pgid, c.o.TermGrace); survivors {
+			sd.Err = errors.New("processes started by the server survived SIGKILL")
+		}
 	}
+	c.unregister()
 	// read stdout and stderr to EOF; a process outside the group could hold
 	// the pipes open, so after a bound the client closes its ends, and in
 	// every case the readers have finished (and recorded all they read)
@@ -571,6 +586,7 @@ func (c *StdioClient) Close() Shutdown {
 			s.f.Close()
 			<-s.done
 			sd.Err = errors.New("server output did not reach end of file after the process exited (a process outside its group holds the pipe)")
+			sd.Incomplete = sd.Err.Error()
 		}
 	}
 	c.mu.Lock()
@@ -591,7 +607,7 @@ func (c *StdioClient) signal(sig syscall.Signal) {
 		name = "SIGKILL"
 	}
 	c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSignal, Signal: name})
-	_ = syscall.Kill(-c.pgid, sig)
+	_ = proctree.Signal(c.pgid, sig)
 }
 
 func waitFor(ch chan struct{}, d time.Duration) bool {

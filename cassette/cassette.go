@@ -3,14 +3,16 @@ package cassette
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
@@ -69,15 +71,21 @@ type Record struct {
 	// wire; N is then their original length (what Off advances by).
 	Redacted bool
 	N        int64
-	Cont     bool   // Data is a piece of an over-long line that continues in the next record of Dir
-	T        int64  // ns since the start; 0 when the cassette is frozen
-	Life     string // lifecycle records: what happened
-	Signal   string
-	Status   string // exit: "exit status 0", "signal: killed"
-	Code     *int   // exit: exit code, when the process exited normally
-	Detail   string
-	Stream   Dir   // lifecycle records about one stream (eof): which
-	Line     int64 // set by Reader: the 1-based line number in the file
+	Cont     bool // Data is a piece of an over-long line that continues in the next record of Dir
+	// LineBytes and LineSHA256 are set on the record that ends a line kept
+	// in pieces (the first record of Dir after Cont records): the length of
+	// the whole line as it was on the wire (without its '\n') and the hex
+	// sha256 of those bytes.
+	LineBytes  int64
+	LineSHA256 string
+	T          int64  // ns since the start; 0 when the cassette is frozen
+	Life       string // lifecycle records: what happened
+	Signal     string
+	Status     string // exit: "exit status 0", "signal: killed"
+	Code       *int   // exit: exit code, when the process exited normally
+	Detail     string
+	Stream     Dir   // lifecycle records about one stream (eof): which
+	Line       int64 // set by Reader: the 1-based line number in the file
 }
 
 // End returns the stream offset just past this record's bytes (including
@@ -113,6 +121,8 @@ type wireRecord struct {
 	Cont     bool    `json:"cont,omitempty"`
 	Redacted bool    `json:"redacted,omitempty"`
 	N        *int64  `json:"n,omitempty"`
+	LineN    *int64  `json:"line_bytes,omitempty"`
+	LineSum  string  `json:"line_sha256,omitempty"`
 	T        int64   `json:"t,omitempty"`
 	Life     string  `json:"life,omitempty"`
 	Signal   string  `json:"signal,omitempty"`
@@ -134,6 +144,14 @@ type Writer struct {
 	err    error
 	notify func(*Record)
 	redact func(Dir, []byte) ([]byte, bool)
+	buf    []byte            // the encoded record, reused
+	long   map[Dir]*pieceSum // lines being written in pieces
+}
+
+// pieceSum sums up a line written in pieces: its length and sha256 so far.
+type pieceSum struct {
+	n int64
+	h hash.Hash
 }
 
 // NewWriter writes the header h to w and returns a Writer. h.Format and h.V
@@ -158,11 +176,19 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 	if _, err := w.Write(append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("write cassette header: %w", err)
 	}
-	return &Writer{w: w, h: h, start: time.Now(), off: map[Dir]int64{}}, nil
+	return &Writer{w: w, h: h, start: time.Now(), off: map[Dir]int64{}, long: map[Dir]*pieceSum{}}, nil
 }
 
 // Header returns the header as written.
 func (w *Writer) Header() Header { return w.h }
+
+// Err returns the error that stopped the writer, if any: after a failed
+// write every later record fails with it.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
 
 // Count returns the number of records written so far.
 func (w *Writer) Count() int64 {
@@ -230,10 +256,7 @@ func (w *Writer) write(r *Record) (int64, error) {
 			r.T = 1
 		}
 	}
-	wr := wireRecord{Seq: r.Seq, T: r.T, Life: r.Life, Signal: r.Signal, Status: r.Status, Code: r.Code, Detail: r.Detail}
-	if r.Life != "" {
-		wr.Dir = r.Stream
-	}
+	var sum *pieceSum
 	if r.Dir != "" {
 		switch r.Dir {
 		case C2S, S2C, Stderr:
@@ -241,33 +264,43 @@ func (w *Writer) write(r *Record) (int64, error) {
 			return 0, fmt.Errorf("cassette: unknown direction %q", r.Dir)
 		}
 		r.Off = w.off[r.Dir]
-		off := r.Off
-		wr.Dir, wr.Off, wr.Partial, wr.Cont = r.Dir, &off, r.Partial, r.Cont
+		// a line kept in pieces: sum up the bytes as they were on the
+		// wire (before redaction); its last record carries the sum
+		if sum = w.long[r.Dir]; sum == nil && r.Cont {
+			sum = &pieceSum{h: sha256.New()}
+		}
+		if sum != nil {
+			sum.n += int64(len(r.Data))
+			sum.h.Write(r.Data)
+			if !r.Cont {
+				r.LineBytes, r.LineSHA256 = sum.n, hex.EncodeToString(sum.h.Sum(nil))
+			}
+		}
 		if w.redact != nil {
 			if red, changed := w.redact(r.Dir, r.Data); changed {
 				n := int64(len(r.Data))
 				r.Data, r.Redacted, r.N = red, true, n
-				wr.Redacted, wr.N = true, &n
 			}
 		}
-		if utf8.Valid(r.Data) {
-			s := string(r.Data)
-			wr.Text = &s
-		} else {
-			s := base64.StdEncoding.EncodeToString(r.Data)
-			wr.B64 = &s
-		}
 	}
-	b, err := marshal(wr)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := w.w.Write(append(b, '\n')); err != nil {
+	b := appendRecord(w.buf[:0], r)
+	b = append(b, '\n')
+	if _, err := w.w.Write(b); err != nil {
 		w.err = fmt.Errorf("write cassette record %d: %w", r.Seq, err)
 		return 0, w.err
 	}
+	if cap(b) > 1<<20 {
+		b = nil // do not keep a large buffer after a large record
+	}
+	w.buf = b
 	if r.Dir != "" {
 		w.off[r.Dir] = r.End()
+		switch {
+		case r.Cont:
+			w.long[r.Dir] = sum
+		case sum != nil:
+			delete(w.long, r.Dir)
+		}
 	}
 	w.seq++
 	if w.notify != nil {
@@ -320,13 +353,22 @@ type Reader struct {
 	seq   int64
 	off   map[Dir]int64
 	cont  map[Dir]bool
+	long  map[Dir]*readSum
 	ended bool
+}
+
+// readSum sums up a line read in pieces, to check the line_bytes and
+// line_sha256 of its last record.
+type readSum struct {
+	n        int64
+	h        hash.Hash
+	redacted bool // a piece was redacted: its wire bytes are not in the cassette
 }
 
 // NewReader reads the header of the cassette r (name is used in errors) and
 // returns a Reader positioned at the first record.
 func NewReader(r io.Reader, name string) (*Reader, error) {
-	cr := &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name, off: map[Dir]int64{}, cont: map[Dir]bool{}}
+	cr := &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name, off: map[Dir]int64{}, cont: map[Dir]bool{}, long: map[Dir]*readSum{}}
 	line, err := cr.readLine()
 	if err == io.EOF {
 		return nil, &ParseError{File: name, Line: 1, Err: errors.New("empty cassette (no header line)")}
@@ -402,6 +444,52 @@ func (r *Reader) readLine() ([]byte, error) {
 	}
 }
 
+// sumPieces follows lines kept in pieces: the record that ends one may
+// carry line_bytes and line_sha256 (cassettes written before these fields
+// existed lack them), which must then match the pieces; no other record
+// carries them.
+func (r *Reader) sumPieces(rec *Record, wr *wireRecord) error {
+	if (wr.LineN == nil) != (wr.LineSum == "") {
+		return r.errf("line_sha256", "line_bytes and line_sha256 come together")
+	}
+	sum := r.long[rec.Dir]
+	if sum == nil && rec.Cont {
+		sum = &readSum{h: sha256.New()}
+		r.long[rec.Dir] = sum
+	}
+	if sum == nil {
+		if wr.LineN != nil {
+			return r.errf("line_bytes", "only the record that ends a line kept in pieces carries it")
+		}
+		return nil
+	}
+	if rec.Redacted {
+		sum.n += rec.N
+		sum.redacted = true
+	} else {
+		sum.n += int64(len(rec.Data))
+		sum.h.Write(rec.Data)
+	}
+	if rec.Cont {
+		if wr.LineN != nil {
+			return r.errf("line_bytes", "only the record that ends a line kept in pieces carries it")
+		}
+		return nil
+	}
+	delete(r.long, rec.Dir)
+	if wr.LineN == nil {
+		return nil
+	}
+	if *wr.LineN != sum.n {
+		return r.errf("line_bytes", "%d, but the pieces of the line hold %d bytes", *wr.LineN, sum.n)
+	}
+	if got := hex.EncodeToString(sum.h.Sum(nil)); !sum.redacted && got != wr.LineSum {
+		return r.errf("line_sha256", "%s, but the pieces of the line hash to %s", wr.LineSum, got)
+	}
+	rec.LineBytes, rec.LineSHA256 = *wr.LineN, wr.LineSum
+	return nil
+}
+
 // Next returns the next record, or io.EOF after the last one.
 func (r *Reader) Next() (*Record, error) {
 	line, err := r.readLine()
@@ -428,7 +516,7 @@ func (r *Reader) Next() (*Record, error) {
 		return nil, r.errf("t", "a frozen cassette carries no times")
 	}
 	if wr.Life != "" {
-		if wr.Off != nil || wr.Text != nil || wr.B64 != nil || wr.Partial || wr.Cont || wr.Redacted || wr.N != nil {
+		if wr.Off != nil || wr.Text != nil || wr.B64 != nil || wr.Partial || wr.Cont || wr.Redacted || wr.N != nil || wr.LineN != nil || wr.LineSum != "" {
 			return nil, r.errf("life", "a lifecycle record carries no wire bytes")
 		}
 		switch wr.Life {
@@ -483,6 +571,9 @@ func (r *Reader) Next() (*Record, error) {
 		rec.Redacted, rec.N = true, *wr.N
 	}
 	rec.Dir, rec.Off, rec.Partial, rec.Cont = wr.Dir, *wr.Off, wr.Partial, wr.Cont
+	if err := r.sumPieces(rec, &wr); err != nil {
+		return nil, err
+	}
 	r.off[wr.Dir] = rec.End()
 	r.seq++
 	return rec, nil

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"sync"
 
 	"github.com/agent-trace-witness/witness/cassette"
 )
@@ -17,99 +16,6 @@ const (
 	Stderr = cassette.Stderr // the server's stderr
 )
 
-type chunk struct {
-	dir  Dir
-	b    []byte
-	eof  bool             // the stream ended; b is empty
-	life *cassette.Record // a lifecycle record instead of bytes
-}
-
-// tapQueue hands copies of forwarded chunks from the forwarding goroutines to
-// the recorder goroutine without ever blocking the forwarders. It is
-// unbounded up to limit bytes; past that, recording is abandoned (and
-// reported) while forwarding goes on.
-type tapQueue struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	items    []chunk
-	pending  int
-	limit    int
-	closed   bool
-	overflow bool
-}
-
-func newTapQueue(limit int) *tapQueue {
-	q := &tapQueue{limit: limit}
-	q.cond = sync.NewCond(&q.mu)
-	return q
-}
-
-// push queues a copy of b. It never blocks on the consumer.
-func (q *tapQueue) push(dir Dir, b []byte) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed || q.overflow {
-		return
-	}
-	if q.pending+len(b) > q.limit {
-		q.overflow = true
-		q.items = nil
-		q.pending = 0
-		q.cond.Signal()
-		return
-	}
-	q.items = append(q.items, chunk{dir: dir, b: bytes.Clone(b)})
-	q.pending += len(b)
-	q.cond.Signal()
-}
-
-// eof queues the end of a stream.
-func (q *tapQueue) eof(dir Dir) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed || q.overflow {
-		return
-	}
-	q.items = append(q.items, chunk{dir: dir, eof: true})
-	q.cond.Signal()
-}
-
-// lifecycle queues a lifecycle record, in order with the bytes.
-func (q *tapQueue) lifecycle(rec cassette.Record) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed || q.overflow {
-		return
-	}
-	q.items = append(q.items, chunk{life: &rec})
-	q.cond.Signal()
-}
-
-// close ends the queue: pop returns false once the queued items are taken.
-func (q *tapQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.cond.Signal()
-	q.mu.Unlock()
-}
-
-// pop takes all queued chunks, waiting for some. It returns ok=false when the
-// queue is closed and empty, and overflow=true once the limit was passed.
-func (q *tapQueue) pop() (items []chunk, overflow, ok bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for len(q.items) == 0 && !q.closed && !q.overflow {
-		q.cond.Wait()
-	}
-	if q.overflow {
-		return nil, true, false
-	}
-	items = q.items
-	q.items = nil
-	q.pending = 0
-	return items, false, len(items) > 0 || !q.closed
-}
-
 // WireLine is one line of a forwarded stream, as handed to a Sink.
 type WireLine struct {
 	Dir Dir
@@ -122,41 +28,125 @@ type WireLine struct {
 	Cont    bool
 }
 
-// lineSplitter turns the chunks of one stream into lines, keeping every byte:
-// each complete line includes its '\n'; what is left at the end of the
-// stream is a partial line. A line longer than max is emitted in pieces.
+// maxPiece bounds the piece of an over-long line written as one record, so
+// that a record (and the buffer it is encoded in) stays small.
+const maxPiece = 1 << 20
+
+// lineSplitter turns the reads of one stream into recorded lines, keeping
+// every byte: each complete line includes its '\n'; what is left at the end
+// of the stream is a partial line. A line not yet complete is held (and not
+// forwarded) up to max bytes; past that it is recorded in pieces, and from
+// then on each read's part of it is recorded and forwarded at once, so that
+// memory stays bounded whatever the length of the line.
 type lineSplitter struct {
-	buf []byte
-	max int
+	max   int
+	dir   Dir
+	rec   *recorder
+	pend  []byte // the start of a line, recorded and forwarded once complete
+	spare []byte // the previous pend, being forwarded (see feed)
+	long  bool   // a line over max is being recorded in pieces
 }
 
-// feed appends b and calls emit for each complete line or piece.
-func (s *lineSplitter) feed(b []byte, emit func(data []byte, partial, cont bool)) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+// feed records the lines and pieces that b completes and returns the bytes
+// to forward now, in order: pre (held bytes of earlier reads) then post (a
+// prefix of b). The bytes of b after post are held. pre stays valid until
+// the next call.
+func (s *lineSplitter) feed(b []byte) (pre, post []byte, err error) {
+	done := 0  // b[:done] is recorded
+	start := 0 // b[:start] went into pre (the end of a held line)
+	for {
+		i := bytes.IndexByte(b[done:], '\n')
 		if i < 0 {
-			s.buf = append(s.buf, b...)
-			if s.max > 0 && len(s.buf) >= s.max {
-				emit(s.buf, false, true)
-				s.buf = s.buf[:0]
+			break
+		}
+		end := done + i + 1
+		seg := b[done:end]
+		switch {
+		case s.long:
+			err = s.rec.line(WireLine{Dir: s.dir, Data: seg})
+			s.long = false
+		case len(s.pend)+len(seg)-1 > s.max:
+			// complete, but over the limit all the same: in pieces, and
+			// the '\n' ends it
+			if len(s.pend) > 0 {
+				if err = s.pieces(s.pend); err != nil {
+					return nil, nil, err
+				}
+				pre = s.takePend()
 			}
-			return
+			if err = s.pieces(seg[:len(seg)-1]); err == nil {
+				err = s.rec.line(WireLine{Dir: s.dir, Data: seg[len(seg)-1:]})
+			}
+		case len(s.pend) > 0:
+			s.pend = append(s.pend, seg...)
+			err = s.rec.line(WireLine{Dir: s.dir, Data: s.pend})
+			pre, start = s.takePend(), end
+		default:
+			err = s.rec.line(WireLine{Dir: s.dir, Data: seg})
 		}
-		if len(s.buf) == 0 {
-			emit(b[:i+1], false, false)
-		} else {
-			s.buf = append(s.buf, b[:i+1]...)
-			emit(s.buf, false, false)
-			s.buf = s.buf[:0]
+		if err != nil {
+			return nil, nil, err
 		}
-		b = b[i+1:]
+		done = end
 	}
+	tail := b[done:]
+	if len(tail) == 0 {
+		return pre, b[start:done], nil
+	}
+	if !s.long && len(s.pend)+len(tail) <= s.max {
+		s.pend = append(s.pend, tail...)
+		return pre, b[start:done], nil
+	}
+	// the line is over the limit: record what is held and the tail as
+	// pieces, and forward them
+	if !s.long && len(s.pend) > 0 {
+		if err := s.pieces(s.pend); err != nil {
+			return nil, nil, err
+		}
+		pre = s.takePend()
+	}
+	s.long = true
+	if err := s.pieces(tail); err != nil {
+		return nil, nil, err
+	}
+	return pre, b[start:], nil
 }
 
-// flush emits the partial line left at the end of the stream, if any.
-func (s *lineSplitter) flush(emit func(data []byte, partial, cont bool)) {
-	if len(s.buf) > 0 {
-		emit(s.buf, true, false)
-		s.buf = nil
+// pieces records b as pieces of an over-long line.
+func (s *lineSplitter) pieces(b []byte) error {
+	for len(b) > 0 {
+		n := min(len(b), maxPiece)
+		if err := s.rec.line(WireLine{Dir: s.dir, Data: b[:n], Cont: true}); err != nil {
+			return err
+		}
+		b = b[n:]
 	}
+	return nil
+}
+
+// takePend returns the held bytes (now recorded) for forwarding and starts
+// an empty pend in the other buffer; a large buffer is dropped.
+func (s *lineSplitter) takePend() []byte {
+	p := s.pend
+	s.pend, s.spare = s.spare[:0], p
+	if cap(s.pend) > maxPiece {
+		s.pend = nil
+	}
+	return p
+}
+
+// flush records the partial line left at the end of the stream, if any,
+// and returns the bytes to forward.
+func (s *lineSplitter) flush() ([]byte, error) {
+	if len(s.pend) == 0 && !s.long {
+		return nil, nil
+	}
+	// a long line's last piece is empty when the stream ended right after
+	// a piece: it still ends the line (partial)
+	data := s.pend
+	if err := s.rec.line(WireLine{Dir: s.dir, Data: data, Partial: true}); err != nil {
+		return nil, err
+	}
+	s.long = false
+	return s.takePend(), nil
 }

@@ -39,8 +39,9 @@ type Options struct {
 	Stderr  io.Writer
 	Signals <-chan os.Signal
 
-	KillGrace time.Duration
-	DrainWait time.Duration
+	StdinGrace time.Duration // after the host closes stdin, wait this long for the server to exit before SIGTERM (default 5s)
+	KillGrace  time.Duration // after SIGTERM, wait this long before SIGKILL (default 5s)
+	DrainWait  time.Duration
 
 	// Started, when set, is called with the server's pid (its process
 	// group id) once it runs.
@@ -57,8 +58,9 @@ type Result struct {
 // Run records a proxied session into o.OutDir and returns the outcome. The
 // error is non-nil when the session could not start (bad configuration,
 // unwritable output, server not startable) or when recording failed; in the
-// latter case the Result is still returned and the server's bytes were
-// forwarded in full.
+// latter case the Result is still returned: forwarding stopped at the
+// failure (nothing unrecorded was forwarded), the server was ended, and the
+// event log's end records the failure when it could still be written.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Command) == 0 {
 		return nil, exitcode.New(exitcode.Usage, errors.New("no server command"), "put the server command after --: witness proxy --out DIR -- node server.js")
@@ -122,7 +124,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	fw := &Forwarder{
 		Command: o.Command, Env: env,
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: stderr,
-		Signals: o.Signals, KillGrace: o.KillGrace, DrainWait: o.DrainWait,
+		Signals: o.Signals, StdinGrace: o.StdinGrace, KillGrace: o.KillGrace, DrainWait: o.DrainWait,
 		Sink: rec, Started: o.Started,
 	}
 	out, err := fw.Run(ctx)
@@ -131,18 +133,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Outcome: out, Cassette: casPath, Events: evPath}
 	recErr := out.RecordErr
-	failure := ""
-	if recErr != nil {
-		failure = recErr.Error()
-	}
-	if cerr := rec.Close(failure); cerr != nil && recErr == nil {
+	if cerr := rec.Close(out.Failure); cerr != nil && recErr == nil {
 		recErr = cerr
 	}
 	if recErr == nil {
 		recErr = errors.Join(casFile.Sync(), evFile.Sync())
 	}
 	if recErr != nil {
-		return res, exitcode.New(exitcode.Failure, fmt.Errorf("recording failed (every byte was still forwarded): %w", recErr), "check the space and permissions of the --out directory")
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("recording failed; nothing unrecorded was forwarded, and forwarding stopped there: %w", recErr), "check the space and permissions of the --out directory")
 	}
 	return res, nil
 }
@@ -156,3 +154,15 @@ func SealRefFromFile(path string) (*capture.SealRef, error) {
 	}
 	return &capture.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}, nil
 }
+
+// MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that
+// `witness proxy` sets for its process. The recording holds at most about
+// two maximum-size lines per stream (docs/design/proxy.md); the limit makes
+// the garbage collector return their memory before the heap doubles, so
+// that the peak RSS stays under 256 MiB whatever either side sends.
+const MemoryLimit = 160 << 20
+
+// GCPercent is the garbage collector's target (runtime/debug.SetGCPercent)
+// that `witness proxy` sets: the live heap of a session is small, so a
+// larger target makes collections rarer without coming near MemoryLimit.
+const GCPercent = 400

@@ -1,8 +1,13 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
@@ -17,12 +22,28 @@ const CassetteName = "cassette.jsonl"
 // event deriver of package capture, the same one `witness capture` uses, so
 // that the event log is derived from exactly the recorded bytes and
 // capture.EventsFromCassette re-derives the same log from the cassette.
-// It runs on one goroutine (the forwarder's recorder).
+//
+// Line and Life write the cassette at once (one write(2) per record, no
+// fsync: see docs/design/proxy.md); the events are derived in Settle, after
+// the bytes were forwarded, and the event log is written through a buffer
+// that is flushed at least every flushEvery, at lifecycle records and at
+// the end.
 type Recording struct {
 	cas     *cassette.Writer
 	d       *capture.Deriver
+	ev      *bufio.Writer
 	signers []capture.Signer
+
+	mu    sync.Mutex         // q
+	q     []*cassette.Record // written to the cassette, not yet derived
+	spare []*cassette.Record
+	life  bool      // a lifecycle record was queued: flush the events after it
+	flush time.Time // last flush of the event log
 }
+
+// flushEvery bounds how long derived events may wait in the buffer while
+// the session is active.
+const flushEvery = 50 * time.Millisecond
 
 // RecordingOptions configure a Recording.
 type RecordingOptions struct {
@@ -59,11 +80,26 @@ func NewRecording(o RecordingOptions) (*Recording, error) {
 	if red := o.Redactor; red != nil {
 		cw.SetRedact(func(_ cassette.Dir, b []byte) ([]byte, bool) { return red.Line(b) })
 	}
-	d := capture.NewDeriver(o.Events, cw.Header(), capture.DeriveOptions{
+	ev := bufio.NewWriterSize(o.Events, 64<<10)
+	d := capture.NewDeriver(ev, cw.Header(), capture.DeriveOptions{
 		Seal: o.Seal, Cassette: CassetteName, Effects: o.Effects.Func(), Redactor: o.Redactor,
 	})
-	cw.OnRecord(func(r *cassette.Record) { _ = d.Feed(r) })
-	return &Recording{cas: cw, d: d, signers: o.Signers}, nil
+	r := &Recording{cas: cw, d: d, ev: ev, signers: o.Signers, flush: time.Now()}
+	cw.OnRecord(func(rec *cassette.Record) {
+		// the deriver keeps parts of a line (held events, the arguments of
+		// open calls) while the stream reuses its buffer: it gets a copy
+		// of the lines it reads (not of stderr or of pieces it skips)
+		if rec.Dir != "" && rec.Dir != Stderr && !rec.Cont && !rec.Redacted {
+			rec.Data = bytes.Clone(rec.Data)
+		}
+		r.mu.Lock()
+		r.q = append(r.q, rec)
+		if rec.Life != "" {
+			r.life = true
+		}
+		r.mu.Unlock()
+	})
+	return r, nil
 }
 
 // Line implements Sink.
@@ -77,31 +113,67 @@ func (r *Recording) Line(l WireLine) error {
 	default:
 		_, err = r.cas.Record(l.Dir, l.Data, l.Partial)
 	}
-	if err != nil {
-		return err
-	}
-	return r.d.Err()
+	return err
 }
 
 // Life implements Sink.
 func (r *Recording) Life(rec cassette.Record) error {
-	if _, err := r.cas.Lifecycle(rec); err != nil {
-		return err
-	}
-	return r.d.Err()
+	_, err := r.cas.Lifecycle(rec)
+	return err
 }
 
-// Close ends the event log with the signed session_end. Its reason names
-// tool calls left without a response and how the server exited; failure,
-// when not empty, says that recording failed, so that a log cut short by a
-// recording failure never ends as if complete.
-func (r *Recording) Close(failure string) error {
-	r.cas.OnRecord(nil)
-	fo := capture.FinishOptions{Signers: r.signers}
-	if failure != "" {
-		fo.Reason = "recording failed, events after the failure are missing: " + failure
+// Settle implements Sink: it derives the events of every record written so
+// far, in cassette order.
+func (r *Recording) Settle() error {
+	flush := false
+	for {
+		r.mu.Lock()
+		batch := r.q
+		if len(batch) > 0 {
+			r.q = r.spare[:0]
+		}
+		flush = flush || r.life
+		r.life = false
+		r.mu.Unlock()
+		if len(batch) == 0 {
+			break
+		}
+		for i, rec := range batch {
+			if err := r.d.Feed(rec); err != nil {
+				return fmt.Errorf("derive events: %w", err)
+			}
+			batch[i] = nil // the record's bytes belong to the stream
+		}
+		r.spare = batch[:0]
 	}
-	return r.d.Finish(fo)
+	if flush || time.Since(r.flush) >= flushEvery {
+		r.flush = time.Now()
+		if err := r.ev.Flush(); err != nil {
+			return fmt.Errorf("write event log: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close derives what is left and ends the event log with the signed
+// session_end. Its reason names tool calls left without a response and how
+// the server exited; failure, when not empty, says why the recording is
+// incomplete (it becomes session_end.end.failure, beside what the records
+// themselves show), so that a log cut short never ends as if complete.
+func (r *Recording) Close(failure string) error {
+	serr := r.Settle()
+	r.cas.OnRecord(nil)
+	if serr != nil && failure == "" {
+		failure = serr.Error()
+	}
+	err := r.d.Finish(capture.FinishOptions{Signers: r.signers, Failure: failure})
+	if ferr := r.ev.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write event log: %w", ferr)
+	}
+	if err == nil {
+		err = serr
+	}
+	return err
 }
 
 // Func adapts the mapping to the deriver: a call of a mapped tool has the

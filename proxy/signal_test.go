@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +23,8 @@ import (
 const envProxyMain = "WITNESS_PROXY_TEST_MAIN"
 
 func proxyMain(out string, command []string) int {
+	debug.SetMemoryLimit(MemoryLimit) // as runProxy does
+	debug.SetGCPercent(GCPercent)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	res, err := Run(context.Background(), Options{OutDir: out, Command: command, Stdin: os.Stdin, Stdout: os.Stdout,

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Round-trip latency of tools/call against a fast local MCP server
-# (testdata/servers/echo): direct, and through `witness proxy` (the real
-# binary as a separate process, and the proxy library in-process). Prints
-# p50/p99 per round trip and what the proxy adds. N round trips per run
-# ($PROXY_BENCH_N), $PROXY_BENCH_COUNT runs; each cell is the median over runs.
+# Round-trip latency of tools/call against server-everything (node, the
+# reference) and the fast echo server (testdata/servers/echo): direct,
+# through `witness proxy` (the real binary as a separate process, as a host
+# runs it) and through the proxy library in-process. The modes run side by
+# side and take turns round trip by round trip (BenchmarkRoundTrip), so a
+# change in the machine's load hits them alike. Prints p50/p99 per mode and
+# each mode's p50 as a ratio of direct. N round trips per run
+# ($PROXY_BENCH_N), $PROXY_BENCH_COUNT runs, servers $PROXY_BENCH_SERVERS
+# (default "everything,echo"); each cell is the median over runs.
+# $WITNESS_BIN_BASE (comma-separated witness binaries) adds rows base,
+# base2, ... for A/B comparisons in the same alternating runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n="${PROXY_BENCH_N:-3000}"
 count="${PROXY_BENCH_COUNT:-3}"
+servers="${PROXY_BENCH_SERVERS:-everything,echo}"
 [ -x bin/witness ] || go build -o bin/witness ./cmd/witness
-out=$(WITNESS_BIN="$PWD/bin/witness" go test -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime "${n}x" -count "$count" ./proxy 2>&1) || {
+out=$(WITNESS_BIN="$PWD/bin/witness" WITNESS_BIN_BASE="${WITNESS_BIN_BASE:-}" PROXY_BENCH_SERVERS="$servers" go test -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime "${n}x" -count "$count" ./proxy 2>&1) || {
 	echo "$out"
 	exit 1
 }
@@ -20,17 +27,30 @@ function median(s,    v, m, i, j, t) {
 	return v[int((m + 1) / 2)]
 }
 /^BenchmarkRoundTrip\// {
-	split($1, a, "/"); mode = a[2]; sub(/-[0-9]+$/, "", mode)
-	for (i = 2; i <= NF; i++) { if ($(i+1) == "p50-µs") s50[mode] = s50[mode] " " $i; if ($(i+1) == "p99-µs") s99[mode] = s99[mode] " " $i }
-	if (!(mode in seen)) { seen[mode] = 1; order[++k] = mode }
+	split($1, a, "/"); srv = a[2]; sub(/-[0-9]+$/, "", srv)
+	if (!(srv in seen)) { seen[srv] = 1; sorder[++ns] = srv }
+	for (i = 2; i < NF; i++) {
+		unit = $(i+1)
+		if (unit !~ /-(p50|p99)-µs$|-p50-ratio$/) continue
+		mode = unit; sub(/-(p50|p99)-µs$|-p50-ratio$/, "", mode)
+		what = unit; sub(/^[a-z0-9]+-/, "", what)
+		key = srv SUBSEP mode
+		mseen[key] = 1
+		vals[srv, mode, what] = vals[srv, mode, what] " " $i
+	}
 }
 END {
-	for (j = 1; j <= k; j++) { m = order[j]; p50[m] = median(s50[m]); p99[m] = median(s99[m]) }
-	printf "%-18s %10s %10s %12s %12s\n", "tools/call via", "p50 (µs)", "p99 (µs)", "added p50", "added p99"
-	for (j = 1; j <= k; j++) {
-		m = order[j]
-		if (m == "direct") { ap = "-"; aq = "-" } else { ap = sprintf("%+.0f", p50[m] - p50["direct"]); aq = sprintf("%+.0f", p99[m] - p99["direct"]) }
-		printf "%-18s %10.0f %10.0f %12s %12s\n", m, p50[m], p99[m], ap, aq
+	printf "%-12s %-10s %10s %10s %14s\n", "server", "via", "p50 (µs)", "p99 (µs)", "p50 / direct"
+	for (s = 1; s <= ns; s++) {
+		srv = sorder[s]
+		no = split("direct proxy base base2 base3 inprocess", order, " ")
+		for (j = 1; j <= no; j++) {
+			m = order[j]
+			if (!((srv, m) in mseen)) continue
+			r = (m == "direct") ? "1.00" : sprintf("%.2f", median(vals[srv, m, "p50-ratio"]))
+			printf "%-12s %-10s %10.0f %10.0f %13sx\n", srv, m, median(vals[srv, m, "p50-µs"]), median(vals[srv, m, "p99-µs"]), r
+		}
 	}
-	printf "(median of %d runs of %d round trips each, after 50 warm-up pings; a loaded machine moves p99 most)\n", count, n
+	printf "(median of %d runs of %d round trips per mode; the modes take turns round trip by round trip;\n", count, n
+	printf " ratios are per run, then the median; a loaded machine moves p99 most)\n"
 }'
