@@ -669,7 +669,8 @@ func (d *Deriver) Finish(o FinishOptions) error {
 	if len(d.signals) > 0 {
 		reason += "; shutdown needed " + strings.Join(d.signals, ", ")
 	}
-	if d.exit != "" {
+	if d.exit != "" && !strings.Contains(reason, "server "+d.exit) {
+		// a capture error's text already ends with the server's exit
 		reason += "; server " + d.exit
 	}
 	ts := o.TS

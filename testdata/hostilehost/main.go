@@ -182,7 +182,7 @@ func run(scriptFile, receivedFile, reportFile string, exitWait time.Duration, ar
 	h := sha256.New()
 	var sent int64
 	rep := &Report{}
-	out := bufio.NewWriterSize(io.MultiWriter(stdin, h, countWriter{&sent}), 1<<20)
+	out := bufio.NewWriterSize(teeWriter{w: stdin, h: h, n: &sent}, 1<<20)
 	write := func(b []byte) error {
 		_, err := out.Write(b)
 		return err
@@ -286,9 +286,17 @@ func writeBig(write func([]byte) error, s step) error {
 	return write([]byte(s.Suffix))
 }
 
-type countWriter struct{ n *int64 }
+// teeWriter writes to w and hashes and counts exactly the bytes w took, so
+// a write cut short by a closed pipe is accounted to the byte.
+type teeWriter struct {
+	w io.Writer
+	h io.Writer
+	n *int64
+}
 
-func (c countWriter) Write(p []byte) (int, error) {
-	*c.n += int64(len(p))
-	return len(p), nil
+func (t teeWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	t.h.Write(p[:n])
+	*t.n += int64(n)
+	return n, err
 }
