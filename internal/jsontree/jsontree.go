@@ -62,6 +62,12 @@ func (v *Value) Get(key string) *Value {
 	return nil
 }
 
+// Lookup returns the member value for key and whether there is one.
+func (v *Value) Lookup(key string) (*Value, bool) {
+	m := v.Get(key)
+	return m, m != nil
+}
+
 // Error is the one positioned error of every witness reader (JSON files,
 // JSON-lines logs, cassettes, mappings, policies, audit snapshots). It
 // prints as
