@@ -12,9 +12,9 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
-	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 // PolicyFormat is the format string of a message-policy file.
