@@ -195,8 +195,7 @@ func Member(path, name string) string {
 	if plain(name) {
 		return path + "." + name
 	}
-	q, _ := json.Marshal(name)
-	return path + "[" + string(q) + "]"
+	return path + "[" + quote(name) + "]"
 }
 
 // Index returns the path of element i under path (path "" is the root).
@@ -220,19 +219,27 @@ func Rooted(p string) string {
 	return "$." + p
 }
 
-// plain reports whether name can be written as .name: non-empty, not "*",
-// and free of the characters that end or start a step or need quoting.
+// plain reports whether name can be written as .name: letters, digits,
+// '_', '-' and '/' only (the set the wire reader's paths use, so that both
+// write a name the same way).
 func plain(name string) bool {
-	if name == "" || name == "*" {
+	if name == "" {
 		return false
 	}
-	for _, r := range name {
-		switch {
-		case r == '.' || r == '[' || r == ']' || r == '\'' || r == '"' || r == '$' || r == '*':
-			return false
-		case r <= ' ' || r == 0x7f:
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c == '-' || c == '/' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
 			return false
 		}
 	}
 	return true
+}
+
+// quote returns name as a JSON string, without HTML escaping.
+func quote(name string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(name) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
 }
