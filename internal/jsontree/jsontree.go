@@ -36,11 +36,14 @@ type Value struct {
 	Kind Kind
 	Line int // 1-based line where the value starts
 	Col  int // 1-based byte column where the value starts
-	Str  string
-	Num  json.Number
-	Bool bool
-	Arr  []*Value
-	Obj  []Member
+	// Off and End delimit the value's text in the document (data[Off:End]),
+	// for a reader that must keep a value's bytes as written
+	Off, End int64
+	Str      string
+	Num      json.Number
+	Bool     bool
+	Arr      []*Value
+	Obj      []Member
 }
 
 // Member is one object member.
@@ -306,8 +309,9 @@ func (p *parser) value(depth int) (*Value, error) {
 }
 
 func (p *parser) fromToken(tok json.Token, off int64, depth int) (*Value, error) {
-	v := &Value{}
+	v := &Value{Off: off}
 	v.Line, v.Col = p.pos(off)
+	defer func() { v.End = p.dec.InputOffset() }()
 	switch t := tok.(type) {
 	case json.Delim:
 		switch t {
