@@ -87,16 +87,16 @@ func ParseRedactRules(data []byte, name string) ([]RedactRule, error) {
 			continue
 		}
 		if !utf8.ValidString(t) {
-			return nil, fmt.Errorf("%s:%d: rule is not valid UTF-8", name, line)
+			return nil, &jsontree.Error{File: name, Line: int64(line), Msg: "rule is not valid UTF-8"}
 		}
 		r, err := ParseRedactRule(t)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			return nil, &jsontree.Error{File: name, Line: int64(line), Err: err}
 		}
 		rules = append(rules, r)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+		return nil, &jsontree.Error{File: name, Line: int64(line + 1), Err: err}
 	}
 	return rules, nil
 }
