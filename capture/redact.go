@@ -141,7 +141,7 @@ func LoadRedactor(o RedactOptions) (*Redactor, error) {
 	if o.RulesFile != "" {
 		data, err := os.ReadFile(o.RulesFile)
 		if err != nil {
-			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read redaction rules: %w", err), "")
+			return nil, exitcode.Input("read redaction rules", err, "check the path given to --redact-rules")
 		}
 		rs, err := ParseRedactRules(data, o.RulesFile)
 		if err != nil {
@@ -157,7 +157,7 @@ func LoadRedactor(o RedactOptions) (*Redactor, error) {
 	if o.KeyFile != "" {
 		data, err := os.ReadFile(o.KeyFile)
 		if err != nil {
-			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read redaction key: %w", err), "")
+			return nil, exitcode.Input("read redaction key", err, "check the path given to --redact-key")
 		}
 		keyHex, keySrc = strings.TrimSpace(string(data)), o.KeyFile
 	}

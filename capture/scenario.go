@@ -108,7 +108,7 @@ func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
 func LoadScenario(path string) ([]ScenarioCall, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("read scenario: %w", err), "")
+		return nil, nil, exitcode.Input("read scenario", err, "check the path given to --scenario")
 	}
 	return ParseScenario(data, path)
 }

@@ -160,7 +160,7 @@ func VerifyAuditFile(path string) (*AuditVerdict, error) {
 func VerifyAuditFileWith(path string, opts AuditVerifyOptions) (*AuditVerdict, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read audit %s: %w", path, err), "check the path of the audit snapshot")
+		return nil, exitcode.Input("read audit", err, "check the path of the audit snapshot")
 	}
 	defer f.Close()
 	return VerifyAuditWith(f, path, opts)

@@ -111,7 +111,7 @@ func EvaluateFile(path string, opts EvaluateOptions) (*Summary, error) {
 	open := func() (*os.File, error) {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", path, err), "check the path of the event log")
+			return nil, exitcode.Input("read events", err, "check the path given to --events")
 		}
 		return f, nil
 	}

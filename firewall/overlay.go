@@ -66,7 +66,7 @@ func indexMessages(g *graph.Graph) *messageIndex {
 func AddAuditOverlayFile(g *graph.Graph, path string) (*OverlayResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read audit %s: %w", path, err), "check the path given to --firewall-audit")
+		return nil, exitcode.Input("read audit", err, "check the path given to --firewall-audit")
 	}
 	defer f.Close()
 	return AddAuditOverlay(g, f, path)

@@ -167,7 +167,7 @@ func LoadPolicy(path string) (*Policy, error) {
 func readConfig(path, what, notFoundHint string, max int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read %s %s: %w", what, path, err), notFoundHint)
+		return nil, exitcode.Input("read "+what, err, notFoundHint)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))

@@ -171,7 +171,7 @@ func runCapture(a *app, o captureOptions) error {
 	if o.Effects != "" {
 		data, err := os.ReadFile(o.Effects)
 		if err != nil {
-			return usageError(fmt.Errorf("read effects mapping: %w", err), "")
+			return exitcode.Input("read effects mapping", err, "check the path given to --effects")
 		}
 		m, err := proxy.ParseEffects(data, o.Effects)
 		if err != nil {

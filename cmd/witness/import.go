@@ -82,7 +82,7 @@ func runImport(a *app, o importOptions) error {
 	}
 	in, err := os.Open(o.File)
 	if err != nil {
-		return usageError(fmt.Errorf("open %s: %w", o.File, err), "")
+		return exitcode.Input("read 0.1.0 file", err, "check the path of the file to import")
 	}
 	defer in.Close()
 	red, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
