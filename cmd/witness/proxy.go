@@ -8,21 +8,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/proxy"
 )
 
 type proxyOptions struct {
-	Out        string
-	Seal       string
-	Keyring    string
-	Effects    string
-	Redact     []string
-	RedactFile string
-	RedactKey  string
-	Force      bool
-	Command    []string
+	Out     string
+	Seal    string
+	Keyring string
+	Effects string
+	Redact  redactOptions
+	Force   bool
+	Command []string
 }
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -61,9 +58,7 @@ effects mapping or an existing recording in DIR, 2.`,
 	c.Flags().StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
 	c.Flags().StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when that file exists)")
 	c.Flags().StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target path (docs/formats/effects.md)")
-	c.Flags().StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP; values become keyed hashes in the cassette and the events, never in what is forwarded (repeatable)")
-	c.Flags().StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
-	c.Flags().StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
+	o.Redact.AddFlags(c, "; values become keyed hashes in the cassette and the events, never in what is forwarded")
 	c.MarkFlagRequired("out")
 	return c
 }
@@ -73,8 +68,7 @@ func runProxy(a *app, o proxyOptions) error {
 	if err != nil {
 		return err
 	}
-	redactor, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
-		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)})
+	redactor, err := o.Redact.Load(a)
 	if err != nil {
 		return err
 	}
@@ -82,7 +76,7 @@ func runProxy(a *app, o proxyOptions) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	res, err := proxy.Run(context.Background(), proxy.Options{
-		OutDir: o.Out, Files: a.outOptions("--out", o.Force, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.RedactFile, o.RedactKey),
+		OutDir: o.Out, Files: a.outOptions("--out", o.Force, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile),
 		Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers, Redactor: redactor,
 		Getenv: a.getenv, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Signals: sigs,
 	})
