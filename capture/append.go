@@ -179,7 +179,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.NoFollow, 0) // never through a symlink
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("open event log: %w", err), "append to a log that 'witness capture' or 'witness import' wrote")
+		return nil, exitcode.Input("open event log", err, "check the path given to --events; append to a log that 'witness capture' or 'witness import' wrote")
 	}
 	defer f.Close()
 	unlock, err := lockLog(f)

@@ -498,12 +498,12 @@ func TestScenarioParse(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		`{}`:                             "must be a JSON list",
-		`[1]`:                            "s.json: [0]: must be a JSON object",
+		`[1]`:                            "s.json:1:2: $[0]: must be a JSON object",
 		`[{"kind":"foo","tool":"x"}]`:    "[0].kind: must be one of",
 		`[{"tool":""}]`:                  "[0].tool: must be a non-empty string",
 		`[{"tool":"x","arguments":[1]}]`: "[0].arguments: must be a JSON object",
-		`[{"tool":"x","extra":1}]`:       `[0]: unknown field "extra"`,
-		"[\n{\"tool\":\"x\",}]":          "line 2: not valid JSON",
+		`[{"tool":"x","extra":1}]`:       `s.json:1:14: $[0]: unknown field "extra"`,
+		"[\n{\"tool\":\"x\",}]":          "s.json:2:13: $[0]: not valid JSON",
 	} {
 		_, _, err := ParseScenario([]byte(in), "s.json")
 		if err == nil || !strings.Contains(err.Error(), want) || exitcode.Of(err) != exitcode.Usage {
@@ -518,7 +518,7 @@ func FuzzParseScenario(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		calls, _, err := ParseScenario(data, "f.json")
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "scenario f.json: ") {
+			if !strings.HasPrefix(err.Error(), "scenario f.json:") {
 				t.Fatalf("error does not name the file: %v", err)
 			}
 			return

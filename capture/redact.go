@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // RedactTokenPrefix starts every value that redaction wrote.
@@ -34,17 +36,9 @@ var tokenRe = regexp.MustCompile(`redacted:hmac-sha256:[0-9a-f]{64}`)
 // RedactRule is one parsed redaction rule: a JSON path or a regular
 // expression over string values.
 type RedactRule struct {
-	Text  string // as written
-	path  []pathStep
+	Text  string         // as written
+	path  *jsonpath.Path // the one JSON-path dialect (docs/formats/json-path.md)
 	regex *regexp.Regexp
-}
-
-type pathStep struct {
-	descend  bool   // ".." before the selector
-	wildcard bool   // "*"
-	name     string // member name
-	index    int    // array index when isIndex
-	isIndex  bool
 }
 
 // ParseRedactRule parses one rule: "$.a.b", "$..password", "$.items[0]",
@@ -67,79 +61,16 @@ func ParseRedactRule(s string) (RedactRule, error) {
 		}
 		return RedactRule{Text: s, regex: re}, nil
 	case strings.HasPrefix(s, "$"):
-		steps, err := parsePath(s)
+		p, err := jsonpath.Parse(s)
 		if err != nil {
 			return RedactRule{}, err
 		}
-		return RedactRule{Text: s, path: steps}, nil
+		if len(p.Steps) == 0 {
+			return RedactRule{}, fmt.Errorf("path %q selects the whole value; name a member", s)
+		}
+		return RedactRule{Text: s, path: &p}, nil
 	}
 	return RedactRule{}, fmt.Errorf("rule %q is neither a JSON path (\"$.a.b\", \"$..key\") nor a regular expression (\"re:...\")", s)
-}
-
-func parsePath(s string) ([]pathStep, error) {
-	if !strings.HasPrefix(s, "$") {
-		return nil, errors.New("a JSON path starts with $")
-	}
-	var steps []pathStep
-	i := 1
-	for i < len(s) {
-		var st pathStep
-		switch {
-		case strings.HasPrefix(s[i:], ".."):
-			st.descend = true
-			i += 2
-		case s[i] == '.':
-			i++
-		case s[i] == '[':
-		default:
-			return nil, fmt.Errorf("path %q: unexpected %q at offset %d", s, s[i], i)
-		}
-		if i >= len(s) {
-			return nil, fmt.Errorf("path %q ends after a dot", s)
-		}
-		switch {
-		case s[i] == '*':
-			st.wildcard = true
-			i++
-		case s[i] == '[':
-			end := strings.IndexByte(s[i:], ']')
-			if end < 0 {
-				return nil, fmt.Errorf("path %q: unclosed [", s)
-			}
-			inner := s[i+1 : i+end]
-			i += end + 1
-			switch {
-			case inner == "*":
-				st.wildcard = true
-			case len(inner) >= 2 && (inner[0] == '\'' || inner[0] == '"') && inner[len(inner)-1] == inner[0]:
-				st.name = inner[1 : len(inner)-1]
-				if strings.ContainsAny(st.name, `'"`) {
-					return nil, fmt.Errorf("path %q: quotes inside a bracketed name are not supported", s)
-				}
-			default:
-				n, err := strconv.Atoi(inner)
-				if err != nil || n < 0 {
-					return nil, fmt.Errorf("path %q: [%s] is not an index, * or a quoted name", s, inner)
-				}
-				st.index, st.isIndex = n, true
-			}
-		default:
-			j := i
-			for j < len(s) && s[j] != '.' && s[j] != '[' {
-				j++
-			}
-			st.name = s[i:j]
-			if st.name == "" {
-				return nil, fmt.Errorf("path %q: empty member name at offset %d", s, i)
-			}
-			i = j
-		}
-		steps = append(steps, st)
-	}
-	if len(steps) == 0 {
-		return nil, fmt.Errorf("path %q selects the whole value; name a member", s)
-	}
-	return steps, nil
 }
 
 // ParseRedactRules parses a rules file: one rule per line; blank lines and
@@ -156,16 +87,16 @@ func ParseRedactRules(data []byte, name string) ([]RedactRule, error) {
 			continue
 		}
 		if !utf8.ValidString(t) {
-			return nil, fmt.Errorf("%s:%d: rule is not valid UTF-8", name, line)
+			return nil, &jsontree.Error{File: name, Line: int64(line), Msg: "rule is not valid UTF-8"}
 		}
 		r, err := ParseRedactRule(t)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			return nil, &jsontree.Error{File: name, Line: int64(line), Err: err}
 		}
 		rules = append(rules, r)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+		return nil, &jsontree.Error{File: name, Line: int64(line + 1), Err: err}
 	}
 	return rules, nil
 }
@@ -210,7 +141,7 @@ func LoadRedactor(o RedactOptions) (*Redactor, error) {
 	if o.RulesFile != "" {
 		data, err := os.ReadFile(o.RulesFile)
 		if err != nil {
-			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read redaction rules: %w", err), "")
+			return nil, exitcode.Input("read redaction rules", err, "check the path given to --redact-rules")
 		}
 		rs, err := ParseRedactRules(data, o.RulesFile)
 		if err != nil {
@@ -226,7 +157,7 @@ func LoadRedactor(o RedactOptions) (*Redactor, error) {
 	if o.KeyFile != "" {
 		data, err := os.ReadFile(o.KeyFile)
 		if err != nil {
-			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read redaction key: %w", err), "")
+			return nil, exitcode.Input("read redaction key", err, "check the path given to --redact-key")
 		}
 		keyHex, keySrc = strings.TrimSpace(string(data)), o.KeyFile
 	}
@@ -293,16 +224,16 @@ func (r *Redactor) Payload(k Kind, raw json.RawMessage) (json.RawMessage, bool, 
 	if r == nil || len(r.rules) == 0 || len(raw) == 0 {
 		return raw, false, nil
 	}
-	v, err := parseJV(raw)
+	v, err := jsontree.ParseWire(raw, "payload")
 	if err != nil {
 		return nil, false, fmt.Errorf("payload is not JSON: %w", err)
 	}
-	wrapper := &jv{kind: 'o', keys: []string{payloadRoot(k)}, vals: []*jv{v}}
-	changed, err := r.apply([]*jv{wrapper})
+	wrapper := &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{{Key: payloadRoot(k), Val: v}}}
+	changed, err := r.apply([]*jsontree.Value{wrapper})
 	if err != nil || !changed {
 		return raw, false, err
 	}
-	out, err := wrapper.vals[0].bytes()
+	out, err := wrapper.Obj[0].Val.AppendCompact(nil)
 	if err != nil {
 		return nil, false, err
 	}
@@ -314,15 +245,15 @@ func (r *Redactor) Value(raw json.RawMessage) (json.RawMessage, bool, error) {
 	if r == nil || len(r.rules) == 0 {
 		return raw, false, nil
 	}
-	v, err := parseJV(raw)
+	v, err := jsontree.ParseWire(raw, "value")
 	if err != nil {
 		return nil, false, fmt.Errorf("value is not JSON: %w", err)
 	}
-	changed, err := r.apply([]*jv{v})
+	changed, err := r.apply([]*jsontree.Value{v})
 	if err != nil || !changed {
 		return raw, false, err
 	}
-	out, err := v.bytes()
+	out, err := v.AppendCompact(nil)
 	return out, err == nil, err
 }
 
@@ -333,12 +264,19 @@ func (r *Redactor) Value(raw json.RawMessage) (json.RawMessage, bool, error) {
 // order, only when something was redacted. A line that is not JSON has the
 // regular expressions applied to its text. When changed is false, out is
 // line itself: the bytes are untouched. Callers record that the line was
-// redacted.
+// redacted. A line nested deeper than jsonlimit.MaxDepth cannot be read
+// for paths; when a path rule is given, the whole line is replaced by one
+// token (a JSON string), so that no secret a path names reaches the disk.
 func (r *Redactor) Line(line []byte) (out []byte, changed bool) {
 	if r == nil || len(r.rules) == 0 {
 		return line, false
 	}
-	v, err := parseJV(line)
+	v, err := jsontree.ParseWire(line, "line")
+	var deep *jsonlimit.Error
+	if err != nil && errors.As(err, &deep) && r.hasPath() {
+		b, _ := canon.AppendString(nil, r.Token(line))
+		return b, true
+	}
 	if err != nil {
 		text := string(line)
 		if !utf8.ValidString(text) {
@@ -350,15 +288,17 @@ func (r *Redactor) Line(line []byte) (out []byte, changed bool) {
 		}
 		return []byte(red), true
 	}
-	roots := []*jv{v}
-	if p := v.get("params"); p != nil && p.kind == 'o' {
-		roots = append(roots, p)
+	roots := []*jsontree.Value{v}
+	if v.Kind == jsontree.Object {
+		if p := v.Get("params"); p != nil && p.Kind == jsontree.Object {
+			roots = append(roots, p)
+		}
 	}
 	changed, err = r.apply(roots)
 	if err != nil || !changed {
 		return line, false
 	}
-	b, err := v.bytes()
+	b, err := v.AppendCompact(nil)
 	if err != nil {
 		return line, false
 	}
@@ -366,15 +306,15 @@ func (r *Redactor) Line(line []byte) (out []byte, changed bool) {
 }
 
 // apply runs every rule over the roots and reports whether anything changed.
-func (r *Redactor) apply(roots []*jv) (bool, error) {
-	var matched []*jv
-	seen := map[*jv]bool{}
+func (r *Redactor) apply(roots []*jsontree.Value) (bool, error) {
+	var matched []*jsontree.Value
+	seen := map[*jsontree.Value]bool{}
 	for _, ru := range r.rules {
 		if ru.path == nil {
 			continue
 		}
 		for _, root := range roots {
-			for _, n := range evalPath(root, ru.path) {
+			for _, n := range root.Select(*ru.path) {
 				if !seen[n] {
 					seen[n] = true
 					matched = append(matched, n)
@@ -385,15 +325,15 @@ func (r *Redactor) apply(roots []*jv) (bool, error) {
 	changed := false
 	tokens := make([]string, len(matched))
 	for i, n := range matched {
-		if n.kind == 's' {
-			if tokenRe.MatchString(n.str) && len(n.str) == len(RedactTokenPrefix)+64 {
-				tokens[i] = n.str // already redacted
+		if n.Kind == jsontree.String {
+			if tokenRe.MatchString(n.Str) && len(n.Str) == len(RedactTokenPrefix)+64 {
+				tokens[i] = n.Str // already redacted
 				continue
 			}
-			tokens[i] = r.Token([]byte(n.str))
+			tokens[i] = r.Token([]byte(n.Str))
 			continue
 		}
-		b, err := n.bytes()
+		b, err := n.AppendCompact(nil)
 		if err != nil {
 			return false, err
 		}
@@ -404,20 +344,34 @@ func (r *Redactor) apply(roots []*jv) (bool, error) {
 		tokens[i] = r.Token(c)
 	}
 	for i, n := range matched {
-		if n.kind == 's' && n.str == tokens[i] {
+		if n.Kind == jsontree.String && n.Str == tokens[i] {
 			continue
 		}
-		*n = jv{kind: 's', str: tokens[i]}
+		*n = jsontree.Value{Kind: jsontree.String, Str: tokens[i]}
 		changed = true
 	}
 	if r.hasRegex() {
 		for _, root := range roots {
-			if r.regexWalk(root, 0) {
-				changed = true
-			}
+			root.Walk(func(v *jsontree.Value) {
+				if v.Kind != jsontree.String {
+					return
+				}
+				if s, ch := r.redactString(v.Str); ch {
+					v.Str, changed = s, true
+				}
+			})
 		}
 	}
 	return changed, nil
+}
+
+func (r *Redactor) hasPath() bool {
+	for _, ru := range r.rules {
+		if ru.path != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Redactor) hasRegex() bool {
@@ -425,29 +379,6 @@ func (r *Redactor) hasRegex() bool {
 		if ru.regex != nil {
 			return true
 		}
-	}
-	return false
-}
-
-func (r *Redactor) regexWalk(v *jv, depth int) bool {
-	if depth > maxJSONDepth {
-		return false
-	}
-	switch v.kind {
-	case 's':
-		s, ch := r.redactString(v.str)
-		if ch {
-			v.str = s
-		}
-		return ch
-	case 'o', 'a':
-		ch := false
-		for _, c := range v.vals {
-			if r.regexWalk(c, depth+1) {
-				ch = true
-			}
-		}
-		return ch
 	}
 	return false
 }
@@ -481,60 +412,4 @@ func (r *Redactor) redactString(s string) (string, bool) {
 		}
 	}
 	return s, changed
-}
-
-// evalPath returns the nodes the path selects under root.
-func evalPath(root *jv, steps []pathStep) []*jv {
-	cur := []*jv{root}
-	for _, st := range steps {
-		var next []*jv
-		for _, n := range cur {
-			if st.descend {
-				descendants(n, 0, func(d *jv) { next = append(next, selectChildren(d, st)...) })
-			} else {
-				next = append(next, selectChildren(n, st)...)
-			}
-		}
-		cur = next
-		if len(cur) == 0 {
-			return nil
-		}
-	}
-	return cur
-}
-
-func descendants(n *jv, depth int, f func(*jv)) {
-	if depth > maxJSONDepth {
-		return
-	}
-	f(n)
-	if n.kind == 'o' || n.kind == 'a' {
-		for _, c := range n.vals {
-			descendants(c, depth+1, f)
-		}
-	}
-}
-
-func selectChildren(n *jv, st pathStep) []*jv {
-	switch {
-	case st.wildcard:
-		if n.kind == 'o' || n.kind == 'a' {
-			return append([]*jv(nil), n.vals...)
-		}
-	case st.isIndex:
-		if n.kind == 'a' && st.index < len(n.vals) {
-			return []*jv{n.vals[st.index]}
-		}
-	default:
-		if n.kind == 'o' {
-			var out []*jv
-			for i, k := range n.keys {
-				if k == st.name {
-					out = append(out, n.vals[i])
-				}
-			}
-			return out
-		}
-	}
-	return nil
 }

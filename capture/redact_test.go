@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 var redactKey = bytes.Repeat([]byte{0x42}, 32)
@@ -188,4 +190,24 @@ func FuzzRedactRules(f *testing.F) {
 			t.Fatalf("redaction added a newline: %q", out)
 		}
 	})
+}
+
+// A repeated member name is redacted in every copy, and a line too deep to
+// read for paths is replaced whole (no secret a path names reaches disk).
+func TestRedactRepeatedAndDeepLines(t *testing.T) {
+	r := testRedactor(t, "$..token")
+	out, changed := r.Line([]byte(`{"params":{"token":"a","x":1,"token":"b"}}`))
+	if !changed || bytes.Contains(out, []byte(`"a"`)) || bytes.Contains(out, []byte(`"b"`)) || bytes.Count(out, []byte(`"token"`)) != 2 {
+		t.Fatalf("%s", out)
+	}
+	deep := []byte(strings.Repeat(`{"a":`, jsonlimit.MaxDepth+1) + `{"token":"` + secret + `"}` + strings.Repeat("}", jsonlimit.MaxDepth+1))
+	out, changed = r.Line(deep)
+	if !changed || bytes.Contains(out, []byte(secret)) || string(out) != `"`+r.Token(deep)+`"` {
+		t.Fatalf("deep line: %.80s", out)
+	}
+	// with regular expressions only, a deep line keeps its bytes unless one matches
+	re := testRedactor(t, `re:nomatch[0-9]+`)
+	if out, changed := re.Line(deep); changed || !bytes.Equal(out, deep) {
+		t.Fatal("deep line changed without a match")
+	}
 }

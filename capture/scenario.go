@@ -3,14 +3,14 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // ScenarioCall is one tool call of a capture scenario.
@@ -27,43 +27,42 @@ type ScenarioCall struct {
 // and named in the returned notes. All elements are checked before anything
 // runs; errors (exit code Usage) name the file, the element and the field.
 func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
-	bad := func(format string, args ...any) error {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("scenario %s: "+format, append([]any{name}, args...)...),
-			`a scenario is a JSON list of {"tool": NAME, "arguments": {...}} or {"kind": "tool_call", "tool": NAME, "payload": {...}}`)
+	const hint = `a scenario is a JSON list of {"tool": NAME, "arguments": {...}} or {"kind": "tool_call", "tool": NAME, "payload": {...}}`
+	bad := func(v *jsontree.Value, field, format string, args ...any) error {
+		e := &jsontree.Error{File: name, Field: field, Msg: fmt.Sprintf(format, args...)}
+		if v != nil {
+			e.Line, e.Col = int64(v.Line), v.Col
+		}
+		return exitcode.New(exitcode.Usage, fmt.Errorf("scenario %w", e), hint)
 	}
 	// nesting deeper than the one limit is refused first, in one pass
-	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
-		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("scenario %w", err),
-			`a scenario is a JSON list of {"tool": NAME, "arguments": {...}} or {"kind": "tool_call", "tool": NAME, "payload": {...}}`)
+	root, err := jsontree.Parse(data, name)
+	if err != nil {
+		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("scenario %w", err), hint)
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(data, &elems); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
-			return nil, nil, bad("line %d: not valid JSON: %v", line, err)
-		}
-		return nil, nil, bad("must be a JSON list: %v", err)
+	if root.Kind != jsontree.Array {
+		return nil, nil, bad(root, "", "must be a JSON list, got %s", root.Kind)
 	}
 	var calls []ScenarioCall
 	var notes []string
-	for i, raw := range elems {
-		var el map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &el); err != nil || el == nil {
-			return nil, nil, bad("[%d]: must be a JSON object", i)
+	for i, el := range root.Arr {
+		at := jsonpath.Index("$", i)
+		if el.Kind != jsontree.Object {
+			return nil, nil, bad(el, at, "must be a JSON object")
 		}
-		for k := range el {
-			switch k {
+		for _, m := range el.Obj {
+			switch m.Key {
 			case "kind", "tool", "payload", "arguments", "role":
 			default:
-				return nil, nil, bad("[%d]: unknown field %q", i, k)
+				return nil, nil, bad(&jsontree.Value{Line: m.KeyLine, Col: m.KeyCol}, at, "unknown field %q", m.Key)
 			}
 		}
 		kind := "tool_call"
-		if k, ok := el["kind"]; ok {
-			if err := json.Unmarshal(k, &kind); err != nil {
-				return nil, nil, bad("[%d].kind: must be a string", i)
+		if k := el.Get("kind"); k != nil {
+			if k.Kind != jsontree.String {
+				return nil, nil, bad(k, at+".kind", "must be a string")
 			}
+			kind = k.Str
 		}
 		switch kind {
 		case "tool_call":
@@ -71,27 +70,32 @@ func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
 			notes = append(notes, fmt.Sprintf("scenario[%d]: kind %s is not a wire action; skipped (the real response and effects are observed; report model events with 'witness capture append')", i, kind))
 			continue
 		default:
-			return nil, nil, bad("[%d].kind: must be one of tool_call, tool_response, model_input, model_output, external_effect, got %q", i, kind)
+			return nil, nil, bad(el.Get("kind"), at+".kind", "must be one of tool_call, tool_response, model_input, model_output, external_effect, got %q", kind)
 		}
-		var tool string
-		if err := json.Unmarshal(el["tool"], &tool); err != nil || tool == "" {
-			return nil, nil, bad("[%d].tool: must be a non-empty string", i)
-		}
-		args, hasArgs := el["arguments"]
-		if p, ok := el["payload"]; ok {
-			if hasArgs {
-				return nil, nil, bad("[%d]: give arguments or payload, not both", i)
+		tool := el.Get("tool")
+		if tool == nil || tool.Kind != jsontree.String || tool.Str == "" {
+			if tool == nil {
+				tool = el
 			}
-			args, hasArgs = p, true
+			return nil, nil, bad(tool, at+".tool", "must be a non-empty string")
 		}
-		call := ScenarioCall{Index: i, Tool: tool}
-		if hasArgs && string(bytes.TrimSpace(args)) != "null" {
-			if t := bytes.TrimSpace(args); len(t) == 0 || t[0] != '{' {
-				return nil, nil, bad("[%d].arguments: must be a JSON object (the tool's arguments), got %s", i, preview(t))
+		args := el.Get("arguments")
+		if p := el.Get("payload"); p != nil {
+			if args != nil {
+				return nil, nil, bad(p, at, "give arguments or payload, not both")
 			}
+			args = p
+		}
+		call := ScenarioCall{Index: i, Tool: tool.Str}
+		if args != nil && args.Kind != jsontree.Null {
+			text := data[args.Off:args.End]
+			if args.Kind != jsontree.Object {
+				return nil, nil, bad(args, at+".arguments", "must be a JSON object (the tool's arguments), got %s", preview(text))
+			}
+			// the arguments are sent as written, only compacted
 			var buf bytes.Buffer
-			if err := json.Compact(&buf, args); err != nil {
-				return nil, nil, bad("[%d].arguments: %v", i, err)
+			if err := json.Compact(&buf, text); err != nil {
+				return nil, nil, bad(args, at+".arguments", "%v", err)
 			}
 			call.Arguments = buf.Bytes()
 		}
@@ -104,7 +108,7 @@ func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
 func LoadScenario(path string) ([]ScenarioCall, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, exitcode.New(exitcode.Usage, fmt.Errorf("read scenario: %w", err), "")
+		return nil, nil, exitcode.Input("read scenario", err, "check the path given to --scenario")
 	}
 	return ParseScenario(data, path)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // Format and Version identify the cassette format in its header line.
@@ -319,25 +320,9 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// ParseError reports a bad cassette line, naming file, line and field.
-type ParseError struct {
-	File  string
-	Line  int64
-	Field string
-	Err   error
-}
-
-func (e *ParseError) Error() string {
-	if le, ok := e.Err.(*jsonlimit.Error); ok && le.File != "" {
-		return le.Error() // already names file, line and column
-	}
-	if e.Field != "" {
-		return fmt.Sprintf("%s:%d: field %q: %v", e.File, e.Line, e.Field, e.Err)
-	}
-	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
-}
-
-func (e *ParseError) Unwrap() error { return e.Err }
+// ParseError reports a bad cassette line, naming file, line and field (the
+// one positioned error of witness's readers, internal/jsontree.Error).
+type ParseError = jsontree.Error
 
 // MaxRecordBytes bounds one cassette line when reading (a 16 MiB wire line
 // becomes at most ~22 MiB of base64 plus the envelope).

@@ -275,7 +275,7 @@ func readAuditLine(br *bufio.Reader) (line []byte, terminated, tooLong bool, err
 func LoadJudgments(path string) (*RecordedProvider, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read audit %s: %w", path, err), "check the path of the recorded audit snapshot")
+		return nil, exitcode.Input("read audit", err, "check the path of the recorded audit snapshot")
 	}
 	defer f.Close()
 	var js []Judgment

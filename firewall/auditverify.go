@@ -111,7 +111,7 @@ func (l AuditLine) Err(err error) error {
 	var je *jsontree.Error
 	if errors.As(err, &je) {
 		c := *je
-		c.Line = int(l.No)
+		c.Line = l.No
 		return &c
 	}
 	return err
@@ -124,7 +124,7 @@ func (l AuditLine) Err(err error) error {
 func parseAuditLine(line []byte, name string, lineNo int64) (*jsontree.Value, error) {
 	if err := jsonlimit.CheckIn(line, name, lineNo); err != nil {
 		le := err.(*jsonlimit.Error)
-		return nil, &jsontree.Error{File: name, Line: le.Line, Col: le.Col, Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth), Err: le}
+		return nil, &jsontree.Error{File: name, Line: int64(le.Line), Col: le.Col, Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth), Err: le}
 	}
 	if err := jsontree.CheckNames(line, name); err != nil {
 		return nil, lineErr(err, lineNo)
@@ -134,7 +134,7 @@ func parseAuditLine(line []byte, name string, lineNo int64) (*jsontree.Value, er
 		return nil, lineErr(err, lineNo)
 	}
 	if v.Kind != jsontree.Object {
-		return nil, &jsontree.Error{File: name, Line: int(lineNo), Msg: "not a JSON object"}
+		return nil, &jsontree.Error{File: name, Line: lineNo, Msg: "not a JSON object"}
 	}
 	return v, nil
 }
@@ -143,10 +143,7 @@ func parseAuditLine(line []byte, name string, lineNo int64) (*jsontree.Value, er
 func detail(err error) string {
 	var je *jsontree.Error
 	if errors.As(err, &je) {
-		if je.Field != "" {
-			return fmt.Sprintf("field %s: %s", je.Field, je.Msg)
-		}
-		return je.Msg
+		return jsontree.Format("", 0, 0, je.Field, je.Msg)
 	}
 	return err.Error()
 }
@@ -163,7 +160,7 @@ func VerifyAuditFile(path string) (*AuditVerdict, error) {
 func VerifyAuditFileWith(path string, opts AuditVerifyOptions) (*AuditVerdict, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read audit %s: %w", path, err), "check the path of the audit snapshot")
+		return nil, exitcode.Input("read audit", err, "check the path of the audit snapshot")
 	}
 	defer f.Close()
 	return VerifyAuditWith(f, path, opts)
@@ -220,9 +217,9 @@ func VerifyAuditWith(r io.Reader, name string, opts AuditVerifyOptions) (*AuditV
 		var typ string
 		if perr == nil {
 			if t := tree.Get("type"); t == nil {
-				perr = &jsontree.Error{File: name, Line: int(lineNo), Msg: `record has no "type"`}
+				perr = &jsontree.Error{File: name, Line: lineNo, Msg: `record has no "type"`}
 			} else if t.Kind != jsontree.String {
-				perr = &jsontree.Error{File: name, Line: int(lineNo), Field: "type", Msg: "want a string, got " + t.Kind.String()}
+				perr = &jsontree.Error{File: name, Line: lineNo, Field: "type", Msg: "want a string, got " + t.Kind.String()}
 			} else {
 				typ = t.Str
 			}
@@ -384,7 +381,7 @@ type sigRecord struct {
 func lineErr(err error, lineNo int64) error {
 	var je *jsontree.Error
 	if errors.As(err, &je) {
-		je.Line = int(lineNo)
+		je.Line = lineNo
 	}
 	return err
 }

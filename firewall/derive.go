@@ -8,6 +8,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // DeriveResult counts what DeriveLog wrote.
@@ -60,7 +61,7 @@ func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingD
 		last = ev
 		d, derr := der.derive(ev)
 		if derr != nil {
-			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("%s:%d: %w", name, rd.Line(), derr), mappingHint)
+			return nil, exitcode.New(exitcode.Usage, &jsontree.Error{File: name, Line: rd.Line(), Err: derr}, mappingHint)
 		}
 		for _, m := range d {
 			src[m.Event] = ev

@@ -12,6 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
@@ -66,7 +67,7 @@ func ForEachMessage(r io.Reader, name string, mapping *Mapping, fn func(Candidat
 		if deriver != nil {
 			msgs, err := deriver.derive(ev)
 			if err != nil {
-				return exitcode.New(exitcode.Usage, fmt.Errorf("%s:%d: %w", name, rd.Line(), err), "check the mapping file's JSON paths against the tool payloads")
+				return exitcode.New(exitcode.Usage, &jsontree.Error{File: name, Line: rd.Line(), Err: err}, "check the mapping file's JSON paths against the tool payloads")
 			}
 			for _, m := range msgs {
 				if err := fn(m); err != nil {
@@ -110,7 +111,7 @@ func EvaluateFile(path string, opts EvaluateOptions) (*Summary, error) {
 	open := func() (*os.File, error) {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", path, err), "check the path of the event log")
+			return nil, exitcode.Input("read events", err, "check the path given to --events")
 		}
 		return f, nil
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // MappingFormat is the format string of a message mapping file.
@@ -24,9 +26,10 @@ type Mapping struct {
 	Deliver    []DeliverRule
 }
 
-// FieldRef is a literal value or a JSON path ("$.a.b[0]") into a payload.
+// FieldRef is a literal value or a JSON path ("$.a.b[0]", the one dialect
+// of docs/formats/json-path.md, naming one value) into a payload.
 type FieldRef struct {
-	Path    []any // keys (string) and indexes (int); nil for a literal
+	Path    *jsonpath.Path // nil for a literal
 	Literal string
 	Raw     string
 	set     bool
@@ -79,7 +82,7 @@ func DecodeMapping(data []byte, name string) (*Mapping, error) {
 		return nil, err
 	}
 	if len(data) > MaxMappingBytes {
-		return nil, exitcode.New(exitcode.Usage, &PolicyError{File: name, Msg: "mapping exceeds 1 MiB"}, mappingHint)
+		return nil, exitcode.New(exitcode.Usage, &jsontree.Error{File: name, Msg: "mapping exceeds 1 MiB"}, mappingHint)
 	}
 	root, err := parseConfigTree(data, name, mappingHint)
 	if err != nil {
@@ -93,7 +96,7 @@ func DecodeMapping(data []byte, name string) (*Mapping, error) {
 	return m, nil
 }
 
-func (d *policyDecoder) ref(n *node, path string) FieldRef {
+func (d *policyDecoder) ref(n *jsontree.Value, path string) FieldRef {
 	s := d.str(n, path, true)
 	if d.err != nil {
 		return FieldRef{}
@@ -111,74 +114,49 @@ func parseFieldRef(s string) (FieldRef, error) {
 		r.Literal = s
 		return r, nil
 	}
-	rest := s[1:]
-	r.Path = []any{}
-	for rest != "" {
-		switch rest[0] {
-		case '.':
-			rest = rest[1:]
-			i := 0
-			for i < len(rest) && rest[i] != '.' && rest[i] != '[' {
-				i++
-			}
-			if i == 0 {
-				return r, fmt.Errorf("JSON path %q: empty key", s)
-			}
-			r.Path = append(r.Path, rest[:i])
-			rest = rest[i:]
-		case '[':
-			j := strings.IndexByte(rest, ']')
-			if j < 0 {
-				return r, fmt.Errorf("JSON path %q: unclosed [", s)
-			}
-			n, err := strconv.Atoi(rest[1:j])
-			if err != nil || n < 0 {
-				return r, fmt.Errorf("JSON path %q: index %q is not a non-negative integer", s, rest[1:j])
-			}
-			r.Path = append(r.Path, n)
-			rest = rest[j+1:]
-		default:
-			return r, fmt.Errorf("JSON path %q: expected . or [ at %q", s, rest)
-		}
+	p, err := jsonpath.ParseSingular(s)
+	if err != nil {
+		return r, err
 	}
+	r.Path = &p
 	return r, nil
 }
 
-func (d *policyDecoder) mapping(root *node) *Mapping {
+func (d *policyDecoder) mapping(root *jsontree.Value) *Mapping {
 	if !d.object(root, "$", "format", "localAgent", "send", "deliver") {
 		return nil
 	}
 	m := &Mapping{}
-	if n, ok := root.fields["format"]; !ok {
+	if n, ok := root.Lookup("format"); !ok {
 		d.fail(root, "$.format", "required property is missing (want %q)", MappingFormat)
 	} else if s := d.str(n, "$.format", false); d.err == nil && s != MappingFormat {
 		d.fail(n, "$.format", "unsupported format %q (want %q)", s, MappingFormat)
 	}
-	if n, ok := root.fields["localAgent"]; !ok {
+	if n, ok := root.Lookup("localAgent"); !ok {
 		d.fail(root, "$.localAgent", "required property is missing: the agent id of our agent (the sender of sends)")
 	} else {
 		m.LocalAgent = d.str(n, "$.localAgent", true)
 	}
-	if n, ok := root.fields["send"]; ok {
-		if n.kind != 'a' {
-			d.fail(n, "$.send", "expected an array, got %s", n.typeName())
+	if n, ok := root.Lookup("send"); ok {
+		if n.Kind != jsontree.Array {
+			d.fail(n, "$.send", "expected an array, got %s", n.Kind.String())
 			return nil
 		}
-		for i, it := range n.items {
+		for i, it := range n.Arr {
 			p := fmt.Sprintf("$.send[%d]", i)
 			if !d.object(it, p, "tool", "conversation", "recipients", "text", "operation", "postId", "resultPostId", "authorAgentId") {
 				return nil
 			}
 			var s SendRule
 			for _, req := range []string{"tool", "conversation", "text"} {
-				if _, ok := it.fields[req]; !ok {
+				if _, ok := it.Lookup(req); !ok {
 					d.fail(it, p+"."+req, "required property is missing")
 					return nil
 				}
 			}
-			s.Tool = d.str(it.fields["tool"], p+".tool", true)
+			s.Tool = d.str(it.Get("tool"), p+".tool", true)
 			set := func(k string, dst *FieldRef) {
-				if v, ok := it.fields[k]; ok {
+				if v, ok := it.Lookup(k); ok {
 					*dst = d.ref(v, p+"."+k)
 				}
 			}
@@ -195,38 +173,38 @@ func (d *policyDecoder) mapping(root *node) *Mapping {
 			m.Send = append(m.Send, s)
 		}
 	}
-	if n, ok := root.fields["deliver"]; ok {
-		if n.kind != 'a' {
-			d.fail(n, "$.deliver", "expected an array, got %s", n.typeName())
+	if n, ok := root.Lookup("deliver"); ok {
+		if n.Kind != jsontree.Array {
+			d.fail(n, "$.deliver", "expected an array, got %s", n.Kind.String())
 			return nil
 		}
-		for i, it := range n.items {
+		for i, it := range n.Arr {
 			p := fmt.Sprintf("$.deliver[%d]", i)
 			if !d.object(it, p, "tool", "items", "itemsJson", "conversation", "sender", "recipients", "text", "operation", "postId", "authorAgentId") {
 				return nil
 			}
 			var r DeliverRule
 			for _, req := range []string{"tool", "items", "conversation", "sender", "text"} {
-				if _, ok := it.fields[req]; !ok {
+				if _, ok := it.Lookup(req); !ok {
 					d.fail(it, p+"."+req, "required property is missing")
 					return nil
 				}
 			}
-			r.Tool = d.str(it.fields["tool"], p+".tool", true)
-			if v, ok := it.fields["itemsJson"]; ok {
-				if v.kind != 'b' {
-					d.fail(v, p+".itemsJson", "expected a boolean, got %s", v.typeName())
+			r.Tool = d.str(it.Get("tool"), p+".tool", true)
+			if v, ok := it.Lookup("itemsJson"); ok {
+				if v.Kind != jsontree.Bool {
+					d.fail(v, p+".itemsJson", "expected a boolean, got %s", v.Kind.String())
 				}
-				r.ItemsJSON = v.b
+				r.ItemsJSON = v.Bool
 			}
 			set := func(k string, dst *FieldRef) {
-				if v, ok := it.fields[k]; ok {
+				if v, ok := it.Lookup(k); ok {
 					*dst = d.ref(v, p+"."+k)
 				}
 			}
 			set("items", &r.Items)
 			if d.err == nil && r.Items.Path == nil {
-				d.fail(it.fields["items"], p+".items", "must be a JSON path starting with $")
+				d.fail(it.Get("items"), p+".items", "must be a JSON path starting with $")
 			}
 			set("conversation", &r.Conversation)
 			set("sender", &r.Sender)
@@ -247,30 +225,6 @@ func (d *policyDecoder) mapping(root *node) *Mapping {
 	return m
 }
 
-// lookup resolves a path in a decoded JSON value.
-func lookup(v any, path []any) (any, bool) {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, false
-			}
-			v, ok = m[k]
-			if !ok {
-				return nil, false
-			}
-		case int:
-			a, ok := v.([]any)
-			if !ok || k >= len(a) {
-				return nil, false
-			}
-			v = a[k]
-		}
-	}
-	return v, true
-}
-
 // resolveString returns the string a reference names in v.
 func resolveString(r FieldRef, v any, field string) (string, error) {
 	if !r.set {
@@ -279,7 +233,7 @@ func resolveString(r FieldRef, v any, field string) (string, error) {
 	if r.Path == nil {
 		return r.Literal, nil
 	}
-	x, ok := lookup(v, r.Path)
+	x, ok := r.Path.Lookup(v)
 	if !ok {
 		return "", fmt.Errorf("%s: path %s not found", field, r.Raw)
 	}
@@ -303,7 +257,7 @@ func resolveList(r FieldRef, v any, field string) ([]string, error) {
 	if r.Path == nil {
 		return []string{r.Literal}, nil
 	}
-	x, ok := lookup(v, r.Path)
+	x, ok := r.Path.Lookup(v)
 	if !ok {
 		return nil, fmt.Errorf("%s: path %s not found", field, r.Raw)
 	}
@@ -412,7 +366,7 @@ func (d *deriver) derive(ev *capture.Event) ([]Candidate, error) {
 			if err != nil {
 				return nil, fmt.Errorf("tool_response %s payload: %w", ev.ID, err)
 			}
-			x, ok := lookup(res, r.Items.Path)
+			x, ok := r.Items.Path.Lookup(res)
 			if !ok {
 				continue // nothing delivered (an empty or error result)
 			}

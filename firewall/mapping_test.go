@@ -111,7 +111,7 @@ func TestMappingRefusals(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"unknown property", `{"format":"witness-message-mapping/v1","localAgent":"a","send":[{"tool":"t","conversation":"c","text":"$.t","to":"$.x"}]}`, `$.send[0].to: unknown property`},
 		{"localAgent required", `{"format":"witness-message-mapping/v1","send":[{"tool":"t","conversation":"c","text":"$.t"}]}`, `$.localAgent: required`},
-		{"bad JSON path", `{"format":"witness-message-mapping/v1","localAgent":"a","send":[{"tool":"t","conversation":"$.a[x]","text":"$.t"}]}`, `$.send[0].conversation: JSON path "$.a[x]"`},
+		{"bad JSON path", `{"format":"witness-message-mapping/v1","localAgent":"a","send":[{"tool":"t","conversation":"$.a[x]","text":"$.t"}]}`, `$.send[0].conversation: path "$.a[x]": [x] is not an index`},
 		{"deliver items must be a path", `{"format":"witness-message-mapping/v1","localAgent":"a","deliver":[{"tool":"t","items":"all","conversation":"c","sender":"$.f","text":"$.t"}]}`, `$.deliver[0].items: must be a JSON path`},
 		{"nothing mapped", `{"format":"witness-message-mapping/v1","localAgent":"a"}`, `names no send and no deliver tool`},
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
-	"github.com/agent-trace-witness/witness/replay"
+	"github.com/agent-trace-witness/witness/verdict"
 )
 
 // Graph vocabulary of the firewall overlay (in the witness namespace).
@@ -66,7 +66,7 @@ func indexMessages(g *graph.Graph) *messageIndex {
 func AddAuditOverlayFile(g *graph.Graph, path string) (*OverlayResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read audit %s: %w", path, err), "check the path given to --firewall-audit")
+		return nil, exitcode.Input("read audit", err, "check the path given to --firewall-audit")
 	}
 	defer f.Close()
 	return AddAuditOverlay(g, f, path)
@@ -252,7 +252,7 @@ func NewWhatIf(p *Policy, provider Provider, localAgent, ts string) *WhatIf {
 	return &WhatIf{Policy: &cp, Provider: provider, LocalAgent: localAgent, Timestamp: ts}
 }
 
-// Name implements replay.VerdictSource.
+// Name implements verdict.Source.
 func (w *WhatIf) Name() string { return "firewall" }
 
 func (w *WhatIf) checks(g *graph.Graph) ([]*Check, map[string]string, error) {
@@ -301,14 +301,14 @@ func (w *WhatIf) Removals(g *graph.Graph) ([]string, error) {
 	return out, nil
 }
 
-// Verdicts implements replay.VerdictSource: the policy's disposition of each
+// Verdicts implements verdict.Source: the policy's disposition of each
 // message of g, with the deciding rules and the reason.
-func (w *WhatIf) Verdicts(g *graph.Graph) (map[string][]replay.NodeVerdict, error) {
+func (w *WhatIf) Verdicts(g *graph.Graph) (map[string][]verdict.Node, error) {
 	chks, iris, err := w.checks(g)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]replay.NodeVerdict{}
+	out := map[string][]verdict.Node{}
 	for _, c := range chks {
 		ids := []string{}
 		for _, d := range c.Decision.DecidedBy {
@@ -320,7 +320,7 @@ func (w *WhatIf) Verdicts(g *graph.Graph) (map[string][]replay.NodeVerdict, erro
 		}
 		reason += ", " + c.CheckID + ")"
 		iri := iris[c.Input.Candidate.Event]
-		out[iri] = append(out[iri], replay.NodeVerdict{Verdict: c.Decision.Disposition, Rule: strings.Join(ids, ","), Reason: reason})
+		out[iri] = append(out[iri], verdict.Node{Verdict: c.Decision.Disposition, Rule: strings.Join(ids, ","), Reason: reason})
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package firewall
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +13,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // PolicyFormat is the format string of a message-policy file.
@@ -143,34 +144,10 @@ type Settings struct {
 	MaximumResultBytes            int64 `json:"maximumResultBytes"`
 }
 
-// PolicyError is a refusal of a message-policy file, naming the file, the
-// JSON path of the field and its line and column.
-type PolicyError struct {
-	File   string
-	Line   int
-	Column int
-	Path   string
-	Msg    string
-	Err    error // the underlying error, if any (a *jsonlimit.Error)
-}
-
-// Unwrap returns the underlying error.
-func (e *PolicyError) Unwrap() error { return e.Err }
-
-func (e *PolicyError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	b.WriteString(": ")
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
+// PolicyError is a refusal of a message-policy or mapping file, naming the
+// file, its line and column and the JSON path of the field (the one
+// positioned error of witness's readers).
+type PolicyError = jsontree.Error
 
 const policyHint = "see docs/formats/firewall.md for the message-policy/v1 properties, their defaults and ranges"
 
@@ -190,7 +167,7 @@ func LoadPolicy(path string) (*Policy, error) {
 func readConfig(path, what, notFoundHint string, max int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read %s %s: %w", what, path, err), notFoundHint)
+		return nil, exitcode.Input("read "+what, err, notFoundHint)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
@@ -206,7 +183,7 @@ func readConfig(path, what, notFoundHint string, max int) ([]byte, error) {
 func checkConfigDepth(data []byte, name, hint string) error {
 	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
 		le := err.(*jsonlimit.Error)
-		return exitcode.New(exitcode.Usage, &PolicyError{File: name, Line: le.Line, Column: le.Col,
+		return exitcode.New(exitcode.Usage, &jsontree.Error{File: name, Line: int64(le.Line), Col: le.Col,
 			Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth), Err: le}, hint)
 	}
 	return nil
@@ -214,18 +191,13 @@ func checkConfigDepth(data []byte, name, hint string) error {
 
 // parseConfigTree parses a configuration document into its tree; a syntax
 // error is a usage error naming file, line and column, with hint.
-func parseConfigTree(data []byte, name, hint string) (*node, error) {
+func parseConfigTree(data []byte, name, hint string) (*jsontree.Value, error) {
 	if err := checkConfigDepth(data, name, hint); err != nil {
 		return nil, err
 	}
-	root, err := parseTree(data)
+	root, err := jsontree.Parse(data, name)
 	if err != nil {
-		var pe *posError
-		perr := &PolicyError{File: name, Msg: err.Error()}
-		if errors.As(err, &pe) {
-			perr.Line, perr.Column = lineCol(data, pe.off)
-		}
-		return nil, exitcode.New(exitcode.Usage, perr, hint)
+		return nil, exitcode.New(exitcode.Usage, err, hint)
 	}
 	return root, nil
 }
@@ -236,7 +208,7 @@ func DecodePolicy(data []byte, name string) (*Policy, error) {
 		return nil, err
 	}
 	if len(data) > MaxPolicyBytes {
-		return nil, exitcode.New(exitcode.Usage, &PolicyError{File: name, Msg: fmt.Sprintf("document exceeds %d bytes (1 MiB)", MaxPolicyBytes)}, policyHint)
+		return nil, exitcode.New(exitcode.Usage, &jsontree.Error{File: name, Msg: fmt.Sprintf("document exceeds %d bytes (1 MiB)", MaxPolicyBytes)}, policyHint)
 	}
 	root, err := parseConfigTree(data, name, policyHint)
 	if err != nil {
@@ -253,28 +225,29 @@ func DecodePolicy(data []byte, name string) (*Policy, error) {
 type policyDecoder struct {
 	data []byte
 	name string
-	err  *PolicyError
+	err  *jsontree.Error
 }
 
-func (d *policyDecoder) fail(n *node, path, format string, args ...any) {
+func (d *policyDecoder) fail(n *jsontree.Value, path, format string, args ...any) {
 	if d.err != nil {
 		return
 	}
-	e := &PolicyError{File: d.name, Path: path, Msg: fmt.Sprintf(format, args...)}
+	e := &jsontree.Error{File: d.name, Field: path, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
-		e.Line, e.Column = lineCol(d.data, n.off)
+		e.Line, e.Col = int64(n.Line), n.Col
 	}
 	d.err = e
 }
 
 // object checks that n is an object whose properties are all in allowed,
 // naming the first unknown property with its path.
-func (d *policyDecoder) object(n *node, path string, allowed ...string) bool {
-	if n.kind != 'o' {
-		d.fail(n, path, "expected an object, got %s", n.typeName())
+func (d *policyDecoder) object(n *jsontree.Value, path string, allowed ...string) bool {
+	if n.Kind != jsontree.Object {
+		d.fail(n, path, "expected an object, got %s", n.Kind.String())
 		return false
 	}
-	for _, k := range n.keys {
+	for _, m := range n.Obj {
+		k := m.Key
 		known := false
 		for _, a := range allowed {
 			if k == a {
@@ -283,8 +256,8 @@ func (d *policyDecoder) object(n *node, path string, allowed ...string) bool {
 			}
 		}
 		if !known {
-			e := &PolicyError{File: d.name, Path: path + "." + k, Msg: fmt.Sprintf("unknown property %q: the format does not name it", k)}
-			e.Line, e.Column = lineCol(d.data, n.keyOff[k])
+			e := &jsontree.Error{File: d.name, Field: jsonpath.Member(path, k), Line: int64(m.KeyLine), Col: m.KeyCol,
+				Msg: fmt.Sprintf("unknown property %q: the format does not name it", k)}
 			if d.err == nil {
 				d.err = e
 			}
@@ -294,39 +267,39 @@ func (d *policyDecoder) object(n *node, path string, allowed ...string) bool {
 	return true
 }
 
-func (d *policyDecoder) str(n *node, path string, nonEmpty bool) string {
-	if n.kind != 's' {
-		d.fail(n, path, "expected a string, got %s", n.typeName())
+func (d *policyDecoder) str(n *jsontree.Value, path string, nonEmpty bool) string {
+	if n.Kind != jsontree.String {
+		d.fail(n, path, "expected a string, got %s", n.Kind.String())
 		return ""
 	}
-	if nonEmpty && strings.TrimSpace(n.str) == "" {
+	if nonEmpty && strings.TrimSpace(n.Str) == "" {
 		d.fail(n, path, "must be a non-empty string")
 	}
-	return n.str
+	return n.Str
 }
 
-func (d *policyDecoder) strList(n *node, path string) []string {
-	if n.kind != 'a' {
-		d.fail(n, path, "expected an array of strings, got %s", n.typeName())
+func (d *policyDecoder) strList(n *jsontree.Value, path string) []string {
+	if n.Kind != jsontree.Array {
+		d.fail(n, path, "expected an array of strings, got %s", n.Kind.String())
 		return nil
 	}
 	out := []string{}
-	for i, it := range n.items {
+	for i, it := range n.Arr {
 		out = append(out, d.str(it, fmt.Sprintf("%s[%d]", path, i), true))
 	}
 	return out
 }
 
-func (d *policyDecoder) integer(n *node, path string, lo, hi int64) int64 {
-	if n.kind != 'n' {
-		d.fail(n, path, "expected an integer, got %s", n.typeName())
+func (d *policyDecoder) integer(n *jsontree.Value, path string, lo, hi int64) int64 {
+	if n.Kind != jsontree.Number {
+		d.fail(n, path, "expected an integer, got %s", n.Kind.String())
 		return 0
 	}
-	v, err := strconv.ParseInt(string(n.num), 10, 64)
+	v, err := strconv.ParseInt(string(n.Num), 10, 64)
 	if err != nil {
-		f, ferr := n.num.Float64()
+		f, ferr := n.Num.Float64()
 		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			d.fail(n, path, "expected an integer, got %s", n.num)
+			d.fail(n, path, "expected an integer, got %s", n.Num)
 			return 0
 		}
 		v = int64(f)
@@ -337,7 +310,7 @@ func (d *policyDecoder) integer(n *node, path string, lo, hi int64) int64 {
 	return v
 }
 
-func (d *policyDecoder) policy(root *node) *Policy {
+func (d *policyDecoder) policy(root *jsontree.Value) *Policy {
 	p := &Policy{
 		Incoming:                []MiddlewareSpec{},
 		Outgoing:                []MiddlewareSpec{},
@@ -360,53 +333,53 @@ func (d *policyDecoder) policy(root *node) *Policy {
 		"englishSettings", "settings", "facts", "maximumHistoryRecords", "maximumConcurrentChecks") {
 		return nil
 	}
-	f := root.fields
-	if n, ok := f["format"]; !ok {
+	f := root.Lookup
+	if n, ok := f("format"); !ok {
 		d.fail(root, "$.format", "required property is missing (want %q)", PolicyFormat)
 	} else if s := d.str(n, "$.format", false); d.err == nil && s != PolicyFormat {
 		d.fail(n, "$.format", "unsupported format %q (want %q)", s, PolicyFormat)
 	} else {
 		p.Format = s
 	}
-	if n, ok := f["mode"]; !ok {
+	if n, ok := f("mode"); !ok {
 		d.fail(root, "$.mode", "required property is missing (want \"guidance\" or \"enforcement\")")
 	} else if s := d.str(n, "$.mode", false); d.err == nil && s != ModeGuidance && s != ModeEnforcement {
 		d.fail(n, "$.mode", "unknown mode %q (want \"guidance\" or \"enforcement\")", s)
 	} else {
 		p.Mode = s
 	}
-	if n, ok := f["incoming"]; ok {
+	if n, ok := f("incoming"); ok {
 		p.Incoming = d.chain(n, "$.incoming", "incoming")
 	}
-	if n, ok := f["outgoing"]; ok {
+	if n, ok := f("outgoing"); ok {
 		p.Outgoing = d.chain(n, "$.outgoing", "outgoing")
 	}
-	if n, ok := f["english"]; ok {
+	if n, ok := f("english"); ok {
 		p.English = d.english(n, "$.english")
 	}
-	if n, ok := f["decisionProvider"]; ok {
+	if n, ok := f("decisionProvider"); ok {
 		p.DecisionProvider = d.provider(n, "$.decisionProvider")
 	}
-	if n, ok := f["englishSettings"]; ok && d.object(n, "$.englishSettings", "minimumProbability", "maximumRequestBytes", "timeoutMilliseconds") {
-		if v, ok := n.fields["minimumProbability"]; ok {
-			if v.kind != 'n' {
-				d.fail(v, "$.englishSettings.minimumProbability", "expected a number, got %s", v.typeName())
-			} else if x, err := v.num.Float64(); err != nil || x <= 0 || x > 1 || math.IsNaN(x) {
-				d.fail(v, "$.englishSettings.minimumProbability", "%s is out of range: must be greater than 0 and at most 1", v.num)
+	if n, ok := f("englishSettings"); ok && d.object(n, "$.englishSettings", "minimumProbability", "maximumRequestBytes", "timeoutMilliseconds") {
+		if v, ok := n.Lookup("minimumProbability"); ok {
+			if v.Kind != jsontree.Number {
+				d.fail(v, "$.englishSettings.minimumProbability", "expected a number, got %s", v.Kind.String())
+			} else if x, err := v.Num.Float64(); err != nil || x <= 0 || x > 1 || math.IsNaN(x) {
+				d.fail(v, "$.englishSettings.minimumProbability", "%s is out of range: must be greater than 0 and at most 1", v.Num)
 			} else {
 				p.EnglishSettings.MinimumProbability = x
 			}
 		}
-		if v, ok := n.fields["maximumRequestBytes"]; ok {
+		if v, ok := n.Lookup("maximumRequestBytes"); ok {
 			p.EnglishSettings.MaximumRequestBytes = d.integer(v, "$.englishSettings.maximumRequestBytes", 1, maxSettingInteger)
 		}
-		if v, ok := n.fields["timeoutMilliseconds"]; ok {
+		if v, ok := n.Lookup("timeoutMilliseconds"); ok {
 			p.EnglishSettings.TimeoutMilliseconds = d.integer(v, "$.englishSettings.timeoutMilliseconds", 1, maxSettingInteger)
 		}
 	}
-	if n, ok := f["settings"]; ok && d.object(n, "$.settings", "checkTimeoutMilliseconds", "middlewareTimeoutMilliseconds", "maximumInputBytes", "maximumResultBytes") {
+	if n, ok := f("settings"); ok && d.object(n, "$.settings", "checkTimeoutMilliseconds", "middlewareTimeoutMilliseconds", "maximumInputBytes", "maximumResultBytes") {
 		set := func(k string, dst *int64) {
-			if v, ok := n.fields[k]; ok {
+			if v, ok := n.Lookup(k); ok {
 				*dst = d.integer(v, "$.settings."+k, 1, maxSettingInteger)
 			}
 		}
@@ -415,13 +388,13 @@ func (d *policyDecoder) policy(root *node) *Policy {
 		set("maximumInputBytes", &p.Settings.MaximumInputBytes)
 		set("maximumResultBytes", &p.Settings.MaximumResultBytes)
 	}
-	if n, ok := f["facts"]; ok {
+	if n, ok := f("facts"); ok {
 		p.Facts = d.strList(n, "$.facts")
 	}
-	if n, ok := f["maximumHistoryRecords"]; ok {
+	if n, ok := f("maximumHistoryRecords"); ok {
 		p.MaximumHistoryRecords = int(d.integer(n, "$.maximumHistoryRecords", MinMaximumHistoryRecords, MaxMaximumHistoryRecords))
 	}
-	if n, ok := f["maximumConcurrentChecks"]; ok {
+	if n, ok := f("maximumConcurrentChecks"); ok {
 		p.MaximumConcurrentChecks = int(d.integer(n, "$.maximumConcurrentChecks", 1, MaxMaximumConcurrentChecks))
 	}
 	if d.err != nil {
@@ -434,7 +407,7 @@ func (d *policyDecoder) policy(root *node) *Policy {
 		return nil
 	}
 	if p.English != nil {
-		d.checkRuleIDs(p, f["english"])
+		d.checkRuleIDs(p, root.Get("english"))
 	}
 	if d.err != nil {
 		return nil
@@ -456,20 +429,20 @@ func (p *Policy) usesCollectiveNorms() bool {
 	return false
 }
 
-func (d *policyDecoder) chain(n *node, path, direction string) []MiddlewareSpec {
+func (d *policyDecoder) chain(n *jsontree.Value, path, direction string) []MiddlewareSpec {
 	out := []MiddlewareSpec{}
-	if n.kind != 'a' {
-		d.fail(n, path, "expected an array of middleware, got %s", n.typeName())
+	if n.Kind != jsontree.Array {
+		d.fail(n, path, "expected an array of middleware, got %s", n.Kind.String())
 		return out
 	}
 	seen := map[string]bool{}
-	for i, it := range n.items {
+	for i, it := range n.Arr {
 		ip := fmt.Sprintf("%s[%d]", path, i)
-		if it.kind != 'o' {
-			d.fail(it, ip, "expected an object {\"use\": ...}, got %s", it.typeName())
+		if it.Kind != jsontree.Object {
+			d.fail(it, ip, "expected an object {\"use\": ...}, got %s", it.Kind.String())
 			return out
 		}
-		un, ok := it.fields["use"]
+		un, ok := it.Lookup("use")
 		if !ok {
 			d.fail(it, ip+".use", "required property is missing")
 			return out
@@ -515,7 +488,7 @@ func (d *policyDecoder) chain(n *node, path, direction string) []MiddlewareSpec 
 		m := MiddlewareSpec{Use: use}
 		switch use {
 		case UseAllowedSenders:
-			v, ok := it.fields["agentIds"]
+			v, ok := it.Lookup("agentIds")
 			if !ok {
 				d.fail(it, ip+".agentIds", "required property is missing (an empty list admits none)")
 				return out
@@ -523,18 +496,18 @@ func (d *policyDecoder) chain(n *node, path, direction string) []MiddlewareSpec 
 			m.AgentIDs = d.strList(v, ip+".agentIds")
 		case UsePlainLanguage:
 			m.ToolNames, m.ToolNamePrefixes, m.InvocationToolNames = []string{}, []string{}, []string{}
-			if v, ok := it.fields["toolNames"]; ok {
+			if v, ok := it.Lookup("toolNames"); ok {
 				m.ToolNames = d.strList(v, ip+".toolNames")
 			}
-			if v, ok := it.fields["toolNamePrefixes"]; ok {
+			if v, ok := it.Lookup("toolNamePrefixes"); ok {
 				m.ToolNamePrefixes = d.strList(v, ip+".toolNamePrefixes")
 			}
-			if v, ok := it.fields["invocationToolNames"]; ok {
+			if v, ok := it.Lookup("invocationToolNames"); ok {
 				m.InvocationToolNames = d.strList(v, ip+".invocationToolNames")
 			}
 		case UseCollectiveNorms:
 			if direction == "outgoing" {
-				v, ok := it.fields["facilitator"]
+				v, ok := it.Lookup("facilitator")
 				if !ok {
 					d.fail(it, ip+".facilitator", "required property is missing: the outgoing collective norms name the facilitator's agent id")
 					return out
@@ -550,15 +523,15 @@ func (d *policyDecoder) chain(n *node, path, direction string) []MiddlewareSpec 
 	return out
 }
 
-func (d *policyDecoder) english(n *node, path string) *EnglishSpec {
+func (d *policyDecoder) english(n *jsontree.Value, path string) *EnglishSpec {
 	e := &EnglishSpec{FixedRules: []EnglishRule{}, InitialRules: []EnglishRule{}}
 	if !d.object(n, path, "fixedRules", "initialRules") {
 		return e
 	}
-	if v, ok := n.fields["fixedRules"]; ok {
+	if v, ok := n.Lookup("fixedRules"); ok {
 		e.FixedRules = d.rules(v, path+".fixedRules")
 	}
-	if v, ok := n.fields["initialRules"]; ok {
+	if v, ok := n.Lookup("initialRules"); ok {
 		e.InitialRules = d.rules(v, path+".initialRules")
 		if len(e.InitialRules) > MaxEditableRules {
 			d.fail(v, path+".initialRules", "%d rules exceed the editable document's limit of %d", len(e.InitialRules), MaxEditableRules)
@@ -567,56 +540,56 @@ func (d *policyDecoder) english(n *node, path string) *EnglishSpec {
 	return e
 }
 
-func (d *policyDecoder) rules(n *node, path string) []EnglishRule {
+func (d *policyDecoder) rules(n *jsontree.Value, path string) []EnglishRule {
 	out := []EnglishRule{}
-	if n.kind != 'a' {
-		d.fail(n, path, "expected an array of English rules, got %s", n.typeName())
+	if n.Kind != jsontree.Array {
+		d.fail(n, path, "expected an array of English rules, got %s", n.Kind.String())
 		return out
 	}
-	for i, it := range n.items {
+	for i, it := range n.Arr {
 		ip := fmt.Sprintf("%s[%d]", path, i)
 		if !d.object(it, ip, "id", "kind", "text", "guidance", "feedback") {
 			return out
 		}
 		var r EnglishRule
 		for _, req := range []string{"id", "kind", "text"} {
-			if _, ok := it.fields[req]; !ok {
+			if _, ok := it.Lookup(req); !ok {
 				d.fail(it, ip+"."+req, "required property is missing")
 				return out
 			}
 		}
-		r.ID = d.str(it.fields["id"], ip+".id", true)
-		r.Kind = d.str(it.fields["kind"], ip+".kind", false)
+		r.ID = d.str(it.Get("id"), ip+".id", true)
+		r.Kind = d.str(it.Get("kind"), ip+".kind", false)
 		if d.err == nil && r.Kind != KindNorm && r.Kind != KindAutonomy && r.Kind != KindSafety {
-			d.fail(it.fields["kind"], ip+".kind", "unknown rule kind %q (want norm, autonomy or safety)", r.Kind)
+			d.fail(it.Get("kind"), ip+".kind", "unknown rule kind %q (want norm, autonomy or safety)", r.Kind)
 		}
-		r.Text = d.str(it.fields["text"], ip+".text", true)
-		if v, ok := it.fields["guidance"]; ok {
+		r.Text = d.str(it.Get("text"), ip+".text", true)
+		if v, ok := it.Lookup("guidance"); ok {
 			r.Guidance = d.str(v, ip+".guidance", false)
 		}
 		if d.err == nil && r.Kind == KindNorm && strings.TrimSpace(r.Guidance) == "" {
 			at := it
-			if v, ok := it.fields["guidance"]; ok {
+			if v, ok := it.Lookup("guidance"); ok {
 				at = v
 			}
 			d.fail(at, ip+".guidance", "a norm requires a non-empty guidance template")
 		}
-		if v, ok := it.fields["feedback"]; ok && d.err == nil {
+		if v, ok := it.Lookup("feedback"); ok && d.err == nil {
 			if d.object(v, ip+".feedback", "text", "nextAction") {
 				fb := &Feedback{}
 				for _, req := range []string{"text", "nextAction"} {
-					if _, ok := v.fields[req]; !ok {
+					if _, ok := v.Lookup(req); !ok {
 						d.fail(v, ip+".feedback."+req, "required property is missing")
 						return out
 					}
 				}
-				fb.Text = d.str(v.fields["text"], ip+".feedback.text", true)
-				fb.NextAction = d.str(v.fields["nextAction"], ip+".feedback.nextAction", false)
+				fb.Text = d.str(v.Get("text"), ip+".feedback.text", true)
+				fb.NextAction = d.str(v.Get("nextAction"), ip+".feedback.nextAction", false)
 				switch fb.NextAction {
 				case NextRevise, NextWait, NextStop, NextSeekApproval:
 				default:
 					if d.err == nil {
-						d.fail(v.fields["nextAction"], ip+".feedback.nextAction", "unknown next action %q (want revise, wait, stop or seek-approval)", fb.NextAction)
+						d.fail(v.Get("nextAction"), ip+".feedback.nextAction", "unknown next action %q (want revise, wait, stop or seek-approval)", fb.NextAction)
 					}
 				}
 				r.Feedback = fb
@@ -630,12 +603,12 @@ func (d *policyDecoder) rules(n *node, path string) []EnglishRule {
 	return out
 }
 
-func (d *policyDecoder) provider(n *node, path string) *ProviderSpec {
-	if n.kind != 'o' {
-		d.fail(n, path, "expected an object, got %s", n.typeName())
+func (d *policyDecoder) provider(n *jsontree.Value, path string) *ProviderSpec {
+	if n.Kind != jsontree.Object {
+		d.fail(n, path, "expected an object, got %s", n.Kind.String())
 		return nil
 	}
-	kn, ok := n.fields["kind"]
+	kn, ok := n.Lookup("kind")
 	if !ok {
 		d.fail(n, path+".kind", "required property is missing (want \"jev\" or \"unavailable\")")
 		return nil
@@ -649,7 +622,7 @@ func (d *policyDecoder) provider(n *node, path string) *ProviderSpec {
 		if !d.object(n, path, "kind", "model") {
 			return nil
 		}
-		mn, ok := n.fields["model"]
+		mn, ok := n.Lookup("model")
 		if !ok {
 			d.fail(n, path+".model", "required property is missing for kind \"jev\"")
 			return nil
@@ -665,39 +638,39 @@ func (d *policyDecoder) provider(n *node, path string) *ProviderSpec {
 	return nil
 }
 
-func (d *policyDecoder) checkRuleIDs(p *Policy, en *node) {
+func (d *policyDecoder) checkRuleIDs(p *Policy, en *jsontree.Value) {
 	builtin := map[string]bool{}
 	for _, id := range BuiltinRuleIDs() {
 		builtin[id] = true
 	}
 	seenFixed := map[string]bool{}
 	for i, r := range p.English.FixedRules {
-		at := en.fields["fixedRules"].items[i]
+		at := en.Get("fixedRules").Arr[i]
 		path := fmt.Sprintf("$.english.fixedRules[%d].id", i)
 		if builtin[r.ID] {
-			d.fail(at.fields["id"], path, "rule id %q collides with a built-in code rule id", r.ID)
+			d.fail(at.Get("id"), path, "rule id %q collides with a built-in code rule id", r.ID)
 			return
 		}
 		if seenFixed[r.ID] {
-			d.fail(at.fields["id"], path, "duplicate rule id %q", r.ID)
+			d.fail(at.Get("id"), path, "duplicate rule id %q", r.ID)
 			return
 		}
 		seenFixed[r.ID] = true
 	}
 	seen := map[string]bool{}
 	for i, r := range p.English.InitialRules {
-		at := en.fields["initialRules"].items[i]
+		at := en.Get("initialRules").Arr[i]
 		path := fmt.Sprintf("$.english.initialRules[%d].id", i)
 		if builtin[r.ID] {
-			d.fail(at.fields["id"], path, "rule id %q collides with a built-in code rule id", r.ID)
+			d.fail(at.Get("id"), path, "rule id %q collides with a built-in code rule id", r.ID)
 			return
 		}
 		if seenFixed[r.ID] {
-			d.fail(at.fields["id"], path, "rule id %q collides with a fixed English rule id (fixed-rule)", r.ID)
+			d.fail(at.Get("id"), path, "rule id %q collides with a fixed English rule id (fixed-rule)", r.ID)
 			return
 		}
 		if seen[r.ID] {
-			d.fail(at.fields["id"], path, "duplicate rule id %q in the editable document", r.ID)
+			d.fail(at.Get("id"), path, "duplicate rule id %q in the editable document", r.ID)
 			return
 		}
 		seen[r.ID] = true

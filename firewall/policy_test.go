@@ -81,7 +81,7 @@ func TestPolicyRefusals(t *testing.T) {
 		{"allowed-senders names agentIds", `{` + head + `,"incoming":[{"use":"allowed-senders"}]}`, `$.incoming[0].agentIds: required property is missing`},
 		{"feedback nextAction is revise, wait, stop or seek-approval", `{` + head + `,"english":{"fixedRules":[{"id":"s","kind":"safety","text":"t","feedback":{"text":"x","nextAction":"retry"}}]},"decisionProvider":{"kind":"unavailable"}}`, `$.english.fixedRules[0].feedback.nextAction: unknown next action "retry"`},
 		{"minimumProbability in (0,1]", `{` + head + `,"englishSettings":{"minimumProbability":1.5}}`, `$.englishSettings.minimumProbability: 1.5 is out of range`},
-		{"duplicate JSON property", `{` + head + `,"mode":"guidance"}`, `duplicate property "mode"`},
+		{"duplicate JSON property", `{` + head + `,"mode":"guidance"}`, `policy.json:1:71: $.mode: duplicate key "mode"`},
 		{"invalid JSON names line and column", "{\n  \"format\": \"org.social-harness/message-policy/v1\",\n  \"mode\": enforcement\n}", `policy.json:3:`},
 		{"same middleware twice in one chain", `{` + head + `,"outgoing":[{"use":"credentials"},{"use":"credentials"}]}`, `$.outgoing[1].use: middleware "credentials" is already installed`},
 		{"document is an object", `[]`, `$: expected an object`},

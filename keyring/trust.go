@@ -96,7 +96,7 @@ func (t *TrustSet) Marshal() ([]byte, error) {
 func LoadTrust(path string) (*TrustSet, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read trust file: %w", err), "write one with 'witness key export-public --out FILE'")
+		return nil, exitcode.Input("read trust file", err, "check the path given to --trust; write one with 'witness key export-public --out FILE'")
 	}
 	return ParseTrust(data, path)
 }

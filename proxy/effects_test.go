@@ -36,18 +36,18 @@ func TestParseEffects(t *testing.T) {
 
 func TestParseEffectsErrors(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{`[]`, "fx.json:1: an effects mapping is a JSON object"},
-		{`{"format":"witness-effects","v":1,"effects":[` + "\n" + `{"tool":"a","op":"zap"}]}`, `fx.json:2: field "effects[0].op": got "zap", want one of read, write`},
-		{`{"format":"witness-effects","v":1,"effects":[{"tool":"a","op":"read"},` + "\n\n" + `{"tool":"a","op":"read"}]}`, `fx.json:3: field "effects[1].tool": tool "a" has a rule already`},
-		{`{"format":"witness-effects","v":1,"effects":[{"tool":"a","op":"read","target":"path"}]}`, `field "effects[0].target": path "path" must start with $`},
-		{`{"format":"witness-effects","v":1,"effects":[{"tool":"a","op":"read","target":"$[-1]"}]}`, `not a non-negative integer`},
-		{`{"format":"witness-effects","v":1,"effects":[{"tool":"a","op":"read","extra":1}]}`, `unknown field "extra"`},
-		{`{"format":"witness-effects","v":2,"effects":[]}`, `field "v": unsupported version 2`},
-		{`{"v":1,"effects":[]}`, `field "format": missing`},
-		{`{"format":"witness-effects","v":1,"effects":[]} x`, `trailing data`},
-		{`{"format":"witness-effects","v":1,"effects":[],"v":1}`, `field "v": appears twice`},
-		{`{"format":"witness-effects","v":1,"effects":[{"op":"read"}]}`, `field "effects[0].tool": missing`},
-		{`{"format":"witness-effects",`, `not JSON`},
+		{`[]`, "fx.json:1:1: an effects mapping is a JSON object"},
+		{`{"format":"witness-effects","v":1,"effects":[` + "\n" + `{"tool":"a","op":"zap"}]}`, `fx.json:2:18: $.effects[0].op: got "zap", want one of read, write`},
+		{`{"format":"witness-effects","v":1,"effects":[{"tool":"a","op":"read"},` + "\n\n" + `{"tool":"a","op":"read"}]}`, `fx.json:3:9: $.effects[1].tool: tool "a" has a rule already`},
+		{`{"format":"witness-effects","v":1,"effects":[{"tool":"a","op":"read","target":"path"}]}`, `fx.json:1:79: $.effects[0].target: path "path" must start with $`},
+		{`{"format":"witness-effects","v":1,"effects":[{"tool":"a","op":"read","target":"$[-1]"}]}`, `[-1] is not an index (a non-negative integer)`},
+		{`{"format":"witness-effects","v":1,"effects":[{"tool":"a","op":"read","extra":1}]}`, `fx.json:1:70: $.effects[0].extra: unknown field`},
+		{`{"format":"witness-effects","v":2,"effects":[]}`, `fx.json:1:33: $.v: unsupported version 2`},
+		{`{"v":1,"effects":[]}`, `fx.json:1:1: $.format: missing`},
+		{`{"format":"witness-effects","v":1,"effects":[]} x`, `fx.json:1:49: unexpected data after the JSON value`},
+		{`{"format":"witness-effects","v":1,"effects":[],"v":1}`, `fx.json:1:48: $.v: duplicate key "v"`},
+		{`{"format":"witness-effects","v":1,"effects":[{"op":"read"}]}`, `fx.json:1:46: $.effects[0].tool: missing`},
+		{`{"format":"witness-effects",`, `fx.json:1:29: not valid JSON`},
 	} {
 		_, err := ParseEffects([]byte(c.in), "fx.json")
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -69,7 +69,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.EffectsPath != "" {
 		data, err := os.ReadFile(o.EffectsPath)
 		if err != nil {
-			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read effects mapping: %w", err), "")
+			return nil, exitcode.Input("read effects mapping", err, "check the path given to --effects")
 		}
 		effects, err = ParseEffects(data, o.EffectsPath)
 		if err != nil {

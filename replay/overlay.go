@@ -5,23 +5,16 @@ import (
 
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/verdict"
 )
 
-// NodeVerdict is one verdict a source gives about one node, e.g. a firewall
-// policy decision on a message.
-type NodeVerdict struct {
-	Verdict string `json:"verdict"`          // the source's own vocabulary (allow, deny, warn, ...)
-	Rule    string `json:"rule,omitempty"`   // the rule or check that decided
-	Reason  string `json:"reason,omitempty"` // why, in the source's words
-}
+// NodeVerdict is one verdict a source gives about one node (see package
+// verdict, which firewall and replay share).
+type NodeVerdict = verdict.Node
 
-// VerdictSource feeds per-node verdicts into the verdict overlay. Replay
-// calls it on the observed and on the counterfactual graph; a source must
-// be deterministic and read only the graph it is given.
-type VerdictSource interface {
-	Name() string
-	Verdicts(g *graph.Graph) (map[string][]NodeVerdict, error)
-}
+// VerdictSource feeds per-node verdicts into the verdict overlay (see
+// package verdict).
+type VerdictSource = verdict.Source
 
 // Finding is one verify finding, in the form replay compares: two findings
 // are the same when all their fields are equal.

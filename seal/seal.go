@@ -157,11 +157,7 @@ func (s *Sealed) Marshal() ([]byte, error) {
 func Load(path string) (*Sealed, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		code := exitcode.Failure
-		if os.IsNotExist(err) {
-			code = exitcode.Usage
-		}
-		return nil, exitcode.New(code, fmt.Errorf("read seal: %w", err), "")
+		return nil, exitcode.Input("read seal", err, "check the path of the seal file")
 	}
 	return Parse(data, path)
 }

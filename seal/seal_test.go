@@ -176,7 +176,7 @@ func TestSignatureAlgorithmTag(t *testing.T) {
 				if err == nil {
 					t.Fatal("parsed")
 				}
-				if exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), "field signature") {
+				if exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), "$.signature") {
 					t.Errorf("error %v (exit %v)", err, exitcode.Of(err))
 				}
 				return
@@ -238,7 +238,8 @@ func TestParseNamesLine(t *testing.T) {
 	in := strings.Replace(string(b), `"witness_id"`, `"bogus": 1, "witness_id"`, 1)
 	_, err := Parse([]byte(in), "seal.json")
 	line := strings.Count(in[:strings.Index(in, `"bogus"`)], "\n") + 1
-	want := "seal.json:" + itoa(line) + ": field bogus: unknown field"
+	col := strings.Index(in, `"bogus"`) - strings.LastIndex(in[:strings.Index(in, `"bogus"`)], "\n")
+	want := "seal.json:" + itoa(line) + ":" + itoa(col) + ": $.bogus: unknown field"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want it to contain %q", err, want)
 	}

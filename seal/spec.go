@@ -31,7 +31,7 @@ const DefaultWitnessID = "witness-cli-local"
 func LoadSpec(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("read agent spec: %w", err), "")
+		return nil, exitcode.Input("read agent spec", err, "check the path given to --spec")
 	}
 	dir := filepath.Dir(path)
 	var read string

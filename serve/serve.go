@@ -373,11 +373,7 @@ func preview(b []byte) string {
 func LoadFile(path string) (*Script, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		code := exitcode.Failure
-		if os.IsNotExist(err) {
-			code = exitcode.Usage
-		}
-		return nil, exitcode.New(code, fmt.Errorf("open cassette: %w", err), "")
+		return nil, exitcode.Input("read cassette", err, "check the path given to --cassette")
 	}
 	defer f.Close()
 	return Load(f, path)

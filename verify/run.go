@@ -140,11 +140,7 @@ func openEvents(o Options) (io.Reader, func(), error) {
 	}
 	f, err := os.Open(o.EventsFile)
 	if err != nil {
-		code := exitcode.Failure
-		if os.IsNotExist(err) {
-			code = exitcode.Usage
-		}
-		return nil, nil, exitcode.New(code, fmt.Errorf("read events: %w", err), "check the path given to --events")
+		return nil, nil, exitcode.Input("read events", err, "check the path given to --events")
 	}
 	return f, func() { f.Close() }, nil
 }
@@ -153,11 +149,7 @@ func openEvents(o Options) (io.Reader, func(), error) {
 func openGraph(name string) (*os.File, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		code := exitcode.Failure
-		if os.IsNotExist(err) {
-			code = exitcode.Usage
-		}
-		return nil, exitcode.New(code, fmt.Errorf("read graph: %w", err), "check the path given to --graph")
+		return nil, exitcode.Input("read graph", err, "check the path given to --graph")
 	}
 	return f, nil
 }

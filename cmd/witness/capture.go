@@ -28,9 +28,7 @@ type captureOptions struct {
 	StdinGrace time.Duration
 	TermGrace  time.Duration
 	Env        []string
-	Redact     []string
-	RedactFile string
-	RedactKey  string
+	Redact     redactOptions
 	Force      bool
 	Command    []string
 }
@@ -87,9 +85,7 @@ the names, never the values.`,
 	f.DurationVar(&o.StdinGrace, "stdin-grace", capture.DefaultStdinGrace, "shutdown: wait after closing the server's stdin before SIGTERM")
 	f.DurationVar(&o.TermGrace, "term-grace", capture.DefaultTermGrace, "shutdown: wait after SIGTERM before SIGKILL")
 	f.StringArrayVar(&o.Env, "env", nil, "pass NAME from the environment, or set NAME=VALUE, for the server (repeatable)")
-	f.StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP; values become keyed hashes in the cassette and the events (repeatable)")
-	f.StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
-	f.StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
+	o.Redact.AddFlags(c, "; values become keyed hashes in the cassette and the events")
 	c.MarkFlagRequired("out")
 	c.AddCommand(newCaptureAppendCmd(a))
 	return c
@@ -171,7 +167,7 @@ func runCapture(a *app, o captureOptions) error {
 	if o.Effects != "" {
 		data, err := os.ReadFile(o.Effects)
 		if err != nil {
-			return usageError(fmt.Errorf("read effects mapping: %w", err), "")
+			return exitcode.Input("read effects mapping", err, "check the path given to --effects")
 		}
 		m, err := proxy.ParseEffects(data, o.Effects)
 		if err != nil {
@@ -179,8 +175,7 @@ func runCapture(a *app, o captureOptions) error {
 		}
 		lo.Effects = m.Func()
 	}
-	if lo.Redactor, err = capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
-		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)}); err != nil {
+	if lo.Redactor, err = o.Redact.Load(a); err != nil {
 		return err
 	}
 	if lo.Signers, err = a.captureSigners(o.Keyring); err != nil {
@@ -189,7 +184,7 @@ func runCapture(a *app, o captureOptions) error {
 	if len(lo.Signers) == 0 {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
 	}
-	files := a.outOptions("--out", o.Force, o.Scenario, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.RedactFile, o.RedactKey)
+	files := a.outOptions("--out", o.Force, o.Scenario, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile)
 	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Out, Files: files, Calls: calls})
 	if res != nil && res.Server.Name != "" {
 		fmt.Fprintf(a.stdout, "witness: server %s %s, protocol %s, %d tools\n", res.Server.Name, res.Server.Version, res.Server.ProtocolVersion, res.Tools)

@@ -12,13 +12,11 @@ import (
 )
 
 type captureAppendOptions struct {
-	Events     string
-	Keyring    string
-	KeepOpen   bool
-	AllowUns   bool
-	Redact     []string
-	RedactFile string
-	RedactKey  string
+	Events   string
+	Keyring  string
+	KeepOpen bool
+	AllowUns bool
+	Redact   redactOptions
 }
 
 func newCaptureAppendCmd(a *app) *cobra.Command {
@@ -59,9 +57,7 @@ It prints one line per appended event: its id, kind and ref.`,
 	f.StringVar(&o.Keyring, "keyring", "", "keyring: verifies the log's signatures and signs the new end with its active key (default $WITNESS_KEYRING when it exists)")
 	f.BoolVar(&o.KeepOpen, "keep-open", false, "do not write a session_end after the appended events")
 	f.BoolVar(&o.AllowUns, "allow-unsigned", false, "sign the new end even over a log whose end is missing, unsigned or signed only by keys the keyring does not hold (vouching for its lines)")
-	f.StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP (repeatable)")
-	f.StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
-	f.StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
+	o.Redact.AddFlags(c, "")
 	c.MarkFlagRequired("events")
 	return c
 }
@@ -69,11 +65,10 @@ It prints one line per appended event: its id, kind and ref.`,
 func runCaptureAppend(a *app, o captureAppendOptions) error {
 	// the log is extended on purpose; it must not be another input (the
 	// lines on stdin, the keyring, the redaction files) or a symlink
-	if err := atomicfile.CheckAppend(o.Events, a.outOptions("--events", false, a.captureKeyring(o.Keyring), o.RedactFile, o.RedactKey)); err != nil {
+	if err := atomicfile.CheckAppend(o.Events, a.outOptions("--events", false, a.captureKeyring(o.Keyring), o.Redact.RulesFile, o.Redact.KeyFile)); err != nil {
 		return err
 	}
-	red, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
-		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)})
+	red, err := o.Redact.Load(a)
 	if err != nil {
 		return err
 	}

@@ -339,7 +339,7 @@ func runFirewallDerive(a *app, o *firewallOptions) error {
 	sum := sha256.Sum256(raw)
 	in, err := os.Open(o.events)
 	if err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("read events %s: %w", o.events, err), "check the path of the event log")
+		return exitcode.Input("read events", err, "check the path given to --events")
 	}
 	defer in.Close()
 	var res *firewall.DeriveResult

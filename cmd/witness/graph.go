@@ -119,11 +119,7 @@ func runGraph(a *app, o graphOptions) error {
 	}
 	in, err := os.Open(o.Events)
 	if err != nil {
-		code := exitcode.Failure
-		if os.IsNotExist(err) {
-			code = exitcode.Usage
-		}
-		return exitcode.New(code, fmt.Errorf("read events: %w", err), "give the events.jsonl that 'witness capture' wrote")
+		return exitcode.Input("read events", err, "check the path given to --events; give the events.jsonl that 'witness capture' wrote")
 	}
 	defer in.Close()
 	src := graph.NewEventSource(in, o.Events)

@@ -14,15 +14,13 @@ import (
 )
 
 type importOptions struct {
-	From       string
-	File       string
-	Out        string
-	Keyring    string
-	Redact     []string
-	RedactFile string
-	RedactKey  string
-	Quiet      bool
-	Force      bool
+	From    string
+	File    string
+	Out     string
+	Keyring string
+	Redact  redactOptions
+	Quiet   bool
+	Force   bool
 }
 
 func newImportCmd(a *app) *cobra.Command {
@@ -63,9 +61,7 @@ signature cover, and 'witness verify' says "imported, not observed".`,
 	f.StringVar(&o.Out, "out", "", "event log to write (a new file unless --force)")
 	addForceFlag(c, &o.Force)
 	f.StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when it exists)")
-	f.StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP (repeatable)")
-	f.StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
-	f.StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
+	o.Redact.AddFlags(c, "")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary line")
 	c.MarkFlagRequired("from")
 	c.MarkFlagRequired("out")
@@ -76,17 +72,16 @@ func runImport(a *app, o importOptions) error {
 	if o.From != capture.ImportFormatATW010 {
 		return usageError(fmt.Errorf("--from %q is not a format import reads", o.From), "use --from atw-0.1.0")
 	}
-	outOpts := a.outOptions("--out", o.Force, o.File, o.RedactFile, o.RedactKey, a.captureKeyring(o.Keyring))
+	outOpts := a.outOptions("--out", o.Force, o.File, o.Redact.RulesFile, o.Redact.KeyFile, a.captureKeyring(o.Keyring))
 	if err := atomicfile.Check(o.Out, outOpts); err != nil {
 		return err
 	}
 	in, err := os.Open(o.File)
 	if err != nil {
-		return usageError(fmt.Errorf("open %s: %w", o.File, err), "")
+		return exitcode.Input("read 0.1.0 file", err, "check the path of the file to import")
 	}
 	defer in.Close()
-	red, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
-		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)})
+	red, err := o.Redact.Load(a)
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,7 @@ type proxyOptions struct {
 	Seal       string
 	Keyring    string
 	Effects    string
-	Redact     []string
-	RedactFile string
-	RedactKey  string
+	Redact     redactOptions
 	Force      bool
 	StdinGrace time.Duration
 	TermGrace  time.Duration
@@ -71,9 +69,7 @@ recording in DIR, 2.`,
 	c.Flags().StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
 	c.Flags().StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when that file exists)")
 	c.Flags().StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target path (docs/formats/effects.md)")
-	c.Flags().StringArrayVar(&o.Redact, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP; values become keyed hashes in the cassette and the events, never in what is forwarded (repeatable)")
-	c.Flags().StringVar(&o.RedactFile, "redact-rules", "", "file of redaction rules, one a line")
-	c.Flags().StringVar(&o.RedactKey, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
+	o.Redact.AddFlags(c, "; values become keyed hashes in the cassette and the events, never in what is forwarded")
 	c.Flags().DurationVar(&o.StdinGrace, "stdin-grace", capture.DefaultStdinGrace, "after the host closes stdin, wait this long for the server to exit before SIGTERM")
 	c.Flags().DurationVar(&o.TermGrace, "term-grace", capture.DefaultTermGrace, "after SIGTERM, wait this long before SIGKILL")
 	c.MarkFlagRequired("out")
@@ -85,8 +81,7 @@ func runProxy(a *app, o proxyOptions) error {
 	if err != nil {
 		return err
 	}
-	redactor, err := capture.LoadRedactor(capture.RedactOptions{Rules: o.Redact, RulesFile: o.RedactFile,
-		KeyFile: o.RedactKey, KeyHex: a.getenv(capture.EnvRedactKey)})
+	redactor, err := o.Redact.Load(a)
 	if err != nil {
 		return err
 	}
@@ -102,7 +97,7 @@ func runProxy(a *app, o proxyOptions) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	res, err := proxy.Run(context.Background(), proxy.Options{
-		OutDir: o.Out, Files: a.outOptions("--out", o.Force, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.RedactFile, o.RedactKey),
+		OutDir: o.Out, Files: a.outOptions("--out", o.Force, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile),
 		Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers, Redactor: redactor,
 		Getenv: a.getenv, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Signals: sigs,
 		StdinGrace: o.StdinGrace, KillGrace: o.TermGrace,

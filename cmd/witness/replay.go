@@ -165,7 +165,7 @@ func runReplay(a *app, o *replayOptions) error {
 func replayReadGraph(path string) (*graph.Graph, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("open graph: %w", err), "make the graph with 'witness graph --events FILE --out FILE'")
+		return nil, exitcode.Input("read graph", err, "check the path given to --graph; make the graph with 'witness graph --events FILE --out FILE'")
 	}
 	defer f.Close()
 	return graph.ReadJSONLD(f, filepath.Base(path))

@@ -8,6 +8,8 @@ package exitcode
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 )
 
 // Code is a process exit status with a single documented meaning.
@@ -114,4 +116,18 @@ func HintOf(err error) string {
 		err = e.Err
 	}
 	return ""
+}
+
+// Input returns the error for an input file that could not be opened or
+// read, with the message prefix what ("read seal") and hint. The rule is the
+// same for every command (docs/exit-codes.md): an input named on the command
+// line that does not exist, that this user may not read, or that is a
+// directory is a usage error (2), since the command line is wrong; any other
+// I/O error is a failure (5).
+func Input(what string, err error, hint string) *Error {
+	code := Failure
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTDIR) {
+		code = Usage
+	}
+	return New(code, fmt.Errorf("%s: %w", what, err), hint)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
 )
 
 // CheckNames refuses a document in which one object, at any depth, has two
@@ -28,21 +30,15 @@ func CheckNames(data []byte, file string) error {
 		seen    map[string]string // object: folded name -> first spelling
 	}
 	var stack []*frame
-	join := func(path, key string) string {
-		if path == "" {
-			return key
-		}
-		return path + "." + key
-	}
 	valuePath := func() string {
 		if len(stack) == 0 {
 			return ""
 		}
 		f := stack[len(stack)-1]
 		if f.obj {
-			return join(f.path, f.key)
+			return jsonpath.Member(f.path, f.key)
 		}
-		return fmt.Sprintf("%s[%d]", f.path, f.n)
+		return jsonpath.Index(f.path, f.n)
 	}
 	afterValue := func() {
 		if len(stack) == 0 {
@@ -58,6 +54,10 @@ func CheckNames(data []byte, file string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	for {
+		off := dec.InputOffset()
+		for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
+			off++
+		}
 		tok, err := dec.Token()
 		if err != nil {
 			return nil
@@ -76,7 +76,8 @@ func CheckNames(data []byte, file string) error {
 				if first != k {
 					msg = fmt.Sprintf("member name %q differs from %q only in letter case (a case-insensitive reader could take either)", k, first)
 				}
-				return &Error{File: file, Line: lineAt(data, dec.InputOffset()), Field: join(f.path, k), Msg: msg}
+				line, col := lineCol(data, off)
+				return &Error{File: file, Line: int64(line), Col: col, Field: jsonpath.Member(f.path, k), Msg: msg}
 			}
 			f.seen[fk] = k
 			f.key, f.wantKey = k, false

@@ -9,15 +9,15 @@ func TestCheckNames(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
-		{"exact duplicate, top level", `{"id":1,"id":2}`, `f:1: field id: member name "id" appears twice in one object`},
-		{"case variant, top level", `{"name":"a","Name":"b"}`, `f:1: field Name: member name "Name" differs from "name" only in letter case`},
-		{"nested object in an array", "{\"a\":{\"b\":[1,\n{\"id\":1,\"ID\":2}]}}", `f:2: field a.b[1].ID: member name "ID"`},
-		{"exact duplicate, deep", `{"a":[{"x":{"y":1,"y":2}}]}`, `field a[0].x.y: member name "y" appears twice`},
+		{"exact duplicate, top level", `{"id":1,"id":2}`, `f:1:9: $.id: member name "id" appears twice in one object`},
+		{"case variant, top level", `{"name":"a","Name":"b"}`, `f:1:13: $.Name: member name "Name" differs from "name" only in letter case`},
+		{"nested object in an array", "{\"a\":{\"b\":[1,\n{\"id\":1,\"ID\":2}]}}", `f:2:9: $.a.b[1].ID: member name "ID"`},
+		{"exact duplicate, deep", `{"a":[{"x":{"y":1,"y":2}}]}`, `$.a[0].x.y: member name "y" appears twice`},
 		{"Kelvin sign", "{\"k\":1,\"\u212a\":2}", `only in letter case`},
 		{"long s", "{\"s\":1,\"\u017f\":2}", `only in letter case`},
-		{"array of objects", `[{"x":1},{"x":2,"X":3}]`, `field [1].X:`},
-		{"escaped name", `{"a":1,"\u0041":2}`, `field A: member name "A" differs from "a"`},
-		{"after nested values", `{"a":{"b":[1,{"c":2}]},"d":[],"A":0}`, `field A:`},
+		{"array of objects", `[{"x":1},{"x":2,"X":3}]`, `$[1].X:`},
+		{"escaped name", `{"a":1,"\u0041":2}`, `$.A: member name "A" differs from "a"`},
+		{"after nested values", `{"a":{"b":[1,{"c":2}]},"d":[],"A":0}`, `$.A:`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
 )
 
 // Kind is the JSON type of a Value.
@@ -33,21 +35,27 @@ func (k Kind) String() string {
 type Value struct {
 	Kind Kind
 	Line int // 1-based line where the value starts
-	Str  string
-	Num  json.Number
-	Bool bool
-	Arr  []*Value
-	Obj  []Member
+	Col  int // 1-based byte column where the value starts
+	// Off and End delimit the value's text in the document (data[Off:End]),
+	// for a reader that must keep a value's bytes as written
+	Off, End int64
+	Str      string
+	Num      json.Number
+	Bool     bool
+	Arr      []*Value
+	Obj      []Member
 }
 
 // Member is one object member.
 type Member struct {
 	Key     string
 	KeyLine int
+	KeyCol  int
 	Val     *Value
 }
 
-// Get returns the member value for key, or nil.
+// Get returns the member value for key, or nil (the first one, in a tree
+// ParseWire built with a repeated name).
 func (v *Value) Get(key string) *Value {
 	for _, m := range v.Obj {
 		if m.Key == key {
@@ -57,81 +65,184 @@ func (v *Value) Get(key string) *Value {
 	return nil
 }
 
-// Error is a parse or validation error with its position and field path.
+// Lookup returns the member value for key and whether there is one.
+func (v *Value) Lookup(key string) (*Value, bool) {
+	m := v.Get(key)
+	return m, m != nil
+}
+
+// Error is the one positioned error of every witness reader (JSON files,
+// JSON-lines logs, cassettes, mappings, policies, audit snapshots). It
+// prints as
+//
+//	file:line:col: path: message
+//
+// leaving out what the reader does not know (a column, a path). Path is a
+// JSON path of the one dialect (package jsonpath); one written relative to
+// the root ("tools[1].scopes") is shown rooted ("$.tools[1].scopes").
 type Error struct {
 	File  string
-	Line  int    // 0 when unknown
+	Line  int64  // 1-based; 0 when unknown
 	Col   int    // 1-based byte column; 0 when unknown
-	Field string // JSON path like tools[1].scopes, "" for the document
-	Msg   string
-	Err   error // the underlying error, if any (a *jsonlimit.Error)
+	Field string // JSON path of the value at fault; "" for the whole line or document
+	Msg   string // what is wrong; when empty, Err's text
+	Err   error  // the underlying error, if any (a *jsonlimit.Error, a syntax error)
 }
 
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-		if e.Col > 0 {
-			fmt.Fprintf(&b, ":%d", e.Col)
+	line, col, msg := e.Line, e.Col, e.Msg
+	if le, ok := e.Err.(*jsonlimit.Error); ok {
+		if msg == "" {
+			msg = fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth)
+		}
+		if col == 0 && le.File != "" {
+			line, col = int64(le.Line), le.Col
 		}
 	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		fmt.Fprintf(&b, "field %s: ", e.Field)
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
 	}
-	b.WriteString(e.Msg)
+	return Format(e.File, line, col, e.Field, msg)
+}
+
+// Locate places e in file at line (for a reader of JSON lines, whose
+// decoder knows only the line's own positions); a nesting error is placed
+// there too, with its column.
+func (e *Error) Locate(file string, line int64) {
+	e.File, e.Line = file, line
+	if le, ok := e.Err.(*jsonlimit.Error); ok {
+		e.Err = le.In(file, line)
+	}
+}
+
+// Format renders a position and a message in the one format of witness's
+// reader errors, "file:line:col: path: message", leaving out the parts
+// that are empty or zero (a column is shown only with a line).
+func Format(file string, line int64, col int, path, msg string) string {
+	var b strings.Builder
+	b.WriteString(file)
+	if line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatInt(line, 10))
+		if col > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(col))
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	if path != "" {
+		b.WriteString(jsonpath.Rooted(path))
+		b.WriteString(": ")
+	}
+	b.WriteString(msg)
 	return b.String()
 }
 
-// Parse parses data (named name in errors) into a tree. Nesting deeper
-// than jsonlimit.MaxDepth is refused before anything else, in one pass.
+// Parse parses data (named name in errors) into a tree, strictly:
+// duplicate member names, invalid UTF-8, lone surrogate escapes and
+// trailing data are refused. Nesting deeper than jsonlimit.MaxDepth is
+// refused before anything else, in one pass. Every error is an *Error
+// naming line and column.
 func Parse(data []byte, name string) (*Value, error) {
+	return parse(data, name, true)
+}
+
+// ParseWire parses one JSON value as a peer sent it, for a reader that must
+// keep what it was given (redaction re-encodes a wire line with only the
+// secrets changed): members stay in their order, a repeated member name is
+// kept twice, and invalid UTF-8 and lone surrogates read as U+FFFD, as
+// encoding/json reads them. The nesting limit and trailing-data rule are
+// those of Parse.
+func ParseWire(data []byte, name string) (*Value, error) {
+	return parse(data, name, false)
+}
+
+func parse(data []byte, name string, strict bool) (*Value, error) {
 	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
 		le := err.(*jsonlimit.Error)
-		return nil, &Error{File: name, Line: le.Line, Col: le.Col, Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth), Err: le}
+		return nil, &Error{File: name, Line: int64(le.Line), Col: le.Col, Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth), Err: le}
 	}
-	if !utf8.Valid(data) {
-		off := invalidUTF8Offset(data)
-		return nil, &Error{File: name, Line: lineAt(data, int64(off)), Msg: "not valid UTF-8"}
+	p := &parser{data: data, name: name, dec: json.NewDecoder(bytes.NewReader(data)), lineLine: 1, strict: strict}
+	if strict && !utf8.Valid(data) {
+		return nil, p.fail(int64(invalidUTF8Offset(data)), "not valid UTF-8")
 	}
-	p := &parser{data: data, name: name, dec: json.NewDecoder(bytes.NewReader(data)), lineLine: 1}
 	p.dec.UseNumber()
 	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.dec.Token(); err != io.EOF {
-		return nil, &Error{File: name, Line: lineAt(data, p.dec.InputOffset()), Msg: "unexpected data after the JSON value"}
+	off := p.dec.InputOffset()
+	for off < int64(len(p.data)) && strings.IndexByte(" \t\r\n", p.data[off]) >= 0 {
+		off++
+	}
+	if off < int64(len(p.data)) {
+		if _, err := p.dec.Token(); err != io.EOF {
+			return nil, p.fail(off, "unexpected data after the JSON value")
+		}
 	}
 	return v, nil
 }
 
 type parser struct {
-	data []byte
-	name string
-	dec  *json.Decoder
-	// lineOff, lineLine: the line at offset lineOff, so that lineAt counts
-	// forward from the last position (linear over a document)
-	lineOff  int64
-	lineLine int
+	data   []byte
+	name   string
+	dec    *json.Decoder
+	strict bool
+	// path is the member names (string) and indexes (int) down to the
+	// value being read, rendered only for an error
+	path []any
+	// lineOff, lineLine, lineStart: the line at offset lineOff and the
+	// offset where that line starts, so that pos counts forward from the
+	// last position (linear over a document)
+	lineOff   int64
+	lineLine  int
+	lineStart int64
 }
 
-// lineAt returns the 1-based line of byte offset off, counting from the
-// last offset asked when off is past it.
-func (p *parser) lineAt(off int64) int {
+// pos returns the 1-based line and byte column of offset off, counting
+// from the last offset asked when off is past it.
+func (p *parser) pos(off int64) (int, int) {
 	if off > int64(len(p.data)) {
 		off = int64(len(p.data))
 	}
 	if off < p.lineOff {
-		return lineAt(p.data, off)
+		return lineCol(p.data, off)
 	}
-	p.lineLine += bytes.Count(p.data[p.lineOff:off], []byte{'\n'})
+	seg := p.data[p.lineOff:off]
+	if n := bytes.Count(seg, []byte{'\n'}); n > 0 {
+		p.lineLine += n
+		p.lineStart = p.lineOff + int64(bytes.LastIndexByte(seg, '\n')) + 1
+	}
 	p.lineOff = off
-	return p.lineLine
+	return p.lineLine, int(off-p.lineStart) + 1
+}
+
+// field renders the path of the value being read.
+func (p *parser) field() string {
+	path := "$"
+	for _, s := range p.path {
+		switch t := s.(type) {
+		case string:
+			path = jsonpath.Member(path, t)
+		case int:
+			path = jsonpath.Index(path, t)
+		}
+	}
+	if path == "$" {
+		return ""
+	}
+	return path
+}
+
+// fail returns an *Error at offset off about the value being read.
+func (p *parser) fail(off int64, msg string) error {
+	line, col := lineCol(p.data, off)
+	return &Error{File: p.name, Line: int64(line), Col: col, Field: p.field(), Msg: msg}
 }
 
 func invalidUTF8Offset(b []byte) int {
@@ -159,24 +270,36 @@ func (p *parser) start() int64 {
 	return off
 }
 
+// errAt reports a decoder error met at offset off. A syntax error is
+// placed at the byte that breaks the grammar, as the whole-document
+// decoder finds it.
 func (p *parser) errAt(off int64, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		off = se.Offset
+		off = se.Offset - 1
+		var v any
+		if uerr := json.Unmarshal(p.data, &v); errors.As(uerr, &se) {
+			off, err = se.Offset-1, se
+		}
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) || msg == "unexpected end of JSON input" {
 		msg = "unexpected end of JSON input"
 		off = int64(len(p.data))
 	}
-	return &Error{File: p.name, Line: lineAt(p.data, off), Msg: "not valid JSON: " + msg}
+	if off < 0 {
+		off = 0
+	}
+	e := p.fail(off, "not valid JSON: "+msg).(*Error)
+	e.Err = err
+	return e
 }
 
 func (p *parser) value(depth int) (*Value, error) {
 	off := p.start()
 	if depth > jsonlimit.MaxDepth {
 		// unreachable after the check in Parse; keeps the recursion bounded
-		return nil, &Error{File: p.name, Line: p.lineAt(off), Msg: fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth)}
+		return nil, p.fail(off, fmt.Sprintf("nesting deeper than %d levels", jsonlimit.MaxDepth))
 	}
 	tok, err := p.dec.Token()
 	if err != nil {
@@ -186,13 +309,18 @@ func (p *parser) value(depth int) (*Value, error) {
 }
 
 func (p *parser) fromToken(tok json.Token, off int64, depth int) (*Value, error) {
-	v := &Value{Line: p.lineAt(off)}
+	v := &Value{Off: off}
+	v.Line, v.Col = p.pos(off)
+	defer func() { v.End = p.dec.InputOffset() }()
 	switch t := tok.(type) {
 	case json.Delim:
 		switch t {
 		case '{':
 			v.Kind = Object
-			seen := map[string]bool{}
+			var seen map[string]bool
+			if p.strict {
+				seen = map[string]bool{}
+			}
 			for p.dec.More() {
 				koff := p.start()
 				kt, err := p.dec.Token()
@@ -201,42 +329,51 @@ func (p *parser) fromToken(tok json.Token, off int64, depth int) (*Value, error)
 				}
 				k, ok := kt.(string)
 				if !ok {
-					return nil, &Error{File: p.name, Line: p.lineAt(koff), Msg: "not valid JSON: object key is not a string"}
+					return nil, p.fail(koff, "not valid JSON: object key is not a string")
 				}
-				if err := checkSurrogates(p.data, koff); err != nil {
-					return nil, &Error{File: p.name, Line: p.lineAt(koff), Msg: err.Error()}
+				p.path = append(p.path, k)
+				if p.strict {
+					if err := checkSurrogates(p.data, koff); err != nil {
+						return nil, p.fail(koff, err.Error())
+					}
+					if seen[k] {
+						return nil, p.fail(koff, fmt.Sprintf("duplicate key %q", k))
+					}
+					seen[k] = true
 				}
-				if seen[k] {
-					return nil, &Error{File: p.name, Line: p.lineAt(koff), Msg: fmt.Sprintf("duplicate key %q", k)}
-				}
-				seen[k] = true
+				kl, kc := p.pos(koff)
 				val, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
-				v.Obj = append(v.Obj, Member{Key: k, KeyLine: p.lineAt(koff), Val: val})
+				p.path = p.path[:len(p.path)-1]
+				v.Obj = append(v.Obj, Member{Key: k, KeyLine: kl, KeyCol: kc, Val: val})
 			}
 			if _, err := p.dec.Token(); err != nil {
 				return nil, p.errAt(p.start(), err)
 			}
 		case '[':
 			v.Kind = Array
-			for p.dec.More() {
+			for i := 0; p.dec.More(); i++ {
+				p.path = append(p.path, i)
 				el, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
+				p.path = p.path[:len(p.path)-1]
 				v.Arr = append(v.Arr, el)
 			}
 			if _, err := p.dec.Token(); err != nil {
 				return nil, p.errAt(p.start(), err)
 			}
 		default:
-			return nil, &Error{File: p.name, Line: v.Line, Msg: fmt.Sprintf("not valid JSON: unexpected %q", t)}
+			return nil, p.fail(off, fmt.Sprintf("not valid JSON: unexpected %q", t))
 		}
 	case string:
-		if err := checkSurrogates(p.data, off); err != nil {
-			return nil, &Error{File: p.name, Line: v.Line, Msg: err.Error()}
+		if p.strict {
+			if err := checkSurrogates(p.data, off); err != nil {
+				return nil, p.fail(off, err.Error())
+			}
 		}
 		v.Kind, v.Str = String, t
 	case json.Number:
@@ -303,13 +440,14 @@ func hex4(b []byte) int {
 	return n
 }
 
-// lineAt returns the 1-based line of byte offset off.
-func lineAt(data []byte, off int64) int {
+// lineCol returns the 1-based line and byte column of offset off.
+func lineCol(data []byte, off int64) (int, int) {
 	if off > int64(len(data)) {
 		off = int64(len(data))
 	}
 	if off < 0 {
 		off = 0
 	}
-	return bytes.Count(data[:off], []byte{'\n'}) + 1
+	pre := data[:off]
+	return bytes.Count(pre, []byte{'\n'}) + 1, int(off) - (bytes.LastIndexByte(pre, '\n') + 1) + 1
 }

@@ -1,6 +1,7 @@
 package jsontree
 
 import (
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"strings"
 	"testing"
 )
@@ -9,13 +10,13 @@ func TestParseErrorsNameLine(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
-		{"syntax error on line 3", "{\n\"a\": 1,\n\"b\": }", "f.json:3: not valid JSON"},
-		{"duplicate key", "{\"a\": 1,\n \"a\": 2}", `f.json:2: duplicate key "a"`},
-		{"trailing data", "{}\n{}", "f.json:2: unexpected data after the JSON value"},
-		{"invalid UTF-8", "\"ok\"\n\"\xff\"", "f.json:2: not valid UTF-8"},
-		{"lone surrogate", "[\n\"\\ud800\"]", `f.json:2: lone UTF-16 surrogate`},
+		{"syntax error on line 3", "{\n\"a\": 1,\n\"b\": }", "f.json:3:6: $.b: not valid JSON"},
+		{"duplicate key", "{\"a\": 1,\n \"a\": 2}", `f.json:2:2: $.a: duplicate key "a"`},
+		{"trailing data", "{}\n{}", "f.json:2:1: unexpected data after the JSON value"},
+		{"invalid UTF-8", "\"ok\"\n\"\xff\"", "f.json:2:2: not valid UTF-8"},
+		{"lone surrogate", "[\n\"\\ud800\"]", `f.json:2:1: $[0]: lone UTF-16 surrogate`},
 		{"lone surrogate in a key", "{\"\\udc00\": 1}", `lone UTF-16 surrogate`},
-		{"truncated", "{\"a\":", "f.json:1: not valid JSON: unexpected end of JSON input"},
+		{"truncated", "{\"a\":", "f.json:1:6: $.a: not valid JSON: unexpected end of JSON input"},
 		{"empty", "", "not valid JSON"},
 	}
 	for _, tt := range tests {
@@ -70,13 +71,13 @@ func TestObjectReader(t *testing.T) {
 		read func(r *ObjectReader)
 		want string
 	}{
-		{"unknown field", func(r *ObjectReader) { r.String("s", true) }, "f.json:3: field n: unknown field"},
-		{"wrong type", func(r *ObjectReader) { r.String("n", true) }, "f.json:3: field n: want a string, got number"},
-		{"missing", func(r *ObjectReader) { r.String("nope", true) }, "f.json:1: field nope: missing"},
-		{"array element type", func(r *ObjectReader) { r.Strings("o", true) }, "f.json:6: field o[0]: want a string, got object"},
+		{"unknown field", func(r *ObjectReader) { r.String("s", true) }, "f.json:3:2: $.n: unknown field"},
+		{"wrong type", func(r *ObjectReader) { r.String("n", true) }, "f.json:3:7: $.n: want a string, got number"},
+		{"missing", func(r *ObjectReader) { r.String("nope", true) }, "f.json:1:1: $.nope: missing"},
+		{"array element type", func(r *ObjectReader) { r.Strings("o", true) }, "f.json:6:8: $.o[0]: want a string, got object"},
 		{"nested unknown", func(r *ObjectReader) {
 			r.Objects("o", true, func(i int, o *ObjectReader) { o.Done() })
-		}, "f.json:6: field o[0].k: unknown field"},
+		}, "f.json:6:9: $.o[0].k: unknown field"},
 		{"not an integer", func(r *ObjectReader) { r.Int("s", true) }, "want a number, got string"},
 	}
 	for _, tt := range tests {
@@ -115,4 +116,30 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("line %d", v.Line)
 		}
 	})
+}
+
+func TestTrailingSeparatorRefused(t *testing.T) {
+	for _, in := range []string{"{},", "{}:", "1 ,"} {
+		if _, err := Parse([]byte(in), "f"); err == nil || !strings.Contains(err.Error(), "unexpected data after") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}
+
+func TestParseWireKeepsRepeatedNames(t *testing.T) {
+	v, err := ParseWire([]byte(`{"a":1,"b":{"c":"\ud800"},"a":"x"}`), "line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := jsonpath.Parse("$..a")
+	if got := len(v.Select(p)); got != 2 {
+		t.Errorf("selected %d, want both copies", got)
+	}
+	out, err := v.AppendCompact(nil)
+	if err != nil || string(out) != "{\"a\":1,\"b\":{\"c\":\"\ufffd\"},\"a\":\"x\"}" {
+		t.Errorf("%s %v", out, err)
+	}
+	if _, err := Parse([]byte(`{"a":1,"a":2}`), "f"); err == nil {
+		t.Error("Parse accepted a repeated name")
+	}
 }

@@ -3,6 +3,8 @@ package jsontree
 import (
 	"fmt"
 	"sort"
+
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
 )
 
 // ObjectReader reads the fields of one JSON object strictly: each accessor
@@ -22,40 +24,37 @@ type ObjectReader struct {
 func NewObjectReader(file, path string, v *Value, errp *error) *ObjectReader {
 	r := &ObjectReader{file: file, path: path, v: v, used: map[string]bool{}, err: errp}
 	if v == nil || v.Kind != Object {
-		line, kind := 0, "nothing"
+		line, col, kind := 0, 0, "nothing"
 		if v != nil {
-			line, kind = v.Line, v.Kind.String()
+			line, col, kind = v.Line, v.Col, v.Kind.String()
 		}
-		r.fail(line, path, fmt.Sprintf("want a JSON object, got %s", kind))
+		r.fail(line, col, path, fmt.Sprintf("want a JSON object, got %s", kind))
 	}
 	return r
 }
 
 // Fail records an error about field key of this object.
 func (r *ObjectReader) Fail(key, msg string) {
-	line := 0
+	line, col := 0, 0
 	if r.v != nil {
-		line = r.v.Line
+		line, col = r.v.Line, r.v.Col
 		for _, m := range r.v.Obj {
 			if m.Key == key {
-				line = m.KeyLine
+				line, col = m.KeyLine, m.KeyCol
 			}
 		}
 	}
-	r.fail(line, r.field(key), msg)
+	r.fail(line, col, r.field(key), msg)
 }
 
-func (r *ObjectReader) fail(line int, field, msg string) {
+func (r *ObjectReader) fail(line, col int, field, msg string) {
 	if *r.err == nil {
-		*r.err = &Error{File: r.file, Line: line, Field: field, Msg: msg}
+		*r.err = &Error{File: r.file, Line: int64(line), Col: col, Field: field, Msg: msg}
 	}
 }
 
 func (r *ObjectReader) field(key string) string {
-	if r.path == "" {
-		return key
-	}
-	return r.path + "." + key
+	return jsonpath.Member(r.path, key)
 }
 
 // Has reports whether the object has member key (and marks it used).
@@ -76,12 +75,12 @@ func (r *ObjectReader) typed(key string, kind Kind, required bool) *Value {
 	v := r.Value(key)
 	if v == nil {
 		if required && r.v != nil && r.v.Kind == Object {
-			r.fail(r.v.Line, r.field(key), "missing")
+			r.fail(r.v.Line, r.v.Col, r.field(key), "missing")
 		}
 		return nil
 	}
 	if v.Kind != kind {
-		r.fail(v.Line, r.field(key), fmt.Sprintf("want a %s, got %s", kind, v.Kind))
+		r.fail(v.Line, v.Col, r.field(key), fmt.Sprintf("want a %s, got %s", kind, v.Kind))
 		return nil
 	}
 	return v
@@ -103,7 +102,7 @@ func (r *ObjectReader) OptString(key string) (s string, ok bool) {
 		return "", false
 	}
 	if v.Kind != String {
-		r.fail(v.Line, r.field(key), fmt.Sprintf("want a string or null, got %s", v.Kind))
+		r.fail(v.Line, v.Col, r.field(key), fmt.Sprintf("want a string or null, got %s", v.Kind))
 		return "", false
 	}
 	return v.Str, true
@@ -125,7 +124,7 @@ func (r *ObjectReader) Int(key string, required bool) int64 {
 	}
 	n, err := v.Num.Int64()
 	if err != nil {
-		r.fail(v.Line, r.field(key), fmt.Sprintf("want an integer, got %s", v.Num))
+		r.fail(v.Line, v.Col, r.field(key), fmt.Sprintf("want an integer, got %s", v.Num))
 	}
 	return n
 }
@@ -139,7 +138,7 @@ func (r *ObjectReader) Strings(key string, required bool) []string {
 	out := make([]string, 0, len(v.Arr))
 	for i, el := range v.Arr {
 		if el.Kind != String {
-			r.fail(el.Line, fmt.Sprintf("%s[%d]", r.field(key), i), fmt.Sprintf("want a string, got %s", el.Kind))
+			r.fail(el.Line, el.Col, jsonpath.Index(r.field(key), i), fmt.Sprintf("want a string, got %s", el.Kind))
 			return nil
 		}
 		out = append(out, el.Str)
@@ -155,7 +154,7 @@ func (r *ObjectReader) Objects(key string, required bool, fn func(i int, el *Obj
 		return -1
 	}
 	for i, el := range v.Arr {
-		fn(i, NewObjectReader(r.file, fmt.Sprintf("%s[%d]", r.field(key), i), el, r.err))
+		fn(i, NewObjectReader(r.file, jsonpath.Index(r.field(key), i), el, r.err))
 	}
 	return len(v.Arr)
 }
@@ -185,5 +184,5 @@ func (r *ObjectReader) Done() {
 	}
 	sort.SliceStable(unknown, func(i, j int) bool { return unknown[i].KeyLine < unknown[j].KeyLine })
 	m := unknown[0]
-	r.fail(m.KeyLine, r.field(m.Key), "unknown field")
+	r.fail(m.KeyLine, m.KeyCol, r.field(m.Key), "unknown field")
 }

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/capture"
+)
+
+// redactOptions is the redaction flag group (--redact, --redact-rules,
+// --redact-key), declared once for every command that writes recorded
+// values: capture, proxy, import and capture append.
+type redactOptions struct {
+	Rules     []string // --redact, one rule each
+	RulesFile string   // --redact-rules
+	KeyFile   string   // --redact-key
+}
+
+// AddFlags declares the group on c; effect says what redaction does for
+// this command (appended to the --redact help, "" for nothing).
+func (r *redactOptions) AddFlags(c *cobra.Command, effect string) {
+	f := c.Flags()
+	f.StringArrayVar(&r.Rules, "redact", nil, "redaction rule: a JSON path ($.arguments.token, $..password) or re:REGEXP"+effect+" (repeatable)")
+	f.StringVar(&r.RulesFile, "redact-rules", "", "file of redaction rules, one a line")
+	f.StringVar(&r.KeyFile, "redact-key", "", "file holding the redaction key in hex (default $"+capture.EnvRedactKey+")")
+}
+
+// Load builds the redactor the flags (and $WITNESS_REDACT_KEY) describe; nil
+// when no rule is given.
+func (r *redactOptions) Load(a *app) (*capture.Redactor, error) {
+	return capture.LoadRedactor(capture.RedactOptions{Rules: r.Rules, RulesFile: r.RulesFile,
+		KeyFile: r.KeyFile, KeyHex: a.getenv(capture.EnvRedactKey)})
+}
