@@ -16,8 +16,9 @@ for w in a b c; do
 done
 "$W" seal --spec agent.json --out hmac.json >/dev/null
 "$W" seal --spec agent.json --out ed.json --keyring a.json >/dev/null
-"$W" cosign ed.json --keyring b.json >/dev/null
-"$W" cosign ed.json --keyring c.json >/dev/null
+"$W" cosign ed.json --keyring b.json --out ed.b.json >/dev/null
+"$W" cosign ed.b.json --keyring c.json --out ed.bc.json >/dev/null
+mv ed.bc.json ed.json
 n=30
 measure() { # name, command...
 	local name="$1"

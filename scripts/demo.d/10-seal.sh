@@ -26,12 +26,12 @@ cp "$REPO/testdata/demo/agent.json" "$REPO/testdata/demo/prompt.md" "$DEMO/"
 	done
 	echo "\$ witness seal --spec agent.json --out quorum-seal.json --keyring q/alice.json"
 	"$WITNESS" seal --spec agent.json --out quorum-seal.json --keyring q/alice.json
-	echo "\$ witness cosign quorum-seal.json --keyring q/bob.json"
-	"$WITNESS" cosign quorum-seal.json --keyring q/bob.json
-	echo "\$ witness verify --seal quorum-seal.json --trust trust.json --quorum 2"
-	"$WITNESS" verify --seal quorum-seal.json --trust trust.json --quorum 2
-	echo "\$ witness verify --seal quorum-seal.json --trust trust.json --quorum 3"
+	echo "\$ witness cosign quorum-seal.json --keyring q/bob.json --out quorum-seal.2.json"
+	"$WITNESS" cosign quorum-seal.json --keyring q/bob.json --out quorum-seal.2.json
+	echo "\$ witness verify --seal quorum-seal.2.json --trust trust.json --quorum 2"
+	"$WITNESS" verify --seal quorum-seal.2.json --trust trust.json --quorum 2
+	echo "\$ witness verify --seal quorum-seal.2.json --trust trust.json --quorum 3"
 	rc=0
-	"$WITNESS" verify --seal quorum-seal.json --trust trust.json --quorum 3 2>/dev/null || rc=$?
+	"$WITNESS" verify --seal quorum-seal.2.json --trust trust.json --quorum 3 2>/dev/null || rc=$?
 	echo "exit code $rc (1 = violation: the seal is genuine, the quorum is not met)"
 )
