@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 )
 
@@ -35,7 +35,7 @@ type emitFunc func(s, p string, o Term) error
 
 // evInfo is what the mapper remembers of an earlier event.
 type evInfo struct {
-	kind capture.Kind
+	kind eventlog.Kind
 	ts   string // canonical dateTime; kept for model_input only
 }
 
@@ -165,7 +165,7 @@ func firstErr(errs ...error) error {
 }
 
 // envelope emits the event id, seq and source on the event's primary node.
-func (m *mapper) envelope(node string, e *capture.Event) error {
+func (m *mapper) envelope(node string, e *eventlog.Event) error {
 	if err := m.add(node, WEventID, Str(e.ID)); err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (m *mapper) envelope(node string, e *capture.Event) error {
 }
 
 // payload emits the payload hash and (unless omitted) its canonical JSON.
-func (m *mapper) payload(node string, e *capture.Event) error {
+func (m *mapper) payload(node string, e *eventlog.Event) error {
 	if e.PayloadSHA256 != "" {
 		if err := m.add(node, WPayloadSHA256, Str(e.PayloadSHA256)); err != nil {
 			return err
@@ -228,7 +228,7 @@ func (m *mapper) payload(node string, e *capture.Event) error {
 }
 
 // link resolves a causal link to an earlier event of one of the given kinds.
-func (m *mapper) link(e *capture.Event, field, target string, kinds ...capture.Kind) (capture.Kind, bool) {
+func (m *mapper) link(e *eventlog.Event, field, target string, kinds ...eventlog.Kind) (eventlog.Kind, bool) {
 	if target == "" {
 		return "", false
 	}
@@ -273,7 +273,7 @@ func rpcID(raw json.RawMessage) (string, error) {
 }
 
 // event maps one event.
-func (m *mapper) event(e *capture.Event) error {
+func (m *mapper) event(e *eventlog.Event) error {
 	if err := m.event1(e); err != nil {
 		var ee *EventError
 		if errors.As(err, &ee) {
@@ -284,7 +284,7 @@ func (m *mapper) event(e *capture.Event) error {
 	return nil
 }
 
-func (m *mapper) event1(e *capture.Event) error {
+func (m *mapper) event1(e *eventlog.Event) error {
 	if !m.started {
 		m.started = true
 		m.session = e.Session
@@ -308,16 +308,16 @@ func (m *mapper) event1(e *capture.Event) error {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "ts", Err: err}
 	}
 	info := evInfo{kind: e.Kind}
-	if e.Kind == capture.KindModelInput {
+	if e.Kind == eventlog.KindModelInput {
 		info.ts = ts
 	}
 	defer m.remember(e.ID, info)
 	b := m.base
 	dt := Lit(ts, XSDDateTime)
 	switch e.Kind {
-	case capture.KindSessionStart:
+	case eventlog.KindSessionStart:
 		return m.sessionStart(e, dt)
-	case capture.KindSessionEnd:
+	case eventlog.KindSessionEnd:
 		s := SessionNodeIRI(b)
 		if err := firstErr(m.typ(s, ProvActivity, WCaptureSession), m.add(s, ProvEndedAtTime, dt)); err != nil {
 			return err
@@ -341,11 +341,11 @@ func (m *mapper) event1(e *capture.Event) error {
 			}
 		}
 		return nil
-	case capture.KindToolCall:
+	case eventlog.KindToolCall:
 		return m.toolCall(e, dt)
-	case capture.KindToolResponse:
+	case eventlog.KindToolResponse:
 		return m.toolResponse(e, dt)
-	case capture.KindModelInput:
+	case eventlog.KindModelInput:
 		n := MsgIRI(b, e.ID)
 		a, err := m.agent()
 		if err != nil {
@@ -359,9 +359,9 @@ func (m *mapper) event1(e *capture.Event) error {
 			m.role(n, e),
 			m.payload(n, e),
 		)
-	case capture.KindModelOutput:
+	case eventlog.KindModelOutput:
 		return m.modelOutput(e, dt)
-	case capture.KindExternalEffect:
+	case eventlog.KindExternalEffect:
 		n := EffectIRI(b, e.ID)
 		srv, err := m.server()
 		if err != nil {
@@ -392,13 +392,13 @@ func (m *mapper) event1(e *capture.Event) error {
 				}
 			}
 		}
-		if _, ok := m.link(e, "call", e.Call, capture.KindToolCall); ok {
+		if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
 			return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(b, e.Call)))
 		} else if e.Call != "" {
 			return m.unresolved(n, "call", e.Call)
 		}
 		return nil
-	case capture.KindAmbiguous:
+	case eventlog.KindAmbiguous:
 		// the line's exact bytes, reasons and readings are its payload
 		n := AmbiguousIRI(b, e.ID)
 		return firstErr(
@@ -407,7 +407,7 @@ func (m *mapper) event1(e *capture.Event) error {
 			m.add(n, ProvGeneratedAtTime, dt),
 			m.payload(n, e),
 		)
-	case capture.KindNotification:
+	case eventlog.KindNotification:
 		n := NoteIRI(b, e.ID)
 		srv, err := m.server()
 		if err != nil {
@@ -426,27 +426,27 @@ func (m *mapper) event1(e *capture.Event) error {
 			return m.add(n, OtelMCPMethodName, Str(e.Method))
 		}
 		return nil
-	case capture.KindMessage:
+	case eventlog.KindMessage:
 		return m.message(e, dt)
 	}
 	return &EventError{ID: e.ID, Seq: e.Seq, Field: "kind", Err: fmt.Errorf("unknown kind %q", e.Kind)}
 }
 
-func (m *mapper) role(n string, e *capture.Event) error {
+func (m *mapper) role(n string, e *eventlog.Event) error {
 	if e.Role == "" {
 		return nil
 	}
 	return m.add(n, WRole, Str(e.Role))
 }
 
-func (m *mapper) tool(n string, e *capture.Event) error {
+func (m *mapper) tool(n string, e *eventlog.Event) error {
 	if e.Tool == "" {
 		return nil
 	}
 	return m.add(n, OtelToolName, Str(e.Tool))
 }
 
-func (m *mapper) rpc(n string, e *capture.Event) error {
+func (m *mapper) rpc(n string, e *eventlog.Event) error {
 	if len(e.RPCID) == 0 {
 		return nil
 	}
@@ -461,7 +461,7 @@ func (m *mapper) rpc(n string, e *capture.Event) error {
 	return firstErr(m.add(n, OtelJSONRPCRequestID, Str(id)), m.add(n, WRPCIDJSON, Str(string(raw))))
 }
 
-func (m *mapper) sessionStart(e *capture.Event, dt Term) error {
+func (m *mapper) sessionStart(e *eventlog.Event, dt Term) error {
 	b := m.base
 	s := SessionNodeIRI(b)
 	w := WitnessIRI(b)
@@ -565,7 +565,7 @@ func (m *mapper) sessionStart(e *capture.Event, dt Term) error {
 	return nil
 }
 
-func (m *mapper) toolCall(e *capture.Event, dt Term) error {
+func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 	b := m.base
 	act := CallIRI(b, e.ID)
 	args := ArgsIRI(b, e.ID)
@@ -604,7 +604,7 @@ func (m *mapper) toolCall(e *capture.Event, dt Term) error {
 			return err
 		}
 	}
-	if _, ok := m.link(e, "cause", e.Cause, capture.KindModelOutput); ok {
+	if _, ok := m.link(e, "cause", e.Cause, eventlog.KindModelOutput); ok {
 		return firstErr(
 			m.add(act, ProvWasInformedBy, Ref(TurnIRI(b, e.Cause))),
 			m.add(args, ProvWasGeneratedBy, Ref(TurnIRI(b, e.Cause))),
@@ -616,7 +616,7 @@ func (m *mapper) toolCall(e *capture.Event, dt Term) error {
 	return nil
 }
 
-func (m *mapper) toolResponse(e *capture.Event, dt Term) error {
+func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 	b := m.base
 	n := ResultIRI(b, e.ID)
 	srv, err := m.server()
@@ -660,7 +660,7 @@ func (m *mapper) toolResponse(e *capture.Event, dt Term) error {
 			return err
 		}
 	}
-	if _, ok := m.link(e, "call", e.Call, capture.KindToolCall); ok {
+	if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
 		act := CallIRI(b, e.Call)
 		return firstErr(
 			m.add(n, ProvWasGeneratedBy, Ref(act)),
@@ -672,7 +672,7 @@ func (m *mapper) toolResponse(e *capture.Event, dt Term) error {
 	return nil
 }
 
-func (m *mapper) modelOutput(e *capture.Event, dt Term) error {
+func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 	b := m.base
 	turn := TurnIRI(b, e.ID)
 	out := MsgIRI(b, e.ID)
@@ -682,7 +682,7 @@ func (m *mapper) modelOutput(e *capture.Event, dt Term) error {
 	}
 	start := dt
 	var input string
-	if _, ok := m.link(e, "input", e.Input, capture.KindModelInput); ok {
+	if _, ok := m.link(e, "input", e.Input, eventlog.KindModelInput); ok {
 		input = MsgIRI(b, e.Input)
 		in, _ := m.lookup(e.Input)
 		start = Lit(in.ts, XSDDateTime)
@@ -711,7 +711,7 @@ func (m *mapper) modelOutput(e *capture.Event, dt Term) error {
 	return nil
 }
 
-func (m *mapper) message(e *capture.Event, dt Term) error {
+func (m *mapper) message(e *eventlog.Event, dt Term) error {
 	b := m.base
 	n := MessageIRI(b, e.ID)
 	if err := firstErr(
@@ -754,19 +754,19 @@ func (m *mapper) message(e *capture.Event, dt Term) error {
 		return m.unresolved(n, "cause", e.Cause)
 	}
 	switch info.kind {
-	case capture.KindToolCall:
+	case eventlog.KindToolCall:
 		return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(b, e.Cause)))
-	case capture.KindToolResponse:
+	case eventlog.KindToolResponse:
 		return m.add(n, ProvWasDerivedFrom, Ref(ResultIRI(b, e.Cause)))
-	case capture.KindModelInput, capture.KindModelOutput:
+	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		return m.add(n, ProvWasDerivedFrom, Ref(MsgIRI(b, e.Cause)))
-	case capture.KindExternalEffect:
+	case eventlog.KindExternalEffect:
 		return m.add(n, ProvWasDerivedFrom, Ref(EffectIRI(b, e.Cause)))
-	case capture.KindNotification:
+	case eventlog.KindNotification:
 		return m.add(n, ProvWasDerivedFrom, Ref(NoteIRI(b, e.Cause)))
-	case capture.KindAmbiguous:
+	case eventlog.KindAmbiguous:
 		return m.add(n, ProvWasDerivedFrom, Ref(AmbiguousIRI(b, e.Cause)))
-	case capture.KindMessage:
+	case eventlog.KindMessage:
 		return m.add(n, ProvWasDerivedFrom, Ref(MessageIRI(b, e.Cause)))
 	}
 	return m.unresolved(n, "cause", e.Cause)

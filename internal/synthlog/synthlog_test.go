@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 func TestGenerateDeterministicAndValid(t *testing.T) {
@@ -19,7 +19,7 @@ func TestGenerateDeterministicAndValid(t *testing.T) {
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Fatal("same seed gave different bytes")
 	}
-	r := capture.NewReader(&a, "synthetic")
+	r := eventlog.NewReader(&a, "synthetic")
 	n := 0
 	for {
 		_, err := r.Next()

@@ -12,7 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // Session is the session id of generated logs.
@@ -22,7 +22,7 @@ const Session = "bench"
 // definition removes every call of it.
 const BusiestTool = "read_file"
 
-var tools = []capture.ToolDef{
+var tools = []eventlog.ToolDef{
 	{Name: "read_file", SHA256: "01", Annotations: json.RawMessage(`{"idempotentHint":true,"readOnlyHint":true}`)},
 	{Name: "write_file", SHA256: "02", Annotations: json.RawMessage(`{"destructiveHint":false,"idempotentHint":true}`)},
 	{Name: "delete_file", SHA256: "03", Annotations: json.RawMessage(`{"destructiveHint":true}`)},
@@ -33,14 +33,14 @@ var tools = []capture.ToolDef{
 var ops = map[string]string{"read_file": "read", "write_file": "overwrite", "delete_file": "delete", "send_mail": "send", "search": "read"}
 
 // Source yields the events of a log whose graph has about targetNodes
-// nodes. It assigns ids and sessions itself (as capture.Writer would), so
+// nodes. It assigns ids and sessions itself (as eventlog.Writer would), so
 // graph.Build can read it directly.
 type Source struct {
 	target  int
 	nodes   int
 	seq     int64
 	rng     *rand.Rand
-	queue   []*capture.Event
+	queue   []*eventlog.Event
 	results []string // result event ids, for message causes
 	done    bool
 }
@@ -52,14 +52,14 @@ func New(targetNodes int) *Source {
 
 const ts = "2026-08-30T14:33:00+00:00"
 
-func (s *Source) emit(e *capture.Event, nodes int) {
-	e.V = capture.FormatVersion
+func (s *Source) emit(e *eventlog.Event, nodes int) {
+	e.V = eventlog.FormatVersion
 	e.Seq = s.seq
-	e.ID = capture.EventID(s.seq)
+	e.ID = eventlog.EventID(s.seq)
 	e.Session = Session
 	e.TS = ts
 	if e.Source == "" {
-		e.Source = capture.SourceObserved
+		e.Source = eventlog.SourceObserved
 	}
 	s.seq++
 	s.nodes += nodes
@@ -67,7 +67,7 @@ func (s *Source) emit(e *capture.Event, nodes int) {
 }
 
 // Next returns the next event, io.EOF at the end.
-func (s *Source) Next() (*capture.Event, error) {
+func (s *Source) Next() (*eventlog.Event, error) {
 	for len(s.queue) == 0 {
 		if s.done {
 			return nil, io.EOF
@@ -81,10 +81,10 @@ func (s *Source) Next() (*capture.Event, error) {
 
 func (s *Source) fill() {
 	if s.seq == 0 {
-		s.emit(&capture.Event{Kind: capture.KindSessionStart, Header: &capture.Header{
+		s.emit(&eventlog.Event{Kind: eventlog.KindSessionStart, Header: &eventlog.Header{
 			Format: "witness-events", WitnessVersion: "bench", Pairing: "jsonrpc-id",
-			Seal:   &capture.SealRef{Digest: "9edc4d89189a690d3e379381523729807a48b325f9b14329a2f25874507fd8d2", WitnessID: "bench"},
-			Server: &capture.ServerInfo{Name: "bench", Tools: tools},
+			Seal:   &eventlog.SealRef{Digest: "9edc4d89189a690d3e379381523729807a48b325f9b14329a2f25874507fd8d2", WitnessID: "bench"},
+			Server: &eventlog.ServerInfo{Name: "bench", Tools: tools},
 		}}, 6+len(tools))
 		return
 	}
@@ -93,32 +93,32 @@ func (s *Source) fill() {
 		return
 	}
 	r := s.rng
-	in := capture.EventID(s.seq)
-	s.emit(&capture.Event{Kind: capture.KindModelInput, Role: "user", Payload: json.RawMessage(`"go on"`), Source: capture.SourceReported}, 1)
-	out := capture.EventID(s.seq)
-	s.emit(&capture.Event{Kind: capture.KindModelOutput, Role: "assistant", Input: in, Payload: json.RawMessage(`"ok"`), Source: capture.SourceReported}, 3)
+	in := eventlog.EventID(s.seq)
+	s.emit(&eventlog.Event{Kind: eventlog.KindModelInput, Role: "user", Payload: json.RawMessage(`"go on"`), Source: eventlog.SourceReported}, 1)
+	out := eventlog.EventID(s.seq)
+	s.emit(&eventlog.Event{Kind: eventlog.KindModelOutput, Role: "assistant", Input: in, Payload: json.RawMessage(`"ok"`), Source: eventlog.SourceReported}, 3)
 	calls := 1 + r.IntN(3)
 	for k := 0; k < calls; k++ {
 		tool := tools[0].Name
 		if r.IntN(2) == 0 {
 			tool = tools[1+r.IntN(len(tools)-1)].Name
 		}
-		call := capture.EventID(s.seq)
+		call := eventlog.EventID(s.seq)
 		rpc := json.RawMessage(fmt.Sprint(s.seq))
-		s.emit(&capture.Event{Kind: capture.KindToolCall, Tool: tool, Method: "tools/call", RPCID: rpc, Cause: out,
+		s.emit(&eventlog.Event{Kind: eventlog.KindToolCall, Tool: tool, Method: "tools/call", RPCID: rpc, Cause: out,
 			Payload: json.RawMessage(fmt.Sprintf(`{"path":"/data/f%d"}`, r.IntN(1000)))}, 3)
-		s.results = append(s.results, capture.EventID(s.seq))
-		s.emit(&capture.Event{Kind: capture.KindToolResponse, Tool: tool, Method: "tools/call", RPCID: rpc, Call: call, Payload: json.RawMessage(`{"content":[]}`)}, 1)
+		s.results = append(s.results, eventlog.EventID(s.seq))
+		s.emit(&eventlog.Event{Kind: eventlog.KindToolResponse, Tool: tool, Method: "tools/call", RPCID: rpc, Call: call, Payload: json.RawMessage(`{"content":[]}`)}, 1)
 		if op := ops[tool]; op != "read" || r.IntN(4) == 0 {
-			s.emit(&capture.Event{Kind: capture.KindExternalEffect, Tool: tool, Call: call,
-				Effect: &capture.Effect{Op: op, Target: fmt.Sprintf("/data/f%d", r.IntN(1000))}}, 1)
+			s.emit(&eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: tool, Call: call,
+				Effect: &eventlog.Effect{Op: op, Target: fmt.Sprintf("/data/f%d", r.IntN(1000))}}, 1)
 		}
 	}
 	if r.IntN(5) == 0 && len(s.results) > 1 {
 		// an agent message derived from a result of a recent turn
 		back := len(s.results) - 1 - r.IntN(min(len(s.results), 50))
-		s.emit(&capture.Event{Kind: capture.KindMessage, Cause: s.results[back], Source: capture.SourceReported,
-			Message: &capture.Message{Direction: "outgoing", Conversation: "c", Sender: "a", Text: "fyi", Operation: "direct"}}, 1)
+		s.emit(&eventlog.Event{Kind: eventlog.KindMessage, Cause: s.results[back], Source: eventlog.SourceReported,
+			Message: &eventlog.Message{Direction: "outgoing", Conversation: "c", Sender: "a", Text: "fyi", Operation: "direct"}}, 1)
 	}
 	if len(s.results) > 200 {
 		s.results = append([]string(nil), s.results[len(s.results)-50:]...)
@@ -129,7 +129,7 @@ func (s *Source) fill() {
 // canonical line per event (docs/formats/events.md).
 func Write(w io.Writer, targetNodes int) error {
 	src := New(targetNodes)
-	cw := capture.NewWriter(w, Session)
+	cw := eventlog.NewWriter(w, Session)
 	for {
 		e, err := src.Next()
 		if err == io.EOF {
