@@ -1,8 +1,12 @@
-// Package synthlog generates deterministic, realistic witness event logs of
-// any length (for graph tests and benchmarks): a session header with a
-// server and tool definitions, then model turns that ask for tool calls, their
-// responses and external effects, notifications, and a session end. The
-// same (n, seed) always gives the same bytes.
+// Package synthlog is the one generator of synthetic witness event logs for
+// tests and benchmarks (graph, verify, replay, cmd/witness-bench). It has two
+// shapes. Generate writes a log of exactly n events: a session header with a
+// server and tool definitions, then model turns that ask for tool calls,
+// their responses and external effects, notifications, and a session end;
+// the same (n, seed) always gives the same bytes. NewGraph and WriteGraph
+// give a log sized by the graph it maps to, with the shared descendants
+// replay's benchmarks need. Both write through eventlog.Writer, the format
+// package, and nothing else of the witness.
 package synthlog
 
 import (

@@ -1,10 +1,4 @@
-// Package benchgraph generates deterministic, realistic event logs of a
-// requested graph size for replay's benchmarks (make bench): model turns
-// that ask for one to three tool calls, results, external effects of
-// several ops (some irreversible), tools with MCP annotations, and agent
-// messages derived from results of earlier turns, so that the dependency
-// graph has shared descendants as real runs do.
-package benchgraph
+package synthlog
 
 import (
 	"encoding/json"
@@ -15,14 +9,15 @@ import (
 	"github.com/agent-trace-witness/witness/eventlog"
 )
 
-// Session is the session id of generated logs.
-const Session = "bench"
+// GraphSession is the session id of the logs NewGraph and WriteGraph
+// generate.
+const GraphSession = "bench"
 
-// BusiestTool is the tool generated logs call most; removing its
+// BusiestTool is the tool NewGraph's logs call most; removing its
 // definition removes every call of it.
 const BusiestTool = "read_file"
 
-var tools = []eventlog.ToolDef{
+var graphTools = []eventlog.ToolDef{
 	{Name: "read_file", SHA256: "01", Annotations: json.RawMessage(`{"idempotentHint":true,"readOnlyHint":true}`)},
 	{Name: "write_file", SHA256: "02", Annotations: json.RawMessage(`{"destructiveHint":false,"idempotentHint":true}`)},
 	{Name: "delete_file", SHA256: "03", Annotations: json.RawMessage(`{"destructiveHint":true}`)},
@@ -30,12 +25,16 @@ var tools = []eventlog.ToolDef{
 	{Name: "search", SHA256: "05"},
 }
 
-var ops = map[string]string{"read_file": "read", "write_file": "overwrite", "delete_file": "delete", "send_mail": "send", "search": "read"}
+var graphOps = map[string]string{"read_file": "read", "write_file": "overwrite", "delete_file": "delete", "send_mail": "send", "search": "read"}
 
-// Source yields the events of a log whose graph has about targetNodes
-// nodes. It assigns ids and sessions itself (as eventlog.Writer would), so
-// graph.Build can read it directly.
-type Source struct {
+// GraphSource yields the events of a log whose graph has about targetNodes
+// nodes (for replay's benchmarks, make bench): model turns that ask for one
+// to three tool calls, results, external effects of several ops (some
+// irreversible), tools with MCP annotations, and agent messages derived
+// from results of earlier turns, so that the dependency graph has shared
+// descendants as real runs do. It assigns ids and sessions itself (as
+// eventlog.Writer would), so graph.Build can read it directly.
+type GraphSource struct {
 	target  int
 	nodes   int
 	seq     int64
@@ -45,19 +44,19 @@ type Source struct {
 	done    bool
 }
 
-// New returns a generator for about targetNodes graph nodes.
-func New(targetNodes int) *Source {
-	return &Source{target: targetNodes, rng: rand.New(rand.NewPCG(42, 1))}
+// NewGraph returns a generator for about targetNodes graph nodes.
+func NewGraph(targetNodes int) *GraphSource {
+	return &GraphSource{target: targetNodes, rng: rand.New(rand.NewPCG(42, 1))}
 }
 
-const ts = "2026-08-30T14:33:00+00:00"
+const graphTS = "2026-08-30T14:33:00+00:00"
 
-func (s *Source) emit(e *eventlog.Event, nodes int) {
+func (s *GraphSource) emit(e *eventlog.Event, nodes int) {
 	e.V = eventlog.FormatVersion
 	e.Seq = s.seq
 	e.ID = eventlog.EventID(s.seq)
-	e.Session = Session
-	e.TS = ts
+	e.Session = GraphSession
+	e.TS = graphTS
 	if e.Source == "" {
 		e.Source = eventlog.SourceObserved
 	}
@@ -67,7 +66,7 @@ func (s *Source) emit(e *eventlog.Event, nodes int) {
 }
 
 // Next returns the next event, io.EOF at the end.
-func (s *Source) Next() (*eventlog.Event, error) {
+func (s *GraphSource) Next() (*eventlog.Event, error) {
 	for len(s.queue) == 0 {
 		if s.done {
 			return nil, io.EOF
@@ -79,13 +78,13 @@ func (s *Source) Next() (*eventlog.Event, error) {
 	return e, nil
 }
 
-func (s *Source) fill() {
+func (s *GraphSource) fill() {
 	if s.seq == 0 {
 		s.emit(&eventlog.Event{Kind: eventlog.KindSessionStart, Header: &eventlog.Header{
 			Format: "witness-events", WitnessVersion: "bench", Pairing: "jsonrpc-id",
 			Seal:   &eventlog.SealRef{Digest: "9edc4d89189a690d3e379381523729807a48b325f9b14329a2f25874507fd8d2", WitnessID: "bench"},
-			Server: &eventlog.ServerInfo{Name: "bench", Tools: tools},
-		}}, 6+len(tools))
+			Server: &eventlog.ServerInfo{Name: "bench", Tools: graphTools},
+		}}, 6+len(graphTools))
 		return
 	}
 	if s.nodes >= s.target {
@@ -99,9 +98,9 @@ func (s *Source) fill() {
 	s.emit(&eventlog.Event{Kind: eventlog.KindModelOutput, Role: "assistant", Input: in, Payload: json.RawMessage(`"ok"`), Source: eventlog.SourceReported}, 3)
 	calls := 1 + r.IntN(3)
 	for k := 0; k < calls; k++ {
-		tool := tools[0].Name
+		tool := graphTools[0].Name
 		if r.IntN(2) == 0 {
-			tool = tools[1+r.IntN(len(tools)-1)].Name
+			tool = graphTools[1+r.IntN(len(graphTools)-1)].Name
 		}
 		call := eventlog.EventID(s.seq)
 		rpc := json.RawMessage(fmt.Sprint(s.seq))
@@ -109,7 +108,7 @@ func (s *Source) fill() {
 			Payload: json.RawMessage(fmt.Sprintf(`{"path":"/data/f%d"}`, r.IntN(1000)))}, 3)
 		s.results = append(s.results, eventlog.EventID(s.seq))
 		s.emit(&eventlog.Event{Kind: eventlog.KindToolResponse, Tool: tool, Method: "tools/call", RPCID: rpc, Call: call, Payload: json.RawMessage(`{"content":[]}`)}, 1)
-		if op := ops[tool]; op != "read" || r.IntN(4) == 0 {
+		if op := graphOps[tool]; op != "read" || r.IntN(4) == 0 {
 			s.emit(&eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: tool, Call: call,
 				Effect: &eventlog.Effect{Op: op, Target: fmt.Sprintf("/data/f%d", r.IntN(1000))}}, 1)
 		}
@@ -125,11 +124,11 @@ func (s *Source) fill() {
 	}
 }
 
-// Write writes the log of about targetNodes graph nodes to w, one
+// WriteGraph writes the log of about targetNodes graph nodes to w, one
 // canonical line per event (docs/formats/events.md).
-func Write(w io.Writer, targetNodes int) error {
-	src := New(targetNodes)
-	cw := eventlog.NewWriter(w, Session)
+func WriteGraph(w io.Writer, targetNodes int) error {
+	src := NewGraph(targetNodes)
+	cw := eventlog.NewWriter(w, GraphSession)
 	for {
 		e, err := src.Next()
 		if err == io.EOF {
