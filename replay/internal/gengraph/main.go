@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/graph"
-	"github.com/agent-trace-witness/witness/replay"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
+	"github.com/agent-trace-witness/witness/replay"
 )
 
 // peakRSS returns the process's peak resident set size in MiB (Linux
