@@ -182,27 +182,34 @@ func (m *mapper) envelope(node string, e *eventlog.Event) error {
 			return err
 		}
 	}
-	if l := e.Legacy; l != nil {
-		if err := firstErr(
-			m.add(node, WLegacyFormat, Str(l.Format)),
-			m.add(node, WLegacyLine, Lit(strconv.FormatInt(l.Line, 10), XSDInteger)),
-		); err != nil {
+	return m.legacy(node, e.Legacy)
+}
+
+// legacy emits what an imported 0.1.0 line said that has no place in the
+// envelope: its format, line, seal reference, unsealed flag and orphan mark.
+func (m *mapper) legacy(node string, l *eventlog.Legacy) error {
+	if l == nil {
+		return nil
+	}
+	if err := firstErr(
+		m.add(node, WLegacyFormat, Str(l.Format)),
+		m.add(node, WLegacyLine, Lit(strconv.FormatInt(l.Line, 10), XSDInteger)),
+	); err != nil {
+		return err
+	}
+	if l.SealRef != "" {
+		if err := m.add(node, WLegacySealRef, Str(l.SealRef)); err != nil {
 			return err
 		}
-		if l.SealRef != "" {
-			if err := m.add(node, WLegacySealRef, Str(l.SealRef)); err != nil {
-				return err
-			}
+	}
+	if l.Unsealed != nil {
+		if err := m.add(node, WLegacyUnsealed, boolLit(*l.Unsealed)); err != nil {
+			return err
 		}
-		if l.Unsealed != nil {
-			if err := m.add(node, WLegacyUnsealed, boolLit(*l.Unsealed)); err != nil {
-				return err
-			}
-		}
-		if l.Orphan {
-			if err := m.add(node, WLegacyOrphan, boolLit(true)); err != nil {
-				return err
-			}
+	}
+	if l.Orphan {
+		if err := m.add(node, WLegacyOrphan, boolLit(true)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -284,21 +291,11 @@ func (m *mapper) event(e *eventlog.Event) error {
 	return nil
 }
 
+// event1 maps one event: the envelope rules every event obeys (same
+// session, unique id, a valid ts), then the step for its kind.
 func (m *mapper) event1(e *eventlog.Event) error {
-	if !m.started {
-		m.started = true
-		m.session = e.Session
-		m.base = SessionIRI(e.Session)
-		if err := CheckIRI(m.base); err != nil {
-			return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: err}
-		}
-		if m.opts.Seal != nil {
-			if err := m.setPlan(m.opts.Seal); err != nil {
-				return err
-			}
-		}
-	} else if e.Session != m.session {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: fmt.Errorf("session %q differs from the log's session %q", e.Session, m.session)}
+	if err := m.checkSession(e); err != nil {
+		return err
 	}
 	if _, dup := m.lookup(e.ID); dup {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "id", Err: errors.New("duplicate event id")}
@@ -312,124 +309,185 @@ func (m *mapper) event1(e *eventlog.Event) error {
 		info.ts = ts
 	}
 	defer m.remember(e.ID, info)
-	b := m.base
-	dt := Lit(ts, XSDDateTime)
+	return m.kindStep(e, Lit(ts, XSDDateTime))
+}
+
+// kindStep dispatches an event to the step that maps its kind; dt is the
+// event's time as an xsd:dateTime literal.
+func (m *mapper) kindStep(e *eventlog.Event, dt Term) error {
 	switch e.Kind {
 	case eventlog.KindSessionStart:
 		return m.sessionStart(e, dt)
 	case eventlog.KindSessionEnd:
-		s := SessionNodeIRI(b)
-		if err := firstErr(m.typ(s, ProvActivity, WCaptureSession), m.add(s, ProvEndedAtTime, dt)); err != nil {
-			return err
-		}
-		if e.End != nil {
-			if err := firstErr(
-				m.add(s, WEventCount, Lit(strconv.FormatInt(e.End.Count, 10), XSDInteger)),
-				m.add(s, WChainHead, Str(e.End.Head)),
-			); err != nil {
-				return err
-			}
-			if e.End.Reason != "" {
-				if err := m.add(s, WEndReason, Str(e.End.Reason)); err != nil {
-					return err
-				}
-			}
-			for _, sig := range e.End.Signatures {
-				if err := m.add(s, WSignatureKeyID, Str(sig.KeyID)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return m.sessionEnd(e, dt)
 	case eventlog.KindToolCall:
 		return m.toolCall(e, dt)
 	case eventlog.KindToolResponse:
 		return m.toolResponse(e, dt)
 	case eventlog.KindModelInput:
-		n := MsgIRI(b, e.ID)
-		a, err := m.agent()
-		if err != nil {
-			return err
-		}
-		return firstErr(
-			m.typ(n, ProvEntity, WModelMessage),
-			m.envelope(n, e),
-			m.add(n, ProvGeneratedAtTime, dt),
-			m.add(n, ProvWasAttributedTo, Ref(a)),
-			m.role(n, e),
-			m.payload(n, e),
-		)
+		return m.modelInput(e, dt)
 	case eventlog.KindModelOutput:
 		return m.modelOutput(e, dt)
 	case eventlog.KindExternalEffect:
-		n := EffectIRI(b, e.ID)
-		srv, err := m.server()
-		if err != nil {
-			return err
-		}
-		if err := firstErr(
-			m.typ(n, ProvEntity, WExternalEffect),
-			m.envelope(n, e),
-			m.add(n, ProvGeneratedAtTime, dt),
-			m.add(n, ProvWasAttributedTo, Ref(srv)),
-			m.tool(n, e),
-			m.payload(n, e),
-		); err != nil {
-			return err
-		}
-		if e.Effect != nil {
-			if err := m.add(n, WEffectOp, Str(e.Effect.Op)); err != nil {
-				return err
-			}
-			if e.Effect.Target != "" {
-				if err := m.add(n, WEffectTarget, Str(e.Effect.Target)); err != nil {
-					return err
-				}
-			}
-			if e.Effect.Reason != "" {
-				if err := m.add(n, WEffectReason, Str(e.Effect.Reason)); err != nil {
-					return err
-				}
-			}
-		}
-		if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
-			return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(b, e.Call)))
-		} else if e.Call != "" {
-			return m.unresolved(n, "call", e.Call)
-		}
-		return nil
+		return m.externalEffect(e, dt)
 	case eventlog.KindAmbiguous:
-		// the line's exact bytes, reasons and readings are its payload
-		n := AmbiguousIRI(b, e.ID)
-		return firstErr(
-			m.typ(n, ProvEntity, WAmbiguousLine),
-			m.envelope(n, e),
-			m.add(n, ProvGeneratedAtTime, dt),
-			m.payload(n, e),
-		)
+		return m.ambiguous(e, dt)
 	case eventlog.KindNotification:
-		n := NoteIRI(b, e.ID)
-		srv, err := m.server()
-		if err != nil {
-			return err
-		}
-		if err := firstErr(
-			m.typ(n, ProvEntity, WNotification),
-			m.envelope(n, e),
-			m.add(n, ProvGeneratedAtTime, dt),
-			m.add(n, ProvWasAttributedTo, Ref(srv)),
-			m.payload(n, e),
-		); err != nil {
-			return err
-		}
-		if e.Method != "" {
-			return m.add(n, OtelMCPMethodName, Str(e.Method))
-		}
-		return nil
+		return m.notification(e, dt)
 	case eventlog.KindMessage:
 		return m.message(e, dt)
 	}
 	return &EventError{ID: e.ID, Seq: e.Seq, Field: "kind", Err: fmt.Errorf("unknown kind %q", e.Kind)}
+}
+
+// checkSession takes the session (and the seal given in the options) from
+// the first event, and refuses a later event of another session.
+func (m *mapper) checkSession(e *eventlog.Event) error {
+	if m.started {
+		if e.Session != m.session {
+			return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: fmt.Errorf("session %q differs from the log's session %q", e.Session, m.session)}
+		}
+		return nil
+	}
+	m.started = true
+	m.session = e.Session
+	m.base = SessionIRI(e.Session)
+	if err := CheckIRI(m.base); err != nil {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: err}
+	}
+	if m.opts.Seal != nil {
+		return m.setPlan(m.opts.Seal)
+	}
+	return nil
+}
+
+// sessionEnd: the capture session ends; its count, chain head, reason and
+// signing keys.
+func (m *mapper) sessionEnd(e *eventlog.Event, dt Term) error {
+	s := SessionNodeIRI(m.base)
+	if err := firstErr(m.typ(s, ProvActivity, WCaptureSession), m.add(s, ProvEndedAtTime, dt)); err != nil {
+		return err
+	}
+	if e.End == nil {
+		return nil
+	}
+	if err := firstErr(
+		m.add(s, WEventCount, Lit(strconv.FormatInt(e.End.Count, 10), XSDInteger)),
+		m.add(s, WChainHead, Str(e.End.Head)),
+	); err != nil {
+		return err
+	}
+	if e.End.Reason != "" {
+		if err := m.add(s, WEndReason, Str(e.End.Reason)); err != nil {
+			return err
+		}
+	}
+	for _, sig := range e.End.Signatures {
+		if err := m.add(s, WSignatureKeyID, Str(sig.KeyID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// modelInput: a message to the model, attributed to the agent.
+func (m *mapper) modelInput(e *eventlog.Event, dt Term) error {
+	n := MsgIRI(m.base, e.ID)
+	a, err := m.agent()
+	if err != nil {
+		return err
+	}
+	return firstErr(
+		m.typ(n, ProvEntity, WModelMessage),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(a)),
+		m.role(n, e),
+		m.payload(n, e),
+	)
+}
+
+// externalEffect: a side effect of a tool, attributed to the server and
+// generated by its call.
+func (m *mapper) externalEffect(e *eventlog.Event, dt Term) error {
+	n := EffectIRI(m.base, e.ID)
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.typ(n, ProvEntity, WExternalEffect),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.tool(n, e),
+		m.payload(n, e),
+	); err != nil {
+		return err
+	}
+	if err := m.effect(n, e.Effect); err != nil {
+		return err
+	}
+	if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
+		return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(m.base, e.Call)))
+	} else if e.Call != "" {
+		return m.unresolved(n, "call", e.Call)
+	}
+	return nil
+}
+
+// effect emits what an effect did: op, target and reason.
+func (m *mapper) effect(n string, eff *eventlog.Effect) error {
+	if eff == nil {
+		return nil
+	}
+	if err := m.add(n, WEffectOp, Str(eff.Op)); err != nil {
+		return err
+	}
+	if eff.Target != "" {
+		if err := m.add(n, WEffectTarget, Str(eff.Target)); err != nil {
+			return err
+		}
+	}
+	if eff.Reason != "" {
+		return m.add(n, WEffectReason, Str(eff.Reason))
+	}
+	return nil
+}
+
+// ambiguous: a wire line with more than one reading; its exact bytes,
+// reasons and readings are its payload.
+func (m *mapper) ambiguous(e *eventlog.Event, dt Term) error {
+	n := AmbiguousIRI(m.base, e.ID)
+	return firstErr(
+		m.typ(n, ProvEntity, WAmbiguousLine),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.payload(n, e),
+	)
+}
+
+// notification: a server notification (or request), attributed to the
+// server.
+func (m *mapper) notification(e *eventlog.Event, dt Term) error {
+	n := NoteIRI(m.base, e.ID)
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.typ(n, ProvEntity, WNotification),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.payload(n, e),
+	); err != nil {
+		return err
+	}
+	if e.Method != "" {
+		return m.add(n, OtelMCPMethodName, Str(e.Method))
+	}
+	return nil
 }
 
 func (m *mapper) role(n string, e *eventlog.Event) error {
@@ -461,10 +519,11 @@ func (m *mapper) rpc(n string, e *eventlog.Event) error {
 	return firstErr(m.add(n, OtelJSONRPCRequestID, Str(id)), m.add(n, WRPCIDJSON, Str(string(raw))))
 }
 
+// sessionStart: the capture session starts, associated with the witness;
+// then what its header says.
 func (m *mapper) sessionStart(e *eventlog.Event, dt Term) error {
-	b := m.base
-	s := SessionNodeIRI(b)
-	w := WitnessIRI(b)
+	s := SessionNodeIRI(m.base)
+	w := WitnessIRI(m.base)
 	if err := firstErr(
 		m.typ(s, ProvActivity, WCaptureSession),
 		m.envelope(s, e),
@@ -479,90 +538,122 @@ func (m *mapper) sessionStart(e *eventlog.Event, dt Term) error {
 	if h == nil {
 		return nil
 	}
-	add := func(node, p, v string) error {
-		if v == "" {
-			return nil
-		}
-		return m.add(node, p, Str(v))
+	if err := m.headerFields(s, w, h); err != nil {
+		return err
 	}
+	if err := m.headerSeal(s, h.Seal); err != nil {
+		return err
+	}
+	if h.Server == nil {
+		return nil
+	}
+	return m.serverInfo(e, h.Server)
+}
+
+// addStr emits a string literal, unless it is empty.
+func (m *mapper) addStr(node, p, v string) error {
+	if v == "" {
+		return nil
+	}
+	return m.add(node, p, Str(v))
+}
+
+// headerFields emits the header's witness version, pairing rule, import
+// source, notes and redaction rules.
+func (m *mapper) headerFields(s, w string, h *eventlog.Header) error {
 	if err := firstErr(
-		add(w, WWitnessVersion, h.WitnessVersion),
-		add(s, WPairing, h.Pairing),
-		add(s, WImportedFrom, h.ImportedFrom),
+		m.addStr(w, WWitnessVersion, h.WitnessVersion),
+		m.addStr(s, WPairing, h.Pairing),
+		m.addStr(s, WImportedFrom, h.ImportedFrom),
 	); err != nil {
 		return err
 	}
 	for _, note := range h.Notes {
-		if err := add(s, WNote, note); err != nil {
+		if err := m.addStr(s, WNote, note); err != nil {
 			return err
 		}
 	}
 	if h.Redaction != nil {
 		for _, r := range h.Redaction.Rules {
-			if err := add(s, WRedactionRule, r); err != nil {
+			if err := m.addStr(s, WRedactionRule, r); err != nil {
 				return err
-			}
-		}
-	}
-	if h.Seal != nil {
-		if err := add(s, WBoundSeal, h.Seal.Digest); err != nil {
-			return err
-		}
-		if err := m.setPlan(&SealRef{Digest: h.Seal.Digest, WitnessID: h.Seal.WitnessID}); err != nil {
-			return err
-		}
-	}
-	if m.plan != "" {
-		if err := m.add(s, ProvUsed, Ref(m.plan)); err != nil {
-			return err
-		}
-	}
-	if sv := h.Server; sv != nil {
-		srv, err := m.server()
-		if err != nil {
-			return err
-		}
-		if err := firstErr(
-			add(srv, WServerName, sv.Name),
-			add(srv, WServerVersion, sv.Version),
-			add(srv, OtelMCPProtocolVer, sv.ProtocolVersion),
-			add(srv, WServerCommand, sv.Command),
-			add(srv, WToolsSHA256, sv.ToolsSHA256),
-		); err != nil {
-			return err
-		}
-		if len(sv.Args) > 0 {
-			argv, err := canon.Marshal(sv.Args)
-			if err != nil {
-				return &EventError{ID: e.ID, Seq: e.Seq, Field: "header.server.args", Err: err}
-			}
-			if err := add(srv, WServerArgv, string(argv)); err != nil {
-				return err
-			}
-		}
-		for i, td := range sv.Tools {
-			t := ToolIRI(b, td.Name)
-			m.tools[td.Name] = true
-			if err := firstErr(
-				m.typ(t, ProvEntity, WToolDefinition),
-				m.add(t, OtelToolName, Str(td.Name)),
-				add(t, WDefinitionSHA256, td.SHA256),
-				m.add(t, ProvWasAttributedTo, Ref(srv)),
-			); err != nil {
-				return err
-			}
-			if len(td.Annotations) > 0 {
-				c, err := canon.Transform(td.Annotations)
-				if err != nil {
-					return &EventError{ID: e.ID, Seq: e.Seq, Field: fmt.Sprintf("header.server.tools[%d].annotations", i), Err: err}
-				}
-				if err := add(t, WAnnotations, string(c)); err != nil {
-					return err
-				}
 			}
 		}
 	}
 	return nil
+}
+
+// headerSeal binds the session to the header's seal (the plan, unless the
+// options gave one), and says the session used the plan.
+func (m *mapper) headerSeal(s string, seal *eventlog.SealRef) error {
+	if seal != nil {
+		if err := m.addStr(s, WBoundSeal, seal.Digest); err != nil {
+			return err
+		}
+		if err := m.setPlan(&SealRef{Digest: seal.Digest, WitnessID: seal.WitnessID}); err != nil {
+			return err
+		}
+	}
+	if m.plan == "" {
+		return nil
+	}
+	return m.add(s, ProvUsed, Ref(m.plan))
+}
+
+// serverInfo emits the MCP server: name, version, protocol, command line
+// and its tool definitions.
+func (m *mapper) serverInfo(e *eventlog.Event, sv *eventlog.ServerInfo) error {
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.addStr(srv, WServerName, sv.Name),
+		m.addStr(srv, WServerVersion, sv.Version),
+		m.addStr(srv, OtelMCPProtocolVer, sv.ProtocolVersion),
+		m.addStr(srv, WServerCommand, sv.Command),
+		m.addStr(srv, WToolsSHA256, sv.ToolsSHA256),
+	); err != nil {
+		return err
+	}
+	if len(sv.Args) > 0 {
+		argv, err := canon.Marshal(sv.Args)
+		if err != nil {
+			return &EventError{ID: e.ID, Seq: e.Seq, Field: "header.server.args", Err: err}
+		}
+		if err := m.addStr(srv, WServerArgv, string(argv)); err != nil {
+			return err
+		}
+	}
+	for i, td := range sv.Tools {
+		if err := m.toolDef(e, srv, i, td); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolDef emits one tool definition the server listed, with its
+// annotations as canonical JSON.
+func (m *mapper) toolDef(e *eventlog.Event, srv string, i int, td eventlog.ToolDef) error {
+	t := ToolIRI(m.base, td.Name)
+	m.tools[td.Name] = true
+	if err := firstErr(
+		m.typ(t, ProvEntity, WToolDefinition),
+		m.add(t, OtelToolName, Str(td.Name)),
+		m.addStr(t, WDefinitionSHA256, td.SHA256),
+		m.add(t, ProvWasAttributedTo, Ref(srv)),
+	); err != nil {
+		return err
+	}
+	if len(td.Annotations) == 0 {
+		return nil
+	}
+	c, err := canon.Transform(td.Annotations)
+	if err != nil {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: fmt.Sprintf("header.server.tools[%d].annotations", i), Err: err}
+	}
+	return m.addStr(t, WAnnotations, string(c))
 }
 
 func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
@@ -604,6 +695,14 @@ func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 			return err
 		}
 	}
+	return m.callCause(e, act, args)
+}
+
+// callCause links a tool call to the model turn that asked for it: the
+// call was informed by the turn, its arguments generated by the turn and
+// derived from the model's output.
+func (m *mapper) callCause(e *eventlog.Event, act, args string) error {
+	b := m.base
 	if _, ok := m.link(e, "cause", e.Cause, eventlog.KindModelOutput); ok {
 		return firstErr(
 			m.add(act, ProvWasInformedBy, Ref(TurnIRI(b, e.Cause))),
@@ -616,24 +715,10 @@ func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 	return nil
 }
 
-func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
-	b := m.base
-	n := ResultIRI(b, e.ID)
-	srv, err := m.server()
-	if err != nil {
-		return err
-	}
-	if err := firstErr(
-		m.typ(n, ProvEntity, WResult),
-		m.envelope(n, e),
-		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(srv)),
-		m.tool(n, e),
-		m.rpc(n, e),
-		m.payload(n, e),
-	); err != nil {
-		return err
-	}
+// responseError emits whether a tool response is an error: isError, and
+// for a JSON-RPC error its code (as status code and error type); for a
+// tool error, the error type tool_error.
+func (m *mapper) responseError(n string, e *eventlog.Event) error {
 	if e.IsError != nil {
 		if err := m.add(n, WIsError, boolLit(*e.IsError)); err != nil {
 			return err
@@ -659,6 +744,32 @@ func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 		if err := m.add(n, OtelErrorType, Str("tool_error")); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// toolResponse: the result of a call, attributed to the server and
+// generated by the call, which ends when it is received.
+func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
+	b := m.base
+	n := ResultIRI(b, e.ID)
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.typ(n, ProvEntity, WResult),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.tool(n, e),
+		m.rpc(n, e),
+		m.payload(n, e),
+	); err != nil {
+		return err
+	}
+	if err := m.responseError(n, e); err != nil {
+		return err
 	}
 	if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
 		act := CallIRI(b, e.Call)
@@ -711,9 +822,10 @@ func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 	return nil
 }
 
+// message: an application message between agents, derived from (or
+// generated by) the event that caused it.
 func (m *mapper) message(e *eventlog.Event, dt Term) error {
-	b := m.base
-	n := MessageIRI(b, e.ID)
+	n := MessageIRI(m.base, e.ID)
 	if err := firstErr(
 		m.typ(n, ProvEntity, WAgentMessage),
 		m.envelope(n, e),
@@ -722,30 +834,41 @@ func (m *mapper) message(e *eventlog.Event, dt Term) error {
 	); err != nil {
 		return err
 	}
-	if msg := e.Message; msg != nil {
-		add := func(p, v string) error {
-			if v == "" {
-				return nil
-			}
-			return m.add(n, p, Str(v))
-		}
-		if err := firstErr(
-			add(WDirection, msg.Direction),
-			add(WConversation, msg.Conversation),
-			add(WSender, msg.Sender),
-			add(WText, msg.Text),
-			add(WOperation, msg.Operation),
-			add(WAuthorAgentID, msg.AuthorAgentID),
-			add(WPostID, msg.PostID),
-		); err != nil {
+	if err := m.messageFields(n, e.Message); err != nil {
+		return err
+	}
+	return m.messageCause(n, e)
+}
+
+// messageFields emits the message's direction, conversation, sender,
+// text, operation, author, post and recipients.
+func (m *mapper) messageFields(n string, msg *eventlog.Message) error {
+	if msg == nil {
+		return nil
+	}
+	if err := firstErr(
+		m.addStr(n, WDirection, msg.Direction),
+		m.addStr(n, WConversation, msg.Conversation),
+		m.addStr(n, WSender, msg.Sender),
+		m.addStr(n, WText, msg.Text),
+		m.addStr(n, WOperation, msg.Operation),
+		m.addStr(n, WAuthorAgentID, msg.AuthorAgentID),
+		m.addStr(n, WPostID, msg.PostID),
+	); err != nil {
+		return err
+	}
+	for _, r := range msg.Recipients {
+		if err := m.addStr(n, WRecipient, r); err != nil {
 			return err
 		}
-		for _, r := range msg.Recipients {
-			if err := add(WRecipient, r); err != nil {
-				return err
-			}
-		}
 	}
+	return nil
+}
+
+// messageCause links a message to its cause: generated by a tool call,
+// derived from any other event.
+func (m *mapper) messageCause(n string, e *eventlog.Event) error {
+	b := m.base
 	if e.Cause == "" {
 		return nil
 	}
