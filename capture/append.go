@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
@@ -19,31 +20,31 @@ import (
 // reported by an agent framework. Which fields a line may carry depends on
 // its kind; docs/formats/events.md lists them.
 type AppendInput struct {
-	Kind      Kind            `json:"kind"`
-	Ref       string          `json:"ref,omitempty"` // a label other lines of the same input may link to
-	TS        string          `json:"ts,omitempty"`
-	Role      string          `json:"role,omitempty"`      // model_input, model_output
-	Content   json.RawMessage `json:"content,omitempty"`   // model_input, model_output
-	Input     string          `json:"input,omitempty"`     // model_output: ref or id of its model_input
-	Tool      string          `json:"tool,omitempty"`      // tool_call, tool_response, external_effect
-	Arguments json.RawMessage `json:"arguments,omitempty"` // tool_call
-	Cause     string          `json:"cause,omitempty"`     // tool_call: ref or id of the model_output; message: of any event
-	Result    json.RawMessage `json:"result,omitempty"`    // tool_response
-	IsError   *bool           `json:"is_error,omitempty"`  // tool_response
-	Call      string          `json:"call,omitempty"`      // tool_response, external_effect: ref or id of the tool_call
-	Effect    *Effect         `json:"effect,omitempty"`    // external_effect
-	Detail    json.RawMessage `json:"detail,omitempty"`    // external_effect
-	Message   *Message        `json:"message,omitempty"`   // message
+	Kind      eventlog.Kind     `json:"kind"`
+	Ref       string            `json:"ref,omitempty"` // a label other lines of the same input may link to
+	TS        string            `json:"ts,omitempty"`
+	Role      string            `json:"role,omitempty"`      // model_input, model_output
+	Content   json.RawMessage   `json:"content,omitempty"`   // model_input, model_output
+	Input     string            `json:"input,omitempty"`     // model_output: ref or id of its model_input
+	Tool      string            `json:"tool,omitempty"`      // tool_call, tool_response, external_effect
+	Arguments json.RawMessage   `json:"arguments,omitempty"` // tool_call
+	Cause     string            `json:"cause,omitempty"`     // tool_call: ref or id of the model_output; message: of any event
+	Result    json.RawMessage   `json:"result,omitempty"`    // tool_response
+	IsError   *bool             `json:"is_error,omitempty"`  // tool_response
+	Call      string            `json:"call,omitempty"`      // tool_response, external_effect: ref or id of the tool_call
+	Effect    *eventlog.Effect  `json:"effect,omitempty"`    // external_effect
+	Detail    json.RawMessage   `json:"detail,omitempty"`    // external_effect
+	Message   *eventlog.Message `json:"message,omitempty"`   // message
 }
 
 // allowed fields per kind (besides kind, ref, ts).
-var appendFields = map[Kind][]string{
-	KindModelInput:     {"role", "content"},
-	KindModelOutput:    {"role", "content", "input"},
-	KindToolCall:       {"tool", "arguments", "cause"},
-	KindToolResponse:   {"tool", "result", "is_error", "call"},
-	KindExternalEffect: {"tool", "effect", "detail", "call"},
-	KindMessage:        {"message", "cause"},
+var appendFields = map[eventlog.Kind][]string{
+	eventlog.KindModelInput:     {"role", "content"},
+	eventlog.KindModelOutput:    {"role", "content", "input"},
+	eventlog.KindToolCall:       {"tool", "arguments", "cause"},
+	eventlog.KindToolResponse:   {"tool", "result", "is_error", "call"},
+	eventlog.KindExternalEffect: {"tool", "effect", "detail", "call"},
+	eventlog.KindMessage:        {"message", "cause"},
 }
 
 // ParseAppendInput parses and validates one input line. The error names
@@ -56,13 +57,13 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 	if err := json.Unmarshal(line, &keys); err != nil || keys == nil {
 		return nil, errors.New("not a JSON object")
 	}
-	var kind Kind
+	var kind eventlog.Kind
 	if k, ok := keys["kind"]; ok {
 		var ks string
 		if err := json.Unmarshal(k, &ks); err != nil {
 			return nil, errors.New(`field "kind": expected a string`)
 		}
-		kind = Kind(ks)
+		kind = eventlog.Kind(ks)
 	}
 	if kind == "" {
 		return nil, errors.New(`field "kind": missing (one of model_input, model_output, tool_call, tool_response, external_effect, message)`)
@@ -96,22 +97,22 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 		return nil, e
 	}
 	switch in.Kind {
-	case KindToolCall, KindToolResponse:
+	case eventlog.KindToolCall, eventlog.KindToolResponse:
 		if in.Tool == "" {
 			return nil, fmt.Errorf(`field "tool": missing (a %s names its tool)`, in.Kind)
 		}
-	case KindExternalEffect:
+	case eventlog.KindExternalEffect:
 		if in.Effect == nil || in.Effect.Op == "" {
 			return nil, errors.New(`field "effect": missing, or without "op" (read, write, overwrite, delete, send, payment, exec, other)`)
 		}
-	case KindMessage:
+	case eventlog.KindMessage:
 		if in.Message == nil {
 			return nil, errors.New(`field "message": missing`)
 		}
 		if field, err := in.Message.Validate(); err != nil {
 			return nil, fmt.Errorf("field %q: %w", field, err)
 		}
-	case KindModelInput, KindModelOutput:
+	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		if len(in.Content) == 0 {
 			return nil, errors.New(`field "content": missing`)
 		}
@@ -121,7 +122,7 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 		v    json.RawMessage
 	}{{"content", in.Content}, {"arguments", in.Arguments}, {"result", in.Result}, {"detail", in.Detail}} {
 		if len(raw.v) > 0 {
-			if _, _, err := PayloadDigest(raw.v); err != nil {
+			if _, _, err := eventlog.PayloadDigest(raw.v); err != nil {
 				return nil, fmt.Errorf("field %q: %v", raw.name, err)
 			}
 		}
@@ -131,10 +132,10 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 
 // AppendOptions control AppendLog.
 type AppendOptions struct {
-	InputName string            // for errors ("stdin")
-	Verifier  SignatureVerifier // checks the existing log's signatures (untrusted ones are accepted)
-	Signers   []Signer          // sign the new session_end
-	KeepOpen  bool              // do not write a session_end after appending
+	InputName string                     // for errors ("stdin")
+	Verifier  eventlog.SignatureVerifier // checks the existing log's signatures (untrusted ones are accepted)
+	Signers   []eventlog.Signer          // sign the new session_end
+	KeepOpen  bool                       // do not write a session_end after appending
 	// AllowUnsigned lets the new end be signed over a log whose last end is
 	// unsigned, signed only by untrusted keys, or missing: the signature then
 	// vouches for lines no trusted key had sealed. Without it such a log is
@@ -148,10 +149,10 @@ type AppendOptions struct {
 
 // AppendResult is one appended event.
 type AppendResult struct {
-	Line int64  `json:"line"` // input line
-	ID   string `json:"id"`
-	Kind Kind   `json:"kind"`
-	Ref  string `json:"ref,omitempty"`
+	Line int64         `json:"line"` // input line
+	ID   string        `json:"id"`
+	Kind eventlog.Kind `json:"kind"`
+	Ref  string        `json:"ref,omitempty"`
 }
 
 // AppendReport says what AppendLog did.
@@ -175,7 +176,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		o.InputName = "stdin"
 	}
 	if o.Clock == nil {
-		o.Clock = func() string { return Timestamp(nil) }
+		o.Clock = func() string { return eventlog.Timestamp(nil) }
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.NoFollow, 0) // never through a symlink
 	if err != nil {
@@ -188,24 +189,24 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 	}
 	defer unlock()
 	// ids of existing events by kind, for link checks
-	kindOf := map[string]Kind{}
-	rep, verr := VerifyLog(f, path, VerifyLogOptions{Verifier: o.Verifier, AllowUnsigned: true, OnEvent: func(_ int64, e *Event) {
+	kindOf := map[string]eventlog.Kind{}
+	rep, verr := eventlog.VerifyLog(f, path, eventlog.VerifyLogOptions{Verifier: o.Verifier, AllowUnsigned: true, OnEvent: func(_ int64, e *eventlog.Event) {
 		switch e.Kind {
-		case KindToolCall, KindModelInput, KindModelOutput:
+		case eventlog.KindToolCall, eventlog.KindModelInput, eventlog.KindModelOutput:
 			kindOf[e.ID] = e.Kind
 		default:
 			kindOf[e.ID] = ""
 		}
 	}})
 	switch rep.Status {
-	case StatusTampered:
+	case eventlog.StatusTampered:
 		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("refusing to append to %s: %w", path, verr), "an append would extend a broken chain; keep the log as evidence and start a new capture")
-	case StatusIncomplete:
+	case eventlog.StatusIncomplete:
 		if rep.Lines == 0 || !appendable(rep) {
 			return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("refusing to append to %s: %w", path, verr), "its last line was cut off; appending would hide where")
 		}
 	}
-	if verr != nil && rep.Status != StatusIncomplete && rep.Status != StatusUnsigned {
+	if verr != nil && rep.Status != eventlog.StatusIncomplete && rep.Status != eventlog.StatusUnsigned {
 		return nil, exitcode.New(exitcode.Failure, verr, "")
 	}
 	if len(o.Signers) > 0 && !o.KeepOpen && !o.AllowUnsigned && !vouched(rep) {
@@ -221,15 +222,15 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("seek %s: %w", path, err), "")
 	}
 	ar := &AppendReport{Reopened: rep.Ended}
-	w := ResumeWriter(f, rep.Session, rep.Lines-1, rep.Head)
-	rec := NewRecorder(w, RecorderOptions{Source: SourceReported, Clock: o.Clock, Redactor: o.Redactor})
-	if id := rep.Last[KindModelInput]; id != "" {
+	w := eventlog.ResumeWriter(f, rep.Session, rep.Lines-1, rep.Head)
+	rec := NewRecorder(w, RecorderOptions{Source: eventlog.SourceReported, Clock: o.Clock, Redactor: o.Redactor})
+	if id := rep.Last[eventlog.KindModelInput]; id != "" {
 		rec.lastInput = id
 	}
 	refs := map[string]string{}        // ref -> id
 	openCalls := map[string][]string{} // tool -> open call ids appended now, earliest first
 	lastCall := map[string]string{}    // tool -> latest call id appended now
-	resolve := func(field, target string, want Kind) (string, error) {
+	resolve := func(field, target string, want eventlog.Kind) (string, error) {
 		if target == "" {
 			return "", nil
 		}
@@ -272,7 +273,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 			break
 		}
 		kindOf[id] = kind
-		if kind != KindToolCall && kind != KindModelInput && kind != KindModelOutput {
+		if kind != eventlog.KindToolCall && kind != eventlog.KindModelInput && kind != eventlog.KindModelOutput {
 			kindOf[id] = ""
 		}
 		res := AppendResult{Line: lineNo, ID: id, Kind: kind, Ref: ref}
@@ -286,7 +287,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		if inErr != nil {
 			reason = fmt.Sprintf("append stopped at %s line %d", o.InputName, lineNo)
 		}
-		if err := FinishWith(w, EndOptions{Signers: o.Signers, TS: o.Clock(), Reason: reason, Source: SourceReported}); err != nil {
+		if err := eventlog.FinishWith(w, eventlog.EndOptions{Signers: o.Signers, TS: o.Clock(), Reason: reason, Source: eventlog.SourceReported}); err != nil {
 			return ar, exitcode.New(exitcode.Failure, err, "")
 		}
 		ar.Ended, ar.Signed = true, len(o.Signers)
@@ -322,8 +323,8 @@ func readInputLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func appendOne(rec *Recorder, raw []byte, resolve func(string, string, Kind) (string, error),
-	refs map[string]string, openCalls map[string][]string, lastCall map[string]string) (string, Kind, string, error) {
+func appendOne(rec *Recorder, raw []byte, resolve func(string, string, eventlog.Kind) (string, error),
+	refs map[string]string, openCalls map[string][]string, lastCall map[string]string) (string, eventlog.Kind, string, error) {
 	in, err := ParseAppendInput(raw)
 	if err != nil {
 		return "", "", "", err
@@ -335,16 +336,16 @@ func appendOne(rec *Recorder, raw []byte, resolve func(string, string, Kind) (st
 	}
 	var id string
 	switch in.Kind {
-	case KindModelInput:
+	case eventlog.KindModelInput:
 		id, err = rec.ModelInput(ModelInputEvent{Role: in.Role, Content: in.Content, TS: in.TS})
-	case KindModelOutput:
-		input, rerr := resolve("input", in.Input, KindModelInput)
+	case eventlog.KindModelOutput:
+		input, rerr := resolve("input", in.Input, eventlog.KindModelInput)
 		if rerr != nil {
 			return "", "", "", rerr
 		}
 		id, err = rec.ModelOutput(ModelOutputEvent{Role: in.Role, Content: in.Content, Input: input, TS: in.TS})
-	case KindToolCall:
-		cause, rerr := resolve("cause", in.Cause, KindModelOutput)
+	case eventlog.KindToolCall:
+		cause, rerr := resolve("cause", in.Cause, eventlog.KindModelOutput)
 		if rerr != nil {
 			return "", "", "", rerr
 		}
@@ -357,8 +358,8 @@ func appendOne(rec *Recorder, raw []byte, resolve func(string, string, Kind) (st
 			openCalls[in.Tool] = append(openCalls[in.Tool], id)
 			lastCall[in.Tool] = id
 		}
-	case KindToolResponse:
-		call, rerr := resolve("call", in.Call, KindToolCall)
+	case eventlog.KindToolResponse:
+		call, rerr := resolve("call", in.Call, eventlog.KindToolCall)
 		if rerr != nil {
 			return "", "", "", rerr
 		}
@@ -381,8 +382,8 @@ func appendOne(rec *Recorder, raw []byte, resolve func(string, string, Kind) (st
 			result = in.Result
 		}
 		id, err = rec.ToolResponse(ToolResponseEvent{Tool: in.Tool, Call: call, Result: result, IsError: in.IsError, TS: in.TS})
-	case KindExternalEffect:
-		call, rerr := resolve("call", in.Call, KindToolCall)
+	case eventlog.KindExternalEffect:
+		call, rerr := resolve("call", in.Call, eventlog.KindToolCall)
 		if rerr != nil {
 			return "", "", "", rerr
 		}
@@ -394,7 +395,7 @@ func appendOne(rec *Recorder, raw []byte, resolve func(string, string, Kind) (st
 			detail = in.Detail
 		}
 		id, err = rec.ExternalEffect(ExternalEffectEvent{Tool: in.Tool, Call: call, Effect: *in.Effect, Detail: detail, TS: in.TS})
-	case KindMessage:
+	case eventlog.KindMessage:
 		cause, rerr := resolve("cause", in.Cause, "")
 		if rerr != nil {
 			return "", "", "", rerr
@@ -412,7 +413,7 @@ func appendOne(rec *Recorder, raw []byte, resolve func(string, string, Kind) (st
 
 // vouched reports whether the log's last end carries a valid signature by a
 // key the verifier holds.
-func vouched(rep *LogReport) bool {
+func vouched(rep *eventlog.LogReport) bool {
 	if !rep.Ended {
 		return false
 	}
@@ -428,19 +429,19 @@ func vouched(rep *LogReport) bool {
 // incomplete findings are a missing end (a log left open) and recorded
 // failures, which stay in their ends and keep the log incomplete. A cut-off
 // last line is never continued.
-func appendable(rep *LogReport) bool {
+func appendable(rep *eventlog.LogReport) bool {
 	if rep.FindingsDropped > 0 {
 		return false
 	}
 	n := 0
 	for _, f := range rep.Findings {
-		if f.Severity != SevIncomplete {
+		if f.Severity != eventlog.SevIncomplete {
 			continue
 		}
 		n++
-		if f.Code != FindNoEnd && f.Code != FindFailure {
+		if f.Code != eventlog.FindNoEnd && f.Code != eventlog.FindFailure {
 			return false
 		}
 	}
-	return n == rep.Count(SevIncomplete)
+	return n == rep.Count(eventlog.SevIncomplete)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -18,7 +19,7 @@ func writeTemp(t *testing.T, data []byte) string {
 }
 
 func appendOpts() AppendOptions {
-	return AppendOptions{Verifier: trusted, Signers: []Signer{goodSigner}, Clock: func() string { return frozenTS }}
+	return AppendOptions{Verifier: trusted, Signers: []eventlog.Signer{goodSigner}, Clock: func() string { return frozenTS }}
 }
 
 const appendInput = `{"kind":"model_input","role":"system","content":"Only read files under /data","ref":"sys"}
@@ -37,7 +38,7 @@ func TestAppendToEndedLogReopens(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	data, _ := os.ReadFile(path)
-	vr, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted})
+	vr, err := eventlog.VerifyLog(bytes.NewReader(data), path, eventlog.VerifyLogOptions{Verifier: trusted})
 	if err != nil {
 		t.Fatalf("appended log does not verify: %v", err)
 	}
@@ -46,7 +47,7 @@ func TestAppendToEndedLogReopens(t *testing.T) {
 	}
 	evs := decodeAll(t, data)
 	for _, e := range evs[8:14] {
-		if e.Source != SourceReported {
+		if e.Source != eventlog.SourceReported {
 			t.Fatalf("%s source %s", e.ID, e.Source)
 		}
 	}
@@ -58,7 +59,7 @@ func TestAppendToEndedLogReopens(t *testing.T) {
 		t.Fatal("is_error not derived from the result")
 	}
 	// the old end stays as a checkpoint
-	if evs[7].Kind != KindSessionEnd || evs[14].Kind != KindSessionEnd || evs[14].End.Count != 14 {
+	if evs[7].Kind != eventlog.KindSessionEnd || evs[14].Kind != eventlog.KindSessionEnd || evs[14].End.Count != 14 {
 		t.Fatal("ends")
 	}
 }
@@ -81,7 +82,7 @@ func TestAppendOpenLogAndLinksToExisting(t *testing.T) {
 	if evs[7].Input != "e1" || evs[8].Call != "e3" {
 		t.Fatalf("%q %q", evs[7].Input, evs[8].Call)
 	}
-	if _, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted}); err != nil {
+	if _, err := eventlog.VerifyLog(bytes.NewReader(data), path, eventlog.VerifyLogOptions{Verifier: trusted}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -100,7 +101,7 @@ func TestAppendErrorKeepsEarlierLines(t *testing.T) {
 	if bytes.Contains(data, []byte("never")) {
 		t.Fatal("line after the error appended")
 	}
-	if _, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted}); err != nil {
+	if _, err := eventlog.VerifyLog(bytes.NewReader(data), path, eventlog.VerifyLogOptions{Verifier: trusted}); err != nil {
 		t.Fatalf("log after a failed append: %v", err)
 	}
 }
@@ -181,7 +182,7 @@ func TestCheckpointSignatures(t *testing.T) {
 	_, err = AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), o)
 	must(t, err)
 	data, _ := os.ReadFile(path)
-	if _, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted}); err != nil {
+	if _, err := eventlog.VerifyLog(bytes.NewReader(data), path, eventlog.VerifyLogOptions{Verifier: trusted}); err != nil {
 		t.Fatalf("signed last end over an unsigned checkpoint: %v", err)
 	}
 	path = writeTemp(t, sampleLog(t, goodSigner))
@@ -190,8 +191,8 @@ func TestCheckpointSignatures(t *testing.T) {
 	_, err = AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), o)
 	must(t, err)
 	data, _ = os.ReadFile(path)
-	rep, _ := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted})
-	if rep.Status != StatusUnsigned || len(rep.Findings) != 1 || rep.Findings[0].Line != 10 {
+	rep, _ := eventlog.VerifyLog(bytes.NewReader(data), path, eventlog.VerifyLogOptions{Verifier: trusted})
+	if rep.Status != eventlog.StatusUnsigned || len(rep.Findings) != 1 || rep.Findings[0].Line != 10 {
 		t.Fatalf("unsigned last end: %+v", rep.Findings)
 	}
 }
@@ -211,7 +212,7 @@ func TestAppendConcurrent(t *testing.T) {
 		must(t, <-done)
 	}
 	data, _ := os.ReadFile(path)
-	rep, err := VerifyLog(bytes.NewReader(data), path, VerifyLogOptions{Verifier: trusted})
+	rep, err := eventlog.VerifyLog(bytes.NewReader(data), path, eventlog.VerifyLogOptions{Verifier: trusted})
 	if err != nil || rep.Lines != 8+4*6 {
 		t.Fatalf("%v, %d lines", err, rep.Lines)
 	}
@@ -234,4 +235,26 @@ func TestAppendDoesNotLaunderForgedLog(t *testing.T) {
 	o.Signers = nil
 	_, err = AppendLog(path, strings.NewReader(`{"kind":"model_input","content":"x"}`), o)
 	must(t, err)
+}
+
+// A failure on a checkpoint end still counts after an append: a later end
+// cannot launder it, and the append itself is allowed.
+func TestAppendKeepsFailureVisible(t *testing.T) {
+	path := writeTemp(t, failedLog(t, "completed", "recording abandoned", goodSigner))
+	rep, err := AppendLog(path, strings.NewReader(appendInput), appendOpts())
+	must(t, err)
+	if !rep.Reopened || !rep.Ended {
+		t.Fatalf("report %+v", rep)
+	}
+	data, _ := os.ReadFile(path)
+	vr := wantStatus(t, "appended after failure", data, eventlog.VerifyLogOptions{Verifier: trusted}, eventlog.StatusIncomplete, exitcode.Incomplete)
+	if len(vr.Findings) != 1 || vr.Findings[0].Code != eventlog.FindFailure || vr.Findings[0].Line != 3 {
+		t.Fatalf("findings %v", vr.Findings)
+	}
+	// a cut-off failed log is still refused
+	cut := failedLog(t, "completed", "recording abandoned", goodSigner)
+	p2 := writeTemp(t, cut[:len(cut)-5])
+	if _, err := AppendLog(p2, strings.NewReader(appendInput), appendOpts()); exitcode.Of(err) != exitcode.Incomplete {
+		t.Fatalf("cut-off log: %v", err)
+	}
 }

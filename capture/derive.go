@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/mcp"
 )
@@ -30,11 +31,11 @@ const (
 
 // EffectFunc decides whether a call of tool with args has an external effect
 // (a configured mapping); ok false means the mapping says nothing.
-type EffectFunc func(tool string, args json.RawMessage) (eff Effect, ok bool)
+type EffectFunc func(tool string, args json.RawMessage) (eff eventlog.Effect, ok bool)
 
 // DeriveOptions configure how events are derived from cassette records.
 type DeriveOptions struct {
-	Seal     *SealRef
+	Seal     *eventlog.SealRef
 	Redactor *Redactor
 	Cassette string     // cassette file name put in wire refs (default "cassette.jsonl")
 	Effects  EffectFunc // optional mapping, consulted before tool annotations
@@ -61,7 +62,7 @@ type Deriver struct {
 	out  io.Writer
 	ch   cassette.Header
 	o    DeriveOptions
-	w    *Writer
+	w    *eventlog.Writer
 	rec  *Recorder
 	held []func() error
 	// callHeld: a tools/call is held until initialize and tools/list are answered
@@ -69,7 +70,7 @@ type Deriver struct {
 
 	start     time.Time
 	pending   map[string]*pendingReq // c2s requests by exact id token
-	server    ServerInfo
+	server    eventlog.ServerInfo
 	tools     []json.RawMessage
 	toolNames map[string]int
 	annots    map[string]json.RawMessage
@@ -122,17 +123,17 @@ func (d *Deriver) ts(r *cassette.Record) string {
 	if d.ch.Frozen || d.start.IsZero() {
 		return d.ch.Started
 	}
-	return FormatTime(d.start.Add(time.Duration(r.T)))
+	return eventlog.FormatTime(d.start.Add(time.Duration(r.T)))
 }
 
 // Err returns the first error the deriver met (writing the log).
 func (d *Deriver) Err() error { return d.err }
 
 // Server returns what the deriver knows of the server so far.
-func (d *Deriver) Server() ServerInfo { return d.server }
+func (d *Deriver) Server() eventlog.ServerInfo { return d.server }
 
 // Writer returns the event log writer once the session header was written.
-func (d *Deriver) Writer() *Writer { return d.w }
+func (d *Deriver) Writer() *eventlog.Writer { return d.w }
 
 // Feed derives the events of one record. Errors are sticky.
 func (d *Deriver) Feed(r *cassette.Record) error {
@@ -177,7 +178,7 @@ func (d *Deriver) feed(r *cassette.Record) error {
 	// wire refs are byte offsets within the record's direction (c2s for
 	// tool_call events, s2c for the others), which, unlike record numbers,
 	// do not depend on how stderr chunks interleave
-	wire := &WireRef{Cassette: d.o.Cassette, Offsets: []int64{r.Off}}
+	wire := &eventlog.WireRef{Cassette: d.o.Cassette, Offsets: []int64{r.Off}}
 	ts := d.ts(r)
 	d.lastTS = ts
 	if r.Cont || d.longLine[r.Dir] {
@@ -220,7 +221,7 @@ const maxFragment = 1 << 20
 // refuses (a server may still act on it: a lenient decoder, a stream
 // decoder joining it with the next line) and every server line Parse calls
 // ambiguous. The event keeps the exact bytes, the reasons and the readings.
-func (d *Deriver) ambiguous(r *cassette.Record, m *mcp.Message, perr error, ts string, wire *WireRef) error {
+func (d *Deriver) ambiguous(r *cassette.Record, m *mcp.Message, perr error, ts string, wire *eventlog.WireRef) error {
 	var reasons []string
 	var amb *mcp.AmbiguousError
 	if errors.As(perr, &amb) {
@@ -272,7 +273,7 @@ func (d *Deriver) ambiguous(r *cassette.Record, m *mcp.Message, perr error, ts s
 	})
 }
 
-func (d *Deriver) invalid(r *cassette.Record, perr error, ts string, wire *WireRef) error {
+func (d *Deriver) invalid(r *cassette.Record, perr error, ts string, wire *eventlog.WireRef) error {
 	p := map[string]any{"error": perr.Error(), "bytes": len(r.Data)}
 	data := r.Data
 	if len(data) > maxInvalidLineInEventLen {
@@ -294,7 +295,7 @@ func (d *Deriver) invalid(r *cassette.Record, perr error, ts string, wire *WireR
 	})
 }
 
-func (d *Deriver) c2s(m *mcp.Message, ts string, wire *WireRef, seq int64) error {
+func (d *Deriver) c2s(m *mcp.Message, ts string, wire *eventlog.WireRef, seq int64) error {
 	switch m.Kind {
 	case mcp.KindRequest:
 		p := &pendingReq{method: m.Method, seq: seq}
@@ -353,7 +354,7 @@ func rawOrNil(b json.RawMessage) any {
 	return b
 }
 
-func (d *Deriver) s2c(m *mcp.Message, ts string, wire *WireRef) error {
+func (d *Deriver) s2c(m *mcp.Message, ts string, wire *eventlog.WireRef) error {
 	switch m.Kind {
 	case mcp.KindNotification:
 		nums := mcp.NumbersUnder(m.Numbers, "$.params")
@@ -436,7 +437,7 @@ func (d *Deriver) s2c(m *mcp.Message, ts string, wire *WireRef) error {
 // effectOf applies the configured mapping, then the tool's annotations: a
 // tool annotated destructiveHint=true has an effect (op "write" unless the
 // mapping says otherwise), its target read from a path-like argument.
-func (d *Deriver) effectOf(tool string, args json.RawMessage) (Effect, bool) {
+func (d *Deriver) effectOf(tool string, args json.RawMessage) (eventlog.Effect, bool) {
 	if d.o.Effects != nil {
 		if eff, ok := d.o.Effects(tool, args); ok {
 			return eff, true
@@ -444,12 +445,12 @@ func (d *Deriver) effectOf(tool string, args json.RawMessage) (Effect, bool) {
 	}
 	raw, ok := d.annots[tool]
 	if !ok {
-		return Effect{}, false
+		return eventlog.Effect{}, false
 	}
 	if v, _ := mcp.Member(raw, "destructiveHint"); string(v) != "true" {
-		return Effect{}, false
+		return eventlog.Effect{}, false
 	}
-	eff := Effect{Op: "write", Reason: "tool annotation destructiveHint=true"}
+	eff := eventlog.Effect{Op: "write", Reason: "tool annotation destructiveHint=true"}
 	for _, k := range []string{"path", "file", "uri", "url", "target", "destination"} {
 		v, _ := mcp.Member(args, k)
 		if s, ok := mcp.StringValue(v); ok && s != "" {
@@ -537,8 +538,8 @@ func (d *Deriver) do(op func() error) error {
 
 // ToolDefs returns the header's tool definitions from raw tools/list
 // entries: name, sha256 of the canonical definition, annotations.
-func ToolDefs(tools []json.RawMessage) ([]ToolDef, string, error) {
-	var defs []ToolDef
+func ToolDefs(tools []json.RawMessage) ([]eventlog.ToolDef, string, error) {
+	var defs []eventlog.ToolDef
 	var all []json.RawMessage
 	for _, t := range tools {
 		c, err := canon.Transform(t)
@@ -548,7 +549,7 @@ func ToolDefs(tools []json.RawMessage) ([]ToolDef, string, error) {
 		nameRaw, _ := mcp.Member(t, "name")
 		name, _ := mcp.StringValue(nameRaw)
 		sum := sha256.Sum256(c)
-		td := ToolDef{Name: name, SHA256: hex.EncodeToString(sum[:])}
+		td := eventlog.ToolDef{Name: name, SHA256: hex.EncodeToString(sum[:])}
 		if ann, ok := mcp.Member(t, "annotations"); ok {
 			if a, err := canon.Transform(ann); err == nil {
 				td.Annotations = a
@@ -578,23 +579,23 @@ func (d *Deriver) startLog() error {
 	}
 	srv := d.server
 	srv.Tools, srv.ToolsSHA256 = defs, sum
-	h := &Header{Seal: d.o.Seal, Server: &srv, Pairing: PairingJSONRPCID, Notes: append([]string(nil), d.o.Notes...)}
+	h := &eventlog.Header{Seal: d.o.Seal, Server: &srv, Pairing: eventlog.PairingJSONRPCID, Notes: append([]string(nil), d.o.Notes...)}
 	if d.o.Redactor != nil {
 		h.Redaction = d.o.Redactor.Info()
 	} else if len(d.ch.Redaction) > 0 {
 		// re-deriving a redacted cassette: its bytes are already redacted
-		var r Redaction
+		var r eventlog.Redaction
 		if json.Unmarshal(d.ch.Redaction, &r) == nil {
 			h.Redaction = &r
 		}
 	}
 	h.Notes = append(h.Notes, fmt.Sprintf("derived from %s (%s mode); events are observed on the wire", d.o.Cassette, orDefault(d.ch.Mode, "client")))
-	w, err := StartLog(d.out, h, d.ch.Started, SourceObserved)
+	w, err := eventlog.StartLog(d.out, h, d.ch.Started, eventlog.SourceObserved)
 	if err != nil {
 		return err
 	}
 	d.w = w
-	d.rec = NewRecorder(w, RecorderOptions{Source: SourceObserved, Clock: func() string { return d.ch.Started }, Redactor: d.o.Redactor})
+	d.rec = NewRecorder(w, RecorderOptions{Source: eventlog.SourceObserved, Clock: func() string { return d.ch.Started }, Redactor: d.o.Redactor})
 	held := d.held
 	d.held = nil
 	for _, op := range held {
@@ -614,7 +615,7 @@ func orDefault(s, def string) string {
 
 // FinishOptions end a derived log.
 type FinishOptions struct {
-	Signers []Signer
+	Signers []eventlog.Signer
 	TS      string // default: the time of the last record (the frozen time when frozen)
 	Reason  string
 	// Failure says why the recording could not be completed (the proxy's
@@ -680,7 +681,7 @@ func (d *Deriver) Finish(o FinishOptions) error {
 	if ts == "" {
 		ts = d.ch.Started
 	}
-	if err := FinishWith(d.w, EndOptions{Signers: o.Signers, TS: ts, Reason: reason, Failure: strings.Join(failures, "; ")}); err != nil {
+	if err := eventlog.FinishWith(d.w, eventlog.EndOptions{Signers: o.Signers, TS: ts, Reason: reason, Failure: strings.Join(failures, "; ")}); err != nil {
 		d.err = err
 		return err
 	}

@@ -1,5 +1,10 @@
-// Package capture owns what the witness records: the event log format (its
-// envelope, hash chain and signed end), the MCP stdio client, the transparent
-// proxy, the replaying server, the five choke points of the Recorder API,
-// redaction and the import of agent-trace-witness 0.1.0 logs.
+// Package capture records what an agent does, as an event log in the
+// format of package eventlog: the MCP stdio client and its process groups
+// (Live, RunCapture, Dial), the Deriver that turns cassette records into
+// events, the Recorder with its five choke points and AppendLog
+// (`witness capture append`), redaction, and the import of
+// agent-trace-witness 0.1.0 logs.
+//
+// Analysis packages (graph, verify, replay, firewall) never import capture:
+// they read events.jsonl through eventlog.
 package capture

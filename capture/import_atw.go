@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
@@ -28,11 +29,11 @@ const MaxImportLine = 16 << 20
 
 // ImportOptions control an import.
 type ImportOptions struct {
-	Name     string   // the input's file name, for errors and the header notes (base name only)
-	TS       string   // ts of the header and end lines (and of cassette lines that carry none)
-	Signers  []Signer // sign the session_end
+	Name     string            // the input's file name, for errors and the header notes (base name only)
+	TS       string            // ts of the header and end lines (and of cassette lines that carry none)
+	Signers  []eventlog.Signer // sign the session_end
 	Redactor *Redactor
-	OnEvent  func(e *Event) // called after each imported event is written
+	OnEvent  func(e *eventlog.Event) // called after each imported event is written
 }
 
 // ImportReport says what an import did.
@@ -66,7 +67,7 @@ type atwCassetteLine struct {
 // atwLine is a parsed 0.1.0 line of either format.
 type atwLine struct {
 	line    int64
-	kind    Kind
+	kind    eventlog.Kind
 	tool    string
 	role    string
 	ts      string
@@ -74,12 +75,12 @@ type atwLine struct {
 	sealRef string          // log
 	unseal  *bool           // log
 	payload json.RawMessage // cassette: the unwrapped payload
-	effect  *Effect
+	effect  *eventlog.Effect
 	isError *bool
 }
 
 func importErr(name string, line int64, field, format string, args ...any) error {
-	pe := &ParseError{File: name, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
+	pe := &eventlog.ParseError{File: name, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
 	return exitcode.New(exitcode.Tampered, pe, "the input is not an agent-trace-witness 0.1.0 event log or cassette (see docs/formats/events.md, section import)")
 }
 
@@ -129,8 +130,8 @@ func fieldOf(err error) (string, error) {
 	return "", fmt.Errorf("not a JSON object: %w", err)
 }
 
-func choke(t string) (Kind, bool) {
-	for _, k := range ChokePoints {
+func choke(t string) (eventlog.Kind, bool) {
+	for _, k := range eventlog.ChokePoints {
 		if string(k) == t {
 			return k, true
 		}
@@ -178,7 +179,7 @@ func parseATWLogLine(raw []byte, name string, line int64) (*atwLine, error) {
 	}
 	out := &atwLine{line: line, kind: k, ts: *l.TS, hash: *l.PayloadSHA256, sealRef: *l.SealRef, unseal: l.Unsealed}
 	switch k {
-	case KindModelInput, KindModelOutput:
+	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		if l.Role == nil || *l.Role == "" {
 			return nil, importErr(name, line, "role", "a %s needs a role", k)
 		}
@@ -236,10 +237,10 @@ func parseATWCassetteLine(raw []byte, name string, line int64, defTS string) (*a
 	}
 	p, ok := atwCassettePayload(l.Payload)
 	if !ok {
-		if k != KindModelInput && k != KindModelOutput {
+		if k != eventlog.KindModelInput && k != eventlog.KindModelOutput {
 			return nil, importErr(name, line, "payload", "a %s payload names its tool; this one is empty", k)
 		}
-		out.role = map[Kind]string{KindModelInput: "user", KindModelOutput: "assistant"}[k]
+		out.role = map[eventlog.Kind]string{eventlog.KindModelInput: "user", eventlog.KindModelOutput: "assistant"}[k]
 		return out, nil
 	}
 	var w map[string]json.RawMessage
@@ -259,11 +260,11 @@ func parseATWCassetteLine(raw []byte, name string, line int64, defTS string) (*a
 	}
 	var body string
 	switch k {
-	case KindToolCall:
+	case eventlog.KindToolCall:
 		body = "args"
-	case KindToolResponse:
+	case eventlog.KindToolResponse:
 		body = "result"
-	case KindExternalEffect:
+	case eventlog.KindExternalEffect:
 		body = "effect"
 	default:
 		body = "content"
@@ -273,13 +274,13 @@ func parseATWCassetteLine(raw []byte, name string, line int64, defTS string) (*a
 			return nil, importErr(name, line, "payload."+key, "unexpected in a %s wrapper", k)
 		}
 	}
-	if k == KindModelInput || k == KindModelOutput {
+	if k == eventlog.KindModelInput || k == eventlog.KindModelOutput {
 		role, err := str("role")
 		if err != nil {
 			return nil, err
 		}
 		if role == "" {
-			role = map[Kind]string{KindModelInput: "user", KindModelOutput: "assistant"}[k]
+			role = map[eventlog.Kind]string{eventlog.KindModelInput: "user", eventlog.KindModelOutput: "assistant"}[k]
 		}
 		out.role = role
 	} else {
@@ -296,17 +297,17 @@ func parseATWCassetteLine(raw []byte, name string, line int64, defTS string) (*a
 		out.payload = v
 	}
 	switch k {
-	case KindToolResponse:
+	case eventlog.KindToolResponse:
 		out.isError = isErrorOf(json.RawMessage(out.payload))
-	case KindExternalEffect:
+	case eventlog.KindExternalEffect:
 		out.effect = atwEffect(out.payload)
 	}
 	return out, nil
 }
 
 // atwEffect reads op and target from a 0.1.0 effect payload when it has them.
-func atwEffect(p json.RawMessage) *Effect {
-	e := &Effect{Op: "other", Reason: "imported from atw-0.1.0; the effect payload names no op"}
+func atwEffect(p json.RawMessage) *eventlog.Effect {
+	e := &eventlog.Effect{Op: "other", Reason: "imported from atw-0.1.0; the effect payload names no op"}
 	var obj map[string]json.RawMessage
 	if len(p) == 0 || json.Unmarshal(p, &obj) != nil {
 		return e
@@ -358,7 +359,7 @@ func (s *lineScanner) next() ([]byte, error) {
 			continue
 		}
 		if err := jsonlimit.CheckIn(out, s.name, s.line); err != nil {
-			return nil, exitcode.New(exitcode.Tampered, &ParseError{File: s.name, Line: s.line, Err: err},
+			return nil, exitcode.New(exitcode.Tampered, &eventlog.ParseError{File: s.name, Line: s.line, Err: err},
 				"the input is not an agent-trace-witness 0.1.0 event log or cassette (see docs/formats/events.md, section import)")
 		}
 		return t, nil
@@ -400,9 +401,9 @@ func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error)
 	if err != nil {
 		return nil, err
 	}
-	h := &Header{ImportedFrom: ImportFormatATW010, Pairing: PairingEarliestOpenSameTool}
+	h := &eventlog.Header{ImportedFrom: ImportFormatATW010, Pairing: eventlog.PairingEarliestOpenSameTool}
 	if format == LegacyATWEvents {
-		h.Seal = &SealRef{Digest: l1.sealRef}
+		h.Seal = &eventlog.SealRef{Digest: l1.sealRef}
 		h.Notes = []string{
 			fmt.Sprintf("imported from %s, an agent-trace-witness 0.1.0 event log", name),
 			"0.1.0 lines carry no ids: a tool_response names the earliest open tool_call of the same tool, an external_effect the latest tool_call of its tool, a model_output the latest model_input",
@@ -419,7 +420,7 @@ func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error)
 	if o.Redactor != nil {
 		h.Redaction = o.Redactor.Info()
 	}
-	lw, err := StartLog(w, h, o.TS, SourceImported)
+	lw, err := eventlog.StartLog(w, h, o.TS, eventlog.SourceImported)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, err, "")
 	}
@@ -429,8 +430,8 @@ func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error)
 	lastInput := ""
 	cur := l1
 	for cur != nil {
-		e := &Event{Kind: cur.kind, TS: cur.ts, Source: SourceImported, Tool: cur.tool, Role: cur.role,
-			Legacy: &Legacy{Format: format, Line: cur.line, Unsealed: cur.unseal}, IsError: cur.isError, Effect: cur.effect}
+		e := &eventlog.Event{Kind: cur.kind, TS: cur.ts, Source: eventlog.SourceImported, Tool: cur.tool, Role: cur.role,
+			Legacy: &eventlog.Legacy{Format: format, Line: cur.line, Unsealed: cur.unseal}, IsError: cur.isError, Effect: cur.effect}
 		if format == LegacyATWEvents {
 			e.PayloadSHA256 = cur.hash
 			if cur.sealRef != h.Seal.Digest {
@@ -445,16 +446,16 @@ func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error)
 				}
 				p, e.Redacted = red, changed
 			}
-			if err := SetPayload(e, p); err != nil {
+			if err := eventlog.SetPayload(e, p); err != nil {
 				return rep, importErr(name, cur.line, "payload", "%v", err)
 			}
 		}
-		id := EventID(lw.Count())
+		id := eventlog.EventID(lw.Count())
 		switch cur.kind {
-		case KindToolCall:
+		case eventlog.KindToolCall:
 			open[cur.tool] = append(open[cur.tool], id)
 			lastCall[cur.tool] = id
-		case KindToolResponse:
+		case eventlog.KindToolResponse:
 			if q := open[cur.tool]; len(q) > 0 {
 				e.Call = q[0]
 				open[cur.tool] = q[1:]
@@ -462,14 +463,14 @@ func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error)
 					delete(open, cur.tool)
 				}
 			}
-		case KindExternalEffect:
+		case eventlog.KindExternalEffect:
 			e.Call = lastCall[cur.tool]
-		case KindModelOutput:
+		case eventlog.KindModelOutput:
 			e.Input = lastInput
-		case KindModelInput:
+		case eventlog.KindModelInput:
 			lastInput = id
 		}
-		if cur.kind == KindToolResponse || cur.kind == KindExternalEffect || cur.kind == KindModelOutput {
+		if cur.kind == eventlog.KindToolResponse || cur.kind == eventlog.KindExternalEffect || cur.kind == eventlog.KindModelOutput {
 			if e.Call == "" && e.Input == "" {
 				e.Legacy.Orphan = true
 				rep.Orphans = append(rep.Orphans, fmt.Sprintf("line %d: %s of %s", cur.line, cur.kind, cur.tool+cur.role))
@@ -499,7 +500,7 @@ func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error)
 			return rep, err
 		}
 	}
-	if err := FinishWith(lw, EndOptions{Signers: o.Signers, TS: o.TS, Reason: "imported", Source: SourceImported}); err != nil {
+	if err := eventlog.FinishWith(lw, eventlog.EndOptions{Signers: o.Signers, TS: o.TS, Reason: "imported", Source: eventlog.SourceImported}); err != nil {
 		return rep, exitcode.New(exitcode.Failure, err, "")
 	}
 	return rep, nil

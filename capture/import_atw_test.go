@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 const compatDir = "../testdata/compat/atw-0.1.0"
 
-func importFile(t *testing.T, name string, signers ...Signer) ([]byte, *ImportReport) {
+func importFile(t *testing.T, name string, signers ...eventlog.Signer) ([]byte, *ImportReport) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(compatDir, name))
 	must(t, err)
@@ -25,10 +26,10 @@ func importFile(t *testing.T, name string, signers ...Signer) ([]byte, *ImportRe
 	return out.Bytes(), rep
 }
 
-func decodeAll(t *testing.T, data []byte) []*Event {
+func decodeAll(t *testing.T, data []byte) []*eventlog.Event {
 	t.Helper()
-	rd := NewReader(bytes.NewReader(data), "out")
-	var evs []*Event
+	rd := eventlog.NewReader(bytes.NewReader(data), "out")
+	var evs []*eventlog.Event
 	for {
 		e, err := rd.Next()
 		if err != nil {
@@ -54,21 +55,21 @@ func TestImportHansardPairsByTool(t *testing.T) {
 	if h.ImportedFrom != "atw-0.1.0" || h.Pairing != "earliest-open-same-tool" || h.Seal.Digest != "c6d0e4f55b187bb6aa01c345c1f36fef6167b7c75b33a9480e99d0e77b955707" {
 		t.Fatalf("header %+v", h)
 	}
-	byID := map[string]*Event{}
+	byID := map[string]*eventlog.Event{}
 	for _, e := range evs {
 		byID[e.ID] = e
-		if e.Source != SourceImported {
+		if e.Source != eventlog.SourceImported {
 			t.Errorf("%s source %s", e.ID, e.Source)
 		}
 	}
 	// 0.1.0 (LIFO) paired delete_file's response with read_file's call;
 	// here every response pairs with the call of its own tool.
 	for _, e := range evs {
-		if e.Kind != KindToolResponse {
+		if e.Kind != eventlog.KindToolResponse {
 			continue
 		}
 		call := byID[e.Call]
-		if call == nil || call.Kind != KindToolCall || call.Tool != e.Tool {
+		if call == nil || call.Kind != eventlog.KindToolCall || call.Tool != e.Tool {
 			t.Fatalf("%s (%s) paired with %q", e.ID, e.Tool, e.Call)
 		}
 	}
@@ -86,7 +87,7 @@ func TestImportHansardPairsByTool(t *testing.T) {
 	if evs[1].PayloadSHA256 != "90455b361dcf92d7c1ec9d2e1a2c2785649bfad21cfde910eedee97edf90d164" || evs[1].Payload != nil {
 		t.Fatalf("hash %+v", evs[1])
 	}
-	if _, err := VerifyLog(bytes.NewReader(out), "out", VerifyLogOptions{Verifier: trusted}); err != nil {
+	if _, err := eventlog.VerifyLog(bytes.NewReader(out), "out", eventlog.VerifyLogOptions{Verifier: trusted}); err != nil {
 		t.Fatalf("imported log does not verify: %v", err)
 	}
 }
@@ -110,7 +111,7 @@ func TestImportCassettes(t *testing.T) {
 	if outp.Input != in.ID || in.Role != "user" || outp.Role != "assistant" || string(outp.Payload) != `"done"` {
 		t.Fatalf("model %+v %+v", in, outp)
 	}
-	_, err := VerifyLog(bytes.NewReader(out), "out", VerifyLogOptions{AllowUnsigned: true})
+	_, err := eventlog.VerifyLog(bytes.NewReader(out), "out", eventlog.VerifyLogOptions{AllowUnsigned: true})
 	must(t, err)
 
 	out, _ = importFile(t, "mcp_stdio_001.jsonl")
@@ -190,7 +191,7 @@ func TestImportRedacts(t *testing.T) {
 	if bytes.Contains(out.Bytes(), []byte("s3cr3t")) || !bytes.Contains(out.Bytes(), []byte(`"redacted":true`)) {
 		t.Fatalf("%s", out.Bytes())
 	}
-	var e Event
+	var e eventlog.Event
 	must(t, json.Unmarshal(lines(out.Bytes())[0], &e))
 	if e.Header.Redaction == nil || e.Header.Redaction.Rules[0] != "$.arguments.token" {
 		t.Fatalf("header %+v", e.Header)
@@ -216,7 +217,7 @@ func FuzzImportATW(f *testing.F) {
 			return
 		}
 		// whatever imports, verifies
-		if _, err := VerifyLog(bytes.NewReader(out.Bytes()), "fuzz", VerifyLogOptions{AllowUnsigned: true}); err != nil {
+		if _, err := eventlog.VerifyLog(bytes.NewReader(out.Bytes()), "fuzz", eventlog.VerifyLogOptions{AllowUnsigned: true}); err != nil {
 			t.Fatalf("imported log does not verify: %v\n%s", err, out.Bytes())
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/mcp"
 )
@@ -38,10 +39,10 @@ type LiveOptions struct {
 	Events   io.Writer // where the event log goes (required)
 
 	Getenv   func(string) string // ATW_WITNESS_TS; nil means no frozen time
-	Seal     *SealRef
+	Seal     *eventlog.SealRef
 	Redactor *Redactor
 	Effects  EffectFunc
-	Signers  []Signer
+	Signers  []eventlog.Signer
 	Warn     func(string)
 	Notes    []string
 }
@@ -83,9 +84,9 @@ func OpenLive(o LiveOptions) (*Live, error) {
 	if o.Warn == nil {
 		o.Warn = func(string) {}
 	}
-	frozen := o.Getenv != nil && o.Getenv(EnvTS) != ""
+	frozen := o.Getenv != nil && o.Getenv(eventlog.EnvTS) != ""
 	h := cassette.Header{Command: o.Command, Args: o.Args, Env: EnvNames(o.Env), Protocol: o.Protocol,
-		Started: Timestamp(o.Getenv), Frozen: frozen, Mode: "client"}
+		Started: eventlog.Timestamp(o.Getenv), Frozen: frozen, Mode: "client"}
 	if o.Redactor != nil {
 		if b, err := json.Marshal(o.Redactor.Info()); err == nil {
 			h.Redaction = b

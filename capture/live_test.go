@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
@@ -21,7 +22,7 @@ import (
 const lvFrozenTS = "2026-08-30T14:33:00+00:00"
 
 func lvFrozenEnv(k string) string {
-	if k == EnvTS {
+	if k == eventlog.EnvTS {
 		return lvFrozenTS
 	}
 	return ""
@@ -99,10 +100,10 @@ func lvRunCapture(t testing.TB, o CaptureOptions) *lvCaptured {
 	return c
 }
 
-func lvReadEvents(t testing.TB, data []byte) []*Event {
+func lvReadEvents(t testing.TB, data []byte) []*eventlog.Event {
 	t.Helper()
-	r := NewReader(bytes.NewReader(data), "events.jsonl")
-	var out []*Event
+	r := eventlog.NewReader(bytes.NewReader(data), "events.jsonl")
+	var out []*eventlog.Event
 	for {
 		e, err := r.Next()
 		if err != nil {
@@ -148,7 +149,7 @@ func lvCheckRederive(t testing.TB, c *lvCaptured) {
 
 func lvCheckChain(t testing.TB, events []byte) {
 	t.Helper()
-	rep, err := VerifyLog(bytes.NewReader(events), "events.jsonl", VerifyLogOptions{AllowUnsigned: true})
+	rep, err := eventlog.VerifyLog(bytes.NewReader(events), "events.jsonl", eventlog.VerifyLogOptions{AllowUnsigned: true})
 	if err != nil {
 		t.Fatalf("verify log: %v", err)
 	}
@@ -162,18 +163,18 @@ func lvCheckChain(t testing.TB, events []byte) {
 // incomplete, never ok.
 func lvCheckFailedChain(t testing.TB, events []byte, want string) {
 	t.Helper()
-	rep, err := VerifyLog(bytes.NewReader(events), "events.jsonl", VerifyLogOptions{AllowUnsigned: true})
-	if rep.Status != StatusIncomplete || exitcode.Of(err) != exitcode.Incomplete {
+	rep, err := eventlog.VerifyLog(bytes.NewReader(events), "events.jsonl", eventlog.VerifyLogOptions{AllowUnsigned: true})
+	if rep.Status != eventlog.StatusIncomplete || exitcode.Of(err) != exitcode.Incomplete {
 		t.Fatalf("failed capture: status %s (%v), want incomplete; findings %v", rep.Status, err, rep.Findings)
 	}
 	for _, f := range rep.Findings {
-		if f.Code != FindFailure && f.Severity != SevWarning {
+		if f.Code != eventlog.FindFailure && f.Severity != eventlog.SevWarning {
 			t.Fatalf("failed capture: finding %v besides the failure", f)
 		}
 	}
 	found := false
 	for _, f := range rep.Findings {
-		found = found || (f.Code == FindFailure && strings.Contains(f.Message, want))
+		found = found || (f.Code == eventlog.FindFailure && strings.Contains(f.Message, want))
 	}
 	if !found {
 		t.Fatalf("failed capture: findings %v, want the failure %q", rep.Findings, want)
@@ -194,8 +195,8 @@ func lvCheckGroupGone(t testing.TB, c *lvCaptured) {
 	}
 }
 
-func lvByKind(evs []*Event, k Kind) []*Event {
-	var out []*Event
+func lvByKind(evs []*eventlog.Event, k eventlog.Kind) []*eventlog.Event {
+	var out []*eventlog.Event
 	for _, e := range evs {
 		if e.Kind == k {
 			out = append(out, e)
@@ -230,7 +231,7 @@ func TestGoSDKServer(t *testing.T) {
 	if h.Server.Name != "witness-gosdk-fixture" || h.Server.ProtocolVersion != "2025-11-25" || len(h.Server.Tools) != 6 {
 		t.Fatalf("header server %+v", h.Server)
 	}
-	tc, tr := lvByKind(evs, KindToolCall), lvByKind(evs, KindToolResponse)
+	tc, tr := lvByKind(evs, eventlog.KindToolCall), lvByKind(evs, eventlog.KindToolResponse)
 	if len(tc) != 6 || len(tr) != 6 {
 		t.Fatalf("calls %d responses %d", len(tc), len(tr))
 	}
@@ -248,12 +249,12 @@ func TestGoSDKServer(t *testing.T) {
 	if !bytes.Contains(tr[0].Payload, []byte(`Hi witness`)) {
 		t.Fatalf("real result not kept: %s", tr[0].Payload)
 	}
-	eff := lvByKind(evs, KindExternalEffect)
+	eff := lvByKind(evs, eventlog.KindExternalEffect)
 	if len(eff) != 1 || eff[0].Call != tc[3].ID || eff[0].Effect.Target != "/tmp/x" {
 		t.Fatalf("external effects: %+v", eff)
 	}
 	var listChanged int
-	for _, e := range lvByKind(evs, KindNotification) {
+	for _, e := range lvByKind(evs, eventlog.KindNotification) {
 		if e.Method == "notifications/tools/list_changed" {
 			listChanged++
 		}
@@ -262,7 +263,7 @@ func TestGoSDKServer(t *testing.T) {
 		t.Fatalf("want one unprompted notifications/tools/list_changed, got %d", listChanged)
 	}
 	last := evs[len(evs)-1]
-	if last.Kind != KindSessionEnd || last.End.Count != int64(len(evs)-1) {
+	if last.Kind != eventlog.KindSessionEnd || last.End.Count != int64(len(evs)-1) {
 		t.Fatalf("session end %+v", last)
 	}
 	lvCheckChain(t, c.events)
@@ -332,7 +333,7 @@ func TestServerRequestsAndPing(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, e := range lvByKind(lvReadEvents(t, c.events), KindNotification) {
+	for _, e := range lvByKind(lvReadEvents(t, c.events), eventlog.KindNotification) {
 		if len(e.RPCID) > 0 {
 			n++
 		}
@@ -359,7 +360,7 @@ func TestHostileServers(t *testing.T) {
 	cases := []lvHostileCase{
 		{name: "silent", timeout: 300 * time.Millisecond, errHas: []string{"did not answer initialize", "within 300ms"}},
 		{name: "wrongid", timeout: 2 * time.Second, errHas: []string{"did not answer initialize", `"1" (string)`}, check: func(t *testing.T, c *lvCaptured) {
-			if len(lvByKind(lvReadEvents(t, c.events), KindNotification)) != 1 {
+			if len(lvByKind(lvReadEvents(t, c.events), eventlog.KindNotification)) != 1 {
 				t.Fatal("the unmatched response must be an event")
 			}
 		}},
@@ -368,7 +369,7 @@ func TestHostileServers(t *testing.T) {
 				t.Fatalf("banner lines not kept exactly:\n%s", c.cassette)
 			}
 			n := 0
-			for _, e := range lvByKind(lvReadEvents(t, c.events), KindNotification) {
+			for _, e := range lvByKind(lvReadEvents(t, c.events), eventlog.KindNotification) {
 				if e.Method == MethodInvalidLine {
 					n++
 				}
@@ -405,7 +406,7 @@ func TestHostileServers(t *testing.T) {
 			}
 		}},
 		{name: "flood", timeout: 3 * time.Second, errHas: []string{"did not answer tools/list"}, check: func(t *testing.T, c *lvCaptured) {
-			if n := len(lvByKind(lvReadEvents(t, c.events), KindNotification)); n < 100 {
+			if n := len(lvByKind(lvReadEvents(t, c.events), eventlog.KindNotification)); n < 100 {
 				t.Fatalf("only %d notifications recorded", n)
 			}
 			if !bytes.Contains(c.cassette, []byte(`{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2,\"reason\":\"timed out after 3s\"}}`)) {
@@ -577,13 +578,13 @@ func TestTimeoutCancels(t *testing.T) {
 		t.Fatalf("err %v", c.err)
 	}
 	evs := lvReadEvents(t, c.events)
-	if len(lvByKind(evs, KindToolCall)) != 1 || lvCountMethod(evs, "notifications/cancelled") != 1 {
+	if len(lvByKind(evs, eventlog.KindToolCall)) != 1 || lvCountMethod(evs, "notifications/cancelled") != 1 {
 		t.Fatalf("events:\n%s", c.events)
 	}
 	// the go-sdk answers a cancelled call late ("context canceled"): the
 	// witness records what the server did, linked to the call
-	for _, r := range lvByKind(evs, KindToolResponse) {
-		if r.Call != lvByKind(evs, KindToolCall)[0].ID {
+	for _, r := range lvByKind(evs, eventlog.KindToolResponse) {
+		if r.Call != lvByKind(evs, eventlog.KindToolCall)[0].ID {
 			t.Fatalf("late response not linked: %+v", r)
 		}
 		if len(c.warnings) == 0 || !strings.Contains(strings.Join(c.warnings, "\n"), "server answered request 5 after it timed out and was cancelled") {

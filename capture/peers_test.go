@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
@@ -31,10 +32,10 @@ func lvPeer(t *testing.T, pkg string) (node, entry string) {
 	return node, entry
 }
 
-func lvCountMethod(evs []*Event, method string) int {
+func lvCountMethod(evs []*eventlog.Event, method string) int {
 	n := 0
 	for _, e := range evs {
-		if e.Kind == KindNotification && e.Method == method {
+		if e.Kind == eventlog.KindNotification && e.Method == method {
 			n++
 		}
 	}
@@ -79,7 +80,7 @@ func TestPeerServerEverything(t *testing.T) {
 	if lvCountMethod(evs, "notifications/tools/list_changed") < 1 {
 		t.Fatalf("no unprompted notifications/tools/list_changed recorded:\n%s", c.events)
 	}
-	tc, tr := lvByKind(evs, KindToolCall), lvByKind(evs, KindToolResponse)
+	tc, tr := lvByKind(evs, eventlog.KindToolCall), lvByKind(evs, eventlog.KindToolResponse)
 	if len(tc) != 5 || len(tr) != 5 {
 		t.Fatalf("calls %d responses %d", len(tc), len(tr))
 	}
@@ -139,15 +140,15 @@ func TestPeerServerFilesystem(t *testing.T) {
 	if evs[0].Header.Server.Name != "secure-filesystem-server" || c.res.Tools != 14 {
 		t.Fatalf("header %+v, %d tools", evs[0].Header.Server, c.res.Tools)
 	}
-	tr := lvByKind(evs, KindToolResponse)
+	tr := lvByKind(evs, eventlog.KindToolResponse)
 	if len(tr) != 4 || !*tr[3].IsError || *tr[1].IsError || !bytes.Contains(tr[1].Payload, []byte(`hello\n`)) {
 		t.Fatalf("responses: %+v", tr)
 	}
 	if !strings.Contains(string(tr[3].Payload), "Access denied") {
 		t.Fatalf("error result: %s", tr[3].Payload)
 	}
-	eff := lvByKind(evs, KindExternalEffect)
-	tc := lvByKind(evs, KindToolCall)
+	eff := lvByKind(evs, eventlog.KindExternalEffect)
+	tc := lvByKind(evs, eventlog.KindToolCall)
 	if len(eff) != 1 || eff[0].Call != tc[2].ID || eff[0].Effect.Target != filepath.Join(root, "b.txt") {
 		t.Fatalf("effects %+v", eff)
 	}

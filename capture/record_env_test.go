@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 func TestRecordingEnv(t *testing.T) {
@@ -37,7 +39,7 @@ func TestDialRecordsWithATWRecord(t *testing.T) {
 		switch k {
 		case "ATW_RECORD":
 			return "1"
-		case EnvTS:
+		case eventlog.EnvTS:
 			return lvFrozenTS
 		}
 		return ""

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // Recorder writes choke-point events through a chain Writer, one method per
@@ -15,8 +17,8 @@ import (
 // concurrent use (a proxy records both directions at once).
 type Recorder struct {
 	mu       sync.Mutex
-	w        *Writer
-	source   Source
+	w        *eventlog.Writer
+	source   eventlog.Source
 	clock    func() string
 	redactor *Redactor
 
@@ -33,27 +35,27 @@ type openCall struct {
 
 // RecorderOptions configure a Recorder.
 type RecorderOptions struct {
-	Source   Source        // default source of events (observed when empty)
-	Clock    func() string // the ts of events that carry none (required)
-	Redactor *Redactor     // nil: no redaction
+	Source   eventlog.Source // default source of events (observed when empty)
+	Clock    func() string   // the ts of events that carry none (required)
+	Redactor *Redactor       // nil: no redaction
 }
 
 // NewRecorder returns a Recorder writing through w.
-func NewRecorder(w *Writer, o RecorderOptions) *Recorder {
+func NewRecorder(w *eventlog.Writer, o RecorderOptions) *Recorder {
 	src := o.Source
 	if src == "" {
-		src = SourceObserved
+		src = eventlog.SourceObserved
 	}
 	clock := o.Clock
 	if clock == nil {
-		clock = func() string { return Timestamp(nil) }
+		clock = func() string { return eventlog.Timestamp(nil) }
 	}
 	return &Recorder{w: w, source: src, clock: clock, redactor: o.Redactor,
 		open: map[string]openCall{}, lastByTool: map[string]string{}, toolOf: map[string]string{}}
 }
 
 // Writer returns the chain Writer the recorder writes through.
-func (r *Recorder) Writer() *Writer { return r.w }
+func (r *Recorder) Writer() *eventlog.Writer { return r.w }
 
 // ToolCallEvent is an outgoing tool call (choke point a).
 type ToolCallEvent struct {
@@ -63,8 +65,8 @@ type ToolCallEvent struct {
 	Method    string          // default "tools/call"
 	Cause     string          // id of the model_output that asked for the call, when known
 	TS        string
-	Source    Source
-	Wire      *WireRef
+	Source    eventlog.Source
+	Wire      *eventlog.WireRef
 	Numbers   map[string]string // exact wire text of argument numbers canonical JSON writes otherwise (Event.Numbers)
 }
 
@@ -77,8 +79,8 @@ type ToolResponseEvent struct {
 	RPCError bool
 	IsError  *bool // default: result.isError, or true for a JSON-RPC error
 	TS       string
-	Source   Source
-	Wire     *WireRef
+	Source   eventlog.Source
+	Wire     *eventlog.WireRef
 	Numbers  map[string]string // exact wire text of result numbers canonical JSON writes otherwise (Event.Numbers)
 }
 
@@ -87,7 +89,7 @@ type ModelInputEvent struct {
 	Role    string // default "user"
 	Content any
 	TS      string
-	Source  Source
+	Source  eventlog.Source
 }
 
 // ModelOutputEvent is the model's response (choke point d).
@@ -96,27 +98,27 @@ type ModelOutputEvent struct {
 	Content any
 	Input   string // id of the model_input it answers; default: the latest model_input
 	TS      string
-	Source  Source
+	Source  eventlog.Source
 }
 
 // ExternalEffectEvent is a side effect of a tool (choke point e).
 type ExternalEffectEvent struct {
 	Tool   string
 	Call   string // id of the call that caused it; default: the latest call of Tool
-	Effect Effect
+	Effect eventlog.Effect
 	Detail any // optional payload (e.g. the tool result the effect was derived from)
 	TS     string
-	Source Source
-	Wire   *WireRef
+	Source eventlog.Source
+	Wire   *eventlog.WireRef
 }
 
 // MessageEvent is an application message between agents (firewall).
 type MessageEvent struct {
-	Message Message
+	Message eventlog.Message
 	Cause   string
 	Payload any
 	TS      string
-	Source  Source
+	Source  eventlog.Source
 }
 
 // NotificationEvent is a server-to-client notification or request.
@@ -125,8 +127,8 @@ type NotificationEvent struct {
 	Params  any
 	RPCID   json.RawMessage // for server requests
 	TS      string
-	Source  Source
-	Wire    *WireRef
+	Source  eventlog.Source
+	Wire    *eventlog.WireRef
 	Numbers map[string]string // exact wire text of params numbers canonical JSON writes otherwise (Event.Numbers)
 }
 
@@ -139,7 +141,7 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 	if method == "" {
 		method = "tools/call"
 	}
-	e := &Event{Kind: KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire, Numbers: in.Numbers}
+	e := &eventlog.Event{Kind: eventlog.KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire, Numbers: in.Numbers}
 	if len(in.RPCID) > 0 {
 		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
 	}
@@ -161,7 +163,7 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 func (r *Recorder) ToolResponse(in ToolResponseEvent) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := &Event{Kind: KindToolResponse, Tool: in.Tool, Call: in.Call, RPCError: in.RPCError, IsError: in.IsError, Wire: in.Wire, Numbers: in.Numbers}
+	e := &eventlog.Event{Kind: eventlog.KindToolResponse, Tool: in.Tool, Call: in.Call, RPCError: in.RPCError, IsError: in.IsError, Wire: in.Wire, Numbers: in.Numbers}
 	if len(in.RPCID) > 0 {
 		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
 	}
@@ -202,7 +204,7 @@ func (r *Recorder) ModelInput(in ModelInputEvent) (string, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id, err := r.write(&Event{Kind: KindModelInput, Role: role}, in.TS, in.Source, in.Content)
+	id, err := r.write(&eventlog.Event{Kind: eventlog.KindModelInput, Role: role}, in.TS, in.Source, in.Content)
 	if err != nil {
 		return "", err
 	}
@@ -222,7 +224,7 @@ func (r *Recorder) ModelOutput(in ModelOutputEvent) (string, error) {
 	if input == "" {
 		input = r.lastInput
 	}
-	return r.write(&Event{Kind: KindModelOutput, Role: role, Input: input}, in.TS, in.Source, in.Content)
+	return r.write(&eventlog.Event{Kind: eventlog.KindModelOutput, Role: role, Input: input}, in.TS, in.Source, in.Content)
 }
 
 // ExternalEffect records a side effect of a tool and returns its id.
@@ -237,7 +239,7 @@ func (r *Recorder) ExternalEffect(in ExternalEffectEvent) (string, error) {
 		call = r.lastByTool[in.Tool]
 	}
 	eff := in.Effect
-	return r.write(&Event{Kind: KindExternalEffect, Tool: in.Tool, Call: call, Effect: &eff, Wire: in.Wire}, in.TS, in.Source, in.Detail)
+	return r.write(&eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: in.Tool, Call: call, Effect: &eff, Wire: in.Wire}, in.TS, in.Source, in.Detail)
 }
 
 // Message records an application message between agents and returns its id.
@@ -245,7 +247,7 @@ func (r *Recorder) Message(in MessageEvent) (string, error) {
 	m := in.Message
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.write(&Event{Kind: KindMessage, Message: &m, Cause: in.Cause}, in.TS, in.Source, in.Payload)
+	return r.write(&eventlog.Event{Kind: eventlog.KindMessage, Message: &m, Cause: in.Cause}, in.TS, in.Source, in.Payload)
 }
 
 // Notification records a server notification (or server request) and returns its id.
@@ -253,7 +255,7 @@ func (r *Recorder) Notification(in NotificationEvent) (string, error) {
 	if in.Method == "" {
 		return "", errors.New("record notification: method is empty")
 	}
-	e := &Event{Kind: KindNotification, Method: in.Method, Wire: in.Wire, Numbers: in.Numbers}
+	e := &eventlog.Event{Kind: eventlog.KindNotification, Method: in.Method, Wire: in.Wire, Numbers: in.Numbers}
 	if len(in.RPCID) > 0 {
 		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
 	}
@@ -264,23 +266,23 @@ func (r *Recorder) Notification(in NotificationEvent) (string, error) {
 
 // Ambiguous records a wire line that has no single reading and returns the
 // event's id.
-func (r *Recorder) Ambiguous(a *AmbiguousLine, ts string, wire *WireRef) (string, error) {
+func (r *Recorder) Ambiguous(a *eventlog.AmbiguousLine, ts string, wire *eventlog.WireRef) (string, error) {
 	if a == nil {
 		return "", errors.New("record ambiguous: no line")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.write(&Event{Kind: KindAmbiguous, Wire: wire}, ts, "", a)
+	return r.write(&eventlog.Event{Kind: eventlog.KindAmbiguous, Wire: wire}, ts, "", a)
 }
 
 // Finish writes the signed session_end through the recorder's writer.
-func (r *Recorder) Finish(o EndOptions) error {
+func (r *Recorder) Finish(o eventlog.EndOptions) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o.TS == "" {
 		o.TS = r.clock()
 	}
-	return FinishWith(r.w, o)
+	return eventlog.FinishWith(r.w, o)
 }
 
 // OpenCalls returns the ids of calls that have no response yet, in no order.
@@ -296,7 +298,7 @@ func (r *Recorder) OpenCalls() []string {
 
 // write fills ts, source and the (redacted) payload of e and appends it.
 // The caller holds r.mu.
-func (r *Recorder) write(e *Event, ts string, src Source, payload any) (string, error) {
+func (r *Recorder) write(e *eventlog.Event, ts string, src eventlog.Source, payload any) (string, error) {
 	if ts == "" {
 		ts = r.clock()
 	}
@@ -320,7 +322,7 @@ func (r *Recorder) write(e *Event, ts string, src Source, payload any) (string, 
 				e.Numbers = nil
 			}
 		}
-		if err := SetPayload(e, raw); err != nil {
+		if err := eventlog.SetPayload(e, raw); err != nil {
 			return "", fmt.Errorf("record %s: %w", e.Kind, err)
 		}
 	}

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // Responses pair by the exact JSON-RPC id token: 0 works, and 1 and "1"
 // are different ids, whatever order the answers come in.
 func TestRecorderPairsByExactID(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := StartLog(&buf, &Header{}, frozenTS, "")
+	w, err := eventlog.StartLog(&buf, &eventlog.Header{}, frozenTS, "")
 	must(t, err)
 	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }})
 	c0, _ := rec.ToolCall(ToolCallEvent{Tool: "a", RPCID: json.RawMessage(`0`)})
@@ -22,9 +24,9 @@ func TestRecorderPairsByExactID(t *testing.T) {
 	r1, _ := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(` 1 `), Result: json.RawMessage(`{}`)})
 	r0, _ := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(`0`), RPCError: true, Result: json.RawMessage(`{"code":-32601,"message":"nope"}`)})
 	orphan, _ := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(`0`), Result: json.RawMessage(`{}`)})
-	must(t, Finish(w, nil, frozenTS))
+	must(t, eventlog.Finish(w, nil, frozenTS))
 	evs := decodeAll(t, buf.Bytes())
-	byID := map[string]*Event{}
+	byID := map[string]*eventlog.Event{}
 	for _, e := range evs {
 		byID[e.ID] = e
 	}
@@ -42,7 +44,7 @@ func TestRecorderPairsByExactID(t *testing.T) {
 	if len(rec.OpenCalls()) != 0 {
 		t.Errorf("open calls %v", rec.OpenCalls())
 	}
-	if _, err := VerifyLog(bytes.NewReader(buf.Bytes()), "x", VerifyLogOptions{AllowUnsigned: true}); err != nil {
+	if _, err := eventlog.VerifyLog(bytes.NewReader(buf.Bytes()), "x", eventlog.VerifyLogOptions{AllowUnsigned: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -50,7 +52,7 @@ func TestRecorderPairsByExactID(t *testing.T) {
 // A proxy records both directions at once: the chain stays intact.
 func TestRecorderConcurrent(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := StartLog(&buf, &Header{}, frozenTS, "")
+	w, err := eventlog.StartLog(&buf, &eventlog.Header{}, frozenTS, "")
 	must(t, err)
 	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }})
 	var wg sync.WaitGroup
@@ -70,15 +72,15 @@ func TestRecorderConcurrent(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	must(t, rec.Finish(EndOptions{Signers: []Signer{goodSigner}}))
-	rep, err := VerifyLog(bytes.NewReader(buf.Bytes()), "x", VerifyLogOptions{Verifier: trusted})
+	must(t, rec.Finish(eventlog.EndOptions{Signers: []eventlog.Signer{goodSigner}}))
+	rep, err := eventlog.VerifyLog(bytes.NewReader(buf.Bytes()), "x", eventlog.VerifyLogOptions{Verifier: trusted})
 	if err != nil || rep.Events != 400 {
 		t.Fatalf("%v %+v", err, rep)
 	}
 }
 
 func TestRecorderValidation(t *testing.T) {
-	rec := NewRecorder(NewWriter(&bytes.Buffer{}, "s"), RecorderOptions{})
+	rec := NewRecorder(eventlog.NewWriter(&bytes.Buffer{}, "s"), RecorderOptions{})
 	if _, err := rec.ToolCall(ToolCallEvent{}); err == nil {
 		t.Error("tool call without tool")
 	}

@@ -14,18 +14,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
-
-// RedactTokenPrefix starts every value that redaction wrote.
-const RedactTokenPrefix = "redacted:hmac-sha256:"
-
-// RedactAlg is the keyed hash redaction uses.
-const RedactAlg = "hmac-sha256"
 
 // EnvRedactKey holds the redaction key (hex, at least 16 bytes) when no key
 // file is given.
@@ -177,7 +172,7 @@ func LoadRedactor(o RedactOptions) (*Redactor, error) {
 }
 
 // Info describes the redaction for the session header (never the key).
-func (r *Redactor) Info() *Redaction {
+func (r *Redactor) Info() *eventlog.Redaction {
 	if r == nil {
 		return nil
 	}
@@ -185,7 +180,7 @@ func (r *Redactor) Info() *Redaction {
 	for i, ru := range r.rules {
 		texts[i] = ru.Text
 	}
-	return &Redaction{Rules: texts, KeyID: r.keyID, Alg: RedactAlg}
+	return &eventlog.Redaction{Rules: texts, KeyID: r.keyID, Alg: eventlog.RedactAlg}
 }
 
 // Token returns the keyed hash that replaces value (the UTF-8 of a string,
@@ -193,24 +188,24 @@ func (r *Redactor) Info() *Redaction {
 func (r *Redactor) Token(value []byte) string {
 	m := hmac.New(sha256.New, r.key)
 	m.Write(value)
-	return RedactTokenPrefix + hex.EncodeToString(m.Sum(nil))
+	return eventlog.RedactTokenPrefix + hex.EncodeToString(m.Sum(nil))
 }
 
 // payloadRoot is the member name under which an event payload is matched,
 // so that "$.arguments.token" means the same in events and on the wire.
-func payloadRoot(k Kind) string {
+func payloadRoot(k eventlog.Kind) string {
 	switch k {
-	case KindToolCall:
+	case eventlog.KindToolCall:
 		return "arguments"
-	case KindToolResponse:
+	case eventlog.KindToolResponse:
 		return "result"
-	case KindModelInput, KindModelOutput:
+	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		return "content"
-	case KindExternalEffect:
+	case eventlog.KindExternalEffect:
 		return "effect"
-	case KindNotification:
+	case eventlog.KindNotification:
 		return "params"
-	case KindMessage:
+	case eventlog.KindMessage:
 		return "message"
 	}
 	return "payload"
@@ -220,7 +215,7 @@ func payloadRoot(k Kind) string {
 // against {"<root>": payload}, root being arguments (tool_call), result
 // (tool_response), content (model events), effect, params (notification) or
 // message. It returns the payload unchanged (same bytes) when nothing matched.
-func (r *Redactor) Payload(k Kind, raw json.RawMessage) (json.RawMessage, bool, error) {
+func (r *Redactor) Payload(k eventlog.Kind, raw json.RawMessage) (json.RawMessage, bool, error) {
 	if r == nil || len(r.rules) == 0 || len(raw) == 0 {
 		return raw, false, nil
 	}
@@ -326,7 +321,7 @@ func (r *Redactor) apply(roots []*jsontree.Value) (bool, error) {
 	tokens := make([]string, len(matched))
 	for i, n := range matched {
 		if n.Kind == jsontree.String {
-			if tokenRe.MatchString(n.Str) && len(n.Str) == len(RedactTokenPrefix)+64 {
+			if tokenRe.MatchString(n.Str) && len(n.Str) == len(eventlog.RedactTokenPrefix)+64 {
 				tokens[i] = n.Str // already redacted
 				continue
 			}

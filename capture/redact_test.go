@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 var redactKey = bytes.Repeat([]byte{0x42}, 32)
@@ -33,7 +34,7 @@ const secret = "sk-SECRETsecret123"
 func TestRedactPaths(t *testing.T) {
 	r := testRedactor(t, "$.arguments.token", "$..password", "$.arguments.list[1]", "$.arguments.obj[*].k")
 	in := json.RawMessage(`{"token":"` + secret + `","keep":"ok","nested":{"password":{"a":1}},"list":["a","` + secret + `"],"obj":[{"k":1},{"k":"v"}]}`)
-	out, changed, err := r.Payload(KindToolCall, in)
+	out, changed, err := r.Payload(eventlog.KindToolCall, in)
 	must(t, err)
 	if !changed || bytes.Contains(out, []byte(secret)) {
 		t.Fatalf("%s", out)
@@ -41,7 +42,7 @@ func TestRedactPaths(t *testing.T) {
 	var v map[string]any
 	must(t, json.Unmarshal(out, &v))
 	tok := v["token"].(string)
-	if tok != r.Token([]byte(secret)) || !strings.HasPrefix(tok, RedactTokenPrefix) {
+	if tok != r.Token([]byte(secret)) || !strings.HasPrefix(tok, eventlog.RedactTokenPrefix) {
 		t.Fatalf("token %q", tok)
 	}
 	// identical values give identical tokens, wherever they are
@@ -56,21 +57,21 @@ func TestRedactPaths(t *testing.T) {
 		t.Fatalf("%v", v["nested"])
 	}
 	// the path root depends on the kind: a result is not "arguments"
-	_, changed, err = r.Payload(KindToolResponse, json.RawMessage(`{"token":"x"}`))
+	_, changed, err = r.Payload(eventlog.KindToolResponse, json.RawMessage(`{"token":"x"}`))
 	must(t, err)
 	if changed {
 		t.Fatal("$.arguments matched a tool_response")
 	}
 	// nothing matched: same bytes
 	same := json.RawMessage(`{ "b":1, "a":2 }`)
-	out, changed, err = r.Payload(KindToolCall, same)
+	out, changed, err = r.Payload(eventlog.KindToolCall, same)
 	must(t, err)
 	if changed || string(out) != string(same) {
 		t.Fatalf("untouched payload changed: %s", out)
 	}
 	// idempotent
-	once, _, _ := r.Payload(KindToolCall, in)
-	twice, ch2, _ := r.Payload(KindToolCall, once)
+	once, _, _ := r.Payload(eventlog.KindToolCall, in)
+	twice, ch2, _ := r.Payload(eventlog.KindToolCall, once)
 	if ch2 || !bytes.Equal(once, twice) {
 		t.Fatalf("second pass changed: %s", twice)
 	}
@@ -139,7 +140,7 @@ func TestRedactRulesParse(t *testing.T) {
 func TestRecorderRedactsBeforeWriting(t *testing.T) {
 	r := testRedactor(t, "$.arguments.token", `re:sk-[A-Za-z0-9]+`)
 	var buf bytes.Buffer
-	w, err := StartLog(&buf, &Header{Redaction: r.Info()}, frozenTS, "")
+	w, err := eventlog.StartLog(&buf, &eventlog.Header{Redaction: r.Info()}, frozenTS, "")
 	must(t, err)
 	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }, Redactor: r})
 	_, err = rec.ModelInput(ModelInputEvent{Content: "use key " + secret})
@@ -148,7 +149,7 @@ func TestRecorderRedactsBeforeWriting(t *testing.T) {
 	must(t, err)
 	_, err = rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(`"a"`), Result: map[string]any{"echo": secret}})
 	must(t, err)
-	must(t, Finish(w, nil, frozenTS))
+	must(t, eventlog.Finish(w, nil, frozenTS))
 	if bytes.Contains(buf.Bytes(), []byte(secret)) || bytes.Contains(buf.Bytes(), []byte("SECRET")) {
 		t.Fatalf("secret on disk:\n%s", buf.Bytes())
 	}
@@ -161,7 +162,7 @@ func TestRecorderRedactsBeforeWriting(t *testing.T) {
 	if bytes.Contains(buf.Bytes(), redactKey) {
 		t.Fatal("key on disk")
 	}
-	if _, err := VerifyLog(bytes.NewReader(buf.Bytes()), "x", VerifyLogOptions{AllowUnsigned: true}); err != nil {
+	if _, err := eventlog.VerifyLog(bytes.NewReader(buf.Bytes()), "x", eventlog.VerifyLogOptions{AllowUnsigned: true}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
@@ -128,7 +129,7 @@ type CaptureResult struct {
 	Dir       string
 	Cassette  string // path of the cassette
 	Events    string // path of the event log
-	Server    ServerInfo
+	Server    eventlog.ServerInfo
 	Tools     int   // tool definitions listed
 	Calls     int   // tool calls answered
 	ToolError int   // answered with isError or a JSON-RPC error

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // lvProjection is an event without what depends on the server command line
 // (the header's command and args, hence the session id and chain hashes).
 type lvProjection struct {
-	Kind    Kind
+	Kind    eventlog.Kind
 	Tool    string
 	Method  string
 	RPCID   string
@@ -22,9 +23,9 @@ type lvProjection struct {
 	Payload string
 	SHA     string
 	IsError *bool
-	Effect  *Effect
-	Wire    *WireRef
-	Server  *ServerInfo
+	Effect  *eventlog.Effect
+	Wire    *eventlog.WireRef
+	Server  *eventlog.ServerInfo
 	End     string
 }
 

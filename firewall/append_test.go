@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // Messages "arrive through witness capture append": the JSONL input shape of
@@ -16,7 +17,7 @@ func TestMessagesThroughCaptureAppend(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.jsonl")
 	var buf bytes.Buffer
-	if _, err := capture.StartLog(&buf, &capture.Header{Format: "witness-events", WitnessVersion: "test", Pairing: "jsonrpc-id"}, "2026-08-30T14:33:00+00:00", capture.SourceObserved); err != nil {
+	if _, err := eventlog.StartLog(&buf, &eventlog.Header{Format: "witness-events", WitnessVersion: "test", Pairing: "jsonrpc-id"}, "2026-08-30T14:33:00+00:00", eventlog.SourceObserved); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // BenchmarkEvaluate measures evaluating the code rules over a log of n
@@ -15,7 +15,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	for _, n := range []int{1000, 4000} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
 			p := mustPolicy(b, pol("enforcement", codeIn, codeOut, ""))
-			var msgs []capture.Message
+			var msgs []eventlog.Message
 			for i := 0; i < n; i++ {
 				conv := fmt.Sprintf("c%d", i%20)
 				if i%2 == 0 {
@@ -43,7 +43,7 @@ func BenchmarkEvaluate(b *testing.B) {
 func BenchmarkEvaluateFloor(b *testing.B) {
 	for _, n := range []int{1000, 4000} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
-			var msgs []capture.Message
+			var msgs []eventlog.Message
 			for i := 0; i < n; i++ {
 				msgs = append(msgs, in(fmt.Sprintf("c%d", i%20), "agent:peer", fmt.Sprintf("question %d: can you check the build?", i)))
 			}

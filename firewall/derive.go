@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
@@ -24,20 +24,20 @@ type DeriveResult struct {
 // from), then an unsigned session_end whose reason says the log was derived.
 // The original log stays the evidence; the copy is a working file.
 func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingDigest string) (*DeriveResult, error) {
-	rd := capture.NewReader(r, name)
+	rd := eventlog.NewReader(r, name)
 	der := newDeriver(mapping)
 	res := &DeriveResult{}
-	var wr *capture.Writer
+	var wr *eventlog.Writer
 	var msgs []Candidate
-	src := map[string]*capture.Event{}
-	var last *capture.Event
+	src := map[string]*eventlog.Event{}
+	var last *eventlog.Event
 	for {
 		ev, err := rd.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			var pe *capture.ParseError
+			var pe *eventlog.ParseError
 			if errors.As(err, &pe) && rd.Partial() {
 				return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("events: %w (the last line has no trailing newline: cut off)", err), "the event log is truncated")
 			}
@@ -49,14 +49,14 @@ func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingD
 		if rd.Partial() {
 			return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("events: %s:%d: the last line has no trailing newline (cut off)", name, rd.Line()), "the event log is truncated")
 		}
-		if ev.Kind == capture.KindSessionEnd {
+		if ev.Kind == eventlog.KindSessionEnd {
 			continue // dropped: its count, head and signatures no longer hold
 		}
 		// copy the line as it was
 		if _, err := w.Write(append(append([]byte(nil), rd.Raw()...), '\n')); err != nil {
 			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("write derived log: %w", err), "")
 		}
-		wr = capture.ResumeWriter(w, ev.Session, ev.Seq, capture.LineHash(rd.Raw()))
+		wr = eventlog.ResumeWriter(w, ev.Session, ev.Seq, eventlog.LineHash(rd.Raw()))
 		res.Events++
 		last = ev
 		d, derr := der.derive(ev)
@@ -81,14 +81,14 @@ func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingD
 		if s, ok := src[m.Event]; ok {
 			ts, source = s.TS, s.Source
 		}
-		e := &capture.Event{Kind: capture.KindMessage, TS: ts, Source: source, Cause: cause, Message: &msg}
+		e := &eventlog.Event{Kind: eventlog.KindMessage, TS: ts, Source: source, Cause: cause, Message: &msg}
 		if err := wr.Append(e); err != nil {
 			return nil, exitcode.New(exitcode.Failure, err, "")
 		}
 		res.Events++
 		res.Messages++
 	}
-	if err := capture.FinishWith(wr, capture.EndOptions{TS: last.TS, Reason: "derived: " + fmt.Sprint(res.Messages) + " message events added by witness firewall derive (mapping sha256:" + mappingDigest + "); unsigned"}); err != nil {
+	if err := eventlog.FinishWith(wr, eventlog.EndOptions{TS: last.TS, Reason: "derived: " + fmt.Sprint(res.Messages) + " message events added by witness firewall derive (mapping sha256:" + mappingDigest + "); unsigned"}); err != nil {
 		return nil, exitcode.New(exitcode.Failure, err, "")
 	}
 	res.Events++

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 )
 
@@ -66,9 +66,9 @@ type PostRef struct {
 
 // Candidate is one captured message to check.
 type Candidate struct {
-	Event   string          `json:"event"` // event id in the log
-	Message capture.Message `json:"message"`
-	canon   []byte          // cached canonical JSON of Message
+	Event   string           `json:"event"` // event id in the log
+	Message eventlog.Message `json:"message"`
+	canon   []byte           // cached canonical JSON of Message
 }
 
 // canonical returns the canonical JSON of the message, cached.
@@ -88,7 +88,7 @@ func (c *Candidate) canonical() ([]byte, error) {
 // unknown post id).
 func (c Candidate) Post() *PostRef { return postOf(c.Message) }
 
-func postOf(m capture.Message) *PostRef {
+func postOf(m eventlog.Message) *PostRef {
 	if m.PostID == "" || m.Operation == "gather" {
 		return nil
 	}
@@ -442,7 +442,7 @@ func (e *Engine) acknowledgement(f Finding, in CheckInput) Finding {
 	return f
 }
 
-func addressedTo(m capture.Message, agent string) bool {
+func addressedTo(m eventlog.Message, agent string) bool {
 	if len(m.Recipients) == 0 {
 		return true
 	}

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
@@ -17,15 +17,15 @@ import (
 )
 
 // ValidateMessage checks a message event's fields; the error names the
-// field (capture.Message.Validate).
-func ValidateMessage(m *capture.Message) (string, error) { return m.Validate() }
+// field (eventlog.Message.Validate).
+func ValidateMessage(m *eventlog.Message) (string, error) { return m.Validate() }
 
 // ForEachMessage streams the message events of an event log (and, with a
 // mapping, the messages derived from its tool calls) in log order. A line
 // that is not a valid event, or an invalid message, is a Tampered error
 // naming file, line and field.
 func ForEachMessage(r io.Reader, name string, mapping *Mapping, fn func(Candidate) error) error {
-	rd := capture.NewReader(r, name)
+	rd := eventlog.NewReader(r, name)
 	var deriver *deriver
 	if mapping != nil {
 		deriver = newDeriver(mapping)
@@ -43,7 +43,7 @@ func ForEachMessage(r io.Reader, name string, mapping *Mapping, fn func(Candidat
 			return nil
 		}
 		if err != nil {
-			var pe *capture.ParseError
+			var pe *eventlog.ParseError
 			if errors.As(err, &pe) && rd.Partial() {
 				return exitcode.New(exitcode.Incomplete, fmt.Errorf("events: %w (the last line has no trailing newline: cut off)", err), "the event log is truncated")
 			}
@@ -55,9 +55,9 @@ func ForEachMessage(r io.Reader, name string, mapping *Mapping, fn func(Candidat
 		if rd.Partial() {
 			return exitcode.New(exitcode.Incomplete, fmt.Errorf("events: %s:%d: the last line has no trailing newline (cut off)", name, rd.Line()), "the event log is truncated")
 		}
-		if ev.Kind == capture.KindMessage {
+		if ev.Kind == eventlog.KindMessage {
 			if field, err := ValidateMessage(ev.Message); err != nil {
-				return exitcode.New(exitcode.Tampered, &capture.ParseError{File: name, Line: rd.Line(), Field: field, Err: err}, "see docs/formats/firewall.md for the message event fields")
+				return exitcode.New(exitcode.Tampered, &eventlog.ParseError{File: name, Line: rd.Line(), Field: field, Err: err}, "see docs/formats/firewall.md for the message event fields")
 			}
 			if err := fn(Candidate{Event: ev.ID, Message: *ev.Message}); err != nil {
 				return err

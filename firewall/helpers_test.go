@@ -5,36 +5,36 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // logOf writes an event log holding the given messages (in order) and
 // returns its bytes.
-func logOf(t testing.TB, msgs ...capture.Message) []byte {
+func logOf(t testing.TB, msgs ...eventlog.Message) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := capture.StartLog(&buf, &capture.Header{Format: "witness-events", WitnessVersion: "test", Pairing: "jsonrpc-id"}, "2026-08-30T14:33:00Z", capture.SourceReported)
+	w, err := eventlog.StartLog(&buf, &eventlog.Header{Format: "witness-events", WitnessVersion: "test", Pairing: "jsonrpc-id"}, "2026-08-30T14:33:00Z", eventlog.SourceReported)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range msgs {
 		m := msgs[i]
-		if err := w.Append(&capture.Event{Kind: capture.KindMessage, TS: "2026-08-30T14:33:01Z", Source: capture.SourceReported, Message: &m}); err != nil {
+		if err := w.Append(&eventlog.Event{Kind: eventlog.KindMessage, TS: "2026-08-30T14:33:01Z", Source: eventlog.SourceReported, Message: &m}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return buf.Bytes()
 }
 
-func in(conv, sender, text string) capture.Message {
-	return capture.Message{Direction: Incoming, Conversation: conv, Sender: sender, Recipients: []string{"agent:me"}, Text: text, Operation: "direct"}
+func in(conv, sender, text string) eventlog.Message {
+	return eventlog.Message{Direction: Incoming, Conversation: conv, Sender: sender, Recipients: []string{"agent:me"}, Text: text, Operation: "direct"}
 }
 
-func out(conv, text string, recipients ...string) capture.Message {
+func out(conv, text string, recipients ...string) eventlog.Message {
 	if len(recipients) == 0 {
 		recipients = []string{"agent:peer"}
 	}
-	return capture.Message{Direction: Outgoing, Conversation: conv, Sender: "agent:me", Recipients: recipients, Text: text, Operation: "direct"}
+	return eventlog.Message{Direction: Outgoing, Conversation: conv, Sender: "agent:me", Recipients: recipients, Text: text, Operation: "direct"}
 }
 
 func mustPolicy(t testing.TB, doc string) *Policy {
@@ -47,7 +47,7 @@ func mustPolicy(t testing.TB, doc string) *Policy {
 }
 
 // evalAll evaluates msgs under policy and returns every check in order.
-func evalAll(t testing.TB, p *Policy, prov Provider, audit *bytes.Buffer, msgs ...capture.Message) []*Check {
+func evalAll(t testing.TB, p *Policy, prov Provider, audit *bytes.Buffer, msgs ...eventlog.Message) []*Check {
 	t.Helper()
 	var checks []*Check
 	opts := EvaluateOptions{Policy: p, Provider: prov, LocalAgent: "agent:me", Timestamp: "2026-08-30T14:33:00+00:00",

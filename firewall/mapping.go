@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
@@ -303,9 +303,9 @@ func decodeAny(raw json.RawMessage) (any, error) {
 
 // derive returns the messages that event ev produces under the mapping.
 // Derived message ids are the source event id and ".m<k>".
-func (d *deriver) derive(ev *capture.Event) ([]Candidate, error) {
+func (d *deriver) derive(ev *eventlog.Event) ([]Candidate, error) {
 	switch ev.Kind {
-	case capture.KindToolCall:
+	case eventlog.KindToolCall:
 		for _, s := range d.m.Send {
 			if s.Tool != ev.Tool {
 				continue
@@ -314,7 +314,7 @@ func (d *deriver) derive(ev *capture.Event) ([]Candidate, error) {
 			if err != nil {
 				return nil, fmt.Errorf("tool_call %s payload: %w", ev.ID, err)
 			}
-			msg := capture.Message{Direction: Outgoing, Sender: d.m.LocalAgent}
+			msg := eventlog.Message{Direction: Outgoing, Sender: d.m.LocalAgent}
 			if msg.Conversation, err = resolveString(s.Conversation, args, "conversation"); err != nil {
 				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
 			}
@@ -344,7 +344,7 @@ func (d *deriver) derive(ev *capture.Event) ([]Candidate, error) {
 			}
 			return []Candidate{c}, nil
 		}
-	case capture.KindToolResponse:
+	case eventlog.KindToolResponse:
 		var out []Candidate
 		if p, ok := d.pending[ev.Call]; ok {
 			delete(d.pending, ev.Call)
@@ -384,7 +384,7 @@ func (d *deriver) derive(ev *capture.Event) ([]Candidate, error) {
 				items = []any{x}
 			}
 			for k, item := range items {
-				msg := capture.Message{Direction: Incoming}
+				msg := eventlog.Message{Direction: Incoming}
 				fail := func(err error) error {
 					return fmt.Errorf("deliver %s (%s) item %d: %w", ev.Tool, ev.ID, k, err)
 				}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -63,7 +63,7 @@ func TestDeriveLogEqualsOnTheFly(t *testing.T) {
 		t.Errorf("the derived log does not start with the original lines")
 	}
 	// the copy is a valid event log whose messages are caused by their tool events
-	rd := capture.NewReader(bytes.NewReader(derived.Bytes()), "derived")
+	rd := eventlog.NewReader(bytes.NewReader(derived.Bytes()), "derived")
 	causes := map[string]string{}
 	for {
 		ev, err := rd.Next()
@@ -73,7 +73,7 @@ func TestDeriveLogEqualsOnTheFly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Kind == capture.KindMessage {
+		if ev.Kind == eventlog.KindMessage {
 			causes[ev.ID] = ev.Cause
 		}
 	}
@@ -127,12 +127,12 @@ func TestMappingRefusals(t *testing.T) {
 
 // A message event with a bad field is invalid evidence naming file, line and field.
 func TestInvalidMessageEvent(t *testing.T) {
-	bad := capture.Message{Direction: "sideways", Conversation: "c", Sender: "a", Text: "x", Operation: "direct"}
+	bad := eventlog.Message{Direction: "sideways", Conversation: "c", Sender: "a", Text: "x", Operation: "direct"}
 	err := ForEachMessage(bytes.NewReader(logOf(t, bad)), "events.jsonl", nil, func(Candidate) error { return nil })
 	if err == nil || exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), `events.jsonl:2: field "message.direction"`) {
 		t.Fatalf("err %v", err)
 	}
-	bad = capture.Message{Direction: "incoming", Conversation: "c", Sender: "a", Text: "x", Operation: "broadcast"}
+	bad = eventlog.Message{Direction: "incoming", Conversation: "c", Sender: "a", Text: "x", Operation: "broadcast"}
 	err = ForEachMessage(bytes.NewReader(logOf(t, bad)), "events.jsonl", nil, func(Candidate) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), `"message.operation"`) {
 		t.Fatalf("err %v", err)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
@@ -160,7 +160,7 @@ func MessagesOfGraph(g *graph.Graph) ([]Candidate, map[string]string, error) {
 		if err != nil {
 			return nil, nil, exitcode.New(exitcode.Tampered, fmt.Errorf("message %s: witness:seq %q: %w", n.ID, n.Value(graph.WSeq), err), "")
 		}
-		m := capture.Message{
+		m := eventlog.Message{
 			Direction: n.Value(graph.WDirection), Conversation: n.Value(graph.WConversation), Sender: n.Value(graph.WSender),
 			Recipients: n.Values(graph.WRecipient), Text: n.Value(graph.WText), Operation: n.Value(graph.WOperation),
 			AuthorAgentID: n.Value(graph.WAuthorAgentID), PostID: n.Value(graph.WPostID),

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/replay"
@@ -20,7 +20,7 @@ func fixtureGraph(t *testing.T) *graph.Graph {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	g, err := graph.Build(capture.NewReader(f, "messages.events.jsonl"), graph.Options{})
+	g, err := graph.Build(eventlog.NewReader(f, "messages.events.jsonl"), graph.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,20 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 // EventSource yields events in log order and io.EOF at the end;
-// *capture.Reader is one.
+// *eventlog.Reader is one.
 type EventSource interface {
-	Next() (*capture.Event, error)
+	Next() (*eventlog.Event, error)
+}
+
+// NewEventSource returns an EventSource over the event log r (name is used
+// in errors) that decodes lines with eventlog.DecodeEventFast.
+func NewEventSource(r io.Reader, name string) EventSource {
+	return eventlog.NewFastReader(r, name)
 }
 
 // lineReporter is implemented by sources that know the line last read.
@@ -20,7 +26,7 @@ type lineReporter interface{ Line() int64 }
 
 // Build reads every event of src and returns the graph. Invalid events are
 // evidence errors (exit code Tampered) naming the event and, for a
-// *capture.Reader, the line.
+// *eventlog.Reader, the line.
 func Build(src EventSource, opts Options) (*Graph, error) {
 	g := New()
 	m := newMapper(opts, func(s, p string, o Term) error {
@@ -44,16 +50,16 @@ func Build(src EventSource, opts Options) (*Graph, error) {
 }
 
 // BuildEvents builds the graph of an in-memory event list.
-func BuildEvents(events []*capture.Event, opts Options) (*Graph, error) {
+func BuildEvents(events []*eventlog.Event, opts Options) (*Graph, error) {
 	return Build(&sliceSource{events: events}, opts)
 }
 
 type sliceSource struct {
-	events []*capture.Event
+	events []*eventlog.Event
 	i      int
 }
 
-func (s *sliceSource) Next() (*capture.Event, error) {
+func (s *sliceSource) Next() (*eventlog.Event, error) {
 	if s.i >= len(s.events) {
 		return nil, io.EOF
 	}
@@ -68,7 +74,7 @@ func mapAll(src EventSource, m *mapper) error {
 			return nil
 		}
 		if err != nil {
-			var pe *capture.ParseError
+			var pe *eventlog.ParseError
 			if errors.As(err, &pe) {
 				return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
 			}

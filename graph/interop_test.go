@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph/ldoracle"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
@@ -186,13 +186,13 @@ func TestEscapingRDFC10(t *testing.T) {
 func controlLog(t testing.TB) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w := capture.NewWriter(&buf, "controls")
-	evs := []*capture.Event{
-		{Kind: capture.KindToolCall, TS: "2026-08-30T14:33:00Z", Source: capture.SourceObserved, Tool: "run", Payload: json.RawMessage(`{"cmd":"ls"}`)},
-		{Kind: capture.KindExternalEffect, TS: "2026-08-30T14:33:01Z", Source: capture.SourceObserved, Tool: "run", Call: "e0",
-			Effect: &capture.Effect{Op: "exec", Target: "\x1b[31mred\x1b[0m bell\x07 del\x7f vt\x0b ff\f bs\b nul\x00 c1\u0085 ls\u2028"}},
-		{Kind: capture.KindMessage, TS: "2026-08-30T14:33:02Z", Source: capture.SourceReported, Cause: "e1",
-			Message: &capture.Message{Direction: "outgoing", Conversation: "c", Sender: "a", Text: "\x1b[1mbold\x1b[0m\r\n\x01\x1f", Operation: "direct"}},
+	w := eventlog.NewWriter(&buf, "controls")
+	evs := []*eventlog.Event{
+		{Kind: eventlog.KindToolCall, TS: "2026-08-30T14:33:00Z", Source: eventlog.SourceObserved, Tool: "run", Payload: json.RawMessage(`{"cmd":"ls"}`)},
+		{Kind: eventlog.KindExternalEffect, TS: "2026-08-30T14:33:01Z", Source: eventlog.SourceObserved, Tool: "run", Call: "e0",
+			Effect: &eventlog.Effect{Op: "exec", Target: "\x1b[31mred\x1b[0m bell\x07 del\x7f vt\x0b ff\f bs\b nul\x00 c1\u0085 ls\u2028"}},
+		{Kind: eventlog.KindMessage, TS: "2026-08-30T14:33:02Z", Source: eventlog.SourceReported, Cause: "e1",
+			Message: &eventlog.Message{Direction: "outgoing", Conversation: "c", Sender: "a", Text: "\x1b[1mbold\x1b[0m\r\n\x01\x1f", Operation: "direct"}},
 	}
 	for _, e := range evs {
 		if err := w.Append(e); err != nil {

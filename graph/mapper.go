@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 )
 
@@ -35,7 +35,7 @@ type emitFunc func(s, p string, o Term) error
 
 // evInfo is what the mapper remembers of an earlier event.
 type evInfo struct {
-	kind capture.Kind
+	kind eventlog.Kind
 	ts   string // canonical dateTime; kept for model_input only
 }
 
@@ -165,7 +165,7 @@ func firstErr(errs ...error) error {
 }
 
 // envelope emits the event id, seq and source on the event's primary node.
-func (m *mapper) envelope(node string, e *capture.Event) error {
+func (m *mapper) envelope(node string, e *eventlog.Event) error {
 	if err := m.add(node, WEventID, Str(e.ID)); err != nil {
 		return err
 	}
@@ -182,34 +182,41 @@ func (m *mapper) envelope(node string, e *capture.Event) error {
 			return err
 		}
 	}
-	if l := e.Legacy; l != nil {
-		if err := firstErr(
-			m.add(node, WLegacyFormat, Str(l.Format)),
-			m.add(node, WLegacyLine, Lit(strconv.FormatInt(l.Line, 10), XSDInteger)),
-		); err != nil {
+	return m.legacy(node, e.Legacy)
+}
+
+// legacy emits what an imported 0.1.0 line said that has no place in the
+// envelope: its format, line, seal reference, unsealed flag and orphan mark.
+func (m *mapper) legacy(node string, l *eventlog.Legacy) error {
+	if l == nil {
+		return nil
+	}
+	if err := firstErr(
+		m.add(node, WLegacyFormat, Str(l.Format)),
+		m.add(node, WLegacyLine, Lit(strconv.FormatInt(l.Line, 10), XSDInteger)),
+	); err != nil {
+		return err
+	}
+	if l.SealRef != "" {
+		if err := m.add(node, WLegacySealRef, Str(l.SealRef)); err != nil {
 			return err
 		}
-		if l.SealRef != "" {
-			if err := m.add(node, WLegacySealRef, Str(l.SealRef)); err != nil {
-				return err
-			}
+	}
+	if l.Unsealed != nil {
+		if err := m.add(node, WLegacyUnsealed, boolLit(*l.Unsealed)); err != nil {
+			return err
 		}
-		if l.Unsealed != nil {
-			if err := m.add(node, WLegacyUnsealed, boolLit(*l.Unsealed)); err != nil {
-				return err
-			}
-		}
-		if l.Orphan {
-			if err := m.add(node, WLegacyOrphan, boolLit(true)); err != nil {
-				return err
-			}
+	}
+	if l.Orphan {
+		if err := m.add(node, WLegacyOrphan, boolLit(true)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // payload emits the payload hash and (unless omitted) its canonical JSON.
-func (m *mapper) payload(node string, e *capture.Event) error {
+func (m *mapper) payload(node string, e *eventlog.Event) error {
 	if e.PayloadSHA256 != "" {
 		if err := m.add(node, WPayloadSHA256, Str(e.PayloadSHA256)); err != nil {
 			return err
@@ -228,7 +235,7 @@ func (m *mapper) payload(node string, e *capture.Event) error {
 }
 
 // link resolves a causal link to an earlier event of one of the given kinds.
-func (m *mapper) link(e *capture.Event, field, target string, kinds ...capture.Kind) (capture.Kind, bool) {
+func (m *mapper) link(e *eventlog.Event, field, target string, kinds ...eventlog.Kind) (eventlog.Kind, bool) {
 	if target == "" {
 		return "", false
 	}
@@ -273,7 +280,7 @@ func rpcID(raw json.RawMessage) (string, error) {
 }
 
 // event maps one event.
-func (m *mapper) event(e *capture.Event) error {
+func (m *mapper) event(e *eventlog.Event) error {
 	if err := m.event1(e); err != nil {
 		var ee *EventError
 		if errors.As(err, &ee) {
@@ -284,21 +291,11 @@ func (m *mapper) event(e *capture.Event) error {
 	return nil
 }
 
-func (m *mapper) event1(e *capture.Event) error {
-	if !m.started {
-		m.started = true
-		m.session = e.Session
-		m.base = SessionIRI(e.Session)
-		if err := CheckIRI(m.base); err != nil {
-			return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: err}
-		}
-		if m.opts.Seal != nil {
-			if err := m.setPlan(m.opts.Seal); err != nil {
-				return err
-			}
-		}
-	} else if e.Session != m.session {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: fmt.Errorf("session %q differs from the log's session %q", e.Session, m.session)}
+// event1 maps one event: the envelope rules every event obeys (same
+// session, unique id, a valid ts), then the step for its kind.
+func (m *mapper) event1(e *eventlog.Event) error {
+	if err := m.checkSession(e); err != nil {
+		return err
 	}
 	if _, dup := m.lookup(e.ID); dup {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "id", Err: errors.New("duplicate event id")}
@@ -308,145 +305,206 @@ func (m *mapper) event1(e *capture.Event) error {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "ts", Err: err}
 	}
 	info := evInfo{kind: e.Kind}
-	if e.Kind == capture.KindModelInput {
+	if e.Kind == eventlog.KindModelInput {
 		info.ts = ts
 	}
 	defer m.remember(e.ID, info)
-	b := m.base
-	dt := Lit(ts, XSDDateTime)
+	return m.kindStep(e, Lit(ts, XSDDateTime))
+}
+
+// kindStep dispatches an event to the step that maps its kind; dt is the
+// event's time as an xsd:dateTime literal.
+func (m *mapper) kindStep(e *eventlog.Event, dt Term) error {
 	switch e.Kind {
-	case capture.KindSessionStart:
+	case eventlog.KindSessionStart:
 		return m.sessionStart(e, dt)
-	case capture.KindSessionEnd:
-		s := SessionNodeIRI(b)
-		if err := firstErr(m.typ(s, ProvActivity, WCaptureSession), m.add(s, ProvEndedAtTime, dt)); err != nil {
-			return err
-		}
-		if e.End != nil {
-			if err := firstErr(
-				m.add(s, WEventCount, Lit(strconv.FormatInt(e.End.Count, 10), XSDInteger)),
-				m.add(s, WChainHead, Str(e.End.Head)),
-			); err != nil {
-				return err
-			}
-			if e.End.Reason != "" {
-				if err := m.add(s, WEndReason, Str(e.End.Reason)); err != nil {
-					return err
-				}
-			}
-			for _, sig := range e.End.Signatures {
-				if err := m.add(s, WSignatureKeyID, Str(sig.KeyID)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	case capture.KindToolCall:
+	case eventlog.KindSessionEnd:
+		return m.sessionEnd(e, dt)
+	case eventlog.KindToolCall:
 		return m.toolCall(e, dt)
-	case capture.KindToolResponse:
+	case eventlog.KindToolResponse:
 		return m.toolResponse(e, dt)
-	case capture.KindModelInput:
-		n := MsgIRI(b, e.ID)
-		a, err := m.agent()
-		if err != nil {
-			return err
-		}
-		return firstErr(
-			m.typ(n, ProvEntity, WModelMessage),
-			m.envelope(n, e),
-			m.add(n, ProvGeneratedAtTime, dt),
-			m.add(n, ProvWasAttributedTo, Ref(a)),
-			m.role(n, e),
-			m.payload(n, e),
-		)
-	case capture.KindModelOutput:
+	case eventlog.KindModelInput:
+		return m.modelInput(e, dt)
+	case eventlog.KindModelOutput:
 		return m.modelOutput(e, dt)
-	case capture.KindExternalEffect:
-		n := EffectIRI(b, e.ID)
-		srv, err := m.server()
-		if err != nil {
-			return err
-		}
-		if err := firstErr(
-			m.typ(n, ProvEntity, WExternalEffect),
-			m.envelope(n, e),
-			m.add(n, ProvGeneratedAtTime, dt),
-			m.add(n, ProvWasAttributedTo, Ref(srv)),
-			m.tool(n, e),
-			m.payload(n, e),
-		); err != nil {
-			return err
-		}
-		if e.Effect != nil {
-			if err := m.add(n, WEffectOp, Str(e.Effect.Op)); err != nil {
-				return err
-			}
-			if e.Effect.Target != "" {
-				if err := m.add(n, WEffectTarget, Str(e.Effect.Target)); err != nil {
-					return err
-				}
-			}
-			if e.Effect.Reason != "" {
-				if err := m.add(n, WEffectReason, Str(e.Effect.Reason)); err != nil {
-					return err
-				}
-			}
-		}
-		if _, ok := m.link(e, "call", e.Call, capture.KindToolCall); ok {
-			return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(b, e.Call)))
-		} else if e.Call != "" {
-			return m.unresolved(n, "call", e.Call)
-		}
-		return nil
-	case capture.KindAmbiguous:
-		// the line's exact bytes, reasons and readings are its payload
-		n := AmbiguousIRI(b, e.ID)
-		return firstErr(
-			m.typ(n, ProvEntity, WAmbiguousLine),
-			m.envelope(n, e),
-			m.add(n, ProvGeneratedAtTime, dt),
-			m.payload(n, e),
-		)
-	case capture.KindNotification:
-		n := NoteIRI(b, e.ID)
-		srv, err := m.server()
-		if err != nil {
-			return err
-		}
-		if err := firstErr(
-			m.typ(n, ProvEntity, WNotification),
-			m.envelope(n, e),
-			m.add(n, ProvGeneratedAtTime, dt),
-			m.add(n, ProvWasAttributedTo, Ref(srv)),
-			m.payload(n, e),
-		); err != nil {
-			return err
-		}
-		if e.Method != "" {
-			return m.add(n, OtelMCPMethodName, Str(e.Method))
-		}
-		return nil
-	case capture.KindMessage:
+	case eventlog.KindExternalEffect:
+		return m.externalEffect(e, dt)
+	case eventlog.KindAmbiguous:
+		return m.ambiguous(e, dt)
+	case eventlog.KindNotification:
+		return m.notification(e, dt)
+	case eventlog.KindMessage:
 		return m.message(e, dt)
 	}
 	return &EventError{ID: e.ID, Seq: e.Seq, Field: "kind", Err: fmt.Errorf("unknown kind %q", e.Kind)}
 }
 
-func (m *mapper) role(n string, e *capture.Event) error {
+// checkSession takes the session (and the seal given in the options) from
+// the first event, and refuses a later event of another session.
+func (m *mapper) checkSession(e *eventlog.Event) error {
+	if m.started {
+		if e.Session != m.session {
+			return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: fmt.Errorf("session %q differs from the log's session %q", e.Session, m.session)}
+		}
+		return nil
+	}
+	m.started = true
+	m.session = e.Session
+	m.base = SessionIRI(e.Session)
+	if err := CheckIRI(m.base); err != nil {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: err}
+	}
+	if m.opts.Seal != nil {
+		return m.setPlan(m.opts.Seal)
+	}
+	return nil
+}
+
+// sessionEnd: the capture session ends; its count, chain head, reason and
+// signing keys.
+func (m *mapper) sessionEnd(e *eventlog.Event, dt Term) error {
+	s := SessionNodeIRI(m.base)
+	if err := firstErr(m.typ(s, ProvActivity, WCaptureSession), m.add(s, ProvEndedAtTime, dt)); err != nil {
+		return err
+	}
+	if e.End == nil {
+		return nil
+	}
+	if err := firstErr(
+		m.add(s, WEventCount, Lit(strconv.FormatInt(e.End.Count, 10), XSDInteger)),
+		m.add(s, WChainHead, Str(e.End.Head)),
+	); err != nil {
+		return err
+	}
+	if e.End.Reason != "" {
+		if err := m.add(s, WEndReason, Str(e.End.Reason)); err != nil {
+			return err
+		}
+	}
+	for _, sig := range e.End.Signatures {
+		if err := m.add(s, WSignatureKeyID, Str(sig.KeyID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// modelInput: a message to the model, attributed to the agent.
+func (m *mapper) modelInput(e *eventlog.Event, dt Term) error {
+	n := MsgIRI(m.base, e.ID)
+	a, err := m.agent()
+	if err != nil {
+		return err
+	}
+	return firstErr(
+		m.typ(n, ProvEntity, WModelMessage),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(a)),
+		m.role(n, e),
+		m.payload(n, e),
+	)
+}
+
+// externalEffect: a side effect of a tool, attributed to the server and
+// generated by its call.
+func (m *mapper) externalEffect(e *eventlog.Event, dt Term) error {
+	n := EffectIRI(m.base, e.ID)
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.typ(n, ProvEntity, WExternalEffect),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.tool(n, e),
+		m.payload(n, e),
+	); err != nil {
+		return err
+	}
+	if err := m.effect(n, e.Effect); err != nil {
+		return err
+	}
+	if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
+		return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(m.base, e.Call)))
+	} else if e.Call != "" {
+		return m.unresolved(n, "call", e.Call)
+	}
+	return nil
+}
+
+// effect emits what an effect did: op, target and reason.
+func (m *mapper) effect(n string, eff *eventlog.Effect) error {
+	if eff == nil {
+		return nil
+	}
+	if err := m.add(n, WEffectOp, Str(eff.Op)); err != nil {
+		return err
+	}
+	if eff.Target != "" {
+		if err := m.add(n, WEffectTarget, Str(eff.Target)); err != nil {
+			return err
+		}
+	}
+	if eff.Reason != "" {
+		return m.add(n, WEffectReason, Str(eff.Reason))
+	}
+	return nil
+}
+
+// ambiguous: a wire line with more than one reading; its exact bytes,
+// reasons and readings are its payload.
+func (m *mapper) ambiguous(e *eventlog.Event, dt Term) error {
+	n := AmbiguousIRI(m.base, e.ID)
+	return firstErr(
+		m.typ(n, ProvEntity, WAmbiguousLine),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.payload(n, e),
+	)
+}
+
+// notification: a server notification (or request), attributed to the
+// server.
+func (m *mapper) notification(e *eventlog.Event, dt Term) error {
+	n := NoteIRI(m.base, e.ID)
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.typ(n, ProvEntity, WNotification),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.payload(n, e),
+	); err != nil {
+		return err
+	}
+	if e.Method != "" {
+		return m.add(n, OtelMCPMethodName, Str(e.Method))
+	}
+	return nil
+}
+
+func (m *mapper) role(n string, e *eventlog.Event) error {
 	if e.Role == "" {
 		return nil
 	}
 	return m.add(n, WRole, Str(e.Role))
 }
 
-func (m *mapper) tool(n string, e *capture.Event) error {
+func (m *mapper) tool(n string, e *eventlog.Event) error {
 	if e.Tool == "" {
 		return nil
 	}
 	return m.add(n, OtelToolName, Str(e.Tool))
 }
 
-func (m *mapper) rpc(n string, e *capture.Event) error {
+func (m *mapper) rpc(n string, e *eventlog.Event) error {
 	if len(e.RPCID) == 0 {
 		return nil
 	}
@@ -461,10 +519,11 @@ func (m *mapper) rpc(n string, e *capture.Event) error {
 	return firstErr(m.add(n, OtelJSONRPCRequestID, Str(id)), m.add(n, WRPCIDJSON, Str(string(raw))))
 }
 
-func (m *mapper) sessionStart(e *capture.Event, dt Term) error {
-	b := m.base
-	s := SessionNodeIRI(b)
-	w := WitnessIRI(b)
+// sessionStart: the capture session starts, associated with the witness;
+// then what its header says.
+func (m *mapper) sessionStart(e *eventlog.Event, dt Term) error {
+	s := SessionNodeIRI(m.base)
+	w := WitnessIRI(m.base)
 	if err := firstErr(
 		m.typ(s, ProvActivity, WCaptureSession),
 		m.envelope(s, e),
@@ -479,93 +538,125 @@ func (m *mapper) sessionStart(e *capture.Event, dt Term) error {
 	if h == nil {
 		return nil
 	}
-	add := func(node, p, v string) error {
-		if v == "" {
-			return nil
-		}
-		return m.add(node, p, Str(v))
+	if err := m.headerFields(s, w, h); err != nil {
+		return err
 	}
+	if err := m.headerSeal(s, h.Seal); err != nil {
+		return err
+	}
+	if h.Server == nil {
+		return nil
+	}
+	return m.serverInfo(e, h.Server)
+}
+
+// addStr emits a string literal, unless it is empty.
+func (m *mapper) addStr(node, p, v string) error {
+	if v == "" {
+		return nil
+	}
+	return m.add(node, p, Str(v))
+}
+
+// headerFields emits the header's witness version, pairing rule, import
+// source, notes and redaction rules.
+func (m *mapper) headerFields(s, w string, h *eventlog.Header) error {
 	if err := firstErr(
-		add(w, WWitnessVersion, h.WitnessVersion),
-		add(s, WPairing, h.Pairing),
-		add(s, WImportedFrom, h.ImportedFrom),
+		m.addStr(w, WWitnessVersion, h.WitnessVersion),
+		m.addStr(s, WPairing, h.Pairing),
+		m.addStr(s, WImportedFrom, h.ImportedFrom),
 	); err != nil {
 		return err
 	}
 	for _, note := range h.Notes {
-		if err := add(s, WNote, note); err != nil {
+		if err := m.addStr(s, WNote, note); err != nil {
 			return err
 		}
 	}
 	if h.Redaction != nil {
 		for _, r := range h.Redaction.Rules {
-			if err := add(s, WRedactionRule, r); err != nil {
+			if err := m.addStr(s, WRedactionRule, r); err != nil {
 				return err
-			}
-		}
-	}
-	if h.Seal != nil {
-		if err := add(s, WBoundSeal, h.Seal.Digest); err != nil {
-			return err
-		}
-		if err := m.setPlan(&SealRef{Digest: h.Seal.Digest, WitnessID: h.Seal.WitnessID}); err != nil {
-			return err
-		}
-	}
-	if m.plan != "" {
-		if err := m.add(s, ProvUsed, Ref(m.plan)); err != nil {
-			return err
-		}
-	}
-	if sv := h.Server; sv != nil {
-		srv, err := m.server()
-		if err != nil {
-			return err
-		}
-		if err := firstErr(
-			add(srv, WServerName, sv.Name),
-			add(srv, WServerVersion, sv.Version),
-			add(srv, OtelMCPProtocolVer, sv.ProtocolVersion),
-			add(srv, WServerCommand, sv.Command),
-			add(srv, WToolsSHA256, sv.ToolsSHA256),
-		); err != nil {
-			return err
-		}
-		if len(sv.Args) > 0 {
-			argv, err := canon.Marshal(sv.Args)
-			if err != nil {
-				return &EventError{ID: e.ID, Seq: e.Seq, Field: "header.server.args", Err: err}
-			}
-			if err := add(srv, WServerArgv, string(argv)); err != nil {
-				return err
-			}
-		}
-		for i, td := range sv.Tools {
-			t := ToolIRI(b, td.Name)
-			m.tools[td.Name] = true
-			if err := firstErr(
-				m.typ(t, ProvEntity, WToolDefinition),
-				m.add(t, OtelToolName, Str(td.Name)),
-				add(t, WDefinitionSHA256, td.SHA256),
-				m.add(t, ProvWasAttributedTo, Ref(srv)),
-			); err != nil {
-				return err
-			}
-			if len(td.Annotations) > 0 {
-				c, err := canon.Transform(td.Annotations)
-				if err != nil {
-					return &EventError{ID: e.ID, Seq: e.Seq, Field: fmt.Sprintf("header.server.tools[%d].annotations", i), Err: err}
-				}
-				if err := add(t, WAnnotations, string(c)); err != nil {
-					return err
-				}
 			}
 		}
 	}
 	return nil
 }
 
-func (m *mapper) toolCall(e *capture.Event, dt Term) error {
+// headerSeal binds the session to the header's seal (the plan, unless the
+// options gave one), and says the session used the plan.
+func (m *mapper) headerSeal(s string, seal *eventlog.SealRef) error {
+	if seal != nil {
+		if err := m.addStr(s, WBoundSeal, seal.Digest); err != nil {
+			return err
+		}
+		if err := m.setPlan(&SealRef{Digest: seal.Digest, WitnessID: seal.WitnessID}); err != nil {
+			return err
+		}
+	}
+	if m.plan == "" {
+		return nil
+	}
+	return m.add(s, ProvUsed, Ref(m.plan))
+}
+
+// serverInfo emits the MCP server: name, version, protocol, command line
+// and its tool definitions.
+func (m *mapper) serverInfo(e *eventlog.Event, sv *eventlog.ServerInfo) error {
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.addStr(srv, WServerName, sv.Name),
+		m.addStr(srv, WServerVersion, sv.Version),
+		m.addStr(srv, OtelMCPProtocolVer, sv.ProtocolVersion),
+		m.addStr(srv, WServerCommand, sv.Command),
+		m.addStr(srv, WToolsSHA256, sv.ToolsSHA256),
+	); err != nil {
+		return err
+	}
+	if len(sv.Args) > 0 {
+		argv, err := canon.Marshal(sv.Args)
+		if err != nil {
+			return &EventError{ID: e.ID, Seq: e.Seq, Field: "header.server.args", Err: err}
+		}
+		if err := m.addStr(srv, WServerArgv, string(argv)); err != nil {
+			return err
+		}
+	}
+	for i, td := range sv.Tools {
+		if err := m.toolDef(e, srv, i, td); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolDef emits one tool definition the server listed, with its
+// annotations as canonical JSON.
+func (m *mapper) toolDef(e *eventlog.Event, srv string, i int, td eventlog.ToolDef) error {
+	t := ToolIRI(m.base, td.Name)
+	m.tools[td.Name] = true
+	if err := firstErr(
+		m.typ(t, ProvEntity, WToolDefinition),
+		m.add(t, OtelToolName, Str(td.Name)),
+		m.addStr(t, WDefinitionSHA256, td.SHA256),
+		m.add(t, ProvWasAttributedTo, Ref(srv)),
+	); err != nil {
+		return err
+	}
+	if len(td.Annotations) == 0 {
+		return nil
+	}
+	c, err := canon.Transform(td.Annotations)
+	if err != nil {
+		return &EventError{ID: e.ID, Seq: e.Seq, Field: fmt.Sprintf("header.server.tools[%d].annotations", i), Err: err}
+	}
+	return m.addStr(t, WAnnotations, string(c))
+}
+
+func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 	b := m.base
 	act := CallIRI(b, e.ID)
 	args := ArgsIRI(b, e.ID)
@@ -604,7 +695,15 @@ func (m *mapper) toolCall(e *capture.Event, dt Term) error {
 			return err
 		}
 	}
-	if _, ok := m.link(e, "cause", e.Cause, capture.KindModelOutput); ok {
+	return m.callCause(e, act, args)
+}
+
+// callCause links a tool call to the model turn that asked for it: the
+// call was informed by the turn, its arguments generated by the turn and
+// derived from the model's output.
+func (m *mapper) callCause(e *eventlog.Event, act, args string) error {
+	b := m.base
+	if _, ok := m.link(e, "cause", e.Cause, eventlog.KindModelOutput); ok {
 		return firstErr(
 			m.add(act, ProvWasInformedBy, Ref(TurnIRI(b, e.Cause))),
 			m.add(args, ProvWasGeneratedBy, Ref(TurnIRI(b, e.Cause))),
@@ -616,24 +715,10 @@ func (m *mapper) toolCall(e *capture.Event, dt Term) error {
 	return nil
 }
 
-func (m *mapper) toolResponse(e *capture.Event, dt Term) error {
-	b := m.base
-	n := ResultIRI(b, e.ID)
-	srv, err := m.server()
-	if err != nil {
-		return err
-	}
-	if err := firstErr(
-		m.typ(n, ProvEntity, WResult),
-		m.envelope(n, e),
-		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(srv)),
-		m.tool(n, e),
-		m.rpc(n, e),
-		m.payload(n, e),
-	); err != nil {
-		return err
-	}
+// responseError emits whether a tool response is an error: isError, and
+// for a JSON-RPC error its code (as status code and error type); for a
+// tool error, the error type tool_error.
+func (m *mapper) responseError(n string, e *eventlog.Event) error {
 	if e.IsError != nil {
 		if err := m.add(n, WIsError, boolLit(*e.IsError)); err != nil {
 			return err
@@ -660,7 +745,33 @@ func (m *mapper) toolResponse(e *capture.Event, dt Term) error {
 			return err
 		}
 	}
-	if _, ok := m.link(e, "call", e.Call, capture.KindToolCall); ok {
+	return nil
+}
+
+// toolResponse: the result of a call, attributed to the server and
+// generated by the call, which ends when it is received.
+func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
+	b := m.base
+	n := ResultIRI(b, e.ID)
+	srv, err := m.server()
+	if err != nil {
+		return err
+	}
+	if err := firstErr(
+		m.typ(n, ProvEntity, WResult),
+		m.envelope(n, e),
+		m.add(n, ProvGeneratedAtTime, dt),
+		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.tool(n, e),
+		m.rpc(n, e),
+		m.payload(n, e),
+	); err != nil {
+		return err
+	}
+	if err := m.responseError(n, e); err != nil {
+		return err
+	}
+	if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
 		act := CallIRI(b, e.Call)
 		return firstErr(
 			m.add(n, ProvWasGeneratedBy, Ref(act)),
@@ -672,7 +783,7 @@ func (m *mapper) toolResponse(e *capture.Event, dt Term) error {
 	return nil
 }
 
-func (m *mapper) modelOutput(e *capture.Event, dt Term) error {
+func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 	b := m.base
 	turn := TurnIRI(b, e.ID)
 	out := MsgIRI(b, e.ID)
@@ -682,7 +793,7 @@ func (m *mapper) modelOutput(e *capture.Event, dt Term) error {
 	}
 	start := dt
 	var input string
-	if _, ok := m.link(e, "input", e.Input, capture.KindModelInput); ok {
+	if _, ok := m.link(e, "input", e.Input, eventlog.KindModelInput); ok {
 		input = MsgIRI(b, e.Input)
 		in, _ := m.lookup(e.Input)
 		start = Lit(in.ts, XSDDateTime)
@@ -711,9 +822,10 @@ func (m *mapper) modelOutput(e *capture.Event, dt Term) error {
 	return nil
 }
 
-func (m *mapper) message(e *capture.Event, dt Term) error {
-	b := m.base
-	n := MessageIRI(b, e.ID)
+// message: an application message between agents, derived from (or
+// generated by) the event that caused it.
+func (m *mapper) message(e *eventlog.Event, dt Term) error {
+	n := MessageIRI(m.base, e.ID)
 	if err := firstErr(
 		m.typ(n, ProvEntity, WAgentMessage),
 		m.envelope(n, e),
@@ -722,30 +834,41 @@ func (m *mapper) message(e *capture.Event, dt Term) error {
 	); err != nil {
 		return err
 	}
-	if msg := e.Message; msg != nil {
-		add := func(p, v string) error {
-			if v == "" {
-				return nil
-			}
-			return m.add(n, p, Str(v))
-		}
-		if err := firstErr(
-			add(WDirection, msg.Direction),
-			add(WConversation, msg.Conversation),
-			add(WSender, msg.Sender),
-			add(WText, msg.Text),
-			add(WOperation, msg.Operation),
-			add(WAuthorAgentID, msg.AuthorAgentID),
-			add(WPostID, msg.PostID),
-		); err != nil {
+	if err := m.messageFields(n, e.Message); err != nil {
+		return err
+	}
+	return m.messageCause(n, e)
+}
+
+// messageFields emits the message's direction, conversation, sender,
+// text, operation, author, post and recipients.
+func (m *mapper) messageFields(n string, msg *eventlog.Message) error {
+	if msg == nil {
+		return nil
+	}
+	if err := firstErr(
+		m.addStr(n, WDirection, msg.Direction),
+		m.addStr(n, WConversation, msg.Conversation),
+		m.addStr(n, WSender, msg.Sender),
+		m.addStr(n, WText, msg.Text),
+		m.addStr(n, WOperation, msg.Operation),
+		m.addStr(n, WAuthorAgentID, msg.AuthorAgentID),
+		m.addStr(n, WPostID, msg.PostID),
+	); err != nil {
+		return err
+	}
+	for _, r := range msg.Recipients {
+		if err := m.addStr(n, WRecipient, r); err != nil {
 			return err
 		}
-		for _, r := range msg.Recipients {
-			if err := add(WRecipient, r); err != nil {
-				return err
-			}
-		}
 	}
+	return nil
+}
+
+// messageCause links a message to its cause: generated by a tool call,
+// derived from any other event.
+func (m *mapper) messageCause(n string, e *eventlog.Event) error {
+	b := m.base
 	if e.Cause == "" {
 		return nil
 	}
@@ -754,19 +877,19 @@ func (m *mapper) message(e *capture.Event, dt Term) error {
 		return m.unresolved(n, "cause", e.Cause)
 	}
 	switch info.kind {
-	case capture.KindToolCall:
+	case eventlog.KindToolCall:
 		return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(b, e.Cause)))
-	case capture.KindToolResponse:
+	case eventlog.KindToolResponse:
 		return m.add(n, ProvWasDerivedFrom, Ref(ResultIRI(b, e.Cause)))
-	case capture.KindModelInput, capture.KindModelOutput:
+	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		return m.add(n, ProvWasDerivedFrom, Ref(MsgIRI(b, e.Cause)))
-	case capture.KindExternalEffect:
+	case eventlog.KindExternalEffect:
 		return m.add(n, ProvWasDerivedFrom, Ref(EffectIRI(b, e.Cause)))
-	case capture.KindNotification:
+	case eventlog.KindNotification:
 		return m.add(n, ProvWasDerivedFrom, Ref(NoteIRI(b, e.Cause)))
-	case capture.KindAmbiguous:
+	case eventlog.KindAmbiguous:
 		return m.add(n, ProvWasDerivedFrom, Ref(AmbiguousIRI(b, e.Cause)))
-	case capture.KindMessage:
+	case eventlog.KindMessage:
 		return m.add(n, ProvWasDerivedFrom, Ref(MessageIRI(b, e.Cause)))
 	}
 	return m.unresolved(n, "cause", e.Cause)

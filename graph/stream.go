@@ -13,7 +13,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // StreamOptions bound the memory of StreamNQuads.
@@ -58,7 +58,7 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 
 	// events are decoded in their own goroutine, in batches
 	type batch struct {
-		evs []*capture.Event
+		evs []*eventlog.Event
 		err error
 	}
 	bch := make(chan batch, 4)
@@ -67,10 +67,10 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	go func() {
 		defer close(bch)
 		for {
-			evs := make([]*capture.Event, 0, 512)
+			evs := make([]*eventlog.Event, 0, 512)
 			var err error
 			for len(evs) < 512 {
-				var e *capture.Event
+				var e *eventlog.Event
 				e, err = src.Next()
 				if err != nil {
 					break
@@ -127,7 +127,7 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	}
 	if srcErr != nil {
 		st.abort()
-		var pe *capture.ParseError
+		var pe *eventlog.ParseError
 		if errors.As(srcErr, &pe) {
 			return stats, evidenceError(srcErr)
 		}

@@ -14,7 +14,7 @@ import (
 const EffectsFormat = "witness-effects"
 
 // EffectOps are the effect operations a mapping may name (the op of
-// capture.Effect).
+// eventlog.Effect).
 var EffectOps = []string{"read", "write", "overwrite", "delete", "send", "payment", "exec", "other"}
 
 // EffectRule says that a call of Tool has an external effect Op on the

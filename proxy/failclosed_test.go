@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // fullAfter writes to w for the first n writes, then to /dev/full (every
@@ -133,7 +133,7 @@ func TestFailClosedCassette(t *testing.T) {
 	}
 	evs := readEvents(t, evPath)
 	end := evs[len(evs)-1]
-	if end.Kind != capture.KindSessionEnd || !strings.Contains(end.End.Failure, "recording failed") || !strings.Contains(end.End.Failure, "no space left on device") {
+	if end.Kind != eventlog.KindSessionEnd || !strings.Contains(end.End.Failure, "recording failed") || !strings.Contains(end.End.Failure, "no space left on device") {
 		t.Errorf("end %+v", end.End)
 	}
 }

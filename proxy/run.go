@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
@@ -30,7 +31,7 @@ type Options struct {
 	Env         []string // the server's environment (NAME=VALUE); nil inherits the proxy's
 	SealPath    string
 	EffectsPath string
-	Signers     []capture.Signer
+	Signers     []eventlog.Signer
 	Redactor    *capture.Redactor   // redaction of the cassette and the events (nil: none)
 	Getenv      func(string) string // for ATW_WITNESS_TS
 
@@ -76,7 +77,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, exitcode.New(exitcode.Usage, err, "see docs/formats/effects.md for the mapping format")
 		}
 	}
-	var seal *capture.SealRef
+	var seal *eventlog.SealRef
 	if o.SealPath != "" {
 		var err error
 		seal, err = SealRefFromFile(o.SealPath)
@@ -111,11 +112,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			names = append(names, k)
 		}
 	}
-	frozen := o.Getenv != nil && o.Getenv(capture.EnvTS) != ""
+	frozen := o.Getenv != nil && o.Getenv(eventlog.EnvTS) != ""
 	rec, err := NewRecording(RecordingOptions{
 		Cassette: casFile, Events: evFile,
 		Command: o.Command[0], Args: o.Command[1:], EnvNames: names,
-		Started: capture.Timestamp(o.Getenv),
+		Started: eventlog.Timestamp(o.Getenv),
 		Frozen:  frozen, Seal: seal, Effects: effects, Signers: o.Signers, Redactor: o.Redactor,
 	})
 	if err != nil {
@@ -147,12 +148,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 // SealRefFromFile loads a seal (package seal) and returns the reference an
 // event log header carries: its seal_ref digest and witness_id.
-func SealRefFromFile(path string) (*capture.SealRef, error) {
+func SealRefFromFile(path string) (*eventlog.SealRef, error) {
 	s, err := seal.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	return &capture.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}, nil
+	return &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}, nil
 }
 
 // MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that

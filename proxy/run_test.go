@@ -14,13 +14,14 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 const frozenTS = "2026-08-30T14:33:00+00:00"
 
 func frozenEnv(k string) string {
-	if k == capture.EnvTS {
+	if k == eventlog.EnvTS {
 		return frozenTS
 	}
 	return ""
@@ -128,15 +129,15 @@ func readCassette(t *testing.T, path string) (c2s, s2c string, recs []*cassette.
 	return a.String(), b.String(), recs
 }
 
-func readEvents(t *testing.T, path string) []*capture.Event {
+func readEvents(t *testing.T, path string) []*eventlog.Event {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := capture.NewReader(f, path)
-	var evs []*capture.Event
+	r := eventlog.NewReader(f, path)
+	var evs []*eventlog.Event
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -207,7 +208,7 @@ func TestRecordedSession(t *testing.T) {
 	var kinds []string
 	for _, e := range evs {
 		k := string(e.Kind)
-		if e.Method != "" && e.Kind == capture.KindNotification {
+		if e.Method != "" && e.Kind == eventlog.KindNotification {
 			k += "(" + e.Method + ")"
 		}
 		if e.Tool != "" {
@@ -227,18 +228,18 @@ func TestRecordedSession(t *testing.T) {
 	if hd.Name != "witness-echo" || hd.ProtocolVersion != "2025-06-18" || len(hd.Tools) != 4 || hd.ToolsSHA256 == "" {
 		t.Errorf("header server %+v", hd)
 	}
-	byID := map[string]*capture.Event{}
+	byID := map[string]*eventlog.Event{}
 	for _, e := range evs {
 		byID[e.ID] = e
 	}
 	for _, e := range evs {
 		switch e.Kind {
-		case capture.KindToolResponse, capture.KindExternalEffect:
+		case eventlog.KindToolResponse, eventlog.KindExternalEffect:
 			c := byID[e.Call]
-			if c == nil || c.Kind != capture.KindToolCall || c.Tool != e.Tool {
+			if c == nil || c.Kind != eventlog.KindToolCall || c.Tool != e.Tool {
 				t.Errorf("%s %s names call %q", e.Kind, e.ID, e.Call)
 			}
-			if e.Kind == capture.KindToolResponse && string(c.RPCID) != string(e.RPCID) {
+			if e.Kind == eventlog.KindToolResponse && string(c.RPCID) != string(e.RPCID) {
 				t.Errorf("response %s id %s paired with call id %s", e.ID, e.RPCID, c.RPCID)
 			}
 		}
@@ -267,7 +268,7 @@ func TestRecordedSession(t *testing.T) {
 	if end.Count != int64(len(evs)-1) || !strings.Contains(end.Reason, "status 0") {
 		t.Errorf("end %+v", end)
 	}
-	rep, err := capture.VerifyLog(bytes.NewReader(mustRead(t, res.Events)), res.Events, capture.VerifyLogOptions{AllowUnsigned: true})
+	rep, err := eventlog.VerifyLog(bytes.NewReader(mustRead(t, res.Events)), res.Events, eventlog.VerifyLogOptions{AllowUnsigned: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // CassetteName is the cassette file name inside the output directory, as
@@ -32,7 +33,7 @@ type Recording struct {
 	cas     *cassette.Writer
 	d       *capture.Deriver
 	ev      *bufio.Writer
-	signers []capture.Signer
+	signers []eventlog.Signer
 
 	mu    sync.Mutex         // q
 	q     []*cassette.Record // written to the cassette, not yet derived
@@ -52,11 +53,11 @@ type RecordingOptions struct {
 	Command  string
 	Args     []string
 	EnvNames []string
-	Started  string // the cassette's start time (capture.Timestamp)
+	Started  string // the cassette's start time (eventlog.Timestamp)
 	Frozen   bool   // ATW_WITNESS_TS is set: the cassette carries no times
-	Seal     *capture.SealRef
+	Seal     *eventlog.SealRef
 	Effects  *EffectMap
-	Signers  []capture.Signer
+	Signers  []eventlog.Signer
 	// Redactor, when set, replaces matching values by keyed hashes in the
 	// cassette and the events before anything is written (the host and
 	// the server still see the real bytes).
@@ -182,12 +183,12 @@ func (m *EffectMap) Func() capture.EffectFunc {
 	if m == nil {
 		return nil
 	}
-	return func(tool string, args json.RawMessage) (capture.Effect, bool) {
+	return func(tool string, args json.RawMessage) (eventlog.Effect, bool) {
 		rule, ok := m.Rules[tool]
 		if !ok {
-			return capture.Effect{}, false
+			return eventlog.Effect{}, false
 		}
-		eff := capture.Effect{Op: rule.Op, Reason: "effects mapping: tool " + tool}
+		eff := eventlog.Effect{Op: rule.Op, Reason: "effects mapping: tool " + tool}
 		if t, found := rule.TargetOf(args); found {
 			eff.Target = t
 		} else if rule.Target != "" {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/graph"
-	"github.com/agent-trace-witness/witness/replay/internal/benchgraph"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
 )
 
 // benchSizes are the graph sizes of the replay benchmarks. Set
@@ -29,7 +29,7 @@ func (b *benchGraphs) get(tb testing.TB, n int) *graph.Graph {
 	// keep one graph at a time: the 1M-node graph is large
 	b.g = map[int]*graph.Graph{}
 	runtime.GC()
-	g, err := graph.Build(benchgraph.New(n), graph.Options{})
+	g, err := graph.Build(synthlog.NewGraph(n), graph.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func benchSizeAllowed(n int) bool {
 // and a full ranking. The graph itself is generated outside the timer.
 func BenchmarkReplay(b *testing.B) {
 	var cache benchGraphs
-	tool := graph.ToolIRI(graph.SessionIRI(benchgraph.Session), benchgraph.BusiestTool)
+	tool := graph.ToolIRI(graph.SessionIRI(synthlog.GraphSession), synthlog.BusiestTool)
 	for _, n := range benchSizes {
 		if !benchSizeAllowed(n) {
 			continue

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 )
 
@@ -24,7 +25,7 @@ func hansardGraph(t testing.TB) *graph.Graph {
 	if _, err := capture.ImportATW(bytes.NewReader(src), &log, capture.ImportOptions{Name: "hansard_scenario_1.jsonl", TS: "2026-08-30T14:33:00+00:00"}); err != nil {
 		t.Fatal(err)
 	}
-	g, err := graph.Build(capture.NewReader(&log, "events.jsonl"), graph.Options{})
+	g, err := graph.Build(eventlog.NewReader(&log, "events.jsonl"), graph.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
@@ -26,38 +26,38 @@ import (
 func sessionGraph(t testing.TB) *graph.Graph {
 	t.Helper()
 	var buf bytes.Buffer
-	w := capture.NewWriter(&buf, "s1")
+	w := eventlog.NewWriter(&buf, "s1")
 	ts := "2026-08-30T14:33:00+00:00"
-	ev := func(e capture.Event) {
+	ev := func(e eventlog.Event) {
 		e.TS = ts
-		e.Source = capture.SourceObserved
+		e.Source = eventlog.SourceObserved
 		if err := w.Append(&e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ev(capture.Event{Kind: capture.KindSessionStart, Header: &capture.Header{Format: "witness-events", WitnessVersion: "0.2.0", Pairing: "jsonrpc-id",
-		Seal: &capture.SealRef{Digest: "9edc4d89189a690d3e379381523729807a48b325f9b14329a2f25874507fd8d2", WitnessID: "w1"},
-		Server: &capture.ServerInfo{Name: "srv", Tools: []capture.ToolDef{
+	ev(eventlog.Event{Kind: eventlog.KindSessionStart, Header: &eventlog.Header{Format: "witness-events", WitnessVersion: "0.2.0", Pairing: "jsonrpc-id",
+		Seal: &eventlog.SealRef{Digest: "9edc4d89189a690d3e379381523729807a48b325f9b14329a2f25874507fd8d2", WitnessID: "w1"},
+		Server: &eventlog.ServerInfo{Name: "srv", Tools: []eventlog.ToolDef{
 			{Name: "read_file", SHA256: "aa", Annotations: json.RawMessage(`{"readOnlyHint":true,"idempotentHint":true}`)},
 			{Name: "delete_file", SHA256: "bb", Annotations: json.RawMessage(`{"destructiveHint":true}`)},
 			{Name: "send_mail", SHA256: "cc", Annotations: json.RawMessage(`{"idempotentHint":false,"destructiveHint":false}`)},
 			{Name: "write_file", SHA256: "dd"},
 		}}}})
-	ev(capture.Event{Kind: capture.KindModelInput, Role: "user", Payload: json.RawMessage(`"tidy"`)})
-	ev(capture.Event{Kind: capture.KindModelOutput, Role: "assistant", Input: "e1", Payload: json.RawMessage(`"ok"`)})
-	ev(capture.Event{Kind: capture.KindToolCall, Tool: "read_file", Cause: "e2", RPCID: json.RawMessage(`1`), Payload: json.RawMessage(`{"path":"/a"}`)})
-	ev(capture.Event{Kind: capture.KindToolResponse, Tool: "read_file", Call: "e3", RPCID: json.RawMessage(`1`), Payload: json.RawMessage(`{}`)})
-	ev(capture.Event{Kind: capture.KindExternalEffect, Tool: "read_file", Call: "e3", Effect: &capture.Effect{Op: "read", Target: "/a"}})
-	ev(capture.Event{Kind: capture.KindToolCall, Tool: "delete_file", Cause: "e2", RPCID: json.RawMessage(`2`), Payload: json.RawMessage(`{"path":"/b"}`)})
-	ev(capture.Event{Kind: capture.KindToolResponse, Tool: "delete_file", Call: "e6", RPCID: json.RawMessage(`2`), Payload: json.RawMessage(`{}`)})
-	ev(capture.Event{Kind: capture.KindExternalEffect, Tool: "delete_file", Call: "e6", Effect: &capture.Effect{Op: "delete", Target: "/b"}})
-	ev(capture.Event{Kind: capture.KindModelInput, Role: "user", Payload: json.RawMessage(`"mail"`)})
-	ev(capture.Event{Kind: capture.KindModelOutput, Role: "assistant", Input: "e9", Payload: json.RawMessage(`"ok"`)})
-	ev(capture.Event{Kind: capture.KindToolCall, Tool: "send_mail", Cause: "e10", RPCID: json.RawMessage(`3`), Payload: json.RawMessage(`{"to":"x"}`)})
-	ev(capture.Event{Kind: capture.KindExternalEffect, Tool: "send_mail", Call: "e11", Effect: &capture.Effect{Op: "send", Target: "x"}})
-	ev(capture.Event{Kind: capture.KindToolCall, Tool: "write_file", RPCID: json.RawMessage(`4`), Payload: json.RawMessage(`{"path":"/c"}`)})
-	ev(capture.Event{Kind: capture.KindExternalEffect, Tool: "write_file", Call: "e13", Effect: &capture.Effect{Op: "overwrite", Target: "/c"}})
-	g, err := graph.Build(capture.NewReader(bytes.NewReader(buf.Bytes()), "events.jsonl"), graph.Options{})
+	ev(eventlog.Event{Kind: eventlog.KindModelInput, Role: "user", Payload: json.RawMessage(`"tidy"`)})
+	ev(eventlog.Event{Kind: eventlog.KindModelOutput, Role: "assistant", Input: "e1", Payload: json.RawMessage(`"ok"`)})
+	ev(eventlog.Event{Kind: eventlog.KindToolCall, Tool: "read_file", Cause: "e2", RPCID: json.RawMessage(`1`), Payload: json.RawMessage(`{"path":"/a"}`)})
+	ev(eventlog.Event{Kind: eventlog.KindToolResponse, Tool: "read_file", Call: "e3", RPCID: json.RawMessage(`1`), Payload: json.RawMessage(`{}`)})
+	ev(eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: "read_file", Call: "e3", Effect: &eventlog.Effect{Op: "read", Target: "/a"}})
+	ev(eventlog.Event{Kind: eventlog.KindToolCall, Tool: "delete_file", Cause: "e2", RPCID: json.RawMessage(`2`), Payload: json.RawMessage(`{"path":"/b"}`)})
+	ev(eventlog.Event{Kind: eventlog.KindToolResponse, Tool: "delete_file", Call: "e6", RPCID: json.RawMessage(`2`), Payload: json.RawMessage(`{}`)})
+	ev(eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: "delete_file", Call: "e6", Effect: &eventlog.Effect{Op: "delete", Target: "/b"}})
+	ev(eventlog.Event{Kind: eventlog.KindModelInput, Role: "user", Payload: json.RawMessage(`"mail"`)})
+	ev(eventlog.Event{Kind: eventlog.KindModelOutput, Role: "assistant", Input: "e9", Payload: json.RawMessage(`"ok"`)})
+	ev(eventlog.Event{Kind: eventlog.KindToolCall, Tool: "send_mail", Cause: "e10", RPCID: json.RawMessage(`3`), Payload: json.RawMessage(`{"to":"x"}`)})
+	ev(eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: "send_mail", Call: "e11", Effect: &eventlog.Effect{Op: "send", Target: "x"}})
+	ev(eventlog.Event{Kind: eventlog.KindToolCall, Tool: "write_file", RPCID: json.RawMessage(`4`), Payload: json.RawMessage(`{"path":"/c"}`)})
+	ev(eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: "write_file", Call: "e13", Effect: &eventlog.Effect{Op: "overwrite", Target: "/c"}})
+	g, err := graph.Build(eventlog.NewReader(bytes.NewReader(buf.Bytes()), "events.jsonl"), graph.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/proxy"
@@ -114,7 +114,7 @@ func record(t *testing.T) (string, string) {
 	go func() {
 		_, err := proxy.Run(context.Background(), proxy.Options{OutDir: dir, Command: []string{echo(t), "-notify", "-ask"},
 			Env: []string{"PATH=/usr/bin"}, Stdin: hostW, Stdout: hostR, Getenv: func(k string) string {
-				if k == capture.EnvTS {
+				if k == eventlog.EnvTS {
 					return "2026-08-30T14:33:00+00:00"
 				}
 				return ""

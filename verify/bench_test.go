@@ -7,19 +7,19 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // benchLog builds a signed log of n events: read_file calls under the scope
 // and their responses.
 func benchLog(b *testing.B, n int) []byte {
 	plan := testPlan()
-	var evs []*capture.Event
+	var evs []*eventlog.Event
 	for i := 0; len(evs) < n; i++ {
-		call := ev(capture.KindToolCall, "read_file", fmt.Sprint(i), map[string]any{"path": fmt.Sprintf("/data/f%d.txt", i)})
+		call := ev(eventlog.KindToolCall, "read_file", fmt.Sprint(i), map[string]any{"path": fmt.Sprintf("/data/f%d.txt", i)})
 		evs = append(evs, call)
-		resp := ev(capture.KindToolResponse, "read_file", fmt.Sprint(i), map[string]any{"content": []any{map[string]any{"type": "text", "text": "x"}}})
-		resp.Call = capture.EventID(int64(len(evs)))
+		resp := ev(eventlog.KindToolResponse, "read_file", fmt.Sprint(i), map[string]any{"content": []any{map[string]any{"type": "text", "text": "x"}}})
+		resp.Call = eventlog.EventID(int64(len(evs)))
 		evs = append(evs, resp)
 	}
 	return buildLog(b, plan, logSpec{events: evs, signer: testKey})

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // checker runs the checks that look at events. It is fed the session header
@@ -98,7 +98,7 @@ func (c *checker) add(f Finding) {
 }
 
 // header handles the session_start line.
-func (c *checker) header(e *capture.Event, line int64) {
+func (c *checker) header(e *eventlog.Event, line int64) {
 	c.headerSeen = true
 	h := e.Header
 	if h == nil {
@@ -159,7 +159,7 @@ func (c *checker) header(e *capture.Event, line int64) {
 }
 
 // event handles every line after the header.
-func (c *checker) event(e *capture.Event, line int64) {
+func (c *checker) event(e *eventlog.Event, line int64) {
 	if e.Legacy != nil && e.Legacy.SealRef != "" && e.Legacy.SealRef != c.plan.Ref {
 		c.add(Finding{
 			Check: CheckBinding, Code: "seal-ref-mismatch", Severity: SevError, Class: ClassViolation,
@@ -168,32 +168,32 @@ func (c *checker) event(e *capture.Event, line int64) {
 		})
 	}
 	switch e.Kind {
-	case capture.KindToolCall:
+	case eventlog.KindToolCall:
 		if i, ok := c.toolIndex[e.Tool]; ok && len(e.RPCID) > 0 && len(c.scopes[i]) > 0 {
 			// kept only where an effect's finding may need it
 			c.callRPC[e.ID] = e.RPCID
 		}
 		c.toolUse(e, line, e.RPCID)
 		c.argScopes(e, line)
-	case capture.KindToolResponse:
+	case eventlog.KindToolResponse:
 		if e.Call == "" && e.Tool != "" {
 			// an orphan response (no call seen): the tool was used all the same
 			c.toolUse(e, line, e.RPCID)
 		}
-	case capture.KindExternalEffect:
+	case eventlog.KindExternalEffect:
 		rpc := c.callRPC[e.Call]
 		if e.Call == "" && e.Tool != "" {
 			// an effect with no call we saw: the tool was used all the same
 			c.toolUse(e, line, rpc)
 		}
 		c.effectScope(e, line, rpc)
-	case capture.KindAmbiguous:
+	case eventlog.KindAmbiguous:
 		c.ambiguous(e, line)
-	case capture.KindModelInput:
+	case eventlog.KindModelInput:
 		if e.Role == "system" {
 			c.systemPrompt(e, line)
 		}
-	case capture.KindNotification:
+	case eventlog.KindNotification:
 		if e.Method == "notifications/tools/list_changed" && c.pinned > 0 {
 			c.add(Finding{
 				Check: CheckDefinitions, Code: "tools-list-changed", Severity: SevWarning, Class: ClassNotice,
@@ -204,11 +204,11 @@ func (c *checker) event(e *capture.Event, line int64) {
 	}
 }
 
-func (c *checker) toolUse(e *capture.Event, line int64, rpc json.RawMessage) {
+func (c *checker) toolUse(e *eventlog.Event, line int64, rpc json.RawMessage) {
 	c.toolUseNote(e, line, rpc, "")
 }
 
-func (c *checker) toolUseNote(e *capture.Event, line int64, rpc json.RawMessage, note string) {
+func (c *checker) toolUseNote(e *eventlog.Event, line int64, rpc json.RawMessage, note string) {
 	i, ok := c.toolIndex[e.Tool]
 	if ok {
 		c.used[i] = true
@@ -225,8 +225,8 @@ func (c *checker) toolUseNote(e *capture.Event, line int64, rpc json.RawMessage,
 // every reading of a host's tools/call against the seal as if the server
 // had acted on it: each candidate tool name must be sealed, each candidate
 // argument object within the tool's scopes.
-func (c *checker) ambiguous(e *capture.Event, line int64) {
-	a, err := capture.ParseAmbiguousLine(e.Payload)
+func (c *checker) ambiguous(e *eventlog.Event, line int64) {
+	a, err := eventlog.ParseAmbiguousLine(e.Payload)
 	if err != nil {
 		c.add(Finding{
 			Check: CheckWire, Code: "ambiguous-wire-line", Severity: SevError, Class: ClassViolation,
@@ -280,7 +280,7 @@ func (c *checker) ambiguous(e *capture.Event, line int64) {
 	for _, tool := range toolOrder {
 		cd := tools[tool]
 		note := fmt.Sprintf(" (a reading of ambiguous line %s: %s)", e.ID, strings.Join(cd.decs, ", "))
-		ev := &capture.Event{ID: e.ID, Tool: tool, RPCID: cd.rpc}
+		ev := &eventlog.Event{ID: e.ID, Tool: tool, RPCID: cd.rpc}
 		c.toolUseNote(ev, line, cd.rpc, note)
 		// every argument object any reading carries, with every tool
 		// name any reading carries: a decoder may mix them
@@ -311,13 +311,13 @@ func (c *checker) unchecked(i int) *[3]int64 {
 	return u
 }
 
-func (c *checker) argScopes(e *capture.Event, line int64) {
+func (c *checker) argScopes(e *eventlog.Event, line int64) {
 	c.argScopesNote(e, line, "")
 }
 
 // argScopesNote checks the path arguments of e.Payload against the scopes
 // of e.Tool; note ends every finding's message (the reading it concerns).
-func (c *checker) argScopesNote(e *capture.Event, line int64, note string) {
+func (c *checker) argScopesNote(e *eventlog.Event, line int64, note string) {
 	i, ok := c.toolIndex[e.Tool]
 	if !ok || len(c.scopes[i]) == 0 {
 		return
@@ -339,7 +339,7 @@ func (c *checker) argScopesNote(e *capture.Event, line int64, note string) {
 		return
 	}
 	for _, pa := range paths {
-		if strings.Contains(pa.Value, capture.RedactTokenPrefix) {
+		if strings.Contains(pa.Value, eventlog.RedactTokenPrefix) {
 			// a keyed hash replaced (part of) the path: its real value is
 			// unknown, so it is neither in nor out of scope
 			c.unchecked(i)[2]++
@@ -379,7 +379,7 @@ func effectOp(op string) (ScopeOp, bool) {
 	return "", false
 }
 
-func (c *checker) effectScope(e *capture.Event, line int64, rpc json.RawMessage) {
+func (c *checker) effectScope(e *eventlog.Event, line int64, rpc json.RawMessage) {
 	if e.Effect == nil || e.Effect.Target == "" {
 		return
 	}
@@ -429,7 +429,7 @@ func (c *checker) scopeList(i int) string {
 	return "[" + strings.Join(raw, " ") + "]"
 }
 
-func (c *checker) systemPrompt(e *capture.Event, line int64) {
+func (c *checker) systemPrompt(e *eventlog.Event, line int64) {
 	text, ok := promptText(e.Payload)
 	if !ok {
 		c.promptUnchecked++

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
@@ -15,7 +15,7 @@ import (
 type EventOptions struct {
 	// EndVerifier checks the session_end signatures (a keyring); nil leaves
 	// them unchecked, which makes the log's completeness unproven.
-	EndVerifier capture.SignatureVerifier
+	EndVerifier eventlog.SignatureVerifier
 	// AllowUnsigned reports an unsigned or untrusted session_end as a notice
 	// instead of an incomplete finding.
 	AllowUnsigned bool
@@ -35,7 +35,7 @@ type EventOptions struct {
 
 // CheckEvents judges the event log read from rd (named name in findings)
 // against plan and adds its findings to r. The log is read and decoded once:
-// capture.VerifyLog checks the hash chain and the signed end and hands every
+// eventlog.VerifyLog checks the hash chain and the signed end and hands every
 // line that parsed to the checks against the seal (VerifyLogOptions.OnEvent);
 // with GraphDigest the same bytes also stream, through a pipe, into the
 // canonical N-Quads of the log's graph. Memory is bounded by the longest
@@ -75,16 +75,16 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	}
 
 	c := newChecker(plan, name)
-	lr, lerr := capture.VerifyLog(src, name, capture.VerifyLogOptions{
+	lr, lerr := eventlog.VerifyLog(src, name, eventlog.VerifyLogOptions{
 		Verifier: opts.EndVerifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max,
-		OnEvent: func(line int64, ev *capture.Event) {
+		OnEvent: func(line int64, ev *eventlog.Event) {
 			r.Evidence.addSource(string(ev.Source))
-			if ev.Kind == capture.KindSessionEnd {
-				if f, inferred := capture.EndFailure(ev.End); f != "" {
+			if ev.Kind == eventlog.KindSessionEnd {
+				if f, inferred := eventlog.EndFailure(ev.End); f != "" {
 					r.Evidence.Failures = append(r.Evidence.Failures, RecordedFailure{EventID: ev.ID, Line: line, Failure: f, FromReason: inferred})
 				}
 			}
-			if line == 1 && ev.Kind == capture.KindSessionStart {
+			if line == 1 && ev.Kind == eventlog.KindSessionStart {
 				c.header(ev, line)
 				return
 			}
@@ -130,23 +130,23 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	return nil
 }
 
-// chainFinding maps a capture.VerifyLog finding to a verify finding.
-func chainFinding(f capture.Finding, file string, allowUnsigned bool) Finding {
+// chainFinding maps a eventlog.VerifyLog finding to a verify finding.
+func chainFinding(f eventlog.Finding, file string, allowUnsigned bool) Finding {
 	out := Finding{
 		Check: CheckChain, Code: "log-" + strings.ReplaceAll(f.Code, "_", "-"),
 		EventID: f.ID, Message: f.Message, File: file, Line: f.Line,
 	}
 	switch f.Severity {
-	case capture.SevTampered:
+	case eventlog.SevTampered:
 		out.Severity, out.Class = SevError, ClassTampered
-	case capture.SevIncomplete:
+	case eventlog.SevIncomplete:
 		out.Severity, out.Class = SevError, ClassIncomplete
-	case capture.SevUnsigned:
+	case eventlog.SevUnsigned:
 		out.Severity, out.Class = SevWarning, ClassIncomplete
 		out.Message += " (without a trusted signature on the end, a cut-off tail cannot be ruled out)"
 	default:
 		out.Severity, out.Class = SevWarning, ClassNotice
-		if allowUnsigned && (f.Code == capture.FindUnsigned || f.Code == capture.FindUntrusted) {
+		if allowUnsigned && (f.Code == eventlog.FindUnsigned || f.Code == eventlog.FindUntrusted) {
 			out.Message += " (allowed by --allow-unsigned)"
 		}
 	}

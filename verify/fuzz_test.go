@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 )
 
@@ -23,7 +23,7 @@ func FuzzCheckEvents(f *testing.F) {
 	clean := buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey})
 	f.Add(clean)
 	f.Add(clean[:len(clean)/2])
-	f.Add(buildLog(f, plan, logSpec{events: append(cleanEvents(), ev(capture.KindToolCall, "delete_file", "1", map[string]any{"paths": []any{"/a", "file:///b"}}))}))
+	f.Add(buildLog(f, plan, logSpec{events: append(cleanEvents(), ev(eventlog.KindToolCall, "delete_file", "1", map[string]any{"paths": []any{"/a", "file:///b"}}))}))
 	f.Add(buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey, failure: "recording abandoned"}))
 	f.Add(buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey, reason: "2 tool call(s) without a response; server exit status 3"}))
 	f.Add([]byte("{}\n"))
@@ -60,7 +60,7 @@ func FuzzCheckEvents(f *testing.F) {
 func FuzzCheckGraph(f *testing.F) {
 	plan := testPlan()
 	data := buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey})
-	g, err := graph.Build(capture.NewReader(bytes.NewReader(data), "events.jsonl"), graph.Options{})
+	g, err := graph.Build(eventlog.NewReader(bytes.NewReader(data), "events.jsonl"), graph.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 )
 
@@ -79,7 +79,7 @@ func checkGraph(r *Report, plan Plan, name string, g *graph.Graph) error {
 	r.Evidence.finishProvenance()
 	c := newChecker(plan, name)
 	for _, e := range evs {
-		if e.Kind == capture.KindSessionStart {
+		if e.Kind == eventlog.KindSessionStart {
 			if e.Header != nil {
 				r.Evidence.ImportedFrom = e.Header.ImportedFrom
 			}
@@ -121,14 +121,14 @@ func danglingRefs(g *graph.Graph) []dangling {
 
 // eventsFromGraph rebuilds, from the primary node of each event, the fields
 // the checks read, in seq order.
-func eventsFromGraph(g *graph.Graph) ([]*capture.Event, string, error) {
+func eventsFromGraph(g *graph.Graph) ([]*eventlog.Event, string, error) {
 	idOf := func(iri string) string {
 		if n := g.Node(iri); n != nil {
 			return n.Value(graph.WEventID)
 		}
 		return ""
 	}
-	var evs []*capture.Event
+	var evs []*eventlog.Event
 	session := ""
 	for _, n := range g.Nodes {
 		id := n.Value(graph.WEventID)
@@ -139,9 +139,9 @@ func eventsFromGraph(g *graph.Graph) ([]*capture.Event, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("node %s: field witness:seq: %q is not an integer", n.ID, n.Value(graph.WSeq))
 		}
-		e := &capture.Event{ID: id, Seq: seq}
+		e := &eventlog.Event{ID: id, Seq: seq}
 		if ls := n.Value(graph.WLegacySealRef); ls != "" {
-			e.Legacy = &capture.Legacy{SealRef: ls}
+			e.Legacy = &eventlog.Legacy{SealRef: ls}
 		}
 		payload := func(of *graph.Node) {
 			if of == nil {
@@ -153,24 +153,24 @@ func eventsFromGraph(g *graph.Graph) ([]*capture.Event, string, error) {
 		}
 		switch {
 		case n.HasType(graph.WCaptureSession):
-			e.Kind = capture.KindSessionStart
+			e.Kind = eventlog.KindSessionStart
 			session = n.Value(graph.WSession)
-			h := &capture.Header{ImportedFrom: n.Value(graph.WImportedFrom)}
+			h := &eventlog.Header{ImportedFrom: n.Value(graph.WImportedFrom)}
 			if d := n.Value(graph.WBoundSeal); d != "" {
-				h.Seal = &capture.SealRef{Digest: d}
+				h.Seal = &eventlog.SealRef{Digest: d}
 			}
 			for _, td := range g.OfType(graph.WToolDefinition) {
 				if h.Server == nil {
-					h.Server = &capture.ServerInfo{}
+					h.Server = &eventlog.ServerInfo{}
 				}
-				h.Server.Tools = append(h.Server.Tools, capture.ToolDef{Name: td.Value(graph.OtelToolName), SHA256: td.Value(graph.WDefinitionSHA256)})
+				h.Server.Tools = append(h.Server.Tools, eventlog.ToolDef{Name: td.Value(graph.OtelToolName), SHA256: td.Value(graph.WDefinitionSHA256)})
 			}
 			if h.Server != nil {
 				sort.SliceStable(h.Server.Tools, func(i, j int) bool { return h.Server.Tools[i].Name < h.Server.Tools[j].Name })
 			}
 			e.Header = h
 		case n.HasType(graph.WToolCall):
-			e.Kind = capture.KindToolCall
+			e.Kind = eventlog.KindToolCall
 			e.Tool = n.Value(graph.OtelToolName)
 			if rid := n.Value(graph.WRPCIDJSON); rid != "" && json.Valid([]byte(rid)) {
 				e.RPCID = json.RawMessage(rid)
@@ -181,27 +181,27 @@ func eventsFromGraph(g *graph.Graph) ([]*capture.Event, string, error) {
 				}
 			}
 		case n.HasType(graph.WExternalEffect):
-			e.Kind = capture.KindExternalEffect
+			e.Kind = eventlog.KindExternalEffect
 			e.Tool = n.Value(graph.OtelToolName)
 			if op := n.Value(graph.WEffectOp); op != "" {
-				e.Effect = &capture.Effect{Op: op, Target: n.Value(graph.WEffectTarget)}
+				e.Effect = &eventlog.Effect{Op: op, Target: n.Value(graph.WEffectTarget)}
 			}
 			for _, c := range n.Refs(graph.ProvWasGeneratedBy) {
 				e.Call = idOf(c)
 			}
 		case n.HasType(graph.WModelMessage):
 			if len(n.Refs(graph.ProvWasGeneratedBy)) > 0 {
-				e.Kind = capture.KindModelOutput
+				e.Kind = eventlog.KindModelOutput
 			} else {
-				e.Kind = capture.KindModelInput
+				e.Kind = eventlog.KindModelInput
 			}
 			e.Role = n.Value(graph.WRole)
 			payload(n)
 		case n.HasType(graph.WNotification):
-			e.Kind = capture.KindNotification
+			e.Kind = eventlog.KindNotification
 			e.Method = n.Value(graph.OtelMCPMethodName)
 		case n.HasType(graph.WAmbiguousLine):
-			e.Kind = capture.KindAmbiguous
+			e.Kind = eventlog.KindAmbiguous
 			payload(n)
 		default:
 			continue

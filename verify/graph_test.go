@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 )
 
 func graphOf(t testing.TB, data []byte, opts graph.Options) []byte {
 	t.Helper()
-	g, err := graph.Build(capture.NewReader(bytes.NewReader(data), "events.jsonl"), opts)
+	g, err := graph.Build(eventlog.NewReader(bytes.NewReader(data), "events.jsonl"), opts)
 	if err != nil {
 		t.Fatalf("graph.Build: %v", err)
 	}
@@ -37,23 +37,23 @@ func runGraph(t testing.TB, plan Plan, doc []byte) *Report {
 // it reports as not checkable, and it records the graph digest.
 func TestGraphMatchesEvents(t *testing.T) {
 	plan := testPlan()
-	scenarios := map[string]func([]*capture.Event) []*capture.Event{
-		"clean": func(e []*capture.Event) []*capture.Event { return e },
-		"unsealed": func(e []*capture.Event) []*capture.Event {
-			return append(e, ev(capture.KindToolCall, "delete_file", `"d1"`, map[string]any{"target": "/data/secret.txt"}))
+	scenarios := map[string]func([]*eventlog.Event) []*eventlog.Event{
+		"clean": func(e []*eventlog.Event) []*eventlog.Event { return e },
+		"unsealed": func(e []*eventlog.Event) []*eventlog.Event {
+			return append(e, ev(eventlog.KindToolCall, "delete_file", `"d1"`, map[string]any{"target": "/data/secret.txt"}))
 		},
-		"traversal": func(e []*capture.Event) []*capture.Event {
-			return append(e, ev(capture.KindToolCall, "read_file", "42", map[string]any{"path": "/data/../etc/passwd"}))
+		"traversal": func(e []*eventlog.Event) []*eventlog.Event {
+			return append(e, ev(eventlog.KindToolCall, "read_file", "42", map[string]any{"path": "/data/../etc/passwd"}))
 		},
-		"prompt": func(e []*capture.Event) []*capture.Event {
-			sys := ev(capture.KindModelInput, "", "", "another prompt")
+		"prompt": func(e []*eventlog.Event) []*eventlog.Event {
+			sys := ev(eventlog.KindModelInput, "", "", "another prompt")
 			sys.Role = "system"
-			return append([]*capture.Event{sys}, e[1:]...)
+			return append([]*eventlog.Event{sys}, e[1:]...)
 		},
-		"effect": func(e []*capture.Event) []*capture.Event {
-			x := ev(capture.KindExternalEffect, "read_file", "", nil)
+		"effect": func(e []*eventlog.Event) []*eventlog.Event {
+			x := ev(eventlog.KindExternalEffect, "read_file", "", nil)
 			x.Call = "e2"
-			x.Effect = &capture.Effect{Op: "delete", Target: "/data/report.txt"}
+			x.Effect = &eventlog.Effect{Op: "delete", Target: "/data/report.txt"}
 			return append(e, x)
 		},
 	}
@@ -91,7 +91,7 @@ func TestGraphMatchesEvents(t *testing.T) {
 
 func TestGraphWithoutPayloads(t *testing.T) {
 	plan := testPlan()
-	evs := append(cleanEvents(), ev(capture.KindToolCall, "read_file", "42", map[string]any{"path": "/etc/passwd"}))
+	evs := append(cleanEvents(), ev(eventlog.KindToolCall, "read_file", "42", map[string]any{"path": "/etc/passwd"}))
 	data := buildLog(t, plan, logSpec{events: evs, signer: testKey})
 	r := runGraph(t, plan, graphOf(t, data, graph.Options{OmitPayloads: true}))
 	if findCode(r, "argument-out-of-scope") != nil {
@@ -115,7 +115,7 @@ func TestGraphInvalid(t *testing.T) {
 func TestEventsGraphDigest(t *testing.T) {
 	plan := testPlan()
 	data := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
-	g, err := graph.Build(capture.NewReader(bytes.NewReader(data), "events.jsonl"),
+	g, err := graph.Build(eventlog.NewReader(bytes.NewReader(data), "events.jsonl"),
 		graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/seal"
 )
 
@@ -23,7 +24,7 @@ func importHansard(t *testing.T, dir string) string {
 	}
 	var out bytes.Buffer
 	if _, err := capture.ImportATW(bytes.NewReader(in), &out, capture.ImportOptions{
-		Name: "hansard_scenario_1.jsonl", TS: testTS, Signers: []capture.Signer{testKey},
+		Name: "hansard_scenario_1.jsonl", TS: testTS, Signers: []eventlog.Signer{testKey},
 	}); err != nil {
 		t.Fatalf("import: %v", err)
 	}
@@ -98,7 +99,7 @@ func TestHansardCleanScenario(t *testing.T) {
 	}
 	var out bytes.Buffer
 	if _, err := capture.ImportATW(bytes.NewReader(append(bytes.Join(keep, []byte("\n")), '\n')), &out,
-		capture.ImportOptions{Name: "clean.jsonl", TS: testTS, Signers: []capture.Signer{testKey}}); err != nil {
+		capture.ImportOptions{Name: "clean.jsonl", TS: testTS, Signers: []eventlog.Signer{testKey}}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := seal.Load(filepath.Join(compatDir, "seal_without_damaging_tool.json"))

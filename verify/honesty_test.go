@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
@@ -88,7 +89,7 @@ func TestRecordedFailure(t *testing.T) {
 
 	// A violation in the intact events before the failure: both are
 	// reported; incomplete is the floor, so the exit is 4.
-	bad := append(cleanEvents(), ev(capture.KindToolCall, "delete_file", `"d1"`, map[string]any{"target": "/data/secret.txt"}))
+	bad := append(cleanEvents(), ev(eventlog.KindToolCall, "delete_file", `"d1"`, map[string]any{"target": "/data/secret.txt"}))
 	r = runCheck(t, plan, buildLog(t, plan, logSpec{events: bad, signer: testKey, failure: why}), signedOpts())
 	if r.Verdict != Incomplete || findCode(r, "unsealed-tool") == nil || findCode(r, "log-failure") == nil {
 		t.Fatalf("violation before a failure: verdict %s\n%s", r.Verdict, reportText(t, r))
@@ -137,7 +138,7 @@ func importedLog(t *testing.T) (Plan, []byte) {
 	}
 	var out bytes.Buffer
 	if _, err := capture.ImportATW(bytes.NewReader(append(bytes.Join(keep, []byte("\n")), '\n')), &out,
-		capture.ImportOptions{Name: "clean.jsonl", TS: testTS, Signers: []capture.Signer{testKey}}); err != nil {
+		capture.ImportOptions{Name: "clean.jsonl", TS: testTS, Signers: []eventlog.Signer{testKey}}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := seal.Load(filepath.Join(compatDir, "seal_without_damaging_tool.json"))
@@ -174,7 +175,7 @@ func TestImportedNotObserved(t *testing.T) {
 	// reported events appended to it: the imported ones are still named
 	p := writeFile(t, t.TempDir(), "events.jsonl", data)
 	if _, err := capture.AppendLog(p, strings.NewReader(`{"kind":"model_output","content":"done"}`+"\n"),
-		capture.AppendOptions{Verifier: testKey, Signers: []capture.Signer{testKey}, Clock: func() string { return testTS }}); err != nil {
+		capture.AppendOptions{Verifier: testKey, Signers: []eventlog.Signer{testKey}, Clock: func() string { return testTS }}); err != nil {
 		t.Fatal(err)
 	}
 	mixed, err := os.ReadFile(p)
@@ -267,7 +268,7 @@ func TestGraphAloneUnauthenticated(t *testing.T) {
 	}
 
 	// a violation in a graph alone: unauthenticated, the violation listed
-	bad := buildLog(t, plan, logSpec{events: append(cleanEvents(), ev(capture.KindToolCall, "delete_file", `"d1"`, map[string]any{"target": "/x"})), signer: testKey})
+	bad := buildLog(t, plan, logSpec{events: append(cleanEvents(), ev(eventlog.KindToolCall, "delete_file", `"d1"`, map[string]any{"target": "/x"})), signer: testKey})
 	r = run(writeFile(t, dir, "bad.jsonld", graphOf(t, bad, graph.Options{})))
 	if r.Verdict != Unauthenticated || findCode(r, "unsealed-tool") == nil || !strings.Contains(verdictLineOf(t, r), "also violation: 1 finding") {
 		t.Errorf("graph with a violation: %s\n%s", r.Verdict, reportText(t, r))

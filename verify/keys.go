@@ -3,14 +3,14 @@ package verify
 import (
 	"errors"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
 // endVerifier checks an event log's session_end signatures with a keyring
 // and a trust file as one set of key material (keyring.Verifier), and
 // speaks capture's error language: a key neither holds is
-// capture.ErrUnknownKey (the end is then not vouched for: incomplete); so
+// eventlog.ErrUnknownKey (the end is then not vouched for: incomplete); so
 // is a revoked key, whatever the other source says about the same key
 // material (revocation wins); a key that is held but does not match is a
 // bad signature (tampered). It tells capture who signed, so that one key
@@ -22,7 +22,7 @@ type endVerifier struct {
 
 // EndVerifier returns the verifier of session_end signatures for the given
 // keyring and trust set (either may be nil), or nil when both are nil.
-func EndVerifier(k *keyring.Keyring, t *keyring.TrustSet) capture.SignatureVerifier {
+func EndVerifier(k *keyring.Keyring, t *keyring.TrustSet) eventlog.SignatureVerifier {
 	if k == nil && t == nil {
 		return nil
 	}
@@ -34,7 +34,7 @@ func (e endVerifier) Verify(keyID, alg string, msg []byte, sig string) error {
 	return err
 }
 
-// VerifySigner implements capture.SignerVerifier.
+// VerifySigner implements eventlog.SignerVerifier.
 func (e endVerifier) VerifySigner(keyID, alg string, msg []byte, sig string) (string, error) {
 	s, err := e.v.Check(keyID, alg, msg, sig)
 	switch {
@@ -53,8 +53,8 @@ func (e endVerifier) VerifySigner(keyID, alg string, msg []byte, sig string) (st
 }
 
 // untrusted is a signature no trusted key vouches for: it reads as the
-// keyring's reason and matches capture.ErrUnknownKey (and
-// capture.ErrRevokedKey for a revoked key).
+// keyring's reason and matches eventlog.ErrUnknownKey (and
+// eventlog.ErrRevokedKey for a revoked key).
 type untrusted struct {
 	err     error
 	revoked bool
@@ -63,7 +63,7 @@ type untrusted struct {
 func (u untrusted) Error() string { return u.err.Error() }
 func (u untrusted) Unwrap() error { return u.err }
 func (u untrusted) Is(target error) bool {
-	return target == capture.ErrUnknownKey || u.revoked && target == capture.ErrRevokedKey
+	return target == eventlog.ErrUnknownKey || u.revoked && target == eventlog.ErrRevokedKey
 }
 
 func (e endVerifier) keyringHolds(keyID string) bool {

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
@@ -43,8 +43,8 @@ func TestEndVerifier(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := v.Verify(c.keyID, c.alg, msg, c.sig)
-		if err == nil || errors.Is(err, capture.ErrUnknownKey) != c.unknown {
-			t.Errorf("%s: %v (unknown key: %v, want %v)", c.name, err, errors.Is(err, capture.ErrUnknownKey), c.unknown)
+		if err == nil || errors.Is(err, eventlog.ErrUnknownKey) != c.unknown {
+			t.Errorf("%s: %v (unknown key: %v, want %v)", c.name, err, errors.Is(err, eventlog.ErrUnknownKey), c.unknown)
 		}
 	}
 	if EndVerifier(nil, nil) != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // violationReport is a report with findings of every class.
@@ -18,8 +18,8 @@ func violationReport(t testing.TB) *Report {
 	t.Helper()
 	plan := testPlan()
 	evs := append(cleanEvents()[:5],
-		ev(capture.KindToolCall, "delete_file", `"del-1"`, map[string]any{"target": "/data/secret.txt"}),
-		ev(capture.KindToolCall, "read_file", "42", map[string]any{"path": "/data/../etc/passwd"}))
+		ev(eventlog.KindToolCall, "delete_file", `"del-1"`, map[string]any{"target": "/data/secret.txt"}),
+		ev(eventlog.KindToolCall, "read_file", "42", map[string]any{"path": "/data/../etc/passwd"}))
 	data := buildLog(t, plan, logSpec{events: evs}) // unsigned: incomplete
 	r := runCheck(t, plan, data, EventOptions{})
 	r.Seal = SealSummary{File: "seal.json", Digest: plan.Ref, WitnessID: plan.WitnessID}
@@ -323,9 +323,9 @@ func TestCodesDocumented(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range []string{capture.FindParse, capture.FindCanonical, capture.FindChain, capture.FindSeq, capture.FindID,
-		capture.FindSession, capture.FindHeader, capture.FindPayload, capture.FindLink, capture.FindEnd, capture.FindSignature,
-		capture.FindUnsigned, capture.FindUntrusted, capture.FindPartial, capture.FindNoEnd, capture.FindEmpty, capture.FindFailure} {
+	for _, c := range []string{eventlog.FindParse, eventlog.FindCanonical, eventlog.FindChain, eventlog.FindSeq, eventlog.FindID,
+		eventlog.FindSession, eventlog.FindHeader, eventlog.FindPayload, eventlog.FindLink, eventlog.FindEnd, eventlog.FindSignature,
+		eventlog.FindUnsigned, eventlog.FindUntrusted, eventlog.FindPartial, eventlog.FindNoEnd, eventlog.FindEmpty, eventlog.FindFailure} {
 		code := "log-" + strings.ReplaceAll(c, "_", "-")
 		if _, ok := codes[code]; !ok {
 			t.Errorf("chain code %s not described", code)

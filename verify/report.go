@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -69,7 +69,7 @@ type Evidence struct {
 }
 
 // RecordedFailure is a session_end that records why the recording failed
-// (capture.EndFailure): such a log is at best incomplete.
+// (eventlog.EndFailure): such a log is at best incomplete.
 type RecordedFailure struct {
 	EventID string `json:"event_id"`
 	Line    int64  `json:"line,omitempty"`
@@ -81,7 +81,7 @@ type RecordedFailure struct {
 
 // Imported reports whether any event of the evidence was imported (not
 // observed by the witness).
-func (e Evidence) Imported() bool { return e.Sources[string(capture.SourceImported)] > 0 }
+func (e Evidence) Imported() bool { return e.Sources[string(eventlog.SourceImported)] > 0 }
 
 // addSource counts one event's source.
 func (e *Evidence) addSource(src string) {

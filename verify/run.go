@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
@@ -27,7 +27,7 @@ type Options struct {
 	SealKeys seal.VerifyOptions
 	// EndVerifier checks the event log's signed end (usually the same
 	// keyring); nil leaves it unchecked.
-	EndVerifier capture.SignatureVerifier
+	EndVerifier eventlog.SignatureVerifier
 	// AllowUnsigned accepts an event log whose end has no trusted signature.
 	AllowUnsigned bool
 	// Stdin is read when EventsFile is "-".

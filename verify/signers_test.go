@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
@@ -22,14 +22,14 @@ func (r relabeled) KeyID() string { return r.id }
 
 // signedEnd is a minimal event log whose session_end carries one signature
 // per signer.
-func signedEnd(t *testing.T, signers ...capture.Signer) []byte {
+func signedEnd(t *testing.T, signers ...eventlog.Signer) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := capture.StartLog(&buf, &capture.Header{}, testTS, capture.SourceObserved)
+	w, err := eventlog.StartLog(&buf, &eventlog.Header{}, testTS, eventlog.SourceObserved)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := capture.FinishWith(w, capture.EndOptions{Signers: signers, TS: testTS, Reason: "completed"}); err != nil {
+	if err := eventlog.FinishWith(w, eventlog.EndOptions{Signers: signers, TS: testTS, Reason: "completed"}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -96,7 +96,7 @@ func TestEndSignaturesCountSigners(t *testing.T) {
 			orig, path := newKeys(t, alg)
 			twin := twinOf(t, path)
 			s, _ := orig.ActiveSigner()
-			verifiers := map[string]capture.SignatureVerifier{"keyring": EndVerifier(twin, nil)}
+			verifiers := map[string]eventlog.SignatureVerifier{"keyring": EndVerifier(twin, nil)}
 			if alg == keyring.AlgEd25519 {
 				trust := exportTrust(t, orig)
 				alias := trust.Keys[0]
@@ -108,7 +108,7 @@ func TestEndSignaturesCountSigners(t *testing.T) {
 			for name, v := range verifiers {
 				for _, labels := range [][2]string{{s.KeyID(), "twin"}, {s.KeyID(), ""}} {
 					log := signedEnd(t, s, relabeled{s, labels[1]})
-					rep, err := capture.VerifyLog(bytes.NewReader(log), "events.jsonl", capture.VerifyLogOptions{Verifier: v})
+					rep, err := eventlog.VerifyLog(bytes.NewReader(log), "events.jsonl", eventlog.VerifyLogOptions{Verifier: v})
 					if err != nil {
 						t.Fatalf("%s %q: %v", name, labels, err)
 					}
@@ -122,7 +122,7 @@ func TestEndSignaturesCountSigners(t *testing.T) {
 			other, _ := newKeys(t, alg)
 			so, _ := other.ActiveSigner()
 			log := signedEnd(t, s, so)
-			rep, _ := capture.VerifyLog(bytes.NewReader(log), "events.jsonl", capture.VerifyLogOptions{Verifier: EndVerifier(orig, nil)})
+			rep, _ := eventlog.VerifyLog(bytes.NewReader(log), "events.jsonl", eventlog.VerifyLogOptions{Verifier: EndVerifier(orig, nil)})
 			if rep.Signatures[0].Status != "valid" || rep.Signatures[1].Status != "unknown_key" {
 				t.Errorf("other key: %+v", rep.Signatures)
 			}
@@ -158,8 +158,8 @@ func TestEndRevocationWinsOverTrustFile(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		v      capture.SignatureVerifier
-		signer capture.Signer
+		v      eventlog.SignatureVerifier
+		signer eventlog.Signer
 	}{
 		{"trust file lists it unrevoked, same id", EndVerifier(revoked, trust), s},
 		{"trust file lists it unrevoked, same id, signature without key id", EndVerifier(revoked, trust), relabeled{s, ""}},
@@ -169,14 +169,14 @@ func TestEndRevocationWinsOverTrustFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log := signedEnd(t, tt.signer)
-			rep, err := capture.VerifyLog(bytes.NewReader(log), "events.jsonl", capture.VerifyLogOptions{Verifier: tt.v})
-			if err == nil || rep.Status != capture.StatusUnsigned || rep.Signatures[0].Status != "unknown_key" || !strings.Contains(rep.Signatures[0].Detail, "revoked") {
+			rep, err := eventlog.VerifyLog(bytes.NewReader(log), "events.jsonl", eventlog.VerifyLogOptions{Verifier: tt.v})
+			if err == nil || rep.Status != eventlog.StatusUnsigned || rep.Signatures[0].Status != "unknown_key" || !strings.Contains(rep.Signatures[0].Detail, "revoked") {
 				t.Errorf("status %s, %+v, err %v; want a revoked key that vouches for nothing", rep.Status, rep.Signatures, err)
 			}
 		})
 	}
-	rep, err := capture.VerifyLog(bytes.NewReader(signedEnd(t, relabeled{s, "alias"})), "events.jsonl", capture.VerifyLogOptions{Verifier: EndVerifier(orig, aliasTrust)})
-	if err != nil || rep.Status != capture.StatusOK {
+	rep, err := eventlog.VerifyLog(bytes.NewReader(signedEnd(t, relabeled{s, "alias"})), "events.jsonl", eventlog.VerifyLogOptions{Verifier: EndVerifier(orig, aliasTrust)})
+	if err != nil || rep.Status != eventlog.StatusOK {
 		t.Errorf("control (not revoked): %s %v", rep.Status, err)
 	}
 }

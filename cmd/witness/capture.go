@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/proxy"
@@ -121,12 +122,12 @@ func serverEnv(a *app, extra []string) ([]string, error) {
 	return env, nil
 }
 
-func (a *app) captureSigners(flag string) ([]capture.Signer, error) {
+func (a *app) captureSigners(flag string) ([]eventlog.Signer, error) {
 	s, err := a.activeSigner(flag)
 	if err != nil || s == nil {
 		return nil, err
 	}
-	return []capture.Signer{s}, nil
+	return []eventlog.Signer{s}, nil
 }
 
 func runCapture(a *app, o captureOptions) error {
@@ -162,7 +163,7 @@ func runCapture(a *app, o captureOptions) error {
 		if err != nil {
 			return err
 		}
-		lo.Seal = &capture.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
+		lo.Seal = &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
 	}
 	if o.Effects != "" {
 		data, err := os.ReadFile(o.Effects)

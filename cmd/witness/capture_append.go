@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/keyring"
 )
@@ -77,7 +78,7 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 		KeepOpen:      o.KeepOpen,
 		AllowUnsigned: o.AllowUns,
 		Redactor:      red,
-		Clock:         func() string { return capture.Timestamp(a.getenv) },
+		Clock:         func() string { return eventlog.Timestamp(a.getenv) },
 		OnEvent: func(r capture.AppendResult) {
 			if r.Ref != "" {
 				fmt.Fprintf(a.stdout, "%s %s ref=%s\n", r.ID, r.Kind, r.Ref)
@@ -104,7 +105,7 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 		if err != nil {
 			return err
 		}
-		opts.Verifier = capture.UnknownKeyAs(k, keyring.ErrUnknownKey, keyring.ErrRevoked)
+		opts.Verifier = eventlog.UnknownKeyAs(k, keyring.ErrUnknownKey, keyring.ErrRevoked)
 		if !o.KeepOpen {
 			if opts.Signers, err = a.captureSigners(path); err != nil {
 				return err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/firewall"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
@@ -155,7 +155,7 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := firewall.EvaluateOptions{Policy: p, LocalAgent: o.agent, Timestamp: capture.Timestamp(a.getenv)}
+	opts := firewall.EvaluateOptions{Policy: p, LocalAgent: o.agent, Timestamp: eventlog.Timestamp(a.getenv)}
 	if o.mapping != "" {
 		m, err := firewall.LoadMapping(o.mapping)
 		if err != nil {
@@ -368,7 +368,7 @@ func applyWhatIfPolicy(a *app, o *replayOptions, g *graph.Graph) (done bool, err
 	if err != nil {
 		return true, err
 	}
-	w := firewall.NewWhatIf(p, nil, "", capture.Timestamp(a.getenv))
+	w := firewall.NewWhatIf(p, nil, "", eventlog.Timestamp(a.getenv))
 	rm, err := w.Removals(g)
 	if err != nil {
 		return true, err

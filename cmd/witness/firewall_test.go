@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
@@ -22,7 +22,7 @@ func writeFixtureGraph(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	g, err := graph.Build(capture.NewReader(f, "messages.events.jsonl"), graph.Options{})
+	g, err := graph.Build(eventlog.NewReader(f, "messages.events.jsonl"), graph.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

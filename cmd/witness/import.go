@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
@@ -97,10 +98,10 @@ func runImport(a *app, o importOptions) error {
 		return err
 	}
 	defer tmp.Abort()
-	ts := capture.Timestamp(a.getenv)
+	ts := eventlog.Timestamp(a.getenv)
 	opts := capture.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
 	if !o.Quiet {
-		opts.OnEvent = func(e *capture.Event) {
+		opts.OnEvent = func(e *eventlog.Event) {
 			who := e.Tool + e.Role
 			switch {
 			case e.Call != "":

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/firewall"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
@@ -86,11 +87,11 @@ var readers = []reader{
 		return err
 	}},
 	{"event log", "events.jsonl", func(t *testing.T, doc []byte, file string) error {
-		_, err := capture.NewReader(bytes.NewReader(line(doc)), file).Next()
+		_, err := eventlog.NewReader(bytes.NewReader(line(doc)), file).Next()
 		return err
 	}},
 	{"event log verification", "events.jsonl", func(t *testing.T, doc []byte, file string) error {
-		rep, err := capture.VerifyLog(bytes.NewReader(line(doc)), file, capture.VerifyLogOptions{})
+		rep, err := eventlog.VerifyLog(bytes.NewReader(line(doc)), file, eventlog.VerifyLogOptions{})
 		for _, f := range rep.Findings {
 			if strings.Contains(f.Message, "nesting deeper") {
 				return errors.New(file + ": " + f.Message)
@@ -188,7 +189,7 @@ func TestLineReadersNameTheFileLine(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("cassette: %v, want %s", err, want)
 	}
-	rd := capture.NewReader(bytes.NewReader(append([]byte("{}\n"), append(deep, '\n')...)), "e.jsonl")
+	rd := eventlog.NewReader(bytes.NewReader(append([]byte("{}\n"), append(deep, '\n')...)), "e.jsonl")
 	rd.Next()
 	_, err = rd.Next()
 	want = strings.Replace(want, "c.jsonl", "e.jsonl", 1)

@@ -1,8 +1,12 @@
-// Package synthlog generates deterministic, realistic witness event logs of
-// any length (for graph tests and benchmarks): a session header with a
-// server and tool definitions, then model turns that ask for tool calls, their
-// responses and external effects, notifications, and a session end. The
-// same (n, seed) always gives the same bytes.
+// Package synthlog is the one generator of synthetic witness event logs for
+// tests and benchmarks (graph, verify, replay, cmd/witness-bench). It has two
+// shapes. Generate writes a log of exactly n events: a session header with a
+// server and tool definitions, then model turns that ask for tool calls,
+// their responses and external effects, notifications, and a session end;
+// the same (n, seed) always gives the same bytes. NewGraph and WriteGraph
+// give a log sized by the graph it maps to, with the shared descendants
+// replay's benchmarks need. Both write through eventlog.Writer, the format
+// package, and nothing else of the witness.
 package synthlog
 
 import (
@@ -14,7 +18,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // Tools are the tool names the generated server lists.
@@ -29,7 +33,7 @@ func Generate(w io.Writer, n int, seed uint64, session string) error {
 		return fmt.Errorf("synthlog: need at least 2 events, got %d", n)
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	cw := capture.NewWriter(bw, session)
+	cw := eventlog.NewWriter(bw, session)
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	t0 := time.Date(2026, 8, 30, 14, 33, 0, 0, time.UTC)
 	clock := 0
@@ -37,16 +41,16 @@ func Generate(w io.Writer, n int, seed uint64, session string) error {
 		clock += 1 + r.IntN(250)
 		return t0.Add(time.Duration(clock) * time.Millisecond).Format(time.RFC3339Nano)
 	}
-	defs := make([]capture.ToolDef, len(tools))
+	defs := make([]eventlog.ToolDef, len(tools))
 	for i, t := range tools {
-		defs[i] = capture.ToolDef{Name: t, SHA256: fmt.Sprintf("%064x", i+1)}
+		defs[i] = eventlog.ToolDef{Name: t, SHA256: fmt.Sprintf("%064x", i+1)}
 	}
 	defs[0].Annotations = json.RawMessage(`{"readOnlyHint":true}`)
 	defs[3].Annotations = json.RawMessage(`{"destructiveHint":true}`)
-	if err := cw.Append(&capture.Event{Kind: capture.KindSessionStart, TS: ts(), Source: capture.SourceObserved, Header: &capture.Header{
+	if err := cw.Append(&eventlog.Event{Kind: eventlog.KindSessionStart, TS: ts(), Source: eventlog.SourceObserved, Header: &eventlog.Header{
 		Format: "witness-events", WitnessVersion: "synthetic", Pairing: "jsonrpc-id",
-		Seal:   &capture.SealRef{Digest: fmt.Sprintf("%064x", seed+7), WitnessID: "synthetic-agent"},
-		Server: &capture.ServerInfo{Name: "synthetic-server", Version: "1.0.0", ProtocolVersion: "2025-06-18", Command: "node", Args: []string{"dist/index.js"}, ToolsSHA256: fmt.Sprintf("%064x", 99), Tools: defs},
+		Seal:   &eventlog.SealRef{Digest: fmt.Sprintf("%064x", seed+7), WitnessID: "synthetic-agent"},
+		Server: &eventlog.ServerInfo{Name: "synthetic-server", Version: "1.0.0", ProtocolVersion: "2025-06-18", Command: "node", Args: []string{"dist/index.js"}, ToolsSHA256: fmt.Sprintf("%064x", 99), Tools: defs},
 	}}); err != nil {
 		return err
 	}
@@ -67,7 +71,7 @@ func Generate(w io.Writer, n int, seed uint64, session string) error {
 	openTool := map[string]string{}
 	for cw.Count() < int64(n-1) {
 		left := int64(n-1) - cw.Count()
-		var e *capture.Event
+		var e *eventlog.Event
 		switch x := r.IntN(100); {
 		case len(open) > 0 && (x < 35 || left <= int64(len(open))):
 			// answer an open call (not always the latest)
@@ -75,39 +79,39 @@ func Generate(w io.Writer, n int, seed uint64, session string) error {
 			call := open[i]
 			open = append(open[:i], open[i+1:]...)
 			isErr := r.IntN(10) == 0
-			e = &capture.Event{Kind: capture.KindToolResponse, TS: ts(), Source: capture.SourceObserved, Tool: openTool[call], Method: "tools/call", Call: call,
+			e = &eventlog.Event{Kind: eventlog.KindToolResponse, TS: ts(), Source: eventlog.SourceObserved, Tool: openTool[call], Method: "tools/call", Call: call,
 				IsError: &isErr, Payload: json.RawMessage(`{"content":[{"type":"text","text":` + string(jstr(text(4))) + `}]}`)}
 			delete(openTool, call)
 		case x < 50:
-			e = &capture.Event{Kind: capture.KindModelInput, TS: ts(), Source: capture.SourceReported, Role: "user", Payload: jstr(text(6))}
+			e = &eventlog.Event{Kind: eventlog.KindModelInput, TS: ts(), Source: eventlog.SourceReported, Role: "user", Payload: jstr(text(6))}
 		case x < 62 && lastInput != "":
-			e = &capture.Event{Kind: capture.KindModelOutput, TS: ts(), Source: capture.SourceReported, Role: "assistant", Input: lastInput, Payload: jstr(text(5))}
+			e = &eventlog.Event{Kind: eventlog.KindModelOutput, TS: ts(), Source: eventlog.SourceReported, Role: "assistant", Input: lastInput, Payload: jstr(text(5))}
 		case x < 85 && lastOutput != "" && left > int64(len(open))+1:
 			rpc++
 			tool := tools[r.IntN(len(tools))]
-			e = &capture.Event{Kind: capture.KindToolCall, TS: ts(), Source: capture.SourceObserved, Tool: tool, Method: "tools/call", RPCID: json.RawMessage(strconv.Itoa(rpc)),
+			e = &eventlog.Event{Kind: eventlog.KindToolCall, TS: ts(), Source: eventlog.SourceObserved, Tool: tool, Method: "tools/call", RPCID: json.RawMessage(strconv.Itoa(rpc)),
 				Cause: lastOutput, Payload: json.RawMessage(`{"path":` + string(jstr("/data/"+strconv.Itoa(r.IntN(1000))+".txt")) + `}`)}
 		case x < 95 && len(open) > 0:
 			call := open[r.IntN(len(open))]
-			e = &capture.Event{Kind: capture.KindExternalEffect, TS: ts(), Source: capture.SourceObserved, Tool: openTool[call], Call: call,
-				Effect: &capture.Effect{Op: "write", Target: "/data/out-" + strconv.Itoa(r.IntN(100)), Reason: "reported"}}
+			e = &eventlog.Event{Kind: eventlog.KindExternalEffect, TS: ts(), Source: eventlog.SourceObserved, Tool: openTool[call], Call: call,
+				Effect: &eventlog.Effect{Op: "write", Target: "/data/out-" + strconv.Itoa(r.IntN(100)), Reason: "reported"}}
 		default:
-			e = &capture.Event{Kind: capture.KindNotification, TS: ts(), Source: capture.SourceObserved, Method: "notifications/message", Payload: json.RawMessage(`{"level":"info","data":` + string(jstr(text(3))) + `}`)}
+			e = &eventlog.Event{Kind: eventlog.KindNotification, TS: ts(), Source: eventlog.SourceObserved, Method: "notifications/message", Payload: json.RawMessage(`{"level":"info","data":` + string(jstr(text(3))) + `}`)}
 		}
 		if err := cw.Append(e); err != nil {
 			return err
 		}
 		switch e.Kind {
-		case capture.KindModelInput:
+		case eventlog.KindModelInput:
 			lastInput = e.ID
-		case capture.KindModelOutput:
+		case eventlog.KindModelOutput:
 			lastOutput = e.ID
-		case capture.KindToolCall:
+		case eventlog.KindToolCall:
 			open = append(open, e.ID)
 			openTool[e.ID] = e.Tool
 		}
 	}
-	if err := cw.Append(&capture.Event{Kind: capture.KindSessionEnd, TS: ts(), Source: capture.SourceObserved, End: &capture.End{Count: cw.Count(), Head: cw.Head(), Reason: "closed"}}); err != nil {
+	if err := cw.Append(&eventlog.Event{Kind: eventlog.KindSessionEnd, TS: ts(), Source: eventlog.SourceObserved, End: &eventlog.End{Count: cw.Count(), Head: cw.Head(), Reason: "closed"}}); err != nil {
 		return err
 	}
 	return bw.Flush()

@@ -19,7 +19,7 @@ mkdir -p "$dir"
 bin="$dir/witness-bench"
 go build -o "$bin" ./cmd/witness-bench
 # generated logs are cached, keyed by the generator's source
-genkey=$(cat internal/synthlog/synthlog.go capture/event.go capture/eventio.go | sha256sum | cut -c1-12)
+genkey=$(cat internal/synthlog/synthlog.go eventlog/event.go eventlog/eventio.go | sha256sum | cut -c1-12)
 node_ok=0
 if command -v node >/dev/null && [ -d testdata/peers/node_modules/jsonld ]; then node_ok=1; fi
 

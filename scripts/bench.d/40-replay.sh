@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Replay at scale: one removal (the definition of the busiest tool, a large
 # compensation set) and a full --rank on deterministic generated graphs
-# (replay/internal/benchgraph). Two tables:
+# (internal/synthlog NewGraph). Two tables:
 #   engine: the graph built in memory, replay timed in-process (index, one
 #           removal, full ranking) with the process's peak RSS;
 #   cli:    `witness replay` end to end on a graph file (reading the JSON-LD
@@ -15,7 +15,7 @@ sizes="${WITNESS_BENCH_REPLAY_SIZES:-10000 100000 1000000}"
 cli_sizes="${WITNESS_BENCH_REPLAY_CLI_SIZES:-10000 100000}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/witness-bench-replay.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/gengraph" ./replay/internal/benchgraph/gengraph
+go build -o "$work/gengraph" ./replay/internal/gengraph
 witness="${WITNESS:-$PWD/bin/witness}"
 [ -x "$witness" ] || go build -o "$witness" ./cmd/witness
 

@@ -1,117 +1,14 @@
-package capture
+package eventlog
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
-
-// testKeys is an HMAC signer and verifier over a small set of keys.
-type testKeys map[string][]byte
-
-type testSigner struct {
-	id  string
-	key []byte
-}
-
-func (s testSigner) KeyID() string     { return s.id }
-func (s testSigner) Algorithm() string { return "hmac-sha256" }
-func (s testSigner) Sign(msg []byte) (string, error) {
-	m := hmac.New(sha256.New, s.key)
-	m.Write(msg)
-	return hex.EncodeToString(m.Sum(nil)), nil
-}
-
-func (k testKeys) Verify(keyID, alg string, msg []byte, sig string) error {
-	key, ok := k[keyID]
-	if !ok {
-		return fmt.Errorf("key %s: %w", keyID, ErrUnknownKey)
-	}
-	if alg != "hmac-sha256" {
-		return fmt.Errorf("unsupported alg %q", alg)
-	}
-	m := hmac.New(sha256.New, key)
-	m.Write(msg)
-	want := hex.EncodeToString(m.Sum(nil))
-	if !hmac.Equal([]byte(want), []byte(sig)) {
-		return errors.New("signature mismatch")
-	}
-	return nil
-}
-
-var (
-	goodKey    = bytes.Repeat([]byte{7}, 32)
-	goodSigner = testSigner{id: "k-good", key: goodKey}
-	evilSigner = testSigner{id: "k-evil", key: bytes.Repeat([]byte{9}, 32)}
-	trusted    = testKeys{"k-good": goodKey}
-)
-
-const frozenTS = "2026-08-30T14:33:00+00:00"
-
-// sampleLog writes a log with every choke point, links and a signed end.
-func sampleLog(t testing.TB, signers ...Signer) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w, err := StartLog(&buf, &Header{Server: &ServerInfo{Name: "stub", ProtocolVersion: "2025-11-25"}}, frozenTS, SourceObserved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }})
-	in, err := rec.ModelInput(ModelInputEvent{Role: "system", Content: "read /data only", Source: SourceReported})
-	must(t, err)
-	out, err := rec.ModelOutput(ModelOutputEvent{Content: "call read_file", Source: SourceReported})
-	must(t, err)
-	if out != "e2" || in != "e1" {
-		t.Fatalf("ids %s %s", in, out)
-	}
-	call, err := rec.ToolCall(ToolCallEvent{Tool: "read_file", Arguments: map[string]any{"path": "/data/x"}, RPCID: json.RawMessage(`2`), Cause: out})
-	must(t, err)
-	resp, err := rec.ToolResponse(ToolResponseEvent{RPCID: json.RawMessage(`2`), Result: json.RawMessage(`{"content":[{"type":"text","text":"hi"}],"isError":false}`)})
-	must(t, err)
-	_, err = rec.ExternalEffect(ExternalEffectEvent{Tool: "read_file", Effect: Effect{Op: "read", Target: "/data/x", Reason: "test"}})
-	must(t, err)
-	_, err = rec.Message(MessageEvent{Message: Message{Direction: "outgoing", Conversation: "c1", Sender: "a", Text: "hello", Operation: "direct"}, Cause: resp})
-	must(t, err)
-	_ = call
-	if err := Finish(w, signers, frozenTS); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func verify(data []byte, opts VerifyLogOptions) (*LogReport, error) {
-	return VerifyLog(bytes.NewReader(data), "events.jsonl", opts)
-}
-
-func lines(data []byte) [][]byte {
-	return bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
-}
-
-func join(ls [][]byte) []byte {
-	var b bytes.Buffer
-	for _, l := range ls {
-		b.Write(l)
-		if !bytes.HasSuffix(l, []byte("\n")) {
-			b.WriteByte('\n')
-		}
-	}
-	return b.Bytes()
-}
 
 func TestVerifyLogIntact(t *testing.T) {
 	data := sampleLog(t, goodSigner)
@@ -358,11 +255,15 @@ func TestSessionIDDeterministic(t *testing.T) {
 func BenchmarkVerifyLog(b *testing.B) {
 	var buf bytes.Buffer
 	w, _ := StartLog(&buf, &Header{}, frozenTS, "")
-	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }})
+	f := false
 	for i := 0; i < 10000; i++ {
 		id := json.RawMessage(fmt.Sprint(i))
-		rec.ToolCall(ToolCallEvent{Tool: "read_file", Arguments: map[string]any{"path": fmt.Sprint("/data/", i)}, RPCID: id})
-		rec.ToolResponse(ToolResponseEvent{RPCID: id, Result: map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}})
+		call := &Event{Kind: KindToolCall, Tool: "read_file", Method: "tools/call", RPCID: id, TS: frozenTS, Source: SourceObserved}
+		SetPayload(call, map[string]any{"path": fmt.Sprint("/data/", i)})
+		w.Append(call)
+		resp := &Event{Kind: KindToolResponse, Tool: "read_file", Call: call.ID, RPCID: id, IsError: &f, TS: frozenTS, Source: SourceObserved}
+		SetPayload(resp, map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}})
+		w.Append(resp)
 	}
 	Finish(w, []Signer{goodSigner}, frozenTS)
 	data := buf.Bytes()

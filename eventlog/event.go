@@ -1,4 +1,4 @@
-package capture
+package eventlog
 
 import (
 	"encoding/json"
@@ -167,6 +167,13 @@ type Redaction struct {
 	KeyID string   `json:"key_id,omitempty"`
 	Alg   string   `json:"alg,omitempty"` // "hmac-sha256"
 }
+
+// RedactTokenPrefix starts every value that redaction wrote: the prefix,
+// then the 64 hex characters of the keyed hash (docs/formats/events.md).
+const RedactTokenPrefix = "redacted:hmac-sha256:"
+
+// RedactAlg is the keyed hash redaction uses (Redaction.Alg).
+const RedactAlg = "hmac-sha256"
 
 // End is the payload of the session_end line.
 type End struct {

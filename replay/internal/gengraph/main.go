@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
 	"github.com/agent-trace-witness/witness/replay"
-	"github.com/agent-trace-witness/witness/replay/internal/benchgraph"
 )
 
 // peakRSS returns the process's peak resident set size in MiB (Linux
@@ -41,7 +41,7 @@ func peakRSS() float64 {
 }
 
 func measureReplay(nodes int) error {
-	g, err := graph.Build(benchgraph.New(nodes), graph.Options{})
+	g, err := graph.Build(synthlog.NewGraph(nodes), graph.Options{})
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func measureReplay(nodes int) error {
 		return err
 	}
 	t1 := time.Now()
-	r, err := e.Counterfactual(replay.Options{Remove: []string{graph.ToolIRI(graph.SessionIRI(benchgraph.Session), benchgraph.BusiestTool)}})
+	r, err := e.Counterfactual(replay.Options{Remove: []string{graph.ToolIRI(graph.SessionIRI(synthlog.GraphSession), synthlog.BusiestTool)}})
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func run(nodes int, out, events string) error {
 			return err
 		}
 		bw := bufio.NewWriter(f)
-		if err := benchgraph.Write(bw, nodes); err != nil {
+		if err := synthlog.WriteGraph(bw, nodes); err != nil {
 			return err
 		}
 		if err := bw.Flush(); err != nil {
@@ -103,7 +103,7 @@ func run(nodes int, out, events string) error {
 			return err
 		}
 	}
-	g, err := graph.Build(benchgraph.New(nodes), graph.Options{})
+	g, err := graph.Build(synthlog.NewGraph(nodes), graph.Options{})
 	if err != nil {
 		return err
 	}

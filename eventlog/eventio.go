@@ -1,4 +1,4 @@
-package capture
+package eventlog
 
 import (
 	"bufio"
@@ -171,23 +171,21 @@ var ErrLineTooLong = errors.New("line exceeds the maximum line size")
 // Next returns the next event, or io.EOF at the end. A line that is not a
 // valid event yields a *ParseError; reading may continue after it.
 func (r *Reader) Next() (*Event, error) {
-	for {
-		line, err := r.readLine()
-		if err != nil {
-			return nil, err
-		}
-		r.line++
-		r.raw = line
-		if len(bytes.TrimSpace(line)) == 0 {
-			return nil, &ParseError{File: r.name, Line: r.line, Err: errors.New("blank line")}
-		}
-		ev, perr := DecodeEvent(line)
-		if perr != nil {
-			perr.Locate(r.name, r.line)
-			return nil, perr
-		}
-		return ev, nil
+	line, err := r.readLine()
+	if err != nil {
+		return nil, err
 	}
+	r.line++
+	r.raw = line
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil, &ParseError{File: r.name, Line: r.line, Err: errors.New("blank line")}
+	}
+	ev, perr := DecodeEvent(line)
+	if perr != nil {
+		perr.Locate(r.name, r.line)
+		return nil, perr
+	}
+	return ev, nil
 }
 
 func (r *Reader) readLine() ([]byte, error) {

@@ -1,4 +1,4 @@
-package graph
+package eventlog
 
 import (
 	"bufio"
@@ -8,45 +8,43 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
-
-	"github.com/agent-trace-witness/witness/capture"
 )
 
-// errSlow makes the fast event decoder hand a line to capture.DecodeEvent.
+// errSlow makes the fast event decoder hand a line to DecodeEvent.
 var errSlow = errors.New("slow path")
 
-// DecodeEventFast decodes one event line like capture.DecodeEvent (same
+// DecodeEventFast decodes one event line like DecodeEvent (same
 // result, same errors), quickly for the common case: canonical lines whose
 // keys it knows. Anything else (unknown keys, escapes it does not handle,
-// nested headers, malformed input) goes to capture.DecodeEvent. The graph
+// nested headers, malformed input) goes to DecodeEvent. The graph
 // does not use the wire field, so the fast path skips it (after checking it
 // is valid JSON) and leaves Event.Wire nil.
-func DecodeEventFast(line []byte) (*capture.Event, *capture.ParseError) {
+func DecodeEventFast(line []byte) (*Event, *ParseError) {
 	e, err := decodeFast(line)
 	if err == nil {
 		if pe := checkEnvelope(e); pe == nil {
 			return e, nil
 		}
 	}
-	return capture.DecodeEvent(line)
+	return DecodeEvent(line)
 }
 
-// checkEnvelope repeats capture.DecodeEvent's envelope checks; a failure
+// checkEnvelope repeats DecodeEvent's envelope checks; a failure
 // sends the line to the slow path, which reports it.
-func checkEnvelope(e *capture.Event) error {
-	if e.V != capture.FormatVersion || e.ID == "" || e.Kind == "" || len(e.Prev) != 64 {
+func checkEnvelope(e *Event) error {
+	if e.V != FormatVersion || e.ID == "" || e.Kind == "" || len(e.Prev) != 64 {
 		return errSlow
 	}
 	switch e.Kind {
-	case capture.KindToolCall, capture.KindToolResponse, capture.KindModelInput, capture.KindModelOutput, capture.KindExternalEffect,
-		capture.KindNotification, capture.KindMessage, capture.KindAmbiguous, capture.KindSessionEnd:
+	case KindToolCall, KindToolResponse, KindModelInput, KindModelOutput, KindExternalEffect,
+		KindNotification, KindMessage, KindAmbiguous, KindSessionEnd:
 		return nil
 	}
 	return errSlow // session_start (header) and unknown kinds
 }
 
 // fastMaxDepth bounds the fast scanner's recursion well below
-// jsonlimit.MaxDepth: a deeper line goes to capture.DecodeEvent, which
+// jsonlimit.MaxDepth: a deeper line goes to DecodeEvent, which
 // applies the one limit exactly.
 const fastMaxDepth = 200
 
@@ -359,13 +357,13 @@ const (
 	kNumbers
 )
 
-func decodeFast(line []byte) (*capture.Event, error) {
+func decodeFast(line []byte) (*Event, error) {
 	s := &scanner{b: line}
 	if s.peek() != '{' {
 		return nil, errSlow
 	}
 	s.i++
-	e := &capture.Event{}
+	e := &Event{}
 	var seen uint32
 	if s.peek() == '}' {
 		return nil, errSlow
@@ -404,7 +402,7 @@ func decodeFast(line []byte) (*capture.Event, error) {
 			bit = kKind
 			var k string
 			k, err = s.str()
-			e.Kind = capture.Kind(k)
+			e.Kind = Kind(k)
 		case "ts":
 			bit = kTS
 			e.TS, err = s.str()
@@ -412,7 +410,7 @@ func decodeFast(line []byte) (*capture.Event, error) {
 			bit = kSource
 			var v string
 			v, err = s.str()
-			e.Source = capture.Source(v)
+			e.Source = Source(v)
 		case "prev":
 			bit = kPrev
 			e.Prev, err = s.str()
@@ -520,32 +518,38 @@ func decodeFast(line []byte) (*capture.Event, error) {
 	return e, nil
 }
 
-// lineSource reads an event log with the fast decoder.
-type lineSource struct {
+// FastReader streams an event log like Reader, decoding each line with
+// DecodeEventFast: same events (Wire aside), same errors. It is what the
+// graph reads a log with.
+type FastReader struct {
 	br   *bufio.Reader
 	name string
 	line int64
 	buf  []byte
 }
 
-// NewEventSource returns an EventSource over the event log r (name is used
-// in errors) that decodes lines with DecodeEventFast.
-func NewEventSource(r io.Reader, name string) EventSource {
-	return &lineSource{br: bufio.NewReaderSize(r, 1<<20), name: name}
+// NewFastReader returns a FastReader over the event log r (name is used in
+// errors).
+func NewFastReader(r io.Reader, name string) *FastReader {
+	return &FastReader{br: bufio.NewReaderSize(r, 1<<20), name: name}
 }
 
-func (l *lineSource) Line() int64 { return l.line }
+// Line returns the 1-based number of the line last returned by Next.
+func (l *FastReader) Line() int64 { return l.line }
 
-func (l *lineSource) Name() string { return l.name }
+// Name returns the name given to NewFastReader.
+func (l *FastReader) Name() string { return l.name }
 
-func (l *lineSource) Next() (*capture.Event, error) {
+// Next returns the next event, or io.EOF at the end. A line that is not a
+// valid event yields a *ParseError.
+func (l *FastReader) Next() (*Event, error) {
 	line, err := l.readLine()
 	if err != nil {
 		return nil, err
 	}
 	l.line++
 	if len(bytes.TrimSpace(line)) == 0 {
-		return nil, &capture.ParseError{File: l.name, Line: l.line, Err: errors.New("blank line")}
+		return nil, &ParseError{File: l.name, Line: l.line, Err: errors.New("blank line")}
 	}
 	e, pe := DecodeEventFast(line)
 	if pe != nil {
@@ -555,16 +559,16 @@ func (l *lineSource) Next() (*capture.Event, error) {
 	return e, nil
 }
 
-func (l *lineSource) readLine() ([]byte, error) {
+func (l *FastReader) readLine() ([]byte, error) {
 	l.buf = l.buf[:0]
 	for {
 		chunk, err := l.br.ReadSlice('\n')
-		if len(l.buf)+len(chunk) > capture.MaxLineBytes+1 {
+		if len(l.buf)+len(chunk) > MaxLineBytes+1 {
 			for err == bufio.ErrBufferFull {
 				_, err = l.br.ReadSlice('\n')
 			}
 			l.line++
-			return nil, &capture.ParseError{File: l.name, Line: l.line, Err: fmt.Errorf("%w (%d bytes)", capture.ErrLineTooLong, capture.MaxLineBytes)}
+			return nil, &ParseError{File: l.name, Line: l.line, Err: fmt.Errorf("%w (%d bytes)", ErrLineTooLong, MaxLineBytes)}
 		}
 		switch err {
 		case nil:
