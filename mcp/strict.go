@@ -689,7 +689,7 @@ func (s *strictScan) str() ([]byte, bool) {
 			case 't':
 				out = append(out, '\t')
 			case 'u':
-				r := hex4(b[s.i:])
+				r := canon.Hex4(b[s.i:])
 				if r < 0 {
 					s.fail(len(b)-s.i < 4, `invalid \u escape`)
 					return nil, false
@@ -699,7 +699,7 @@ func (s *strictScan) str() ([]byte, bool) {
 				case r >= 0xD800 && r <= 0xDBFF:
 					lo := -1
 					if s.i+6 <= len(b) && b[s.i] == '\\' && b[s.i+1] == 'u' {
-						lo = hex4(b[s.i+2:])
+						lo = canon.Hex4(b[s.i+2:])
 					}
 					if lo < 0xDC00 || lo > 0xDFFF {
 						if lone == "" {
@@ -750,24 +750,3 @@ func (s *strictScan) strReason(what string) {
 	s.r.add(s.inEnvelope() || len(s.stack) == 0, "%s in a string at %s", what, s.path())
 }
 
-// hex4 decodes 4 hex digits at the start of b, or returns -1.
-func hex4(b []byte) int {
-	if len(b) < 4 {
-		return -1
-	}
-	n := 0
-	for _, c := range b[:4] {
-		n <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			n |= int(c - '0')
-		case c >= 'a' && c <= 'f':
-			n |= int(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			n |= int(c-'A') + 10
-		default:
-			return -1
-		}
-	}
-	return n
-}

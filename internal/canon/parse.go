@@ -270,7 +270,7 @@ func (p *parser) str() (string, error) {
 			case 't':
 				out = append(out, '\t')
 			case 'u':
-				r := hex4(d[p.pos:])
+				r := Hex4(d[p.pos:])
 				if r < 0 {
 					return "", p.errf(`invalid \u escape`)
 				}
@@ -279,7 +279,7 @@ func (p *parser) str() (string, error) {
 				case r >= 0xD800 && r <= 0xDBFF:
 					lo := -1
 					if p.pos+6 <= len(d) && d[p.pos] == '\\' && d[p.pos+1] == 'u' {
-						lo = hex4(d[p.pos+2:])
+						lo = Hex4(d[p.pos+2:])
 					}
 					if lo < 0xDC00 || lo > 0xDFFF {
 						return "", p.errf(`lone UTF-16 surrogate escape \u%04x`, r)
@@ -302,8 +302,9 @@ func (p *parser) str() (string, error) {
 	return "", p.errf("unexpected end of input in string")
 }
 
-// hex4 decodes 4 hex digits at the start of b, or returns -1.
-func hex4(b []byte) int {
+// Hex4 decodes the 4 hex digits of a \uXXXX escape at the start of b, or
+// returns -1. It is the one such decoder of the witness's JSON readers.
+func Hex4(b []byte) int {
 	if len(b) < 4 {
 		return -1
 	}

@@ -153,11 +153,11 @@ func checkText(raw []byte) error {
 				i++
 				continue
 			}
-			u := hex4(raw[i+2:])
+			u := Hex4(raw[i+2:])
 			switch {
 			case u >= 0xD800 && u <= 0xDBFF:
 				if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-					if l := hex4(raw[i+8:]); l >= 0xDC00 && l <= 0xDFFF {
+					if l := Hex4(raw[i+8:]); l >= 0xDC00 && l <= 0xDFFF {
 						i += 11
 						continue
 					}

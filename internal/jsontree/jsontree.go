@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
 )
@@ -400,10 +401,10 @@ func checkSurrogates(data []byte, off int64) error {
 			return nil
 		case '\\':
 			if i+1 < len(s) && s[i+1] == 'u' && i+5 < len(s) {
-				u := hex4(s[i+2 : i+6])
+				u := canon.Hex4(s[i+2 : i+6])
 				if u >= 0xD800 && u <= 0xDBFF {
 					if i+11 < len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
-						if l := hex4(s[i+8 : i+12]); l >= 0xDC00 && l <= 0xDFFF {
+						if l := canon.Hex4(s[i+8 : i+12]); l >= 0xDC00 && l <= 0xDFFF {
 							i += 11
 							continue
 						}
@@ -422,23 +423,6 @@ func checkSurrogates(data []byte, off int64) error {
 	return nil
 }
 
-func hex4(b []byte) int {
-	n := 0
-	for _, c := range b {
-		n <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			n |= int(c - '0')
-		case c >= 'a' && c <= 'f':
-			n |= int(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			n |= int(c-'A') + 10
-		default:
-			return -1
-		}
-	}
-	return n
-}
 
 // lineCol returns the 1-based line and byte column of offset off.
 func lineCol(data []byte, off int64) (int, int) {
