@@ -749,4 +749,3 @@ func (s *strictScan) strReason(what string) {
 	}
 	s.r.add(s.inEnvelope() || len(s.stack) == 0, "%s in a string at %s", what, s.path())
 }
-

@@ -423,7 +423,6 @@ func checkSurrogates(data []byte, off int64) error {
 	return nil
 }
 
-
 // lineCol returns the 1-based line and byte column of offset off.
 func lineCol(data []byte, off int64) (int, int) {
 	if off > int64(len(data)) {
