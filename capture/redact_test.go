@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 var redactKey = bytes.Repeat([]byte{0x42}, 32)
