@@ -199,7 +199,7 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 	}
 	var sum *firewall.Summary
 	if o.out != "" {
-		err = firewall.PublishFile(o.out, outOpts, func(w io.Writer) error {
+		err = atomicfile.Publish(o.out, firewall.AuditFile(o.out, outOpts), func(w io.Writer) error {
 			opts.Audit = w
 			var e error
 			sum, e = firewall.EvaluateFile(o.events, opts)
@@ -343,7 +343,7 @@ func runFirewallDerive(a *app, o *firewallOptions) error {
 	}
 	defer in.Close()
 	var res *firewall.DeriveResult
-	err = firewall.PublishFile(o.out, outOpts, func(w io.Writer) error {
+	err = atomicfile.Publish(o.out, firewall.AuditFile(o.out, outOpts), func(w io.Writer) error {
 		var e error
 		res, e = firewall.DeriveLog(in, o.events, w, m, hex.EncodeToString(sum[:]))
 		return e

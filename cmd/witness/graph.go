@@ -124,20 +124,17 @@ func runGraph(a *app, o graphOptions) error {
 	defer in.Close()
 	src := graph.NewEventSource(in, o.Events)
 
-	out, commit, err := openOut(a, o.Out, outOpts)
-	if err != nil {
-		return err
-	}
-	defer commit(false)
 	var digest string
 	var quads int64
-	if o.Format == "nquads" && o.FirewallAudit == "" {
-		st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
-		if err != nil {
-			return err
+	write := func(out io.Writer) error {
+		if o.Format == "nquads" && o.FirewallAudit == "" {
+			st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
+			if err != nil {
+				return err
+			}
+			digest, quads = st.Digest, st.Quads
+			return nil
 		}
-		digest, quads = st.Digest, st.Quads
-	} else {
 		g, err := graph.Build(src, opts)
 		if err != nil {
 			return err
@@ -162,8 +159,17 @@ func runGraph(a *app, o graphOptions) error {
 		if err != nil {
 			return exitcode.New(exitcode.Failure, fmt.Errorf("write graph: %w", err), "")
 		}
+		return nil
 	}
-	if err := commit(true); err != nil {
+	if o.Out == "" {
+		err = write(a.stdout)
+	} else {
+		// the graph is derived from the events and regenerated at will: it
+		// is published atomically but not fsynced (atomicfile.Options.NoSync)
+		outOpts.NoSync = true
+		err = atomicfile.Publish(o.Out, outOpts, write)
+	}
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stderr, "witness: graph digest sha256:%s (%d quads)\n", digest, quads)
@@ -178,28 +184,4 @@ type lineCounter struct{ n int64 }
 func (c *lineCounter) Write(p []byte) (int, error) {
 	c.n += int64(bytes.Count(p, []byte{'\n'}))
 	return len(p), nil
-}
-
-// openOut returns the writer for --out (staged by atomicfile and put in
-// place on success) or standard output, and the function that finishes it.
-func openOut(a *app, path string, o atomicfile.Options) (io.Writer, func(ok bool) error, error) {
-	if path == "" {
-		return a.stdout, func(bool) error { return nil }, nil
-	}
-	f, err := atomicfile.Create(path, o)
-	if err != nil {
-		return nil, nil, err
-	}
-	done := false
-	return f, func(ok bool) error {
-		if done {
-			return nil
-		}
-		done = true
-		if !ok {
-			f.Abort()
-			return nil
-		}
-		return f.Commit()
-	}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -92,11 +93,6 @@ func runImport(a *app, o importOptions) error {
 	if len(signers) == 0 {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
 	}
-	tmp, err := atomicfile.Create(o.Out, outOpts)
-	if err != nil {
-		return err
-	}
-	defer tmp.Abort()
 	ts := capture.Timestamp(a.getenv)
 	opts := capture.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
 	if !o.Quiet {
@@ -112,15 +108,17 @@ func runImport(a *app, o importOptions) error {
 			}
 		}
 	}
-	rep, err := capture.ImportATW(in, tmp, opts)
-	if err != nil {
+	var rep *capture.ImportReport
+	err = atomicfile.Publish(o.Out, outOpts, func(w io.Writer) error {
+		var err error
+		rep, err = capture.ImportATW(in, w, opts)
 		var coded *exitcode.Error
-		if !errors.As(err, &coded) {
+		if err != nil && !errors.As(err, &coded) {
 			err = exitcode.New(exitcode.Failure, err, "")
 		}
 		return err
-	}
-	if err := tmp.Commit(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	kind := "event log"
