@@ -20,8 +20,7 @@ type graphOptions struct {
 	Events     string
 	Seal       string
 	Format     string
-	Out        string
-	Force      bool
+	Output     outputOptions
 	NoPayloads bool
 	MaxNodes   int
 	Classes    string
@@ -66,8 +65,7 @@ whatever the format.`,
 	f.StringVar(&o.Events, "events", "", "event log to read (events.jsonl)")
 	f.StringVar(&o.Seal, "seal", "", "seal file: the plan of the session (default: the seal the log header names)")
 	f.StringVar(&o.Format, "format", "jsonld", "output format: jsonld, nquads or dot")
-	f.StringVar(&o.Out, "out", "", "file to write (default: standard output)")
-	addForceFlag(c, &o.Force)
+	o.Output.AddFlags(c, "file to write (default: standard output)", true)
 	f.BoolVar(&o.NoPayloads, "no-payloads", false, "leave payload contents (prov:value) out, keep their hashes")
 	f.IntVar(&o.MaxNodes, "max-nodes", graph.DefaultDOTMaxNodes, "dot: draw a summary above this many nodes")
 	f.StringVar(&o.Classes, "classes", "", "dot: JSON object of event id or node IRI -> class (violation, tampered, incomplete, warning, notice, removed, highlight)")
@@ -87,14 +85,9 @@ func runGraph(a *app, o graphOptions) error {
 	if o.Format != "dot" && (o.Classes != "" || o.Title != "") {
 		return usageError(fmt.Errorf("--classes and --title apply to --format dot only"), "add --format dot")
 	}
-	if o.Out == "-" {
-		o.Out = ""
-	}
-	outOpts := a.outOptions("--out", o.Force, o.Events, o.Seal, o.Classes, o.FirewallAudit)
-	if o.Out != "" {
-		if err := atomicfile.Check(o.Out, outOpts); err != nil {
-			return err
-		}
+	o.Output.Reads(o.Events, o.Seal, o.Classes, o.FirewallAudit)
+	if err := o.Output.Check(a); err != nil {
+		return err
 	}
 	opts := graph.Options{OmitPayloads: o.NoPayloads}
 	if o.Seal != "" {
@@ -161,20 +154,15 @@ func runGraph(a *app, o graphOptions) error {
 		}
 		return nil
 	}
-	if o.Out == "" {
-		err = write(a.stdout)
-	} else {
-		// the graph is derived from the events and regenerated at will: it
-		// is published atomically but not fsynced (atomicfile.Options.NoSync)
-		outOpts.NoSync = true
-		err = atomicfile.Publish(o.Out, outOpts, write)
-	}
-	if err != nil {
+	// the graph is derived from the events and regenerated at will: it is
+	// published atomically but not fsynced (atomicfile.Options.NoSync)
+	noSync := func(r atomicfile.Options) atomicfile.Options { r.NoSync = true; return r }
+	if err := o.Output.Publish(a, noSync, write); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stderr, "witness: graph digest sha256:%s (%d quads)\n", digest, quads)
-	if o.Out != "" {
-		fmt.Fprintf(a.stderr, "witness: wrote %s (%s)\n", o.Out, o.Format)
+	if out := o.Output.File(); out != "" {
+		fmt.Fprintf(a.stderr, "witness: wrote %s (%s)\n", out, o.Format)
 	}
 	return nil
 }
