@@ -258,9 +258,15 @@ func Dial(o DialOptions) (*Session, error) {
 	return s, nil
 }
 
-// Close ends the session and closes its files.
+// Close ends the session, syncs its files (atomicfile.SyncLive) and closes
+// them.
 func (s *Session) Close() error {
 	err := s.Live.Close()
+	for _, f := range s.files {
+		if serr := atomicfile.SyncLive(f); err == nil {
+			err = serr
+		}
+	}
 	if ferr := s.closeFiles(); err == nil {
 		err = ferr
 	}

@@ -184,8 +184,8 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 	if cerr != nil {
 		return res, exitcode.WithHint(cerr, "the cassette and event log hold everything received")
 	}
-	if err := cf.Sync(); err != nil {
+	if err := atomicfile.SyncLive(cf); err != nil {
 		return res, err
 	}
-	return res, ef.Sync()
+	return res, atomicfile.SyncLive(ef)
 }

@@ -115,7 +115,7 @@ func TestAuditFilePublishAndRecordedIncomplete(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.ndjson")
 	good := sampleAudit(t)
-	if err := PublishFile(path, atomicfile.Options{}, func(w io.Writer) error { _, err := w.Write(good); return err }); err != nil {
+	if err := atomicfile.Publish(path, AuditFile(path, atomicfile.Options{}), func(w io.Writer) error { _, err := w.Write(good); return err }); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)

@@ -1,7 +1,6 @@
 package firewall
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 // CheckLine renders one check as a line of text: event, direction,
@@ -109,30 +107,15 @@ func WriteJSONLine(w io.Writer, v any) error {
 	return err
 }
 
-// PublishFile writes a file (an audit snapshot, a derived log) the way the
-// seed publishes a snapshot: into "<path>.partial" (created exclusively,
-// mode 0600), then put in place once write returns without error, under
-// the evidence rules of o (internal/atomicfile: never over an input, never
-// through a symlink, an existing file only with o.Force). A failure leaves
-// path untouched and removes the staging file.
-func PublishFile(path string, o atomicfile.Options, write func(io.Writer) error) (err error) {
+// AuditFile returns o with the rules an audit snapshot (or a derived log)
+// is published under, as the seed publishes a snapshot: staged in
+// "<path>.partial", created exclusively (a stale one left by an
+// interrupted run is refused), mode 0600. Write it with atomicfile.Publish,
+// which keeps the evidence rules of o (never over an input, never through
+// a symlink, an existing file only with o.Force) and removes the staging
+// file on failure.
+func AuditFile(path string, o atomicfile.Options) atomicfile.Options {
 	o.Staging = path + ".partial"
 	o.Perm = 0o600
-	f, err := atomicfile.Create(path, o)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Abort()
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err = write(bw); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", path, err), "")
-	}
-	return f.Commit()
+	return o
 }

@@ -403,7 +403,9 @@ func (k *Keyring) save() error {
 	if file == "" {
 		file = k.path
 	}
-	if err := atomicfile.WriteFile(file, data, 0o600); err != nil {
+	// the keyring replaces itself (Force) under its lock, at its real path
+	// (no symlink there), mode 0600 from the first byte, synced
+	if err := atomicfile.Write(file, data, atomicfile.Options{Force: true, Perm: 0o600, Flag: "keyring"}); err != nil {
 		return exitcode.New(exitcode.Failure, fmt.Errorf("write keyring: %w", err), "")
 	}
 	k.exists = true

@@ -138,7 +138,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		recErr = cerr
 	}
 	if recErr == nil {
-		recErr = errors.Join(casFile.Sync(), evFile.Sync())
+		recErr = errors.Join(atomicfile.SyncLive(casFile), atomicfile.SyncLive(evFile))
 	}
 	if recErr != nil {
 		return res, exitcode.New(exitcode.Failure, fmt.Errorf("recording failed; nothing unrecorded was forwarded, and forwarding stopped there: %w", recErr), "check the space and permissions of the --out directory")

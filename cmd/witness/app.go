@@ -148,3 +148,13 @@ func wrapArgs(c *cobra.Command) {
 		wrapArgs(sub)
 	}
 }
+
+// checkChoice refuses a flag value that is not one of choices.
+func checkChoice(flag, v string, choices ...string) error {
+	for _, c := range choices {
+		if v == c {
+			return nil
+		}
+	}
+	return usageError(fmt.Errorf("--%s %q is not one of %v", flag, v, choices), fmt.Sprintf("use --%s %s", flag, choices[0]))
+}

@@ -18,10 +18,10 @@ import (
 )
 
 type captureOptions struct {
-	Out        string
+	Output     outputOptions // --out DIR, --force
 	Scenario   string
 	Seal       string
-	Keyring    string
+	Keys       keyringOptions
 	Effects    string
 	Timeout    time.Duration
 	Protocol   string
@@ -30,7 +30,6 @@ type captureOptions struct {
 	TermGrace  time.Duration
 	Env        []string
 	Redact     redactOptions
-	Force      bool
 	Command    []string
 }
 
@@ -74,11 +73,10 @@ the names, never the values.`,
 	}
 	c.Flags().SetInterspersed(false)
 	f := c.Flags()
-	f.StringVar(&o.Out, "out", "", "folder to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)")
-	addForceFlag(c, &o.Force)
+	o.Output.AddFlags(c, "folder to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)", false)
 	f.StringVar(&o.Scenario, "scenario", "", "JSON list of tool calls to make")
 	f.StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
-	f.StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when it exists)")
+	o.Keys.AddFlags(c, recordingKeys)
 	f.StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target (docs/formats/effects.md)")
 	f.DurationVar(&o.Timeout, "timeout", capture.DefaultTimeout, "per-request timeout; a request that times out is cancelled")
 	f.StringVar(&o.Protocol, "protocol", mcp.DefaultProtocol, "MCP protocol version to pin in initialize: "+strings.Join(mcp.SupportedProtocols, ", "))
@@ -122,12 +120,20 @@ func serverEnv(a *app, extra []string) ([]string, error) {
 	return env, nil
 }
 
-func (a *app) captureSigners(flag string) ([]eventlog.Signer, error) {
-	s, err := a.activeSigner(flag)
-	if err != nil || s == nil {
-		return nil, err
+// recordingKeys is how the recording verbs (capture, proxy, import) use
+// the keyring: its active key signs the session end, and only a keyring
+// named on purpose (--keyring or $WITNESS_KEYRING) signs; without one the
+// end is written unsigned.
+var recordingKeys = keyUse{Role: "keyring whose active key signs the session end", NoUserDefault: true}
+
+// captureSigners returns the signers of a recording's session end.
+func captureSigners(a *app, k *keyringOptions) ([]eventlog.Signer, error) {
+	ss, err := k.Signers(a)
+	var out []eventlog.Signer
+	for _, s := range ss {
+		out = append(out, s)
 	}
-	return []eventlog.Signer{s}, nil
+	return out, err
 }
 
 func runCapture(a *app, o captureOptions) error {
@@ -179,14 +185,14 @@ func runCapture(a *app, o captureOptions) error {
 	if lo.Redactor, err = o.Redact.Load(a); err != nil {
 		return err
 	}
-	if lo.Signers, err = a.captureSigners(o.Keyring); err != nil {
+	if lo.Signers, err = captureSigners(a, &o.Keys); err != nil {
 		return err
 	}
 	if len(lo.Signers) == 0 {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
 	}
-	files := a.outOptions("--out", o.Force, o.Scenario, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile)
-	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Out, Files: files, Calls: calls})
+	o.Output.Reads(o.Scenario, o.Seal, o.Keys.Input(a), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile)
+	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Output.Out, Files: o.Output.Rules(a), Calls: calls})
 	if res != nil && res.Server.Name != "" {
 		fmt.Fprintf(a.stdout, "witness: server %s %s, protocol %s, %d tools\n", res.Server.Name, res.Server.Version, res.Server.ProtocolVersion, res.Tools)
 	}

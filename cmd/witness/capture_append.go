@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +13,7 @@ import (
 
 type captureAppendOptions struct {
 	Events   string
-	Keyring  string
+	Keys     keyringOptions
 	KeepOpen bool
 	AllowUns bool
 	Redact   redactOptions
@@ -55,7 +54,7 @@ It prints one line per appended event: its id, kind and ref.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Events, "events", "", "event log to append to")
-	f.StringVar(&o.Keyring, "keyring", "", "keyring: verifies the log's signatures and signs the new end with its active key (default $WITNESS_KEYRING when it exists)")
+	o.Keys.AddFlags(c, keyUse{Role: "keyring: verifies the log's signatures and signs the new end with its active key", NoUserDefault: true})
 	f.BoolVar(&o.KeepOpen, "keep-open", false, "do not write a session_end after the appended events")
 	f.BoolVar(&o.AllowUns, "allow-unsigned", false, "sign the new end even over a log whose end is missing, unsigned or signed only by keys the keyring does not hold (vouching for its lines)")
 	o.Redact.AddFlags(c, "")
@@ -66,7 +65,7 @@ It prints one line per appended event: its id, kind and ref.`,
 func runCaptureAppend(a *app, o captureAppendOptions) error {
 	// the log is extended on purpose; it must not be another input (the
 	// lines on stdin, the keyring, the redaction files) or a symlink
-	if err := atomicfile.CheckAppend(o.Events, a.outOptions("--events", false, a.captureKeyring(o.Keyring), o.Redact.RulesFile, o.Redact.KeyFile)); err != nil {
+	if err := atomicfile.CheckAppend(o.Events, a.writeRules("--events", false, o.Keys.Input(a), o.Redact.RulesFile, o.Redact.KeyFile)); err != nil {
 		return err
 	}
 	red, err := o.Redact.Load(a)
@@ -88,29 +87,20 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 		},
 	}
 	// the keyring verifies the existing log and signs the new end
-	path := o.Keyring
-	if path == "" {
-		if p := a.getenv(keyring.EnvKeyring); p != "" {
-			if _, err := os.Stat(p); err == nil {
-				path = p
-			}
+	var k *keyring.Keyring
+	if o.KeepOpen {
+		k, err = o.Keys.Verifier(a)
+	} else {
+		var s keyring.Signer
+		if s, k, err = o.Keys.Signer(a); s != nil {
+			opts.Signers = []eventlog.Signer{s}
 		}
 	}
-	if path != "" {
-		kopts, err := a.keyringOptions("")
-		if err != nil {
-			return err
-		}
-		k, err := keyring.OpenExisting(path, kopts)
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if k != nil {
 		opts.Verifier = eventlog.UnknownKeyAs(k, keyring.ErrUnknownKey, keyring.ErrRevoked)
-		if !o.KeepOpen {
-			if opts.Signers, err = a.captureSigners(path); err != nil {
-				return err
-			}
-		}
 	} else if !o.KeepOpen {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the new session end is not signed (pass --keyring)\n")
 	}

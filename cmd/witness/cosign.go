@@ -5,17 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/seal"
 )
 
 type cosignOptions struct {
-	Seal    string
-	Keyring string
-	KeyID   string
-	Out     string
-	Force   bool
+	Seal   string
+	Keys   keyringOptions
+	Output outputOptions
 }
 
 func newCosignCmd(a *app) *cobra.Command {
@@ -38,10 +34,8 @@ and is never rewritten (docs/design/evidence-files.md).`,
 			return runCosign(a, o)
 		},
 	}
-	addKeyringFlag(c, &o.Keyring)
-	c.Flags().StringVar(&o.KeyID, "key-id", "", "sign with this key instead of the active one")
-	c.Flags().StringVar(&o.Out, "out", "", "where to write the cosigned seal (a new file; never SEAL itself)")
-	addForceFlag(c, &o.Force)
+	o.Keys.AddFlags(c, keyUse{Required: true, KeyID: true})
+	o.Output.AddFlags(c, "where to write the cosigned seal (a new file; never SEAL itself)", false)
 	c.MarkFlagRequired("out")
 	return c
 }
@@ -51,28 +45,14 @@ func runCosign(a *app, o cosignOptions) error {
 	if err != nil {
 		return err
 	}
-	path, err := a.keyringPath(o.Keyring)
-	if err != nil {
+	if _, _, err := o.Keys.path(a); err != nil {
 		return err
 	}
-	outOpts := a.outOptions("--out", o.Force, o.Seal, path)
-	if err := atomicfile.Check(o.Out, outOpts); err != nil {
+	o.Output.Reads(o.Seal, o.Keys.Input(a))
+	if err := o.Output.Check(a); err != nil {
 		return err
 	}
-	opts, err := a.keyringOptions("")
-	if err != nil {
-		return err
-	}
-	k, err := keyring.OpenExisting(path, opts)
-	if err != nil {
-		return err
-	}
-	var signer keyring.Signer
-	if o.KeyID != "" {
-		signer, err = k.Signer(o.KeyID)
-	} else {
-		signer, err = k.ActiveSigner()
-	}
+	signer, _, err := o.Keys.Signer(a)
 	if err != nil {
 		return err
 	}
@@ -83,9 +63,9 @@ func runCosign(a *app, o cosignOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(o.Out, b, outOpts); err != nil {
+	if err := o.Output.Write(a, b); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "cosigned %s -> %s with key_id=%s (%s); the seal now carries %d signature(s)\n", o.Seal, o.Out, signer.KeyID(), signer.Algorithm(), 1+len(s.Cosignatures))
+	fmt.Fprintf(a.stdout, "cosigned %s -> %s with key_id=%s (%s); the seal now carries %d signature(s)\n", o.Seal, o.Output.Out, signer.KeyID(), signer.Algorithm(), 1+len(s.Cosignatures))
 	return nil
 }

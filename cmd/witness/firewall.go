@@ -21,16 +21,14 @@ import (
 type firewallOptions struct {
 	policy     string
 	events     string
-	out        string
+	output     outputOptions
 	agent      string
 	mapping    string
 	recorded   string
 	format     string
 	canonical  bool
-	keyring    string
-	trust      string
+	keys       keyringOptions // --keyring (evaluate, audit verify), --trust (audit verify)
 	requireSig bool
-	force      bool
 }
 
 func newFirewallCmd(a *app) *cobra.Command {
@@ -129,13 +127,14 @@ same questions. --mapping also derives messages from MCP tool calls.`,
 	f := c.Flags()
 	f.StringVar(&o.policy, "policy", "", "message-policy file (org.social-harness/message-policy/v1)")
 	f.StringVar(&o.events, "events", "", "event log with message events")
-	f.StringVar(&o.out, "out", "", "write the audit snapshot (NDJSON) to FILE")
-	addForceFlag(c, &o.force)
+	o.output.AddFlags(c, "write the audit snapshot (NDJSON) to FILE", false)
 	f.StringVar(&o.agent, "agent", "", "our agent's id (default: the sender of the first outgoing message)")
 	f.StringVar(&o.mapping, "mapping", "", "message mapping file: derive messages from tool calls too")
 	f.StringVar(&o.recorded, "recorded", "", "answer English questions from the judgments kept in this audit snapshot")
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
-	addKeyringFlag(c, &o.keyring)
+	// signs as capture signs a session end: only with a keyring named on
+	// purpose (--keyring or $WITNESS_KEYRING)
+	o.keys.AddFlags(c, keyUse{Role: "keyring whose active key signs the audit snapshot", NoUserDefault: true})
 	_ = c.MarkFlagRequired("policy")
 	_ = c.MarkFlagRequired("events")
 	return c
@@ -145,9 +144,9 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 	if o.format != "text" && o.format != "json" {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
-	outOpts := a.outOptions("--out", o.force, o.policy, o.events, o.mapping, o.recorded)
-	if o.out != "" {
-		if err := atomicfile.Check(o.out, outOpts); err != nil {
+	o.output.Reads(o.policy, o.events, o.mapping, o.recorded, o.keys.Input(a))
+	if o.output.Out != "" { // --out is optional: without it, no audit
+		if err := o.output.Check(a); err != nil {
 			return err
 		}
 	}
@@ -185,21 +184,18 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 		_, err := fmt.Fprintln(a.stdout, firewall.CheckLine(c))
 		return err
 	}
-	if o.keyring != "" && o.out == "" {
+	out := o.output.File()
+	if o.keys.Keyring != "" && out == "" {
 		return usageError(fmt.Errorf("--keyring signs the audit snapshot, but there is no --out"), "add --out audit.ndjson")
 	}
-	if o.out != "" {
-		s, err := a.activeSigner(o.keyring)
-		if err != nil {
+	if out != "" {
+		if opts.Signers, err = o.keys.Signers(a); err != nil {
 			return err
-		}
-		if s != nil {
-			opts.Signers = []keyring.Signer{s}
 		}
 	}
 	var sum *firewall.Summary
-	if o.out != "" {
-		err = firewall.PublishFile(o.out, outOpts, func(w io.Writer) error {
+	if out != "" {
+		err = atomicfile.Publish(out, firewall.AuditFile(out, o.output.Rules(a)), func(w io.Writer) error {
 			opts.Audit = w
 			var e error
 			sum, e = firewall.EvaluateFile(o.events, opts)
@@ -215,17 +211,17 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 		if checks == nil {
 			checks = []map[string]any{}
 		}
-		return firewall.WriteJSONLine(a.stdout, map[string]any{"summary": sum, "checks": checks, "audit": o.out})
+		return firewall.WriteJSONLine(a.stdout, map[string]any{"summary": sum, "checks": checks, "audit": out})
 	}
 	if err := firewall.WriteSummary(a.stdout, sum); err != nil {
 		return err
 	}
-	if o.out != "" {
+	if out != "" {
 		signed := ""
 		if len(opts.Signers) > 0 {
 			signed = fmt.Sprintf(" (signed by key %s, %s)", opts.Signers[0].KeyID(), opts.Signers[0].Algorithm())
 		}
-		_, err = fmt.Fprintf(a.stdout, "audit: %s%s\n", o.out, signed)
+		_, err = fmt.Fprintf(a.stdout, "audit: %s%s\n", out, signed)
 	}
 	return err
 }
@@ -259,8 +255,7 @@ signature, whatever the rest), 4 incomplete, or unauthenticated with
 		},
 	}
 	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
-	addKeyringFlag(c, &o.keyring)
-	c.Flags().StringVar(&o.trust, "trust", "", "trust file of public keys (from 'witness key export-public')")
+	o.keys.AddFlags(c, keyUse{Trust: true})
 	c.Flags().BoolVar(&o.requireSig, "require-signature", false, "an unauthenticated snapshot is an error (exit 4), even when complete")
 	return c
 }
@@ -269,7 +264,7 @@ func runFirewallAuditVerify(a *app, path string, o *firewallOptions) error {
 	if o.format != "text" && o.format != "json" {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
-	vo, err := a.sealKeys(o.keyring, o.trust, 0)
+	vo, err := o.keys.VerifyKeys(a, 0)
 	if err != nil {
 		return err
 	}
@@ -315,8 +310,7 @@ evidence. See docs/formats/firewall.md.`,
 	f := c.Flags()
 	f.StringVar(&o.events, "events", "", "event log to read")
 	f.StringVar(&o.mapping, "mapping", "", "message mapping file (witness-message-mapping/v1)")
-	f.StringVar(&o.out, "out", "", "the new event log to write")
-	addForceFlag(c, &o.force)
+	o.output.AddFlags(c, "the new event log to write", false)
 	_ = c.MarkFlagRequired("events")
 	_ = c.MarkFlagRequired("mapping")
 	_ = c.MarkFlagRequired("out")
@@ -324,8 +318,8 @@ evidence. See docs/formats/firewall.md.`,
 }
 
 func runFirewallDerive(a *app, o *firewallOptions) error {
-	outOpts := a.outOptions("--out", o.force, o.events, o.mapping)
-	if err := atomicfile.Check(o.out, outOpts); err != nil {
+	o.output.Reads(o.events, o.mapping)
+	if err := o.output.Check(a); err != nil {
 		return err
 	}
 	raw, err := os.ReadFile(o.mapping)
@@ -343,7 +337,7 @@ func runFirewallDerive(a *app, o *firewallOptions) error {
 	}
 	defer in.Close()
 	var res *firewall.DeriveResult
-	err = firewall.PublishFile(o.out, outOpts, func(w io.Writer) error {
+	err = atomicfile.Publish(o.output.Out, firewall.AuditFile(o.output.Out, o.output.Rules(a)), func(w io.Writer) error {
 		var e error
 		res, e = firewall.DeriveLog(in, o.events, w, m, hex.EncodeToString(sum[:]))
 		return e
@@ -351,7 +345,7 @@ func runFirewallDerive(a *app, o *firewallOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout, "derived %d message events; wrote %d events to %s\n", res.Messages, res.Events, o.out)
+	_, err = fmt.Fprintf(a.stdout, "derived %d message events; wrote %d events to %s\n", res.Messages, res.Events, o.output.Out)
 	return err
 }
 

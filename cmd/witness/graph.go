@@ -20,8 +20,7 @@ type graphOptions struct {
 	Events     string
 	Seal       string
 	Format     string
-	Out        string
-	Force      bool
+	Output     outputOptions
 	NoPayloads bool
 	MaxNodes   int
 	Classes    string
@@ -66,8 +65,7 @@ whatever the format.`,
 	f.StringVar(&o.Events, "events", "", "event log to read (events.jsonl)")
 	f.StringVar(&o.Seal, "seal", "", "seal file: the plan of the session (default: the seal the log header names)")
 	f.StringVar(&o.Format, "format", "jsonld", "output format: jsonld, nquads or dot")
-	f.StringVar(&o.Out, "out", "", "file to write (default: standard output)")
-	addForceFlag(c, &o.Force)
+	o.Output.AddFlags(c, "file to write (default: standard output)", true)
 	f.BoolVar(&o.NoPayloads, "no-payloads", false, "leave payload contents (prov:value) out, keep their hashes")
 	f.IntVar(&o.MaxNodes, "max-nodes", graph.DefaultDOTMaxNodes, "dot: draw a summary above this many nodes")
 	f.StringVar(&o.Classes, "classes", "", "dot: JSON object of event id or node IRI -> class (violation, tampered, incomplete, warning, notice, removed, highlight)")
@@ -87,14 +85,9 @@ func runGraph(a *app, o graphOptions) error {
 	if o.Format != "dot" && (o.Classes != "" || o.Title != "") {
 		return usageError(fmt.Errorf("--classes and --title apply to --format dot only"), "add --format dot")
 	}
-	if o.Out == "-" {
-		o.Out = ""
-	}
-	outOpts := a.outOptions("--out", o.Force, o.Events, o.Seal, o.Classes, o.FirewallAudit)
-	if o.Out != "" {
-		if err := atomicfile.Check(o.Out, outOpts); err != nil {
-			return err
-		}
+	o.Output.Reads(o.Events, o.Seal, o.Classes, o.FirewallAudit)
+	if err := o.Output.Check(a); err != nil {
+		return err
 	}
 	opts := graph.Options{OmitPayloads: o.NoPayloads}
 	if o.Seal != "" {
@@ -124,20 +117,17 @@ func runGraph(a *app, o graphOptions) error {
 	defer in.Close()
 	src := graph.NewEventSource(in, o.Events)
 
-	out, commit, err := openOut(a, o.Out, outOpts)
-	if err != nil {
-		return err
-	}
-	defer commit(false)
 	var digest string
 	var quads int64
-	if o.Format == "nquads" && o.FirewallAudit == "" {
-		st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
-		if err != nil {
-			return err
+	write := func(out io.Writer) error {
+		if o.Format == "nquads" && o.FirewallAudit == "" {
+			st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
+			if err != nil {
+				return err
+			}
+			digest, quads = st.Digest, st.Quads
+			return nil
 		}
-		digest, quads = st.Digest, st.Quads
-	} else {
 		g, err := graph.Build(src, opts)
 		if err != nil {
 			return err
@@ -162,13 +152,17 @@ func runGraph(a *app, o graphOptions) error {
 		if err != nil {
 			return exitcode.New(exitcode.Failure, fmt.Errorf("write graph: %w", err), "")
 		}
+		return nil
 	}
-	if err := commit(true); err != nil {
+	// the graph is derived from the events and regenerated at will: it is
+	// published atomically but not fsynced (atomicfile.Options.NoSync)
+	noSync := func(r atomicfile.Options) atomicfile.Options { r.NoSync = true; return r }
+	if err := o.Output.Publish(a, noSync, write); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stderr, "witness: graph digest sha256:%s (%d quads)\n", digest, quads)
-	if o.Out != "" {
-		fmt.Fprintf(a.stderr, "witness: wrote %s (%s)\n", o.Out, o.Format)
+	if out := o.Output.File(); out != "" {
+		fmt.Fprintf(a.stderr, "witness: wrote %s (%s)\n", out, o.Format)
 	}
 	return nil
 }
@@ -178,28 +172,4 @@ type lineCounter struct{ n int64 }
 func (c *lineCounter) Write(p []byte) (int, error) {
 	c.n += int64(bytes.Count(p, []byte{'\n'}))
 	return len(p), nil
-}
-
-// openOut returns the writer for --out (staged by atomicfile and put in
-// place on success) or standard output, and the function that finishes it.
-func openOut(a *app, path string, o atomicfile.Options) (io.Writer, func(ok bool) error, error) {
-	if path == "" {
-		return a.stdout, func(bool) error { return nil }, nil
-	}
-	f, err := atomicfile.Create(path, o)
-	if err != nil {
-		return nil, nil, err
-	}
-	done := false
-	return f, func(ok bool) error {
-		if done {
-			return nil
-		}
-		done = true
-		if !ok {
-			f.Abort()
-			return nil
-		}
-		return f.Commit()
-	}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -10,18 +11,16 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 type importOptions struct {
-	From    string
-	File    string
-	Out     string
-	Keyring string
-	Redact  redactOptions
-	Quiet   bool
-	Force   bool
+	From   string
+	File   string
+	Output outputOptions
+	Keys   keyringOptions
+	Redact redactOptions
+	Quiet  bool
 }
 
 func newImportCmd(a *app) *cobra.Command {
@@ -59,9 +58,8 @@ signature cover, and 'witness verify' says "imported, not observed".`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.From, "from", "", "format of FILE: atw-0.1.0")
-	f.StringVar(&o.Out, "out", "", "event log to write (a new file unless --force)")
-	addForceFlag(c, &o.Force)
-	f.StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when it exists)")
+	o.Output.AddFlags(c, "event log to write (a new file unless --force)", false)
+	o.Keys.AddFlags(c, recordingKeys)
 	o.Redact.AddFlags(c, "")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary line")
 	c.MarkFlagRequired("from")
@@ -73,8 +71,8 @@ func runImport(a *app, o importOptions) error {
 	if o.From != capture.ImportFormatATW010 {
 		return usageError(fmt.Errorf("--from %q is not a format import reads", o.From), "use --from atw-0.1.0")
 	}
-	outOpts := a.outOptions("--out", o.Force, o.File, o.Redact.RulesFile, o.Redact.KeyFile, a.captureKeyring(o.Keyring))
-	if err := atomicfile.Check(o.Out, outOpts); err != nil {
+	o.Output.Reads(o.File, o.Redact.RulesFile, o.Redact.KeyFile, o.Keys.Input(a))
+	if err := o.Output.Check(a); err != nil {
 		return err
 	}
 	in, err := os.Open(o.File)
@@ -86,18 +84,13 @@ func runImport(a *app, o importOptions) error {
 	if err != nil {
 		return err
 	}
-	signers, err := a.captureSigners(o.Keyring)
+	signers, err := captureSigners(a, &o.Keys)
 	if err != nil {
 		return err
 	}
 	if len(signers) == 0 {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
 	}
-	tmp, err := atomicfile.Create(o.Out, outOpts)
-	if err != nil {
-		return err
-	}
-	defer tmp.Abort()
 	ts := eventlog.Timestamp(a.getenv)
 	opts := capture.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
 	if !o.Quiet {
@@ -113,15 +106,17 @@ func runImport(a *app, o importOptions) error {
 			}
 		}
 	}
-	rep, err := capture.ImportATW(in, tmp, opts)
-	if err != nil {
+	var rep *capture.ImportReport
+	err = o.Output.Publish(a, nil, func(w io.Writer) error {
+		var err error
+		rep, err = capture.ImportATW(in, w, opts)
 		var coded *exitcode.Error
-		if !errors.As(err, &coded) {
+		if err != nil && !errors.As(err, &coded) {
 			err = exitcode.New(exitcode.Failure, err, "")
 		}
 		return err
-	}
-	if err := tmp.Commit(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	kind := "event log"
@@ -133,6 +128,6 @@ func runImport(a *app, o importOptions) error {
 		signed = "signed by key " + signers[0].KeyID() + " as imported, not observed"
 	}
 	fmt.Fprintf(a.stdout, "witness: imported %d events from %s (atw-0.1.0 %s) to %s: %d paired (earliest open call of the same tool), %d orphans; session %s, %s\n",
-		rep.Events, filepath.Base(o.File), kind, o.Out, rep.Paired, len(rep.Orphans), rep.Session, signed)
+		rep.Events, filepath.Base(o.File), kind, o.Output.Out, rep.Paired, len(rep.Orphans), rep.Session, signed)
 	return nil
 }

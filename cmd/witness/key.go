@@ -14,10 +14,9 @@ import (
 )
 
 type keyExportOptions struct {
-	Keyring string
-	Out     string
-	Merge   bool
-	Force   bool
+	Keys   keyringOptions
+	Output outputOptions
+	Merge  bool
 }
 
 func newKeyCmd(a *app) *cobra.Command {
@@ -50,58 +49,49 @@ replaces it instead. --out is never the keyring itself.`,
 			return runKeyExportPublic(a, o)
 		},
 	}
-	addKeyringFlag(c, &o.Keyring)
-	c.Flags().StringVar(&o.Out, "out", "", "trust file to write (default: stdout)")
+	o.Keys.AddFlags(c, keyUse{Required: true})
+	o.Output.AddFlags(c, "trust file to write (default: stdout)", true)
 	c.Flags().BoolVar(&o.Merge, "merge", false, "add to the trust file --out if it exists instead of refusing to overwrite it")
-	addForceFlag(c, &o.Force)
 	return c
 }
 
 func runKeyExportPublic(a *app, o keyExportOptions) error {
-	path, err := a.keyringPath(o.Keyring)
+	found, err := o.Keys.Open(a, "")
 	if err != nil {
 		return err
 	}
-	opts, err := a.keyringOptions("")
+	t, err := found.Keyring.ExportTrust()
 	if err != nil {
 		return err
 	}
-	k, err := keyring.OpenExisting(path, opts)
-	if err != nil {
-		return err
-	}
-	t, err := k.ExportTrust()
-	if err != nil {
-		return err
-	}
-	if o.Out == "-" {
-		o.Out = ""
-	}
-	if o.Merge && o.Force {
+	out := o.Output.File()
+	if o.Merge && o.Output.Force {
 		return usageError(errors.New("--merge and --force exclude each other"), "--merge adds to the trust file, --force replaces it")
 	}
 	// --merge rewrites the trust file it reads on purpose (configuration,
 	// like the keyring); the keyring itself is never an output. An existing
 	// file is refused below unless --merge or --force.
-	outOpts := a.outOptions("--out", true, path)
-	if o.Out != "" {
-		if err := atomicfile.Check(o.Out, outOpts); err != nil {
+	o.Output.Reads(found.Path)
+	outOpts := o.Output.Rules(a)
+	outOpts.Force = true
+	if out != "" {
+		if err := atomicfile.Check(out, outOpts); err != nil {
 			return err
 		}
-		_, statErr := os.Stat(o.Out)
+		_, statErr := os.Stat(out)
 		exists := statErr == nil
 		if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
 			return exitcode.New(exitcode.Failure, statErr, "")
 		}
 		switch {
-		case exists && o.Force:
+		case exists && o.Output.Force:
 			empty := &keyring.TrustSet{}
 			if err := empty.Merge(t); err != nil {
 				return err
 			}
 			t = empty
 		case exists && o.Merge:
-			old, err := keyring.LoadTrust(o.Out)
+			old, err := keyring.LoadTrust(out)
 			if err != nil {
 				return err
 			}
@@ -110,7 +100,7 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 			}
 			t = old
 		case exists:
-			return usageError(errors.New("--out "+o.Out+": trust file exists"), "add --merge to add these keys to it, --force to replace it, or choose another --out")
+			return usageError(errors.New("--out "+out+": trust file exists"), "add --merge to add these keys to it, --force to replace it, or choose another --out")
 		default:
 			empty := &keyring.TrustSet{}
 			if err := empty.Merge(t); err != nil {
@@ -123,13 +113,13 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Out == "" {
+	if out == "" {
 		_, err = a.stdout.Write(b)
 		return err
 	}
-	if err := atomicfile.Write(o.Out, b, outOpts); err != nil {
+	if err := atomicfile.Write(out, b, outOpts); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "wrote %d public key(s) to %s\n", len(t.Keys), o.Out)
+	fmt.Fprintf(a.stdout, "wrote %d public key(s) to %s\n", len(t.Keys), out)
 	return nil
 }

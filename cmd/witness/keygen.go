@@ -9,7 +9,7 @@ import (
 )
 
 type keygenOptions struct {
-	Keyring string
+	Keys    keyringOptions
 	Alg     string
 	Backend string
 }
@@ -31,8 +31,7 @@ use rotate-key to replace it.`,
 			return runKeygen(a, o)
 		},
 	}
-	addKeyringFlag(c, &o.Keyring)
-	addLegacyOutFlag(c, &o.Keyring)
+	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
 	c.Flags().StringVar(&o.Alg, "alg", "hmac", "key algorithm: hmac (HMAC-SHA256, 0.1.0-compatible) or ed25519")
 	c.Flags().StringVar(&o.Backend, "backend", "file", "where the secret lives: file (keys.json) or os (OS keyring)")
 	return c
@@ -45,11 +44,7 @@ func runKeygen(a *app, o keygenOptions) error {
 	if err := checkChoice("backend", o.Backend, keyring.BackendFile, keyring.BackendOS); err != nil {
 		return err
 	}
-	path, err := a.keyringPath(o.Keyring)
-	if err != nil {
-		return err
-	}
-	opts, err := a.keyringOptions(o.Backend)
+	path, opts, err := o.Keys.Path(a, o.Backend)
 	if err != nil {
 		return err
 	}

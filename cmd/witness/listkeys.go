@@ -7,12 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
-	"github.com/agent-trace-witness/witness/keyring"
 )
 
 type listKeysOptions struct {
-	Keyring string
-	JSON    bool
+	Keys keyringOptions
+	JSON bool
 }
 
 func newListKeysCmd(a *app) *cobra.Command {
@@ -27,8 +26,7 @@ func newListKeysCmd(a *app) *cobra.Command {
 			return runListKeys(a, o)
 		},
 	}
-	addKeyringFlag(c, &o.Keyring)
-	addLegacyOutFlag(c, &o.Keyring)
+	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
 	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON instead of a table")
 	return c
 }
@@ -45,20 +43,12 @@ type listedKey struct {
 }
 
 func runListKeys(a *app, o listKeysOptions) error {
-	path, err := a.keyringPath(o.Keyring)
-	if err != nil {
-		return err
-	}
-	opts, err := a.keyringOptions("")
-	if err != nil {
-		return err
-	}
-	k, err := keyring.OpenExisting(path, opts)
+	found, err := o.Keys.Open(a, "")
 	if err != nil {
 		return err
 	}
 	var keys []listedKey
-	for _, e := range k.Entries() {
+	for _, e := range found.Keyring.Entries() {
 		lk := listedKey{KeyID: e.KeyID, Algorithm: e.Algorithm, Backend: e.Backend, Active: e.Active, CreatedAt: e.CreatedAt, PublicKey: e.PublicKey}
 		if e.RevokedAt != "" {
 			r := e.RevokedAt

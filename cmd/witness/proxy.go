@@ -17,12 +17,11 @@ import (
 )
 
 type proxyOptions struct {
-	Out        string
+	Output     outputOptions // --out DIR, --force
 	Seal       string
-	Keyring    string
+	Keys       keyringOptions
 	Effects    string
 	Redact     redactOptions
-	Force      bool
 	StdinGrace time.Duration
 	TermGrace  time.Duration
 	Command    []string
@@ -64,10 +63,9 @@ recording in DIR, 2.`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().StringVar(&o.Out, "out", "", "directory to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)")
-	addForceFlag(c, &o.Force)
+	o.Output.AddFlags(c, "directory to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)", false)
 	c.Flags().StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
-	c.Flags().StringVar(&o.Keyring, "keyring", "", "keyring whose active key signs the session end (default $WITNESS_KEYRING when that file exists)")
+	o.Keys.AddFlags(c, recordingKeys)
 	c.Flags().StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target path (docs/formats/effects.md)")
 	o.Redact.AddFlags(c, "; values become keyed hashes in the cassette and the events, never in what is forwarded")
 	c.Flags().DurationVar(&o.StdinGrace, "stdin-grace", capture.DefaultStdinGrace, "after the host closes stdin, wait this long for the server to exit before SIGTERM")
@@ -77,7 +75,7 @@ recording in DIR, 2.`,
 }
 
 func runProxy(a *app, o proxyOptions) error {
-	signers, err := a.captureSigners(o.Keyring)
+	signers, err := captureSigners(a, &o.Keys)
 	if err != nil {
 		return err
 	}
@@ -91,13 +89,14 @@ func runProxy(a *app, o proxyOptions) error {
 	// a soft memory limit for the proxy process: with the recording's own
 	// bounds it keeps the peak RSS under 256 MiB whatever the wire carries;
 	// under it the collector may run less often (GC costs latency)
+	o.Output.Reads(o.Seal, o.Keys.Input(a), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile)
 	debug.SetMemoryLimit(proxy.MemoryLimit)
 	debug.SetGCPercent(proxy.GCPercent)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	res, err := proxy.Run(context.Background(), proxy.Options{
-		OutDir: o.Out, Files: a.outOptions("--out", o.Force, o.Seal, a.captureKeyring(o.Keyring), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile),
+		OutDir: o.Output.Out, Files: o.Output.Rules(a),
 		Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers, Redactor: redactor,
 		Getenv: a.getenv, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Signals: sigs,
 		StdinGrace: o.StdinGrace, KillGrace: o.TermGrace,

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/graph"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/replay"
 	"github.com/agent-trace-witness/witness/seal"
@@ -23,9 +22,8 @@ type replayOptions struct {
 	graphFile string
 	remove    []string
 	sealFile  string
-	keyring   string
-	out       string
-	force     bool
+	keys      keyringOptions
+	output    outputOptions
 	format    string
 	rank      bool
 	top       int
@@ -65,9 +63,8 @@ re-creates what was deleted. See docs/replay.md.`,
 	f.StringVar(&o.graphFile, "graph", "", "witness graph (JSON-LD, from 'witness graph')")
 	f.StringArrayVar(&o.remove, "remove", nil, "node IRI or event id to remove (repeatable)")
 	f.StringVar(&o.sealFile, "seal", "", "seal to verify the observed and counterfactual runs against (drift and verdict overlays)")
-	addKeyringFlag(c, &o.keyring)
-	f.StringVar(&o.out, "out", "", "write the output to FILE instead of stdout")
-	addForceFlag(c, &o.force)
+	o.keys.AddFlags(c, keyUse{Legacy: true})
+	o.output.AddFlags(c, "write the output to FILE instead of stdout", true)
 	f.StringVar(&o.format, "format", "json", "output format: json, text or dot")
 	f.BoolVar(&o.rank, "rank", false, "rank every action by the blast radius of removing it alone")
 	f.IntVar(&o.top, "top", 0, "with --rank, list only the first N actions (0: all)")
@@ -99,14 +96,9 @@ func runReplay(a *app, o *replayOptions) error {
 	if o.top < 0 {
 		return usageError(fmt.Errorf("--top %d is negative", o.top), "use --top N with N >= 0")
 	}
-	if o.out == "-" {
-		o.out = ""
-	}
-	outOpts := a.outOptions("--out", o.force, o.graphFile, o.sealFile, o.whatIfPolicy, a.resolvedKeyring(o.keyring))
-	if o.out != "" {
-		if err := atomicfile.Check(o.out, outOpts); err != nil {
-			return err
-		}
+	o.output.Reads(o.graphFile, o.sealFile, o.whatIfPolicy, o.keys.Input(a))
+	if err := o.output.Check(a); err != nil {
+		return err
 	}
 	g, err := replayReadGraph(o.graphFile)
 	if err != nil {
@@ -153,12 +145,8 @@ func runReplay(a *app, o *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.out == "" {
-		_, err = a.stdout.Write(buf.Bytes())
-		return err
-	}
 	// a device or pipe (/dev/null, /dev/stdout) is written in place
-	return atomicfile.Write(o.out, buf.Bytes(), outOpts)
+	return o.output.Write(a, buf.Bytes())
 }
 
 // replayReadGraph reads a witness JSON-LD graph.
@@ -184,7 +172,7 @@ type verifyJudge struct {
 // newVerifyJudge loads the seal and checks its signatures with the keys
 // 'witness verify' would use (keyring, ATW_WITNESS_KEY for 0.1.0 seals).
 func newVerifyJudge(a *app, o *replayOptions) (replay.Judge, error) {
-	vo, err := a.sealKeys(o.keyring, "", 0)
+	vo, err := o.keys.VerifyKeys(a, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 type revokeKeyOptions struct {
-	Keyring string
-	KeyID   string
+	Keys  keyringOptions
+	KeyID string
 }
 
 func newRevokeKeyCmd(a *app) *cobra.Command {
@@ -28,30 +28,20 @@ says the key was revoked, instead of "unknown key".`,
 			return runRevokeKey(a, o)
 		},
 	}
-	addKeyringFlag(c, &o.Keyring)
-	addLegacyOutFlag(c, &o.Keyring)
+	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
 	return c
 }
 
 func runRevokeKey(a *app, o revokeKeyOptions) error {
-	path, err := a.keyringPath(o.Keyring)
+	found, err := o.Keys.Open(a, "")
 	if err != nil {
-		return err
-	}
-	opts, err := a.keyringOptions("")
-	if err != nil {
-		return err
-	}
-	if _, err := keyring.OpenExisting(path, opts); err != nil {
 		return err
 	}
 	wasActive := false
-	if k, err := keyring.Open(path, opts); err == nil {
-		if act, err := k.Active(); err == nil && act.KeyID == o.KeyID {
-			wasActive = true
-		}
+	if act, err := found.Keyring.Active(); err == nil && act.KeyID == o.KeyID {
+		wasActive = true
 	}
-	e, err := keyring.Revoke(path, opts, o.KeyID)
+	e, err := keyring.Revoke(found.Path, found.Opts, o.KeyID)
 	if err != nil {
 		return err
 	}

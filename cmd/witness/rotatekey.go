@@ -9,7 +9,7 @@ import (
 )
 
 type rotateKeyOptions struct {
-	Keyring string
+	Keys    keyringOptions
 	Alg     string
 	Backend string
 }
@@ -30,8 +30,7 @@ seals it signed still verify.`,
 			return runRotateKey(a, o)
 		},
 	}
-	addKeyringFlag(c, &o.Keyring)
-	addLegacyOutFlag(c, &o.Keyring)
+	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
 	c.Flags().StringVar(&o.Alg, "alg", "", "algorithm of the new key: hmac or ed25519 (default: the old key's)")
 	c.Flags().StringVar(&o.Backend, "backend", "", "where the new secret lives: file or os (default: the old key's)")
 	return c
@@ -48,18 +47,11 @@ func runRotateKey(a *app, o rotateKeyOptions) error {
 			return err
 		}
 	}
-	path, err := a.keyringPath(o.Keyring)
+	found, err := o.Keys.Open(a, o.Backend)
 	if err != nil {
 		return err
 	}
-	opts, err := a.keyringOptions(o.Backend)
-	if err != nil {
-		return err
-	}
-	if _, err := keyring.OpenExisting(path, opts); err != nil {
-		return err
-	}
-	old, created, err := keyring.Rotate(path, opts, o.Alg)
+	old, created, err := keyring.Rotate(found.Path, found.Opts, o.Alg)
 	if err != nil {
 		return err
 	}

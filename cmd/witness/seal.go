@@ -8,20 +8,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/seal"
 )
 
 type sealOptions struct {
 	Spec        string
-	Out         string
-	Keyring     string
-	KeyID       string
+	Output      outputOptions
+	Keys        keyringOptions
 	WitnessID   string
 	Envelope    string
 	EnvelopeOut string
-	Force       bool
 }
 
 func newSealCmd(a *app) *cobra.Command {
@@ -49,52 +45,16 @@ DSSE envelope signed with the (Ed25519) key, one JSON line.`,
 		},
 	}
 	c.Flags().StringVar(&o.Spec, "spec", "", "agent spec JSON (docs/formats/seal.md)")
-	c.Flags().StringVar(&o.Out, "out", "", "where to write the signed seal")
-	addKeyringFlag(c, &o.Keyring)
-	c.Flags().StringVar(&o.KeyID, "key-id", "", "sign with this keyring key instead of the active one")
+	o.Output.AddFlags(c, "where to write the signed seal", false)
+	// a keyring (--keyring, $WITNESS_KEYRING or the default location) when
+	// it exists, else ATW_WITNESS_KEY
+	o.Keys.AddFlags(c, keyUse{Required: true, Legacy: true, KeyID: true})
 	c.Flags().StringVar(&o.WitnessID, "witness-id", "", "witness id (default: the spec's, else $ATW_WITNESS_ID, else witness-cli-local)")
 	c.Flags().StringVar(&o.Envelope, "envelope", "", "also write the seal as an envelope: dsse (in-toto Statement v1, Ed25519)")
 	c.Flags().StringVar(&o.EnvelopeOut, "envelope-out", "", "where to write the envelope (default: OUT with .intoto.jsonl in place of .json)")
-	addForceFlag(c, &o.Force)
 	c.MarkFlagRequired("spec")
 	c.MarkFlagRequired("out")
 	return c
-}
-
-// sealSigner picks the signing key: a keyring (--keyring, WITNESS_KEYRING
-// or the default location) when it exists, else ATW_WITNESS_KEY.
-func sealSigner(a *app, keyringFlag, keyID string) (keyring.Signer, error) {
-	path, err := a.keyringPath(keyringFlag)
-	if err != nil && a.getenv(keyring.LegacyEnv) == "" {
-		return nil, err
-	}
-	if err == nil {
-		opts, err := a.keyringOptions("")
-		if err != nil {
-			return nil, err
-		}
-		k, err := keyring.Open(path, opts)
-		if err != nil {
-			return nil, err
-		}
-		if k.Exists() || keyringFlag != "" {
-			if !k.Exists() {
-				return nil, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s: %w", path, keyring.ErrNoKeyring), "create it with 'witness keygen --keyring "+path+"'")
-			}
-			if keyID != "" {
-				return k.Signer(keyID)
-			}
-			return k.ActiveSigner()
-		}
-	}
-	if v := a.getenv(keyring.LegacyEnv); v != "" {
-		if keyID != "" {
-			return nil, usageError(fmt.Errorf("--key-id needs a keyring; ATW_WITNESS_KEY is a single key without an id"), "create a keyring with 'witness keygen'")
-		}
-		return keyring.LegacySigner(v)
-	}
-	return nil, exitcode.New(exitcode.Usage, fmt.Errorf("no signing key: no keyring at %s and ATW_WITNESS_KEY is not set", path),
-		"run 'witness keygen' (or pass --keyring PATH, or set ATW_WITNESS_KEY to 64 hex characters)")
 }
 
 func runSeal(a *app, o sealOptions) error {
@@ -107,26 +67,28 @@ func runSeal(a *app, o sealOptions) error {
 	if err != nil {
 		return err
 	}
-	outOpts := a.outOptions("--out", o.Force, o.Spec, spec.PromptFile, a.resolvedKeyring(o.Keyring))
+	out := o.Output.File()
+	o.Output.Reads(o.Spec, spec.PromptFile, o.Keys.Input(a))
 	envOut := o.EnvelopeOut
 	if envOut == "" {
-		envOut = strings.TrimSuffix(o.Out, ".json") + ".intoto.jsonl"
+		envOut = strings.TrimSuffix(out, ".json") + ".intoto.jsonl"
 	}
-	// the envelope never replaces the seal written just before it
-	envOpts := a.outOptions("--envelope-out", o.Force, append(outOpts.Inputs, o.Out)...)
+	// the envelope shares --force and never replaces the seal written just
+	// before it
+	envOpts := a.writeRules("--envelope-out", o.Output.Force, append(o.Output.Rules(a).Inputs, out)...)
 	body, err := seal.NewBody(spec, seal.BodyOptions{WitnessID: o.WitnessID, Getenv: a.getenv})
 	if err != nil {
 		return err
 	}
-	signer, err := sealSigner(a, o.Keyring, o.KeyID)
+	signer, _, err := o.Keys.Signer(a)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Check(o.Out, outOpts); err != nil {
+	if err := atomicfile.Check(out, o.Output.Rules(a)); err != nil {
 		return err
 	}
 	if o.Envelope == "dsse" {
-		if filepath.Clean(envOut) == filepath.Clean(o.Out) {
+		if filepath.Clean(envOut) == filepath.Clean(out) {
 			return usageError(fmt.Errorf("--envelope-out %s is the seal's --out", envOut), "write the envelope to another file")
 		}
 		if err := atomicfile.Check(envOut, envOpts); err != nil {
@@ -139,7 +101,7 @@ func runSeal(a *app, o sealOptions) error {
 		return err
 	}
 	if o.Envelope == "dsse" {
-		env, err = seal.NewEnvelope(s, filepath.Base(o.Out), signer)
+		env, err = seal.NewEnvelope(s, filepath.Base(out), signer)
 		if err != nil {
 			return err
 		}
@@ -148,14 +110,14 @@ func runSeal(a *app, o sealOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(o.Out, b, outOpts); err != nil {
+	if err := o.Output.Write(a, b); err != nil {
 		return err
 	}
 	keyDesc := "ATW_WITNESS_KEY"
 	if signer.KeyID() != "" {
 		keyDesc = "key_id=" + signer.KeyID()
 	}
-	fmt.Fprintf(a.stdout, "sealed %d tool(s) for %s -> %s (%s, %s)\n", len(body.Tools), body.WitnessID, o.Out, signer.Algorithm(), keyDesc)
+	fmt.Fprintf(a.stdout, "sealed %d tool(s) for %s -> %s (%s, %s)\n", len(body.Tools), body.WitnessID, out, signer.Algorithm(), keyDesc)
 	fmt.Fprintf(a.stdout, "seal_ref %s\n", s.Ref())
 	if env != nil {
 		eb, err := env.Marshal()

@@ -34,8 +34,8 @@ func TestSealEnvelopeFileVerifiesWithSecureSystemsLib(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	a := newApp(strings.NewReader(""), &stdout, &stderr, func(k string) string { return env[k] })
 	out := filepath.Join(dir, "seal.json")
-	if err := runSeal(a, sealOptions{Spec: spec, Out: out, Keyring: kr, Envelope: "dsse"}); err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
+	if code := run([]string{"seal", "--spec", spec, "--out", out, "--keyring", kr, "--envelope", "dsse"}, a); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	line, err := os.ReadFile(filepath.Join(dir, "seal.intoto.jsonl"))
 	if err != nil {

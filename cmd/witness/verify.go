@@ -9,9 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/seal"
 	"github.com/agent-trace-witness/witness/verify"
 )
@@ -20,11 +18,10 @@ import (
 // file's first version) checks the seal's signatures; evidence flags
 // (events, graph, report formats) are added beside these.
 type verifyOptions struct {
-	Seal    string
-	Keyring string
-	Trust   string
-	Quorum  int
-	JSON    bool
+	Seal   string
+	Keys   keyringOptions // --keyring, --trust
+	Quorum int
+	JSON   bool
 
 	// Evidence mode (package verify): the events or graph judged against
 	// the seal, and the report format.
@@ -32,9 +29,8 @@ type verifyOptions struct {
 	Graph         string
 	SARIF         bool
 	JUnit         bool
-	Out           string
+	Output        outputOptions // the report
 	AllowUnsigned bool
-	Force         bool
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -84,61 +80,24 @@ canonical digest) and the log decides the verdict.`,
 		},
 	}
 	c.Flags().StringVar(&o.Seal, "seal", "", "the signed seal")
-	addKeyringFlag(c, &o.Keyring)
-	c.Flags().StringVar(&o.Trust, "trust", "", "trust file of public keys (from 'witness key export-public')")
+	o.Keys.AddFlags(c, keyUse{Legacy: true, Trust: true})
 	c.Flags().IntVar(&o.Quorum, "quorum", 0, "require at least this many distinct trusted keys to have signed the body")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	c.Flags().StringVar(&o.Events, "events", "", "event log to verify against the seal (- for standard input)")
 	c.Flags().StringVar(&o.Graph, "graph", "", "graph (JSON-LD from 'witness graph') to verify against the seal; with --events it must be that log's graph")
 	c.Flags().BoolVar(&o.SARIF, "sarif", false, "print the report as SARIF 2.1.0")
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
-	c.Flags().StringVar(&o.Out, "out", "", "write the report to this file instead of stdout (the verdict line still goes to stdout)")
+	o.Output.AddFlags(c, "write the report to this file instead of stdout (the verdict line still goes to stdout)", true)
 	c.Flags().BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept an event log whose end carries no signature the keyring can check")
-	addForceFlag(c, &o.Force)
 	c.MarkFlagRequired("seal")
 	return c
 }
 
 func runVerify(a *app, o verifyOptions) error {
-	if o.Events == "" && o.Graph == "" && !o.SARIF && !o.JUnit && o.Out == "" && !o.AllowUnsigned {
+	if o.Events == "" && o.Graph == "" && !o.SARIF && !o.JUnit && o.Output.Out == "" && !o.AllowUnsigned {
 		return runVerifySeal(a, o)
 	}
 	return runVerifyEvidence(a, o)
-}
-
-// sealKeys gathers the keys to verify a seal with: the keyring (--keyring
-// must exist; the default location is used when it exists), the trust
-// file, and ATW_WITNESS_KEY.
-func (a *app) sealKeys(keyringFlag, trustFile string, quorum int) (seal.VerifyOptions, error) {
-	vo := seal.VerifyOptions{Quorum: quorum, LegacyKeyHex: a.getenv(keyring.LegacyEnv)}
-	if quorum < 0 {
-		return vo, usageError(fmt.Errorf("--quorum %d is negative", quorum), "use --quorum K with K >= 1")
-	}
-	opts, err := a.keyringOptions("")
-	if err != nil {
-		return vo, err
-	}
-	path, perr := a.keyringPath(keyringFlag)
-	if perr == nil {
-		k, err := keyring.Open(path, opts)
-		if err != nil {
-			return vo, err
-		}
-		switch {
-		case k.Exists():
-			vo.Keyring = k
-		case keyringFlag != "":
-			return vo, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s: %w", path, keyring.ErrNoKeyring), "check the --keyring path")
-		}
-	}
-	if trustFile != "" {
-		t, err := keyring.LoadTrust(trustFile)
-		if err != nil {
-			return vo, err
-		}
-		vo.Trust = t
-	}
-	return vo, nil
 }
 
 func runVerifySeal(a *app, o verifyOptions) error {
@@ -146,7 +105,7 @@ func runVerifySeal(a *app, o verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	vo, err := a.sealKeys(o.Keyring, o.Trust, o.Quorum)
+	vo, err := o.Keys.VerifyKeys(a, o.Quorum)
 	if err != nil {
 		return err
 	}
@@ -196,16 +155,11 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	if formats > 1 {
 		return usageError(errors.New("--json, --sarif and --junit are exclusive"), "choose one report format")
 	}
-	if o.Out == "-" {
-		o.Out = ""
+	o.Output.Reads(o.Seal, o.Events, o.Graph, o.Keys.Trust, o.Keys.Input(a))
+	if err := o.Output.Check(a); err != nil {
+		return err
 	}
-	outOpts := a.outOptions("--out", o.Force, o.Seal, o.Events, o.Graph, o.Trust, a.resolvedKeyring(o.Keyring))
-	if o.Out != "" {
-		if err := atomicfile.Check(o.Out, outOpts); err != nil {
-			return err
-		}
-	}
-	vo, err := a.sealKeys(o.Keyring, o.Trust, o.Quorum)
+	vo, err := o.Keys.VerifyKeys(a, o.Quorum)
 	if err != nil {
 		return err
 	}
@@ -231,15 +185,15 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Out == "" {
+	if o.Output.File() == "" {
 		if _, err := a.stdout.Write(buf.Bytes()); err != nil {
 			return exitcode.New(exitcode.Failure, fmt.Errorf("write report: %w", err), "")
 		}
 		return exitWith(rep.Code())
 	}
-	if err := atomicfile.Write(o.Out, buf.Bytes(), outOpts); err != nil {
+	if err := o.Output.Write(a, buf.Bytes()); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "%s (report in %s)\n", rep.VerdictLine(), o.Out)
+	fmt.Fprintf(a.stdout, "%s (report in %s)\n", rep.VerdictLine(), o.Output.File())
 	return exitWith(rep.Code())
 }

@@ -1,66 +1,55 @@
 package atomicfile
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
-// WriteFile atomically replaces path with data. The temporary file is created
-// with mode perm from the start (never wider), so secrets are never readable
-// by others even for a moment. Parent folders are created (0700) if missing.
-//
-// A path that names an existing device, named pipe or socket (such as
-// /dev/null or /dev/stdout) is written in place instead: renaming over it
-// would replace the device with a regular file.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
-	if fi, statErr := os.Stat(path); statErr == nil && !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return fmt.Errorf("write %s: is a folder", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", path, err)
-		}
-		if _, err := f.Write(data); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		return f.Close()
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create folder %s: %w", dir, err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// Publish writes the file path under o's rules with what write produces,
+// through a buffer: nothing appears at path unless write returns nil and
+// the file is committed (see Create and Commit); on any error the staging
+// file is removed and path is left as it was.
+func Publish(path string, o Options, write func(io.Writer) error) (err error) {
+	f, err := Create(path, o)
 	if err != nil {
-		return fmt.Errorf("create temporary file in %s: %w", dir, err)
+		return err
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+			f.Abort()
 		}
 	}()
-	// CreateTemp uses 0600; set the requested mode before any byte is written.
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("chmod %s: %w", tmp, err)
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err = write(bw); err != nil {
+		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+	if err = bw.Flush(); err != nil {
+		return err
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp, err)
+	return f.Commit()
+}
+
+// SyncLive makes a recording created by CreateLive durable when it ends:
+// it syncs the file's content and then its folder (so the new name
+// survives a crash too). The file stays open. Platforms and file systems
+// that cannot sync (a device, some network file systems) are not an error.
+// Recordings are not synced line by line: "recorded" means handed to the
+// kernel (docs/design/proxy.md), and the one sync happens here.
+func SyncLive(f *os.File) error {
+	if err := f.Sync(); err != nil && !isUnsupported(err) {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("sync %s: %w", f.Name(), err), "")
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil // a device or pipe written in place: no folder entry to keep
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("sync folder %s: %w", dir, err)
+	if err := syncDir(filepath.Dir(f.Name())); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("sync folder of %s: %w", f.Name(), err), "")
 	}
 	return nil
 }

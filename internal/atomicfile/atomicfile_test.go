@@ -1,37 +1,42 @@
 package atomicfile
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
-func TestWriteFile(t *testing.T) {
+// TestReplaceWithForce is the keyring's use: Force replaces the file
+// atomically with the mode asked for, whatever the old file's mode was.
+func TestReplaceWithForce(t *testing.T) {
 	tests := []struct {
 		name    string
 		existed bool
 		oldMode os.FileMode
 		perm    os.FileMode
 		data    string
+		noSync  bool
 	}{
 		{name: "new file", perm: 0o600, data: "secret"},
 		{name: "replaces a world-readable file with 0600", existed: true, oldMode: 0o644, perm: 0o600, data: "new"},
 		{name: "other mode", perm: 0o644, data: "public"},
 		{name: "empty content", perm: 0o600, data: ""},
+		{name: "no sync", existed: true, oldMode: 0o600, perm: 0o600, data: "derived", noSync: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "sub", "f.json")
 			if tt.existed {
-				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte("old content"), tt.oldMode); err != nil {
-					t.Fatal(err)
-				}
+				must(t, os.MkdirAll(filepath.Dir(path), 0o700))
+				must(t, os.WriteFile(path, []byte("old content"), tt.oldMode))
 			}
-			if err := WriteFile(path, []byte(tt.data), tt.perm); err != nil {
+			if err := Write(path, []byte(tt.data), Options{Force: true, Perm: tt.perm, NoSync: tt.noSync}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := os.ReadFile(path)
@@ -56,40 +61,81 @@ func TestWriteFile(t *testing.T) {
 	}
 }
 
-func TestWriteFileFailureLeavesTargetAndNoTemp(t *testing.T) {
+func TestPublish(t *testing.T) {
 	dir := t.TempDir()
-	// The target is a folder: rename must fail, and the temp file must go.
+	out := filepath.Join(dir, "out.ndjson")
+	o := Options{Staging: out + ".partial", Perm: 0o600}
+	// a failing writer leaves nothing, not even the staging file
+	boom := errors.New("boom")
+	err := Publish(out, o, func(w io.Writer) error {
+		if _, err := io.WriteString(w, "half"); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Publish = %v, want the writer's error", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("%d entries after a failed publish, want 0", len(entries))
+	}
+	// more than the buffer, to check every byte arrives
+	want := strings.Repeat("0123456789abcdef", 40000)
+	if err := Publish(out, o, func(w io.Writer) error { _, err := io.WriteString(w, want); return err }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil || string(got) != want {
+		t.Fatalf("content %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	if fi, _ := os.Stat(out); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	// the rules hold: an existing file is refused without Force
+	if err := Publish(out, o, func(io.Writer) error { return nil }); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("publish over an existing file: %v", err)
+	}
+}
+
+func TestSyncLive(t *testing.T) {
+	dir := t.TempDir()
+	f, err := CreateLive(filepath.Join(dir, "events.jsonl"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("{}\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncLive(f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("{}\n"); err != nil {
+		t.Fatalf("the file was closed by SyncLive: %v", err)
+	}
+	if _, err := os.Stat(os.DevNull); err == nil {
+		d, err := CreateLive(os.DevNull, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if err := SyncLive(d); err != nil {
+			t.Errorf("sync of %s: %v", os.DevNull, err)
+		}
+	}
+}
+
+func TestReplaceFailureLeavesTargetAndNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	// The target is a folder: the write is refused, and no temp file stays.
 	target := filepath.Join(dir, "target")
-	if err := os.Mkdir(target, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(target, "x"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteFile(target, []byte("x"), 0o600); err == nil {
-		t.Fatal("WriteFile over a non-empty folder succeeded")
+	must(t, os.Mkdir(target, 0o700))
+	must(t, os.WriteFile(filepath.Join(target, "x"), nil, 0o600))
+	if err := Write(target, []byte("x"), Options{Force: true, Perm: 0o600}); err == nil {
+		t.Fatal("Write over a non-empty folder succeeded")
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("folder holds %d entries after a failed write, want 1", len(entries))
-	}
-}
-
-func TestWriteFileDeviceInPlace(t *testing.T) {
-	if _, err := os.Stat(os.DevNull); err != nil {
-		t.Skip("no null device")
-	}
-	if err := WriteFile(os.DevNull, []byte("discarded"), 0o600); err != nil {
-		t.Fatalf("write to %s: %v", os.DevNull, err)
-	}
-	fi, err := os.Stat(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().IsRegular() {
-		t.Fatalf("%s became a regular file", os.DevNull)
-	}
-	if err := WriteFile(t.TempDir(), []byte("x"), 0o600); err == nil {
-		t.Fatal("writing over a folder succeeded")
 	}
 }

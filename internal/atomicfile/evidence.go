@@ -11,11 +11,14 @@ import (
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
-// Options say what an evidence write may replace. The zero value writes a
-// new file (mode 0644) and refuses everything else.
+// Options say what a write may replace and how it is written. The zero
+// value writes a new file (mode 0644), synced, and refuses everything else.
+// The rules that no option turns off are in the package doc.
 type Options struct {
 	// Force allows replacing an existing regular file. It never allows
-	// writing over an input or through a symlink.
+	// writing over an input or through a symlink. Evidence outputs set it
+	// from --force; the keyring, which replaces itself under its own lock,
+	// always sets it.
 	Force bool
 	// Inputs are the files the command reads. An output that is the same
 	// file as one of them (same device and inode, whatever the path: a
@@ -30,6 +33,12 @@ type Options struct {
 	// exclusively, so a stale one is refused) instead of a random
 	// temporary name in the destination's folder.
 	Staging string
+	// NoSync skips the fsync of the staged file and of its folder. Only for
+	// outputs derived from evidence kept elsewhere and regenerated at will
+	// (the graph, which can be gigabytes): readers still see the old file or
+	// the new one, never a mix, but after a power loss or kernel crash the
+	// destination may be missing, empty or old.
+	NoSync bool
 }
 
 func (o Options) flag() string {
@@ -257,10 +266,10 @@ func (f *File) Abort() {
 	}
 }
 
-// Commit syncs the staging file and puts it in place: linked when the
-// destination must be new (so a file that appeared meanwhile is never
-// replaced), renamed over it with Force. The rules are checked again just
-// before.
+// Commit syncs the staging file (unless NoSync) and puts it in place:
+// linked when the destination must be new (so a file that appeared
+// meanwhile is never replaced), renamed over it with Force; then it syncs
+// the folder (unless NoSync). The rules are checked again just before.
 func (f *File) Commit() (err error) {
 	if f.done {
 		return errors.New("atomicfile: commit after commit or abort")
@@ -277,8 +286,10 @@ func (f *File) Commit() (err error) {
 			f.Abort()
 		}
 	}()
-	if err := f.f.Sync(); err != nil {
-		return exitcode.New(exitcode.Failure, fmt.Errorf("sync %s: %w", f.tmp, err), "")
+	if !f.o.NoSync {
+		if err := f.f.Sync(); err != nil {
+			return exitcode.New(exitcode.Failure, fmt.Errorf("sync %s: %w", f.tmp, err), "")
+		}
 	}
 	k, err := inspect(f.path, f.o)
 	if err != nil {
@@ -293,7 +304,10 @@ func (f *File) Commit() (err error) {
 	if err := place(f.tmp, f.path, f.o, k); err != nil {
 		return err
 	}
-	f.done = true
+	f.done = true // the staging file is gone: nothing left to abort
+	if f.o.NoSync {
+		return nil
+	}
 	if err := syncDir(filepath.Dir(f.path)); err != nil {
 		return exitcode.New(exitcode.Failure, fmt.Errorf("sync folder of %s: %w", f.path, err), "")
 	}
