@@ -36,7 +36,8 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the randomness source for new keys (default crypto/rand).
 	Rand io.Reader
-	// OS is the OS secret store (default: github.com/zalando/go-keyring).
+	// OS is the OS secret store of the "os" backend; nil refuses that
+	// backend. The command passes keyring/osstore.System.
 	OS SecretStore
 }
 
@@ -55,9 +56,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Reader
-	}
-	if o.OS == nil {
-		o.OS = systemStore{}
 	}
 	return o
 }

@@ -1,7 +1,6 @@
 package keyring
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,35 +83,6 @@ func TestOSBackendKeepsSecretOutOfFile(t *testing.T) {
 			t.Errorf("%s: %v", alg, err)
 		}
 	}
-}
-
-// The go-keyring mock (MockInit) as the OS store: the package-level API
-// path used in production, without a daemon.
-func TestOSBackendWithGoKeyringMock(t *testing.T) {
-	gokeyring.MockInit()
-	p := filepath.Join(t.TempDir(), "keys.json")
-	opts := Options{Backend: BackendOS}
-	if _, err := Generate(p, opts, AlgHMAC); err != nil {
-		t.Fatal(err)
-	}
-	old, created, err := Rotate(p, Options{}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if created.Backend != BackendOS {
-		t.Errorf("rotation left the OS backend: %+v", created)
-	}
-	k, _ := Open(p, Options{})
-	if _, err := k.Signer(old.KeyID); err != nil {
-		t.Errorf("old key's secret gone: %v", err)
-	}
-	gokeyring.MockInitWithError(errors.New("The name org.freedesktop.secrets was not provided by any .service files"))
-	k, _ = Open(p, Options{})
-	_, err = k.ActiveSigner()
-	if exitcode.Of(err) != exitcode.Failure || !strings.Contains(exitcode.HintOf(err), "gnome-keyring-daemon") {
-		t.Errorf("unreachable Secret Service: %v (hint %q)", err, exitcode.HintOf(err))
-	}
-	gokeyring.MockInit()
 }
 
 func TestOSCallsTimeOut(t *testing.T) {

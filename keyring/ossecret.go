@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	gokeyring "github.com/zalando/go-keyring"
-
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
@@ -19,14 +17,12 @@ type SecretStore interface {
 	Delete(service, user string) error
 }
 
-// systemStore is the real OS store through github.com/zalando/go-keyring.
-type systemStore struct{}
+// ErrSecretNotFound is wrapped by a SecretStore's error for a secret it
+// does not hold.
+var ErrSecretNotFound = errors.New("secret not found")
 
-func (systemStore) Set(service, user, secret string) error {
-	return gokeyring.Set(service, user, secret)
-}
-func (systemStore) Get(service, user string) (string, error) { return gokeyring.Get(service, user) }
-func (systemStore) Delete(service, user string) error        { return gokeyring.Delete(service, user) }
+// The real store is package keyring/osstore, which the command wires in
+// (Options.OS): keyring itself links no D-Bus client.
 
 // osHint names the fix when the OS keyring does not answer.
 const osHint = "no OS keyring answered: on Linux start a Secret Service, e.g. " +
@@ -36,6 +32,11 @@ const osHint = "no OS keyring answered: on Linux start a Secret Service, e.g. " 
 // withTimeout runs f, giving up after opts.Timeout: a locked keyring can
 // block forever waiting for a password prompt nobody sees.
 func withTimeout[T any](opts Options, what string, f func() (T, error)) (T, error) {
+	if opts.OS == nil {
+		var zero T
+		return zero, exitcode.New(exitcode.Failure, fmt.Errorf("OS keyring %s: no OS secret store is wired into this program", what),
+			"use --backend file, or a witness build whose command passes keyring/osstore")
+	}
 	type res struct {
 		v   T
 		err error
@@ -50,7 +51,7 @@ func withTimeout[T any](opts Options, what string, f func() (T, error)) (T, erro
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			if errors.Is(r.err, gokeyring.ErrNotFound) {
+			if errors.Is(r.err, ErrSecretNotFound) {
 				return r.v, exitcode.New(exitcode.Failure, fmt.Errorf("OS keyring %s: secret not found (service %q)", what, opts.Service),
 					"the OS keyring lost this key's secret; rotate to a new key with 'witness rotate-key'")
 			}

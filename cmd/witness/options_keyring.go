@@ -8,6 +8,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/keyring/osstore"
 	"github.com/agent-trace-witness/witness/seal"
 )
 
@@ -281,7 +282,7 @@ const envOSTimeout = "WITNESS_OS_KEYRING_TIMEOUT"
 // keyringOpenOptions builds keyring options from the environment; backend
 // is where new secrets go ("" for the keyring's default).
 func keyringOpenOptions(getenv func(string) string, backend string) (keyring.Options, error) {
-	o := keyring.Options{Backend: backend}
+	o := keyring.Options{Backend: backend, OS: osstore.System{}}
 	if v := getenv(envOSTimeout); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

@@ -36,6 +36,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"internal/adversary", testkit},
 	{"internal/archtest", testkit},
 	{"internal", plumbing},
+	{"keyring/osstore", recording},
 	{"keyring", formats},
 	{"seal", formats},
 	{"cassette", formats},
@@ -68,12 +69,9 @@ var noExec = map[string]bool{formats: true, analysis: true}
 
 // execExempt are packages outside the module that import os/exec and that
 // a no-exec layer may still depend on, each with the reason.
-var execExempt = map[string]string{
-	// keyring's Secret Service backend (github.com/zalando/go-keyring) talks
-	// D-Bus; the D-Bus library execs dbus-launch only to autolaunch a
-	// session bus that is not running. witness never asks it to.
-	"github.com/godbus/dbus/v5": "D-Bus client under keyring's OS backend (autolaunch only)",
-}
+// (None today: keyring's OS backend, whose D-Bus client can exec
+// dbus-launch, is the separate package keyring/osstore, wired in by cmd.)
+var execExempt = map[string]string{}
 
 type pkg struct {
 	ImportPath string

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/keyring/osstore"
 )
 
 // TestOSBackendSecretService runs the OS backend against the real OS
@@ -17,7 +18,7 @@ import (
 // must exercise the real daemon.
 func TestOSBackendSecretService(t *testing.T) {
 	dir := t.TempDir()
-	opts := keyring.Options{Backend: keyring.BackendOS, Service: fmt.Sprintf("witness-test-%d", time.Now().UnixNano()), Timeout: 5 * time.Second}
+	opts := keyring.Options{Backend: keyring.BackendOS, OS: osstore.System{}, Service: fmt.Sprintf("witness-test-%d", time.Now().UnixNano()), Timeout: 5 * time.Second}
 	p := filepath.Join(dir, "keys.json")
 	e, err := keyring.Generate(p, opts, keyring.AlgEd25519)
 	if err != nil {
