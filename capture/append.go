@@ -14,6 +14,7 @@ import (
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // AppendInput is one line of `witness capture append` input: an event
@@ -61,16 +62,16 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 	if k, ok := keys["kind"]; ok {
 		var ks string
 		if err := json.Unmarshal(k, &ks); err != nil {
-			return nil, errors.New(`field "kind": expected a string`)
+			return nil, fieldErr("kind", errors.New(`expected a string`))
 		}
 		kind = eventlog.Kind(ks)
 	}
 	if kind == "" {
-		return nil, errors.New(`field "kind": missing (one of model_input, model_output, tool_call, tool_response, external_effect, message)`)
+		return nil, fieldErr("kind", errors.New(`missing (one of model_input, model_output, tool_call, tool_response, external_effect, message)`))
 	}
 	allowed, ok := appendFields[kind]
 	if !ok {
-		return nil, fmt.Errorf(`field "kind": %q cannot be appended (one of model_input, model_output, tool_call, tool_response, external_effect, message)`, kind)
+		return nil, fieldErr("kind", fmt.Errorf(`%q cannot be appended (one of model_input, model_output, tool_call, tool_response, external_effect, message)`, kind))
 	}
 	for k := range keys {
 		if k == "kind" || k == "ref" || k == "ts" {
@@ -83,7 +84,7 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("field %q: not allowed on a %s (allowed: kind, ref, ts, %s)", k, kind, strings.Join(allowed, ", "))
+			return nil, fieldErr(k, fmt.Errorf("not allowed on a %s (allowed: kind, ref, ts, %s)", kind, strings.Join(allowed, ", ")))
 		}
 	}
 	var in AppendInput
@@ -92,29 +93,29 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 	if err := dec.Decode(&in); err != nil {
 		f, e := fieldOf(err)
 		if f != "" {
-			return nil, fmt.Errorf("field %q: %v", f, e)
+			return nil, fieldErr(f, fmt.Errorf("%v", e))
 		}
 		return nil, e
 	}
 	switch in.Kind {
 	case eventlog.KindToolCall, eventlog.KindToolResponse:
 		if in.Tool == "" {
-			return nil, fmt.Errorf(`field "tool": missing (a %s names its tool)`, in.Kind)
+			return nil, fieldErr("tool", fmt.Errorf(`missing (a %s names its tool)`, in.Kind))
 		}
 	case eventlog.KindExternalEffect:
 		if in.Effect == nil || in.Effect.Op == "" {
-			return nil, errors.New(`field "effect": missing, or without "op" (read, write, overwrite, delete, send, payment, exec, other)`)
+			return nil, fieldErr("effect", errors.New(`missing, or without "op" (read, write, overwrite, delete, send, payment, exec, other)`))
 		}
 	case eventlog.KindMessage:
 		if in.Message == nil {
-			return nil, errors.New(`field "message": missing`)
+			return nil, fieldErr("message", errors.New(`missing`))
 		}
 		if field, err := in.Message.Validate(); err != nil {
-			return nil, fmt.Errorf("field %q: %w", field, err)
+			return nil, fieldErr(field, err)
 		}
 	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		if len(in.Content) == 0 {
-			return nil, errors.New(`field "content": missing`)
+			return nil, fieldErr("content", errors.New(`missing`))
 		}
 	}
 	for _, raw := range []struct {
@@ -123,7 +124,7 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 	}{{"content", in.Content}, {"arguments", in.Arguments}, {"result", in.Result}, {"detail", in.Detail}} {
 		if len(raw.v) > 0 {
 			if _, _, err := eventlog.PayloadDigest(raw.v); err != nil {
-				return nil, fmt.Errorf("field %q: %v", raw.name, err)
+				return nil, fieldErr(raw.name, fmt.Errorf("%v", err))
 			}
 		}
 	}
@@ -240,10 +241,10 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		}
 		k, ok := kindOf[id]
 		if !ok {
-			return "", fmt.Errorf("field %q: %q is neither a ref of an earlier input line nor the id of an event in the log", field, target)
+			return "", fieldErr(field, fmt.Errorf("%q is neither a ref of an earlier input line nor the id of an event in the log", target))
 		}
 		if want != "" && k != want {
-			return "", fmt.Errorf("field %q: %q is not a %s", field, target, want)
+			return "", fieldErr(field, fmt.Errorf("%q is not a %s", target, want))
 		}
 		return id, nil
 	}
@@ -257,7 +258,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		}
 		lineNo++
 		if rerr != nil {
-			inErr = fmt.Errorf("%s:%d: %w", o.InputName, lineNo, rerr)
+			inErr = atLine(o.InputName, lineNo, rerr)
 			break
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
@@ -269,7 +270,7 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 		}
 		id, kind, ref, err := appendOne(rec, raw, resolve, refs, openCalls, lastCall)
 		if err != nil {
-			inErr = fmt.Errorf("%s:%d: %w", o.InputName, lineNo, err)
+			inErr = atLine(o.InputName, lineNo, err)
 			break
 		}
 		kindOf[id] = kind
@@ -444,4 +445,21 @@ func appendable(rep *eventlog.LogReport) bool {
 		}
 	}
 	return n == rep.Count(eventlog.SevIncomplete)
+}
+
+// fieldErr is an input line's error about one field, in the one position
+// format of witness's readers once atLine places it.
+func fieldErr(field string, err error) error {
+	return &jsontree.Error{Field: field, Err: err}
+}
+
+// atLine places err at line lineNo of the input named name:
+// "name:line: $.field: message".
+func atLine(name string, lineNo int64, err error) error {
+	var je *jsontree.Error
+	if errors.As(err, &je) && je.File == "" {
+		je.Locate(name, lineNo)
+		return err
+	}
+	return fmt.Errorf("%s:%d: %w", name, lineNo, err)
 }

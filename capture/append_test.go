@@ -91,7 +91,7 @@ func TestAppendErrorKeepsEarlierLines(t *testing.T) {
 	path := writeTemp(t, sampleLog(t, goodSigner))
 	in := appendInput + `{"kind":"tool_call","tool":"x","bogus":1}` + "\n" + `{"kind":"model_input","content":"never"}` + "\n"
 	rep, err := AppendLog(path, strings.NewReader(in), appendOpts())
-	if err == nil || exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), `stdin:7: field "bogus": not allowed on a tool_call`) {
+	if err == nil || exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), `stdin:7: $.bogus: not allowed on a tool_call`) {
 		t.Fatalf("err %v", err)
 	}
 	if len(rep.Appended) != 6 || !rep.Ended {
@@ -126,15 +126,15 @@ func TestAppendRefusesTamperedAndCutOff(t *testing.T) {
 func TestParseAppendInputErrors(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`[]`, "not a JSON object"},
-		{`{}`, `field "kind": missing`},
+		{`{}`, `$.kind: missing`},
 		{`{"kind":"session_end"}`, `cannot be appended`},
-		{`{"kind":"tool_call"}`, `field "tool": missing`},
-		{`{"kind":"tool_call","tool":1}`, `field "tool": expected string`},
-		{`{"kind":"model_input"}`, `field "content": missing`},
-		{`{"kind":"model_input","content":"x","tool":"t"}`, `field "tool": not allowed on a model_input`},
-		{`{"kind":"external_effect","effect":{}}`, `field "effect": missing, or without "op"`},
-		{`{"kind":"message"}`, `field "message": missing`},
-		{`{"kind":"model_input","content":1e999}`, `field "content"`},
+		{`{"kind":"tool_call"}`, `$.tool: missing`},
+		{`{"kind":"tool_call","tool":1}`, `$.tool: expected string`},
+		{`{"kind":"model_input"}`, `$.content: missing`},
+		{`{"kind":"model_input","content":"x","tool":"t"}`, `$.tool: not allowed on a model_input`},
+		{`{"kind":"external_effect","effect":{}}`, `$.effect: missing, or without "op"`},
+		{`{"kind":"message"}`, `$.message: missing`},
+		{`{"kind":"model_input","content":1e999}`, `$.content`},
 	} {
 		_, err := ParseAppendInput([]byte(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -144,7 +144,7 @@ func TestParseAppendInputErrors(t *testing.T) {
 	// link errors name the field
 	path := writeTemp(t, sampleLog(t, goodSigner))
 	_, err := AppendLog(path, strings.NewReader(`{"kind":"model_output","content":"x","input":"e3"}`), appendOpts())
-	if err == nil || !strings.Contains(err.Error(), `stdin:1: field "input": "e3" is not a model_input`) {
+	if err == nil || !strings.Contains(err.Error(), `stdin:1: $.input: "e3" is not a model_input`) {
 		t.Fatalf("%v", err)
 	}
 }

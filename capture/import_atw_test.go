@@ -163,12 +163,12 @@ func TestImportErrorsNameLineAndField(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"", "empty file"},
 		{"not json", "x.jsonl:1"},
-		{good + "\n" + strings.Replace(good, `"tool_call"`, `"tool_cal"`, 1), `x.jsonl:2: field "type"`},
-		{good + "\n" + strings.Replace(good, `"unsealed":false`, `"unsealed":"no"`, 1), `x.jsonl:2: field "unsealed"`},
-		{good + "\n" + strings.Replace(good, `"ts":"t",`, ``, 1), `x.jsonl:2: field "ts": missing`},
-		{good + "\n" + strings.Replace(good, `"role":null`, `"extra":1,"role":null`, 1), `x.jsonl:2: field "extra": unknown field`},
+		{good + "\n" + strings.Replace(good, `"tool_call"`, `"tool_cal"`, 1), `x.jsonl:2: $.type`},
+		{good + "\n" + strings.Replace(good, `"unsealed":false`, `"unsealed":"no"`, 1), `x.jsonl:2: $.unsealed`},
+		{good + "\n" + strings.Replace(good, `"ts":"t",`, ``, 1), `x.jsonl:2: $.ts: missing`},
+		{good + "\n" + strings.Replace(good, `"role":null`, `"extra":1,"role":null`, 1), `x.jsonl:2: $.extra: unknown field`},
 		{good + "\n" + `{"payload":{"args":{},"tool":"t"},"timestamp":"a","type":"tool_call"}`, "x.jsonl:2: a atw-0.1.0-cassette line"},
-		{`{"payload":{"args":{}},"timestamp":"a","type":"tool_call"}`, `field "payload.tool"`},
+		{`{"payload":{"args":{}},"timestamp":"a","type":"tool_call"}`, `$.payload.tool`},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer

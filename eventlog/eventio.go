@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // MaxLineBytes is the largest event line a Reader accepts by default.
@@ -30,10 +32,11 @@ func (e *ParseError) Error() string {
 	if le, ok := e.Err.(*jsonlimit.Error); ok && le.File != "" {
 		return le.Error() // already names file, line and column
 	}
-	if e.Field != "" {
-		return fmt.Sprintf("%s:%d: field %q: %v", e.File, e.Line, e.Field, e.Err)
+	path := e.Field
+	if path != "" && !strings.HasPrefix(path, "$") {
+		path = "$." + path
 	}
-	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	return jsontree.Format(e.File, e.Line, 0, path, e.Err.Error())
 }
 
 func (e *ParseError) Unwrap() error { return e.Err }

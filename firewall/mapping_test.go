@@ -129,12 +129,12 @@ func TestMappingRefusals(t *testing.T) {
 func TestInvalidMessageEvent(t *testing.T) {
 	bad := eventlog.Message{Direction: "sideways", Conversation: "c", Sender: "a", Text: "x", Operation: "direct"}
 	err := ForEachMessage(bytes.NewReader(logOf(t, bad)), "events.jsonl", nil, func(Candidate) error { return nil })
-	if err == nil || exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), `events.jsonl:2: field "message.direction"`) {
+	if err == nil || exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), `events.jsonl:2: $.message.direction`) {
 		t.Fatalf("err %v", err)
 	}
 	bad = eventlog.Message{Direction: "incoming", Conversation: "c", Sender: "a", Text: "x", Operation: "broadcast"}
 	err = ForEachMessage(bytes.NewReader(logOf(t, bad)), "events.jsonl", nil, func(Candidate) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), `"message.operation"`) {
+	if err == nil || !strings.Contains(err.Error(), `$.message.operation`) {
 		t.Fatalf("err %v", err)
 	}
 }

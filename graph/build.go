@@ -81,10 +81,7 @@ func mapAll(src EventSource, m *mapper) error {
 			return err
 		}
 		if err := m.event(e); err != nil {
-			if lr, ok := src.(lineReporter); ok {
-				err = fmt.Errorf("line %d: %w", lr.Line(), err)
-			}
-			err = withName(src, err)
+			err = placeEventError(src, err, true)
 			return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
 		}
 	}
@@ -92,6 +89,27 @@ func mapAll(src EventSource, m *mapper) error {
 
 func wrapTampered(err error) error {
 	return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
+}
+
+// placeEventError gives a mapping error the file (and, when the source's
+// line is the event's own, withLine, the line) of the source, in the one
+// position format; other errors get the file name in front. The streaming
+// path reads ahead, so its source's line is not the event's.
+func placeEventError(src EventSource, err error, withLine bool) error {
+	var ee *EventError
+	if errors.As(err, &ee) && ee.File == "" {
+		if n, ok := src.(namer); ok {
+			ee.File = n.Name()
+		}
+		if lr, ok := src.(lineReporter); ok && withLine {
+			ee.Line = lr.Line()
+		}
+		return err
+	}
+	if lr, ok := src.(lineReporter); ok && withLine {
+		err = fmt.Errorf("line %d: %w", lr.Line(), err)
+	}
+	return withName(src, err)
 }
 
 // namer is implemented by sources that know their file name.

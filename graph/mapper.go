@@ -11,6 +11,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // Options tune the mapping of an event log to a graph.
@@ -59,8 +60,12 @@ func newMapper(opts Options, emit emitFunc) *mapper {
 	return m
 }
 
-// EventError is a mapping error naming the event.
+// EventError is a mapping error naming the event. Once the reader has
+// placed it (File, Line) it prints in the one position format of witness's
+// readers: "file:line: $.field: message (event eN, seq N)".
 type EventError struct {
+	File  string
+	Line  int64
 	ID    string
 	Seq   int64
 	Field string
@@ -68,10 +73,11 @@ type EventError struct {
 }
 
 func (e *EventError) Error() string {
+	path := ""
 	if e.Field != "" {
-		return fmt.Sprintf("event %s (seq %d): field %q: %v", e.ID, e.Seq, e.Field, e.Err)
+		path = "$." + e.Field
 	}
-	return fmt.Sprintf("event %s (seq %d): %v", e.ID, e.Seq, e.Err)
+	return jsontree.Format(e.File, e.Line, 0, path, fmt.Sprintf("%v (event %s, seq %d)", e.Err, e.ID, e.Seq))
 }
 
 func (e *EventError) Unwrap() error { return e.Err }

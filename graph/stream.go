@@ -103,7 +103,7 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 			ev.reset()
 			if err := m.event(e); err != nil {
 				st.abort()
-				return stats, evidenceError(withName(src, err))
+				return stats, evidenceError(placeEventError(src, err, false))
 			}
 			stats.Events++
 			if prefix == nil {

@@ -58,7 +58,7 @@ func TestStreamErrorCleansUp(t *testing.T) {
 	bad := bytes.Join(lines, []byte("\n"))
 	dir := t.TempDir()
 	_, err := StreamNQuads(NewEventSource(bytes.NewReader(bad), "bad.jsonl"), io.Discard, Options{}, StreamOptions{RunBytes: 64 << 10, TempDir: dir})
-	if err == nil || !strings.Contains(err.Error(), "bad.jsonl: event e2500 (seq 2500): field \"ts\"") {
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl: $.ts: not an RFC 3339 time: \"x2026-08-30T14:38:17.607Z\" (event e2500, seq 2500)") {
 		t.Fatalf("error %v", err)
 	}
 	var ce *exitcode.Error
