@@ -14,6 +14,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
+	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
 // compact writes iri as prefix:local when it starts with a context
@@ -182,7 +184,13 @@ func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
 	}
 	g, err := parseJSONLD(data)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("graph %s: %w", name, err),
+		var je *jsontree.Error
+		if errors.As(err, &je) && je.File == "" {
+			je.File = name // "file: $.path: message", the one position format
+		} else {
+			err = fmt.Errorf("%s: %w", name, err)
+		}
+		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("graph %w", err),
 			"the graph is not a witness PROV graph; regenerate it with 'witness graph --events FILE'")
 	}
 	return g, nil
@@ -208,44 +216,61 @@ func parseJSONLD(data []byte) (*Graph, error) {
 	}
 	for k := range doc {
 		if k != "@context" && k != "@graph" {
-			return nil, fmt.Errorf("field %q: unexpected top-level key (expected @context and @graph)", k)
+			return nil, atPath(jsonpath.Member("", k), errors.New("unexpected top-level key (expected @context and @graph)"))
 		}
 	}
 	ctx, ok := doc["@context"].(map[string]any)
 	if !ok {
-		return nil, errors.New(`field "@context": missing or not the embedded witness context object`)
+		return nil, atPath(`$["@context"]`, errors.New("missing or not the embedded witness context object"))
 	}
 	want := ctxValue()
 	if len(ctx) != len(want) {
-		return nil, errors.New(`field "@context": not the witness context (other contexts are not fetched or processed)`)
+		return nil, atPath(`$["@context"]`, errors.New("not the witness context (other contexts are not fetched or processed)"))
 	}
 	for k, v := range want {
 		if ctx[k] != v {
-			return nil, fmt.Errorf(`field "@context": prefix %q must be %q`, k, v)
+			return nil, atPath(jsonpath.Member(`$["@context"]`, k), fmt.Errorf("must be %q", v))
 		}
 	}
 	list, ok := doc["@graph"].([]any)
 	if !ok {
-		return nil, errors.New(`field "@graph": missing or not an array`)
+		return nil, atPath(`$["@graph"]`, errors.New("missing or not an array"))
 	}
 	g := New()
 	for i, item := range list {
 		obj, ok := item.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("@graph[%d]: not an object", i)
+			return nil, atPath(jsonpath.Index(`$["@graph"]`, i), errors.New("not an object"))
 		}
 		n, err := parseNode(obj)
 		if err != nil {
-			return nil, fmt.Errorf("@graph[%d]%s: %w", i, idHint(obj), err)
+			return nil, nodeError(i, idHint(obj), err)
 		}
 		if g.index[n.ID] != nil {
-			return nil, fmt.Errorf("@graph[%d] (%s): field \"@id\": duplicate node", i, n.ID)
+			return nil, nodeError(i, " ("+n.ID+")", atPath(jsonpath.Member("", "@id"), errors.New("duplicate node")))
 		}
 		g.index[n.ID] = n
 		g.Nodes = append(g.Nodes, n)
 	}
 	sortNodes(g.Nodes)
 	return g, nil
+}
+
+// atPath is an error about the value at path (rooted at the document or,
+// inside parseNode, at the node), in the one position format.
+func atPath(path string, err error) error {
+	return &jsontree.Error{Field: path, Err: err}
+}
+
+// nodeError places an error of node i of @graph: its path is rebased
+// under $["@graph"][i] and the node's @id is named after the message.
+func nodeError(i int, hint string, err error) error {
+	base := jsonpath.Index(`$["@graph"]`, i)
+	var je *jsontree.Error
+	if errors.As(err, &je) && strings.HasPrefix(je.Field, "$") {
+		return &jsontree.Error{Field: base + je.Field[1:], Msg: je.Err.Error() + hint, Err: je.Err}
+	}
+	return &jsontree.Error{Field: base, Msg: err.Error() + hint, Err: err}
 }
 
 func idHint(obj map[string]any) string {
@@ -258,10 +283,10 @@ func idHint(obj map[string]any) string {
 func parseNode(obj map[string]any) (*Node, error) {
 	id, ok := obj["@id"].(string)
 	if !ok {
-		return nil, errors.New(`field "@id": missing or not a string`)
+		return nil, atPath(`$["@id"]`, errors.New("missing or not a string"))
 	}
 	if err := CheckIRI(id); err != nil {
-		return nil, fmt.Errorf(`field "@id": %w`, err)
+		return nil, atPath(`$["@id"]`, err)
 	}
 	n := NewNode(id)
 	for k, v := range obj {
@@ -270,39 +295,39 @@ func parseNode(obj map[string]any) (*Node, error) {
 		case k == "@type":
 			types, err := stringList(v)
 			if err != nil {
-				return nil, fmt.Errorf(`field "@type": %w`, err)
+				return nil, atPath(`$["@type"]`, err)
 			}
 			for _, t := range types {
 				full := expand(t)
 				if err := CheckIRI(full); err != nil {
-					return nil, fmt.Errorf(`field "@type": %w`, err)
+					return nil, atPath(`$["@type"]`, err)
 				}
 				n.AddType(full)
 			}
 		case strings.HasPrefix(k, "@"):
-			return nil, fmt.Errorf("field %q: keyword not allowed in a witness graph node", k)
+			return nil, atPath(jsonpath.Member("", k), errors.New("keyword not allowed in a witness graph node"))
 		default:
 			p := expand(k)
 			if err := CheckIRI(p); err != nil {
-				return nil, fmt.Errorf("field %q: %w", k, err)
+				return nil, atPath(jsonpath.Member("", k), err)
 			}
 			if p == RDFType {
-				return nil, fmt.Errorf("field %q: use @type", k)
+				return nil, atPath(jsonpath.Member("", k), errors.New("use @type"))
 			}
 			vals, ok := v.([]any)
 			if !ok {
 				vals = []any{v}
 			}
 			if len(vals) == 0 {
-				return nil, fmt.Errorf("field %q: empty array", k)
+				return nil, atPath(jsonpath.Member("", k), errors.New("empty array"))
 			}
 			for j, x := range vals {
 				t, err := parseValue(x)
 				if err != nil {
 					if len(vals) > 1 {
-						return nil, fmt.Errorf("field %q[%d]: %w", k, j, err)
+						return nil, atPath(jsonpath.Index(jsonpath.Member("", k), j), err)
 					}
-					return nil, fmt.Errorf("field %q: %w", k, err)
+					return nil, atPath(jsonpath.Member("", k), err)
 				}
 				n.Add(p, t)
 			}

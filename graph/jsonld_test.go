@@ -80,14 +80,14 @@ func TestReadJSONLDErrors(t *testing.T) {
 	ctx := `{"otel":"https://w3id.org/agent-trace-witness/otel#","prov":"http://www.w3.org/ns/prov#","rdf":"http://www.w3.org/1999/02/22-rdf-syntax-ns#","witness":"https://w3id.org/agent-trace-witness/ns#","xsd":"http://www.w3.org/2001/XMLSchema#"}`
 	doc := func(nodes string) string { return `{"@context":` + ctx + `,"@graph":[` + nodes + `]}` }
 	cases := map[string]string{
-		`{"@graph":[]}`: `field "@context"`,
-		`{"@context":"https://www.w3.org/ns/prov.jsonld","@graph":[]}`: `field "@context"`,
+		`{"@graph":[]}`: `$["@context"]: missing`,
+		`{"@context":"https://www.w3.org/ns/prov.jsonld","@graph":[]}`: `$["@context"]: missing or not the embedded witness context object`,
 		doc(`{"@id":"urn:x:a"}`) + "x":                                 "not valid JSON",
-		doc(`{"@id":"a b"}`):                                           `@graph[0] (a b): field "@id"`,
-		doc(`{"@id":"urn:x:a","prov:used":1}`):                         `field "prov:used": bare number`,
-		doc(`{"@id":"urn:x:a","prov:used":{"@id":"urn:x:b","x":1}}`):   `field "prov:used"`,
+		doc(`{"@id":"a b"}`):                                           `$["@graph"][0]["@id"]: `,
+		doc(`{"@id":"urn:x:a","prov:used":1}`):                         `$["@graph"][0]["prov:used"]: bare number`,
+		doc(`{"@id":"urn:x:a","prov:used":{"@id":"urn:x:b","x":1}}`):   `$["@graph"][0]["prov:used"]`,
 		doc(`{"@id":"urn:x:a","prov:startedAtTime":{"@type":"xsd:dateTime","@value":"2026-08-30T14:33:00.000Z"}}`): "not canonical",
-		doc(`{"@id":"urn:x:a","@reverse":{}}`):                                        `field "@reverse"`,
+		doc(`{"@id":"urn:x:a","@reverse":{}}`):                                        `$["@graph"][0]["@reverse"]: keyword not allowed`,
 		doc(`{"@id":"urn:x:a"},{"@id":"urn:x:a"}`):                                    "duplicate node",
 		doc(`{"@id":"urn:x:a","prov:used":[]}`):                                       "empty array",
 		doc(`{"@id":"urn:x:a","witness:seq":{"@type":"xsd:integer","@value":"007"}}`): "not canonical",
