@@ -77,6 +77,9 @@ func (f *Forwarder) Run(ctx context.Context) (*Outcome, error) {
 	if len(f.Command) == 0 {
 		return nil, errors.New("no server command")
 	}
+	if err := proctree.Supported(); err != nil {
+		return nil, err
+	}
 	stdinGrace := orDefault(f.StdinGrace, 5*time.Second)
 	killGrace := orDefault(f.KillGrace, 5*time.Second)
 	drainWait := orDefault(f.DrainWait, 2*time.Second)
@@ -541,17 +544,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// blockingPipe returns a pipe in blocking mode. Reads then block in the
-// kernel instead of going through the runtime's poller, which saves two
-// wake-ups per hop: the proxy's added latency is mostly wake-ups.
-func blockingPipe() (r, w *os.File, err error) {
-	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
-	}
-	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 func closeAll(fs ...*os.File) {

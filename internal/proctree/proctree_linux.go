@@ -54,8 +54,6 @@ func snapshot() (map[int]proc, bool) {
 	return m, true
 }
 
-func setsid(a *syscall.SysProcAttr) { a.Setsid = true }
-
 // members returns the processes of the server tree of session sid: the
 // descendants of this process whose session is neither this process's nor
 // another live server's (see the package comment), plus, as a fallback,
