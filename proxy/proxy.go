@@ -260,7 +260,7 @@ wait:
 		exitRec.Code = &code
 	}
 	_ = rec.exit(exitRec)
-	out.RecordErr, out.Failure = rec.result()
+	out.Failure, out.RecordErr = rec.result()
 	return out, nil
 }
 
@@ -431,8 +431,8 @@ func (r *recorder) incomplete(why string) {
 }
 
 // result ends the session's recording (the Sink is the caller's again) and
-// returns the recording error and the failure text for the log's end.
-func (r *recorder) result() (error, string) {
+// returns the failure text for the log's end and the recording error.
+func (r *recorder) result() (failure string, err error) {
 	r.smu.Lock()
 	defer r.smu.Unlock()
 	r.mu.Lock()
@@ -440,11 +440,11 @@ func (r *recorder) result() (error, string) {
 	r.over = true
 	switch {
 	case r.err != nil:
-		return r.err, "recording failed, so forwarding stopped and the server was ended: " + r.err.Error()
+		return "recording failed, so forwarding stopped and the server was ended: " + r.err.Error(), r.err
 	case r.why != "":
-		return nil, r.why
+		return r.why, nil
 	}
-	return nil, ""
+	return "", nil
 }
 
 // pumpLines copies a line stream (c2s, s2c) from src to dst: each read is

@@ -64,17 +64,6 @@ func Start(cmd *exec.Cmd) (unregister func(), err error) {
 	}, nil
 }
 
-// others returns the live sessions other than sid; live.mu is held.
-func others(sid int) map[int]bool {
-	m := map[int]bool{}
-	for s := range live.sids {
-		if s != sid {
-			m[s] = true
-		}
-	}
-	return m
-}
-
 // End kills (SIGKILL) what is left of the tree of the server whose session
 // is sid, after the server itself was reaped, and waits up to d for those
 // processes to be gone (reaping the ones reparented to this process). It
