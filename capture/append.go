@@ -172,6 +172,14 @@ type AppendReport struct {
 // as its line is read, with source "reported", so an error on input line N
 // loses nothing before it; the log is then ended (unless KeepOpen) and the
 // error names the input line and field (Usage).
+//
+// The steps, each checkable on its own: the log is opened without following
+// a symlink and locked (openLogLocked); its chain is verified and a broken
+// or cut-off log refused (verifyForAppend); a signer never vouches for lines
+// no trusted key sealed (requireVouched); writing resumes after the last
+// line, continuing the chain (resumeAppend); input lines are written one by
+// one, links resolved only to earlier events (appender.appendAll); the log
+// is ended and the input error reported (finishAppend).
 func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error) {
 	if o.InputName == "" {
 		o.InputName = "stdin"
@@ -179,110 +187,161 @@ func AppendLog(path string, in io.Reader, o AppendOptions) (*AppendReport, error
 	if o.Clock == nil {
 		o.Clock = func() string { return eventlog.Timestamp(nil) }
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.NoFollow, 0) // never through a symlink
+	f, unlock, err := openLogLocked(path)
 	if err != nil {
-		return nil, exitcode.Input("open event log", err, "check the path given to --events; append to a log that 'witness capture' or 'witness import' wrote")
+		return nil, err
 	}
 	defer f.Close()
-	unlock, err := lockLog(f)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, err, "")
-	}
 	defer unlock()
-	// ids of existing events by kind, for link checks
+	rep, kindOf, err := verifyForAppend(f, path, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireVouched(path, rep, o); err != nil {
+		return nil, err
+	}
+	a, err := resumeAppend(f, path, rep, kindOf, o)
+	if err != nil {
+		return nil, err
+	}
+	ar := &AppendReport{Reopened: rep.Ended}
+	lineNo, inErr := a.appendAll(in, o, ar)
+	return finishAppend(a.w, ar, o, lineNo, inErr)
+}
+
+// openLogLocked opens the log for reading and writing, never through a
+// symlink, and takes its lock (held until unlock is called), so that two
+// appends never interleave.
+func openLogLocked(path string) (f *os.File, unlock func(), err error) {
+	f, err = os.OpenFile(path, os.O_RDWR|atomicfile.NoFollow, 0) // never through a symlink
+	if err != nil {
+		return nil, nil, exitcode.Input("open event log", err, "check the path given to --events; append to a log that 'witness capture' or 'witness import' wrote")
+	}
+	unlock, err = lockLog(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, exitcode.New(exitcode.Failure, err, "")
+	}
+	return f, unlock, nil
+}
+
+// linkKind is the kind an event is recorded under for link checks: only
+// tool calls, model inputs and model outputs can be linked to by kind.
+func linkKind(k eventlog.Kind) eventlog.Kind {
+	switch k {
+	case eventlog.KindToolCall, eventlog.KindModelInput, eventlog.KindModelOutput:
+		return k
+	}
+	return ""
+}
+
+// verifyForAppend verifies the whole existing log (unsigned ends are
+// accepted) and refuses to extend a broken chain (Tampered) or a log whose
+// last line was cut off (Incomplete); a log left open or ending in a
+// recorded failure may be continued. It returns the report and the link
+// kind of every existing event id.
+func verifyForAppend(f *os.File, path string, o AppendOptions) (*eventlog.LogReport, map[string]eventlog.Kind, error) {
 	kindOf := map[string]eventlog.Kind{}
 	rep, verr := eventlog.VerifyLog(f, path, eventlog.VerifyLogOptions{Verifier: o.Verifier, AllowUnsigned: true, OnEvent: func(_ int64, e *eventlog.Event) {
-		switch e.Kind {
-		case eventlog.KindToolCall, eventlog.KindModelInput, eventlog.KindModelOutput:
-			kindOf[e.ID] = e.Kind
-		default:
-			kindOf[e.ID] = ""
-		}
+		kindOf[e.ID] = linkKind(e.Kind)
 	}})
 	switch rep.Status {
 	case eventlog.StatusTampered:
-		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("refusing to append to %s: %w", path, verr), "an append would extend a broken chain; keep the log as evidence and start a new capture")
+		return nil, nil, exitcode.New(exitcode.Tampered, fmt.Errorf("refusing to append to %s: %w", path, verr), "an append would extend a broken chain; keep the log as evidence and start a new capture")
 	case eventlog.StatusIncomplete:
 		if rep.Lines == 0 || !appendable(rep) {
-			return nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("refusing to append to %s: %w", path, verr), "its last line was cut off; appending would hide where")
+			return nil, nil, exitcode.New(exitcode.Incomplete, fmt.Errorf("refusing to append to %s: %w", path, verr), "its last line was cut off; appending would hide where")
 		}
 	}
 	if verr != nil && rep.Status != eventlog.StatusIncomplete && rep.Status != eventlog.StatusUnsigned {
-		return nil, exitcode.New(exitcode.Failure, verr, "")
+		return nil, nil, exitcode.New(exitcode.Failure, verr, "")
 	}
-	if len(o.Signers) > 0 && !o.KeepOpen && !o.AllowUnsigned && !vouched(rep) {
-		why := "it has no session_end"
-		if rep.Ended {
-			why = "its session_end has no signature by a key the keyring holds"
-		}
-		return nil, exitcode.New(exitcode.Tampered,
-			fmt.Errorf("refusing to sign over %s: %s, so signing the new end would vouch for lines no trusted key sealed", path, why),
-			"append with --allow-unsigned to vouch for them with your key, or without a keyring (the new end is then unsigned)")
+	return rep, kindOf, nil
+}
+
+// requireVouched refuses to sign a new end over a log whose last end no
+// key of the verifier signed (or that has no end), unless the caller
+// vouches for it (AllowUnsigned) or leaves the log open: appending must not
+// launder a forged log under a genuine key.
+func requireVouched(path string, rep *eventlog.LogReport, o AppendOptions) error {
+	if len(o.Signers) == 0 || o.KeepOpen || o.AllowUnsigned || vouched(rep) {
+		return nil
 	}
+	why := "it has no session_end"
+	if rep.Ended {
+		why = "its session_end has no signature by a key the keyring holds"
+	}
+	return exitcode.New(exitcode.Tampered,
+		fmt.Errorf("refusing to sign over %s: %s, so signing the new end would vouch for lines no trusted key sealed", path, why),
+		"append with --allow-unsigned to vouch for them with your key, or without a keyring (the new end is then unsigned)")
+}
+
+// appender writes reported events after the existing log and resolves
+// their links (refs of earlier input lines, ids of earlier events).
+type appender struct {
+	w         *eventlog.Writer
+	rec       *Recorder
+	kindOf    map[string]eventlog.Kind // id -> link kind, of the log's events and those appended now
+	refs      map[string]string        // ref -> id
+	openCalls map[string][]string      // tool -> open call ids appended now, earliest first
+	lastCall  map[string]string        // tool -> latest call id appended now
+}
+
+// resumeAppend positions f after the log's last line and continues its
+// chain there: the next event takes the next seq and links to the head
+// hash, and a model_output without input names the log's latest
+// model_input.
+func resumeAppend(f *os.File, path string, rep *eventlog.LogReport, kindOf map[string]eventlog.Kind, o AppendOptions) (*appender, error) {
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("seek %s: %w", path, err), "")
 	}
-	ar := &AppendReport{Reopened: rep.Ended}
 	w := eventlog.ResumeWriter(f, rep.Session, rep.Lines-1, rep.Head)
 	rec := NewRecorder(w, RecorderOptions{Source: eventlog.SourceReported, Clock: o.Clock, Redactor: o.Redactor})
 	if id := rep.Last[eventlog.KindModelInput]; id != "" {
 		rec.lastInput = id
 	}
-	refs := map[string]string{}        // ref -> id
-	openCalls := map[string][]string{} // tool -> open call ids appended now, earliest first
-	lastCall := map[string]string{}    // tool -> latest call id appended now
-	resolve := func(field, target string, want eventlog.Kind) (string, error) {
-		if target == "" {
-			return "", nil
-		}
-		id := target
-		if r, ok := refs[target]; ok {
-			id = r
-		}
-		k, ok := kindOf[id]
-		if !ok {
-			return "", fieldErr(field, fmt.Errorf("%q is neither a ref of an earlier input line nor the id of an event in the log", target))
-		}
-		if want != "" && k != want {
-			return "", fieldErr(field, fmt.Errorf("%q is not a %s", target, want))
-		}
-		return id, nil
-	}
-	var inErr error
+	return &appender{w: w, rec: rec, kindOf: kindOf, refs: map[string]string{},
+		openCalls: map[string][]string{}, lastCall: map[string]string{}}, nil
+}
+
+// appendAll writes one event per input line, each as soon as it is read.
+// The first line that cannot be read or appended stops the input; what was
+// written before it stays. It returns the number of the last line read and
+// the error that stopped it, naming input and line.
+func (a *appender) appendAll(in io.Reader, o AppendOptions, ar *AppendReport) (lineNo int64, inErr error) {
 	br := bufio.NewReaderSize(in, 64<<10)
-	lineNo := int64(0)
 	for {
 		raw, rerr := readInputLine(br)
 		if rerr == io.EOF {
-			break
+			return lineNo, nil
 		}
 		lineNo++
 		if rerr != nil {
-			inErr = atLine(o.InputName, lineNo, rerr)
-			break
+			return lineNo, atLine(o.InputName, lineNo, rerr)
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
 		if err := jsonlimit.CheckIn(raw, o.InputName, lineNo); err != nil {
-			inErr = err
-			break
+			return lineNo, err
 		}
-		id, kind, ref, err := appendOne(rec, raw, resolve, refs, openCalls, lastCall)
+		id, kind, ref, err := a.appendOne(raw)
 		if err != nil {
-			inErr = atLine(o.InputName, lineNo, err)
-			break
+			return lineNo, atLine(o.InputName, lineNo, err)
 		}
-		kindOf[id] = kind
-		if kind != eventlog.KindToolCall && kind != eventlog.KindModelInput && kind != eventlog.KindModelOutput {
-			kindOf[id] = ""
-		}
+		a.kindOf[id] = linkKind(kind)
 		res := AppendResult{Line: lineNo, ID: id, Kind: kind, Ref: ref}
 		ar.Appended = append(ar.Appended, res)
 		if o.OnEvent != nil {
 			o.OnEvent(res)
 		}
 	}
+}
+
+// finishAppend ends the log (unless KeepOpen) with a new session_end whose
+// reason names the input line that stopped the append, if one did, and
+// reports that line's error as a usage error.
+func finishAppend(w *eventlog.Writer, ar *AppendReport, o AppendOptions, lineNo int64, inErr error) (*AppendReport, error) {
 	if !o.KeepOpen {
 		reason := "appended"
 		if inErr != nil {
@@ -324,92 +383,138 @@ func readInputLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func appendOne(rec *Recorder, raw []byte, resolve func(string, string, eventlog.Kind) (string, error),
-	refs map[string]string, openCalls map[string][]string, lastCall map[string]string) (string, eventlog.Kind, string, error) {
+// resolve turns a link target (a ref of an earlier input line, or the id of
+// an earlier event) into an event id, and checks that it names an event of
+// kind want ("" for any kind). An empty target stays empty.
+func (a *appender) resolve(field, target string, want eventlog.Kind) (string, error) {
+	if target == "" {
+		return "", nil
+	}
+	id := target
+	if r, ok := a.refs[target]; ok {
+		id = r
+	}
+	k, ok := a.kindOf[id]
+	if !ok {
+		return "", fieldErr(field, fmt.Errorf("%q is neither a ref of an earlier input line nor the id of an event in the log", target))
+	}
+	if want != "" && k != want {
+		return "", fieldErr(field, fmt.Errorf("%q is not a %s", target, want))
+	}
+	return id, nil
+}
+
+// appendOne parses one input line and writes its event. A ref may be used
+// once; links resolve to earlier events only (resolve).
+func (a *appender) appendOne(raw []byte) (string, eventlog.Kind, string, error) {
 	in, err := ParseAppendInput(raw)
 	if err != nil {
 		return "", "", "", err
 	}
 	if in.Ref != "" {
-		if _, dup := refs[in.Ref]; dup {
-			return "", "", "", fmt.Errorf("field \"ref\": %q was used by an earlier line", in.Ref)
+		if _, dup := a.refs[in.Ref]; dup {
+			return "", "", "", fieldErr("ref", fmt.Errorf("%q was used by an earlier line", in.Ref))
 		}
 	}
 	var id string
 	switch in.Kind {
 	case eventlog.KindModelInput:
-		id, err = rec.ModelInput(ModelInputEvent{Role: in.Role, Content: in.Content, TS: in.TS})
+		id, err = a.rec.ModelInput(ModelInputEvent{Role: in.Role, Content: in.Content, TS: in.TS})
 	case eventlog.KindModelOutput:
-		input, rerr := resolve("input", in.Input, eventlog.KindModelInput)
-		if rerr != nil {
-			return "", "", "", rerr
-		}
-		id, err = rec.ModelOutput(ModelOutputEvent{Role: in.Role, Content: in.Content, Input: input, TS: in.TS})
+		id, err = a.modelOutput(in)
 	case eventlog.KindToolCall:
-		cause, rerr := resolve("cause", in.Cause, eventlog.KindModelOutput)
-		if rerr != nil {
-			return "", "", "", rerr
-		}
-		var args any
-		if len(in.Arguments) > 0 {
-			args = in.Arguments
-		}
-		id, err = rec.ToolCall(ToolCallEvent{Tool: in.Tool, Arguments: args, Cause: cause, TS: in.TS})
-		if err == nil {
-			openCalls[in.Tool] = append(openCalls[in.Tool], id)
-			lastCall[in.Tool] = id
-		}
+		id, err = a.toolCall(in)
 	case eventlog.KindToolResponse:
-		call, rerr := resolve("call", in.Call, eventlog.KindToolCall)
-		if rerr != nil {
-			return "", "", "", rerr
-		}
-		if call == "" {
-			if q := openCalls[in.Tool]; len(q) > 0 {
-				call = q[0]
-			} else {
-				return "", "", "", fmt.Errorf("field \"call\": missing, and no call of tool %q appended before it is open", in.Tool)
-			}
-		}
-		q := openCalls[in.Tool]
-		for i, c := range q {
-			if c == call {
-				openCalls[in.Tool] = append(q[:i:i], q[i+1:]...)
-				break
-			}
-		}
-		var result any
-		if len(in.Result) > 0 {
-			result = in.Result
-		}
-		id, err = rec.ToolResponse(ToolResponseEvent{Tool: in.Tool, Call: call, Result: result, IsError: in.IsError, TS: in.TS})
+		id, err = a.toolResponse(in)
 	case eventlog.KindExternalEffect:
-		call, rerr := resolve("call", in.Call, eventlog.KindToolCall)
-		if rerr != nil {
-			return "", "", "", rerr
-		}
-		if call == "" && in.Tool != "" {
-			call = lastCall[in.Tool]
-		}
-		var detail any
-		if len(in.Detail) > 0 {
-			detail = in.Detail
-		}
-		id, err = rec.ExternalEffect(ExternalEffectEvent{Tool: in.Tool, Call: call, Effect: *in.Effect, Detail: detail, TS: in.TS})
+		id, err = a.externalEffect(in)
 	case eventlog.KindMessage:
-		cause, rerr := resolve("cause", in.Cause, "")
-		if rerr != nil {
-			return "", "", "", rerr
+		var cause string
+		if cause, err = a.resolve("cause", in.Cause, ""); err == nil {
+			id, err = a.rec.Message(MessageEvent{Message: *in.Message, Cause: cause, TS: in.TS})
 		}
-		id, err = rec.Message(MessageEvent{Message: *in.Message, Cause: cause, TS: in.TS})
 	}
 	if err != nil {
 		return "", "", "", err
 	}
 	if in.Ref != "" {
-		refs[in.Ref] = id
+		a.refs[in.Ref] = id
 	}
 	return id, in.Kind, in.Ref, nil
+}
+
+// modelOutput writes a model_output; its input must be a model_input.
+func (a *appender) modelOutput(in *AppendInput) (string, error) {
+	input, err := a.resolve("input", in.Input, eventlog.KindModelInput)
+	if err != nil {
+		return "", err
+	}
+	return a.rec.ModelOutput(ModelOutputEvent{Role: in.Role, Content: in.Content, Input: input, TS: in.TS})
+}
+
+// toolCall writes a tool_call (its cause must be a model_output) and opens
+// it for the responses that follow.
+func (a *appender) toolCall(in *AppendInput) (string, error) {
+	cause, err := a.resolve("cause", in.Cause, eventlog.KindModelOutput)
+	if err != nil {
+		return "", err
+	}
+	var args any
+	if len(in.Arguments) > 0 {
+		args = in.Arguments
+	}
+	id, err := a.rec.ToolCall(ToolCallEvent{Tool: in.Tool, Arguments: args, Cause: cause, TS: in.TS})
+	if err == nil {
+		a.openCalls[in.Tool] = append(a.openCalls[in.Tool], id)
+		a.lastCall[in.Tool] = id
+	}
+	return id, err
+}
+
+// toolResponse writes a tool_response. Its call must be a tool_call; without
+// one it answers the earliest call of its tool appended now and still open,
+// and with none open the line is refused. The call answered is closed.
+func (a *appender) toolResponse(in *AppendInput) (string, error) {
+	call, err := a.resolve("call", in.Call, eventlog.KindToolCall)
+	if err != nil {
+		return "", err
+	}
+	if call == "" {
+		q := a.openCalls[in.Tool]
+		if len(q) == 0 {
+			return "", fieldErr("call", fmt.Errorf("missing, and no call of tool %q appended before it is open", in.Tool))
+		}
+		call = q[0]
+	}
+	q := a.openCalls[in.Tool]
+	for i, c := range q {
+		if c == call {
+			a.openCalls[in.Tool] = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	var result any
+	if len(in.Result) > 0 {
+		result = in.Result
+	}
+	return a.rec.ToolResponse(ToolResponseEvent{Tool: in.Tool, Call: call, Result: result, IsError: in.IsError, TS: in.TS})
+}
+
+// externalEffect writes an external_effect; its call must be a tool_call,
+// and without one it names the latest call of its tool appended now.
+func (a *appender) externalEffect(in *AppendInput) (string, error) {
+	call, err := a.resolve("call", in.Call, eventlog.KindToolCall)
+	if err != nil {
+		return "", err
+	}
+	if call == "" && in.Tool != "" {
+		call = a.lastCall[in.Tool]
+	}
+	var detail any
+	if len(in.Detail) > 0 {
+		detail = in.Detail
+	}
+	return a.rec.ExternalEffect(ExternalEffectEvent{Tool: in.Tool, Call: call, Effect: *in.Effect, Detail: detail, TS: in.TS})
 }
 
 // vouched reports whether the log's last end carries a valid signature by a

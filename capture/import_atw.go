@@ -374,33 +374,114 @@ func (s *lineScanner) next() ([]byte, error) {
 // model_input; the session header says so. Every event has source
 // "imported". Malformed input yields an error naming file, line and field
 // (exit code Tampered); lines written before it stay written.
+//
+// The steps, each checkable on its own: the first line fixes the format
+// (openATW); the header says where the log came from and how it was paired
+// (atwHeader); each line becomes one event with its hash or its redacted
+// payload (atwImport.event); pairing follows the rules above (atwPairing);
+// every later line must be of the first line's format (atwImport.next);
+// the end is signed (FinishWith).
 func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error) {
-	name := o.Name
-	if name == "" {
-		name = "input"
-	}
-	sc := &lineScanner{br: bufio.NewReaderSize(r, 64<<10), name: name}
-	first, err := sc.next()
-	if err == io.EOF {
-		return nil, importErr(name, 1, "", "empty file: nothing to import")
-	}
+	im, cur, err := openATW(r, o)
 	if err != nil {
 		return nil, err
+	}
+	lw, err := eventlog.StartLog(w, im.header, o.TS, eventlog.SourceImported)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, err, "")
+	}
+	rep := &ImportReport{Format: im.format, Session: lw.Session()}
+	pairs := newATWPairing()
+	for cur != nil {
+		e, err := im.event(cur)
+		if err != nil {
+			return rep, err
+		}
+		pairs.link(e, cur, eventlog.EventID(lw.Count()), rep)
+		if err := lw.Append(e); err != nil {
+			return rep, exitcode.New(exitcode.Failure, fmt.Errorf("import %s line %d: %w", im.name, cur.line, err), "")
+		}
+		rep.Events++
+		if o.OnEvent != nil {
+			o.OnEvent(e)
+		}
+		if cur, err = im.next(); err != nil {
+			return rep, err
+		}
+	}
+	if err := eventlog.FinishWith(lw, eventlog.EndOptions{Signers: o.Signers, TS: o.TS, Reason: "imported", Source: eventlog.SourceImported}); err != nil {
+		return rep, exitcode.New(exitcode.Failure, err, "")
+	}
+	return rep, nil
+}
+
+// atwImport is one import under way: its input, the format its first line
+// fixed, and the header written from that line.
+type atwImport struct {
+	o      ImportOptions
+	name   string
+	sc     *lineScanner
+	format string // LegacyATWEvents or LegacyATWCassette
+	header *eventlog.Header
+}
+
+// openATW reads the first line, which fixes the format of the whole file:
+// an empty file, or a first line of neither 0.1.0 format, is refused before
+// anything is written. It returns the import and the first line, parsed.
+func openATW(r io.Reader, o ImportOptions) (*atwImport, *atwLine, error) {
+	im := &atwImport{o: o, name: o.Name}
+	if im.name == "" {
+		im.name = "input"
+	}
+	im.sc = &lineScanner{br: bufio.NewReaderSize(r, 64<<10), name: im.name}
+	first, err := im.sc.next()
+	if err == io.EOF {
+		return nil, nil, importErr(im.name, 1, "", "empty file: nothing to import")
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	format, ok := detectATW(first)
 	if !ok {
-		return nil, importErr(name, sc.line, "", "neither a 0.1.0 event log line (payload_sha256, type, ...) nor a cassette line (timestamp, type, payload)")
+		return nil, nil, importErr(im.name, im.sc.line, "", "neither a 0.1.0 event log line (payload_sha256, type, ...) nor a cassette line (timestamp, type, payload)")
 	}
-	parse := func(raw []byte, line int64) (*atwLine, error) {
-		if format == LegacyATWEvents {
-			return parseATWLogLine(raw, name, line)
-		}
-		return parseATWCassetteLine(raw, name, line, o.TS)
+	im.format = format
+	l1, err := im.parse(first, im.sc.line)
+	if err != nil {
+		return nil, nil, err
 	}
-	l1, err := parse(first, sc.line)
+	im.header = atwHeader(format, im.name, l1, o.Redactor)
+	return im, l1, nil
+}
+
+// parse reads one line in the import's format.
+func (im *atwImport) parse(raw []byte, line int64) (*atwLine, error) {
+	if im.format == LegacyATWEvents {
+		return parseATWLogLine(raw, im.name, line)
+	}
+	return parseATWCassetteLine(raw, im.name, line, im.o.TS)
+}
+
+// next returns the next line, parsed, or nil at the end of the input. A
+// line of the other 0.1.0 format is refused: one file, one format.
+func (im *atwImport) next() (*atwLine, error) {
+	raw, err := im.sc.next()
+	if err == io.EOF {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	if f, ok := detectATW(raw); ok && f != im.format {
+		return nil, importErr(im.name, im.sc.line, "", "a %s line in a %s file", f, im.format)
+	}
+	return im.parse(raw, im.sc.line)
+}
+
+// atwHeader is the session header of an import: it names the input and
+// its format, states the pairing rule (0.1.0 lines carry no ids), and, for
+// an event log, takes the seal digest from the first line's seal_ref.
+func atwHeader(format, name string, l1 *atwLine, red *Redactor) *eventlog.Header {
 	h := &eventlog.Header{ImportedFrom: ImportFormatATW010, Pairing: eventlog.PairingEarliestOpenSameTool}
 	if format == LegacyATWEvents {
 		h.Seal = &eventlog.SealRef{Digest: l1.sealRef}
@@ -417,91 +498,86 @@ func ImportATW(r io.Reader, w io.Writer, o ImportOptions) (*ImportReport, error)
 			"payloads are the 0.1.0 wrapper bodies (args, result, effect, content); payload_sha256 is the witness hash of that body",
 		}
 	}
-	if o.Redactor != nil {
-		h.Redaction = o.Redactor.Info()
+	if red != nil {
+		h.Redaction = red.Info()
 	}
-	lw, err := eventlog.StartLog(w, h, o.TS, eventlog.SourceImported)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, err, "")
+	return h
+}
+
+// event turns one line into an event (not yet paired). An event log line
+// keeps its 0.1.0 hash as given (and its seal_ref when it differs from the
+// header's); a cassette line's payload is redacted before it is set, so an
+// unredacted payload never reaches the log.
+func (im *atwImport) event(cur *atwLine) (*eventlog.Event, error) {
+	e := &eventlog.Event{Kind: cur.kind, TS: cur.ts, Source: eventlog.SourceImported, Tool: cur.tool, Role: cur.role,
+		Legacy: &eventlog.Legacy{Format: im.format, Line: cur.line, Unsealed: cur.unseal}, IsError: cur.isError, Effect: cur.effect}
+	if im.format == LegacyATWEvents {
+		e.PayloadSHA256 = cur.hash
+		if cur.sealRef != im.header.Seal.Digest {
+			e.Legacy.SealRef = cur.sealRef
+		}
+		return e, nil
 	}
-	rep := &ImportReport{Format: format, Session: lw.Session()}
-	open := map[string][]string{} // tool -> open call ids, earliest first
-	lastCall := map[string]string{}
-	lastInput := ""
-	cur := l1
-	for cur != nil {
-		e := &eventlog.Event{Kind: cur.kind, TS: cur.ts, Source: eventlog.SourceImported, Tool: cur.tool, Role: cur.role,
-			Legacy: &eventlog.Legacy{Format: format, Line: cur.line, Unsealed: cur.unseal}, IsError: cur.isError, Effect: cur.effect}
-		if format == LegacyATWEvents {
-			e.PayloadSHA256 = cur.hash
-			if cur.sealRef != h.Seal.Digest {
-				e.Legacy.SealRef = cur.sealRef
-			}
-		} else if cur.payload != nil {
-			p := cur.payload
-			if o.Redactor != nil {
-				red, changed, err := o.Redactor.Payload(cur.kind, p)
-				if err != nil {
-					return rep, importErr(name, cur.line, "payload", "redact: %v", err)
-				}
-				p, e.Redacted = red, changed
-			}
-			if err := eventlog.SetPayload(e, p); err != nil {
-				return rep, importErr(name, cur.line, "payload", "%v", err)
-			}
-		}
-		id := eventlog.EventID(lw.Count())
-		switch cur.kind {
-		case eventlog.KindToolCall:
-			open[cur.tool] = append(open[cur.tool], id)
-			lastCall[cur.tool] = id
-		case eventlog.KindToolResponse:
-			if q := open[cur.tool]; len(q) > 0 {
-				e.Call = q[0]
-				open[cur.tool] = q[1:]
-				if len(open[cur.tool]) == 0 {
-					delete(open, cur.tool)
-				}
-			}
-		case eventlog.KindExternalEffect:
-			e.Call = lastCall[cur.tool]
-		case eventlog.KindModelOutput:
-			e.Input = lastInput
-		case eventlog.KindModelInput:
-			lastInput = id
-		}
-		if cur.kind == eventlog.KindToolResponse || cur.kind == eventlog.KindExternalEffect || cur.kind == eventlog.KindModelOutput {
-			if e.Call == "" && e.Input == "" {
-				e.Legacy.Orphan = true
-				rep.Orphans = append(rep.Orphans, fmt.Sprintf("line %d: %s of %s", cur.line, cur.kind, cur.tool+cur.role))
-			} else {
-				rep.Paired++
-			}
-		}
-		if err := lw.Append(e); err != nil {
-			return rep, exitcode.New(exitcode.Failure, fmt.Errorf("import %s line %d: %w", name, cur.line, err), "")
-		}
-		rep.Events++
-		if o.OnEvent != nil {
-			o.OnEvent(e)
-		}
-		raw, err := sc.next()
-		if err == io.EOF {
-			break
-		}
+	if cur.payload == nil {
+		return e, nil
+	}
+	p := cur.payload
+	if im.o.Redactor != nil {
+		red, changed, err := im.o.Redactor.Payload(cur.kind, p)
 		if err != nil {
-			return rep, err
+			return nil, importErr(im.name, cur.line, "payload", "redact: %v", err)
 		}
-		if f, ok := detectATW(raw); ok && f != format {
-			return rep, importErr(name, sc.line, "", "a %s line in a %s file", f, format)
+		p, e.Redacted = red, changed
+	}
+	if err := eventlog.SetPayload(e, p); err != nil {
+		return nil, importErr(im.name, cur.line, "payload", "%v", err)
+	}
+	return e, nil
+}
+
+// atwPairing links the events of an import by the documented rules, since
+// 0.1.0 lines carry no ids.
+type atwPairing struct {
+	open      map[string][]string // tool -> open call ids, earliest first
+	lastCall  map[string]string   // tool -> latest call id
+	lastInput string              // latest model_input id
+}
+
+func newATWPairing() *atwPairing {
+	return &atwPairing{open: map[string][]string{}, lastCall: map[string]string{}}
+}
+
+// link sets e's Call or Input (e will have id): a tool_response takes the
+// earliest open tool_call of its tool (closing it), an external_effect the
+// latest tool_call of its tool, a model_output the latest model_input. A
+// response, effect or output left without a partner is marked orphan and
+// listed in rep; the others count as paired.
+func (p *atwPairing) link(e *eventlog.Event, cur *atwLine, id string, rep *ImportReport) {
+	switch cur.kind {
+	case eventlog.KindToolCall:
+		p.open[cur.tool] = append(p.open[cur.tool], id)
+		p.lastCall[cur.tool] = id
+	case eventlog.KindToolResponse:
+		if q := p.open[cur.tool]; len(q) > 0 {
+			e.Call = q[0]
+			p.open[cur.tool] = q[1:]
+			if len(p.open[cur.tool]) == 0 {
+				delete(p.open, cur.tool)
+			}
 		}
-		cur, err = parse(raw, sc.line)
-		if err != nil {
-			return rep, err
+	case eventlog.KindExternalEffect:
+		e.Call = p.lastCall[cur.tool]
+	case eventlog.KindModelOutput:
+		e.Input = p.lastInput
+	case eventlog.KindModelInput:
+		p.lastInput = id
+	}
+	if cur.kind == eventlog.KindToolResponse || cur.kind == eventlog.KindExternalEffect || cur.kind == eventlog.KindModelOutput {
+		if e.Call == "" && e.Input == "" {
+			e.Legacy.Orphan = true
+			rep.Orphans = append(rep.Orphans, fmt.Sprintf("line %d: %s of %s", cur.line, cur.kind, cur.tool+cur.role))
+		} else {
+			rep.Paired++
 		}
 	}
-	if err := eventlog.FinishWith(lw, eventlog.EndOptions{Signers: o.Signers, TS: o.TS, Reason: "imported", Source: eventlog.SourceImported}); err != nil {
-		return rep, exitcode.New(exitcode.Failure, err, "")
-	}
-	return rep, nil
 }

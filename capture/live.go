@@ -235,6 +235,9 @@ type Session struct {
 // through o.Getenv) or o.Out set, the cassette and event log are written to
 // DIR/cassette.jsonl and DIR/events.jsonl; otherwise they are discarded.
 func Dial(o DialOptions) (*Session, error) {
+	if err := StdioSupported(); err != nil {
+		return nil, err
+	}
 	dir := o.Out
 	if dir == "" {
 		dir, _ = Recording(o.Getenv, time.Now())

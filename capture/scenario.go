@@ -142,6 +142,9 @@ type CaptureResult struct {
 // the cassette and the event log to OutDir. Whatever happens, both files
 // hold everything received; the error says what went wrong.
 func RunCapture(o CaptureOptions) (*CaptureResult, error) {
+	if err := StdioSupported(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create capture folder: %w", err), "")
 	}

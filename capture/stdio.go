@@ -112,9 +112,24 @@ func (o *StdioOptions) defaults() {
 	}
 }
 
+// StdioSupported returns nil where a stdio server can be run and recorded
+// (Unix), and otherwise a failure (exit code 5) saying why and where to
+// record instead: on Windows witness could neither stop a server gracefully
+// nor end what it started (docs/design/platforms.md). RunCapture, Dial and
+// StartStdio call it before they create or start anything.
+func StdioSupported() error {
+	if err := proctree.Supported(); err != nil {
+		return exitcode.New(exitcode.Failure, err, "record on Linux or macOS (on Windows, under WSL); the commands that read evidence work here")
+	}
+	return nil
+}
+
 // StartStdio spawns the server (no shell, its own process group, explicit
 // environment) and starts reading its stdout and stderr.
 func StartStdio(o StdioOptions) (*StdioClient, error) {
+	if err := StdioSupported(); err != nil {
+		return nil, err
+	}
 	o.defaults()
 	if o.Cassette == nil {
 		return nil, errors.New("start server: no cassette writer")

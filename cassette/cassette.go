@@ -331,15 +331,14 @@ const MaxRecordBytes = 64 << 20
 // Reader streams a cassette, validating as it goes: the header, monotonic
 // seq, contiguous per-direction offsets, and exactly one of text or b64.
 type Reader struct {
-	br    *bufio.Reader
-	name  string
-	line  int64
-	h     Header
-	seq   int64
-	off   map[Dir]int64
-	cont  map[Dir]bool
-	long  map[Dir]*readSum
-	ended bool
+	br   *bufio.Reader
+	name string
+	line int64
+	h    Header
+	seq  int64
+	off  map[Dir]int64
+	cont map[Dir]bool
+	long map[Dir]*readSum
 }
 
 // readSum sums up a line read in pieces, to check the line_bytes and

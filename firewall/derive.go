@@ -71,9 +71,7 @@ func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingD
 	if wr == nil {
 		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("events: %s: no events", name), "")
 	}
-	for _, m := range der.flush() {
-		msgs = append(msgs, m)
-	}
+	msgs = append(msgs, der.flush()...)
 	for _, m := range msgs {
 		msg := m.Message
 		cause := m.Event[:strings.LastIndexByte(m.Event, '.')]

@@ -285,7 +285,7 @@ func (r *run) reserve(size, key int) []byte {
 			r.chunks[r.cur] = c[:len(c)+size]
 			r.pending = &r.recs[len(r.recs)-1]
 			r.size += size
-			return c[len(c):len(c)]
+			return c[len(c):]
 		}
 		if len(c) == 0 { // an oversized block gets a chunk of its own
 			r.chunks[r.cur] = make([]byte, 0, size)
@@ -311,8 +311,6 @@ func (r *run) block(i int) []byte {
 	return r.chunks[x.c][x.off : x.off+x.n]
 }
 
-func (r *run) recBytes(x rec) []byte { return r.chunks[x.c][x.off : x.off+x.n] }
-
 // sortRecords orders blocks by subject; blocks of one subject stay separate
 // and are merged when written.
 func (r *run) sortRecords() {
@@ -336,7 +334,6 @@ type streamer struct {
 	free  chan *run
 	done  chan error
 	files []*os.File
-	err   error
 }
 
 func (st *streamer) send(r *run) error {
@@ -607,7 +604,6 @@ type asyncWriter struct {
 	full  chan []byte
 	empty chan []byte
 	done  chan error
-	err   error
 }
 
 func newAsyncWriter(w io.Writer, size int) *asyncWriter {

@@ -297,7 +297,7 @@ func FuzzParseMatchesReference(f *testing.F) {
 			}
 		}
 		if a.Method != b.Method {
-			t.Fatal(fmt.Sprintf("method %q vs %q", a.Method, b.Method))
+			t.Fatalf("method %q vs %q", a.Method, b.Method)
 		}
 	})
 }

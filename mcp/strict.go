@@ -410,13 +410,6 @@ func (s *strictScan) pop() {
 	s.stack = s.stack[:len(s.stack)-1]
 }
 
-func (s *strictScan) objectPathOrRoot() string {
-	if len(s.stack) <= 1 {
-		return "$"
-	}
-	return s.objectPath()
-}
-
 // member reads a member name and its colon; the value follows.
 func (s *strictScan) member() bool {
 	s.ws()

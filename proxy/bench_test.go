@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -143,7 +142,7 @@ type benchConn struct {
 }
 
 func startConn(b *testing.B, name string, cmd *exec.Cmd) *benchConn {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -161,7 +160,7 @@ func startConn(b *testing.B, name string, cmd *exec.Cmd) *benchConn {
 		io.Copy(io.Discard, c.br)
 		_ = cmd.Wait()
 		c.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd)
 		waitGroupGone(cmd.Process.Pid, 2*time.Second)
 	}
 	return c

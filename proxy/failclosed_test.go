@@ -48,7 +48,7 @@ func devFull(t *testing.T) *os.File {
 // event log fills up after a few writes; the host sends initialize, a tool
 // call, then pings, reading each answer, until the proxy closes its stdout;
 // then it closes stdin.
-func failClosed(t *testing.T, cassetteFull, eventsFull bool) (host string, out *Outcome, closeErr error, evPath string) {
+func failClosed(t *testing.T, cassetteFull, eventsFull bool) (host string, out *Outcome, evPath string, closeErr error) {
 	t.Helper()
 	dir := t.TempDir()
 	casF, _ := os.Create(filepath.Join(dir, CassetteName))
@@ -113,7 +113,7 @@ func failClosed(t *testing.T, cassetteFull, eventsFull bool) (host string, out *
 		t.Errorf("the server survived the failure")
 	}
 	closeErr = rec.Close(out.Failure)
-	return got.String(), out, closeErr, evPath
+	return got.String(), out, evPath, closeErr
 }
 
 // TestFailClosedCassette: the cassette's disk fills up: the server's
@@ -121,7 +121,7 @@ func failClosed(t *testing.T, cassetteFull, eventsFull bool) (host string, out *
 // stdout is closed, the server is ended, and the event log's end records
 // the failure.
 func TestFailClosedCassette(t *testing.T) {
-	host, out, closeErr, evPath := failClosed(t, true, false)
+	host, out, evPath, closeErr := failClosed(t, true, false)
 	if host != "" {
 		t.Errorf("the host got unrecorded bytes: %q", host)
 	}
@@ -141,7 +141,7 @@ func TestFailClosedCassette(t *testing.T) {
 // TestFailClosedEvents: the event log's disk fills up: the session stops
 // the same way (the log cannot be ended: the error says so).
 func TestFailClosedEvents(t *testing.T) {
-	host, out, closeErr, _ := failClosed(t, false, true)
+	host, out, _, closeErr := failClosed(t, false, true)
 	if out.RecordErr == nil || !strings.Contains(out.Failure, "no space left on device") {
 		t.Fatalf("outcome %+v", out)
 	}

@@ -11,11 +11,11 @@ import (
 // startInSession starts cmd as the leader of a new session (so of a new
 // process group), so that a signal can reach the server and what it
 // started, and so that package proctree can find every process of its
-// tree at the end, even those that left its group. If the proxy dies
-// abruptly, the kernel kills the server (Pdeathsig).
+// tree at the end, even those that left its group. On Linux, if the proxy
+// dies abruptly, the kernel kills the server (deathSignal).
 // The returned function marks the server's session as no longer live.
 func startInSession(cmd *exec.Cmd) (unregister func(), err error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = deathSignal()
 	return proctree.Start(cmd)
 }
 

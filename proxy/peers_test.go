@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -126,14 +125,14 @@ func everythingSession(h *rpcHost) {
 func runDirect(t *testing.T, command []string, session func(*rpcHost)) *rpcHost {
 	t.Helper()
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { // a failed session must not leave the server behind
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd)
 		waitGroupGone(cmd.Process.Pid, 2*time.Second)
 	})
 	h := newRPCHost(t, in, out)
@@ -141,7 +140,7 @@ func runDirect(t *testing.T, command []string, session func(*rpcHost)) *rpcHost 
 	_ = cmd.Wait()
 	if groupAlive(cmd.Process.Pid) {
 		t.Errorf("the directly run server's group %d outlived stdin EOF; killing it", cmd.Process.Pid)
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd)
 		waitGroupGone(cmd.Process.Pid, 2*time.Second)
 	}
 	return h

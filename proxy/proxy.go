@@ -73,192 +73,287 @@ type Outcome struct {
 // Run starts the server, forwards until the server has exited and its
 // output is drained, and returns the outcome. An error means the server
 // could not be started.
+//
+// The steps, each checkable on its own: the server starts in a session of
+// its own, on pipes only the proxy and the server hold (startServer); each
+// stream records a line before it forwards it (startPumps, pumpLines,
+// pumpChunks); until the server exits, the proxy ends it in steps and stops
+// forwarding at the first recording error (supervise); then it drains the
+// server's output and ends whatever the server left behind (endTree); the
+// exit is recorded last (finish).
 func (f *Forwarder) Run(ctx context.Context) (*Outcome, error) {
 	if len(f.Command) == 0 {
 		return nil, errors.New("no server command")
 	}
-	stdinGrace := orDefault(f.StdinGrace, 5*time.Second)
-	killGrace := orDefault(f.KillGrace, 5*time.Second)
-	drainWait := orDefault(f.DrainWait, 2*time.Second)
-	maxLine := f.MaxLine
-	if maxLine <= 0 {
-		maxLine = mcp.DefaultMaxLine
+	if err := proctree.Supported(); err != nil {
+		return nil, err
 	}
-	stderr := &lockedWriter{w: f.Stderr}
-	if f.Stderr == nil {
-		stderr.w = io.Discard
+	s := f.newForwarding()
+	if err := s.startServer(); err != nil {
+		return nil, err
 	}
+	defer s.unregister()
+	if f.Started != nil {
+		f.Started(s.pid)
+	}
+	_ = s.rec.life(cassette.Record{Life: cassette.LifeSpawn})
+	s.startPumps()
+	s.supervise(ctx)
+	s.endTree()
+	return s.finish(), nil
+}
 
+// forwarding is one run of a server behind the proxy.
+type forwarding struct {
+	f                                *Forwarder
+	stdinGrace, killGrace, drainWait time.Duration
+	maxLine                          int
+	stderr                           *lockedWriter // the server's stderr and the proxy's messages
+
+	cmd        *exec.Cmd
+	pid        int
+	unregister func()
+	inW        *os.File // the server's stdin, written by the proxy
+	outR, errR *os.File // the server's stdout and stderr, read by the proxy
+
+	rec *recorder
+	out *Outcome
+
+	closeServerIn, closeHost sync.Once
+	hostEOF                  chan struct{}  // closed when the host's stdin reached EOF
+	exited                   chan struct{}  // closed when the server was reaped
+	pumps                    sync.WaitGroup // the server's stdout and stderr pumps
+
+	termTimer, killTimer <-chan time.Time // supervise's pending SIGTERM and SIGKILL
+}
+
+// newForwarding applies the Forwarder's defaults.
+func (f *Forwarder) newForwarding() *forwarding {
+	s := &forwarding{f: f,
+		stdinGrace: orDefault(f.StdinGrace, 5*time.Second),
+		killGrace:  orDefault(f.KillGrace, 5*time.Second),
+		drainWait:  orDefault(f.DrainWait, 2*time.Second),
+		maxLine:    f.MaxLine,
+		stderr:     &lockedWriter{w: f.Stderr},
+		rec:        newRecorder(f.Sink),
+		out:        &Outcome{},
+		hostEOF:    make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	if s.maxLine <= 0 {
+		s.maxLine = mcp.DefaultMaxLine
+	}
+	if f.Stderr == nil {
+		s.stderr.w = io.Discard
+	}
+	return s
+}
+
+// startServer starts the server on three fresh blocking pipes, as the
+// leader of a session of its own (see startInSession), with the proxy as
+// its subreaper. Once it runs, the proxy closes the server's ends, so that
+// the server's exit (and that of what it started) is seen as EOF. On error
+// no pipe is left open.
+func (s *forwarding) startServer() error {
 	inR, inW, err := blockingPipe()
 	if err != nil {
-		return nil, fmt.Errorf("server stdin pipe: %w", err)
+		return fmt.Errorf("server stdin pipe: %w", err)
 	}
 	outR, outW, err := blockingPipe()
 	if err != nil {
 		closeAll(inR, inW)
-		return nil, fmt.Errorf("server stdout pipe: %w", err)
+		return fmt.Errorf("server stdout pipe: %w", err)
 	}
 	errR, errW, err := blockingPipe()
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
-		return nil, fmt.Errorf("server stderr pipe: %w", err)
+		return fmt.Errorf("server stderr pipe: %w", err)
 	}
-	cmd := exec.Command(f.Command[0], f.Command[1:]...)
-	cmd.Env = f.Env
-	cmd.Dir = f.Dir
+	cmd := exec.Command(s.f.Command[0], s.f.Command[1:]...)
+	cmd.Env = s.f.Env
+	cmd.Dir = s.f.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	proctree.Subreaper()
 	unregister, err := startInSession(cmd)
 	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
-		return nil, fmt.Errorf("start server %s: %w", f.Command[0], err)
+		return fmt.Errorf("start server %s: %w", s.f.Command[0], err)
 	}
 	closeAll(inR, outW, errW) // the child holds its ends now
-	pid := cmd.Process.Pid
-	defer unregister()
-	if f.Started != nil {
-		f.Started(pid)
-	}
+	s.cmd, s.pid, s.unregister = cmd, cmd.Process.Pid, unregister
+	s.inW, s.outR, s.errR = inW, outR, errR
+	return nil
+}
 
-	out := &Outcome{}
-	rec := newRecorder(f.Sink)
-	_ = rec.life(cassette.Record{Life: cassette.LifeSpawn})
+// closeServerStdin closes the server's stdin (once).
+func (s *forwarding) closeServerStdin() { s.closeServerIn.Do(func() { s.inW.Close() }) }
 
-	var closeServerIn, closeHost sync.Once
-	serverIn := func() { closeServerIn.Do(func() { inW.Close() }) }
-	host := func() {
-		closeHost.Do(func() {
-			if c, ok := f.Stdout.(io.Closer); ok {
-				c.Close()
-			}
-		})
-	}
-
-	// host -> server. Not waited for: it may be blocked reading the host's
-	// stdin after the server is gone; it ends when the host closes it.
-	hostEOF := make(chan struct{})
-	go func() {
-		if f.Stdin != nil {
-			pumpLines(inW, f.Stdin, C2S, rec, maxLine)
+// closeHostStdout closes the host's stdout, if it can be closed (once).
+func (s *forwarding) closeHostStdout() {
+	s.closeHost.Do(func() {
+		if c, ok := s.f.Stdout.(io.Closer); ok {
+			c.Close()
 		}
-		_ = rec.eof(C2S)
-		_ = rec.life(cassette.Record{Life: cassette.LifeStdinClosed})
-		serverIn() // EOF from the host: close the server's stdin
-		close(hostEOF)
-	}()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		pumpLines(f.Stdout, outR, S2C, rec, maxLine)
-		_ = rec.eof(S2C)
-		host() // EOF from the server: close the host's stdout
-	}()
-	go func() {
-		defer wg.Done()
-		pumpChunks(stderr, errR, rec)
-		_ = rec.eof(Stderr)
-	}()
+	})
+}
 
-	exited := make(chan struct{})
+// startPumps starts the three streams and the wait for the server. The
+// host's EOF closes the server's stdin; the server's stdout EOF closes the
+// host's stdout. The host -> server pump is not waited for: it may be
+// blocked reading the host's stdin after the server is gone; it ends when
+// the host closes it.
+func (s *forwarding) startPumps() {
 	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-
-	var termTimer, killTimer <-chan time.Time
-	sigterm := func(detail string) {
-		if killTimer != nil {
-			return
+		if s.f.Stdin != nil {
+			pumpLines(s.inW, s.f.Stdin, C2S, s.rec, s.maxLine)
 		}
-		termTimer = nil
-		_ = rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGTERM", Detail: detail})
-		_ = proctree.Signal(pid, syscall.SIGTERM)
-		killTimer = time.After(killGrace)
-	}
+		_ = s.rec.eof(C2S)
+		_ = s.rec.life(cassette.Record{Life: cassette.LifeStdinClosed})
+		s.closeServerStdin() // EOF from the host: close the server's stdin
+		close(s.hostEOF)
+	}()
+	s.pumps.Add(2)
+	go func() {
+		defer s.pumps.Done()
+		pumpLines(s.f.Stdout, s.outR, S2C, s.rec, s.maxLine)
+		_ = s.rec.eof(S2C)
+		s.closeHostStdout() // EOF from the server: close the host's stdout
+	}()
+	go func() {
+		defer s.pumps.Done()
+		pumpChunks(s.stderr, s.errR, s.rec)
+		_ = s.rec.eof(Stderr)
+	}()
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
+}
+
+// supervise returns once the server has exited. Meanwhile it ends the
+// server in steps: the stdin grace after the host's EOF, the proxy's
+// cancellation and a recording failure lead to SIGTERM, a forwarded signal
+// is passed on, and SIGKILL follows either after the kill grace. A
+// recording failure also stops forwarding at once (fail closed). Every
+// signal is recorded before it is sent.
+func (s *forwarding) supervise(ctx context.Context) {
 	ctxDone := ctx.Done()
-	eofSeen := hostEOF
-	failed := rec.failed
-wait:
+	eofSeen := s.hostEOF
+	failed := s.rec.failed
 	for {
 		select {
-		case <-exited:
-			break wait
+		case <-s.exited:
+			return
 		case <-eofSeen:
 			eofSeen = nil
-			if killTimer == nil {
-				termTimer = time.After(stdinGrace)
+			if s.killTimer == nil {
+				s.termTimer = time.After(s.stdinGrace)
 			}
-		case <-termTimer:
-			sigterm(fmt.Sprintf("the server did not exit within %s of its stdin closing", stdinGrace))
+		case <-s.termTimer:
+			s.sigterm(fmt.Sprintf("the server did not exit within %s of its stdin closing", s.stdinGrace))
 		case <-failed:
-			// fail closed: nothing more is forwarded; the host sees its
-			// pipe close and the server is ended
 			failed = nil
-			host()
-			serverIn()
-			sigterm("recording failed")
-		case sig := <-f.Signals:
-			s, ok := sig.(syscall.Signal)
-			if !ok || s == syscall.SIGPIPE {
-				continue
-			}
-			out.Forwarded = append(out.Forwarded, s.String())
-			_ = rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: sigName(s), Detail: "forwarded from the host"})
-			_ = proctree.Signal(pid, s)
-			if killTimer == nil {
-				termTimer = nil
-				killTimer = time.After(killGrace)
-			}
+			s.failClosed()
+		case sig := <-s.f.Signals:
+			s.forward(sig)
 		case <-ctxDone:
 			ctxDone = nil
-			sigterm("proxy cancelled")
-		case <-killTimer:
-			killTimer = nil
-			out.Killed = true
-			_ = rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "the server outlived the grace after SIGTERM"})
-			_ = proctree.Signal(pid, syscall.SIGKILL)
+			s.sigterm("proxy cancelled")
+		case <-s.killTimer:
+			s.killTimer = nil
+			s.out.Killed = true
+			_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "the server outlived the grace after SIGTERM"})
+			_ = proctree.Signal(s.pid, syscall.SIGKILL)
 		}
 	}
+}
 
-	// The server has exited: drain its stdout and stderr to EOF, unless
-	// something it started keeps them open; then end whatever it left
-	// behind, in its group or not (setsid, double fork).
+// sigterm records and sends SIGTERM to the server's group and arms the
+// SIGKILL after the kill grace, unless a SIGKILL is already pending.
+func (s *forwarding) sigterm(detail string) {
+	if s.killTimer != nil {
+		return
+	}
+	s.termTimer = nil
+	_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGTERM", Detail: detail})
+	_ = proctree.Signal(s.pid, syscall.SIGTERM)
+	s.killTimer = time.After(s.killGrace)
+}
+
+// failClosed stops forwarding after a recording error: nothing more is
+// forwarded, the host sees its pipe close, and the server is ended.
+func (s *forwarding) failClosed() {
+	s.closeHostStdout()
+	s.closeServerStdin()
+	s.sigterm("recording failed")
+}
+
+// forward records a signal the host sent the proxy and passes it to the
+// server's group (SIGPIPE is the proxy's own and is not passed on); the
+// SIGKILL follows after the kill grace if the server outlives it.
+func (s *forwarding) forward(sig os.Signal) {
+	sn, ok := sig.(syscall.Signal)
+	if !ok || sn == syscall.SIGPIPE {
+		return
+	}
+	s.out.Forwarded = append(s.out.Forwarded, sn.String())
+	_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: sigName(sn), Detail: "forwarded from the host"})
+	_ = proctree.Signal(s.pid, sn)
+	if s.killTimer == nil {
+		s.termTimer = nil
+		s.killTimer = time.After(s.killGrace)
+	}
+}
+
+// endTree runs after the server has exited: it drains the server's stdout
+// and stderr to EOF, unless something it started keeps them open; then it
+// ends whatever the server left behind, in its group or not (setsid,
+// double fork), records that it did, and warns if any of it survived
+// SIGKILL. Output that does not reach EOF within the drain wait makes the
+// recording incomplete: the pipes are then abandoned, not waited for.
+func (s *forwarding) endTree() {
 	drained := make(chan struct{})
-	go func() { wg.Wait(); close(drained) }()
+	go func() { s.pumps.Wait(); close(drained) }()
 	select {
 	case <-drained:
-	case <-time.After(drainWait):
+	case <-time.After(s.drainWait):
 	}
-	if proctree.Alive(pid) {
-		out.Leftovers = true
-		out.Killed = true
-		_ = rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "processes the server started outlived it"})
+	if proctree.Alive(s.pid) {
+		s.out.Leftovers = true
+		s.out.Killed = true
+		_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "processes the server started outlived it"})
 	}
-	if _, survivors := proctree.End(pid, drainWait); survivors {
-		fmt.Fprintf(stderr, "witness: warning: processes started by the server survived SIGKILL\n")
+	if _, survivors := proctree.End(s.pid, s.drainWait); survivors {
+		fmt.Fprintf(s.stderr, "witness: warning: processes started by the server survived SIGKILL\n")
 	}
 	select {
 	case <-drained:
-		closeAll(outR, errR)
-	case <-time.After(drainWait):
+		closeAll(s.outR, s.errR)
+	case <-time.After(s.drainWait):
 		// something outside the server's tree holds the pipes open: stop
 		// waiting (a blocked read on a blocking pipe outlives close; the
 		// goroutine ends when that holder exits)
-		rec.incomplete("the server's output did not reach end of file after it exited (a process outside its tree holds the pipe); bytes after that are not recorded")
+		s.rec.incomplete("the server's output did not reach end of file after it exited (a process outside its tree holds the pipe); bytes after that are not recorded")
 	}
+}
 
-	out.ExitStatus = exitStatus(cmd.ProcessState)
-	exitRec := cassette.Record{Life: cassette.LifeExit, Status: cmd.ProcessState.String()}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		out.Signal = sigName(ws.Signal())
+// finish records the server's exit (after the pending EOF records) and
+// fills in the outcome: the exit status (128+N for signal N), the signal,
+// and the recording's error and failure text. After it, nothing more is
+// recorded.
+func (s *forwarding) finish() *Outcome {
+	ps := s.cmd.ProcessState
+	s.out.ExitStatus = exitStatus(ps)
+	exitRec := cassette.Record{Life: cassette.LifeExit, Status: ps.String()}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		s.out.Signal = sigName(ws.Signal())
 	} else {
-		code := cmd.ProcessState.ExitCode()
+		code := ps.ExitCode()
 		exitRec.Code = &code
 	}
-	_ = rec.exit(exitRec)
-	out.RecordErr, out.Failure = rec.result()
-	return out, nil
+	_ = s.rec.exit(exitRec)
+	s.out.Failure, s.out.RecordErr = s.rec.result()
+	return s.out
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -428,8 +523,8 @@ func (r *recorder) incomplete(why string) {
 }
 
 // result ends the session's recording (the Sink is the caller's again) and
-// returns the recording error and the failure text for the log's end.
-func (r *recorder) result() (error, string) {
+// returns the failure text for the log's end and the recording error.
+func (r *recorder) result() (failure string, err error) {
 	r.smu.Lock()
 	defer r.smu.Unlock()
 	r.mu.Lock()
@@ -437,11 +532,11 @@ func (r *recorder) result() (error, string) {
 	r.over = true
 	switch {
 	case r.err != nil:
-		return r.err, "recording failed, so forwarding stopped and the server was ended: " + r.err.Error()
+		return "recording failed, so forwarding stopped and the server was ended: " + r.err.Error(), r.err
 	case r.why != "":
-		return nil, r.why
+		return r.why, nil
 	}
-	return nil, ""
+	return "", nil
 }
 
 // pumpLines copies a line stream (c2s, s2c) from src to dst: each read is
@@ -541,17 +636,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// blockingPipe returns a pipe in blocking mode. Reads then block in the
-// kernel instead of going through the runtime's poller, which saves two
-// wake-ups per hop: the proxy's added latency is mostly wake-ups.
-func blockingPipe() (r, w *os.File, err error) {
-	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
-	}
-	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 func closeAll(fs ...*os.File) {

@@ -66,6 +66,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Command) == 0 {
 		return nil, exitcode.New(exitcode.Usage, errors.New("no server command"), "put the server command after --: witness proxy --out DIR -- node server.js")
 	}
+	if err := capture.StdioSupported(); err != nil {
+		return nil, err
+	}
 	var effects *EffectMap
 	if o.EffectsPath != "" {
 		data, err := os.ReadFile(o.EffectsPath)

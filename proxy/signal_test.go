@@ -43,14 +43,14 @@ func TestProxyProcessForwardsSIGTERM(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "rec")
 	cmd := exec.Command(os.Args[0], echo(t), "-child")
 	cmd.Env = append(os.Environ(), envProxyMain+"="+out)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	in, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	defer killGroup(cmd)
 	errLines := bufio.NewReader(stderr)
 	line, err := errLines.ReadString('\n')
 	m := regexp.MustCompile(`echo server: child (\d+)`).FindStringSubmatch(line)
@@ -58,7 +58,7 @@ func TestProxyProcessForwardsSIGTERM(t *testing.T) {
 		t.Fatalf("no grandchild reported: %q %v", line, err)
 	}
 	grandchild, _ := strconv.Atoi(m[1])
-	serverGroup, err := syscall.Getpgid(grandchild)
+	serverGroup, err := getpgid(grandchild)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,73 +67,133 @@ type Result struct {
 // was changed), was made by a revoked key, or cannot be checked with the
 // keys given; Violation when every signature is intact but fewer than
 // Quorum distinct trusted keys signed.
+//
+// The steps, each checkable on its own: a key must be given
+// (requireKey); every signature is checked against the canonical body
+// (newSignatureChecker, checkPrimary, checkCosignature); signers are
+// counted by key material (countSigners); then the verdict: any bad
+// signature is tampering (rejectBad), and otherwise the quorum
+// (quorumVerdict) or the primary signature (primaryVerdict) decides.
 func Verify(s *Sealed, opts VerifyOptions) (*Result, error) {
 	res := &Result{SealRef: s.Ref(), Quorum: opts.Quorum}
-	if opts.Keyring == nil && opts.Trust == nil && opts.LegacyKeyHex == "" {
-		err := exitcode.New(exitcode.Usage, errors.New("no key to verify the seal with"),
-			"pass --keyring (or set WITNESS_KEYRING), --trust FILE, or set ATW_WITNESS_KEY")
+	if err := requireKey(opts); err != nil {
 		return res, err
 	}
 	msg, err := s.CanonicalBody()
 	if err != nil {
 		return res, exitcode.New(exitcode.Tampered, fmt.Errorf("encode seal body: %w", err), "")
 	}
+	sc, err := newSignatureChecker(msg, opts)
+	if err != nil {
+		return res, err
+	}
+	res.Checks = append(res.Checks, sc.checkPrimary(s))
+	for i, cs := range s.Cosignatures {
+		res.Checks = append(res.Checks, sc.checkCosignature(i, cs))
+	}
+	res.Distinct = countSigners(res.Checks)
+	if err := rejectBad(res); err != nil {
+		return res, err
+	}
+	if opts.Quorum > 0 {
+		return quorumVerdict(res, opts.Quorum)
+	}
+	return primaryVerdict(res)
+}
+
+// requireKey guarantees that no verdict is reached without a key to check
+// with: with neither keyring, trust set nor legacy key it is a usage error.
+func requireKey(opts VerifyOptions) error {
+	if opts.Keyring == nil && opts.Trust == nil && opts.LegacyKeyHex == "" {
+		return exitcode.New(exitcode.Usage, errors.New("no key to verify the seal with"),
+			"pass --keyring (or set WITNESS_KEYRING), --trust FILE, or set ATW_WITNESS_KEY")
+	}
+	return nil
+}
+
+// signatureChecker checks signatures over one canonical seal body with the
+// keys of one VerifyOptions.
+type signatureChecker struct {
+	v          *keyring.Verifier
+	msg        []byte // the canonical body every signature must cover
+	legacyWarn string // a short legacy key, noted in the detail of what it verified
+}
+
+// newSignatureChecker builds the checker for msg. A legacy key that does
+// not parse (or is shorter than keyring.MinLegacyVerifyBytes) is an error
+// before any signature is looked at.
+func newSignatureChecker(msg []byte, opts VerifyOptions) (*signatureChecker, error) {
+	sc := &signatureChecker{msg: msg}
 	var legacyKey []byte
-	var legacyWarn string
 	if opts.LegacyKeyHex != "" {
+		var err error
 		legacyKey, err = keyring.ParseLegacyKey(opts.LegacyKeyHex, keyring.MinLegacyVerifyBytes)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		if len(legacyKey) < keyring.SecretSize {
-			legacyWarn = fmt.Sprintf("legacy key is only %d bytes (32 recommended)", len(legacyKey))
+			sc.legacyWarn = fmt.Sprintf("legacy key is only %d bytes (32 recommended)", len(legacyKey))
 		}
 	}
-	v := keyring.NewVerifier(opts.Keyring, opts.Trust, legacyKey)
-	checkOne := func(which, keyID, alg, value string) Check {
-		signed, err := v.Check(keyID, alg, msg, value)
-		c := Check{Which: which, KeyID: keyID, Alg: alg}
-		switch {
-		case err == nil:
-			c.Status, c.Detail, c.Signer = StatusOK, "verified with "+signed.Source, signed.Identity
-			if signed.KeyID != "" && signed.KeyID != keyID {
-				c.Detail += " key " + signed.KeyID
-			}
-			if signed.Source == keyring.SourceLegacy && legacyWarn != "" {
-				c.Detail += "; " + legacyWarn
-			}
-		case errors.Is(err, keyring.ErrRevoked):
-			c.Status, c.Detail = StatusRevoked, err.Error()
-		case errors.Is(err, keyring.ErrBadSignature):
-			c.Status, c.Detail = StatusBad, err.Error()
-		default:
-			c.Status, c.Detail = StatusUnknown, err.Error()
-		}
-		return c
-	}
+	sc.v = keyring.NewVerifier(opts.Keyring, opts.Trust, legacyKey)
+	return sc, nil
+}
 
+// check classifies one signature over the body: ok only when a trusted,
+// unrevoked key verifies it (Signer is then that key's identity); revoked,
+// bad (a known key, wrong signature) or unknown-key otherwise.
+func (sc *signatureChecker) check(which, keyID, alg, value string) Check {
+	signed, err := sc.v.Check(keyID, alg, sc.msg, value)
+	c := Check{Which: which, KeyID: keyID, Alg: alg}
+	switch {
+	case err == nil:
+		c.Status, c.Detail, c.Signer = StatusOK, "verified with "+signed.Source, signed.Identity
+		if signed.KeyID != "" && signed.KeyID != keyID {
+			c.Detail += " key " + signed.KeyID
+		}
+		if signed.Source == keyring.SourceLegacy && sc.legacyWarn != "" {
+			c.Detail += "; " + sc.legacyWarn
+		}
+	case errors.Is(err, keyring.ErrRevoked):
+		c.Status, c.Detail = StatusRevoked, err.Error()
+	case errors.Is(err, keyring.ErrBadSignature):
+		c.Status, c.Detail = StatusBad, err.Error()
+	default:
+		c.Status, c.Detail = StatusUnknown, err.Error()
+	}
+	return c
+}
+
+// checkPrimary checks the seal's own signature; an algorithm other than
+// HMAC-SHA256 and Ed25519 is bad, never unknown.
+func (sc *signatureChecker) checkPrimary(s *Sealed) Check {
 	alg, value, _ := SplitSignature(s.Signature)
 	if alg != AlgHMACSHA256 && alg != AlgEd25519 {
-		c := Check{Which: "signature", KeyID: s.KeyID, Alg: alg, Status: StatusBad, Detail: fmt.Sprintf("unknown signature algorithm %q", alg)}
-		res.Checks = append(res.Checks, c)
-	} else {
-		res.Checks = append(res.Checks, checkOne("signature", s.KeyID, alg, value))
+		return Check{Which: "signature", KeyID: s.KeyID, Alg: alg, Status: StatusBad, Detail: fmt.Sprintf("unknown signature algorithm %q", alg)}
 	}
-	for i, cs := range s.Cosignatures {
-		c := checkOne(fmt.Sprintf("cosignatures[%d]", i), cs.KeyID, cs.Alg, cs.Sig)
-		if c.Status == StatusOK && cs.PublicKey != "" {
-			if id, err := keyring.Ed25519Identity(cs.PublicKey); err != nil || id != c.Signer {
-				c.Status, c.Detail, c.Signer = StatusBad, "public_key in the cosignature differs from the trusted key that verified it", ""
-			}
-		}
-		res.Checks = append(res.Checks, c)
-	}
+	return sc.check("signature", s.KeyID, alg, value)
+}
 
-	// A signer is its key material: the same key under two labels (with
-	// and without key_id, two key ids) counts once.
+// checkCosignature checks cosignature i; one that verifies but names a
+// public_key other than the trusted key that verified it is bad.
+func (sc *signatureChecker) checkCosignature(i int, cs Cosignature) Check {
+	c := sc.check(fmt.Sprintf("cosignatures[%d]", i), cs.KeyID, cs.Alg, cs.Sig)
+	if c.Status == StatusOK && cs.PublicKey != "" {
+		if id, err := keyring.Ed25519Identity(cs.PublicKey); err != nil || id != c.Signer {
+			c.Status, c.Detail, c.Signer = StatusBad, "public_key in the cosignature differs from the trusted key that verified it", ""
+		}
+	}
+	return c
+}
+
+// countSigners returns how many distinct keys made the ok checks. A signer
+// is its key material: the same key under two labels (with and without
+// key_id, two key ids) counts once, and its later checks say so.
+func countSigners(checks []Check) int {
+	n := 0
 	first := map[string]string{}
-	for i := range res.Checks {
-		c := &res.Checks[i]
+	for i := range checks {
+		c := &checks[i]
 		if c.Status != StatusOK {
 			continue
 		}
@@ -142,23 +202,39 @@ func Verify(s *Sealed, opts VerifyOptions) (*Result, error) {
 			continue
 		}
 		first[c.Signer] = c.Which
-		res.Distinct++
+		n++
 	}
+	return n
+}
+
+// rejectBad makes any signature that does not verify under a known key
+// (the primary or a cosignature) tampering, whatever the quorum.
+func rejectBad(res *Result) error {
 	for _, c := range res.Checks {
 		if c.Status == StatusBad {
-			return fail(res, exitcode.Tampered, fmt.Sprintf("%s (key %s) does not verify: the seal body or signature was changed", c.Which, orNone(c.KeyID)),
+			_, err := fail(res, exitcode.Tampered, fmt.Sprintf("%s (key %s) does not verify: the seal body or signature was changed", c.Which, orNone(c.KeyID)),
 				"the seal was altered after signing; get the original seal from its author")
+			return err
 		}
 	}
-	if opts.Quorum > 0 {
-		if res.Distinct < opts.Quorum {
-			return fail(res, exitcode.Violation, fmt.Sprintf("quorum not met: %d of %d required distinct trusted keys signed this body", res.Distinct, opts.Quorum),
-				"collect more cosignatures with 'witness cosign SEAL --keyring OTHER', and put their public keys in the trust file")
-		}
-		res.Verdict, res.Code = "ok", exitcode.OK
-		res.Reason = fmt.Sprintf("quorum met: %d distinct trusted keys signed this body (need %d)", res.Distinct, opts.Quorum)
-		return res, nil
+	return nil
+}
+
+// quorumVerdict is ok when at least quorum distinct trusted keys signed,
+// and a violation (intact evidence, policy not met) otherwise.
+func quorumVerdict(res *Result, quorum int) (*Result, error) {
+	if res.Distinct < quorum {
+		return fail(res, exitcode.Violation, fmt.Sprintf("quorum not met: %d of %d required distinct trusted keys signed this body", res.Distinct, quorum),
+			"collect more cosignatures with 'witness cosign SEAL --keyring OTHER', and put their public keys in the trust file")
 	}
+	res.Verdict, res.Code = "ok", exitcode.OK
+	res.Reason = fmt.Sprintf("quorum met: %d distinct trusted keys signed this body (need %d)", res.Distinct, quorum)
+	return res, nil
+}
+
+// primaryVerdict, without a quorum, is ok only when the primary signature
+// verified; revoked or unknown-key is tampering.
+func primaryVerdict(res *Result) (*Result, error) {
 	p := res.Checks[0]
 	switch p.Status {
 	case StatusOK:

@@ -48,11 +48,3 @@ var codes = map[string]codeInfo{
 	"ambiguous-wire-line":    {"A wire line has more than one reading", "The host or server sent a line (duplicated or case-variant member names, a batch, several values, a number or string canonical JSON cannot carry exactly) that a peer could act on otherwise than the witness reads it. Each reading is checked against the seal; the session cannot be verified."},
 	"not-checkable":          {"A check could not run on this evidence", "The evidence lacks what the check needs; the reason is in the message."},
 }
-
-// codeShort returns the short description of a code.
-func codeShort(code string) string {
-	if c, ok := codes[code]; ok {
-		return c.Short
-	}
-	return code
-}

@@ -21,7 +21,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/agent-trace-witness/witness/graph"
@@ -45,14 +44,6 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 	MaxRSS  int64   `json:"max_rss_mib"`
 	Digest  string  `json:"digest,omitempty"`
-}
-
-func maxRSS() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return -1
-	}
-	return ru.Maxrss / 1024 // KiB on Linux
 }
 
 func run(args []string) error {

@@ -169,9 +169,6 @@ func call(id string, params string) string {
 func raw(s string) map[string]any   { return map[string]any{"raw": s} }
 func wait(id string) map[string]any { return map[string]any{"wait": id, "ms": 5000} }
 func settle(ms int) map[string]any  { return map[string]any{"sleep": ms} }
-func withName(name string, s server) string {
-	return strings.Replace(s.allowed, `"name":"`+s.allowedName+`"`, `"name":"`+name+`"`, 1)
-}
 
 // bigLine is the size of the oversized host line: 40 MiB by default (over
 // the 16 MiB line limit), 1.5 GB with WITNESS_ADVERSARY_HUGE=1.

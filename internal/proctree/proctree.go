@@ -11,8 +11,10 @@
 // session is not the caller's own and not that of another live server of
 // the same process (Register), and reaps those reparented to it.
 //
-// Without /proc (other systems) Sweep falls back to the server's process
-// group, which a setsid or double fork escapes.
+// Without /proc and a subreaper (darwin and the BSDs) the sweep falls back
+// to the server's process group, which a setsid or double fork escapes.
+// Windows has neither process groups nor signals: Start refuses there
+// (Supported says why). docs/design/platforms.md gives the reasons.
 package proctree
 
 import (
@@ -36,6 +38,9 @@ var live = struct {
 // function is called. Start and the sweeps exclude each other, so that a
 // sweep never sees a server that was started but not yet recorded.
 func Start(cmd *exec.Cmd) (unregister func(), err error) {
+	if err := Supported(); err != nil {
+		return nil, err
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -57,27 +62,6 @@ func Start(cmd *exec.Cmd) (unregister func(), err error) {
 			live.mu.Unlock()
 		})
 	}, nil
-}
-
-// others returns the live sessions other than sid; live.mu is held.
-func others(sid int) map[int]bool {
-	m := map[int]bool{}
-	for s := range live.sids {
-		if s != sid {
-			m[s] = true
-		}
-	}
-	return m
-}
-
-// Signal sends sig to the process group led by pid; a group that is gone
-// is not an error.
-func Signal(pid int, sig syscall.Signal) error {
-	err := syscall.Kill(-pid, sig)
-	if err == syscall.ESRCH {
-		return nil
-	}
-	return err
 }
 
 // End kills (SIGKILL) what is left of the tree of the server whose session

@@ -54,7 +54,16 @@ func snapshot() (map[int]proc, bool) {
 	return m, true
 }
 
-func setsid(a *syscall.SysProcAttr) { a.Setsid = true }
+// others returns the live sessions other than sid; live.mu is held.
+func others(sid int) map[int]bool {
+	m := map[int]bool{}
+	for s := range live.sids {
+		if s != sid {
+			m[s] = true
+		}
+	}
+	return m
+}
 
 // members returns the processes of the server tree of session sid: the
 // descendants of this process whose session is neither this process's nor

@@ -1,32 +1,35 @@
-//go:build !linux
+//go:build !unix
 
 package proctree
 
-import "syscall"
+import (
+	"errors"
+	"runtime"
+	"syscall"
+)
 
-// Subreaper does nothing on this system: orphans go to init.
+// errUnsupported says why a server cannot be recorded on this system.
+var errUnsupported = errors.New("running a stdio server under witness needs Unix process groups and signals, which " +
+	runtime.GOOS + " does not have (no SIGTERM to stop the server, no way to find and end what it started); " +
+	"see docs/design/platforms.md")
+
+// Supported returns an error on this system: there are no process groups to
+// signal and no process tree to sweep, so witness could neither stop a
+// server gracefully nor promise that nothing it started outlives it. Start
+// refuses rather than record a session whose end it cannot vouch for.
+func Supported() error { return errUnsupported }
+
+// Subreaper does nothing on this system.
 func Subreaper() {}
 
-func setsid(a *syscall.SysProcAttr) { a.Setsid = true }
+func setsid(*syscall.SysProcAttr) {}
 
-// sweep signals the process group sid: without /proc and a subreaper, a
-// process that left the group is out of reach.
-func sweep(sid int, sig syscall.Signal) int {
-	if syscall.Kill(-sid, sig) == nil {
-		return 1
-	}
-	return 0
-}
+// Signal cannot signal a process group on this system.
+func Signal(int, syscall.Signal) error { return errUnsupported }
 
-func reap(sid int) {
-	for {
-		var ws syscall.WaitStatus
-		got, err := syscall.Wait4(-sid, &ws, syscall.WNOHANG, nil)
-		if err != nil || got <= 0 {
-			return
-		}
-	}
-}
+func sweep(int, syscall.Signal) int { return 0 }
 
-// Alive reports whether the process group sid still has a member.
-func Alive(sid int) bool { return syscall.Kill(-sid, 0) == nil }
+func reap(int) {}
+
+// Alive reports false: Start never starts a server on this system.
+func Alive(int) bool { return false }
