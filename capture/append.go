@@ -14,6 +14,7 @@ import (
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
@@ -84,7 +85,7 @@ func ParseAppendInput(line []byte) (*AppendInput, error) {
 			}
 		}
 		if !found {
-			return nil, fieldErr(k, fmt.Errorf("not allowed on a %s (allowed: kind, ref, ts, %s)", kind, strings.Join(allowed, ", ")))
+			return nil, fieldErr(jsonpath.Member("", k), fmt.Errorf("not allowed on a %s (allowed: kind, ref, ts, %s)", kind, strings.Join(allowed, ", ")))
 		}
 	}
 	var in AppendInput

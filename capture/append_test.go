@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 func writeTemp(t *testing.T, data []byte) string {
@@ -157,7 +159,8 @@ func FuzzParseAppendInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		in, err := ParseAppendInput(line)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "field ") && err.Error() != "not a JSON object" && !strings.Contains(err.Error(), "json") {
+			var le *jsonlimit.Error
+			if !strings.HasPrefix(err.Error(), "$") && err.Error() != "not a JSON object" && !strings.Contains(err.Error(), "json") && !errors.As(err, &le) {
 				t.Fatalf("error names no field: %v", err)
 			}
 			return
