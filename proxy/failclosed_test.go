@@ -78,6 +78,12 @@ func failClosed(t *testing.T, cassetteFull, eventsFull bool) (host string, out *
 		out, err = fw.Run(context.Background())
 		close(done)
 	}()
+	// once the proxy has stopped, a host write fails as on a real pipe
+	// whose reader exited (io.Pipe would block it forever)
+	go func() {
+		<-done
+		hostW.Close()
+	}()
 	server := <-pid
 	br := bufio.NewReader(proxyOut)
 	var got strings.Builder
