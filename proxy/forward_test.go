@@ -193,6 +193,12 @@ func viaProxyWithSink(t *testing.T, fw *Forwarder, sink Sink, script func(w io.W
 		p.out, p.err = fw.Run(context.Background())
 		close(done)
 	}()
+	// once the proxy has stopped, a script's write fails as on a real pipe
+	// whose reader exited (io.Pipe would block it forever)
+	go func() {
+		<-done
+		hostW.Close()
+	}()
 	p.pid = <-p.started
 	p.host = script(proxyIn, proxyOut)
 	select {
