@@ -37,7 +37,8 @@ func checkEnvelope(e *Event) error {
 	}
 	switch e.Kind {
 	case KindToolCall, KindToolResponse, KindModelInput, KindModelOutput, KindExternalEffect,
-		KindNotification, KindMessage, KindAmbiguous, KindSessionEnd:
+		KindNotification, KindMessage, KindAmbiguous, KindSessionEnd,
+		KindMCPRequest, KindMCPResponse, KindUserInput:
 		return nil
 	}
 	return errSlow // session_start (header) and unknown kinds
@@ -355,6 +356,9 @@ const (
 	kLegacy
 	kRedacted
 	kNumbers
+	kDirection
+	kDuring
+	kConcerns
 )
 
 func decodeFast(line []byte) (*Event, error) {
@@ -423,6 +427,15 @@ func decodeFast(line []byte) (*Event, error) {
 		case "cause":
 			bit = kCause
 			e.Cause, err = s.str()
+		case "direction":
+			bit = kDirection
+			e.Direction, err = s.str()
+		case "during":
+			bit = kDuring
+			e.During, err = s.str()
+		case "concerns":
+			bit = kConcerns
+			e.Concerns, err = s.str()
 		case "tool":
 			bit = kTool
 			e.Tool, err = s.str()

@@ -95,6 +95,12 @@ func richLog(t testing.TB) []byte {
 		{Kind: eventlog.KindNotification, TS: "2026-08-30T14:33:05+00:00", Source: eventlog.SourceObserved, Method: "notifications/tools/list_changed"},
 		{Kind: eventlog.KindMessage, TS: "2026-08-30T14:33:06+00:00", Source: eventlog.SourceReported, Cause: "e4", Message: &eventlog.Message{Direction: "outgoing", Conversation: "c1", Sender: "agent-a", Recipients: []string{"agent-b", "agent-c"}, Text: "done", Operation: "multicast"}},
 		{Kind: eventlog.KindToolResponse, TS: "2026-08-30T14:33:07+00:00", Source: eventlog.SourceObserved, Tool: "read_file", Call: "e99", Payload: json.RawMessage(`{}`)},
+		{Kind: eventlog.KindMCPRequest, TS: "2026-08-30T14:33:08+00:00", Source: eventlog.SourceObserved, Direction: eventlog.DirC2S, Method: "resources/read", RPCID: json.RawMessage(`7`), Payload: json.RawMessage(`{"uri":"file:///a"}`)},
+		{Kind: eventlog.KindMCPRequest, TS: "2026-08-30T14:33:08+00:00", Source: eventlog.SourceObserved, Direction: eventlog.DirS2C, Method: "elicitation/create", RPCID: json.RawMessage(`0`), During: "e3", Payload: json.RawMessage(`{"message":"name?"}`)},
+		{Kind: eventlog.KindUserInput, TS: "2026-08-30T14:33:08+00:00", Source: eventlog.SourceObserved, Direction: eventlog.DirC2S, Method: "elicitation/create", RPCID: json.RawMessage(`0`), Call: "e12", Payload: json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)},
+		{Kind: eventlog.KindModelInput, TS: "2026-08-30T14:33:09+00:00", Source: eventlog.SourceObserved, Direction: eventlog.DirS2C, Method: "sampling/createMessage", RPCID: json.RawMessage(`1`), DuringCandidates: []string{"e3", "e6"}, Payload: json.RawMessage(`{"messages":[]}`)},
+		{Kind: eventlog.KindNotification, TS: "2026-08-30T14:33:09+00:00", Source: eventlog.SourceObserved, Direction: eventlog.DirS2C, Method: "notifications/progress", Concerns: "e3", Payload: json.RawMessage(`{"progress":1,"progressToken":"t"}`)},
+		{Kind: eventlog.KindMCPResponse, TS: "2026-08-30T14:33:10+00:00", Source: eventlog.SourceObserved, Direction: eventlog.DirS2C, Method: "resources/read", RPCID: json.RawMessage(`7`), Call: "e11", Payload: json.RawMessage(`{"contents":[]}`)},
 	}
 	for _, e := range evs {
 		if err := w.Append(e); err != nil {

@@ -63,6 +63,12 @@ func encodeEventFast(e *Event, payloadCanonical bool) ([]byte, error) {
 	}
 	str("call", e.Call, true)
 	str("cause", e.Cause, true)
+	str("concerns", e.Concerns, true)
+	str("direction", e.Direction, true)
+	str("during", e.During, true)
+	if len(e.DuringCandidates) > 0 {
+		sub("during_candidates", e.DuringCandidates)
+	}
 	if e.Effect != nil && err == nil {
 		key("effect")
 		b = append(b, `{"op":`...)

@@ -18,11 +18,20 @@ const (
 	KindModelInput     Kind = "model_input"     // (c) message to the model
 	KindModelOutput    Kind = "model_output"    // (d) model response
 	KindExternalEffect Kind = "external_effect" // (e) side effect of a tool
-	KindNotification   Kind = "notification"    // a server-to-client notification or request
+	KindNotification   Kind = "notification"    // a JSON-RPC notification (either direction) and witness observations of the wire
+	KindMCPRequest     Kind = "mcp_request"     // a JSON-RPC request other than tools/call and sampling, either direction
+	KindMCPResponse    Kind = "mcp_response"    // the answer (result or error) to an mcp_request
+	KindUserInput      Kind = "user_input"      // what the user answered: the host's answer to elicitation/create
 	KindMessage        Kind = "message"         // an application message between agents (firewall)
 	KindAmbiguous      Kind = "ambiguous"       // a wire line with more than one reading (docs/design/wire-reading.md)
 	KindSessionStart   Kind = "session_start"   // first line: the session header
 	KindSessionEnd     Kind = "session_end"     // last line: count, chain head, signatures
+)
+
+// Directions of wire messages (Event.Direction).
+const (
+	DirC2S = "c2s" // host (client) to server
+	DirS2C = "s2c" // server to host
 )
 
 // ChokePoints are the five choke-point kinds in their canonical order.
@@ -55,9 +64,24 @@ type Event struct {
 	Prev    string `json:"prev"` // sha256 hex of the previous line's bytes (without '\n'); GenesisPrev on the first
 
 	// Causal links, by event id within the session.
-	Call  string `json:"call,omitempty"`  // tool_response, external_effect: the tool_call it answers or was caused by
+	Call  string `json:"call,omitempty"`  // tool_response, external_effect: the tool_call it answers or was caused by; mcp_response, user_input: the mcp_request
 	Input string `json:"input,omitempty"` // model_output: the model_input it answers
 	Cause string `json:"cause,omitempty"` // tool_call: the model_output that asked for it; message: the event that produced it
+
+	// Direction of a wire message: "c2s" (host to server) or "s2c".
+	// Written on mcp_request, mcp_response, user_input, notification and
+	// the model_input/model_output of a sampling exchange (events from
+	// before this field have none: tool_call is c2s, tool_response s2c).
+	Direction string `json:"direction,omitempty"`
+	// During names the one client request (tool_call or mcp_request) that
+	// was open when the server sent this request; DuringCandidates lists
+	// them when several were open (an ambiguous link, never guessed).
+	During           string   `json:"during,omitempty"`
+	DuringCandidates []string `json:"during_candidates,omitempty"`
+	// Concerns names the request (tool_call, mcp_request, or the
+	// model_input of a sampling request) that a notification names by its
+	// progress token or request id.
+	Concerns string `json:"concerns,omitempty"`
 
 	// Tool and protocol fields.
 	Tool   string          `json:"tool,omitempty"`   // MCP tool name

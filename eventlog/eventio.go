@@ -273,7 +273,8 @@ func DecodeEvent(line []byte) (*Event, *ParseError) {
 func knownKind(k Kind) bool {
 	switch k {
 	case KindToolCall, KindToolResponse, KindModelInput, KindModelOutput, KindExternalEffect,
-		KindNotification, KindMessage, KindAmbiguous, KindSessionStart, KindSessionEnd:
+		KindNotification, KindMessage, KindAmbiguous, KindSessionStart, KindSessionEnd,
+		KindMCPRequest, KindMCPResponse, KindUserInput:
 		return true
 	}
 	return false

@@ -167,6 +167,7 @@ const (
 	kcToolCall
 	kcModelInput
 	kcModelOutput
+	kcMCPRequest
 )
 
 // VerifyLog reads an event log from r and checks it line by line: the
@@ -394,30 +395,37 @@ func (v *logVerifier) checkPayloadHash(ev *Event) {
 }
 
 // checkLinks: every causal link names an earlier event, of the kind the
-// link requires: call a tool_call, input a model_input, a tool_call's
-// cause a model_output (any other event's cause may be of any kind).
+// link requires: a tool_response's or external_effect's call a tool_call,
+// an mcp_response's or user_input's call an mcp_request, input a
+// model_input, a tool_call's cause a model_output (any other event's cause
+// may be of any kind), during and each during candidate a client request
+// (tool_call or mcp_request), concerns a request (tool_call, mcp_request or
+// model_input).
 func (v *logVerifier) checkLinks(ev *Event) {
 	switch ev.Kind {
 	case KindToolResponse, KindExternalEffect:
-		v.checkLink(ev, "call", ev.Call, kcToolCall, "tool_call")
-	case KindModelOutput:
-		v.checkLink(ev, "input", ev.Input, kcModelInput, "model_input")
-	case KindToolCall:
-		v.checkLink(ev, "cause", ev.Cause, kcModelOutput, "model_output")
+		v.checkLink(ev, "call", ev.Call, "tool_call", kcToolCall)
+	case KindMCPResponse, KindUserInput:
+		v.checkLink(ev, "call", ev.Call, "mcp_request", kcMCPRequest)
 	default:
-		v.checkLink(ev, "cause", ev.Cause, kcOther, "")
+		v.checkLink(ev, "call", ev.Call, "tool_call", kcToolCall)
 	}
-	if ev.Kind != KindToolResponse && ev.Kind != KindExternalEffect {
-		v.checkLink(ev, "call", ev.Call, kcToolCall, "tool_call")
+	if ev.Kind == KindToolCall {
+		v.checkLink(ev, "cause", ev.Cause, "model_output", kcModelOutput)
+	} else {
+		v.checkLink(ev, "cause", ev.Cause, "")
 	}
-	if ev.Kind != KindModelOutput {
-		v.checkLink(ev, "input", ev.Input, kcModelInput, "model_input")
+	v.checkLink(ev, "input", ev.Input, "model_input", kcModelInput)
+	v.checkLink(ev, "during", ev.During, "client request (tool_call or mcp_request)", kcToolCall, kcMCPRequest)
+	for _, c := range ev.DuringCandidates {
+		v.checkLink(ev, "during_candidates", c, "client request (tool_call or mcp_request)", kcToolCall, kcMCPRequest)
 	}
+	v.checkLink(ev, "concerns", ev.Concerns, "request (tool_call, mcp_request or model_input)", kcToolCall, kcMCPRequest, kcModelInput)
 }
 
 // checkLink checks one link: target (when set) is "e<n>" for an earlier
-// line n whose kind code is want (any kind for kcOther).
-func (v *logVerifier) checkLink(ev *Event, field, target string, want byte, wantName string) {
+// line n whose kind code is one of want (any kind when want is empty).
+func (v *logVerifier) checkLink(ev *Event, field, target string, wantName string, want ...byte) {
 	if target == "" {
 		return
 	}
@@ -426,9 +434,15 @@ func (v *logVerifier) checkLink(ev *Event, field, target string, want byte, want
 		v.add(v.lineNo, ev.ID, FindLink, SevTampered, "%s %q names no earlier event", field, target)
 		return
 	}
-	if want != kcOther && v.kinds[n] != want {
-		v.add(v.lineNo, ev.ID, FindLink, SevTampered, "%s %q is not a %s", field, target, wantName)
+	if len(want) == 0 {
+		return
 	}
+	for _, w := range want {
+		if v.kinds[n] == w {
+			return
+		}
+	}
+	v.add(v.lineNo, ev.ID, FindLink, SevTampered, "%s %q is not a %s", field, target, wantName)
 }
 
 // checkEndCount: a session_end's count is its seq and the number of lines
@@ -492,6 +506,8 @@ func (v *logVerifier) record(ev *Event) {
 		kc = kcModelInput
 	case KindModelOutput:
 		kc = kcModelOutput
+	case KindMCPRequest:
+		kc = kcMCPRequest
 	}
 	v.kinds = append(v.kinds, kc)
 	if v.opts.OnEvent != nil {

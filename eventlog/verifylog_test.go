@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -222,6 +223,38 @@ func TestVerifyLogBadLinks(t *testing.T) {
 	rep := wantStatus(t, "links", buf.Bytes(), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
 	if len(rep.Findings) != 2 || rep.Findings[0].Line != 3 || rep.Findings[1].Line != 4 {
 		t.Fatalf("%v", rep.Findings)
+	}
+}
+
+func TestVerifyLogMCPLinks(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := StartLog(&buf, &Header{}, frozenTS, "")
+	must(t, err)
+	obs := SourceObserved
+	for _, e := range []*Event{
+		{Kind: KindMCPRequest, Direction: DirC2S, Method: "resources/read", RPCID: json.RawMessage(`1`)},                    // e1
+		{Kind: KindToolCall, Method: "tools/call", Tool: "t", RPCID: json.RawMessage(`2`)},                                  // e2
+		{Kind: KindMCPRequest, Direction: DirS2C, Method: "roots/list", RPCID: json.RawMessage(`0`), During: "e2"},          // e3 ok
+		{Kind: KindMCPResponse, Direction: DirC2S, Method: "roots/list", RPCID: json.RawMessage(`0`), Call: "e3"},           // e4 ok
+		{Kind: KindModelInput, Direction: DirS2C, Method: "sampling/createMessage", DuringCandidates: []string{"e1", "e2"}}, // e5 ok
+		{Kind: KindNotification, Direction: DirS2C, Method: "notifications/progress", Concerns: "e5"},                       // e6 ok
+		{Kind: KindMCPResponse, Direction: DirS2C, Method: "tools/call", Call: "e2"},                                        // e7 bad: call is a tool_call
+		{Kind: KindUserInput, Direction: DirC2S, Method: "elicitation/create", Call: "e4"},                                  // e8 bad: call is an mcp_response
+		{Kind: KindMCPRequest, Direction: DirS2C, Method: "ping", During: "e4"},                                             // e9 bad: during is a response
+		{Kind: KindMCPRequest, Direction: DirS2C, Method: "ping", DuringCandidates: []string{"e1", "e99"}},                  // e10 bad: forward
+		{Kind: KindNotification, Direction: DirS2C, Method: "notifications/progress", Concerns: "e4"},                       // e11 bad
+	} {
+		e.TS, e.Source = frozenTS, obs
+		must(t, w.Append(e))
+	}
+	must(t, Finish(w, []Signer{goodSigner}, frozenTS))
+	rep := wantStatus(t, "mcp links", buf.Bytes(), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
+	var got []string
+	for _, f := range rep.Findings {
+		got = append(got, f.ID)
+	}
+	if want := []string{"e7", "e8", "e9", "e10", "e11"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("findings on %v, want %v: %v", got, want, rep.Findings)
 	}
 }
 
