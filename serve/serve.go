@@ -351,7 +351,7 @@ func missError(res *Result, name string) error {
 	case requests == 0:
 		return exitcode.New(exitcode.Incomplete,
 			fmt.Errorf("%d host answer(s) to server requests differ from %s or never came", res.Differed, name),
-			"the host answered the server's sampling, elicitation or roots request otherwise than recorded: re-record, or make the host answer the same")
+			"the host answered a request of the server (sampling, elicitation, roots/list, ping) otherwise than recorded, or not at all: make the host answer the same, or re-record")
 	}
 	return exitcode.New(exitcode.Incomplete,
 		fmt.Errorf("%d request(s) had no recorded answer and %d host answer(s) to server requests differ from %s or never came", requests, res.Differed, name),

@@ -153,7 +153,7 @@ func (ss *serving) answer(p *sent, m *mcp.Message) {
 	p.done = true
 	got, err := AnswerOf(m)
 	if err != nil {
-		ss.differ(p, fmt.Sprintf("the host's answer to the server's %s request (id %s) cannot be read: %v", p.a.method, p.id, err), "")
+		ss.differ(p, fmt.Sprintf("the host's answer to the server's %s request (id %s) cannot be read: %v", p.a.method, p.id, err))
 		return
 	}
 	if got == p.a.answer {
@@ -164,13 +164,15 @@ func (ss *serving) answer(p *sent, m *mcp.Message) {
 		return
 	}
 	ss.differ(p, fmt.Sprintf("the host's answer to the server's %s request (id %s) differs from the recorded answer (cassette line %d)", p.a.method, p.id, p.a.answerLine),
-		fmt.Sprintf("recorded answer: %s\nhost answer:     %s\ndiff (-recorded +incoming):\n%s", p.a.answer, got, answerDiff(p.a.answer, got)))
+		"recorded answer: "+p.a.answer.String(),
+		"host answer:     "+got.String(),
+		"diff (-recorded +incoming):\n"+answerDiff(p.a.answer, got))
 }
 
 // differ reports a host answer that is not the recorded one (or none) as a
 // miss: the host request whose turn sent the server request gets a
 // JSON-RPC error, and the rest of the turn is not replayed.
-func (ss *serving) differ(p *sent, why, detail string) {
+func (ss *serving) differ(p *sent, why string, detail ...string) {
 	ss.res.Misses++
 	ss.res.Differed++
 	r := p.r
@@ -181,8 +183,8 @@ func (ss *serving) differ(p *sent, why, detail string) {
 		who = fmt.Sprintf("turn of %s (cassette line %d)", r.e.key.Method, r.e.line)
 	}
 	ss.say("miss: %s, in the %s", why, who)
-	if detail != "" {
-		ss.say("%s", detail)
+	for _, d := range detail {
+		ss.say("%s", d)
 	}
 	if r.aborted {
 		return
@@ -221,7 +223,7 @@ func (ss *serving) expire(now time.Time) {
 		if !p.done && !now.Before(p.deadline) {
 			delete(ss.waiting, mcp.IDKey(p.id))
 			p.done = true
-			ss.differ(p, fmt.Sprintf("the host did not answer the server's %s request (id %s) within %s", p.a.method, p.id, ss.o.AnswerTimeout), "")
+			ss.differ(p, fmt.Sprintf("the host did not answer the server's %s request (id %s) within %s", p.a.method, p.id, ss.o.AnswerTimeout))
 		}
 	}
 	ss.compact()
@@ -241,7 +243,7 @@ func (ss *serving) closed() {
 		delete(ss.waiting, mcp.IDKey(p.id))
 		p.done = true
 		if p.r.e.kind == mcp.KindRequest && !p.r.responded && !p.r.aborted {
-			ss.differ(p, fmt.Sprintf("the host closed its input without answering the server's %s request (id %s)", p.a.method, p.id), "")
+			ss.differ(p, fmt.Sprintf("the host closed its input without answering the server's %s request (id %s)", p.a.method, p.id))
 			continue
 		}
 		ss.res.Unanswered++
