@@ -176,7 +176,7 @@ func (ss *serving) differ(p *sent, why string, detail ...string) {
 	ss.res.Misses++
 	ss.res.Differed++
 	r := p.r
-	who := "server request of the recording's start"
+	who := "turn before the first host message"
 	if r.e.kind == mcp.KindRequest {
 		who = fmt.Sprintf("%s request (id %s)", r.method, r.id)
 	} else if r.e.kind != "" {
