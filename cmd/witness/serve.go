@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ type serveOptions struct {
 	Cassette      string
 	AllowRedacted bool
 	RequireAll    bool
+	AnswerTimeout time.Duration
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -32,11 +34,19 @@ sent unprompted (notifications, its own requests) is replayed where it came
 in the recording: after the host message it followed. An unrecorded ping is
 answered with {}.
 
+A request of the server to the host (sampling/createMessage,
+elicitation/create, roots/list, ping) is sent as recorded, and what the
+recording shows after the host's answer waits for the host's answer, which
+must match the recorded one (result or error; "_meta" at the top of a result
+is ignored). A different answer, or none within --answer-timeout, is a miss:
+the diff goes to stderr and the host request waiting on it gets JSON-RPC
+error -32050 instead of the recorded result.
+
 A miss is answered with JSON-RPC error -32050, explained on stderr with the
 nearest recorded request and a diff, and makes serve exit with status 4
 (incomplete evidence: the recording does not cover the run) once the host
-closes stdin. With --require-all, recorded requests never asked for also
-make it exit 4.
+closes stdin. With --require-all, recorded requests never asked for, and
+server requests the host left unanswered, also make it exit 4.
 
 A redacted cassette is refused unless --allow-redacted is given: it is
 evidence, not a fixture.`,
@@ -49,7 +59,8 @@ evidence, not a fixture.`,
 		},
 	}
 	c.Flags().StringVar(&o.Cassette, "cassette", "", "cassette to answer from")
-	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for")
+	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for, or server requests left unanswered")
+	c.Flags().DurationVar(&o.AnswerTimeout, "answer-timeout", time.Minute, "how long to wait for the host's answer to a server request before it is a miss (0: until stdin closes)")
 	c.Flags().BoolVar(&o.AllowRedacted, "allow-redacted", false, "serve a redacted cassette (its redacted values are replayed as recorded, and requests carrying them no longer match)")
 	c.MarkFlagRequired("cassette")
 	return c
@@ -64,6 +75,9 @@ func runServe(a *app, o serveOptions) error {
 		return usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
 			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
 	}
-	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll})
+	if o.AnswerTimeout < 0 {
+		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
+	}
+	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout})
 	return err
 }
