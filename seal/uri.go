@@ -169,11 +169,11 @@ func splitURI(s string, pattern bool) (uriParts, error) {
 		if strings.Contains(auth, "@") {
 			return u, errors.New("user info in the authority (the host is what follows the @)")
 		}
-		a, err := normPercent(strings.ToLower(auth))
+		a, err := normPercent(auth)
 		if err != nil {
 			return u, err
 		}
-		u.auth = defaultPort(u.scheme, a)
+		u.auth = defaultPort(u.scheme, lowerKeepEscapes(a))
 	}
 	if u.scheme == "file" {
 		// file:/p and file://localhost/p are file:///p (RFC 8089)
@@ -194,7 +194,7 @@ func splitURI(s string, pattern bool) (uriParts, error) {
 	case !u.hasAuth && !strings.HasPrefix(p, "/"):
 		u.opaque = true
 	}
-	if strings.Contains(strings.TrimSuffix(p, "/"), "//") {
+	if q := strings.TrimSuffix(p, "/"); strings.Contains(q, "//") || strings.HasSuffix(q, "/") {
 		// before dot removal: RFC 3986 and a file system resolve
 		// "/data//../x" differently
 		return u, errors.New("an empty path segment")
@@ -286,6 +286,21 @@ func normPercent(s string) (string, error) {
 		return "", errors.New("percent-encoded bytes that are not UTF-8")
 	}
 	return out, nil
+}
+
+// lowerKeepEscapes lower-cases the ASCII letters of s (a host), keeping
+// the upper-case hex of its percent-escapes.
+func lowerKeepEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '%':
+			i += 2
+		case c >= 'A' && c <= 'Z':
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 func isHex(c byte) bool {
