@@ -141,9 +141,9 @@ func TestSurfaceFindings(t *testing.T) {
 			code: "subscribe-outside-seal", event: "e10", clause: "resources", msg: `subscribed to resource "memo://secrets"`, verdict: Violation,
 		},
 		{
-			name:   "an explicit empty list allows no resource",
-			plan:   func(p *Plan) { p.Resources = []string{} },
-			code:   "resource-outside-seal", event: "e10", clause: "resources",
+			name: "an explicit empty list allows no resource",
+			plan: func(p *Plan) { p.Resources = []string{} },
+			code: "resource-outside-seal", event: "e10", clause: "resources",
 			msg: "(none: the seal allows no resource)", verdict: Violation,
 		},
 		{
@@ -161,9 +161,9 @@ func TestSurfaceFindings(t *testing.T) {
 			msg: `the agent got prompt "exfiltrate", which the seal does not list (sealed: simple_prompt)`, verdict: Violation,
 		},
 		{
-			name:   "an explicit empty prompt list allows none",
-			plan:   func(p *Plan) { p.Prompts = []string{} },
-			code:   "prompt-outside-seal", event: "e12", clause: "prompts", msg: "(sealed: (none: the seal allows no prompt))", verdict: Violation,
+			name: "an explicit empty prompt list allows none",
+			plan: func(p *Plan) { p.Prompts = []string{} },
+			code: "prompt-outside-seal", event: "e12", clause: "prompts", msg: "(sealed: (none: the seal allows no prompt))", verdict: Violation,
 		},
 		{
 			name:   "sampling answered with a result",
