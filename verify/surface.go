@@ -31,7 +31,7 @@ const (
 // tool list being re-read.
 type surface struct {
 	patterns  []seal.ResourcePattern
-	badPatter []string // patterns that do not parse (a Plan not made by PlanFromSeal)
+	badPatterns []string // patterns that do not parse (a Plan not made by PlanFromSeal)
 	prompts   map[string]bool
 
 	// mcpSeen: the log records MCP requests other than tools/call, so
@@ -63,7 +63,7 @@ func (c *checker) initSurface() {
 	for i, p := range c.plan.Resources {
 		rp, err := seal.ParseResourcePattern(p)
 		if err != nil {
-			s.badPatter = append(s.badPatter, fmt.Sprintf("resources[%d]: %v", i, err))
+			s.badPatterns = append(s.badPatterns, fmt.Sprintf("resources[%d]: %v", i, err))
 			continue
 		}
 		s.patterns = append(s.patterns, rp)
@@ -74,16 +74,16 @@ func (c *checker) initSurface() {
 			s.prompts[p] = true
 		}
 	}
-	if len(s.badPatter) > 0 {
+	if len(s.badPatterns) > 0 {
 		c.add(Finding{
 			Check: CheckResources, Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, SealClause: "resources",
-			Message: "resource patterns that cannot be read are ignored (they allow nothing): " + strings.Join(s.badPatter, "; "),
+			Message: "resource patterns that cannot be read are ignored (they allow nothing): " + strings.Join(s.badPatterns, "; "),
 		})
 	}
 }
 
-// surfaceEvent handles the events of the MCP surface; it returns false for
-// an event it does not concern.
+// surfaceEvent handles the events of the MCP surface (every event passes
+// through; those it does not concern are ignored).
 func (c *checker) surfaceEvent(e *eventlog.Event, line int64) {
 	s := &c.sf
 	switch e.Kind {
