@@ -30,9 +30,9 @@ const (
 // sealed patterns, one entry per server request still unanswered, and the
 // tool list being re-read.
 type surface struct {
-	patterns  []seal.ResourcePattern
+	patterns    []seal.ResourcePattern
 	badPatterns []string // patterns that do not parse (a Plan not made by PlanFromSeal)
-	prompts   map[string]bool
+	prompts     map[string]bool
 
 	// mcpSeen: the log records MCP requests other than tools/call, so
 	// the absence of reads means none happened (a log written before
