@@ -15,8 +15,16 @@ const maxDiffLines = 400
 // indented canonical JSON of two requests (method and params). The output
 // is deterministic.
 func requestDiff(recorded, incoming Key) string {
-	a := strings.Split(indentKey(recorded), "\n")
-	b := strings.Split(indentKey(incoming), "\n")
+	return LineDiff(indentKey(recorded), indentKey(incoming))
+}
+
+// LineDiff returns a line diff of two texts, "-" for lines only in
+// recorded, "+" for lines only in incoming, "  " for common lines
+// (deterministic; beyond 400 lines, both texts in full). witness serve
+// explains its misses with it, for stdio and HTTP cassettes alike.
+func LineDiff(recorded, incoming string) string {
+	a := strings.Split(recorded, "\n")
+	b := strings.Split(incoming, "\n")
 	if len(a) > maxDiffLines || len(b) > maxDiffLines {
 		return "- " + strings.Join(a, "\n- ") + "\n+ " + strings.Join(b, "\n+ ")
 	}
