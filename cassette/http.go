@@ -118,7 +118,7 @@ type httpWire struct {
 	Host     *string `json:"host,omitempty"`
 	Proto    *string `json:"proto,omitempty"`
 	Status   *int    `json:"status,omitempty"`
-	Headers  []Field `json:"headers,omitempty"`
+	Headers  *[]Field `json:"headers,omitempty"`
 	Off      *int64  `json:"off,omitempty"`
 	Text     *string `json:"text,omitempty"`
 	B64      *string `json:"b64,omitempty"`
@@ -138,10 +138,10 @@ func (r *HTTPRecord) toWire() *httpWire {
 	switch r.Rec {
 	case RecRequest:
 		w.Method, w.Path, w.Host, w.Proto = ptr(r.Method), ptr(r.Path), ptr(r.Host), ptr(r.Proto)
-		w.Headers = nonNil(r.Header)
+		w.Headers = ptr(nonNil(r.Header))
 	case RecResponse:
 		w.Status, w.Proto = ptr(r.Status), ptr(r.Proto)
-		w.Headers = nonNil(r.Header)
+		w.Headers = ptr(nonNil(r.Header))
 	case RecRequestBody, RecResponseBody:
 		w.Off = ptr(r.Off)
 		if useText(r.Data) {
@@ -497,7 +497,10 @@ func (r *HTTPReader) Next() (*HTTPRecord, error) {
 	if err := r.checkFields(&w); err != nil {
 		return nil, err
 	}
-	rec := &HTTPRecord{Seq: w.Seq, X: w.X, Rec: w.Rec, T: w.T, Header: w.Headers, Line: r.lr.line}
+	rec := &HTTPRecord{Seq: w.Seq, X: w.X, Rec: w.Rec, T: w.T, Line: r.lr.line}
+	if w.Headers != nil {
+		rec.Header = *w.Headers
+	}
 	str := func(p *string) string {
 		if p == nil {
 			return ""
