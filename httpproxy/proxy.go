@@ -438,9 +438,6 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				p.fail(err)
 			}
 			ex.Request.Ended, ex.Request.EndDetail = true, detail
-			if detail != "" {
-				p.note(fmt.Sprintf("exchange %d: request body %s", x, detail))
-			}
 			reqIDs = p.deriveRequest(ex)
 			close(reqDone)
 		})
