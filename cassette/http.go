@@ -110,24 +110,24 @@ func (r *HTTPRecord) Len() int64 {
 }
 
 type httpWire struct {
-	Seq      int64   `json:"seq"`
-	X        int64   `json:"x"`
-	Rec      string  `json:"rec"`
-	Method   *string `json:"method,omitempty"`
-	Path     *string `json:"path,omitempty"`
-	Host     *string `json:"host,omitempty"`
-	Proto    *string `json:"proto,omitempty"`
-	Status   *int    `json:"status,omitempty"`
+	Seq      int64    `json:"seq"`
+	X        int64    `json:"x"`
+	Rec      string   `json:"rec"`
+	Method   *string  `json:"method,omitempty"`
+	Path     *string  `json:"path,omitempty"`
+	Host     *string  `json:"host,omitempty"`
+	Proto    *string  `json:"proto,omitempty"`
+	Status   *int     `json:"status,omitempty"`
 	Headers  *[]Field `json:"headers,omitempty"`
-	Off      *int64  `json:"off,omitempty"`
-	Text     *string `json:"text,omitempty"`
-	B64      *string `json:"b64,omitempty"`
-	Redacted bool    `json:"redacted,omitempty"`
-	N        *int64  `json:"n,omitempty"`
-	Bytes    *int64  `json:"bytes,omitempty"`
-	SHA256   *string `json:"sha256,omitempty"`
-	Detail   *string `json:"detail,omitempty"`
-	T        int64   `json:"t,omitempty"`
+	Off      *int64   `json:"off,omitempty"`
+	Text     *string  `json:"text,omitempty"`
+	B64      *string  `json:"b64,omitempty"`
+	Redacted bool     `json:"redacted,omitempty"`
+	N        *int64   `json:"n,omitempty"`
+	Bytes    *int64   `json:"bytes,omitempty"`
+	SHA256   *string  `json:"sha256,omitempty"`
+	Detail   *string  `json:"detail,omitempty"`
+	T        int64    `json:"t,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
