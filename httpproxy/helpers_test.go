@@ -39,7 +39,7 @@ func (v hmacVerifier) Verify(keyID, alg string, msg []byte, sig string) error {
 
 // session is a proxy running in the test.
 type session struct {
-	t    *testing.T
+	t    testing.TB
 	URL  string
 	Dir  string
 	sigs chan os.Signal
@@ -68,7 +68,7 @@ func (s *syncBuffer) String() string {
 
 // startProxy runs Run in front of upstream with o's other fields; it is
 // stopped with SIGTERM at the end of the test unless stopped before.
-func startProxy(t *testing.T, upstream string, o Options) *session {
+func startProxy(t testing.TB, upstream string, o Options) *session {
 	t.Helper()
 	s := &session{t: t, Dir: t.TempDir(), sigs: make(chan os.Signal, 1), done: make(chan struct{}), errw: &syncBuffer{}}
 	ready := make(chan string, 1)
