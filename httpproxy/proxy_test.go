@@ -571,3 +571,37 @@ func TestDeriverHook(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyAnswer: an upstream that answers before reading the request
+// body (413 for a body too large) is forwarded, and the request body is
+// recorded as cut off: only what the upstream read went through.
+func TestEarlyAnswer(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		w.Write([]byte(`{"error":"too large"}`))
+	}))
+	defer up.Close()
+	s := startProxy(t, up.URL, Options{})
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/x", &countingReader{left: 8 << 20})
+	req.ContentLength = 8 << 20
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || string(b) != `{"error":"too large"}` {
+			t.Errorf("%d %s", resp.StatusCode, b)
+		}
+	}
+	if _, err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, xs, _ := s.cassette()
+	x := xs[0]
+	if !x.Request.Ended || x.Request.Bytes >= 8<<20 {
+		t.Errorf("request recorded %d bytes, ended %v %q", x.Request.Bytes, x.Request.Ended, x.Request.EndDetail)
+	}
+	if x.Response == nil || x.Response.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("response %+v", x.Response)
+	}
+}
