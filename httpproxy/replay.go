@@ -321,10 +321,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func (rs *replayServer) say(format string, args ...any) {
-	fmt.Fprintf(rs.stderr, "witness: serve: "+format+"\n", args...)
-}
-
 // maxReplayBody bounds a request body read for matching.
 const maxReplayBody = 64 << 20
 
