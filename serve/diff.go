@@ -15,19 +15,22 @@ const maxDiffLines = 400
 // indented canonical JSON of two requests (method and params). The output
 // is deterministic.
 func requestDiff(recorded, incoming Key) string {
-	return lineDiff(indentKey(recorded), indentKey(incoming))
+	return LineDiff(indentKey(recorded), indentKey(incoming))
 }
 
 // answerDiff is requestDiff for two answers to a server request: the
 // indented canonical JSON of {"result": ...} or {"error": ...}.
 func answerDiff(recorded, incoming Answer) string {
-	return lineDiff(indentAnswer(recorded), indentAnswer(incoming))
+	return LineDiff(indentAnswer(recorded), indentAnswer(incoming))
 }
 
-// lineDiff returns a line diff of two texts, "-" for a and "+" for b.
-func lineDiff(at, bt string) string {
-	a := strings.Split(at, "\n")
-	b := strings.Split(bt, "\n")
+// LineDiff returns a line diff of two texts, "-" for lines only in
+// recorded, "+" for lines only in incoming, "  " for common lines
+// (deterministic; beyond 400 lines, both texts in full). witness serve
+// explains its misses with it, for stdio and HTTP cassettes alike.
+func LineDiff(recorded, incoming string) string {
+	a := strings.Split(recorded, "\n")
+	b := strings.Split(incoming, "\n")
 	if len(a) > maxDiffLines || len(b) > maxDiffLines {
 		return "- " + strings.Join(a, "\n- ") + "\n+ " + strings.Join(b, "\n+ ")
 	}

@@ -2,10 +2,15 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/httpproxy"
 	"github.com/agent-trace-witness/witness/serve"
 )
 
@@ -14,13 +19,18 @@ type serveOptions struct {
 	AllowRedacted bool
 	RequireAll    bool
 	AnswerTimeout time.Duration
+	// HTTP cassettes
+	Listen      string
+	IgnoreField []string
+	ExitAfter   int
+	Pace        bool
 }
 
 func newServeCmd(a *app) *cobra.Command {
 	var o serveOptions
 	c := &cobra.Command{
-		Use:   "serve --cassette FILE",
-		Short: "Answer as an MCP stdio server from a recorded cassette",
+		Use:   "serve --cassette FILE [--listen ADDR]",
+		Short: "Answer as an MCP stdio server, or an HTTP API, from a recorded cassette",
 		Long: `serve is an MCP stdio server that answers from a cassette recorded by
 'witness proxy' or 'witness capture', so that CI can re-run an agent against
 recorded servers, offline.
@@ -49,10 +59,26 @@ closes stdin. With --require-all, recorded requests never asked for, and
 server requests the host left unanswered, also make it exit 4.
 
 A redacted cassette is refused unless --allow-redacted is given: it is
-evidence, not a fixture.`,
+evidence, not a fixture.
+
+An HTTP cassette (recorded by 'witness proxy --listen'; serve tells the
+kinds apart by the cassette's header) is served over HTTP with --listen
+ADDR (loopback when ADDR has no host; 127.0.0.1:0 picks a free port;
+"listening on http://HOST:PORT" is printed on stderr). A request matches a
+recorded one on method, path and body, a JSON body in canonical form
+without the --ignore-field members; headers are not matched. The answer is
+the recorded status, headers (hop-by-hop ones aside) and body, written
+chunk by chunk as recorded and flushed (with --pace, at the recorded
+times). Identical requests replay their answers in order. A miss is
+answered 400 with an OpenAI-style error body (Anthropic-style for
+/v1/messages) and explained on stderr with the nearest recorded request
+and a diff. serve stops at SIGINT or SIGTERM, or after --exit-after N
+requests, and then exits 4 when a request missed (or, with --require-all,
+when a recorded exchange was never asked for).`,
 		Example: `  witness serve --cassette rec/cassette.jsonl
   # as the server command of an MCP host in CI:
-  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl"]}`,
+  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl"]}
+  witness serve --cassette rec/cassette.jsonl --listen 127.0.0.1:0 --ignore-field user --exit-after 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(a, o)
@@ -62,11 +88,26 @@ evidence, not a fixture.`,
 	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for, or server requests left unanswered")
 	c.Flags().DurationVar(&o.AnswerTimeout, "answer-timeout", time.Minute, "how long to wait for the host's answer to a server request before it is a miss (0: until stdin closes)")
 	c.Flags().BoolVar(&o.AllowRedacted, "allow-redacted", false, "serve a redacted cassette (its redacted values are replayed as recorded, and requests carrying them no longer match)")
+	c.Flags().StringVar(&o.Listen, "listen", "", "HTTP cassettes: listen on ADDR (host:port; loopback when the host is left out)")
+	c.Flags().StringArrayVar(&o.IgnoreField, "ignore-field", nil, "HTTP cassettes: a JSON body member (stream_options) or JSON path ($.metadata.request_id) not matched (repeatable)")
+	c.Flags().IntVar(&o.ExitAfter, "exit-after", 0, "HTTP cassettes: stop after N requests (0: at SIGINT or SIGTERM)")
+	c.Flags().BoolVar(&o.Pace, "pace", false, "HTTP cassettes: send the chunks of an answer at their recorded times")
 	c.MarkFlagRequired("cassette")
 	return c
 }
 
 func runServe(a *app, o serveOptions) error {
+	kind, err := httpproxy.CassetteKind(o.Cassette)
+	if err != nil {
+		return err
+	}
+	if kind == cassette.HTTPFormat {
+		return runServeHTTP(a, o)
+	}
+	if o.Listen != "" || len(o.IgnoreField) > 0 || o.ExitAfter != 0 || o.Pace {
+		return usageError(fmt.Errorf("cassette %s records a stdio session: --listen, --ignore-field, --exit-after and --pace are for HTTP cassettes", o.Cassette),
+			"serve a stdio cassette as an MCP host's server command, without --listen")
+	}
 	s, err := serve.LoadFile(o.Cassette)
 	if err != nil {
 		return err
@@ -79,5 +120,32 @@ func runServe(a *app, o serveOptions) error {
 		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
 	}
 	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout})
+	return err
+}
+
+// runServeHTTP serves an HTTP cassette (`witness serve --listen`).
+func runServeHTTP(a *app, o serveOptions) error {
+	if o.Listen == "" {
+		return usageError(fmt.Errorf("cassette %s records HTTP exchanges: serve it with --listen ADDR", o.Cassette), "for example --listen 127.0.0.1:0")
+	}
+	if o.ExitAfter < 0 {
+		return usageError(fmt.Errorf("--exit-after %d is negative", o.ExitAfter), "use --exit-after N with N >= 1, or leave it out")
+	}
+	m, err := httpproxy.ParseIgnore(o.IgnoreField)
+	if err != nil {
+		return err
+	}
+	s, err := httpproxy.LoadReplay(o.Cassette, m)
+	if err != nil {
+		return err
+	}
+	if s.Redacted() && !o.AllowRedacted {
+		return usageError(fmt.Errorf("cassette %s is redacted: its bodies are not what the upstream said", o.Cassette),
+			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	_, err = s.Serve(httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll})
 	return err
 }

@@ -22,7 +22,7 @@ const (
 	plumbing  = "plumbing"  // internal/*: canonical JSON, exit codes, files, limits
 	testkit   = "testkit"   // generators and helpers for tests and benchmarks
 	formats   = "formats"   // keyring, seal, cassette, eventlog, modelapi: files and their rules
-	recording = "recording" // mcp, capture, proxy, serve: the wire, processes, recording
+	recording = "recording" // mcp, capture, proxy, httpproxy, serve: the wire, processes, recording
 	analysis  = "analysis"  // graph, verify, replay, firewall: read evidence, judge it
 	command   = "cmd"       // main packages: flags, wiring, output
 )
@@ -45,6 +45,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"mcp", recording},
 	{"capture", recording},
 	{"proxy", recording},
+	{"httpproxy", recording},
 	{"serve", recording},
 	{"graph", analysis},
 	{"verify", analysis},
