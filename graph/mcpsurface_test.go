@@ -374,3 +374,33 @@ func TestSurfaceDeterministic(t *testing.T) {
 		t.Fatal("streamed N-Quads differ from the in-memory graph's")
 	}
 }
+
+// TestSurfaceDOT: the picture names the new nodes and draws the ambiguous
+// links dashed; the summary counts the refined classes apart.
+func TestSurfaceDOT(t *testing.T) {
+	g := buildBytes(t, surfaceLog(t), Options{})
+	var full, sum bytes.Buffer
+	if err := g.WriteDOT(&full, DOTOptions{MaxNodes: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`label="sampling turn (observed)\ne15"`, `label="sampling request\ne13"`, `label="sampling answer (error)\ne33"`,
+		`label="server: elicitation/create\nid 1\ne21"`, `label="user input accept\ne22"`, `label="user", shape=house`,
+		`label="resources/read\nfile:///data/notes.txt\nid 2\ne6"`, `label="prompts/get\nsummarize\nid p-3\ne8"`,
+		`label="answer completion/complete (error)\ne11"`, `[label="during?", style=dashed]`, `[label="influenced?", style=dashed]`,
+		`[label="wasInfluencedBy"]`,
+	} {
+		if !strings.Contains(full.String(), want) {
+			t.Errorf("DOT lacks %s", want)
+		}
+	}
+	if err := g.WriteDOT(&sum, DOTOptions{MaxNodes: 5, Classes: map[string]string{"e22": "ambiguous"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"class:SamplingTurn" [label="SamplingTurn\n× 2"`, `"class:ResourceRead" [label="ResourceRead\n× 2"`,
+		`"class:MCPRequest" [label="MCPRequest\n× 5"`, `"class:Elicitation" [label="Elicitation\n× 2"`, `style="filled,dashed", penwidth=3, tooltip="ambiguous"`} {
+		if !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %s\n%s", want, sum.String())
+		}
+	}
+}
