@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
@@ -403,4 +405,38 @@ func TestSurfaceDOT(t *testing.T) {
 			t.Errorf("summary lacks %s\n%s", want, sum.String())
 		}
 	}
+}
+
+// FuzzBuildLog: any bytes read as an event log either fail (an evidence
+// error) or map to a graph whose streamed N-Quads equal the in-memory
+// ones; never a panic. Seeds hold every kind, links of every sort and
+// payloads the mapping reads (uri, name, action, model). Streaming runs
+// only on logs that map (it costs tens of milliseconds a run).
+func FuzzBuildLog(f *testing.F) {
+	f.Add(surfaceLog(f))
+	f.Add(sampleLog(f))
+	f.Add([]byte(`{"direction":"s2c","during_candidates":["e0","e0"],"id":"e1","kind":"mcp_request","method":"resources/read","payload":{"uri":"x"},"prev":"","seq":1,"session":"s","source":"observed","ts":"2026-01-01T00:00:00Z","v":1}` + "\n"))
+	tmp := f.TempDir()
+	f.Fuzz(func(t *testing.T, log []byte) {
+		g, err := Build(NewEventSource(bytes.NewReader(log), "fuzz.jsonl"), Options{})
+		if err != nil {
+			if exitcode.Of(err) != exitcode.Tampered {
+				t.Fatalf("error with code %v: %v", exitcode.Of(err), err)
+			}
+			return
+		}
+		var nq, st bytes.Buffer
+		if _, err := g.WriteNQuads(&nq); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := StreamNQuads(NewEventSource(bytes.NewReader(log), "fuzz.jsonl"), &st, Options{}, StreamOptions{RunBytes: 16 << 10, TempDir: tmp}); err != nil {
+			t.Fatalf("the log builds but does not stream: %v", err)
+		}
+		if !bytes.Equal(nq.Bytes(), st.Bytes()) {
+			t.Fatal("streamed N-Quads differ from the in-memory graph's")
+		}
+		if err := g.WriteDOT(io.Discard, DOTOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
