@@ -36,11 +36,11 @@ func (k Kind) Removable() bool { return k == KindActivity || k == KindEntity }
 type Edge uint8
 
 const (
-	EdgeUsed           Edge = iota + 1 // Activity prov:used Entity: the activity depends on the entity
-	EdgeWasGeneratedBy                 // Entity prov:wasGeneratedBy Activity: the entity depends on the activity
-	EdgeWasInformedBy                  // Activity prov:wasInformedBy Activity: the informed activity depends on the informant
-	EdgeWasDerivedFrom                 // Entity prov:wasDerivedFrom Entity: the derived entity depends on its source
-	EdgeWasInfluencedBy                // any prov:wasInfluencedBy any: the influenced node depends on the influencer (a result on the host's answer to a server request made during its call)
+	EdgeUsed            Edge = iota + 1 // Activity prov:used Entity: the activity depends on the entity
+	EdgeWasGeneratedBy                  // Entity prov:wasGeneratedBy Activity: the entity depends on the activity
+	EdgeWasInformedBy                   // Activity prov:wasInformedBy Activity: the informed activity depends on the informant
+	EdgeWasDerivedFrom                  // Entity prov:wasDerivedFrom Entity: the derived entity depends on its source
+	EdgeWasInfluencedBy                 // any prov:wasInfluencedBy any: the influenced node depends on the influencer (a result on the host's answer to a server request made during its call)
 
 	// Ambiguous links: the node may depend on the object, or may not. They
 	// are never followed; a counterfactual reports them (Result.Ambiguous).

@@ -51,8 +51,8 @@ type Result struct {
 	Ambiguous       []Ambiguous `json:"ambiguous,omitempty"`
 	PossiblyRemoved []Member    `json:"possibly_removed,omitempty"`
 	Notice          string      `json:"notice"`
-	Drift                   *Drift          `json:"drift,omitempty"`
-	Verdicts                *Verdicts       `json:"verdicts,omitempty"`
+	Drift           *Drift      `json:"drift,omitempty"`
+	Verdicts        *Verdicts   `json:"verdicts,omitempty"`
 
 	ix *index
 	in []bool // compensation set membership by node index
