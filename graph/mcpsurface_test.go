@@ -440,3 +440,29 @@ func FuzzBuildLog(f *testing.F) {
 		}
 	})
 }
+
+// TestGraphDocNamesEveryTerm: every class and predicate the fixtures'
+// graphs use is named in docs/formats/graph.md, so the mapping table
+// stays in step with the mapper.
+func TestGraphDocNamesEveryTerm(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testrepo.Root(t), "docs", "formats", "graph.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := map[string]bool{}
+	for _, log := range [][]byte{surfaceLog(t), sampleLog(t)} {
+		for _, n := range buildBytes(t, log, Options{}).Nodes {
+			for _, ty := range n.Types {
+				terms[compact(ty)] = true
+			}
+			for _, p := range n.Predicates() {
+				terms[compact(p)] = true
+			}
+		}
+	}
+	for term := range terms {
+		if !bytes.Contains(doc, []byte("`"+term+"`")) && !bytes.Contains(doc, []byte("`"+term+" ")) {
+			t.Errorf("docs/formats/graph.md does not name %s", term)
+		}
+	}
+}
