@@ -2,10 +2,16 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agent-trace-witness/witness/drift"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/serve"
 )
 
@@ -14,6 +20,8 @@ type serveOptions struct {
 	AllowRedacted bool
 	RequireAll    bool
 	AnswerTimeout time.Duration
+	Report        string
+	Force         bool
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -48,11 +56,22 @@ nearest recorded request and a diff, and makes serve exit with status 4
 closes stdin. With --require-all, recorded requests never asked for, and
 server requests the host left unanswered, also make it exit 4.
 
+With --report FILE, serve writes a drift report for CI as it goes (JSON
+lines: each recorded request matched, missed with the nearest recording and
+the diff, never asked for, and each host answer to a server request), and
+finishes it when it stops for any reason: the host closing stdin, SIGTERM,
+SIGINT or SIGHUP, the host no longer reading. A serve killed by SIGKILL
+leaves the lines written so far, without the end record. 'witness drift'
+turns reports into one verdict whatever the host did with serve's exit
+status (docs/formats/drift-report.md).
+
 A redacted cassette is refused unless --allow-redacted is given: it is
 evidence, not a fixture.`,
 		Example: `  witness serve --cassette rec/cassette.jsonl
   # as the server command of an MCP host in CI:
-  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl"]}`,
+  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl", "--report", "out/drift-echo.jsonl"]}
+  # then, after the host's tests:
+  #   witness drift out/drift-echo.jsonl --junit out/drift.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(a, o)
@@ -62,22 +81,74 @@ evidence, not a fixture.`,
 	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for, or server requests left unanswered")
 	c.Flags().DurationVar(&o.AnswerTimeout, "answer-timeout", time.Minute, "how long to wait for the host's answer to a server request before it is a miss (0: until stdin closes)")
 	c.Flags().BoolVar(&o.AllowRedacted, "allow-redacted", false, "serve a redacted cassette (its redacted values are replayed as recorded, and requests carrying them no longer match)")
+	c.Flags().StringVar(&o.Report, "report", "", "write a drift report (JSON lines) to this file as serve goes, finished when it stops; read it with 'witness drift'")
+	addForceFlag(c, &o.Force)
 	c.MarkFlagRequired("cassette")
 	return c
 }
 
 func runServe(a *app, o serveOptions) error {
-	s, err := serve.LoadFile(o.Cassette)
-	if err != nil {
-		return err
-	}
-	if s.Redacted() && !o.AllowRedacted {
-		return usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
-			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
-	}
 	if o.AnswerTimeout < 0 {
 		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
 	}
-	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout})
+	// Stop on the signals a host stops its server with, finishing the
+	// report; a broken stdout is then a write error, not a death by SIGPIPE.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	var report *drift.Writer
+	if o.Report != "" {
+		// the report is written live at its final name, as recordings are,
+		// so that a serve killed by SIGKILL leaves what it saw
+		f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer atomicfile.SyncLive(f)
+		fail := func(err error) error {
+			w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
+				Serve: drift.ServeOptions{Transport: "stdio", RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: o.AnswerTimeout.String()}})
+			w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
+			return err
+		}
+		s, err := loadServed(o)
+		if err != nil {
+			return fail(err)
+		}
+		sopts := serveOpts(a, o, sigs)
+		report, err = drift.NewWriter(f, s.Header(sopts, o.AllowRedacted))
+		if err != nil {
+			return exitcode.New(exitcode.Failure, fmt.Errorf("--report %s: %w", o.Report, err), "check the disk and the path given to --report")
+		}
+		sopts.Report = report
+		_, err = s.Serve(sopts)
+		return err
+	}
+	s, err := loadServed(o)
+	if err != nil {
+		return err
+	}
+	_, err = s.Serve(serveOpts(a, o, sigs))
 	return err
+}
+
+// loadServed loads the cassette and refuses a redacted one unless allowed.
+func loadServed(o serveOptions) (*serve.Script, error) {
+	s, err := serve.LoadFile(o.Cassette)
+	if err != nil {
+		return nil, err
+	}
+	if s.Redacted() && !o.AllowRedacted {
+		return nil, usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
+			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
+	}
+	return s, nil
+}
+
+func serveOpts(a *app, o serveOptions, sigs <-chan os.Signal) serve.Options {
+	return serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, Signals: sigs}
 }
