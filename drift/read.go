@@ -191,7 +191,7 @@ func (rep *Report) record(line []byte, lineNo int64) error {
 			case e.Entries != len(rep.Entries):
 				o.Fail("entries", fmt.Sprintf("%d entries announced, %d in the report", e.Entries, len(rep.Entries)))
 			case e.Counts != c:
-				o.Fail("counts", fmt.Sprintf("the counts %+v do not add up to the entries (%+v)", e.Counts, c))
+				o.Fail("counts", fmt.Sprintf("the counts (%s) are not those of the entries (%s)", e.Counts, c))
 			}
 		}
 		rep.End = &e

@@ -178,6 +178,10 @@ func (c *Counts) add(s Status) {
 	}
 }
 
+func (c Counts) String() string {
+	return fmt.Sprintf("%d matched, %d missed, %d never_asked, %d answer_differed", c.Matched, c.Missed, c.NeverAsked, c.AnswerDiffered)
+}
+
 // Of returns the count of status s.
 func (c Counts) Of(s Status) int {
 	switch s {

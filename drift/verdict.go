@@ -241,9 +241,26 @@ type junitCase struct {
 }
 
 type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
+	Message string
+	Type    string
+	Text    string
+}
+
+// MarshalXML writes the element with its text as character data whose
+// newlines stay newlines (a chardata field would write them as &#xA;), so
+// the diff reads as a diff in the raw file too. Characters XML cannot carry
+// become U+FFFD, as in every text encoding/xml writes.
+func (m junitMessage) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	start.Attr = append(start.Attr, xml.Attr{Name: xml.Name{Local: "message"}, Value: m.Message}, xml.Attr{Name: xml.Name{Local: "type"}, Value: m.Type})
+	if err := e.EncodeToken(start); err != nil {
+		return err
+	}
+	if m.Text != "" {
+		if err := e.EncodeToken(xml.CharData(m.Text)); err != nil {
+			return err
+		}
+	}
+	return e.EncodeToken(start.End())
 }
 
 // WriteJUnit writes the verdict as JUnit XML: one testsuite per report,
