@@ -173,6 +173,7 @@ func checkEvents(t *testing.T, lines []wireLine, evs []*eventlog.Event) map[even
 				continue
 			}
 			delete(open[other(l.dir)], string(m.ID))
+			where = fmt.Sprintf("%s answer to %s id %s (%s)", l.dir, req.method, m.ID, e.ID)
 			if l.dir == cassette.S2C {
 				hostOpen = slices.DeleteFunc(hostOpen, func(id string) bool { return id == req.event })
 			}

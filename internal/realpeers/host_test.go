@@ -74,6 +74,7 @@ func resetRoot(t *testing.T, root string) {
 //   - `witness serve` on the cassette, as the same host's server command,
 //     gives the host exactly the bytes it received through the proxy.
 func TestTypeScriptHost(t *testing.T) {
+	t.Parallel()
 	p := needPeers(t)
 	wit := witness(t, p.root)
 	for _, s := range servers() {
@@ -156,6 +157,7 @@ func checkCoverage(t *testing.T, lines []wireLine, want []string) {
 // as a whole are not compared: they also hold the server's stderr, whose
 // interleaving with stdout is up to the scheduler.
 func TestRecordingsDeterministic(t *testing.T) {
+	t.Parallel()
 	p := needPeers(t)
 	wit := witness(t, p.root)
 	s := servers()[1]
