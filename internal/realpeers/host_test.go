@@ -2,6 +2,7 @@ package realpeers
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ type server struct {
 	// methods every session with it must exercise, as "dir method" (a
 	// guard against a script that silently stops doing what it should)
 	methods []string
+	elicits bool // the session has a form elicitation the host answers with name=Ada
 }
 
 func servers() []server {
@@ -33,6 +35,7 @@ func servers() []server {
 			"s2c roots/list", "s2c sampling/createMessage", "s2c elicitation/create", "s2c notifications/message",
 			"s2c notifications/progress", "s2c notifications/tools/list_changed",
 		},
+		elicits: true,
 	}, {
 		name:   "server-filesystem",
 		script: "filesystem.json",
@@ -124,9 +127,58 @@ func TestTypeScriptHost(t *testing.T) {
 				if !bytes.Equal(replay.received, via.received) {
 					t.Errorf("serve gave the host different bytes than the recorded session %s", firstDiff(via.received, replay.received))
 				}
+				t.Logf("the host sent the recorded bytes to serve: %v", bytes.Equal(replay.sent, via.sent))
+			})
+			if !s.elicits {
+				return
+			}
+			// the issue's own example: the user answers Mallory where the
+			// recording has Ada
+			t.Run("serve-changed-answer", func(t *testing.T) {
+				resetRoot(t, root)
+				changed := run
+				changed.elicit, changed.server, changed.mayFail = []string{"name=Mallory"}, served(wit, cas), true
+				r := p.runHost(t, changed)
+				resp := answerToTool(r.sent, r.received, "trigger-elicitation-request")
+				if r.status == "exit 0" && resp != nil && resp.Error == nil && bytes.Contains(resp.Raw, []byte("Name: Ada")) {
+					t.Skip("witness serve replayed the recorded result to a host that answered Mallory: serve does not match host answers in this build (issue 11 item 5, branch i11-serve)")
+				}
+				if r.status == "exit 0" {
+					t.Errorf("serve ended %q after a different elicitation answer", r.status)
+				}
+				if resp == nil || resp.Error == nil {
+					t.Errorf("the tool call that sent the elicitation got %v, want a JSON-RPC error", resp)
+				}
+				if !strings.Contains(r.stderr, "Mallory") {
+					t.Errorf("serve's stderr does not show the different answer:\n%s", tail(r.stderr))
+				}
 			})
 		})
 	}
+}
+
+// answerToTool returns the answer the host received to its tools/call of
+// the named tool (nil when there is none).
+func answerToTool(sent, received []byte, tool string) *mcp.Message {
+	id := ""
+	for _, l := range bytes.Split(sent, []byte("\n")) {
+		m, err := mcp.Parse(l)
+		if err != nil || m.Kind != mcp.KindRequest || m.Method != "tools/call" {
+			continue
+		}
+		var p struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && p.Name == tool {
+			id = string(m.ID)
+		}
+	}
+	for _, l := range bytes.Split(received, []byte("\n")) {
+		if m, err := mcp.Parse(l); err == nil && id != "" && m.Kind == mcp.KindResponse && string(m.ID) == id {
+			return m
+		}
+	}
+	return nil
 }
 
 // checkCoverage fails unless the session carried every listed method.

@@ -135,6 +135,9 @@ type hostRun struct {
 	roots  []string // --root
 	elicit []string // --elicit KEY=VALUE
 	server []string // the server command: the server, the proxy or serve
+	// mayFail: a step that does not go as scripted is expected (the exit
+	// code is returned) instead of failing the test
+	mayFail bool
 }
 
 // hostResult is what the host reported.
@@ -143,6 +146,7 @@ type hostResult struct {
 	sent     []byte // every byte the host wrote to the server
 	status   string // how the server command ended ("exit 0")
 	stderr   string
+	code     int // the host's exit code (0: every step went as scripted)
 }
 
 // runHost runs the host against run.server and fails the test unless every
@@ -170,11 +174,16 @@ func (p *peers) runHost(t *testing.T, run hostRun) *hostResult {
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	r := &hostResult{}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && run.mayFail {
+		r.code, err = ee.ExitCode(), nil
+	}
+	if err != nil {
 		t.Fatalf("host %v: %v\n%s", run.server, err, tail(stderr.String()))
 	}
-	r := &hostResult{received: stdout.Bytes(), stderr: stderr.String()}
-	var err error
+	r.received, r.stderr = stdout.Bytes(), stderr.String()
 	if r.sent, err = os.ReadFile(filepath.Join(dir, "sent")); err != nil {
 		t.Fatal(err)
 	}
