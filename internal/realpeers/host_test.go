@@ -143,6 +143,7 @@ func TestTypeScriptHost(t *testing.T) {
 				if r.status == "exit 0" && resp != nil && resp.Error == nil && bytes.Contains(resp.Raw, []byte("Name: Ada")) {
 					t.Skip("witness serve replayed the recorded result to a host that answered Mallory: serve does not match host answers in this build (issue 11 item 5, branch i11-serve)")
 				}
+				t.Logf("serve ended %q; the host (exit %d) got %s", r.status, r.code, respRaw(resp))
 				if r.status == "exit 0" {
 					t.Errorf("serve ended %q after a different elicitation answer", r.status)
 				}
@@ -179,6 +180,13 @@ func answerToTool(sent, received []byte, tool string) *mcp.Message {
 		}
 	}
 	return nil
+}
+
+func respRaw(m *mcp.Message) string {
+	if m == nil {
+		return "no answer"
+	}
+	return string(m.Raw)
 }
 
 // checkCoverage fails unless the session carried every listed method.
