@@ -34,6 +34,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"internal/synthlog", testkit},
 	{"internal/testrepo", testkit},
 	{"internal/adversary", testkit},
+	{"internal/realpeers", testkit},
 	{"internal/archtest", testkit},
 	{"internal", plumbing},
 	{"keyring/osstore", recording},
