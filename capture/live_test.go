@@ -330,14 +330,54 @@ func TestServerRequestsAndPing(t *testing.T) {
 			t.Fatalf("cassette lacks %s\n%s", want, c.cassette)
 		}
 	}
-	n := 0
-	for _, e := range lvByKind(lvReadEvents(t, c.events), eventlog.KindNotification) {
-		if len(e.RPCID) > 0 {
-			n++
+	// the server's requests are events, made during the open tools/list
+	// (id 2), and the host's answers pair with them by id and direction:
+	// the host's answer to the server's roots/list id 2 is not the
+	// server's answer to the host's tools/list id 2
+	evs := lvReadEvents(t, c.events)
+	var list *eventlog.Event
+	for _, e := range lvByKind(evs, eventlog.KindMCPRequest) {
+		if e.Method == "tools/list" {
+			list = e
 		}
 	}
-	if n != 3 {
-		t.Fatalf("want 3 server requests recorded as events, got %d", n)
+	if list == nil || string(list.RPCID) != "2" || list.Direction != eventlog.DirC2S {
+		t.Fatalf("no tools/list request id 2:\n%s", c.events)
+	}
+	byMethod := map[string]*eventlog.Event{}
+	for _, e := range evs {
+		if e.Direction == eventlog.DirS2C && (e.Kind == eventlog.KindMCPRequest || e.Kind == eventlog.KindModelInput) {
+			byMethod[e.Method] = e
+			if e.During != list.ID || len(e.DuringCandidates) > 0 {
+				t.Errorf("%s: during %q %v, want %s", e.Method, e.During, e.DuringCandidates, list.ID)
+			}
+		}
+	}
+	if len(byMethod) != 3 || byMethod["ping"] == nil || byMethod["roots/list"] == nil || byMethod[methodSampling].Kind != eventlog.KindModelInput {
+		t.Fatalf("server requests %v:\n%s", byMethod, c.events)
+	}
+	answers := map[string]string{}
+	for _, e := range evs {
+		if e.Direction == eventlog.DirC2S && (e.Kind == eventlog.KindMCPResponse || e.Kind == eventlog.KindModelOutput) {
+			answers[e.Method] = e.Call + e.Input
+			if e.Method != "ping" && (!e.RPCError || !bytes.Contains(e.Payload, []byte("method not found"))) {
+				t.Errorf("%s answer: %s", e.Method, e.Payload)
+			}
+		}
+	}
+	for m, req := range byMethod {
+		if answers[m] != req.ID {
+			t.Errorf("the answer to %s links %q, want %s", m, answers[m], req.ID)
+		}
+	}
+	var listResp *eventlog.Event
+	for _, e := range lvByKind(evs, eventlog.KindMCPResponse) {
+		if e.Method == "tools/list" {
+			listResp = e
+		}
+	}
+	if listResp == nil || listResp.Call != list.ID || listResp.Direction != eventlog.DirS2C {
+		t.Fatalf("tools/list answer %+v", listResp)
 	}
 	lvCheckRederive(t, c)
 }
