@@ -23,9 +23,9 @@ import (
 // Methods of the notification events the witness itself writes for what it
 // saw on the wire that is not a JSON-RPC message it can pair.
 const (
-	MethodInvalidLine        = "witness/invalid-line"       // a server line that is not a JSON-RPC message
-	MethodLineTooLong        = "witness/line-too-long"      // a server line over the maximum line size
-	MethodUnmatchedResponse  = "witness/unmatched-response" // a response whose id matches no pending request
+	MethodInvalidLine       = "witness/invalid-line"       // a server line that is not a JSON-RPC message
+	MethodLineTooLong       = "witness/line-too-long"      // a server line over the maximum line size
+	MethodUnmatchedResponse = "witness/unmatched-response" // a response whose id matches no pending request
 	// MethodOpenRequestsLimit: more requests of one direction are open
 	// (sent, not answered) than the deriver tracks (MaxOpenRequests); the
 	// requests past the limit are still events, but their answers will
@@ -137,7 +137,7 @@ func NewDeriver(out io.Writer, h cassette.Header, o DeriveOptions) *Deriver {
 	}
 	d := &Deriver{out: out, ch: h, o: o, pending: map[string]*pendingReq{}, spending: map[string]*pendingReq{},
 		progress: map[cassette.Dir]map[string]*pendingReq{cassette.C2S: {}, cassette.S2C: {}},
-		maxOpen: MaxOpenRequests, atLimit: map[cassette.Dir]bool{}, untracked: map[string]int{},
+		maxOpen:  MaxOpenRequests, atLimit: map[cassette.Dir]bool{}, untracked: map[string]int{},
 		toolNames: map[string]int{}, annots: map[string]json.RawMessage{}, longLine: map[cassette.Dir]bool{}}
 	d.server.Command, d.server.Args = h.Command, h.Args
 	if t, err := parseAnyTime(h.Started); err == nil {

@@ -120,8 +120,8 @@ func mcpShape(evs []*eventlog.Event) []string {
 }
 
 const (
-	hInit = `> {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{},"roots":{}},"clientInfo":{"name":"h","version":"1"}}}`
-	sInit = `< {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"s","version":"2"}}}`
+	hInit   = `> {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{},"roots":{}},"clientInfo":{"name":"h","version":"1"}}}`
+	sInit   = `< {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"s","version":"2"}}}`
 	hInited = `> {"jsonrpc":"2.0","method":"notifications/initialized"}`
 	hList   = `> {"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	sList   = `< {"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"ask","inputSchema":{"type":"object"}}]}}`
