@@ -42,7 +42,18 @@ type StdioOptions struct {
 
 	Cassette *cassette.Writer // required: every byte is recorded here before it is parsed
 	Warn     func(msg string) // warnings (non-JSON stdout, unmatched ids); may be nil
+
+	// Answer, when set, answers the server's requests (sampling,
+	// elicitation, roots, ...) it knows; the others get ping's empty
+	// result or "method not found". Capabilities are the client
+	// capabilities sent in initialize ({} when nil).
+	Answer       AnswerFunc
+	Capabilities json.RawMessage
 }
+
+// AnswerFunc answers a server request of method with params: a result or
+// a JSON-RPC error object; ok is false when it has no answer for it.
+type AnswerFunc func(method string, params json.RawMessage) (result, errObj json.RawMessage, ok bool)
 
 // StdioClient is a live MCP client over a server's stdio. It owns its
 // framing: every line is recorded in the cassette before it is parsed, and
@@ -284,12 +295,30 @@ func (c *StdioClient) dispatch(line []byte, seq int64) {
 		}
 		c.o.Warn(fmt.Sprintf("server sent a response with id %s (%s) that matches no pending request (cassette record %d); ids are matched by exact token and type", orNone(m.ID), mcp.IDType(m.ID), seq))
 	case mcp.KindRequest:
+		if c.o.Answer != nil {
+			if res, errObj, ok := c.o.Answer(m.Method, m.Params); ok {
+				if errObj != nil {
+					c.write(errorAnswer(m.ID, errObj))
+				} else {
+					c.write(mcp.Result(m.ID, res))
+				}
+				return
+			}
+		}
 		if m.Method == "ping" {
 			c.write(mcp.Result(m.ID, json.RawMessage(`{}`)))
 			return
 		}
 		c.write(mcp.ErrorResponse(m.ID, mcp.CodeMethodNotFound, "method not found: "+m.Method))
 	}
+}
+
+// errorAnswer returns an error response carrying the JSON-RPC error object
+// errObj for the exact id token.
+func errorAnswer(id, errObj json.RawMessage) []byte {
+	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	b = append(append(b, `,"error":`...), errObj...)
+	return append(b, '}')
 }
 
 func orNone(id json.RawMessage) string {
@@ -439,9 +468,13 @@ func (c *StdioClient) exitHint() string {
 // Initialize performs the handshake: initialize with the pinned protocol
 // version, check the answered version, then notifications/initialized.
 func (c *StdioClient) Initialize() (json.RawMessage, error) {
+	var caps any = map[string]any{}
+	if c.o.Capabilities != nil {
+		caps = c.o.Capabilities
+	}
 	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": c.o.Protocol,
-		"capabilities":    map[string]any{},
+		"capabilities":    caps,
 		"clientInfo":      map[string]string{"name": "witness", "version": version.Version},
 	})
 	m, err := c.Request("initialize", params)
