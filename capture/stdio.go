@@ -68,6 +68,13 @@ type StdioClient struct {
 	sendMu   sync.Mutex
 	stdinMu  sync.Mutex
 	closedIn bool
+	// deferred is notifications/initialized, held (under sendMu) until the
+	// next message, so that both reach the cassette before the server can
+	// react to the first: what a server sends when initialized (a
+	// list_changed, a log message) then always follows the client's next
+	// request in the recording, and a scripted session records the same
+	// order every run
+	deferred []byte
 
 	mu        sync.Mutex
 	pending   map[string]chan *mcp.Message
@@ -359,17 +366,29 @@ func (c *StdioClient) readStderr(f *os.File) {
 func (c *StdioClient) write(line []byte) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	return c.writeLocked(line)
+}
+
+// writeLocked is write with sendMu held; a nil line sends only the
+// deferred notification.
+func (c *StdioClient) writeLocked(line []byte) error {
 	c.stdinMu.Lock()
 	closed := c.closedIn
 	c.stdinMu.Unlock()
 	if closed {
 		return errors.New("server stdin is closed")
 	}
-	if _, err := c.o.Cassette.Record(cassette.C2S, line, false); err != nil {
-		return err
+	var b []byte
+	for _, l := range [][]byte{c.deferred, line} {
+		if l == nil {
+			continue
+		}
+		if _, err := c.o.Cassette.Record(cassette.C2S, l, false); err != nil {
+			return err
+		}
+		b = append(append(b, l...), '\n')
 	}
-	b := make([]byte, 0, len(line)+1)
-	b = append(append(b, line...), '\n')
+	c.deferred = nil
 	_ = c.stdin.SetWriteDeadline(time.Now().Add(c.o.Timeout))
 	if _, err := c.stdin.Write(b); err != nil {
 		err = fmt.Errorf("write to server stdin: %w", err)
@@ -498,9 +517,10 @@ func (c *StdioClient) Initialize() (json.RawMessage, error) {
 			"witness speaks "+strings.Join(mcp.SupportedProtocols, ", ")))
 	}
 	c.InitializeResult, c.Protocol = m.Result, res.ProtocolVersion
-	if err := c.write(mcp.Notification("notifications/initialized", nil)); err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("send notifications/initialized: %w", err), c.exitHint())
-	}
+	// sent with the next message (see deferred), at the latest by Close
+	c.sendMu.Lock()
+	c.deferred = mcp.Notification("notifications/initialized", nil)
+	c.sendMu.Unlock()
 	return m.Result, nil
 }
 
@@ -590,6 +610,9 @@ func (c *StdioClient) Close() Shutdown {
 	default:
 	}
 	c.sendMu.Lock()
+	if c.deferred != nil {
+		_ = c.writeLocked(nil)
+	}
 	c.stdinMu.Lock()
 	if !c.closedIn {
 		c.closedIn = true
