@@ -84,9 +84,18 @@ type pendingReq struct {
 // EventsFromCassette feeds it from a cassette file; both therefore derive
 // the same events from the same records.
 //
-// Events before the first tools/call (notifications during the handshake)
-// are held until the session header is known, that is until the initialize
-// result and every page of tools/list have been seen.
+// Every JSON-RPC request, in either direction, and its answer become
+// events (docs/design/mcp-surface.md): tool_call/tool_response for
+// tools/call, an observed model_input/model_output for the server's
+// sampling/createMessage, mcp_request and user_input for elicitation/create,
+// mcp_request/mcp_response for every other method; answers pair with the
+// open request sent the other way by the exact id token; notifications in
+// both directions are events, naming the request they concern. The open
+// requests of each direction are bounded (MaxOpenRequests).
+//
+// Events before the first tools/call (the handshake's requests, answers and
+// notifications) are held until the session header is known, that is until
+// the initialize result and every page of tools/list have been seen.
 type Deriver struct {
 	out  io.Writer
 	ch   cassette.Header
