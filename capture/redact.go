@@ -147,6 +147,21 @@ func LoadRedactor(o RedactOptions) (*Redactor, error) {
 	if len(rules) == 0 {
 		return nil, nil
 	}
+	key, err := LoadRedactKey(o)
+	if err != nil {
+		return nil, err
+	}
+	if key == nil {
+		return nil, exitcode.New(exitcode.Usage, errors.New("redaction rules given but no redaction key"),
+			"pass --redact-key FILE (a file holding at least 32 hex characters) or set "+EnvRedactKey)
+	}
+	return NewRedactor(rules, key)
+}
+
+// LoadRedactKey reads the redaction key of o (KeyFile, else KeyHex), with
+// or without rules: nil, nil when neither is given. A key that is not hex
+// or shorter than 16 bytes is a usage error naming where it came from.
+func LoadRedactKey(o RedactOptions) ([]byte, error) {
 	keyHex := o.KeyHex
 	keySrc := EnvRedactKey
 	if o.KeyFile != "" {
@@ -157,18 +172,16 @@ func LoadRedactor(o RedactOptions) (*Redactor, error) {
 		keyHex, keySrc = strings.TrimSpace(string(data)), o.KeyFile
 	}
 	if keyHex == "" {
-		return nil, exitcode.New(exitcode.Usage, errors.New("redaction rules given but no redaction key"),
-			"pass --redact-key FILE (a file holding at least 32 hex characters) or set "+EnvRedactKey)
+		return nil, nil
 	}
 	key, err := hex.DecodeString(keyHex)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("redaction key from %s is not hex: %w", keySrc, err), "generate one with: head -c 32 /dev/urandom | xxd -p -c 64")
 	}
-	r, err := NewRedactor(rules, key)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("redaction key from %s: %w", keySrc, err), "")
+	if len(key) < 16 {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("redaction key from %s: redaction key has %d bytes; it needs at least 16", keySrc, len(key)), "")
 	}
-	return r, nil
+	return key, nil
 }
 
 // Info describes the redaction for the session header (never the key).

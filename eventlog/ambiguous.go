@@ -47,6 +47,12 @@ type AmbiguousReading struct {
 	// exceed MaxEmbeddedArguments: the sha256 hex of the exact text (the
 	// line itself is in Text or Base64).
 	ArgumentsSHA256 string `json:"arguments_sha256,omitempty"`
+	// URI is params.uri of a resources/read, resources/subscribe or
+	// resources/unsubscribe reading, and Prompt params.name of a
+	// prompts/get reading, as this decoder resolves them; nil when absent
+	// or not a string (verify checks each against the seal, issue 11).
+	URI    *string `json:"uri,omitempty"`
+	Prompt *string `json:"prompt,omitempty"`
 }
 
 // MaxEmbeddedArguments bounds the argument bytes the readings of one

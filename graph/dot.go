@@ -11,7 +11,7 @@ import (
 // DOTOptions tune WriteDOT.
 type DOTOptions struct {
 	// Classes colours nodes: node IRI → class. Known classes: violation,
-	// tampered, incomplete, warning, notice, removed, highlight; any other
+	// tampered, incomplete, warning, notice, removed, ambiguous, highlight; any other
 	// class is drawn magenta. A class may also be given for an event id
 	// ("e12"): it applies to that event's primary node.
 	Classes map[string]string
@@ -35,6 +35,7 @@ var classStyle = map[string]string{
 	"warning":    "#f39c12",
 	"notice":     "#5dade2",
 	"removed":    "#d5d8dc",
+	"ambiguous":  "#f5cba7",
 	"highlight":  "#2ecc71",
 }
 
@@ -110,10 +111,24 @@ func nodeLabel(n *Node) string {
 			l += " (error)"
 		}
 		return l + "\n" + ev
+	case n.HasType(WSamplingTurn):
+		return "sampling turn (observed)\n" + lastSegment(n.ID)
 	case n.HasType(WModelTurn):
 		return "model turn\n" + lastSegment(n.ID)
 	case n.HasType(WModelMessage):
-		return n.Value(WRole) + " message\n" + ev
+		return messageLabel(n) + "\n" + ev
+	case n.HasType(WMCPRequest):
+		return requestLabel(n) + "\n" + ev
+	case n.HasType(WRequestParams):
+		return "params\n" + lastSegment(n.ID)
+	case n.HasType(WMCPAnswer):
+		return "answer " + shorten(n.Value(OtelMCPMethodName), 30) + errorMark(n) + "\n" + ev
+	case n.HasType(WUserInput):
+		l := "user input"
+		if a := n.Value(WElicitationAction); a != "" {
+			l += " " + shorten(a, 20)
+		}
+		return l + errorMark(n) + "\n" + ev
 	case n.HasType(WExternalEffect):
 		return "effect " + n.Value(WEffectOp) + "\n" + shorten(n.Value(WEffectTarget), 40) + "\n" + ev
 	case n.HasType(WNotification):
@@ -124,6 +139,8 @@ func nodeLabel(n *Node) string {
 		return "message " + shorten(n.Value(WSender), 20) + "\n" + ev
 	case n.HasType(WAIAgent):
 		return "AI agent"
+	case n.HasType(WUser):
+		return "user"
 	case n.HasType(WMCPServer):
 		l := "MCP server"
 		if s := n.Value(WServerName); s != "" {
@@ -139,6 +156,42 @@ func nodeLabel(n *Node) string {
 	return shorten(lastSegment(n.ID), 40)
 }
 
+// messageLabel names a model message: a sampling request or answer when
+// observed on the wire, else its role.
+func messageLabel(n *Node) string {
+	if n.Value(OtelMCPMethodName) != "sampling/createMessage" {
+		return n.Value(WRole) + " message"
+	}
+	if n.Value(WDirection) == "s2c" {
+		return "sampling request"
+	}
+	return "sampling answer" + errorMark(n)
+}
+
+// requestLabel names a request by its method and what it is about.
+func requestLabel(n *Node) string {
+	l := shorten(n.Value(OtelMCPMethodName), 30)
+	if n.Value(WDirection) == "s2c" {
+		l = "server: " + l
+	}
+	if t := n.Value(OtelMCPResourceURI); t != "" {
+		l += "\n" + shorten(t, 40)
+	} else if t := n.Value(OtelPromptName); t != "" {
+		l += "\n" + shorten(t, 40)
+	}
+	if id := n.Value(OtelJSONRPCRequestID); id != "" {
+		l += "\nid " + shorten(id, 20)
+	}
+	return l
+}
+
+func errorMark(n *Node) string {
+	if n.Value(WIsError) == "true" {
+		return " (error)"
+	}
+	return ""
+}
+
 func lastSegment(iri string) string {
 	if i := strings.LastIndexByte(iri, '/'); i >= 0 && i+1 < len(iri) {
 		return iri[i+1:]
@@ -148,11 +201,15 @@ func lastSegment(iri string) string {
 
 // drawnEdges are the relations drawn as edges. Association and attribution
 // are not: they would tie every node to one agent (a hub Graphviz stalls on).
-var drawnEdges = []struct{ pred, label string }{
-	{ProvUsed, "used"},
-	{ProvWasGeneratedBy, "wasGeneratedBy"},
-	{ProvWasInformedBy, "wasInformedBy"},
-	{ProvWasDerivedFrom, "wasDerivedFrom"},
+// The ambiguous links (a candidate, never a guess) are dashed.
+var drawnEdges = []struct{ pred, label, style string }{
+	{ProvUsed, "used", ""},
+	{ProvWasGeneratedBy, "wasGeneratedBy", ""},
+	{ProvWasInformedBy, "wasInformedBy", ""},
+	{ProvWasDerivedFrom, "wasDerivedFrom", ""},
+	{ProvWasInfluencedBy, "wasInfluencedBy", ""},
+	{WDuringCandidate, "during?", "dashed"},
+	{WPossiblyInfluencedBy, "influenced?", "dashed"},
 }
 
 // resolveClasses maps event-id keys to node IRIs.
@@ -230,7 +287,7 @@ func classAttrs(class string) string {
 		c = "#ff00ff"
 	}
 	style := "filled,bold"
-	if class == "removed" {
+	if class == "removed" || class == "ambiguous" {
 		style = "filled,dashed"
 	}
 	return fmt.Sprintf(`, fillcolor="%s", style="%s", penwidth=3, tooltip=%s`, c, style, dotQuote(class))
@@ -267,8 +324,15 @@ func (g *Graph) writeFull(bw *bufio.Writer, drawn []*Node, classes map[string]st
 				if !ok {
 					continue
 				}
+				var attrs []string
 				if labels {
-					fmt.Fprintf(bw, "  %s -> %s [label=%s];\n", ids[n.ID], t, dotQuote(e.label))
+					attrs = append(attrs, "label="+dotQuote(e.label))
+				}
+				if e.style != "" {
+					attrs = append(attrs, "style="+e.style)
+				}
+				if len(attrs) > 0 {
+					fmt.Fprintf(bw, "  %s -> %s [%s];\n", ids[n.ID], t, strings.Join(attrs, ", "))
 				} else {
 					fmt.Fprintf(bw, "  %s -> %s;\n", ids[n.ID], t)
 				}
@@ -277,8 +341,17 @@ func (g *Graph) writeFull(bw *bufio.Writer, drawn []*Node, classes map[string]st
 	}
 }
 
+// subclasses are the witness classes that refine another witness class a
+// node also has; summaries count them apart.
+var subclasses = []string{WSamplingTurn, WResourceRead, WPromptGet, WElicitation, WResourceContents, WPromptMessages}
+
 // className returns the most specific witness class of n, for summaries.
 func className(n *Node) string {
+	for _, t := range subclasses {
+		if n.HasType(t) {
+			return strings.TrimPrefix(t, NSWitness)
+		}
+	}
 	for _, t := range n.Types {
 		if strings.HasPrefix(t, NSWitness) {
 			return strings.TrimPrefix(t, NSWitness)

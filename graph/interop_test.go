@@ -60,6 +60,7 @@ func interopGraphs(t *testing.T) map[string]*Graph {
 		"hansard":  buildBytes(t, hansardLog(t), Options{}),
 		"random":   randomGraph(t, 300, 42),
 		"controls": buildBytes(t, controlLog(t), Options{}),
+		"surface":  buildBytes(t, surfaceLog(t), Options{}),
 	}
 	// controls/: real captures with raw control characters (DEL) in
 	// payloads, where json-gold is not an oracle

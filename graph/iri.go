@@ -64,6 +64,23 @@ func AmbiguousIRI(base, id string) string { return base + "/ambiguous/" + PctEnc
 // MessageIRI is the agent-message entity of message event id.
 func MessageIRI(base, id string) string { return base + "/message/" + PctEncode(id) }
 
+// RequestIRI is the request activity of mcp_request event id.
+func RequestIRI(base, id string) string { return base + "/request/" + PctEncode(id) }
+
+// ParamsIRI is the params entity of mcp_request event id.
+func ParamsIRI(base, id string) string { return base + "/params/" + PctEncode(id) }
+
+// AnswerIRI is the answer entity of mcp_response event id.
+func AnswerIRI(base, id string) string { return base + "/answer/" + PctEncode(id) }
+
+// UserInputIRI is the entity of user_input event id (an elicitation
+// answer).
+func UserInputIRI(base, id string) string { return base + "/user-input/" + PctEncode(id) }
+
+// UserIRI is the user behind the host, to whom elicitation answers are
+// attributed.
+func UserIRI(base string) string { return base + "/user" }
+
 // AssocIRI is the qualified association of activity (a call or turn IRI).
 func AssocIRI(activity string) string { return activity + "/assoc" }
 

@@ -53,10 +53,18 @@ type mapper struct {
 	byNum    []evInfo          // events with id "e<n>", at n (kind "" = unseen)
 	declared map[string]bool   // agent nodes whose types were emitted
 	started  bool
+	// serverReqs: the during link of each server request (mcp_request or
+	// sampling model_input) that has one, by event id, for its answer.
+	serverReqs map[string]serverReq
+	// answered: by client request id, the host answers to server requests
+	// made during it, in log order; its later results and effects depend
+	// on them (mcpsurface.go).
+	answered map[string][]answerRef
 }
 
 func newMapper(opts Options, emit emitFunc) *mapper {
-	m := &mapper{opts: opts, emit: emit, tools: map[string]bool{}, seen: map[string]evInfo{}, declared: map[string]bool{}}
+	m := &mapper{opts: opts, emit: emit, tools: map[string]bool{}, seen: map[string]evInfo{}, declared: map[string]bool{},
+		serverReqs: map[string]serverReq{}, answered: map[string][]answerRef{}}
 	return m
 }
 
@@ -342,6 +350,12 @@ func (m *mapper) kindStep(e *eventlog.Event, dt Term) error {
 		return m.notification(e, dt)
 	case eventlog.KindMessage:
 		return m.message(e, dt)
+	case eventlog.KindMCPRequest:
+		return m.mcpRequest(e, dt)
+	case eventlog.KindMCPResponse:
+		return m.mcpResponse(e, dt)
+	case eventlog.KindUserInput:
+		return m.userInput(e, dt)
 	}
 	return &EventError{ID: e.ID, Seq: e.Seq, Field: "kind", Err: fmt.Errorf("unknown kind %q", e.Kind)}
 }
@@ -396,21 +410,31 @@ func (m *mapper) sessionEnd(e *eventlog.Event, dt Term) error {
 	return nil
 }
 
-// modelInput: a message to the model, attributed to the agent.
+// modelInput: a message to the model, attributed to the agent; a
+// sampling request observed on the wire is attributed to the server that
+// sent it, and linked to the host request it was made during.
 func (m *mapper) modelInput(e *eventlog.Event, dt Term) error {
 	n := MsgIRI(m.base, e.ID)
-	a, err := m.agent()
+	attr := m.agent
+	if e.Direction == eventlog.DirS2C {
+		attr = m.server
+	}
+	by, err := attr()
 	if err != nil {
 		return err
 	}
-	return firstErr(
+	if err := firstErr(
 		m.typ(n, ProvEntity, WModelMessage),
 		m.envelope(n, e),
 		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(a)),
+		m.add(n, ProvWasAttributedTo, Ref(by)),
 		m.role(n, e),
 		m.payload(n, e),
-	)
+		m.wireFields(n, e),
+	); err != nil {
+		return err
+	}
+	return m.serverRequestLinks(e, n, "", n, ProvWasInfluencedBy)
 }
 
 // externalEffect: a side effect of a tool, attributed to the server and
@@ -435,7 +459,10 @@ func (m *mapper) externalEffect(e *eventlog.Event, dt Term) error {
 		return err
 	}
 	if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
-		return m.add(n, ProvWasGeneratedBy, Ref(CallIRI(m.base, e.Call)))
+		return firstErr(
+			m.add(n, ProvWasGeneratedBy, Ref(CallIRI(m.base, e.Call))),
+			m.influences(n, e.Call),
+		)
 	} else if e.Call != "" {
 		return m.unresolved(n, "call", e.Call)
 	}
@@ -473,11 +500,12 @@ func (m *mapper) ambiguous(e *eventlog.Event, dt Term) error {
 	)
 }
 
-// notification: a server notification (or request), attributed to the
-// server.
+// notification: a notification (or a witness observation of the wire),
+// attributed to the side that sent it (the server unless the direction is
+// c2s), influenced by the request it concerns.
 func (m *mapper) notification(e *eventlog.Event, dt Term) error {
 	n := NoteIRI(m.base, e.ID)
-	srv, err := m.server()
+	by, err := m.sender(e.Direction)
 	if err != nil {
 		return err
 	}
@@ -485,15 +513,14 @@ func (m *mapper) notification(e *eventlog.Event, dt Term) error {
 		m.typ(n, ProvEntity, WNotification),
 		m.envelope(n, e),
 		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.add(n, ProvWasAttributedTo, Ref(by)),
 		m.payload(n, e),
+		m.addStr(n, OtelMCPMethodName, e.Method),
+		m.addStr(n, WDirection, e.Direction),
 	); err != nil {
 		return err
 	}
-	if e.Method != "" {
-		return m.add(n, OtelMCPMethodName, Str(e.Method))
-	}
-	return nil
+	return m.concerns(n, e)
 }
 
 func (m *mapper) role(n string, e *eventlog.Event) error {
@@ -782,6 +809,7 @@ func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 		return firstErr(
 			m.add(n, ProvWasGeneratedBy, Ref(act)),
 			m.add(act, ProvEndedAtTime, dt),
+			m.influences(n, e.Call),
 		)
 	} else if e.Call != "" {
 		return m.unresolved(n, "call", e.Call)
@@ -789,6 +817,11 @@ func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 	return nil
 }
 
+// modelOutput: a model turn, from its input (when known) to this output.
+// A sampling answer observed on the wire is the same turn, marked
+// witness:SamplingTurn, informed by the host request the sampling request
+// was made during; the output is the AI agent's (the host ran the model)
+// either way.
 func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 	b := m.base
 	turn := TurnIRI(b, e.ID)
@@ -817,11 +850,19 @@ func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 		m.add(out, ProvWasAttributedTo, Ref(a)),
 		m.role(out, e),
 		m.payload(out, e),
+		m.wireFields(out, e),
 	); err != nil {
 		return err
 	}
+	if err := m.sampling(e, turn, out); err != nil {
+		return err
+	}
 	if input != "" {
-		return firstErr(m.add(turn, ProvUsed, Ref(input)), m.add(out, ProvWasDerivedFrom, Ref(input)))
+		return firstErr(
+			m.add(turn, ProvUsed, Ref(input)),
+			m.add(out, ProvWasDerivedFrom, Ref(input)),
+			m.answer(e.Input, out, turn),
+		)
 	} else if e.Input != "" {
 		return m.unresolved(out, "input", e.Input)
 	}
@@ -897,6 +938,12 @@ func (m *mapper) messageCause(n string, e *eventlog.Event) error {
 		return m.add(n, ProvWasDerivedFrom, Ref(AmbiguousIRI(b, e.Cause)))
 	case eventlog.KindMessage:
 		return m.add(n, ProvWasDerivedFrom, Ref(MessageIRI(b, e.Cause)))
+	case eventlog.KindMCPRequest:
+		return m.add(n, ProvWasGeneratedBy, Ref(RequestIRI(b, e.Cause)))
+	case eventlog.KindMCPResponse:
+		return m.add(n, ProvWasDerivedFrom, Ref(AnswerIRI(b, e.Cause)))
+	case eventlog.KindUserInput:
+		return m.add(n, ProvWasDerivedFrom, Ref(UserInputIRI(b, e.Cause)))
 	}
 	return m.unresolved(n, "cause", e.Cause)
 }

@@ -165,7 +165,7 @@ func randomGraph(t testing.TB, n int, seed uint64) *Graph {
 	return g
 }
 
-// TestOracleJSONGold: on 24 graphs our canonical N-Quads equal json-gold's
+// TestOracleJSONGold: on 26 graphs our canonical N-Quads equal json-gold's
 // URDNA2015 normalisation of our JSON-LD, byte for byte.
 func TestOracleJSONGold(t *testing.T) {
 	cases := []struct {
@@ -178,6 +178,8 @@ func TestOracleJSONGold(t *testing.T) {
 			return buildBytes(t, sampleLog(t), Options{Seal: &SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "wit ✓"}})
 		}},
 		{"hansard", func(t *testing.T) *Graph { return buildBytes(t, hansardLog(t), Options{}) }},
+		{"mcp-surface", func(t *testing.T) *Graph { return buildBytes(t, surfaceLog(t), Options{}) }},
+		{"mcp-surface-no-payloads", func(t *testing.T) *Graph { return buildBytes(t, surfaceLog(t), Options{OmitPayloads: true}) }},
 		{"atw-cassette", func(t *testing.T) *Graph { return buildBytes(t, importATW(t, "mcp_stdio_001.jsonl"), Options{}) }},
 		{"atw-cassette-live", func(t *testing.T) *Graph { return buildBytes(t, importATW(t, "mcp_stdio_live_001.jsonl"), Options{}) }},
 	}

@@ -15,7 +15,7 @@ import (
 // TestStreamEqualsInMemory: the streamed, externally sorted N-Quads equal
 // the in-memory graph's, whatever the run size (many spilled runs here).
 func TestStreamEqualsInMemory(t *testing.T) {
-	logs := map[string][]byte{"sample": sampleLog(t), "hansard": hansardLog(t), "synthetic-3000": synthetic(t, 3000, 5)}
+	logs := map[string][]byte{"sample": sampleLog(t), "hansard": hansardLog(t), "surface": surfaceLog(t), "synthetic-3000": synthetic(t, 3000, 5)}
 	for name, log := range logs {
 		g := buildBytes(t, log, Options{})
 		var want bytes.Buffer

@@ -30,6 +30,7 @@ const (
 	ProvSoftwareAgent = NSProv + "SoftwareAgent"
 	ProvPlan          = NSProv + "Plan"
 	ProvAssociation   = NSProv + "Association"
+	ProvPerson        = NSProv + "Person"
 )
 
 // PROV-O properties.
@@ -39,6 +40,7 @@ const (
 	ProvWasAssociatedWith    = NSProv + "wasAssociatedWith"
 	ProvWasInformedBy        = NSProv + "wasInformedBy" // Activity → Activity
 	ProvWasDerivedFrom       = NSProv + "wasDerivedFrom"
+	ProvWasInfluencedBy      = NSProv + "wasInfluencedBy" // anything → anything: the general dependency
 	ProvWasAttributedTo      = NSProv + "wasAttributedTo"
 	ProvQualifiedAssociation = NSProv + "qualifiedAssociation"
 	ProvAgentProp            = NSProv + "agent" // Association → Agent
@@ -66,6 +68,19 @@ const (
 	WNotification   = NSWitness + "Notification"   // prov:Entity
 	WAgentMessage   = NSWitness + "AgentMessage"   // prov:Entity
 	WAmbiguousLine  = NSWitness + "AmbiguousLine"  // prov:Entity: a wire line with more than one reading
+
+	// The MCP conversation beyond tools/call (docs/design/mcp-surface.md).
+	WMCPRequest       = NSWitness + "MCPRequest"       // prov:Activity: a JSON-RPC request other than tools/call and sampling, either direction
+	WResourceRead     = NSWitness + "ResourceRead"     // witness:MCPRequest of method resources/read
+	WPromptGet        = NSWitness + "PromptGet"        // witness:MCPRequest of method prompts/get
+	WElicitation      = NSWitness + "Elicitation"      // witness:MCPRequest of method elicitation/create (server to host)
+	WRequestParams    = NSWitness + "RequestParams"    // prov:Entity: a request's params
+	WMCPAnswer        = NSWitness + "MCPAnswer"        // prov:Entity: the answer (result or error) to a witness:MCPRequest
+	WResourceContents = NSWitness + "ResourceContents" // witness:MCPAnswer: the contents a resources/read returned
+	WPromptMessages   = NSWitness + "PromptMessages"   // witness:MCPAnswer: the messages a prompts/get returned
+	WUserInput        = NSWitness + "UserInput"        // prov:Entity: the user's answer to an elicitation
+	WUser             = NSWitness + "User"             // prov:Person: the user behind the host
+	WSamplingTurn     = NSWitness + "SamplingTurn"     // witness:ModelTurn observed on the wire: a server's sampling/createMessage and the host's answer
 )
 
 // Witness properties.
@@ -116,6 +131,16 @@ const (
 	WOperation        = NSWitness + "operation"
 	WAuthorAgentID    = NSWitness + "authorAgentId"
 	WPostID           = NSWitness + "postId"
+	// WDuringCandidate: a server request (its activity, or the message of a
+	// sampling request) → each client request that was open when it was
+	// sent, when several were: one of them caused it, the witness does not
+	// guess which. Not a dependency: replay reports it as ambiguous.
+	WDuringCandidate = NSWitness + "duringCandidate"
+	// WPossiblyInfluencedBy: a result or effect of one of those candidate
+	// requests → the host's answer to that server request, when the answer
+	// came first: the result may depend on it. Not a dependency either.
+	WPossiblyInfluencedBy = NSWitness + "possiblyInfluencedBy"
+	WElicitationAction    = NSWitness + "elicitationAction" // accept | decline | cancel: the user's answer to an elicitation
 )
 
 // OpenTelemetry GenAI / MCP / JSON-RPC attribute terms.
@@ -127,6 +152,9 @@ const (
 	OtelJSONRPCRequestID = NSOtel + "jsonrpc.request.id"
 	OtelErrorType        = NSOtel + "error.type"
 	OtelRPCStatusCode    = NSOtel + "rpc.response.status_code"
+	OtelMCPResourceURI   = NSOtel + "mcp.resource.uri"      // resources/read, subscribe, unsubscribe: params.uri
+	OtelPromptName       = NSOtel + "gen_ai.prompt.name"    // prompts/get: params.name
+	OtelResponseModel    = NSOtel + "gen_ai.response.model" // sampling answer: result.model
 )
 
 // Prefixes of the embedded JSON-LD context, in the order they are tried when

@@ -80,6 +80,7 @@ func recordsOf(g *graph.Graph) []Record {
 		}
 		var op, target string
 		var uses []string
+		var maybe []Dep
 		start := len(slab)
 		// One pass over the properties (their order does not matter: the
 		// index sorts dependents and keeps the smallest edge of a pair).
@@ -94,6 +95,19 @@ func recordsOf(g *graph.Graph) []Record {
 				edge = EdgeWasInformedBy
 			case graph.ProvWasDerivedFrom:
 				edge = EdgeWasDerivedFrom
+			case graph.ProvWasInfluencedBy:
+				edge = EdgeWasInfluencedBy
+			case graph.WDuringCandidate, graph.WPossiblyInfluencedBy:
+				e := EdgeDuringCandidate
+				if p == graph.WPossiblyInfluencedBy {
+					e = EdgePossiblyInfluencedBy
+				}
+				for _, t := range vals {
+					if t.IRI != "" {
+						maybe = append(maybe, Dep{Edge: e, On: t.IRI})
+					}
+				}
+				continue
 			case graph.OtelToolName:
 				r.Tool = firstLiteral(vals)
 				continue
@@ -119,6 +133,7 @@ func recordsOf(g *graph.Graph) []Record {
 		if len(slab) > start {
 			r.Deps = slab[start:len(slab):len(slab)]
 		}
+		r.Maybe = maybe
 		if r.Kind == KindEntity && effect {
 			r.Effect = &EffectFact{Op: op, Target: target}
 		}

@@ -17,13 +17,18 @@ type closure struct {
 // compensate computes the closure of seeds over the dependents relation:
 // one breadth-first traversal, O(nodes + edges), deterministic because seeds
 // are visited in ascending index order and dependents lists are sorted.
-func (ix *index) compensate(seeds []int32) *closure {
+func (ix *index) compensate(seeds []int32) *closure { return ix.closureOf(seeds, nil) }
+
+// closureOf is compensate, stopping at the nodes skip marks (which are
+// neither members nor traversed): the closure beyond a set already
+// computed.
+func (ix *index) closureOf(seeds []int32, skip []bool) *closure {
 	n := ix.n()
 	c := &closure{in: make([]bool, n), via: make([]int32, n), edge: make([]Edge, n)}
 	sorted := append([]int32(nil), seeds...)
 	slices.Sort(sorted)
 	for _, s := range sorted {
-		if c.in[s] {
+		if c.in[s] || (skip != nil && skip[s]) {
 			continue
 		}
 		c.in[s] = true
@@ -34,7 +39,7 @@ func (ix *index) compensate(seeds []int32) *closure {
 		u := c.order[head]
 		deps, vias := ix.dependents(u)
 		for k, v := range deps {
-			if c.in[v] {
+			if c.in[v] || (skip != nil && skip[v]) {
 				continue
 			}
 			c.in[v] = true

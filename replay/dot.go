@@ -12,15 +12,20 @@ import (
 const (
 	ClassRemoved       = "removed"        // in the compensation set: grey, dashed
 	ClassNotReplayable = "not-replayable" // in the compensation set and not replayable: magenta, bold
+	ClassAmbiguous     = "ambiguous"      // possibly removed, through an ambiguous link: light orange, dashed
 )
 
 // WriteDOT draws the observed graph with graph's DOT writer (PROV shapes,
 // a summary above graph.DefaultDOTMaxNodes drawable nodes): the
 // compensation set in class "removed" (grey, dashed), its not-replayable
-// members in class "not-replayable" (magenta, bold). The title names what
+// members in class "not-replayable" (magenta, bold), the nodes possibly
+// removed through ambiguous links in class "ambiguous" (orange, dashed). The title names what
 // was removed and the counts. Same input, same bytes.
 func (e *Engine) WriteDOT(w io.Writer, r *Result) error {
-	classes := make(map[string]string, len(r.CompensationSet))
+	classes := make(map[string]string, len(r.CompensationSet)+len(r.PossiblyRemoved))
+	for _, m := range r.PossiblyRemoved {
+		classes[m.Node] = ClassAmbiguous
+	}
 	for _, m := range r.CompensationSet {
 		classes[m.Node] = ClassRemoved
 	}
@@ -37,6 +42,9 @@ func (e *Engine) WriteDOT(w io.Writer, r *Result) error {
 	}
 	title := fmt.Sprintf("counterfactual: without %s\ngrey, dashed: compensation set (%d nodes, %d of %d actions, synergy_residual %v)\nmagenta: not replayable (%d); replay re-creates nothing",
 		strings.Join(names, ", "), len(r.CompensationSet), r.CompensationActions, r.Graph.Actions, r.SynergyResidual, len(r.NotReplayable))
+	if len(r.PossiblyRemoved) > 0 {
+		title += fmt.Sprintf("\norange, dashed: possibly removed through %d ambiguous link(s) (%d nodes)", len(r.Ambiguous), len(r.PossiblyRemoved))
+	}
 	return e.g.WriteDOT(w, graph.DOTOptions{Classes: classes, Title: title})
 }
 

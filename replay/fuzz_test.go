@@ -51,6 +51,7 @@ func FuzzReplayGraph(f *testing.F) {
 	f.Add([]byte(`{"@context":` + graph.ContextJSON + `,"@graph":[{"@id":"urn:x:d","@type":["prov:Activity","witness:ToolCall"],"otel:gen_ai.tool.name":"rm","prov:used":[{"@id":"urn:x:t"}]},{"@id":"urn:x:e","@type":["prov:Entity","witness:ExternalEffect"],"prov:wasGeneratedBy":{"@id":"urn:x:d"},"witness:effectOp":"delete"},{"@id":"urn:x:t","@type":["prov:Entity","witness:ToolDefinition"],"witness:annotations":"{\"destructiveHint\":true}"}]}`))
 	f.Add([]byte(`{"@context":` + graph.ContextJSON + `,"@graph":[{"@id":"urn:x:a","@type":"prov:Activity"},{"@id":"urn:x:b","@type":"prov:Entity","prov:wasGeneratedBy":{"@id":"urn:x:a"}},{"@id":"urn:x:a2","@type":"prov:Activity","prov:used":{"@id":"urn:x:b"},"prov:wasInformedBy":{"@id":"urn:x:a"}}]}`))
 	f.Add([]byte(`{"@context":` + graph.ContextJSON + `,"@graph":[{"@id":"urn:x:a","@type":"prov:Activity","prov:wasInformedBy":{"@id":"urn:x:a"}}]}`))
+	f.Add([]byte(`{"@context":` + graph.ContextJSON + `,"@graph":[{"@id":"urn:x:c","@type":"prov:Activity"},{"@id":"urn:x:c2","@type":"prov:Activity"},{"@id":"urn:x:r","@type":"prov:Activity","witness:duringCandidate":[{"@id":"urn:x:c"},{"@id":"urn:x:c2"}]},{"@id":"urn:x:u","@type":"prov:Entity","prov:wasGeneratedBy":{"@id":"urn:x:r"}},{"@id":"urn:x:o","@type":"prov:Entity","prov:wasGeneratedBy":{"@id":"urn:x:c"},"witness:possiblyInfluencedBy":{"@id":"urn:x:u"},"prov:wasInfluencedBy":{"@id":"urn:x:o"}}]}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := graph.ReadJSONLD(bytes.NewReader(data), "fuzz.jsonld")
@@ -75,6 +76,16 @@ func FuzzReplayGraph(f *testing.F) {
 			}
 			if int64(len(r.CompensationSet)) != x.CompensationSize || int64(r.CompensationActions) != x.CompensationActivities || int64(len(r.NotReplayable)) != x.NotReplayable {
 				t.Fatalf("rank %+v disagrees with counterfactual (%d, %d, %d)", x, len(r.CompensationSet), r.CompensationActions, len(r.NotReplayable))
+			}
+			for _, a := range r.Ambiguous {
+				if r.Removes(a.Node) || len(a.On) == 0 {
+					t.Fatalf("ambiguous %+v", a)
+				}
+			}
+			for _, m := range r.PossiblyRemoved {
+				if r.Removes(m.Node) || m.Via == nil {
+					t.Fatalf("possibly removed %+v", m)
+				}
 			}
 			var out bytes.Buffer
 			if err := WriteJSON(&out, r); err != nil {

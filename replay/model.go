@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -34,10 +36,16 @@ func (k Kind) Removable() bool { return k == KindActivity || k == KindEntity }
 type Edge uint8
 
 const (
-	EdgeUsed           Edge = iota + 1 // Activity prov:used Entity: the activity depends on the entity
-	EdgeWasGeneratedBy                 // Entity prov:wasGeneratedBy Activity: the entity depends on the activity
-	EdgeWasInformedBy                  // Activity prov:wasInformedBy Activity: the informed activity depends on the informant
-	EdgeWasDerivedFrom                 // Entity prov:wasDerivedFrom Entity: the derived entity depends on its source
+	EdgeUsed            Edge = iota + 1 // Activity prov:used Entity: the activity depends on the entity
+	EdgeWasGeneratedBy                  // Entity prov:wasGeneratedBy Activity: the entity depends on the activity
+	EdgeWasInformedBy                   // Activity prov:wasInformedBy Activity: the informed activity depends on the informant
+	EdgeWasDerivedFrom                  // Entity prov:wasDerivedFrom Entity: the derived entity depends on its source
+	EdgeWasInfluencedBy                 // any prov:wasInfluencedBy any: the influenced node depends on the influencer (a result on the host's answer to a server request made during its call)
+
+	// Ambiguous links: the node may depend on the object, or may not. They
+	// are never followed; a counterfactual reports them (Result.Ambiguous).
+	EdgeDuringCandidate      // witness:duringCandidate: a server request made while several host requests were open → each of them
+	EdgePossiblyInfluencedBy // witness:possiblyInfluencedBy: a result of one of those candidates → the host's answer to that server request
 )
 
 // Name is the compact PROV name of the edge ("prov:used", ...).
@@ -51,6 +59,12 @@ func (e Edge) Name() string {
 		return "prov:wasInformedBy"
 	case EdgeWasDerivedFrom:
 		return "prov:wasDerivedFrom"
+	case EdgeWasInfluencedBy:
+		return "prov:wasInfluencedBy"
+	case EdgeDuringCandidate:
+		return "witness:duringCandidate"
+	case EdgePossiblyInfluencedBy:
+		return "witness:possiblyInfluencedBy"
 	}
 	return "edge?"
 }
@@ -78,6 +92,10 @@ type Record struct {
 	NotIdempotent bool
 	// Deps are the node's outgoing dependency edges.
 	Deps []Dep
+	// Maybe are the node's ambiguous links (EdgeDuringCandidate,
+	// EdgePossiblyInfluencedBy): dependencies the evidence neither shows
+	// nor rules out.
+	Maybe []Dep
 }
 
 // EffectFact describes an external effect entity.
@@ -105,6 +123,15 @@ type index struct {
 	depVia []Edge  // edge by which dep[i] depends on its owner
 	// notRep[i] holds the reasons node i's effects cannot be undone (nil if none).
 	notRep [][]string
+	// maybe lists the ambiguous links between nodes, by subject then edge
+	// then object.
+	maybe []maybeLink
+}
+
+// maybeLink is an ambiguous link: node from may depend on node on.
+type maybeLink struct {
+	from, on int32
+	edge     Edge
 }
 
 // buildIndex numbers the records by id. Duplicate ids are an error; edges to
@@ -191,7 +218,16 @@ func buildIndex(recs []Record) (*index, error) {
 	ix.depVia = ix.depVia[:w]
 	for i, r := range sorted {
 		ix.notRep[i] = notReplayableReasons(r)
+		for _, d := range r.Maybe {
+			if j, ok := ix.pos[d.On]; ok && j != int32(i) {
+				ix.maybe = append(ix.maybe, maybeLink{from: int32(i), on: j, edge: d.Edge})
+			}
+		}
 	}
+	slices.SortFunc(ix.maybe, func(a, b maybeLink) int {
+		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.edge, b.edge), cmp.Compare(a.on, b.on))
+	})
+	ix.maybe = slices.Compact(ix.maybe)
 	return ix, nil
 }
 

@@ -57,6 +57,16 @@ func (r *Result) WriteText(w io.Writer) error {
 			p("  - %s: %s\n", what, strings.Join(n.Reasons, "; "))
 		}
 	}
+	if len(r.Ambiguous) > 0 {
+		p("ambiguous links (never guessed; the compensation set may be larger):\n")
+		for _, a := range r.Ambiguous {
+			p("  - %s may depend on %s (%s; candidates: %s)\n", a.Node, strings.Join(a.On, ", "), a.Link, strings.Join(a.Candidates, ", "))
+		}
+		p("possibly removed, if those links held: %d node(s)\n", len(r.PossiblyRemoved))
+		for _, m := range r.PossiblyRemoved {
+			p("  - %s [%s] %s %s\n", m.Node, m.Kind, m.Via.Edge, m.Via.On)
+		}
+	}
 	if len(r.ResidualExternalEffects) == 0 {
 		p("residual external effects: none\n")
 	} else {

@@ -44,9 +44,15 @@ type Result struct {
 	SynergyResidual         float64         `json:"synergy_residual"`
 	ResidualExternalEffects []EffectRef     `json:"residual_external_effects"`
 	NotReplayable           []NotReplayable `json:"not_replayable"`
-	Notice                  string          `json:"notice"`
-	Drift                   *Drift          `json:"drift,omitempty"`
-	Verdicts                *Verdicts       `json:"verdicts,omitempty"`
+	// Ambiguous lists the nodes outside the compensation set that may
+	// depend on a member through an ambiguous link (a server request made
+	// while several host requests were open); PossiblyRemoved is what
+	// would join the set if they did. Both are absent when empty.
+	Ambiguous       []Ambiguous `json:"ambiguous,omitempty"`
+	PossiblyRemoved []Member    `json:"possibly_removed,omitempty"`
+	Notice          string      `json:"notice"`
+	Drift           *Drift      `json:"drift,omitempty"`
+	Verdicts        *Verdicts   `json:"verdicts,omitempty"`
 
 	ix *index
 	in []bool // compensation set membership by node index
@@ -79,6 +85,22 @@ type Member struct {
 type Via struct {
 	Edge string `json:"edge"`
 	On   string `json:"on"`
+}
+
+// Ambiguous is a node outside the compensation set that may depend on
+// members of it: the evidence names candidates and does not say which one
+// holds (docs/replay.md "Ambiguous links").
+type Ambiguous struct {
+	Node string `json:"node"`
+	Kind string `json:"kind"`
+	Tool string `json:"tool,omitempty"`
+	// Link is the ambiguous predicate: witness:duringCandidate or
+	// witness:possiblyInfluencedBy.
+	Link string `json:"link"`
+	// On are the members the node may depend on; Candidates every object
+	// of Link on the node, in the set or not.
+	On         []string `json:"on"`
+	Candidates []string `json:"candidates"`
 }
 
 // EffectRef is an external effect.
@@ -234,6 +256,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		}
 	}
 	res.SynergyResidual = residual(int64(res.CompensationActions), int64(res.Graph.Actions))
+	res.Ambiguous, res.PossiblyRemoved = ix.ambiguous(c.in)
 	if opts.Judge == nil && len(opts.Sources) == 0 {
 		return res, nil
 	}
@@ -264,6 +287,62 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 	}
 	res.Verdicts = v
 	return res, nil
+}
+
+// ambiguous finds the nodes outside the set in that have an ambiguous
+// link to a member, and the closure beyond the set of those nodes (what
+// would also go if the links held), each first reached through its link.
+func (ix *index) ambiguous(in []bool) ([]Ambiguous, []Member) {
+	var out []Ambiguous
+	var seeds []int32
+	firstOn := map[int32]Via{}
+	for k := 0; k < len(ix.maybe); {
+		l := ix.maybe[k]
+		end := k
+		for end < len(ix.maybe) && ix.maybe[end].from == l.from && ix.maybe[end].edge == l.edge {
+			end++
+		}
+		group := ix.maybe[k:end]
+		k = end
+		if in[l.from] {
+			continue
+		}
+		a := Ambiguous{Node: ix.ids[l.from], Kind: ix.recs[l.from].Kind.String(), Tool: ix.recs[l.from].Tool, Link: l.edge.Name(), On: []string{}, Candidates: []string{}}
+		for _, g := range group {
+			a.Candidates = append(a.Candidates, ix.ids[g.on])
+			if in[g.on] {
+				a.On = append(a.On, ix.ids[g.on])
+			}
+		}
+		if len(a.On) == 0 {
+			continue
+		}
+		out = append(out, a)
+		if _, ok := firstOn[l.from]; !ok {
+			firstOn[l.from] = Via{Edge: a.Link, On: a.On[0]}
+			seeds = append(seeds, l.from)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	c := ix.closureOf(seeds, in)
+	var members []Member
+	for i, member := range c.in {
+		if !member {
+			continue
+		}
+		r := ix.recs[i]
+		m := Member{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool}
+		if c.via[i] >= 0 {
+			m.Via = &Via{Edge: c.edge[i].Name(), On: ix.ids[c.via[i]]}
+		} else {
+			v := firstOn[int32(i)]
+			m.Via = &v
+		}
+		members = append(members, m)
+	}
+	return out, members
 }
 
 // Removes reports whether node id is in the compensation set.

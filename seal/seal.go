@@ -23,12 +23,71 @@ type Tool struct {
 	DefinitionSHA256 string `json:"definition_sha256,omitempty"`
 }
 
-// Body is the signed part of a seal: exactly these fields.
+// Body is the signed part of a seal: exactly these fields. The MCP surface
+// members (Resources, Prompts, Sampling, Elicitation) are signed only when
+// set, so a body without them is exactly 0.1.0's (docs/formats/seal.md).
 type Body struct {
 	CreatedAt          string `json:"created_at"`
 	SystemPromptSHA256 string `json:"system_prompt_sha256"`
 	Tools              []Tool `json:"tools"`
 	WitnessID          string `json:"witness_id"`
+
+	// Resources lists the resource URI patterns (ResourcePattern) the
+	// agent may read or subscribe to. nil: the seal says nothing, and
+	// resource reads are not checked; empty (non-nil): no resource may be
+	// read.
+	Resources []string `json:"-"`
+	// Prompts lists the prompt names the agent may get (prompts/get),
+	// with the same nil and empty rule as Resources.
+	Prompts []string `json:"-"`
+	// Sampling says whether the host may answer the server's
+	// sampling/createMessage requests; nil: the seal says nothing.
+	Sampling *bool `json:"-"`
+	// Elicitation says whether the host may answer the server's
+	// elicitation/create requests (ask the user); nil: the seal says
+	// nothing.
+	Elicitation *bool `json:"-"`
+}
+
+// signedFields returns the signed members: the four 0.1.0 keys, and each
+// MCP surface member that is set.
+func (b Body) signedFields() map[string]any {
+	m := map[string]any{
+		"created_at":           b.CreatedAt,
+		"system_prompt_sha256": b.SystemPromptSHA256,
+		"tools":                toolsForJSON(b.Tools),
+		"witness_id":           b.WitnessID,
+	}
+	if b.Resources != nil {
+		m["resources"] = b.Resources
+	}
+	if b.Prompts != nil {
+		m["prompts"] = b.Prompts
+	}
+	if b.Sampling != nil {
+		m["sampling"] = *b.Sampling
+	}
+	if b.Elicitation != nil {
+		m["elicitation"] = *b.Elicitation
+	}
+	return m
+}
+
+// cloneList copies a list, keeping nil nil and empty empty (the two mean
+// different things in a seal).
+func cloneList(l []string) []string {
+	if l == nil {
+		return nil
+	}
+	return append([]string{}, l...)
+}
+
+func cloneBool(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	v := *b
+	return &v
 }
 
 // Cosignature is another witness's signature over the same canonical body.
@@ -61,15 +120,7 @@ const (
 
 // CanonicalBody returns the signed bytes: the canonical JSON of the body.
 func (b Body) CanonicalBody() ([]byte, error) {
-	nb := b
-	nb.Tools = make([]Tool, len(b.Tools))
-	for i, t := range b.Tools {
-		if t.Scopes == nil {
-			t.Scopes = []string{}
-		}
-		nb.Tools[i] = t
-	}
-	return canon.Marshal(nb)
+	return canon.Marshal(b.signedFields())
 }
 
 // Digest is the sha256 (hex) of the canonical body: the in-toto subject.
@@ -88,16 +139,12 @@ func SplitSignature(sig string) (alg, value string, ok bool) {
 }
 
 // Ref is 0.1.0's seal_ref: sha256 hex of the canonical JSON of the five
-// keys created_at, signature, system_prompt_sha256, tools and witness_id
-// (never key_id, never cosignatures, so cosigning keeps the ref).
+// keys created_at, signature, system_prompt_sha256, tools and witness_id,
+// and of the MCP surface members when set (never key_id, never
+// cosignatures, so cosigning keeps the ref).
 func (s *Sealed) Ref() string {
-	m := map[string]any{
-		"created_at":           s.CreatedAt,
-		"signature":            s.Signature,
-		"system_prompt_sha256": s.SystemPromptSHA256,
-		"tools":                s.toolsForJSON(),
-		"witness_id":           s.WitnessID,
-	}
+	m := s.signedFields()
+	m["signature"] = s.Signature
 	c, err := canon.Marshal(m)
 	if err != nil {
 		// Only invalid UTF-8 can fail, and Parse refuses it.
@@ -107,9 +154,9 @@ func (s *Sealed) Ref() string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (s *Sealed) toolsForJSON() []Tool {
-	out := make([]Tool, len(s.Tools))
-	for i, t := range s.Tools {
+func toolsForJSON(tools []Tool) []Tool {
+	out := make([]Tool, len(tools))
+	for i, t := range tools {
 		if t.Scopes == nil {
 			t.Scopes = []string{}
 		}
@@ -132,13 +179,8 @@ func (s *Sealed) AllowsTool(name string) (Tool, bool) {
 // raw UTF-8, no trailing newline (as 0.1.0 writes it), with key_id and
 // cosignatures beside the signed fields when present.
 func (s *Sealed) Marshal() ([]byte, error) {
-	m := map[string]any{
-		"created_at":           s.CreatedAt,
-		"signature":            s.Signature,
-		"system_prompt_sha256": s.SystemPromptSHA256,
-		"tools":                s.toolsForJSON(),
-		"witness_id":           s.WitnessID,
-	}
+	m := s.signedFields()
+	m["signature"] = s.Signature
 	if s.KeyID != "" {
 		m["key_id"] = s.KeyID
 	}
@@ -203,6 +245,7 @@ func Parse(data []byte, name string) (*Sealed, error) {
 		s.Tools = append(s.Tools, tool)
 	})
 	s.WitnessID = r.String("witness_id", true)
+	s.Resources, s.Prompts, s.Sampling, s.Elicitation = readSurface(r, &perr, name)
 	s.Signature = r.String("signature", true)
 	if r.Has("key_id") {
 		s.KeyID = r.String("key_id", true)

@@ -18,6 +18,12 @@ type Spec struct {
 	SystemPrompt string
 	Tools        []Tool
 	WitnessID    string
+	// The MCP surface the agent may use (Body has the same fields and
+	// rules): nil lists and bools when the spec does not say.
+	Resources   []string
+	Prompts     []string
+	Sampling    *bool
+	Elicitation *bool
 	// PromptFile is the file system_prompt_file named, as LoadSpec read
 	// it ("" when the prompt is inline); writers list it as an input.
 	PromptFile string
@@ -122,6 +128,7 @@ func ParseSpec(data []byte, name string, readFile func(string) ([]byte, error)) 
 	if r.Has("witness_id") {
 		sp.WitnessID = r.String("witness_id", true)
 	}
+	sp.Resources, sp.Prompts, sp.Sampling, sp.Elicitation = readSurface(r, &perr, name)
 	r.Done()
 	if perr == nil && n == 0 {
 		r.Fail("tools", "must list at least one tool")
@@ -168,6 +175,8 @@ func NewBody(sp *Spec, opts BodyOptions) (Body, error) {
 	sum := sha256.Sum256([]byte(sp.SystemPrompt))
 	b.SystemPromptSHA256 = hex.EncodeToString(sum[:])
 	b.Tools = append([]Tool(nil), sp.Tools...)
+	b.Resources, b.Prompts = cloneList(sp.Resources), cloneList(sp.Prompts)
+	b.Sampling, b.Elicitation = cloneBool(sp.Sampling), cloneBool(sp.Elicitation)
 	switch {
 	case opts.WitnessID != "":
 		b.WitnessID = opts.WitnessID

@@ -15,8 +15,22 @@ const maxDiffLines = 400
 // indented canonical JSON of two requests (method and params). The output
 // is deterministic.
 func requestDiff(recorded, incoming Key) string {
-	a := strings.Split(indentKey(recorded), "\n")
-	b := strings.Split(indentKey(incoming), "\n")
+	return LineDiff(indentKey(recorded), indentKey(incoming))
+}
+
+// answerDiff is requestDiff for two answers to a server request: the
+// indented canonical JSON of {"result": ...} or {"error": ...}.
+func answerDiff(recorded, incoming Answer) string {
+	return LineDiff(indentAnswer(recorded), indentAnswer(incoming))
+}
+
+// LineDiff returns a line diff of two texts, "-" for lines only in
+// recorded, "+" for lines only in incoming, "  " for common lines
+// (deterministic; beyond 400 lines, both texts in full). witness serve
+// explains its misses with it, for stdio and HTTP cassettes alike.
+func LineDiff(recorded, incoming string) string {
+	a := strings.Split(recorded, "\n")
+	b := strings.Split(incoming, "\n")
 	if len(a) > maxDiffLines || len(b) > maxDiffLines {
 		return "- " + strings.Join(a, "\n- ") + "\n+ " + strings.Join(b, "\n+ ")
 	}
@@ -53,6 +67,14 @@ func requestDiff(recorded, incoming Key) string {
 	return strings.TrimRight(out.String(), "\n")
 }
 
+func indentAnswer(a Answer) string {
+	raw, err := json.Marshal(map[string]json.RawMessage{a.Member: json.RawMessage(a.Value)})
+	if err != nil {
+		return a.String()
+	}
+	return indentJSON(raw, a.String())
+}
+
 func indentKey(k Key) string {
 	params := json.RawMessage("null")
 	if k.Params != "" {
@@ -65,9 +87,14 @@ func indentKey(k Key) string {
 	if err != nil {
 		return k.String()
 	}
+	return indentJSON(raw, k.String())
+}
+
+// indentJSON renders raw as indented canonical JSON, or fallback.
+func indentJSON(raw []byte, fallback string) string {
 	c, err := canon.Transform(raw)
 	if err != nil {
-		return k.String()
+		return fallback
 	}
 	ind, err := canon.Indent(c)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 var VolatileKeys = []string{
 	"_meta (at any depth of params: progressToken, traceparent, tracestate, baggage, client info of 2026-07-28 requests)",
 	"params.clientInfo of initialize (the host's name and version)",
+	"_meta at the top of the result of the host's answer to a server request (AnswerOf)",
 }
 
 // Key is what a request or notification is matched on: its method and its
@@ -38,10 +39,8 @@ func KeyOf(m *mcp.Message) (Key, error) {
 	if len(m.Params) == 0 {
 		return k, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(m.Params))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeExact(m.Params)
+	if err != nil {
 		return k, fmt.Errorf("params: %w", err)
 	}
 	v = stripVolatile(v)
@@ -53,14 +52,70 @@ func KeyOf(m *mcp.Message) (Key, error) {
 	if obj, ok := v.(map[string]any); ok && len(obj) == 0 {
 		return k, nil // {} and no params ask the same
 	}
-	// encoding/json sorts map keys and writes a json.Number as its exact
-	// token; canonical JSON would round numbers to doubles
-	c, err := json.Marshal(v)
+	c, err := encodeExact(v)
 	if err != nil {
 		return k, fmt.Errorf("params: %w", err)
 	}
-	k.Params = string(c)
+	k.Params = c
 	return k, nil
+}
+
+// Answer is what a host's answer to a server request is matched on: which
+// of result or error it carries, and that member's value without the
+// volatile "_meta" at the top of a result, members sorted, numbers as their
+// exact wire tokens (as in Key).
+type Answer struct {
+	Member string // "result" or "error"
+	Value  string // exact-token JSON
+}
+
+func (a Answer) String() string { return a.Member + " " + a.Value }
+
+// AnswerOf returns the match key of a response. Only "_meta" at the top of
+// a result is volatile (the protocol puts per-run data there); everything
+// else the host answered counts, "_meta" deeper down included.
+func AnswerOf(m *mcp.Message) (Answer, error) {
+	a := Answer{Member: "result"}
+	raw := m.Result
+	if m.Error != nil {
+		a.Member, raw = "error", m.Error
+	}
+	if len(raw) == 0 {
+		return a, fmt.Errorf("%s: missing", a.Member)
+	}
+	v, err := decodeExact(raw)
+	if err != nil {
+		return a, fmt.Errorf("%s: %w", a.Member, err)
+	}
+	if obj, ok := v.(map[string]any); ok && a.Member == "result" {
+		delete(obj, "_meta")
+	}
+	if a.Value, err = encodeExact(v); err != nil {
+		return a, fmt.Errorf("%s: %w", a.Member, err)
+	}
+	return a, nil
+}
+
+// decodeExact decodes JSON keeping every number as its wire token.
+func decodeExact(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// encodeExact writes v with members sorted: encoding/json sorts map keys
+// and writes a json.Number as its exact token, where canonical JSON would
+// round numbers to doubles.
+func encodeExact(v any) (string, error) {
+	c, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(c), nil
 }
 
 // stripVolatile removes every "_meta" member, at any depth.

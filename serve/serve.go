@@ -1,14 +1,18 @@
 package serve
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/mcp"
 )
@@ -25,27 +29,60 @@ type wireLine struct {
 	line    int64 // cassette line number
 }
 
-// entry is one recorded host message and what the server sent in its turn.
+// actKind is what one step of a turn does.
+type actKind int
+
+const (
+	actWrite   actKind = iota // send a recorded server line as recorded
+	actRespond                // send the recorded response, with the incoming id
+	actAsk                    // send a recorded server request the host answered in the recording
+	actAwait                  // wait for the host's answer to an actAsk and match it
+)
+
+// action is one step of a turn.
+type action struct {
+	kind actKind
+	line wireLine
+	ask  *ask // actAsk, actAwait
+}
+
+// ask is a recorded request of the server to the host (sampling,
+// elicitation, roots/list, ping) together with the host's recorded answer.
+type ask struct {
+	method     string
+	key        Key             // its method and params in match form, for the report
+	id         json.RawMessage // the recorded id
+	line       int64           // cassette line of the request
+	answered   bool            // the recording holds the host's answer
+	answer     Answer          // the recorded answer, when answered
+	answerLine int64
+}
+
+// entry is one recorded host message and its turn: what the server sent
+// after it, in order, until the next host message (and, for a request, its
+// response wherever it came), with the waits for the host's answers to the
+// server's requests.
 type entry struct {
-	kind     mcp.Kind
-	key      Key
-	id       json.RawMessage
-	line     int64     // cassette line of the host message
-	response *wireLine // requests: the server's answer, nil if it never came
-	before   []wireLine
-	after    []wireLine
-	used     bool
+	kind      mcp.Kind
+	key       Key
+	id        json.RawMessage
+	line      int64 // cassette line of the host message
+	actions   []action
+	responded bool // requests: the recording holds the server's answer
+	used      bool
 }
 
 // Script is a cassette prepared for serving.
 type Script struct {
 	Name     string
-	prelude  []wireLine // server lines before the first host message
+	prelude  *entry // server lines before the first host message
 	requests map[Key][]*entry
 	notes    map[Key][]*entry
-	answers  map[string][]*entry // host responses to server requests, by exact id token
+	answers  map[string][]*entry // host responses to no recorded server request, by exact id token
 	all      []*entry
 	redacted bool // the cassette's bytes were redacted before writing
+	// SHA256 is the hex sha256 of the cassette's bytes.
+	SHA256 string
 }
 
 // Redacted reports whether the cassette was redacted: its bytes are not
@@ -55,19 +92,24 @@ func (s *Script) Redacted() bool { return s.redacted }
 // Load reads a cassette (name is used in messages) and prepares it.
 // Invalid cassettes are reported with exit code Tampered.
 func Load(r io.Reader, name string) (*Script, error) {
-	cr, err := cassette.NewReader(r, name)
+	h := sha256.New()
+	cr, err := cassette.NewReader(io.TeeReader(r, h), name)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Tampered, err, "serve reads cassettes written by 'witness proxy' or 'witness capture'")
 	}
-	s := &Script{Name: name, requests: map[Key][]*entry{}, notes: map[Key][]*entry{}, answers: map[string][]*entry{}}
+	s := &Script{Name: name, prelude: &entry{}, requests: map[Key][]*entry{}, notes: map[Key][]*entry{}, answers: map[string][]*entry{}}
 	s.redacted = len(cr.Header().Redaction) > 0
 	pending := map[string]*entry{}
+	// Server requests still unanswered in the recording, by id token, and
+	// the turn each was sent in.
+	asks := map[string]*ask{}
+	owner := map[*ask]*entry{}
 	// Server lines that are not responses (notifications, server requests)
-	// are anchored to what came just before them on the wire: after a
-	// response, they follow that response; after a host message, they
-	// belong to its turn (before its response while it is unanswered).
-	var anchor *entry
-	anchorAfter := false
+	// are anchored to what came just before them on the wire: the turn of
+	// the last host message, or of the request whose response came last.
+	// The host's answer to a server request continues the turn the request
+	// was sent in.
+	anchor := s.prelude
 	pieces := map[cassette.Dir][]byte{}
 	for {
 		rec, err := cr.Next()
@@ -98,6 +140,20 @@ func Load(r io.Reader, name string) (*Script, error) {
 			if perr != nil {
 				continue // the host's garbage: nothing to answer
 			}
+			if m.Kind == mcp.KindResponse {
+				if a, ok := asks[mcp.IDKey(m.ID)]; ok {
+					ans, err := AnswerOf(m)
+					if err != nil {
+						continue
+					}
+					delete(asks, mcp.IDKey(m.ID))
+					a.answered, a.answer, a.answerLine = true, ans, rec.Line
+					o := owner[a]
+					o.actions = append(o.actions, action{kind: actAwait, ask: a})
+					anchor = o
+					continue
+				}
+			}
 			e := &entry{kind: m.Kind, id: m.ID, line: rec.Line}
 			switch m.Kind {
 			case mcp.KindRequest, mcp.KindNotification:
@@ -116,27 +172,30 @@ func Load(r io.Reader, name string) (*Script, error) {
 				s.answers[mcp.IDKey(m.ID)] = append(s.answers[mcp.IDKey(m.ID)], e)
 			}
 			s.all = append(s.all, e)
-			anchor, anchorAfter = e, m.Kind != mcp.KindRequest
+			anchor = e
 			continue
 		}
 		if perr == nil && m.Kind == mcp.KindResponse {
 			if e, ok := pending[mcp.IDKey(m.ID)]; ok {
 				delete(pending, mcp.IDKey(m.ID))
-				w := wl
-				e.response = &w
-				anchor, anchorAfter = e, true
+				e.actions = append(e.actions, action{kind: actRespond, line: wl})
+				e.responded = true
+				anchor = e
 				continue
 			}
 		}
-		switch {
-		case anchor == nil:
-			s.prelude = append(s.prelude, wl)
-		case anchorAfter:
-			anchor.after = append(anchor.after, wl)
-		default:
-			anchor.before = append(anchor.before, wl)
+		if perr == nil && m.Kind == mcp.KindRequest && !wl.partial {
+			a := &ask{method: m.Method, id: m.ID, line: rec.Line}
+			a.key, _ = KeyOf(m)       // a key that cannot be made describes the request by its method only
+			asks[mcp.IDKey(m.ID)] = a // a reused id: the later request is the one answered next
+			owner[a] = anchor
+			anchor.actions = append(anchor.actions, action{kind: actAsk, line: wl, ask: a})
+			continue
 		}
+		anchor.actions = append(anchor.actions, action{kind: actWrite, line: wl})
 	}
+	io.Copy(h, r) // the digest covers the whole file, whatever the reader left
+	s.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return s, nil
 }
 
@@ -152,10 +211,19 @@ func (s *Script) Requests() int {
 // Result says how a serve session went.
 type Result struct {
 	Served  int // requests answered from the cassette
-	Misses  int // requests the cassette had no answer for
+	Misses  int // requests the cassette had no answer for, and host answers that differed or never came
 	Pings   int // pings answered without a recording
 	Unused  int // recorded requests never asked for
 	Ignored int // host notifications and answers not in the recording
+	// Asked is the number of recorded server requests sent to the host
+	// whose recorded answer was awaited; Matched of them were answered as
+	// recorded, and Differed were answered otherwise, not in time or not at
+	// all (each one also counts in Misses).
+	Asked, Matched, Differed int
+	// Unanswered counts server requests the host had not answered when it
+	// closed stdin, whose answer held up no host request: the run did less
+	// than the recording (an error only with RequireAll).
+	Unanswered int
 }
 
 // Options configure Serve.
@@ -164,52 +232,95 @@ type Options struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	MaxLine int // default mcp.DefaultMaxLine
-	// RequireAll makes recorded requests never asked for an error too
-	// (exit status 4), for runs that must replay the whole recording.
+	// RequireAll makes recorded requests never asked for, and server
+	// requests left unanswered, an error too (exit status 4), for runs that
+	// must replay the whole recording.
 	RequireAll bool
+	// AnswerTimeout bounds the wait for the host's answer to a server
+	// request (sampling, elicitation, roots/list, ping); a host that does
+	// not answer in time is a miss. Zero waits until the host closes stdin.
+	AnswerTimeout time.Duration
+	// Report, when set, receives a drift report entry for every request
+	// matched or missed and every host answer to a server request as it
+	// happens, then the recorded requests never asked for and the end
+	// record, whatever stops the session (see package drift).
+	Report *drift.Writer
+	// Signals stops the session as if the host had closed stdin: the
+	// waits end, the report is finished and Serve returns its verdict.
+	// The command passes SIGTERM, SIGINT and SIGHUP here.
+	Signals <-chan os.Signal
 }
 
 // Serve answers the host on o.Stdin/o.Stdout from the script until the host
 // closes stdin. Misses are answered with a JSON-RPC error and reported on
 // o.Stderr; the returned error then carries exit code Incomplete.
+//
+// Stdin is read by a goroutine (so that the wait for a host's answer can
+// time out); if Serve returns early because stdout failed, that goroutine
+// ends with the read it is blocked in.
 func (s *Script) Serve(o Options) (*Result, error) {
-	res := &Result{}
-	stderr := o.Stderr
-	if stderr == nil {
-		stderr = io.Discard
-	}
-	say := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "witness: serve: "+format+"\n", args...)
-	}
-	var werr error
-	write := func(data []byte, partial bool) {
-		if werr != nil {
-			return
-		}
-		b := make([]byte, 0, len(data)+1)
-		b = append(b, data...)
-		if !partial {
-			b = append(b, '\n')
-		}
-		_, werr = o.Stdout.Write(b)
-	}
-	writeAll := func(ls []wireLine) {
-		for _, l := range ls {
-			write(l.data, l.partial)
-		}
-	}
-	writeAll(s.prelude)
+	ss := newSession(s, o)
+	res := ss.res
 	lr := mcp.NewLineReader(o.Stdin, o.MaxLine)
+	type input struct {
+		l   mcp.Line
+		err error
+	}
+	lines := make(chan input)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			l, err := lr.Next()
+			select {
+			case lines <- input{l, err}:
+			case <-done:
+				return
+			}
+			var tl *mcp.LineTooLongError
+			if err != nil && !errors.As(err, &tl) {
+				return
+			}
+		}
+	}()
+	ss.start(s.prelude, nil)
 	tooLong := false // inside a line longer than the maximum: its pieces are dropped
-	for werr == nil {
-		l, err := lr.Next()
+	var readErr error
+	end := drift.End{Stop: drift.StopEOF}
+loop:
+	for ss.werr == nil {
+		var timer *time.Timer
+		var expire <-chan time.Time
+		if next := ss.nextDeadline(); next != nil {
+			timer = time.NewTimer(time.Until(next.deadline))
+			expire = timer.C
+		}
+		var in input
+		select {
+		case <-expire:
+			ss.expire(time.Now())
+			continue
+		case sig := <-o.Signals:
+			if timer != nil {
+				timer.Stop()
+			}
+			end = drift.End{Stop: drift.StopSignal, Signal: SignalName(sig)}
+			ss.say("stopped by %s", end.Signal)
+			break loop
+		case in = <-lines:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		l, err := in.l, in.err
 		if err != nil {
 			var tl *mcp.LineTooLongError
 			if errors.Is(err, io.EOF) {
-				break
+				break loop
 			}
 			if !errors.As(err, &tl) {
-				return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: read stdin: %w", err), "")
+				readErr = err
+				break loop
 			}
 		}
 		if l.More {
@@ -219,118 +330,100 @@ func (s *Script) Serve(o Options) (*Result, error) {
 		if tooLong {
 			tooLong = false
 			res.Misses++
-			write(mcp.ErrorResponse(json.RawMessage("null"), -32600, fmt.Sprintf("witness serve: a request line longer than %s", mcp.FormatSize(lr.Max()))), false)
-			say("miss: the host sent a line longer than %s; it was not read", mcp.FormatSize(lr.Max()))
+			why := fmt.Sprintf("the host sent a line longer than %s; it was not read", mcp.FormatSize(lr.Max()))
+			ss.write(mcp.ErrorResponse(json.RawMessage("null"), -32600, fmt.Sprintf("witness serve: a request line longer than %s", mcp.FormatSize(lr.Max()))), false)
+			ss.say("miss: %s", why)
+			ss.report(drift.Entry{Status: drift.Missed, Kind: drift.KindLine, Incoming: drift.DescribeLine(l.Bytes), Reason: why})
 			continue
 		}
-		s.handle(l.Bytes, res, write, writeAll, say)
+		ss.handle(l.Bytes)
 	}
-	if werr != nil {
-		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: write stdout: %w", werr), "the host stopped reading")
+	if readErr != nil {
+		end = drift.End{Stop: drift.StopStdin, Error: readErr.Error()}
+	} else if ss.werr != nil {
+		end = drift.End{Stop: drift.StopStdout, Error: ss.werr.Error()}
 	}
+	ss.closed()
 	for _, e := range s.all {
 		if e.kind == mcp.KindRequest && !e.used {
 			res.Unused++
+			ss.report(drift.Entry{Status: drift.NeverAsked, Kind: drift.KindRequest, Recorded: drift.Describe(e.key.Method, e.key.Params, e.line),
+				Reason: "recorded, and never asked for in this run"})
 		}
 	}
+	ss.finishReport(end)
+	if readErr != nil {
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: read stdin: %w", readErr), "")
+	}
+	if ss.werr != nil {
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: write stdout: %w", ss.werr), "the host stopped reading")
+	}
 	if res.Unused > 0 {
-		say("%d recorded request(s) were not asked for", res.Unused)
+		ss.say("%d recorded request(s) were not asked for", res.Unused)
 	}
 	if res.Misses > 0 {
-		return res, exitcode.New(exitcode.Incomplete,
-			fmt.Errorf("%d request(s) had no recorded answer in %s", res.Misses, s.Name),
-			"the agent asked something the recording does not cover: re-record with 'witness proxy' against the real server")
+		return res, missError(res, s.Name)
 	}
 	if o.RequireAll && res.Unused > 0 {
 		return res, exitcode.New(exitcode.Incomplete,
 			fmt.Errorf("%d recorded request(s) in %s were never asked for", res.Unused, s.Name),
 			"the run did less than the recording: drop --require-all, or re-record")
 	}
+	if o.RequireAll && res.Unanswered > 0 {
+		return res, exitcode.New(exitcode.Incomplete,
+			fmt.Errorf("%d server request(s) recorded in %s were left unanswered by the host", res.Unanswered, s.Name),
+			"the run did less than the recording: drop --require-all, or re-record")
+	}
+	if err := ss.reportErr(); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
-func (s *Script) handle(data []byte, res *Result, write func([]byte, bool), writeAll func([]wireLine), say func(string, ...any)) {
-	m, err := mcp.Parse(data)
-	if err != nil {
-		res.Misses++
-		id := json.RawMessage("null")
-		if m != nil && m.ID != nil && m.Kind == mcp.KindInvalid && validID(m.ID) {
-			id = m.ID
-		}
-		write(mcp.ErrorResponse(id, -32700, "witness serve: not a JSON-RPC message: "+err.Error()), false)
-		say("miss: the host sent a line that is not a JSON-RPC message: %v: %s", err, preview(data))
-		return
+// missError is the exit-4 error of a run with misses.
+func missError(res *Result, name string) error {
+	requests := res.Misses - res.Differed
+	switch {
+	case res.Differed == 0:
+		return exitcode.New(exitcode.Incomplete,
+			fmt.Errorf("%d request(s) had no recorded answer in %s", requests, name),
+			"the agent asked something the recording does not cover: re-record with 'witness proxy' against the real server")
+	case requests == 0:
+		return exitcode.New(exitcode.Incomplete,
+			fmt.Errorf("%d host answer(s) to server requests differ from %s or never came", res.Differed, name),
+			"the host answered a request of the server (sampling, elicitation, roots/list, ping) otherwise than recorded, or not at all: make the host answer the same, or re-record")
 	}
-	switch m.Kind {
-	case mcp.KindRequest:
-		k, kerr := KeyOf(m)
-		if kerr == nil {
-			for _, e := range s.requests[k] {
-				if e.used {
-					continue
-				}
-				e.used = true
-				res.Served++
-				writeAll(e.before)
-				if e.response == nil {
-					say("the recording has no answer to %s (cassette line %d): none is sent, as recorded", k.Method, e.line)
-				} else if out, ok := mcp.ReplaceID(e.response.data, m.ID); ok {
-					write(out, e.response.partial)
-				} else {
-					write(e.response.data, e.response.partial)
-				}
-				writeAll(e.after)
-				return
-			}
-		}
-		if m.Method == "ping" {
-			res.Pings++
-			write(mcp.Result(m.ID, json.RawMessage(`{}`)), false)
-			return
-		}
-		res.Misses++
-		s.miss(m, k, write, say)
-	case mcp.KindNotification:
-		k, kerr := KeyOf(m)
-		if kerr == nil {
-			for _, e := range s.notes[k] {
-				if !e.used {
-					e.used = true
-					writeAll(e.after)
-					return
-				}
-			}
-		}
-		res.Ignored++
-		say("note: notification %s is not in the recording; ignored", m.Method)
-	case mcp.KindResponse:
-		for _, e := range s.answers[mcp.IDKey(m.ID)] {
-			if !e.used {
-				e.used = true
-				writeAll(e.after)
-				return
-			}
-		}
-		res.Ignored++
-		say("note: the host's response id %s answers no recorded server request; ignored", m.ID)
-	}
+	return exitcode.New(exitcode.Incomplete,
+		fmt.Errorf("%d request(s) had no recorded answer and %d host answer(s) to server requests differ from %s or never came", requests, res.Differed, name),
+		"the run does not follow the recording: re-record with 'witness proxy' against the real server")
 }
 
 // miss answers a request the script has no answer for and explains it.
-func (s *Script) miss(m *mcp.Message, k Key, write func([]byte, bool), say func(string, ...any)) {
-	write(mcp.ErrorResponse(m.ID, CodeMiss, fmt.Sprintf("witness serve: the cassette %s has no recorded answer for this %s request", s.Name, m.Method)), false)
-	say("miss: no recorded answer for %s (id %s)", k.String(), m.ID)
+func (ss *serving) miss(m *mcp.Message, k Key) {
+	s := ss.s
+	ss.write(mcp.ErrorResponse(m.ID, CodeMiss, fmt.Sprintf("witness serve: the cassette %s has no recorded answer for this %s request", s.Name, m.Method)), false)
+	ss.say("miss: no recorded answer for %s (id %s)", k.String(), m.ID)
+	entry := drift.Entry{Status: drift.Missed, Kind: drift.KindRequest, Incoming: drift.Describe(k.Method, k.Params, 0), ID: string(m.ID)}
+	defer func() { ss.report(entry) }()
 	if same := s.requests[k]; len(same) > 0 {
-		say("it was recorded %d time(s) and asked once more; repeated requests replay in recorded order, once each", len(same))
+		ss.say("it was recorded %d time(s) and asked once more; repeated requests replay in recorded order, once each", len(same))
+		last := same[len(same)-1]
+		entry.Reason = fmt.Sprintf("recorded %d time(s) and asked once more", len(same))
+		entry.Nearest = drift.Describe(last.key.Method, last.key.Params, last.line)
 		return
 	}
 	best := s.nearest(k)
 	if best == nil {
-		say("the cassette holds no request at all")
+		ss.say("the cassette holds no request at all")
+		entry.Reason = "no recorded answer; the cassette holds no request at all"
 		return
 	}
-	say("nearest recorded request (cassette line %d): %s", best.line, best.key.String())
-	say("diff (-recorded +incoming):\n%s", requestDiff(best.key, k))
+	diff := requestDiff(best.key, k)
+	ss.say("nearest recorded request (cassette line %d): %s", best.line, best.key.String())
+	ss.say("diff (-recorded +incoming):\n%s", diff)
+	entry.Reason = "no recorded answer for this request"
+	entry.Nearest = drift.Describe(best.key.Method, best.key.Params, best.line)
+	entry.Diff = diff
 }
 
 // nearest picks the recorded request most like k: same method first, then

@@ -132,6 +132,13 @@ func record(t *testing.T) (string, string) {
 
 func serveSession(t *testing.T, cas string, steps []step) (string, string, *Result, error) {
 	t.Helper()
+	return serveSessionOpts(t, cas, Options{}, steps)
+}
+
+// serveSessionOpts is serveSession with options (Stdin, Stdout and Stderr
+// are set here).
+func serveSessionOpts(t *testing.T, cas string, o Options, steps []step) (string, string, *Result, error) {
+	t.Helper()
 	s, err := LoadFile(cas)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +152,8 @@ func serveSession(t *testing.T, cas string, steps []step) (string, string, *Resu
 	}
 	done := make(chan ret, 1)
 	go func() {
-		res, err := s.Serve(Options{Stdin: hostW, Stdout: hostR, Stderr: &stderr})
+		o.Stdin, o.Stdout, o.Stderr = hostW, hostR, &stderr
+		res, err := s.Serve(o)
 		hostR.Close()
 		done <- ret{res, err}
 	}()
@@ -319,6 +327,10 @@ func FuzzServeLine(f *testing.F) {
 		`s2c {"result":{"content":[]},"jsonrpc":"2.0","id":1}`,
 		`c2s {"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`s2c {"jsonrpc":"2.0","id":0,"method":"roots/list"}`,
+		`c2s {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{}}}`,
+		`s2c {"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{"message":"name?"}}`,
+		`c2s {"jsonrpc":"2.0","id":5,"result":{"action":"accept","content":{"name":"Ada"}}}`,
+		`s2c {"jsonrpc":"2.0","id":2,"result":{"content":[]}}`,
 	} {
 		dir, data, _ := strings.Cut(l, " ")
 		w.Record(cassette.Dir(dir), []byte(data), false)
@@ -327,6 +339,7 @@ func FuzzServeLine(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"z","method":"tools/call","params":{"name":"roll","arguments":{"n":1},"_meta":{"progressToken":3}}}` + "\n"))
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":0,"result":{}}`))
 	f.Add([]byte("[1,2]\n{\"id\":1}\n\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{}}}` + "\n" + `{"jsonrpc":"2.0","id":5,"result":{"action":"accept","content":{"name":"Mallory"}}}` + "\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := Load(bytes.NewReader(cas), "fuzz.jsonl")
 		if err != nil {

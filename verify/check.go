@@ -32,6 +32,8 @@ type checker struct {
 	promptSeen      bool
 	promptUnchecked int64             // system model inputs without content
 	scopeUnchecked  map[int]*[3]int64 // tool index → {calls without payload, calls without path args, redacted path args}
+
+	sf surface // resources, prompts, sampling, elicitation, tool list changes
 }
 
 func newChecker(plan Plan, file string) *checker {
@@ -70,6 +72,7 @@ func newChecker(plan Plan, file string) *checker {
 	if !anyPathScope {
 		c.notCheckable[CheckScope] = "the seal declares no path scopes (read:/path/** or write:/path/**)"
 	}
+	c.initSurface()
 	return c
 }
 
@@ -190,18 +193,13 @@ func (c *checker) event(e *eventlog.Event, line int64) {
 	case eventlog.KindAmbiguous:
 		c.ambiguous(e, line)
 	case eventlog.KindModelInput:
-		if e.Role == "system" {
+		// a sampling request's messages are the server's, not the
+		// agent's system prompt
+		if e.Role == "system" && e.Method != methodSampling {
 			c.systemPrompt(e, line)
 		}
-	case eventlog.KindNotification:
-		if e.Method == "notifications/tools/list_changed" && c.pinned > 0 {
-			c.add(Finding{
-				Check: CheckDefinitions, Code: "tools-list-changed", Severity: SevWarning, Class: ClassNotice,
-				EventID: e.ID, Line: line,
-				Message: "the server announced that its tool list changed during the session; definitions after this point were not pinned at session start",
-			})
-		}
 	}
+	c.surfaceEvent(e, line)
 }
 
 func (c *checker) toolUse(e *eventlog.Event, line int64, rpc json.RawMessage) {
@@ -252,6 +250,7 @@ func (c *checker) ambiguous(e *eventlog.Event, line int64) {
 	if a.Direction != "c2s" {
 		return
 	}
+	c.ambiguousSurface(e, line, a.Readings)
 	type cand struct {
 		rpc  json.RawMessage
 		decs []string
@@ -530,6 +529,7 @@ func (c *checker) finish() {
 			Message: fmt.Sprintf("calls of tool %q could not be checked against its scopes: %s", c.plan.Tools[i].Name, strings.Join(parts, ", ")),
 		})
 	}
+	c.finishSurface()
 	dropped := make([]string, 0)
 	for code, n := range c.perCode {
 		if n > maxPerCode {
@@ -582,6 +582,14 @@ func checkOfCode(code string) string {
 		return CheckUnused
 	case "ambiguous-wire-line":
 		return CheckWire
+	case "resource-outside-seal", "subscribe-outside-seal":
+		return CheckResources
+	case "prompt-outside-seal":
+		return CheckPrompts
+	case "sampling-not-allowed":
+		return CheckSampling
+	case "elicitation-not-allowed":
+		return CheckElicitation
 	}
 	return CheckDefinitions
 }

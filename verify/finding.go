@@ -139,6 +139,10 @@ const (
 	CheckScope       = "argument-scope"
 	CheckPrompt      = "system-prompt"
 	CheckDefinitions = "tool-definitions"
+	CheckResources   = "sealed-resources"
+	CheckPrompts     = "sealed-prompts"
+	CheckSampling    = "sampling"
+	CheckElicitation = "elicitation"
 )
 
 // Checks lists every check with its title, in report order.
@@ -152,6 +156,10 @@ var Checks = []struct{ ID, Title string }{
 	{CheckScope, "tool arguments within the sealed scopes"},
 	{CheckPrompt, "system prompt matches the sealed hash"},
 	{CheckDefinitions, "server tool definitions match the sealed pins"},
+	{CheckResources, "resources read or subscribed are within the sealed URI patterns"},
+	{CheckPrompts, "prompts got are sealed"},
+	{CheckSampling, "the host samples the model for the server only when the seal allows it"},
+	{CheckElicitation, "the host asks the user for the server only when the seal allows it"},
 }
 
 // sortFindings orders findings deterministically: findings not tied to a line

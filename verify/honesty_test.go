@@ -50,7 +50,7 @@ func TestRecordedFailure(t *testing.T) {
 	if len(r.Evidence.Failures) != 1 || r.Evidence.Failures[0].Failure != why || r.Evidence.Failures[0].FromReason {
 		t.Errorf("evidence failures %+v", r.Evidence.Failures)
 	}
-	if vl := verdictLineOf(t, r); !strings.HasPrefix(vl, "verdict: incomplete (exit 4): 1 error, 0 warnings, 0 notices; recording failed: "+why) {
+	if vl := verdictLineOf(t, r); !strings.HasPrefix(vl, "verdict: incomplete (exit 4): 1 error, 0 warnings, 4 notices; recording failed: "+why) {
 		t.Errorf("verdict line %q", vl)
 	}
 	// JSON, SARIF and JUnit carry it too

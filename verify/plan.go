@@ -7,6 +7,14 @@ type Plan struct {
 	WitnessID          string
 	SystemPromptSHA256 string
 	Tools              []PlanTool
+
+	// The MCP surface the seal allows (seal.Body): nil when the seal says
+	// nothing, so the check is reported as not checkable; an empty list
+	// allows nothing.
+	Resources   []string // resource URI patterns (seal.ResourcePattern)
+	Prompts     []string // prompt names
+	Sampling    *bool    // may the host answer sampling/createMessage
+	Elicitation *bool    // may the host answer elicitation/create
 }
 
 // PlanTool is one sealed tool.

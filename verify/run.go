@@ -36,7 +36,14 @@ type Options struct {
 
 // PlanFromSeal returns what the checks need from a seal.
 func PlanFromSeal(s *seal.Sealed) Plan {
-	p := Plan{Ref: s.Ref(), WitnessID: s.WitnessID, SystemPromptSHA256: s.SystemPromptSHA256}
+	p := Plan{Ref: s.Ref(), WitnessID: s.WitnessID, SystemPromptSHA256: s.SystemPromptSHA256,
+		Sampling: s.Sampling, Elicitation: s.Elicitation}
+	if s.Resources != nil {
+		p.Resources = append([]string{}, s.Resources...)
+	}
+	if s.Prompts != nil {
+		p.Prompts = append([]string{}, s.Prompts...)
+	}
 	for _, t := range s.Tools {
 		p.Tools = append(p.Tools, PlanTool{Name: t.Name, Scopes: append([]string(nil), t.Scopes...), DefinitionSHA256: t.DefinitionSHA256})
 	}

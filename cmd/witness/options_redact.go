@@ -30,3 +30,10 @@ func (r *redactOptions) Load(a *app) (*capture.Redactor, error) {
 	return capture.LoadRedactor(capture.RedactOptions{Rules: r.Rules, RulesFile: r.RulesFile,
 		KeyFile: r.KeyFile, KeyHex: a.getenv(capture.EnvRedactKey)})
 }
+
+// Key reads the redaction key alone (--redact-key, else
+// $WITNESS_REDACT_KEY), with or without rules: nil when neither is set.
+// The HTTP proxy hashes credential headers with it.
+func (r *redactOptions) Key(a *app) ([]byte, error) {
+	return capture.LoadRedactKey(capture.RedactOptions{KeyFile: r.KeyFile, KeyHex: a.getenv(capture.EnvRedactKey)})
+}

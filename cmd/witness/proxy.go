@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/httpproxy"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/proxy"
 )
@@ -25,13 +27,17 @@ type proxyOptions struct {
 	StdinGrace time.Duration
 	TermGrace  time.Duration
 	Command    []string
+	// HTTP mode (--listen)
+	Listen        string
+	Upstream      string
+	RedactHeaders []string
 }
 
 func newProxyCmd(a *app) *cobra.Command {
 	var o proxyOptions
 	c := &cobra.Command{
-		Use:   "proxy --out DIR [--seal FILE] [--keyring PATH] [--effects FILE] -- CMD [ARGS...]",
-		Short: "Run an MCP stdio server behind a transparent, recording proxy",
+		Use:   "proxy --out DIR [--seal FILE] [--keyring PATH] [--effects FILE] (-- CMD [ARGS...] | --listen ADDR --upstream URL)",
+		Short: "Run an MCP stdio server, or an HTTP API, behind a transparent, recording proxy",
 		Long: `proxy is what a real MCP host runs as its server command. It starts CMD
 (without a shell, in its own process group) and forwards bytes unchanged in
 both directions, passes the server's stderr through, closes the server's
@@ -53,12 +59,46 @@ recording failure (disk full, write error) stops forwarding, closes the
 host's stdout, ends the server, records the reason in the event log's end
 (session_end.end.failure) and exits with status 5. A server that cannot
 start is exit status 5; bad flags, a bad effects mapping or an existing
-recording in DIR, 2.`,
+recording in DIR, 2.
+
+With --listen ADDR --upstream URL (and no command) it is an HTTP reverse
+proxy instead, for model APIs: point an SDK's base URL at it. It listens on
+ADDR (loopback when ADDR has no host; 127.0.0.1:0 picks a free port) and
+prints "listening on http://HOST:PORT" on stderr once it accepts. Each
+request goes to URL with its path joined to URL's path; bytes pass
+unchanged both ways (hop-by-hop headers aside), server-sent events chunk by
+chunk as they arrive, redirects are not followed. DIR/cassette.jsonl
+records every exchange (docs/formats/http-cassette.md), each byte before
+it is forwarded; Authorization, x-api-key, api-key, Cookie, Set-Cookie and
+every --redact-header are replaced by keyed hashes (with --redact-key or
+$WITNESS_REDACT_KEY, else a key made for this session alone), and --redact
+rules apply to JSON bodies and SSE data lines. DIR/events.jsonl is the
+signed event log. SIGINT or SIGTERM ends the session: exchanges in flight
+get 5s, then the log is ended and signed; exit status 0, or 5 when the
+recording failed.`,
 		Example: `  witness proxy --out rec -- node server.js
-  witness proxy --out rec --seal seal.json --keyring keys.json --effects effects.json -- ./server --flag`,
-		Args: cobra.MinimumNArgs(1),
+  witness proxy --out rec --seal seal.json --keyring keys.json --effects effects.json -- ./server --flag
+  witness proxy --out rec --listen 127.0.0.1:0 --upstream https://api.openai.com
+  # then: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 node agent.js`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.Listen != "" || o.Upstream != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = args
+			if o.Listen != "" || o.Upstream != "" {
+				for _, f := range []string{"effects", "stdin-grace", "term-grace"} {
+					if cmd.Flags().Changed(f) {
+						return usageError(fmt.Errorf("--%s is for a stdio server, not for --listen", f), "drop --"+f)
+					}
+				}
+				return runHTTPProxy(a, o)
+			}
+			if len(o.RedactHeaders) > 0 {
+				return usageError(errors.New("--redact-header is for --listen (HTTP) sessions"), "drop --redact-header, or add --listen and --upstream")
+			}
 			return runProxy(a, o)
 		},
 	}
@@ -70,8 +110,46 @@ recording in DIR, 2.`,
 	o.Redact.AddFlags(c, "; values become keyed hashes in the cassette and the events, never in what is forwarded")
 	c.Flags().DurationVar(&o.StdinGrace, "stdin-grace", capture.DefaultStdinGrace, "after the host closes stdin, wait this long for the server to exit before SIGTERM")
 	c.Flags().DurationVar(&o.TermGrace, "term-grace", capture.DefaultTermGrace, "after SIGTERM, wait this long before SIGKILL")
+	c.Flags().StringVar(&o.Listen, "listen", "", "HTTP mode: listen on ADDR (host:port; loopback when the host is left out; 127.0.0.1:0 picks a free port)")
+	c.Flags().StringVar(&o.Upstream, "upstream", "", "HTTP mode: the base URL requests are forwarded to (https://api.openai.com)")
+	c.Flags().StringArrayVar(&o.RedactHeaders, "redact-header", nil, "HTTP mode: also replace this header's values by keyed hashes (repeatable)")
 	c.MarkFlagRequired("out")
 	return c
+}
+
+// runHTTPProxy runs `witness proxy --listen ADDR --upstream URL`.
+func runHTTPProxy(a *app, o proxyOptions) error {
+	if o.Listen == "" || o.Upstream == "" {
+		return usageError(errors.New("HTTP mode needs both --listen and --upstream"), "for example --listen 127.0.0.1:0 --upstream https://api.openai.com")
+	}
+	signers, err := captureSigners(a, &o.Keys)
+	if err != nil {
+		return err
+	}
+	redactor, err := o.Redact.Load(a)
+	if err != nil {
+		return err
+	}
+	key, err := o.Redact.Key(a)
+	if err != nil {
+		return err
+	}
+	o.Output.Reads(o.Seal, o.Keys.Input(a), o.Redact.RulesFile, o.Redact.KeyFile)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	res, err := httpproxy.Run(context.Background(), httpproxy.Options{
+		Listen: o.Listen, Upstream: o.Upstream, OutDir: o.Output.Out, Files: o.Output.Rules(a),
+		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders,
+		Getenv: a.getenv, Stderr: a.stderr, Signals: sigs,
+	})
+	if err != nil {
+		return err
+	}
+	if res.Failure != "" {
+		fmt.Fprintf(a.stderr, "witness: warning: the recording is incomplete: %s\n", res.Failure)
+	}
+	return nil
 }
 
 func runProxy(a *app, o proxyOptions) error {

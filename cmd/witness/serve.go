@@ -2,9 +2,18 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/drift"
+	"github.com/agent-trace-witness/witness/httpproxy"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/serve"
 )
 
@@ -12,13 +21,21 @@ type serveOptions struct {
 	Cassette      string
 	AllowRedacted bool
 	RequireAll    bool
+	AnswerTimeout time.Duration
+	// HTTP cassettes
+	Listen      string
+	IgnoreField []string
+	ExitAfter   int
+	Pace        bool
+	Report      string
+	Force       bool
 }
 
 func newServeCmd(a *app) *cobra.Command {
 	var o serveOptions
 	c := &cobra.Command{
-		Use:   "serve --cassette FILE",
-		Short: "Answer as an MCP stdio server from a recorded cassette",
+		Use:   "serve --cassette FILE [--listen ADDR]",
+		Short: "Answer as an MCP stdio server, or an HTTP API, from a recorded cassette",
 		Long: `serve is an MCP stdio server that answers from a cassette recorded by
 'witness proxy' or 'witness capture', so that CI can re-run an agent against
 recorded servers, offline.
@@ -32,38 +49,176 @@ sent unprompted (notifications, its own requests) is replayed where it came
 in the recording: after the host message it followed. An unrecorded ping is
 answered with {}.
 
+A request of the server to the host (sampling/createMessage,
+elicitation/create, roots/list, ping) is sent as recorded, and what the
+recording shows after the host's answer waits for the host's answer, which
+must match the recorded one (result or error; "_meta" at the top of a result
+is ignored). A different answer, or none within --answer-timeout, is a miss:
+the diff goes to stderr and the host request waiting on it gets JSON-RPC
+error -32050 instead of the recorded result.
+
 A miss is answered with JSON-RPC error -32050, explained on stderr with the
 nearest recorded request and a diff, and makes serve exit with status 4
 (incomplete evidence: the recording does not cover the run) once the host
-closes stdin. With --require-all, recorded requests never asked for also
-make it exit 4.
+closes stdin. With --require-all, recorded requests never asked for, and
+server requests the host left unanswered, also make it exit 4.
+
+With --report FILE, serve writes a drift report for CI as it goes (JSON
+lines: each recorded request matched, missed with the nearest recording and
+the diff, never asked for, and each host answer to a server request), and
+finishes it when it stops for any reason: the host closing stdin, SIGTERM,
+SIGINT or SIGHUP, the host no longer reading. A serve killed by SIGKILL
+leaves the lines written so far, without the end record. 'witness drift'
+turns reports into one verdict whatever the host did with serve's exit
+status (docs/formats/drift-report.md).
 
 A redacted cassette is refused unless --allow-redacted is given: it is
-evidence, not a fixture.`,
+evidence, not a fixture.
+
+An HTTP cassette (recorded by 'witness proxy --listen'; serve tells the
+kinds apart by the cassette's header) is served over HTTP with --listen
+ADDR (loopback when ADDR has no host; 127.0.0.1:0 picks a free port;
+"listening on http://HOST:PORT" is printed on stderr). A request matches a
+recorded one on method, path and body, a JSON body in canonical form
+without the --ignore-field members; headers are not matched. The answer is
+the recorded status, headers (hop-by-hop ones aside) and body, written
+chunk by chunk as recorded and flushed (with --pace, at the recorded
+times). Identical requests replay their answers in order. A miss is
+answered 400 with an OpenAI-style error body (Anthropic-style for
+/v1/messages) and explained on stderr with the nearest recorded request
+and a diff. serve stops at SIGINT or SIGTERM, or after --exit-after N
+requests, and then exits 4 when a request missed (or, with --require-all,
+when a recorded exchange was never asked for).`,
 		Example: `  witness serve --cassette rec/cassette.jsonl
   # as the server command of an MCP host in CI:
-  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl"]}`,
+  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl", "--report", "out/drift-echo.jsonl"]}
+  # then, after the host's tests:
+  #   witness drift out/drift-echo.jsonl --junit out/drift.xml
+  witness serve --cassette rec/cassette.jsonl --listen 127.0.0.1:0 --ignore-field user --exit-after 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(a, o)
 		},
 	}
 	c.Flags().StringVar(&o.Cassette, "cassette", "", "cassette to answer from")
-	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for")
+	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for, or server requests left unanswered")
+	c.Flags().DurationVar(&o.AnswerTimeout, "answer-timeout", time.Minute, "how long to wait for the host's answer to a server request before it is a miss (0: until stdin closes)")
 	c.Flags().BoolVar(&o.AllowRedacted, "allow-redacted", false, "serve a redacted cassette (its redacted values are replayed as recorded, and requests carrying them no longer match)")
+	c.Flags().StringVar(&o.Listen, "listen", "", "HTTP cassettes: listen on ADDR (host:port; loopback when the host is left out)")
+	c.Flags().StringArrayVar(&o.IgnoreField, "ignore-field", nil, "HTTP cassettes: a JSON body member (stream_options) or JSON path ($.metadata.request_id) not matched (repeatable)")
+	c.Flags().IntVar(&o.ExitAfter, "exit-after", 0, "HTTP cassettes: stop after N requests (0: at SIGINT or SIGTERM)")
+	c.Flags().BoolVar(&o.Pace, "pace", false, "HTTP cassettes: send the chunks of an answer at their recorded times")
+	c.Flags().StringVar(&o.Report, "report", "", "write a drift report (JSON lines) to this file as serve goes, finished when it stops; read it with 'witness drift'")
+	addForceFlag(c, &o.Force)
 	c.MarkFlagRequired("cassette")
 	return c
 }
 
 func runServe(a *app, o serveOptions) error {
-	s, err := serve.LoadFile(o.Cassette)
+	kind, kerr := httpproxy.CassetteKind(o.Cassette)
+	if kerr == nil && kind == cassette.HTTPFormat {
+		return runServeHTTP(a, o)
+	}
+	if kerr != nil && o.Report == "" {
+		return kerr
+	}
+	// with --report, a cassette that cannot be read still leaves a report
+	// that says serve failed to start (loadServed reports the error)
+	if o.Listen != "" || len(o.IgnoreField) > 0 || o.ExitAfter != 0 || o.Pace {
+		return usageError(fmt.Errorf("cassette %s records a stdio session: --listen, --ignore-field, --exit-after and --pace are for HTTP cassettes", o.Cassette),
+			"serve a stdio cassette as an MCP host's server command, without --listen")
+	}
+	if o.AnswerTimeout < 0 {
+		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
+	}
+	// Stop on the signals a host stops its server with, finishing the
+	// report; a broken stdout is then a write error, not a death by SIGPIPE.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	var report *drift.Writer
+	if o.Report != "" {
+		// the report is written live at its final name, as recordings are,
+		// so that a serve killed by SIGKILL leaves what it saw
+		f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer atomicfile.SyncLive(f)
+		fail := func(err error) error {
+			w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
+				Serve: drift.ServeOptions{Transport: "stdio", RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: o.AnswerTimeout.String()}})
+			w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
+			return err
+		}
+		s, err := loadServed(o)
+		if err != nil {
+			return fail(err)
+		}
+		sopts := serveOpts(a, o, sigs)
+		report, err = drift.NewWriter(f, s.Header(sopts, o.AllowRedacted))
+		if err != nil {
+			return exitcode.New(exitcode.Failure, fmt.Errorf("--report %s: %w", o.Report, err), "check the disk and the path given to --report")
+		}
+		sopts.Report = report
+		_, err = s.Serve(sopts)
+		return err
+	}
+	s, err := loadServed(o)
+	if err != nil {
+		return err
+	}
+	_, err = s.Serve(serveOpts(a, o, sigs))
+	return err
+}
+
+// runServeHTTP serves an HTTP cassette (`witness serve --listen`).
+func runServeHTTP(a *app, o serveOptions) error {
+	if o.Report != "" {
+		return usageError(fmt.Errorf("--report is not available for HTTP cassettes yet"), "check HTTP replays by serve's exit status (4 when a request missed)")
+	}
+	if o.Listen == "" {
+		return usageError(fmt.Errorf("cassette %s records HTTP exchanges: serve it with --listen ADDR", o.Cassette), "for example --listen 127.0.0.1:0")
+	}
+	if o.ExitAfter < 0 {
+		return usageError(fmt.Errorf("--exit-after %d is negative", o.ExitAfter), "use --exit-after N with N >= 1, or leave it out")
+	}
+	m, err := httpproxy.ParseIgnore(o.IgnoreField)
+	if err != nil {
+		return err
+	}
+	s, err := httpproxy.LoadReplay(o.Cassette, m)
 	if err != nil {
 		return err
 	}
 	if s.Redacted() && !o.AllowRedacted {
-		return usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
+		return usageError(fmt.Errorf("cassette %s is redacted: its bodies are not what the upstream said", o.Cassette),
 			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
 	}
-	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	_, err = s.Serve(httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll})
 	return err
+}
+
+// loadServed loads the cassette and refuses a redacted one unless allowed.
+func loadServed(o serveOptions) (*serve.Script, error) {
+	s, err := serve.LoadFile(o.Cassette)
+	if err != nil {
+		return nil, err
+	}
+	if s.Redacted() && !o.AllowRedacted {
+		return nil, usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
+			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
+	}
+	return s, nil
+}
+
+func serveOpts(a *app, o serveOptions, sigs <-chan os.Signal) serve.Options {
+	return serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, Signals: sigs}
 }

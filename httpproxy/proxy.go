@@ -1,0 +1,629 @@
+package httpproxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/proxy"
+)
+
+// DefaultListen is the address the proxy and the replaying server listen
+// on when none is given: loopback, a free port.
+const DefaultListen = "127.0.0.1:0"
+
+// DefaultShutdownGrace is how long exchanges in flight may run on after a
+// signal before their connections are closed.
+const DefaultShutdownGrace = 5 * time.Second
+
+// Options configure a recording HTTP proxy session (`witness proxy
+// --listen`).
+type Options struct {
+	// Listen is the address to listen on (host:port); a host-less ":PORT"
+	// listens on loopback. Default DefaultListen.
+	Listen string
+	// Listener, when set, is used instead of Listen.
+	Listener net.Listener
+	// Upstream is the base URL requests go to: the request's path is
+	// joined to its path.
+	Upstream string
+	OutDir   string
+	// Files are the evidence rules of the cassette and the event log
+	// (--force, the command's inputs; see capture.CreateRecordingFiles).
+	Files    atomicfile.Options
+	SealPath string
+	Signers  []eventlog.Signer
+	// Redactor holds the body redaction rules (nil: none); its key also
+	// hashes the credential headers.
+	Redactor *capture.Redactor
+	// HeaderKey is the key of the credential header hashes when Redactor
+	// is nil (--redact-key, $WITNESS_REDACT_KEY); nil: a random key for
+	// this session only.
+	HeaderKey []byte
+	// RedactHeaders names more headers to hash (--redact-header).
+	RedactHeaders []string
+	// Deriver makes the events of each exchange; nil: NopDeriver.
+	Deriver ExchangeDeriver
+	Getenv  func(string) string // for ATW_WITNESS_TS
+	Stderr  io.Writer           // "listening on", notes
+	// Signals end the session (SIGINT, SIGTERM): exchanges in flight get
+	// ShutdownGrace (default DefaultShutdownGrace) to finish.
+	Signals       <-chan os.Signal
+	ShutdownGrace time.Duration
+	// Transport reaches the upstream; nil: a transport that neither
+	// follows redirects nor asks for compression (the client's
+	// Accept-Encoding goes through as sent).
+	Transport http.RoundTripper
+	// Ready, when set, is called with the proxy's URL once it accepts
+	// connections.
+	Ready func(url string)
+}
+
+// Result is the outcome of a proxy session.
+type Result struct {
+	URL       string
+	Exchanges int64
+	Cassette  string
+	Events    string
+	Failure   string // why the recording is incomplete, when it is
+}
+
+// ParseUpstream checks an upstream base URL: http or https, a host, no
+// query, no fragment, no user information.
+func ParseUpstream(s string) (*url.URL, error) {
+	hint := "give the base URL of the API, such as --upstream https://api.openai.com"
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("--upstream %q: %w", s, err), hint)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("--upstream %q: the scheme must be http or https", s), hint)
+	case u.Host == "":
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("--upstream %q: no host", s), hint)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("--upstream %q: a base URL carries no query, fragment or user", s), hint)
+	}
+	return u, nil
+}
+
+// listen opens the listener: a host-less address listens on loopback.
+func listen(addr string) (net.Listener, error) {
+	if addr == "" {
+		addr = DefaultListen
+	}
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("listen on %s: %w", addr, err), "choose another --listen address, or 127.0.0.1:0 for a free port")
+	}
+	return ln, nil
+}
+
+// NewTransport returns the transport the proxy uses by default: no
+// redirects followed (a RoundTripper never follows them), no compression
+// asked for, no proxy from the environment.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		DisableCompression:    true,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Run records an HTTP proxy session into o.OutDir until a signal (or ctx)
+// ends it, then ends the event log with the signed session_end. The error
+// is non-nil when the session could not start, or when the recording
+// failed (exit code Failure; the Result is then still returned).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	up, err := ParseUpstream(o.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	var sealRef *eventlog.SealRef
+	if o.SealPath != "" {
+		if sealRef, err = proxy.SealRefFromFile(o.SealPath); err != nil {
+			return nil, err
+		}
+	}
+	key, keyID := o.Redactor, ""
+	if key == nil {
+		k := o.HeaderKey
+		session := k == nil
+		if session {
+			k = make([]byte, 32)
+			if _, err := rand.Read(k); err != nil {
+				return nil, exitcode.New(exitcode.Failure, fmt.Errorf("make a session key for header hashes: %w", err), "")
+			}
+		}
+		if key, err = capture.NewRedactor(nil, k); err != nil {
+			return nil, exitcode.New(exitcode.Usage, err, "")
+		}
+		if keyID = key.Info().KeyID; session {
+			keyID = "session:" + keyID
+		}
+	} else {
+		keyID = key.Info().KeyID
+	}
+	ln := o.Listener
+	if ln == nil {
+		if ln, err = listen(o.Listen); err != nil {
+			return nil, err
+		}
+	}
+	defer ln.Close()
+	files := o.Files
+	if files.Flag == "" {
+		files.Flag = "--out"
+	}
+	casFile, evFile, err := capture.CreateRecordingFiles(o.OutDir, files)
+	if err != nil {
+		return nil, err
+	}
+	defer casFile.Close()
+	defer evFile.Close()
+	casPath, evPath := filepath.Join(o.OutDir, capture.CassetteFile), filepath.Join(o.OutDir, capture.EventsFile)
+
+	frozen := o.Getenv != nil && o.Getenv(eventlog.EnvTS) != ""
+	started := eventlog.Timestamp(o.Getenv)
+	h := newHasher(key, keyID, o.RedactHeaders)
+	ch := cassette.HTTPFileHeader{Mode: "proxy", Upstream: up.String(), Started: started, Frozen: frozen, HeaderKey: keyID, RedactedHeaders: h.list()}
+	if o.Redactor != nil {
+		if ch.Redaction, err = json.Marshal(o.Redactor.Info()); err != nil {
+			return nil, exitcode.New(exitcode.Failure, err, "")
+		}
+	}
+	cw, err := cassette.NewHTTPWriter(casFile, ch)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "check the space and permissions of the --out directory")
+	}
+	eh := &eventlog.Header{Seal: sealRef, Redaction: o.Redactor.Info(), Notes: []string{
+		"HTTP proxy of " + up.String() + ": the exchanges are in " + capture.CassetteFile + " (" + cassette.HTTPFormat + ")",
+	}}
+	ev, err := eventlog.StartLog(evFile, eh, started, eventlog.SourceObserved)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start event log %s: %w", evPath, err), "check the space and permissions of the --out directory")
+	}
+	rt := o.Transport
+	if rt == nil {
+		t := NewTransport()
+		defer t.CloseIdleConnections()
+		rt = t
+	}
+	deriver := o.Deriver
+	if deriver == nil {
+		deriver = NopDeriver{}
+	}
+	_, nop := deriver.(NopDeriver)
+	abortCtx, abort := context.WithCancel(context.Background())
+	defer abort()
+	stderr := o.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	p := &recorder{
+		up: up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
+		ev: ev, getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}),
+	}
+	srv := &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: time.Minute,
+		ErrorLog:          log.New(stderr, "witness: proxy: ", 0),
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stderr, "listening on %s\n", base)
+	if o.Ready != nil {
+		o.Ready(base)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	why := "stopped"
+	select {
+	case sig := <-o.Signals:
+		why = "stopped by signal " + sig.String()
+	case <-ctx.Done():
+		why = "stopped: " + ctx.Err().Error()
+	case <-p.failed:
+		why = "stopped: the recording failed"
+	case err := <-served:
+		p.fail(fmt.Errorf("serve: %w", err))
+		why = "stopped: the server failed"
+	}
+	grace := o.ShutdownGrace
+	if grace <= 0 {
+		grace = DefaultShutdownGrace
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	if err := srv.Shutdown(sctx); err != nil {
+		abort() // ends the upstream requests still running: their exchanges are recorded as cut off
+		srv.Close()
+	}
+	cancel()
+	p.wg.Wait()
+
+	res := &Result{URL: base, Exchanges: cw.Exchanges(), Cassette: casPath, Events: evPath}
+	res.Failure = p.failure()
+	reason := fmt.Sprintf("completed; %d exchange(s); %s", res.Exchanges, why)
+	ferr := eventlog.FinishWith(ev, eventlog.EndOptions{Signers: o.Signers, TS: eventlog.Timestamp(o.Getenv), Reason: reason, Failure: res.Failure})
+	if ferr == nil {
+		ferr = errors.Join(atomicfile.SyncLive(casFile), atomicfile.SyncLive(evFile))
+	}
+	if ferr != nil {
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("end the recording: %w", ferr), "check the space and permissions of the --out directory")
+	}
+	if p.recordErr() != nil {
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("recording failed; nothing unrecorded was forwarded, and the proxy stopped: %w", p.recordErr()), "check the space and permissions of the --out directory")
+	}
+	return res, nil
+}
+
+// recorder is the proxy's handler: it records and forwards each exchange.
+type recorder struct {
+	up      *url.URL
+	rt      http.RoundTripper
+	cas     *cassette.HTTPWriter
+	hash    *hasher
+	red     *capture.Redactor
+	deriver ExchangeDeriver
+	hold    bool // keep bodies for the deriver
+	getenv  func(string) string
+
+	evMu sync.Mutex
+	ev   *eventlog.Writer
+
+	abortCtx context.Context
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex
+	failures []string
+	recErr   error
+	failed   chan struct{} // closed at the first recording failure
+}
+
+// fail records a recording failure: the session stops.
+func (p *recorder) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.recErr != nil {
+		return
+	}
+	p.recErr = err
+	p.failures = append(p.failures, "recording failed: "+err.Error())
+	close(p.failed)
+}
+
+// note records why the evidence is incomplete without stopping the
+// session (an exchange cut off, a deriver error).
+func (p *recorder) note(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.failures) < 20 {
+		p.failures = append(p.failures, s)
+	} else if len(p.failures) == 20 {
+		p.failures = append(p.failures, "more not listed")
+	}
+}
+
+func (p *recorder) failure() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.failures, "; ")
+}
+
+func (p *recorder) recordErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recErr
+}
+
+// target is the upstream URL of a request: the upstream's path joined with
+// the request's path (as escaped on the wire) and the request's query.
+func (p *recorder) target(r *http.Request) string {
+	s := p.up.Scheme + "://" + p.up.Host + strings.TrimSuffix(p.up.EscapedPath(), "/") + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" || r.URL.ForceQuery {
+		s += "?" + r.URL.RawQuery
+	}
+	return s
+}
+
+// append writes the events of a deriver to the log and returns their ids.
+func (p *recorder) append(evs []eventlog.Event) []string {
+	if len(evs) == 0 {
+		return nil
+	}
+	p.evMu.Lock()
+	defer p.evMu.Unlock()
+	ids := make([]string, 0, len(evs))
+	for i := range evs {
+		e := &evs[i]
+		if e.TS == "" {
+			e.TS = eventlog.Timestamp(p.getenv)
+		}
+		if e.Source == "" {
+			e.Source = eventlog.SourceObserved
+		}
+		if err := p.ev.Append(e); err != nil {
+			p.fail(err)
+			return ids
+		}
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+// errorBody is the JSON error the witness answers with itself, in the
+// shape of the API the path names (Anthropic's for /v1/messages, else
+// OpenAI's), so that SDKs surface its message.
+func errorBody(path, typ, msg string) []byte {
+	var v any
+	if isAnthropic(path) {
+		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	} else {
+		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": "witness_" + typ}}
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func isAnthropic(path string) bool {
+	p, _, _ := strings.Cut(path, "?")
+	return strings.HasSuffix(p, "/messages") || strings.Contains(p, "/messages/")
+}
+
+func writeError(w http.ResponseWriter, status int, path, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Witness-Error", typ)
+	w.WriteHeader(status)
+	w.Write(errorBody(path, typ, msg))
+}
+
+// ServeHTTP records and forwards one exchange. Order: the request head is
+// written to the cassette, then each request chunk as the upstream
+// transport reads it (before it goes upstream), then the response head
+// before any header goes to the client, then each response chunk before
+// it is written to the client and flushed.
+func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.wg.Add(1)
+	defer p.wg.Done()
+	select {
+	case <-p.failed:
+		writeError(w, http.StatusServiceUnavailable, r.URL.Path, "recording_failed", "witness proxy: the recording failed; the proxy is stopping and forwards nothing more")
+		return
+	default:
+	}
+	head := cassette.HTTPRecord{Method: r.Method, Path: r.RequestURI, Host: r.Host, Proto: r.Proto, Header: p.hash.fields(r.Header)}
+	x, err := p.cas.Request(head)
+	if err != nil {
+		p.fail(err)
+		writeError(w, http.StatusBadGateway, r.URL.Path, "recording_failed", "witness proxy: the request could not be recorded, so it was not forwarded")
+		return
+	}
+	ex := &cassette.HTTPExchange{X: x, Request: cassette.HTTPMessage{Method: head.Method, Path: head.Path, Host: head.Host, Proto: head.Proto, Header: head.Header}}
+	limit := int64(0) // bodies are held only for a deriver
+	if p.hold {
+		limit = MaxDeriveBody
+	}
+
+	// the request body, recorded as the transport reads it
+	reqDone := make(chan struct{})
+	var reqIDs []string
+	var once sync.Once
+	endReq := func(detail string) {
+		once.Do(func() {
+			if err := p.cas.End(x, false, detail); err != nil {
+				p.fail(err)
+			}
+			ex.Request.Ended, ex.Request.EndDetail = true, detail
+			reqIDs = p.deriveRequest(ex)
+			close(reqDone)
+		})
+	}
+	var body io.ReadCloser = http.NoBody
+	if r.ContentLength == 0 {
+		endReq("")
+	} else {
+		t := &tap{src: r.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
+			data, red := redactBody(p.red, raw)
+			if err := p.cas.Body(x, false, data, red, int64(len(raw))); err != nil {
+				p.fail(err)
+				return err
+			}
+			ex.Request.AddChunk(cassette.HTTPChunk{Data: clone(data, limit), Redacted: red}, int64(len(raw)), limit)
+			return nil
+		}}
+		body = &reqBody{t: t, end: endReq}
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(p.abortCtx, cancel)
+	defer stop()
+	out, err := http.NewRequestWithContext(ctx, r.Method, p.target(r), body)
+	if err != nil {
+		endReq("not forwarded: " + err.Error())
+		p.failExchange(w, r, ex, reqDone, reqIDs, "bad request target: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	out.ContentLength = r.ContentLength
+	out.Header = endToEnd(r.Header)
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // no Go default User-Agent: only what the client sent
+	}
+	resp, err := p.rt.RoundTrip(out)
+	if err != nil {
+		<-reqDone // the transport closes the body, also on errors
+		status := http.StatusBadGateway
+		if r.Context().Err() != nil {
+			status = 0 // the client went away: nobody to answer
+		}
+		p.failExchange(w, r, ex, reqDone, reqIDs, "upstream: "+err.Error(), status)
+		return
+	}
+	defer resp.Body.Close()
+
+	rh := p.hash.fields(resp.Header)
+	if err := p.cas.Response(x, resp.StatusCode, resp.Proto, rh); err != nil {
+		p.fail(err)
+		writeError(w, http.StatusBadGateway, r.URL.Path, "recording_failed", "witness proxy: the answer could not be recorded, so it was not forwarded")
+		<-reqDone
+		return
+	}
+	ex.Response = &cassette.HTTPMessage{Status: resp.StatusCode, Proto: resp.Proto, Header: rh}
+	hdr := w.Header()
+	for k, v := range endToEnd(resp.Header) {
+		hdr[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+
+	var recErr error
+	t := &tap{src: resp.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
+		data, red := redactBody(p.red, raw)
+		if err := p.cas.Body(x, true, data, red, int64(len(raw))); err != nil {
+			recErr = err
+			p.fail(err)
+			return err
+		}
+		ex.Response.AddChunk(cassette.HTTPChunk{Data: clone(data, limit), Redacted: red}, int64(len(raw)), limit)
+		return nil
+	}}
+	buf := make([]byte, chunkSize)
+	detail, abortClient := "", false
+	for {
+		n, err := t.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				detail = "not delivered: the client went away: " + werr.Error()
+				break
+			}
+			if ferr := rc.Flush(); ferr != nil {
+				detail = "not delivered: the client went away: " + ferr.Error()
+				break
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			abortClient = true
+			switch {
+			case recErr != nil:
+				detail = "cut off: the recording failed"
+			case p.abortCtx.Err() != nil:
+				detail = "cut off at the end of the session"
+			case r.Context().Err() != nil:
+				detail, abortClient = "not delivered: the client went away", false
+			default:
+				detail = "cut off by the upstream: " + err.Error()
+			}
+			break
+		}
+	}
+	if err := p.cas.End(x, true, detail); err != nil {
+		p.fail(err)
+	}
+	ex.Response.Ended, ex.Response.EndDetail = true, detail
+	if detail != "" {
+		p.note(fmt.Sprintf("exchange %d: response %s", x, detail))
+	}
+	resp.Body.Close()
+	<-reqDone
+	p.deriveResponse(ex, reqIDs)
+	if abortClient {
+		// the client must not take a cut-off body for a whole one: the
+		// connection is aborted (net/http's documented way, recovered by
+		// the server), not ended cleanly
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// failExchange records an exchange that got no upstream answer and
+// answers the client with status (0: not at all).
+func (p *recorder) failExchange(w http.ResponseWriter, r *http.Request, ex *cassette.HTTPExchange, reqDone chan struct{}, reqIDs []string, detail string, status int) {
+	<-reqDone
+	if err := p.cas.Fail(ex.X, detail, status); err != nil {
+		p.fail(err)
+	}
+	ex.Error, ex.Status = detail, status
+	if status != 0 {
+		writeError(w, status, r.URL.Path, "upstream_error", "witness proxy: "+detail)
+	}
+	p.note(fmt.Sprintf("exchange %d: %s", ex.X, detail))
+	p.deriveResponse(ex, reqIDs)
+}
+
+func (p *recorder) deriveRequest(ex *cassette.HTTPExchange) []string {
+	evs, err := p.deriver.DeriveRequest(ex)
+	if err != nil {
+		p.note(fmt.Sprintf("derive the events of exchange %d's request: %v", ex.X, err))
+		return nil
+	}
+	return p.append(evs)
+}
+
+func (p *recorder) deriveResponse(ex *cassette.HTTPExchange, reqIDs []string) {
+	evs, err := p.deriver.DeriveResponse(ex, reqIDs)
+	if err != nil {
+		p.note(fmt.Sprintf("derive the events of exchange %d's response: %v", ex.X, err))
+		return
+	}
+	p.append(evs)
+}
+
+// clone copies data for the deriver (the tap reuses its buffers), or
+// nothing when no body is held.
+func clone(data []byte, limit int64) []byte {
+	if limit == 0 {
+		return nil
+	}
+	return append([]byte(nil), data...)
+}
+
+// reqBody is the request body the upstream transport reads: the tap, and
+// the end of the body recorded at EOF, at a read error or when the
+// transport closes it early.
+type reqBody struct {
+	t   *tap
+	end func(detail string)
+}
+
+func (b *reqBody) Read(p []byte) (int, error) {
+	n, err := b.t.Read(p)
+	switch {
+	case errors.Is(err, io.EOF):
+		b.end("")
+	case err != nil:
+		b.end("cut off: " + err.Error())
+	}
+	return n, err
+}
+
+func (b *reqBody) Close() error {
+	b.end("cut off: the upstream did not read it to its end")
+	return nil
+}

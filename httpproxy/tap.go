@@ -1,0 +1,125 @@
+package httpproxy
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/agent-trace-witness/witness/capture"
+)
+
+// chunkSize is the largest chunk read at once from a body.
+const chunkSize = 32 << 10
+
+// MaxRedactLine is the longest body line held back for redaction: with
+// body redaction on, bodies are recorded (and forwarded) at line ends, so
+// that a JSON body or an SSE data line is redacted whole; a longer line is
+// recorded in pieces of this size, with only the regular-expression rules
+// applied to each piece (docs/design/http-proxy.md).
+const MaxRedactLine = 16 << 20
+
+// tap reads a body and records every byte before handing it on: each Read
+// returns only bytes that are already in the cassette. Without redaction a
+// chunk is what one Read of the source gave; with it, chunks end at line
+// ends (or at MaxRedactLine, or at the end of the body).
+type tap struct {
+	src    io.Reader
+	record func(raw []byte) error // writes raw (redacted as needed) to the cassette
+	lines  bool                   // redaction on: cut at line ends
+	max    int                    // the longest line held (lines mode)
+	buf    []byte                 // read, not yet recorded (lines mode)
+	out    []byte                 // recorded, not yet handed out (lines mode)
+	err    error                  // the source's error, handed out once out is empty
+}
+
+func (t *tap) Read(p []byte) (int, error) {
+	if !t.lines {
+		if t.err != nil {
+			return 0, t.err
+		}
+		n, err := t.src.Read(p)
+		if n > 0 {
+			if rerr := t.record(p[:n]); rerr != nil {
+				t.err = rerr
+				return 0, rerr // read but never handed on: nothing unrecorded is forwarded
+			}
+		}
+		if err != nil {
+			t.err = err
+		}
+		return n, err
+	}
+	for len(t.out) == 0 {
+		if t.err != nil {
+			return 0, t.err
+		}
+		var tmp [chunkSize]byte
+		n, err := t.src.Read(tmp[:])
+		t.buf = append(t.buf, tmp[:n]...)
+		cut := bytes.LastIndexByte(t.buf, '\n') + 1
+		switch {
+		case err != nil:
+			cut, t.err = len(t.buf), err
+		case cut == 0 && len(t.buf) >= t.max:
+			cut = len(t.buf)
+		}
+		if cut == 0 {
+			continue
+		}
+		if rerr := t.record(t.buf[:cut]); rerr != nil {
+			t.err = rerr
+			return 0, rerr
+		}
+		t.out = append(t.out[:0], t.buf[:cut]...)
+		t.buf = append(t.buf[:0], t.buf[cut:]...)
+	}
+	n := copy(p, t.out)
+	t.out = t.out[n:]
+	return n, nil
+}
+
+// redactBody redacts a run of body lines with the body rules: each line
+// (without its line end) is redacted as a JSON value by capture.Redactor's
+// Line, and an SSE "data:" line has its value after "data:" redacted so.
+// It returns raw itself when nothing changed.
+func redactBody(r *capture.Redactor, raw []byte) ([]byte, bool) {
+	if r == nil {
+		return raw, false
+	}
+	var out []byte
+	changed := false
+	rest := raw
+	for len(rest) > 0 {
+		line := rest
+		end := []byte(nil)
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+			end = []byte{'\n'}
+		} else {
+			rest = nil
+		}
+		if bytes.HasSuffix(line, []byte{'\r'}) {
+			line = line[:len(line)-1]
+			end = append([]byte{'\r'}, end...)
+		}
+		prefix := []byte(nil)
+		val := line
+		if bytes.HasPrefix(line, []byte("data:")) {
+			n := len("data:")
+			if len(line) > n && line[n] == ' ' {
+				n++
+			}
+			prefix, val = line[:n], line[n:]
+		}
+		red, ch := r.Line(val)
+		if ch {
+			changed = true
+		}
+		out = append(out, prefix...)
+		out = append(out, red...)
+		out = append(out, end...)
+	}
+	if !changed {
+		return raw, false
+	}
+	return out, true
+}
