@@ -203,9 +203,6 @@ func TestPeerServerEverythingConversation(t *testing.T) {
 		}
 	}
 	c := first
-	if os.Getenv("WITNESS_DUMP") != "" {
-		os.WriteFile(os.Getenv("WITNESS_DUMP"), c.events, 0o644)
-	}
 	t.Logf("server-everything conversation: %d requests, %d calls, %d records, %d events", c.res.Requests, c.res.Calls, c.res.Records, c.res.EventN)
 	evs := lvReadEvents(t, c.events)
 	byID := map[string]*eventlog.Event{}
