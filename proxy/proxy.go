@@ -23,11 +23,18 @@ import (
 // wire down. The first error of any method stops forwarding, ends the
 // server and is reported (fail closed).
 //
-// After forwarding what it recorded, a stream calls Settle (one call at a
-// time, possibly concurrently with Line), where the Sink does work that
-// need not delay the wire, such as deriving events. The Data of a WireLine
-// is valid until the next Settle of the stream that produced it has
-// returned; a Sink must not keep it longer.
+// Settle is where the Sink does work that need not delay the wire, such
+// as deriving events. The Forwarder calls it one call at a time, possibly
+// concurrently with Line, and off the forwarding path where it can: at the
+// latest SettleDelay after a line was recorded; at once after a lifecycle
+// record and at the end of a stream; and on a stream that recorded more
+// than MaxBacklogLines lines or MaxBacklogBytes bytes since the last
+// Settle, before it reads on (so that what a Sink queues stays bounded).
+//
+// The Data of a complete or partial line is valid only during Line: a Sink
+// copies what it keeps. The Data of a piece of an over-long line (Cont) and
+// of a stderr chunk stays valid until the Settle that the stream calls
+// before it reads on has returned.
 type Sink interface {
 	Line(l WireLine) error
 	Life(rec cassette.Record) error
@@ -363,6 +370,21 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// SettleDelay bounds how long a recorded line waits for Sink.Settle (the
+// derivation of its events) while the session is active. Deriving events
+// right after forwarding, on the forwarding goroutine, cost a round trip
+// through the proxy about a fifth of the direct round trip on a loaded
+// two-core machine: it ran just when the other side was woken to answer
+// and competed with it for the CPU (docs/design/proxy.md, "Latency").
+const SettleDelay = 50 * time.Millisecond
+
+// MaxBacklogLines and MaxBacklogBytes bound what a stream records before a
+// Settle: past either, the stream settles before it reads on.
+const (
+	MaxBacklogLines = 256
+	MaxBacklogBytes = 1 << 20
+)
+
 // recorder serialises the Sink calls of the three streams and the main
 // loop, and turns the first error into a stop of the whole session.
 type recorder struct {
@@ -371,6 +393,11 @@ type recorder struct {
 	sink   Sink
 	err    error // the first error; nothing is recorded or forwarded after it
 	failed chan struct{}
+	// lines and bytes recorded since the last Settle began, and the timer
+	// that settles them within SettleDelay (armed: it is pending)
+	backlog, backlogBytes int
+	timer                 *time.Timer
+	armed                 bool
 	// The server's stdout and stderr reach EOF in a racy order; their eof
 	// records are written together, stdout first, once both ended (or at
 	// exit), so that the same session gives the same cassette.
@@ -414,7 +441,51 @@ func (r *recorder) line(l WireLine) error {
 	if err := r.sink.Line(l); err != nil {
 		return r.failLocked(err)
 	}
+	r.backlog++
+	r.backlogBytes += len(l.Data)
 	return nil
+}
+
+// forwarded is called by a stream after it forwarded what it recorded and
+// before it reads on. It settles at once when now is set (the stream lent
+// the Sink a buffer it is about to reuse, see Sink) or when the backlog is
+// over its bounds; otherwise it leaves the Settle to a timer that fires
+// within SettleDelay, so that the stream goes back to reading at once and
+// the work runs while nothing waits for it. The error stops the stream.
+func (r *recorder) forwarded(now bool) error {
+	if r.sink == nil {
+		return nil
+	}
+	r.mu.Lock()
+	now = now || r.backlog > MaxBacklogLines || r.backlogBytes > MaxBacklogBytes
+	if !now && !r.armed && r.backlog > 0 && r.err == nil && !r.over {
+		r.armed = true
+		if r.timer == nil {
+			r.timer = time.AfterFunc(SettleDelay, r.settleLater)
+		} else {
+			r.timer.Reset(SettleDelay)
+		}
+	}
+	err := r.err
+	if r.over {
+		err = errOver
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if now {
+		return r.settle()
+	}
+	return nil
+}
+
+// settleLater is the timer's Settle.
+func (r *recorder) settleLater() {
+	r.mu.Lock()
+	r.armed = false
+	r.mu.Unlock()
+	_ = r.settle()
 }
 
 func (r *recorder) life(rec cassette.Record) error {
@@ -500,6 +571,7 @@ func (r *recorder) settle() error {
 	if r.over {
 		err = errOver
 	}
+	r.backlog, r.backlogBytes = 0, 0
 	r.mu.Unlock()
 	if err != nil {
 		return err
@@ -530,6 +602,9 @@ func (r *recorder) result() (failure string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.over = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 	switch {
 	case r.err != nil:
 		return "recording failed, so forwarding stopped and the server was ended: " + r.err.Error(), r.err
@@ -568,7 +643,7 @@ func pumpLines(dst io.Writer, src io.Reader, dir Dir, rec *recorder, maxLine int
 				return
 			}
 			forward(pre, post)
-			if rec.settle() != nil {
+			if rec.forwarded(sp.lent()) != nil {
 				return
 			}
 		}
@@ -600,7 +675,8 @@ func pumpChunks(dst io.Writer, src io.Reader, rec *recorder) {
 					writeOK = false
 				}
 			}
-			if rec.settle() != nil {
+			// the chunk is the read buffer: settle before reusing it
+			if rec.forwarded(true) != nil {
 				return
 			}
 		}
