@@ -100,6 +100,9 @@ func (f *Forwarder) Run(ctx context.Context) (*Outcome, error) {
 		return nil, err
 	}
 	defer s.unregister()
+	stdin, closeStdin := pollable(f.Stdin)
+	defer closeStdin()
+	s.stdin = stdin
 	if f.Started != nil {
 		f.Started(s.pid)
 	}
@@ -120,8 +123,9 @@ type forwarding struct {
 	cmd        *exec.Cmd
 	pid        int
 	unregister func()
-	inW        *os.File // the server's stdin, written by the proxy
-	outR, errR *os.File // the server's stdout and stderr, read by the proxy
+	inW        *os.File  // the server's stdin, written by the proxy
+	outR, errR *os.File  // the server's stdout and stderr, read by the proxy
+	stdin      io.Reader // the host's side, read by the proxy (see pollable)
 
 	rec *recorder
 	out *Outcome
@@ -156,22 +160,24 @@ func (f *Forwarder) newForwarding() *forwarding {
 	return s
 }
 
-// startServer starts the server on three fresh blocking pipes, as the
-// leader of a session of its own (see startInSession), with the proxy as
-// its subreaper. Once it runs, the proxy closes the server's ends, so that
-// the server's exit (and that of what it started) is seen as EOF. On error
-// no pipe is left open.
+// startServer starts the server on three fresh pipes, as the leader of a
+// session of its own (see startInSession), with the proxy as its
+// subreaper. The proxy's ends wait in the Go runtime's poller, not in a
+// blocking read(2) (docs/design/proxy.md, "Latency"); the server's are
+// ordinary blocking ends. Once it runs, the proxy closes the server's
+// ends, so that the server's exit (and that of what it started) is seen as
+// EOF. On error no pipe is left open.
 func (s *forwarding) startServer() error {
-	inR, inW, err := blockingPipe()
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("server stdin pipe: %w", err)
 	}
-	outR, outW, err := blockingPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW)
 		return fmt.Errorf("server stdout pipe: %w", err)
 	}
-	errR, errW, err := blockingPipe()
+	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
 		return fmt.Errorf("server stderr pipe: %w", err)
@@ -208,11 +214,11 @@ func (s *forwarding) closeHostStdout() {
 // host's EOF closes the server's stdin; the server's stdout EOF closes the
 // host's stdout. The host -> server pump is not waited for: it may be
 // blocked reading the host's stdin after the server is gone; it ends when
-// the host closes it.
+// the host closes it, or when Run returns if pollable could reopen it.
 func (s *forwarding) startPumps() {
 	go func() {
-		if s.f.Stdin != nil {
-			pumpLines(s.inW, s.f.Stdin, C2S, s.rec, s.maxLine)
+		if s.stdin != nil {
+			pumpLines(s.inW, s.stdin, C2S, s.rec, s.maxLine)
 		}
 		_ = s.rec.eof(C2S)
 		_ = s.rec.life(cassette.Record{Life: cassette.LifeStdinClosed})
@@ -338,8 +344,8 @@ func (s *forwarding) endTree() {
 		closeAll(s.outR, s.errR)
 	case <-time.After(s.drainWait):
 		// something outside the server's tree holds the pipes open: stop
-		// waiting (a blocked read on a blocking pipe outlives close; the
-		// goroutine ends when that holder exits)
+		// waiting, and leave the pipes open so that nothing is recorded
+		// after the exit (the pumps end when that holder exits)
 		s.rec.incomplete("the server's output did not reach end of file after it exited (a process outside its tree holds the pipe); bytes after that are not recorded")
 	}
 }
