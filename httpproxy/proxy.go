@@ -87,9 +87,9 @@ type Result struct {
 	// MCPSessions is the number of MCP sessions seen; each has its
 	// directory under MCPDir.
 	MCPSessions int
-	Cassette  string
-	Events    string
-	Failure   string // why the recording is incomplete, when it is
+	Cassette    string
+	Events      string
+	Failure     string // why the recording is incomplete, when it is
 }
 
 // ParseUpstream checks an upstream base URL: http or https, a host, no
