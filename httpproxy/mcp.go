@@ -237,6 +237,7 @@ type mcpExchange struct {
 
 	reqBody []byte
 	reqOver bool
+	notJSON bool // the request body is not JSON: not held
 	c2s     [][]byte // messages waiting for their session (initialize)
 	isMCP   bool
 
@@ -271,10 +272,18 @@ func (t *mcpTracker) begin(x int64, r *http.Request) *mcpExchange {
 	return e
 }
 
-// reqChunk takes a recorded chunk of the request body.
+// reqChunk takes a recorded chunk of the request body. A body that cannot
+// be JSON (its first byte is not '{' or '[') is not held, unless the
+// exchange belongs to a session already.
 func (e *mcpExchange) reqChunk(data []byte) {
-	if e.reqOver {
+	if e.reqOver || e.notJSON {
 		return
+	}
+	if !e.isMCP && len(bytes.TrimSpace(e.reqBody)) == 0 {
+		if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' && t[0] != '[' && e.reqEnc == "" {
+			e.notJSON, e.reqBody = true, nil
+			return
+		}
 	}
 	if len(e.reqBody)+len(data) > MaxMCPMessage {
 		e.reqOver, e.reqBody = true, nil

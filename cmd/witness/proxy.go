@@ -110,8 +110,11 @@ whose Origin header is neither a loopback origin nor given with
 				}
 				return runHTTPProxy(a, o)
 			}
-			if len(o.RedactHeaders) > 0 || len(o.AllowOrigin) > 0 {
-				return usageError(errors.New("--redact-header and --allow-origin are for --listen (HTTP) sessions"), "drop them, or add --listen and --upstream")
+			if len(o.RedactHeaders) > 0 {
+				return usageError(errors.New("--redact-header is for --listen (HTTP) sessions"), "drop --redact-header, or add --listen and --upstream")
+			}
+			if len(o.AllowOrigin) > 0 {
+				return usageError(errors.New("--allow-origin is for --listen (HTTP) sessions"), "drop --allow-origin, or add --listen and --upstream")
 			}
 			return runProxy(a, o)
 		},
