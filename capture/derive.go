@@ -183,7 +183,9 @@ func (d *Deriver) Server() eventlog.ServerInfo { return d.server }
 // Writer returns the event log writer once the session header was written.
 func (d *Deriver) Writer() *eventlog.Writer { return d.w }
 
-// Feed derives the events of one record. Errors are sticky.
+// Feed derives the events of one record. Errors are sticky. The deriver
+// may keep r (and r.Data) until the session header is known: the caller
+// must not change r.Data after the call.
 func (d *Deriver) Feed(r *cassette.Record) error {
 	if d.err != nil {
 		return d.err

@@ -150,6 +150,9 @@ func (t *mcpTracker) feed(s *mcpSession, dir cassette.Dir, msg []byte) {
 	if len(msg) == 0 {
 		return
 	}
+	// the deriver may hold the record until the session header is known,
+	// and msg may be a parser's buffer that is reused after this call
+	msg = bytes.Clone(msg)
 	if _, err := s.cw.Record(dir, msg, false); err != nil {
 		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.CassetteFile), err))
 	}
