@@ -1,0 +1,290 @@
+package httpproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/modelapi"
+)
+
+// fixture is one line of modelapi/testdata/exchanges.jsonl: a real
+// exchange between an official SDK and the scripted model server.
+type fixture struct {
+	Scenario     string `json:"scenario"`
+	Method       string `json:"method"`
+	Path         string `json:"path"`
+	RequestBody  []byte `json:"request_body"`
+	Status       int    `json:"status"`
+	ContentType  string `json:"content_type"`
+	ResponseBody []byte `json:"response_body"`
+	Cut          bool   `json:"cut"`
+}
+
+func readFixtures(t testing.TB) []fixture {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "modelapi", "testdata", "exchanges.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []fixture
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var f fixture
+		if err := json.Unmarshal(line, &f); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	if len(out) < 15 {
+		t.Fatalf("%d fixtures", len(out))
+	}
+	return out
+}
+
+// fixtureUpstream answers each fixture's request with its recorded answer,
+// streams in chunks of 7 bytes, each flushed; a cut answer aborts the
+// connection after its bytes. Other paths get a small JSON list.
+func fixtureUpstream(t testing.TB, fs []fixture) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := new(bytes.Buffer)
+		body.ReadFrom(r.Body)
+		for _, f := range fs {
+			if f.Path != r.URL.Path || !bytes.Equal(f.RequestBody, body.Bytes()) {
+				continue
+			}
+			w.Header().Set("Content-Type", f.ContentType)
+			w.WriteHeader(f.Status)
+			rc := http.NewResponseController(w)
+			for b := f.ResponseBody; len(b) > 0; {
+				n := min(7, len(b))
+				w.Write(b[:n])
+				rc.Flush()
+				b = b[n:]
+			}
+			if f.Cut {
+				panic(http.ErrAbortHandler)
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"object":"list","data":[]}`))
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// logEvents decodes an event log.
+func logEvents(t testing.TB, data []byte) []*eventlog.Event {
+	t.Helper()
+	var out []*eventlog.Event
+	for i, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		e, perr := eventlog.DecodeEvent(line)
+		if perr != nil {
+			t.Fatalf("line %d: %v", i+1, perr)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// rederive derives the log from the session's cassette with the live
+// log's end reason and the test signer.
+func rederive(t testing.TB, s *session, live []*eventlog.Event) []byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join(s.Dir, capture.CassetteFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sg, err := keyring.LegacySigner(testKeyHex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := live[len(live)-1]
+	var out bytes.Buffer
+	if err := EventsFromCassette(f, capture.CassetteFile, &out, DeriveOptions{End: eventlog.EndOptions{Signers: []eventlog.Signer{sg}, TS: end.TS, Reason: end.End.Reason}}); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestModelEventsConcurrent sends every fixture exchange (OpenAI Chat,
+// Responses, Anthropic; streamed, not streamed, errors, cut streams) and
+// a non-model request through the proxy at once. Each model call gives a
+// model_input and a model_output whose payloads are what modelapi reads
+// from the same bytes, the output linked to its input, the input first;
+// the non-model request a witness/http-exchange notification; the log
+// verifies and re-derives byte for byte from the cassette alone, with
+// frozen and with real time.
+func TestModelEventsConcurrent(t *testing.T) {
+	fs := readFixtures(t)
+	up := fixtureUpstream(t, fs)
+	for _, frozen := range []bool{true, false} {
+		name := "frozen"
+		o := Options{Deriver: ModelDeriver{}}
+		if !frozen {
+			name = "real-time"
+			o.Getenv = func(string) string { return "" }
+		}
+		t.Run(name, func(t *testing.T) {
+			s := startProxy(t, up.URL, o)
+			var wg sync.WaitGroup
+			for _, f := range fs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, err := http.Post(s.URL+f.Path, "application/json", bytes.NewReader(f.RequestBody))
+					if err == nil {
+						new(bytes.Buffer).ReadFrom(resp.Body) // a cut stream ends in an error
+						resp.Body.Close()
+					}
+				}()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Get(s.URL + "/v1/models?limit=2")
+				if err == nil {
+					resp.Body.Close()
+				}
+			}()
+			wg.Wait()
+			res, err := s.stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, data := s.verifyEvents()
+			if n := rep.Count(eventlog.SevTampered) + rep.Count(eventlog.SevUnsigned); n > 0 || rep.Count(eventlog.SevIncomplete) != 1 {
+				t.Fatalf("want only the cut streams' incompleteness: %v\n%s", rep.Findings, data)
+			}
+			evs := logEvents(t, data)
+			_, xs, _ := s.cassette()
+			byX := map[int64][]*eventlog.Event{}
+			for _, e := range evs {
+				if e.Wire != nil {
+					if e.Wire.Cassette != capture.CassetteFile || e.Wire.X < 1 {
+						t.Errorf("%s: wire %+v", e.ID, e.Wire)
+					}
+					byX[e.Wire.X] = append(byX[e.Wire.X], e)
+				}
+			}
+			seen := 0
+			for _, x := range xs {
+				got := byX[x.X]
+				if x.Request.Method == http.MethodGet {
+					if len(got) != 1 || got[0].Kind != eventlog.KindNotification || got[0].Method != MethodHTTPExchange ||
+						!strings.Contains(string(got[0].Payload), `"path":"/v1/models?limit=2"`) || !strings.Contains(string(got[0].Payload), `"status":200`) {
+						t.Errorf("exchange %d (GET): events %v", x.X, got)
+					}
+					continue
+				}
+				var f *fixture
+				for i := range fs {
+					if bytes.Equal(fs[i].RequestBody, x.Request.Body()) {
+						f = &fs[i]
+					}
+				}
+				if f == nil {
+					t.Fatalf("exchange %d: no fixture sent %q", x.X, x.Request.Body())
+				}
+				seen++
+				if len(got) != 2 || got[0].Kind != eventlog.KindModelInput || got[1].Kind != eventlog.KindModelOutput || got[1].Input != got[0].ID || got[0].Seq >= got[1].Seq {
+					t.Fatalf("%s: events %v", f.Scenario, got)
+				}
+				_, in, out := modelapi.Read(modelapi.Exchange{Method: f.Method, Path: f.Path, RequestBody: f.RequestBody, Status: f.Status, ContentType: f.ContentType, ResponseBody: f.ResponseBody, Cut: f.Cut})
+				if string(got[0].Payload) != string(in.Payload()) || got[0].Source != eventlog.SourceObserved {
+					t.Errorf("%s: model_input %s\nwant %s", f.Scenario, got[0].Payload, in.Payload())
+				}
+				if f.Cut {
+					var o modelapi.Output
+					json.Unmarshal(got[1].Payload, &o)
+					if o.Status != modelapi.StatusPartial || !strings.Contains(strings.Join(o.Problems, "; "), "the response cut off by the upstream") || o.Body != out.Body {
+						t.Errorf("%s: cut stream gave %s", f.Scenario, got[1].Payload)
+					}
+					continue
+				}
+				if string(got[1].Payload) != string(out.Payload()) {
+					t.Errorf("%s: model_output %s\nwant %s", f.Scenario, got[1].Payload, out.Payload())
+				}
+			}
+			if seen != len(fs) {
+				t.Errorf("%d model calls in the cassette, %d sent", seen, len(fs))
+			}
+			if !strings.Contains(res.Failure, "response cut off by the upstream") {
+				t.Errorf("failure %q", res.Failure)
+			}
+			again := rederive(t, s, evs)
+			if !bytes.Equal(again, data) {
+				t.Errorf("re-derived log differs from the live one:\n%s\nlive:\n%s", again, data)
+			}
+		})
+	}
+}
+
+// TestModelEventsNoAnswer: a model call the upstream never answers gives a
+// model_output of status error (witness_no_answer) linked to its input,
+// and re-derives alike.
+func TestModelEventsNoAnswer(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	url := dead.URL
+	dead.Close()
+	s := startProxy(t, url, Options{Deriver: ModelDeriver{}})
+	resp, body := post(t, s.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, nil)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if _, err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	rep, data := s.verifyEvents()
+	if n := rep.Count(eventlog.SevTampered) + rep.Count(eventlog.SevUnsigned); n > 0 || rep.Count(eventlog.SevIncomplete) != 1 {
+		t.Fatalf("want only the failure: %v", rep.Findings)
+	}
+	evs := logEvents(t, data)
+	if len(evs) != 4 || evs[1].Kind != eventlog.KindModelInput || evs[2].Kind != eventlog.KindModelOutput || evs[2].Input != evs[1].ID {
+		t.Fatalf("%s", data)
+	}
+	for _, want := range []string{`"status":"error"`, `"http_status":502`, `"type":"witness_no_answer"`, `no answer from the upstream: upstream: `} {
+		if !strings.Contains(string(evs[2].Payload), want) {
+			t.Errorf("no %s in %s", want, evs[2].Payload)
+		}
+	}
+	if again := rederive(t, s, evs); !bytes.Equal(again, data) {
+		t.Errorf("re-derived:\n%s\nlive:\n%s", again, data)
+	}
+}
+
+// TestModelEventsTruncated: a body over MaxDeriveBody is read as far as
+// held, and the payload says so; the event is not complete.
+func TestModelEventsTruncated(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		new(bytes.Buffer).ReadFrom(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
+	}))
+	defer up.Close()
+	s := startProxy(t, up.URL, Options{Deriver: ModelDeriver{}})
+	big := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("a", MaxDeriveBody) + `"}]}`
+	post(t, s.URL+"/v1/chat/completions", big, nil)
+	if _, err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, data := s.verifyEvents()
+	evs := logEvents(t, data)
+	in := string(evs[1].Payload)
+	if !strings.Contains(in, `"status":"invalid"`) || !strings.Contains(in, "the deriver's limit") {
+		t.Errorf("input %.300s", in)
+	}
+	if !strings.Contains(string(evs[2].Payload), `"text":"ok"`) {
+		t.Errorf("output %s", evs[2].Payload)
+	}
+}
