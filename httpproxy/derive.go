@@ -102,8 +102,8 @@ func exchange(x *cassette.HTTPExchange) modelapi.Exchange {
 // DeriveRequest implements ExchangeDeriver: the model_input of a model
 // call, nothing for other exchanges.
 func (d ModelDeriver) DeriveRequest(x *cassette.HTTPExchange) ([]eventlog.Event, error) {
-	me := exchange(x)
-	me.Status = 0 // the request alone
+	// the request alone: the response may be arriving meanwhile
+	me := modelapi.Exchange{Method: x.Request.Method, Path: x.Request.Path, RequestBody: x.Request.Body()}
 	api, in, _ := modelapi.Read(me)
 	if api == modelapi.APINone {
 		return nil, nil

@@ -49,7 +49,7 @@ func peersNode(t *testing.T) (node, peers string) {
 }
 
 // goBuild builds a package of the module into dir and returns the binary.
-func goBuild(t *testing.T, pkg, dir string) string {
+func goBuild(t testing.TB, pkg, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, filepath.Base(pkg))
 	cmd := exec.Command("go", "build", "-o", bin, pkg)
@@ -68,7 +68,7 @@ type daemon struct {
 	done   chan error
 }
 
-func startDaemon(t *testing.T, env []string, bin string, args ...string) *daemon {
+func startDaemon(t testing.TB, env []string, bin string, args ...string) *daemon {
 	t.Helper()
 	d := &daemon{cmd: exec.Command(bin, args...), stderr: &syncBuffer{}, done: make(chan error, 1)}
 	d.cmd.Env = append(os.Environ(), env...)
