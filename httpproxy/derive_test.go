@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -286,5 +287,111 @@ func TestModelEventsTruncated(t *testing.T) {
 	}
 	if !strings.Contains(string(evs[2].Payload), `"text":"ok"`) {
 		t.Errorf("output %s", evs[2].Payload)
+	}
+}
+
+// docFields returns every name written in backticks in a doc file
+// (`{"bytes","sha256"}` gives bytes and sha256).
+func docFields(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "formats", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	text := strings.ReplaceAll(string(b), "```", "") // code fences would pair the wrong backticks
+	for _, span := range regexp.MustCompile("`[^`\n]+`").FindAllString(text, -1) {
+		for _, n := range regexp.MustCompile(`[a-z_][a-z0-9_]*`).FindAllString(span, -1) {
+			names[n] = true
+		}
+	}
+	return names
+}
+
+// keys collects the member names of v at every depth, but for members
+// whose values are kept as sent (their names are the provider's).
+func keys(v any, asSent map[string]bool, out map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			out[k] = true
+			if !asSent[k] {
+				keys(x, asSent, out)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			keys(x, asSent, out)
+		}
+	}
+}
+
+// TestDocsNameRealFields records the fixture exchanges through the proxy
+// and checks that every field of the real files is in the format docs:
+// the model event payloads and their envelope (model-events.md,
+// events.md), the HTTP cassette's header and records (http-cassette.md);
+// and that the fixtures exercise the output fields the docs lead with.
+func TestDocsNameRealFields(t *testing.T) {
+	fs := readFixtures(t)
+	s := startProxy(t, fixtureUpstream(t, fs).URL, Options{Deriver: ModelDeriver{}})
+	for _, f := range fs {
+		resp, err := http.Post(s.URL+f.Path, "application/json", bytes.NewReader(f.RequestBody))
+		if err == nil {
+			new(bytes.Buffer).ReadFrom(resp.Body)
+			resp.Body.Close()
+		}
+	}
+	http.Get(s.URL + "/v1/models")
+	if _, err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, data := s.verifyEvents()
+	_, _, cas := s.cassette()
+
+	asSent := map[string]bool{"usage": true, "error": true, "params": true, "parameters": true, "extra": true, "value": true, "input": true, "reasoning": true, "other": true}
+	check := func(what string, doc map[string]bool, seen map[string]bool) {
+		for k := range seen {
+			if !doc[k] {
+				t.Errorf("%s: field %q is in the real file, not in the doc", what, k)
+			}
+		}
+	}
+	model, envelope := docFields(t, "model-events.md"), docFields(t, "events.md")
+	payloadSeen, envSeen := map[string]bool{}, map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var ev map[string]any
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		for k := range ev {
+			envSeen[k] = true
+		}
+		if w, ok := ev["wire"].(map[string]any); ok {
+			keys(w, nil, envSeen)
+		}
+		if ev["kind"] == "model_input" || ev["kind"] == "model_output" || ev["kind"] == "notification" {
+			keys(ev["payload"], asSent, payloadSeen)
+		}
+	}
+	check("model event payloads (model-events.md)", model, payloadSeen)
+	check("event envelope (events.md)", envelope, envSeen)
+	for _, want := range []string{"text", "tool_calls", "reasoning", "stop_reason", "usage", "error", "problems", "events", "item_id", "arguments", "system", "tools", "messages", "params", "request_bytes"} {
+		if !payloadSeen[want] {
+			t.Errorf("the fixtures never gave %q", want)
+		}
+	}
+	casSeen := map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSpace(cas), []byte("\n")) {
+		var rec map[string]any
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		for k := range rec {
+			casSeen[k] = true
+		}
+	}
+	check("HTTP cassette (http-cassette.md)", docFields(t, "http-cassette.md"), casSeen)
+	if len(payloadSeen) < 30 || len(casSeen) < 15 {
+		t.Errorf("only %d payload and %d cassette fields seen", len(payloadSeen), len(casSeen))
 	}
 }
