@@ -270,17 +270,33 @@ func (w *HTTPWriter) Body(x int64, resp bool, data []byte, redacted bool, n int6
 // body; detail, when not empty, says why it ended early. The length and
 // hash come from the chunks written.
 func (w *HTTPWriter) End(x int64, resp bool, detail string) error {
+	_, err := w.EndRecord(x, resp, detail)
+	return err
+}
+
+// EndRecord is End, and returns the record as written (its Seq, T, Bytes
+// and SHA256), so that what is derived from it can carry its time.
+func (w *HTTPWriter) EndRecord(x int64, resp bool, detail string) (HTTPRecord, error) {
 	rec := &HTTPRecord{X: x, Rec: RecRequestEnd, Detail: detail}
 	if resp {
 		rec.Rec = RecResponseEnd
 	}
-	return w.write(rec)
+	err := w.write(rec)
+	return *rec, err
 }
 
 // Fail writes that exchange x failed without an upstream answer (detail),
 // and the status the witness answered the client with (0: none).
 func (w *HTTPWriter) Fail(x int64, detail string, status int) error {
-	return w.write(&HTTPRecord{X: x, Rec: RecError, Detail: detail, Status: status})
+	_, err := w.FailRecord(x, detail, status)
+	return err
+}
+
+// FailRecord is Fail, and returns the record as written.
+func (w *HTTPWriter) FailRecord(x int64, detail string, status int) (HTTPRecord, error) {
+	rec := &HTTPRecord{X: x, Rec: RecError, Detail: detail, Status: status}
+	err := w.write(rec)
+	return *rec, err
 }
 
 func (w *HTTPWriter) write(r *HTTPRecord) error {

@@ -169,6 +169,10 @@ func encodeEventFast(e *Event, payloadCanonical bool) ([]byte, error) {
 			}
 			b = append(b, ']')
 		}
+		if e.Wire.X != 0 {
+			b = append(b, `,"x":`...)
+			b = appendInt(b, e.Wire.X)
+		}
 		b = append(b, '}')
 	}
 	if err != nil {

@@ -97,6 +97,7 @@ func TestEncodeFastEqualsSlow(t *testing.T) {
 		{Kind: eventlog.KindMessage, Message: &eventlog.Message{Direction: "in", Recipients: []string{"b", "a"}}, Header: &eventlog.Header{Notes: []string{"x"}}, End: &eventlog.End{Signatures: []eventlog.Signature{{KeyID: "k"}}}},
 		{Kind: eventlog.KindAmbiguous, Payload: json.RawMessage(`{"text":"[{\"id\":1}]","reasons":["batch"],"readings":[{"rpc_id_text":"1.0","decoders":["exact-first"]}]}`), Wire: &eventlog.WireRef{Offsets: []int64{7}}},
 		{Kind: eventlog.KindToolCall, Tool: "t", Numbers: map[string]string{"$.b": "-0", "$.a": "1.0", "$['é']": "1E2"}, Payload: json.RawMessage(`{"a":1,"b":0,"é":100}`)},
+		{Kind: eventlog.KindModelOutput, Input: "e1", Payload: json.RawMessage(`{"api":"openai.chat"}`), Wire: &eventlog.WireRef{Cassette: "cassette.jsonl", Offsets: []int64{}, X: 12}},
 	}
 	for _, e := range odd {
 		fast, err := eventlog.EncodeEventFast(e, false)

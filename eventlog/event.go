@@ -147,6 +147,10 @@ type Message struct {
 type WireRef struct {
 	Cassette string  `json:"cassette,omitempty"` // cassette file name, relative to the log
 	Offsets  []int64 `json:"offsets"`            // byte offsets ("off") of the lines this event came from, in their direction's stream
+	// X names the exchange of an HTTP cassette the event was read from
+	// (its request records for a model_input, its response or error
+	// records for the others); Offsets is then empty.
+	X int64 `json:"x,omitempty"`
 }
 
 // Header is the payload of the session_start line.

@@ -4,53 +4,56 @@ import (
 	"bufio"
 	"io"
 	"net/http"
-	"net/http/httptest"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
-// BenchmarkAddedLatency measures what the recording proxy adds, against a
-// local upstream: for a non-streamed call (json) the round trip, for a
-// streamed one (sse) the time to the first chunk. Direct and proxied calls
-// take turns call by call, so a change in the machine's load hits both
-// alike. It reports each mode's p50 and p99 and the p50 and p99 of the
-// difference (proxy minus direct, per pair of calls), in µs
+// BenchmarkAddedLatency measures what the recording proxy adds, with the
+// model events deriver of `witness proxy --listen` (ModelDeriver), against
+// the scripted model server (testdata/modelserver) answering the requests
+// the openai SDK sent in modelapi/testdata/exchanges.jsonl: for a
+// non-streamed Chat Completions call with tool calls (json) the round
+// trip, for a streamed one (sse) the time to the first chunk. Direct and
+// proxied calls take turns call by call, so a change in the machine's load
+// hits both alike. It reports each mode's p50 and p99 and the p50 and p99
+// of the difference (proxy minus direct, per pair of calls), in µs
 // (scripts/bench.d/27-http-proxy.sh prints them as a table).
 func BenchmarkAddedLatency(b *testing.B) {
-	answer := strings.Repeat(`{"choices":[{"index":0,"message":{"role":"assistant","content":"hello there"}}]}`, 8)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		if r.URL.Path == "/v1/sse" {
-			w.Header().Set("Content-Type", "text/event-stream")
-			rc := http.NewResponseController(w)
-			for i := 0; i < 8; i++ {
-				io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"tok\"}}]}\n\n")
-				rc.Flush()
-			}
-			io.WriteString(w, "data: [DONE]\n\n")
-			return
+	bodies := map[string]string{}
+	for _, f := range readFixtures(b) {
+		switch f.Scenario {
+		case "chat-tools":
+			bodies["json"] = string(f.RequestBody)
+		case "chat-text":
+			bodies["sse"] = string(f.RequestBody)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, answer)
-	}))
-	defer up.Close()
-	s := startProxy(b, up.URL, Options{})
+	}
+	root := testrepo.Root(b)
+	ms := goBuild(b, "./testdata/modelserver", b.TempDir())
+	model := startDaemon(b, nil, ms, "-listen", "127.0.0.1:0", "-script", filepath.Join(root, "testdata", "modelserver", "scripts", "scenarios.json"))
+	upURL := model.URL
+	s := startProxy(b, upURL, Options{Deriver: ModelDeriver{}})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 
 	// call returns the round trip (json) or the time to the first chunk
 	// (sse), reading the rest of the answer afterwards.
-	call := func(base, path string) time.Duration {
+	call := func(base, kind string) time.Duration {
 		start := time.Now()
-		resp, err := client.Post(base+path, "application/json", strings.NewReader(body))
+		resp, err := client.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(bodies[kind]))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("%s: status %d", kind, resp.StatusCode)
+		}
 		var d time.Duration
-		if path == "/v1/sse" {
+		if kind == "sse" {
 			br := bufio.NewReader(resp.Body)
 			if _, err := br.ReadString('\n'); err != nil {
 				b.Fatal(err)
@@ -64,20 +67,22 @@ func BenchmarkAddedLatency(b *testing.B) {
 		return d
 	}
 	for _, kind := range []string{"json", "sse"} {
-		path := "/v1/" + kind
+		if bodies[kind] == "" {
+			b.Fatalf("no fixture request for %s", kind)
+		}
 		b.Run(kind, func(b *testing.B) {
 			direct := make([]time.Duration, 0, b.N)
 			proxied := make([]time.Duration, 0, b.N)
 			added := make([]time.Duration, 0, b.N)
-			call(up.URL, path) // warm the connections
-			call(s.URL, path)
+			call(upURL, kind) // warm the connections
+			call(s.URL, kind)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				var d, p time.Duration
 				if i%2 == 0 {
-					d, p = call(up.URL, path), call(s.URL, path)
+					d, p = call(upURL, kind), call(s.URL, kind)
 				} else {
-					p, d = call(s.URL, path), call(up.URL, path)
+					p, d = call(s.URL, kind), call(upURL, kind)
 				}
 				direct, proxied, added = append(direct, d), append(proxied, p), append(added, p-d)
 			}

@@ -139,7 +139,7 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 	t.byKey[key] = s
 	t.sessions = append(t.sessions, s)
 	payload, _ := json.Marshal(map[string]any{"session": n, "dir": filepath.ToSlash(rel), "transport": transport, "mcp_session_id": id, "exchange": x})
-	t.p.append([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodMCPSession, Payload: payload}})
+	t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodMCPSession, Payload: payload}})
 	return s, nil
 }
 
@@ -467,7 +467,7 @@ func (e *mcpExchange) announce(data string) {
 	e.t.mu.Unlock()
 	if e.from != "" {
 		payload, _ := json.Marshal(map[string]any{"exchange": e.x, "from": e.from, "to": e.to, "reason": why, "session": e.sess.n})
-		e.t.p.append([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodEndpointRewrite, Payload: payload}})
+		e.t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodEndpointRewrite, Payload: payload}})
 	}
 }
 

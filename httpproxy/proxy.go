@@ -233,7 +233,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	p := &recorder{
 		up: up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
-		ev: ev, getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins,
+		ev: ev, ch: cw.Header(), start: startTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins,
 	}
 	srv := &http.Server{
 		Handler:           p,
@@ -312,14 +312,19 @@ type recorder struct {
 	// allowOrigins: browser origins let in besides loopback ones
 	allowOrigins []string
 
-	evMu sync.Mutex
-	ev   *eventlog.Writer
+	// orderMu holds the records that end a request or an exchange and
+	// the events derived at them together, so that the log's order is
+	// the cassette's order of those records (EventsFromCassette).
+	orderMu sync.Mutex
+	ev      *eventlog.Writer
+	ch      cassette.HTTPFileHeader
+	start   time.Time // ch.Started
 
 	abortCtx context.Context
 	wg       sync.WaitGroup
 
 	mu       sync.Mutex
-	failures []string
+	failures failures
 	recErr   error
 	failed   chan struct{} // closed at the first recording failure
 }
@@ -332,7 +337,7 @@ func (p *recorder) fail(err error) {
 		return
 	}
 	p.recErr = err
-	p.failures = append(p.failures, "recording failed: "+err.Error())
+	p.failures.list = append(p.failures.list, "recording failed: "+err.Error())
 	close(p.failed)
 }
 
@@ -341,17 +346,13 @@ func (p *recorder) fail(err error) {
 func (p *recorder) note(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.failures) < 20 {
-		p.failures = append(p.failures, s)
-	} else if len(p.failures) == 20 {
-		p.failures = append(p.failures, "more not listed")
-	}
+	p.failures.add(s)
 }
 
 func (p *recorder) failure() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return strings.Join(p.failures, "; ")
+	return strings.Join(p.failures.list, "; ")
 }
 
 func (p *recorder) recordErr() error {
@@ -370,18 +371,76 @@ func (p *recorder) target(r *http.Request) string {
 	return s
 }
 
-// append writes the events of a deriver to the log and returns their ids.
-func (p *recorder) append(evs []eventlog.Event) []string {
+// settle ends a request (rec request_end), an exchange (response_end)
+// or records its failure (error, with the status sent): it derives the
+// events first, then, under orderMu, writes the record and appends the
+// events with the record's time, and returns their ids. quiet leaves out
+// the note of a response that did not complete (an MCP GET stream the
+// client closed).
+func (p *recorder) settle(ex *cassette.HTTPExchange, rec, detail string, status int, reqIDs []string, quiet bool) []string {
+	var evs []eventlog.Event
+	var derr error
+	what := "response"
+	if rec == cassette.RecRequestEnd {
+		what = "request"
+		evs, derr = p.deriver.DeriveRequest(ex)
+	} else {
+		evs, derr = p.deriver.DeriveResponse(ex, reqIDs)
+	}
+	p.orderMu.Lock()
+	defer p.orderMu.Unlock()
+	var r cassette.HTTPRecord
+	var err error
+	switch rec {
+	case cassette.RecRequestEnd:
+		r, err = p.cas.EndRecord(ex.X, false, detail)
+	case cassette.RecResponseEnd:
+		r, err = p.cas.EndRecord(ex.X, true, detail)
+	default:
+		r, err = p.cas.FailRecord(ex.X, detail, status)
+	}
+	if err != nil {
+		p.fail(err)
+		return nil
+	}
+	if rec != cassette.RecRequestEnd && !quiet {
+		if s := responseNote(ex.X, &r); s != "" {
+			p.note(s)
+		}
+	}
+	if derr != nil {
+		p.note(fmt.Sprintf("derive the events of exchange %d's %s: %v", ex.X, what, derr))
+		return nil
+	}
+	return p.append(evs, r.T)
+}
+
+// appendNow writes events that no cassette record ends (the MCP session
+// and endpoint notes of the proxy's own log) at the current time, under
+// orderMu. EventsFromCassette does not re-derive them
+// (docs/design/mcp-http.md).
+func (p *recorder) appendNow(evs []eventlog.Event) []string {
+	p.orderMu.Lock()
+	defer p.orderMu.Unlock()
+	var t int64
+	if !p.start.IsZero() {
+		t = int64(time.Since(p.start))
+	}
+	return p.append(evs, t)
+}
+
+// append writes the events of a deriver to the log, with the time of the
+// cassette record t when they have none, and returns their ids. The
+// caller holds orderMu.
+func (p *recorder) append(evs []eventlog.Event, t int64) []string {
 	if len(evs) == 0 {
 		return nil
 	}
-	p.evMu.Lock()
-	defer p.evMu.Unlock()
 	ids := make([]string, 0, len(evs))
 	for i := range evs {
 		e := &evs[i]
 		if e.TS == "" {
-			e.TS = eventlog.Timestamp(p.getenv)
+			e.TS = eventTime(p.ch, p.start, t)
 		}
 		if e.Source == "" {
 			e.Source = eventlog.SourceObserved
@@ -459,12 +518,9 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var once sync.Once
 	endReq := func(detail string) {
 		once.Do(func() {
-			if err := p.cas.End(x, false, detail); err != nil {
-				p.fail(err)
-			}
 			ex.Request.Ended, ex.Request.EndDetail = true, detail
 			mx.reqEnd()
-			reqIDs = p.deriveRequest(ex)
+			reqIDs = p.settle(ex, cassette.RecRequestEnd, detail, 0, nil, false)
 			close(reqDone)
 		})
 	}
@@ -577,17 +633,12 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(out)
 		rc.Flush()
 	}
-	if err := p.cas.End(x, true, detail); err != nil {
-		p.fail(err)
-	}
-	mx.end(detail)
-	ex.Response.Ended, ex.Response.EndDetail = true, detail
-	if detail != "" && !mx.closedStream(detail) {
-		p.note(fmt.Sprintf("exchange %d: response %s", x, detail))
-	}
 	resp.Body.Close()
 	<-reqDone
-	p.deriveResponse(ex, reqIDs)
+	ex.Response.Ended, ex.Response.EndDetail = true, detail
+	// a client closing an MCP GET stream is how such streams end: no note
+	p.settle(ex, cassette.RecResponseEnd, detail, 0, reqIDs, mx.closedStream(detail))
+	mx.end(detail)
 	if abortClient {
 		// the client must not take a cut-off body for a whole one: the
 		// connection is aborted (net/http's documented way, recovered by
@@ -600,33 +651,12 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answers the client with status (0: not at all).
 func (p *recorder) failExchange(w http.ResponseWriter, r *http.Request, ex *cassette.HTTPExchange, reqDone chan struct{}, reqIDs []string, detail string, status int) {
 	<-reqDone
-	if err := p.cas.Fail(ex.X, detail, status); err != nil {
-		p.fail(err)
-	}
 	ex.Error, ex.Status = detail, status
+	// recorded before the client is answered: the answer is the witness's
+	p.settle(ex, cassette.RecError, detail, status, reqIDs, false)
 	if status != 0 {
 		writeError(w, status, r.URL.Path, "upstream_error", "witness proxy: "+detail)
 	}
-	p.note(fmt.Sprintf("exchange %d: %s", ex.X, detail))
-	p.deriveResponse(ex, reqIDs)
-}
-
-func (p *recorder) deriveRequest(ex *cassette.HTTPExchange) []string {
-	evs, err := p.deriver.DeriveRequest(ex)
-	if err != nil {
-		p.note(fmt.Sprintf("derive the events of exchange %d's request: %v", ex.X, err))
-		return nil
-	}
-	return p.append(evs)
-}
-
-func (p *recorder) deriveResponse(ex *cassette.HTTPExchange, reqIDs []string) {
-	evs, err := p.deriver.DeriveResponse(ex, reqIDs)
-	if err != nil {
-		p.note(fmt.Sprintf("derive the events of exchange %d's response: %v", ex.X, err))
-		return
-	}
-	p.append(evs)
 }
 
 // clone copies data for the deriver (the tap reuses its buffers), or

@@ -74,7 +74,11 @@ it is forwarded; Authorization, x-api-key, api-key, Cookie, Set-Cookie and
 every --redact-header are replaced by keyed hashes (with --redact-key or
 $WITNESS_REDACT_KEY, else a key made for this session alone), and --redact
 rules apply to JSON bodies and SSE data lines. DIR/events.jsonl is the
-signed event log. SIGINT or SIGTERM ends the session: exchanges in flight
+signed event log: each OpenAI Chat Completions, OpenAI Responses or
+Anthropic Messages call becomes a model_input and a model_output (streams
+assembled; cut streams and errors kept as partial or error outputs;
+docs/formats/model-events.md), any other exchange a witness/http-exchange
+notification. SIGINT or SIGTERM ends the session: exchanges in flight
 get 5s, then the log is ended and signed; exit status 0, or 5 when the
 recording failed.
 
@@ -159,7 +163,7 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	res, err := httpproxy.Run(context.Background(), httpproxy.Options{
 		Listen: o.Listen, Upstream: o.Upstream, OutDir: o.Output.Out, Files: o.Output.Rules(a),
 		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders,
-		Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin,
+		Deriver: httpproxy.ModelDeriver{}, Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin,
 	})
 	if err != nil {
 		return err

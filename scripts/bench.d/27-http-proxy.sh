@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# What `witness proxy --listen` adds to a model API call, against a local
-# upstream (BenchmarkAddedLatency in ./httpproxy): for a non-streamed call
-# (json) the round trip, for a streamed one (sse) the time to the first
-# chunk. Direct and proxied calls take turns call by call in the same run;
+# What `witness proxy --listen` adds to a model API call, with its model
+# events deriver, against the scripted model server (testdata/modelserver)
+# answering real openai SDK requests (BenchmarkAddedLatency in ./httpproxy):
+# for a non-streamed Chat Completions call with tool calls (json) the round
+# trip, for a streamed one (sse) the time to the first chunk. Direct and proxied calls take turns call by call in the same run;
 # "added" is proxy minus direct per pair of calls. N calls per mode per run
 # ($HTTP_BENCH_N), $HTTP_BENCH_COUNT runs; each cell is the median over
 # runs, in µs.
@@ -35,5 +36,6 @@ END {
 		printf "%-6s %-22s %10.0f %10.0f\n", kind, "added by the proxy", median(vals[kind, "added-p50-µs"]), median(vals[kind, "added-p99-µs"])
 	}
 	printf "(median of %d runs of %d calls per mode; direct and proxied calls alternate;\n", count, n
-	printf " the proxy writes every chunk to its cassette before forwarding it)\n"
+	printf " the proxy writes every chunk to its cassette before forwarding it and\n"
+	printf " derives model_input/model_output events; upstream: testdata/modelserver)\n"
 }'

@@ -4,9 +4,14 @@
 // own assembly of the wire (modelapi) with the SDK's:
 //   {"id","model","text","tool_calls":[{"id","item_id"?,"name","arguments"?,"input"?}],
 //    "stop_reason","usage"}
-// or, when the SDK throws, {"error":{"status","type","message"}}.
+// or, when the SDK throws, {"error":{"status","type","message"}}; either
+// with "raw":{"status","body"}: the HTTP status and the response body bytes
+// (base64) exactly as the SDK's fetch received them (a cut stream: what
+// came before the cut).
 //
-// Usage: node modelclient.mjs <base-url> <scenario>
+// Usage: node modelclient.mjs <base-url> <scenario>[,<scenario>...] [changed]
+// (one line per scenario, in order; "changed" adds a word to the user
+// message: a request no recording holds)
 // Scenarios: chat-tools, chat-text (streamed), chat-parallel (streamed tool calls),
 // chat-429, chat-cut, chat-error-event, responses-function,
 // responses-function-stream, responses-500, responses-error-event,
@@ -17,8 +22,26 @@
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 
-const [base, scenario] = process.argv.slice(2);
-const say = `scenario: ${scenario.replace(/-stream$/, "")}`;
+const [base, scenarioList, variant] = process.argv.slice(2);
+let say = "";
+
+// fetch, keeping a copy of the last response's body as received
+let raw = null;
+const rawDone = [];
+async function tapFetch(url, init) {
+  const res = await fetch(url, init);
+  const copy = res.clone();
+  rawDone.push((async () => {
+    const chunks = [];
+    try {
+      if (copy.body) for await (const c of copy.body) chunks.push(c);
+    } catch {
+      // cut off: keep what came
+    }
+    raw = { status: res.status, body: Buffer.concat(chunks).toString("base64") };
+  })());
+  return res;
+}
 const weather = {
   name: "get_weather",
   description: "Current weather for a city",
@@ -26,7 +49,7 @@ const weather = {
 };
 
 async function chat(stream) {
-  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "sk-test-not-a-key", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "sk-test-not-a-key", maxRetries: 0, fetch: tapFetch });
   const params = {
     model: "gpt-4o",
     temperature: 0.2,
@@ -55,7 +78,7 @@ async function chat(stream) {
 }
 
 async function responses(stream) {
-  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "sk-test-not-a-key", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "sk-test-not-a-key", maxRetries: 0, fetch: tapFetch });
   const params = {
     model: "gpt-4o",
     instructions: "You answer from the docs.",
@@ -74,7 +97,7 @@ async function responses(stream) {
 }
 
 async function anthropic(stream) {
-  const client = new Anthropic({ baseURL: base, apiKey: "sk-ant-test-not-a-key", maxRetries: 0 });
+  const client = new Anthropic({ baseURL: base, apiKey: "sk-ant-test-not-a-key", maxRetries: 0, fetch: tapFetch });
   const params = {
     model: "claude-witness-test",
     max_tokens: 1024,
@@ -111,13 +134,22 @@ const runs = {
   "anthropic-cut": () => anthropic(true),
 };
 
-const run = runs[scenario];
-if (!run) {
-  process.stderr.write(`modelclient: unknown scenario ${scenario}\n`);
-  process.exit(2);
-}
-try {
-  process.stdout.write(JSON.stringify(await run()) + "\n");
-} catch (e) {
-  process.stdout.write(JSON.stringify({ error: { status: e.status ?? null, type: e.error?.error?.type ?? e.error?.type ?? e.type ?? null, message: String(e.message) } }) + "\n");
+for (const scenario of scenarioList.split(",")) {
+  const run = runs[scenario];
+  if (!run) {
+    process.stderr.write(`modelclient: unknown scenario ${scenario}\n`);
+    process.exit(2);
+  }
+  say = `scenario: ${scenario.replace(/-stream$/, "")}${variant === "changed" ? " (changed)" : ""}`;
+  raw = null;
+  rawDone.length = 0;
+  let out;
+  try {
+    out = await run();
+  } catch (e) {
+    out = { error: { status: e.status ?? null, type: e.error?.error?.type ?? e.error?.type ?? e.type ?? null, message: String(e.message) } };
+  }
+  await Promise.race([Promise.all(rawDone), new Promise((r) => setTimeout(r, 10000).unref())]);
+  out.raw = raw;
+  process.stdout.write(JSON.stringify(out) + "\n");
 }
