@@ -109,10 +109,10 @@ canonical digest) and the log decides the verdict.`,
 
 func runVerify(a *app, o verifyOptions) error {
 	switch {
-	case o.Seal == "" && o.Events == "":
-		return usageError(errors.New("no seal given"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
 	case o.Seal == "" && o.Graph != "":
 		return usageError(errors.New("--graph needs --seal"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
+	case o.Seal == "" && o.Events == "":
+		return usageError(errors.New("no seal given"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
 	case o.Seal == "" && o.Quorum != 0:
 		return usageError(errors.New("--quorum needs --seal"), "pass --seal FILE")
 	}
