@@ -136,13 +136,13 @@ func TestVerifyJUnitIsJUnit10(t *testing.T) {
 // log validates against the SARIF 2.1.0 schema with them.
 func TestSARIFURIsOddNames(t *testing.T) {
 	for in, want := range map[string]string{
-		"events.jsonl":              "events.jsonl",
-		"my events.jsonl":           "my%20events.jsonl",
-		"100%.jsonl":                "100%25.jsonl",
-		"évidence/ログ.jsonl":         "%C3%A9vidence/%E3%83%AD%E3%82%B0.jsonl",
-		"a#b?c.jsonl":               "a%23b%3Fc.jsonl",
-		"c:evil.jsonl":              "./c:evil.jsonl",
-		"/var/ev idence/e.jsonl":    "file:///var/ev%20idence/e.jsonl",
+		"events.jsonl":             "events.jsonl",
+		"my events.jsonl":          "my%20events.jsonl",
+		"100%.jsonl":               "100%25.jsonl",
+		"évidence/ログ.jsonl":        "%C3%A9vidence/%E3%83%AD%E3%82%B0.jsonl",
+		"a#b?c.jsonl":              "a%23b%3Fc.jsonl",
+		"c:evil.jsonl":             "./c:evil.jsonl",
+		"/var/ev idence/e.jsonl":   "file:///var/ev%20idence/e.jsonl",
 		"dir/[x]{y}<z>\"q\\.jsonl": "dir/%5Bx%5D%7By%7D%3Cz%3E%22q%5C.jsonl",
 	} {
 		if got := sarifURI(in); got != want {

@@ -197,4 +197,3 @@ func Check(doc []byte) error {
 	}
 	return nil
 }
-

@@ -27,4 +27,3 @@ func TestCheckFails(t *testing.T) {
 		}
 	}
 }
-
