@@ -31,7 +31,7 @@ type SealFile struct {
 func LoadSeal(path string, keys seal.VerifyOptions) (*SealFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, exitcode.Input("read seal", err, "check the path given to --seal")
+		return nil, exitcode.Input("read seal", err, "check the path of the seal file")
 	}
 	kind := SniffKind(data)
 	if err := wrongKind("--seal", path, kind, KindSeal, KindEnvelope); err != nil {
