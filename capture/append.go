@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
@@ -53,6 +55,9 @@ var appendFields = map[eventlog.Kind][]string{
 // the field at fault.
 func ParseAppendInput(line []byte) (*AppendInput, error) {
 	if err := jsonlimit.Check(line); err != nil {
+		return nil, err
+	}
+	if err := checkStrings(line); err != nil {
 		return nil, err
 	}
 	var keys map[string]json.RawMessage
@@ -568,4 +573,131 @@ func atLine(name string, lineNo int64, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s:%d: %w", name, lineNo, err)
+}
+
+// checkStrings refuses a line whose strings (member names or values, at
+// any depth) hold invalid UTF-8 or a lone surrogate escape: encoding/json
+// would read them as U+FFFD, and the log would then record a string the
+// reporter never sent. The error names the field ("$.tool",
+// "$.effect.target", "$.arguments.path") and the byte column.
+func checkStrings(line []byte) error {
+	if utf8.Valid(line) && !bytes.Contains(line, []byte(`\u`)) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	// path holds the member names and indexes down to the next value;
+	// isKey says whether the next string token is a member name
+	type frame struct {
+		object bool
+		index  int
+		name   string
+		isKey  bool
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil // not an object: the caller says so
+	}
+	stack := []frame{{object: true, isKey: true}}
+	field := func() string {
+		path := ""
+		for _, f := range stack {
+			if f.object {
+				if !f.isKey {
+					path = jsonpath.Member(path, f.name)
+				}
+			} else {
+				path = jsonpath.Index(path, f.index)
+			}
+		}
+		return path
+	}
+	for {
+		start := dec.InputOffset()
+		t, err := dec.Token()
+		if err != nil {
+			// not JSON: the decoder's own error says so later
+			return nil
+		}
+		end := dec.InputOffset()
+		raw := line[start:end]
+		// skip the separators the decoder consumed before the token
+		if i := bytes.IndexAny(raw, `"`); i >= 0 {
+			raw = raw[i:]
+		}
+		if str, ok := t.(string); ok {
+			if why := badString(raw); why != "" {
+				where := field()
+				if where == "" {
+					where = "$"
+				}
+				what := "a string"
+				if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].isKey {
+					what = "a member name"
+				}
+				col := int(end-int64(len(raw))) + 1
+				return &jsontree.Error{Col: col, Field: where, Msg: fmt.Sprintf("%s holds %s (witness records strings exactly, never with U+FFFD in their place)", what, why)}
+			}
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].isKey {
+				stack[n-1].name, stack[n-1].isKey = str, false
+				continue
+			}
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, isKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// a value ended: the next token of an object is a name, of an
+		// array the next element
+		if n := len(stack); n > 0 {
+			if stack[n-1].object {
+				stack[n-1].isKey = true
+			} else if t != json.Delim('[') {
+				stack[n-1].index++
+			}
+		} else {
+			return nil
+		}
+	}
+}
+
+// badString says what is wrong with the raw JSON string token s (quotes
+// included): invalid UTF-8 bytes or an unpaired UTF-16 surrogate escape;
+// "" when it is sound.
+func badString(s []byte) string {
+	if !utf8.Valid(s) {
+		return "bytes that are not valid UTF-8"
+	}
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		if s[i+1] != 'u' || i+6 > len(s) {
+			i++
+			continue
+		}
+		r, err := strconv.ParseUint(string(s[i+2:i+6]), 16, 16)
+		if err != nil {
+			return ""
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+				lo, err := strconv.ParseUint(string(s[i+8:i+12]), 16, 16)
+				if err == nil && lo >= 0xDC00 && lo < 0xE000 {
+					i += 11
+					continue
+				}
+			}
+			return "a lone UTF-16 surrogate escape"
+		case r >= 0xDC00 && r < 0xE000:
+			return "a lone UTF-16 surrogate escape"
+		}
+		i += 5
+	}
+	return ""
 }

@@ -261,3 +261,45 @@ func TestAppendKeepsFailureVisible(t *testing.T) {
 		t.Fatalf("cut-off log: %v", err)
 	}
 }
+
+// Invalid UTF-8 (and lone surrogate escapes) in any string field, at any
+// depth, member names included, is refused with the field's path, never
+// written as U+FFFD; AppendLog names input, line, column and field.
+func TestAppendRefusesInvalidUTF8(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"{\"kind\":\"tool_call\",\"tool\":\"rm\xff\",\"arguments\":{}}", `$.tool: a string holds bytes that are not valid UTF-8`},
+		{"{\"kind\":\"model_input\",\"role\":\"sys\xc3\",\"content\":\"x\"}", `$.role: a string holds bytes that are not valid UTF-8`},
+		{"{\"kind\":\"model_input\",\"content\":\"x\",\"ref\":\"\xfe\"}", `$.ref: a string`},
+		{"{\"kind\":\"model_input\",\"content\":\"x\",\"ts\":\"2026\xff\"}", `$.ts: a string`},
+		{"{\"kind\":\"external_effect\",\"tool\":\"w\",\"effect\":{\"op\":\"write\",\"target\":\"/data/\xff\"}}", `$.effect.target: a string holds bytes that are not valid UTF-8`},
+		{"{\"kind\":\"tool_call\",\"tool\":\"w\",\"arguments\":{\"paths\":[\"/a\",\"/b\xff\"]}}", `$.arguments.paths[1]: a string`},
+		{"{\"kind\":\"tool_call\",\"tool\":\"w\",\"arguments\":{\"p\xffth\":\"/a\"}}", `$.arguments: a member name holds bytes that are not valid UTF-8`},
+		{`{"kind":"tool_call","tool":"rm\ud800","arguments":{}}`, `$.tool: a string holds a lone UTF-16 surrogate escape`},
+		{`{"kind":"tool_call","tool":"rm\udc00x","arguments":{}}`, `$.tool: a string holds a lone UTF-16 surrogate escape`},
+		{"{\"kind\":\"message\",\"message\":{\"direction\":\"outgoing\",\"conversation\":\"c\",\"sender\":\"a\xff\",\"text\":\"t\",\"operation\":\"direct\"}}", `$.message.sender: a string`},
+	} {
+		_, err := ParseAppendInput([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.in, err, c.want)
+		}
+	}
+	// sound strings pass: a surrogate pair, escapes, non-ASCII
+	for _, ok := range []string{
+		`{"kind":"tool_call","tool":"rm\ud83d\ude00","arguments":{"p":"\\u\"é"}}`,
+		`{"kind":"model_input","content":"日本","role":"\u00e9"}`,
+	} {
+		if _, err := ParseAppendInput([]byte(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	path := writeTemp(t, sampleLog(t, goodSigner))
+	in := appendInput + "{\"kind\":\"tool_call\",\"tool\":\"delete\xff\",\"arguments\":{}}\n"
+	rep, err := AppendLog(path, strings.NewReader(in), appendOpts())
+	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), `stdin:7:28: $.tool: a string holds bytes that are not valid UTF-8`) {
+		t.Fatalf("err %v", err)
+	}
+	data, _ := os.ReadFile(path)
+	if len(rep.Appended) != 6 || bytes.Contains(data, []byte("\uFFFD")) || bytes.Contains(data, []byte(`\ufffd`)) {
+		t.Fatalf("U+FFFD written or lines lost: %+v", rep)
+	}
+}

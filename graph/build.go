@@ -41,6 +41,9 @@ func Build(src EventSource, opts Options) (*Graph, error) {
 	if err := mapAll(src, m); err != nil {
 		return nil, err
 	}
+	if err := m.finish(); err != nil {
+		return nil, err
+	}
 	g.Nodes = make([]*Node, 0, len(g.index))
 	for _, n := range g.index {
 		g.Nodes = append(g.Nodes, n)

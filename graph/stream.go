@@ -133,6 +133,15 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 		}
 		return stats, srcErr
 	}
+	// what needs the whole log (the session's one end time)
+	ev.reset()
+	if err := m.finish(); err != nil {
+		st.abort()
+		return stats, evidenceError(err)
+	}
+	if prefix != nil {
+		ev.flushInto(cur)
+	}
 	// the last run stays in memory
 	close(st.runCh)
 	if err := <-st.done; err != nil {

@@ -3,8 +3,10 @@ package seal
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
@@ -101,16 +103,79 @@ func (e *Envelope) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// EnvelopeOptions give the keys that verify a DSSE envelope.
+type EnvelopeOptions struct {
+	// Keyring and Trust hold the Ed25519 public keys that may have signed
+	// the envelope (either may be nil).
+	Keyring *keyring.Keyring
+	Trust   *TrustSet
+	// Threshold is how many distinct keys must have signed (DSSE's t);
+	// 0 means 1. Keys are told apart by their material, so one key under
+	// two key ids counts once.
+	Threshold int
+}
+
+// EnvelopeResult is the outcome of each signature of an envelope.
+type EnvelopeResult struct {
+	// Checks has one entry per signature, in envelope order; Which is
+	// "envelope.signatures[i]". Status is ok, bad, revoked or
+	// unknown-key (skipped, as the DSSE spec asks).
+	Checks []Check `json:"checks"`
+	// Distinct is the number of distinct keys that verified.
+	Distinct int `json:"distinct_trusted_signers"`
+}
+
 // VerifyEnvelope checks a DSSE envelope's signatures with the trusted keys
-// (at least one must verify, none may fail) and returns the seal it
-// carries, parsed from the verified payload bytes.
+// of trust (see VerifyEnvelopeWith) and returns the seal it carries.
 func VerifyEnvelope(data []byte, name string, trust *TrustSet) (*Sealed, error) {
+	s, _, err := VerifyEnvelopeWith(data, name, EnvelopeOptions{Trust: trust})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// decodeB64 decodes a DSSE base64 field: the DSSE spec lets a writer use
+// standard or URL-safe base64, with or without padding, so a reader must
+// accept all four. Line breaks, which Go's decoder would skip, are refused.
+func decodeB64(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, fmt.Errorf("a line break in base64")
+	}
+	var firstErr error
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		b, err := enc.Strict().DecodeString(s)
+		if err == nil {
+			return b, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, firstErr
+}
+
+// VerifyEnvelopeWith checks a DSSE envelope as the DSSE spec says: the
+// payload and every signature may be in standard or URL-safe base64, with
+// or without padding; a signature by a key neither the keyring nor the
+// trust file holds (or, without a keyid, that no held key verifies) is
+// skipped; at least Threshold distinct keys must verify. Stricter than the
+// spec, like a seal's cosignatures: a signature that names a held key and
+// does not verify is tampering, whatever else verifies.
+//
+// The error carries exitcode.Tampered for a malformed envelope or payload,
+// a bad signature or one by a revoked key when no other verified, and
+// exitcode.Unauthenticated when the envelope is intact but too few of its
+// signatures are by keys the verifier holds (cannot check). In that last
+// case the seal parsed from the payload is returned with the error, so the
+// caller may still report what it says.
+func VerifyEnvelopeWith(data []byte, name string, opts EnvelopeOptions) (*Sealed, *EnvelopeResult, error) {
 	bad := func(err error) error {
 		return exitcode.New(exitcode.Tampered, fmt.Errorf("envelope %w", err), "")
 	}
 	root, err := jsontree.Parse(data, name)
 	if err != nil {
-		return nil, bad(err)
+		return nil, nil, bad(err)
 	}
 	var perr error
 	r := jsontree.NewObjectReader(name, "", root, &perr)
@@ -121,27 +186,82 @@ func VerifyEnvelope(data []byte, name string, trust *TrustSet) (*Sealed, error) 
 	})
 	r.Done()
 	if perr != nil {
-		return nil, bad(perr)
+		return nil, nil, bad(perr)
 	}
 	if env.PayloadType != PayloadType {
-		return nil, bad(fmt.Errorf("%s: payloadType %q, want %q", name, env.PayloadType, PayloadType))
+		return nil, nil, bad(fmt.Errorf("%s: payloadType %q, want %q", name, env.PayloadType, PayloadType))
 	}
-	payload, err := base64.StdEncoding.Strict().DecodeString(env.Payload)
+	payload, err := decodeB64(env.Payload)
 	if err != nil {
-		return nil, bad(fmt.Errorf("%s: payload is not standard base64", name))
+		return nil, nil, bad(fmt.Errorf("%s: payload is not base64 (standard or URL-safe): %v", name, err))
 	}
 	if len(env.Signatures) == 0 {
-		return nil, bad(fmt.Errorf("%s: no signatures", name))
+		return nil, nil, bad(fmt.Errorf("%s: no signatures", name))
 	}
+	threshold := opts.Threshold
+	if threshold <= 0 {
+		threshold = 1
+	}
+	res := &EnvelopeResult{}
+	v := keyring.NewVerifier(opts.Keyring, opts.Trust, nil)
 	pae := PAE(env.PayloadType, payload)
-	for _, sg := range env.Signatures {
-		if err := trust.Verify(sg.KeyID, keyring.SigEd25519, pae, sg.Sig); err != nil {
-			return nil, bad(fmt.Errorf("%s: signature by %s: %w", name, orNone(sg.KeyID), err))
+	first := map[string]string{}
+	for i, sg := range env.Signatures {
+		c := Check{Which: fmt.Sprintf("envelope.signatures[%d]", i), KeyID: sg.KeyID, Alg: keyring.SigEd25519}
+		raw, derr := decodeB64(sg.Sig)
+		var signed keyring.Signed
+		err := derr
+		if derr == nil {
+			signed, err = v.Check(sg.KeyID, keyring.SigEd25519, pae, base64.StdEncoding.EncodeToString(raw))
 		}
+		switch {
+		case derr != nil:
+			c.Status, c.Detail = StatusBad, "sig is not base64 (standard or URL-safe)"
+		case err == nil:
+			c.Status, c.Signer = StatusOK, signed.Identity
+			c.Detail = "verified with " + signed.Source
+			if w, dup := first[signed.Identity]; dup {
+				c.Detail += "; same signer as " + w + ", counted once"
+			} else {
+				first[signed.Identity] = c.Which
+				res.Distinct++
+			}
+		case errors.Is(err, keyring.ErrRevoked):
+			c.Status, c.Detail = StatusRevoked, err.Error()
+		case errors.Is(err, keyring.ErrBadSignature) && sg.KeyID != "":
+			c.Status, c.Detail = StatusBad, err.Error()
+		default:
+			// a key the verifier does not hold, or no keyid and no held
+			// key verifies it: skipped (DSSE: unknown signatures are
+			// not an error)
+			c.Status, c.Detail = StatusUnknown, "skipped: "+err.Error()
+		}
+		res.Checks = append(res.Checks, c)
+	}
+	for _, c := range res.Checks {
+		if c.Status == StatusBad {
+			return nil, res, bad(fmt.Errorf("%s: %s (key %s) does not verify: %s", name, c.Which, orNone(c.KeyID), c.Detail))
+		}
+	}
+	var short error
+	if res.Distinct < threshold {
+		revoked := ""
+		for _, c := range res.Checks {
+			if c.Status == StatusRevoked {
+				revoked = c.Detail
+				break
+			}
+		}
+		if revoked != "" && res.Distinct == 0 {
+			return nil, res, bad(fmt.Errorf("%s: signed only by revoked keys: %s", name, revoked))
+		}
+		short = exitcode.New(exitcode.Unauthenticated,
+			fmt.Errorf("envelope %s: %d of %d required distinct keys that the keyring or trust file holds signed it", name, res.Distinct, threshold),
+			"cannot check: give the trust file or keyring that holds the envelope's signing key (--trust, --keyring)")
 	}
 	st, err := jsontree.Parse(payload, name+" payload")
 	if err != nil {
-		return nil, bad(err)
+		return nil, res, bad(err)
 	}
 	pr := jsontree.NewObjectReader(name+" payload", "", st, &perr)
 	if t := pr.String("_type", true); perr == nil && t != StatementType {
@@ -162,23 +282,23 @@ func VerifyEnvelope(data []byte, name string, trust *TrustSet) (*Sealed, error) 
 	pv := pr.Value("predicate")
 	pr.Done()
 	if perr != nil {
-		return nil, bad(perr)
+		return nil, res, bad(perr)
 	}
 	if pv == nil {
-		return nil, bad(fmt.Errorf("%s: statement has no predicate", name))
+		return nil, res, bad(fmt.Errorf("%s: statement has no predicate", name))
 	}
 	var raw json.RawMessage
 	if err := json.Unmarshal(payload, &struct {
 		Predicate *json.RawMessage `json:"predicate"`
 	}{&raw}); err != nil {
-		return nil, bad(err)
+		return nil, res, bad(err)
 	}
 	s, err := Parse(raw, name+" predicate")
 	if err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	if d, _ := s.Digest(); d != digest {
-		return nil, bad(fmt.Errorf("%s: subject digest %s does not match the seal body digest %s", name, digest, d))
+		return nil, res, bad(fmt.Errorf("%s: subject digest %s does not match the seal body digest %s", name, digest, d))
 	}
-	return s, nil
+	return s, res, short
 }

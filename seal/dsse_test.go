@@ -11,6 +11,7 @@ import (
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
 
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
@@ -119,4 +120,133 @@ func TestPAE(t *testing.T) {
 	if got != want || string(dsse.PAE("http://example.com/HelloWorld", []byte("hello world"))) != want {
 		t.Errorf("PAE = %q", got)
 	}
+}
+
+// envelopeFor signs the fixture seal and wraps it in an envelope signed by
+// signers (the first one also signs the seal).
+func envelopeFor(t *testing.T, signers ...keyring.Signer) (*Sealed, map[string]any, []byte) {
+	t.Helper()
+	s, err := Sign(loadFixture(t).Body, signers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := NewEnvelope(s, "seal.json", signers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := base64.StdEncoding.DecodeString(env.Payload)
+	for _, sg := range signers[1:] {
+		sig, err := sg.Sign(PAE(PayloadType, payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Signatures = append(env.Signatures, EnvelopeS{KeyID: sg.KeyID(), Sig: sig})
+	}
+	b, _ := json.Marshal(env)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return s, m, payload
+}
+
+func marshal(t *testing.T, m map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sigsOf(m map[string]any) []any { return m["signatures"].([]any) }
+
+// The DSSE spec: payload and sigs in standard or URL-safe base64, padded
+// or not; signatures by unknown keys are skipped; the threshold counts
+// distinct verified keys (key material).
+func TestEnvelopeDSSESpec(t *testing.T) {
+	k, _ := newKeyring(t, keyring.AlgEd25519)
+	signer, _ := k.ActiveSigner()
+	stranger, _ := newKeyring(t, keyring.AlgEd25519)
+	strangerSigner, _ := stranger.ActiveSigner()
+	trust, _ := k.ExportTrust()
+
+	// every base64 spelling of payload and sig verifies
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		s, m, payload := envelopeFor(t, signer)
+		sig0 := sigsOf(m)[0].(map[string]any)
+		raw, _ := base64.StdEncoding.DecodeString(sig0["sig"].(string))
+		sig0["sig"] = enc.EncodeToString(raw)
+		m["payload"] = enc.EncodeToString(payload)
+		got, res, err := VerifyEnvelopeWith(marshal(t, m), "e", EnvelopeOptions{Trust: trust})
+		if err != nil || got == nil || got.Signature != s.Signature || res.Distinct != 1 {
+			t.Errorf("encoding %v: %v, %+v", enc, err, res)
+		}
+	}
+	// a payload that needs URL-safe characters and has them is accepted;
+	// a line break is not
+	_, m, _ := envelopeFor(t, signer)
+	m["payload"] = m["payload"].(string)[:8] + "\n" + m["payload"].(string)[8:]
+	if _, _, err := VerifyEnvelopeWith(marshal(t, m), "e", EnvelopeOptions{Trust: trust}); exitcode.Of(err) != exitcode.Tampered {
+		t.Errorf("line break in payload: %v", err)
+	}
+
+	// an unknown key's signature is skipped, before or after ours
+	_, m, _ = envelopeFor(t, signer, strangerSigner)
+	sigs := sigsOf(m)
+	for _, order := range [][]any{sigs, {sigs[1], sigs[0]}} {
+		m["signatures"] = order
+		got, res, err := VerifyEnvelopeWith(marshal(t, m), "e", EnvelopeOptions{Trust: trust})
+		if err != nil || got == nil || res.Distinct != 1 {
+			t.Errorf("unknown key not skipped: %v %+v", err, res)
+		}
+		unknown := 0
+		for _, c := range res.Checks {
+			if c.Status == StatusUnknown {
+				unknown++
+			}
+		}
+		if unknown != 1 {
+			t.Errorf("checks %+v", res.Checks)
+		}
+	}
+	// only unknown keys: unauthenticated (cannot check), the seal returned
+	_, m, _ = envelopeFor(t, strangerSigner)
+	got, _, err := VerifyEnvelopeWith(marshal(t, m), "e", EnvelopeOptions{Trust: trust})
+	if exitcode.Of(err) != exitcode.Unauthenticated || got == nil {
+		t.Errorf("only unknown keys: %v (exit %v)", err, exitcode.Of(err))
+	}
+	// a held key whose signature does not verify: tampered, even beside a good one
+	_, m, _ = envelopeFor(t, signer, signer)
+	bad := sigsOf(m)[1].(map[string]any)
+	raw, _ := base64.StdEncoding.DecodeString(bad["sig"].(string))
+	raw[0] ^= 1
+	bad["sig"] = base64.StdEncoding.EncodeToString(raw)
+	if _, _, err := VerifyEnvelopeWith(marshal(t, m), "e", EnvelopeOptions{Trust: trust}); exitcode.Of(err) != exitcode.Tampered {
+		t.Errorf("bad signature by a held key: %v", err)
+	}
+
+	// one key under two keyids counts once: threshold 2 is not met
+	_, m, _ = envelopeFor(t, signer, signer)
+	second := sigsOf(m)[1].(map[string]any)
+	second["keyid"] = "alias"
+	twice := &keyring.TrustSet{Keys: append(append([]keyring.TrustedKey(nil), trust.Keys...), trust.Keys[0])}
+	twice.Keys[1].KeyID = "alias"
+	_, res, err := VerifyEnvelopeWith(marshal(t, m), "e", EnvelopeOptions{Trust: twice, Threshold: 2})
+	if exitcode.Of(err) != exitcode.Unauthenticated || res == nil || res.Distinct != 1 {
+		t.Errorf("one key twice met threshold 2: %v %+v", err, res)
+	}
+	// two distinct held keys meet it
+	both := &keyring.TrustSet{Keys: append(append([]keyring.TrustedKey(nil), trust.Keys...), mustTrust(t, stranger).Keys...)}
+	_, m, _ = envelopeFor(t, signer, strangerSigner)
+	if _, res, err := VerifyEnvelopeWith(marshal(t, m), "e", EnvelopeOptions{Trust: both, Threshold: 2}); err != nil || res.Distinct != 2 {
+		t.Errorf("two keys: %v %+v", err, res)
+	}
+}
+
+func mustTrust(t *testing.T, k *keyring.Keyring) *keyring.TrustSet {
+	t.Helper()
+	ts, err := k.ExportTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
 }

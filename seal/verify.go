@@ -57,16 +57,18 @@ type Result struct {
 	Quorum   int           `json:"quorum,omitempty"`
 	Distinct int           `json:"distinct_trusted_signers"`
 	Code     exitcode.Code `json:"-"`
-	Verdict  string        `json:"verdict"` // ok | violation | tampered
+	Verdict  string        `json:"verdict"` // ok | violation | tampered | unauthenticated
 	Reason   string        `json:"reason"`
 }
 
 // Verify checks the seal's signatures against the given keys. It returns
 // the result and, when the verdict is not ok, an error carrying the exit
 // code: Tampered when a signature does not verify (the body or signature
-// was changed), was made by a revoked key, or cannot be checked with the
-// keys given; Violation when every signature is intact but fewer than
-// Quorum distinct trusted keys signed.
+// was changed) or was made by a revoked key; Unauthenticated when the
+// primary signature cannot be checked with the keys given (cannot check:
+// a key neither the keyring nor the trust file holds); Violation when
+// every signature is intact but fewer than Quorum distinct trusted keys
+// signed.
 //
 // The steps, each checkable on its own: a key must be given
 // (requireKey); every signature is checked against the canonical body
@@ -233,7 +235,8 @@ func quorumVerdict(res *Result, quorum int) (*Result, error) {
 }
 
 // primaryVerdict, without a quorum, is ok only when the primary signature
-// verified; revoked or unknown-key is tampering.
+// verified; revoked is tampering; unknown-key is unauthenticated: nothing
+// shows the seal was altered, the verifier lacks the key to check it.
 func primaryVerdict(res *Result) (*Result, error) {
 	p := res.Checks[0]
 	switch p.Status {
@@ -247,7 +250,7 @@ func primaryVerdict(res *Result) (*Result, error) {
 	case StatusRevoked:
 		return fail(res, exitcode.Tampered, "seal signature: "+p.Detail, "a revoked key's signatures are no longer trusted; re-seal with the active key")
 	}
-	return fail(res, exitcode.Tampered, "seal signature cannot be verified: "+p.Detail,
+	return fail(res, exitcode.Unauthenticated, "seal signature cannot be checked: "+p.Detail,
 		"verify with the keyring or trust file that holds the signing key (--keyring, --trust), or ATW_WITNESS_KEY for 0.1.0 seals")
 }
 

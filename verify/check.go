@@ -32,6 +32,12 @@ type checker struct {
 	promptSeen      bool
 	promptUnchecked int64             // system model inputs without content
 	scopeUnchecked  map[int]*[3]int64 // tool index → {calls without payload, calls without path args, redacted path args}
+	scopeChecked    int64             // path arguments and effects placed and judged against a scope
+
+	// unrun: checks that judged nothing although there was something to
+	// judge (every call unchecked); their notices already say why, so
+	// the check's status is not-checkable without another notice.
+	unrun map[string]string
 
 	sf surface // resources, prompts, sampling, elicitation, tool list changes
 }
@@ -345,6 +351,7 @@ func (c *checker) argScopesNote(e *eventlog.Event, line int64, note string) {
 			continue
 		}
 		clean, ok, reason := CleanPath(pa.Value)
+		c.scopeChecked++
 		if ok && c.granted(i, OpRead, clean) {
 			continue
 		}
@@ -391,11 +398,11 @@ func (c *checker) effectScope(e *eventlog.Event, line int64, rpc json.RawMessage
 		return
 	}
 	clean, placed, reason := CleanPath(e.Effect.Target)
-	if !placed {
-		if strings.Contains(reason, "URI scheme") {
-			return // a URL or recipient, not a path
-		}
-	} else if c.granted(i, op, clean) {
+	if !placed && strings.Contains(reason, "URI scheme") {
+		return // a URL or recipient, not a path
+	}
+	c.scopeChecked++
+	if placed && c.granted(i, op, clean) {
 		return
 	}
 	msg := fmt.Sprintf("external effect %s %q of tool %q is outside the sealed scopes %s", e.Effect.Op, e.Effect.Target, e.Tool, c.scopeList(i))
@@ -528,6 +535,12 @@ func (c *checker) finish() {
 			Tool: c.plan.Tools[i].Name, SealClause: fmt.Sprintf("tools[%d].scopes", i),
 			Message: fmt.Sprintf("calls of tool %q could not be checked against its scopes: %s", c.plan.Tools[i].Name, strings.Join(parts, ", ")),
 		})
+	}
+	if c.scopeChecked == 0 && len(idx) > 0 {
+		if c.unrun == nil {
+			c.unrun = map[string]string{}
+		}
+		c.unrun[CheckScope] = "no call of a scoped tool carried a path argument that could be checked"
 	}
 	c.finishSurface()
 	dropped := make([]string, 0)

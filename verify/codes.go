@@ -9,7 +9,8 @@ type codeInfo struct {
 // codes describes every finding code verify produces. docs/design/verdicts.md
 // lists the same table; TestCodesDocumented keeps them in step.
 var codes = map[string]codeInfo{
-	"seal-invalid":            {"The seal is malformed or its signature does not verify", "The seal file was altered, or it was signed with a key the keyring or trust file does not hold. Nothing the seal says can be relied on."},
+	"seal-invalid":            {"The seal is malformed or its signature does not verify", "The seal file (or its DSSE envelope) was altered, or signed by a revoked key. Nothing the seal says can be relied on."},
+	"seal-unauthenticated":    {"The seal cannot be checked with the keys given", "Its signature (or every signature of its DSSE envelope) is by a key neither the keyring nor the trust file holds: nothing shows it was altered, but nothing shows it was not. Give the keyring or trust file that holds the signing key (--keyring, --trust)."},
 	"seal-quorum-not-met":     {"Fewer trusted keys signed the seal than the quorum requires", "Collect more cosignatures (witness cosign) or lower --quorum if the policy allows."},
 	"log-parse":               {"A line of the event log is not a valid event", "The log was edited by hand or corrupted: this line is not an event witness wrote."},
 	"log-canonical":           {"A line of the event log is not in canonical form", "The line's bytes were changed after capture (witness writes canonical JSON only)."},
@@ -23,7 +24,7 @@ var codes = map[string]codeInfo{
 	"log-end":                 {"The session_end count or head does not match the log", "Lines were added, removed or edited before the end."},
 	"log-signature":           {"A session_end signature does not verify", "The end line was altered or signed with another key."},
 	"log-unsigned":            {"The session_end carries no signature", "Without a trusted signature on the end, a cut-off tail re-ended by someone else cannot be ruled out. Capture with a keyring, or pass --allow-unsigned to accept it."},
-	"log-untrusted":           {"The session_end is signed only by keys the keyring does not hold", "Give the keyring or trust file that holds the signing key (--keyring), or pass --allow-unsigned."},
+	"log-untrusted":           {"The session_end is signed only by keys the keyring does not hold", "Cannot check (unauthenticated): give the keyring or trust file that holds the signing key (--keyring, --trust), or pass --allow-unsigned. An end signed only by revoked keys counts as not signed (incomplete)."},
 	"log-partial":             {"The event log ends in a partial line", "The capture stopped in the middle of a write, or the file was truncated."},
 	"log-no-end":              {"The event log has no session_end line", "The capture was cut off or the end was removed: what came after the last line is unknown."},
 	"log-empty":               {"The event log is empty", "Nothing was captured, or the file was emptied."},

@@ -31,6 +31,10 @@ type EventOptions struct {
 	// (the seal as plan, payloads kept): to check a graph file written
 	// with another plan or --no-payloads against the log.
 	GraphOptions *graph.Options
+	// IntegrityOnly checks the chain, the signed end and the end reasons
+	// only (no seal was given): the events are not judged against plan,
+	// and the graph digest is that of the log's graph without a seal.
+	IntegrityOnly bool
 }
 
 // CheckEvents judges the event log read from rd (named name in findings)
@@ -58,6 +62,9 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		gr, gw = io.Pipe()
 		src = io.TeeReader(rd, gw)
 		gopts := graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}
+		if opts.IntegrityOnly {
+			gopts = graph.Options{}
+		}
 		if opts.GraphOptions != nil {
 			gopts = *opts.GraphOptions
 		}
@@ -75,14 +82,32 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	}
 
 	c := newChecker(plan, name)
+	var watch *revokeWatch
+	var verifier eventlog.SignatureVerifier
+	if opts.EndVerifier != nil {
+		watch = &revokeWatch{v: opts.EndVerifier}
+		verifier = watch
+	}
+	revokedEnds := map[int64]bool{}
 	lr, lerr := eventlog.VerifyLog(src, name, eventlog.VerifyLogOptions{
-		Verifier: opts.EndVerifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max,
+		Verifier: verifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max,
 		OnEvent: func(line int64, ev *eventlog.Event) {
 			r.Evidence.addSource(string(ev.Source))
 			if ev.Kind == eventlog.KindSessionEnd {
 				if f, inferred := eventlog.EndFailure(ev.End); f != "" {
 					r.Evidence.Failures = append(r.Evidence.Failures, RecordedFailure{EventID: ev.ID, Line: line, Failure: f, FromReason: inferred})
 				}
+				// VerifyLog checks an end's signatures just before
+				// handing it here
+				if watch != nil && watch.revoked {
+					revokedEnds[line] = true
+				}
+			}
+			if watch != nil {
+				watch.revoked = false
+			}
+			if opts.IntegrityOnly {
+				return
 			}
 			if line == 1 && ev.Kind == eventlog.KindSessionStart {
 				c.header(ev, line)
@@ -116,7 +141,7 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		r.Evidence.ImportedFrom = lr.Header.ImportedFrom
 	}
 	for _, f := range lr.Findings {
-		r.Findings = append(r.Findings, chainFinding(f, name, opts.AllowUnsigned))
+		r.Findings = append(r.Findings, chainFinding(f, name, opts.AllowUnsigned, revokedEnds[f.Line]))
 	}
 	if lr.FindingsDropped > 0 {
 		r.Findings = append(r.Findings, Finding{
@@ -124,14 +149,52 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 			Message: fmt.Sprintf("%d more chain findings were not listed", lr.FindingsDropped),
 		})
 	}
+	if opts.IntegrityOnly {
+		return nil
+	}
 	c.finish()
 	r.Findings = append(r.Findings, c.findings...)
 	mergeNotCheckable(r, c.notCheckable)
+	mergeUnrun(r, c.unrun)
 	return nil
 }
 
-// chainFinding maps a eventlog.VerifyLog finding to a verify finding.
-func chainFinding(f eventlog.Finding, file string, allowUnsigned bool) Finding {
+// revokeWatch passes end signatures to the verifier and notes whether one
+// was made by a revoked key: an end signed only by revoked keys counts as
+// not signed (incomplete), one signed only by keys the verifier does not
+// hold cannot be checked (unauthenticated).
+type revokeWatch struct {
+	v       eventlog.SignatureVerifier
+	revoked bool
+}
+
+func (w *revokeWatch) Verify(keyID, alg string, msg []byte, sig string) error {
+	_, err := w.VerifySigner(keyID, alg, msg, sig)
+	return err
+}
+
+// VerifySigner implements eventlog.SignerVerifier ("" when the wrapped
+// verifier does not tell the signer).
+func (w *revokeWatch) VerifySigner(keyID, alg string, msg []byte, sig string) (string, error) {
+	var signer string
+	var err error
+	if sv, ok := w.v.(eventlog.SignerVerifier); ok {
+		signer, err = sv.VerifySigner(keyID, alg, msg, sig)
+	} else {
+		err = w.v.Verify(keyID, alg, msg, sig)
+	}
+	if errors.Is(err, eventlog.ErrRevokedKey) {
+		w.revoked = true
+	}
+	return signer, err
+}
+
+// chainFinding maps a eventlog.VerifyLog finding to a verify finding. An
+// end signed only by keys the verifier does not hold (log-untrusted) is
+// unauthenticated: nothing shows an edit, the key to check it is missing;
+// one signed only by revoked keys (revoked) counts as not signed, and an
+// end with no signature is incomplete: both leave a cut-off tail open.
+func chainFinding(f eventlog.Finding, file string, allowUnsigned, revoked bool) Finding {
 	out := Finding{
 		Check: CheckChain, Code: "log-" + strings.ReplaceAll(f.Code, "_", "-"),
 		EventID: f.ID, Message: f.Message, File: file, Line: f.Line,
@@ -143,7 +206,12 @@ func chainFinding(f eventlog.Finding, file string, allowUnsigned bool) Finding {
 		out.Severity, out.Class = SevError, ClassIncomplete
 	case eventlog.SevUnsigned:
 		out.Severity, out.Class = SevWarning, ClassIncomplete
-		out.Message += " (without a trusted signature on the end, a cut-off tail cannot be ruled out)"
+		if f.Code == eventlog.FindUntrusted && !revoked {
+			out.Class = ClassUnauthenticated
+			out.Message += " (cannot check: give the keyring or trust file that holds the signing key; until then a cut-off tail cannot be ruled out)"
+		} else {
+			out.Message += " (without a trusted signature on the end, a cut-off tail cannot be ruled out)"
+		}
 	default:
 		out.Severity, out.Class = SevWarning, ClassNotice
 		if allowUnsigned && (f.Code == eventlog.FindUnsigned || f.Code == eventlog.FindUntrusted) {

@@ -26,8 +26,10 @@ const (
 	ClassViolation  Class = "violation"  // intact evidence that breaks the seal
 	ClassTampered   Class = "tampered"   // evidence (or the seal) altered or invalid
 	ClassIncomplete Class = "incomplete" // evidence cut short: no signed end, cut-off tail, a recorded failure
-	// ClassUnauthenticated: evidence that carries nothing to authenticate
-	// it (a graph read without its event log).
+	// ClassUnauthenticated: evidence that cannot be authenticated with
+	// what the verifier was given, with nothing to show it was altered: a
+	// signature by a key neither the keyring nor the trust file holds, a
+	// graph read without its event log ("cannot check").
 	ClassUnauthenticated Class = "unauthenticated"
 	ClassNotice          Class = "notice" // worth knowing; not a failure
 )
@@ -43,10 +45,11 @@ const (
 	Violation  Verdict = "violation"
 	Incomplete Verdict = "incomplete"
 	Tampered   Verdict = "tampered"
-	// Unauthenticated: the evidence read carries no chain or signature
-	// (a graph without its event log), so nothing shows it is what the
-	// witness recorded. Exit 4, like incomplete: what is missing is the
-	// evidence that would authenticate it.
+	// Unauthenticated: the evidence cannot be authenticated with what the
+	// verifier was given (a seal or session end signed by a key it does not
+	// hold, a graph without its event log), and nothing shows it was
+	// altered: cannot check. Exit 6, its own code: a missing key is a
+	// set-up to fix, not an attack (docs/design/verdicts.md).
 	Unauthenticated Verdict = "unauthenticated"
 )
 
@@ -70,8 +73,10 @@ func (v Verdict) ExitCode() exitcode.Code {
 	switch v {
 	case Tampered:
 		return exitcode.Tampered
-	case Incomplete, Unauthenticated:
+	case Incomplete:
 		return exitcode.Incomplete
+	case Unauthenticated:
+		return exitcode.Unauthenticated
 	case Violation:
 		return exitcode.Violation
 	}

@@ -83,3 +83,20 @@ func FuzzCheckGraph(f *testing.F) {
 		render(t, r, "sarif")
 	})
 }
+
+// FuzzSniffKind: the file-kind sniffer never panics, and a kind it names
+// is stable when more bytes follow the first value (it reads the first
+// JSON value only).
+func FuzzSniffKind(f *testing.F) {
+	f.Add([]byte(`{"format":"witness-cassette","v":1}`))
+	f.Add([]byte(`{"header":{"format":"witness-events"},"id":"e0","kind":"session_start","prev":"00","seq":0}`))
+	f.Add([]byte(`{"payload":"e30","payloadType":"application/vnd.in-toto+json","signatures":[]}`))
+	f.Add([]byte(`{"@context":{},"@graph":[]}`))
+	f.Add([]byte(`{"tools":[{"name":"a"}],"signature":"x","witness_id":"w"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		k := SniffKind(data)
+		if k != KindUnknown && SniffKind(append(append([]byte(nil), data...), "\n{}\n"...)) != k {
+			t.Fatalf("kind %q changes when a line follows", k)
+		}
+	})
+}

@@ -92,6 +92,7 @@ func checkGraph(r *Report, plan Plan, name string, g *graph.Graph) error {
 	c.finish()
 	r.Findings = append(r.Findings, c.findings...)
 	mergeNotCheckable(r, c.notCheckable)
+	mergeUnrun(r, c.unrun)
 	return nil
 }
 

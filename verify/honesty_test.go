@@ -239,7 +239,7 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 }
 
 // A graph alone is never verified: it carries no chain. Its verdict is
-// unauthenticated (exit 4); a dangling reference is tampering (3).
+// unauthenticated (exit 6); a dangling reference is tampering (3).
 func TestGraphAloneUnauthenticated(t *testing.T) {
 	dir := t.TempDir()
 	sealPath, plan, keys := sealFor(t, dir)
@@ -254,13 +254,13 @@ func TestGraphAloneUnauthenticated(t *testing.T) {
 	clean := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
 	g := writeFile(t, dir, "clean.jsonld", graphOf(t, clean, graph.Options{}))
 	r := run(g)
-	if r.Verdict != Unauthenticated || r.Code() != exitcode.Incomplete {
+	if r.Verdict != Unauthenticated || r.Code() != exitcode.Unauthenticated {
 		t.Fatalf("clean graph: verdict %s\n%s", r.Verdict, reportText(t, r))
 	}
 	if f := findCode(r, "graph-unauthenticated"); f == nil || f.Class != ClassUnauthenticated {
 		t.Errorf("finding %+v", f)
 	}
-	if vl := verdictLineOf(t, r); !strings.HasPrefix(vl, "verdict: unauthenticated (exit 4): 0 errors, 1 warning, ") || !strings.Contains(vl, "; unauthenticated: a graph alone carries no chain or signature;") {
+	if vl := verdictLineOf(t, r); !strings.HasPrefix(vl, "verdict: unauthenticated (exit 6): 0 errors, 1 warning, ") || !strings.Contains(vl, "; unauthenticated: a graph alone carries no chain or signature;") {
 		t.Errorf("verdict line %q", vl)
 	}
 	if ju := string(render(t, r, "junit")); !strings.Contains(ju, `type="unauthenticated"`) {

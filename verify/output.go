@@ -98,6 +98,9 @@ func (r *Report) VerdictLine() string {
 // evidence cannot prove, in a fixed order (Report.Qualifiers).
 func (r *Report) qualifiers() []string {
 	var out []string
+	if r.integrityOnly {
+		out = append(out, IntegrityOnly)
+	}
 	if fs := r.Evidence.Failures; len(fs) > 0 {
 		q := "recording failed: " + fs[0].Failure
 		if len(fs) > 1 {
@@ -106,7 +109,18 @@ func (r *Report) qualifiers() []string {
 		out = append(out, q)
 	}
 	if r.Verdict == Unauthenticated {
-		out = append(out, "unauthenticated: a graph alone carries no chain or signature")
+		for _, f := range r.Findings {
+			if f.Code == "graph-unauthenticated" {
+				out = append(out, "unauthenticated: a graph alone carries no chain or signature")
+				break
+			}
+		}
+		for _, f := range r.Findings {
+			if f.Class == ClassUnauthenticated && f.Code != "graph-unauthenticated" {
+				out = append(out, "unauthenticated: signed by a key the keyring and trust file given do not hold (cannot check)")
+				break
+			}
+		}
 	}
 	if r.Evidence.Imported() {
 		q := "imported, not observed"
@@ -221,6 +235,7 @@ type sarifArtifactLocation struct {
 type sarifResult struct {
 	RuleID              string            `json:"ruleId"`
 	RuleIndex           int               `json:"ruleIndex"`
+	Kind                string            `json:"kind,omitempty"`
 	Level               string            `json:"level"`
 	Message             sarifMessage      `json:"message"`
 	Locations           []sarifLocation   `json:"locations,omitempty"`
@@ -248,14 +263,43 @@ type sarifLogical struct {
 	Kind               string `json:"kind,omitempty"`
 }
 
-// sarifURI turns a file name into a SARIF artifact URI: a relative path with
-// forward slashes, or a file: URI for an absolute path.
+// sarifURI turns a file name into a SARIF artifact URI (an RFC 3986
+// URI reference): a relative reference with forward slashes, or a file:
+// URI for an absolute path. Every byte outside RFC 3986's unreserved
+// characters and the sub-delimiters safe in a path is percent-encoded,
+// UTF-8 byte by byte, so spaces, '%', '#', '?' and non-ASCII names stay
+// one valid reference. A relative name whose first segment holds a ':'
+// gets "./" in front, so it is not read as a scheme.
 func sarifURI(p string) string {
 	p = filepath.ToSlash(p)
-	if strings.HasPrefix(p, "/") {
-		return "file://" + p
+	abs := strings.HasPrefix(p, "/")
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '/' || isPathChar(c) {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
 	}
-	return p
+	u := b.String()
+	if abs {
+		return "file://" + u
+	}
+	if first, _, _ := strings.Cut(u, "/"); strings.Contains(first, ":") {
+		u = "./" + u
+	}
+	return u
+}
+
+// isPathChar reports whether c may stand unencoded in a URI path segment
+// (RFC 3986 pchar, without '%'): unreserved, sub-delims, ':' and '@'.
+func isPathChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0
 }
 
 func sarifLevel(s Severity) string {
@@ -328,6 +372,12 @@ func (r *Report) WriteSARIF(w io.Writer) error {
 			PartialFingerprints: map[string]string{"witnessFinding/v1": fingerprint(f)},
 			Properties:          map[string]any{"check": f.Check, "class": string(f.Class)},
 		}
+		if notApplicable(f.Code) {
+			// a check that could not run is not a result about the
+			// evidence: SARIF's kind notApplicable (level none), never
+			// a pass or a fail
+			res.Kind, res.Level = "notApplicable", "none"
+		}
 		if f.EventID != "" {
 			res.Properties["event_id"] = f.EventID
 		}
@@ -375,7 +425,7 @@ func (r *Report) WriteSARIF(w io.Writer) error {
 		}
 		results = append(results, res)
 	}
-	props := map[string]any{"verdict": string(r.Verdict)}
+	props := map[string]any{"verdict": string(r.Verdict), "checks": r.Checks}
 	if r.Seal.Digest != "" {
 		props["seal_digest"] = r.Seal.Digest
 	}
@@ -418,6 +468,12 @@ func (r *Report) WriteSARIF(w io.Writer) error {
 	return err
 }
 
+// notApplicable reports whether a finding code says a check (or part of
+// one) could not run.
+func notApplicable(code string) bool {
+	return code == "not-checkable" || code == "scope-not-checkable"
+}
+
 func sevRank(s Severity) int {
 	switch s {
 	case SevError:
@@ -454,7 +510,6 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -559,7 +614,8 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		suite.Cases = append(suite.Cases, tc)
 		suite.Tests++
 	}
-	doc := junitSuites{Name: "witness verify", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Suites: []junitSuite{suite}}
+	// junit-10.xsd allows skipped on a testsuite, not on testsuites
+	doc := junitSuites{Name: "witness verify", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}}
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode junit: %w", err)

@@ -34,7 +34,15 @@ type Report struct {
 
 	notCheckable map[string]string
 	skipped      map[string]bool
+	// integrityOnly: no seal was given; only the event chain was checked.
+	integrityOnly bool
+	// unrun: checks that judged nothing (their notices say why).
+	unrun map[string]string
 }
+
+// IntegrityOnly is the qualifier of a report made without a seal: only
+// the log's chain, signed end and end reasons were checked.
+const IntegrityOnly = "integrity only: no seal given"
 
 // SealSummary names the seal the evidence was judged against.
 type SealSummary struct {
@@ -42,6 +50,11 @@ type SealSummary struct {
 	Digest    string   `json:"digest,omitempty"` // the seal's Ref (0.1.0 seal_ref)
 	WitnessID string   `json:"witness_id,omitempty"`
 	Signers   []string `json:"signers,omitempty"` // key ids whose signatures verified
+	// Envelope is "dsse" when the seal came in a DSSE envelope;
+	// EnvelopeSigners are the key ids of the envelope's verified
+	// signatures, one per distinct key.
+	Envelope        string   `json:"envelope,omitempty"`
+	EnvelopeSigners []string `json:"envelope_signers,omitempty"`
 }
 
 // Evidence describes what was read.
@@ -114,10 +127,25 @@ type Summary struct {
 // Finish sorts the findings, turns the reasons of checks that could not run
 // into notices, fills each check's status and computes the verdict. Call it
 // once, after every check.
+//
+// A check that could not run, or ran on nothing although there was
+// something to judge, is not-checkable, never pass: a pass must mean that
+// something was checked and found in order (or that there was nothing to
+// check). Without a seal, every check but the event chain is not
+// checkable for the one reason IntegrityOnly, said once in the verdict
+// line rather than once per check.
 func (r *Report) Finish() {
 	notCheckable, skipped := r.notCheckable, r.skipped
+	if r.integrityOnly {
+		notCheckable = map[string]string{}
+		for _, c := range Checks {
+			if c.ID != CheckChain {
+				notCheckable[c.ID] = IntegrityOnly
+			}
+		}
+	}
 	for _, c := range Checks {
-		if reason := notCheckable[c.ID]; reason != "" && !skipped[c.ID] {
+		if reason := notCheckable[c.ID]; reason != "" && !skipped[c.ID] && !r.integrityOnly {
 			r.Findings = append(r.Findings, Finding{
 				Check: c.ID, Code: "not-checkable", Severity: SevNotice, Class: ClassNotice,
 				File: r.Evidence.File, Message: c.ID + " not checkable: " + reason,
@@ -163,6 +191,9 @@ func (r *Report) Finish() {
 		case notCheckable[c.ID] != "":
 			cr.Status = StatusNotCheckable
 			cr.Reason = notCheckable[c.ID]
+		case r.unrun[c.ID] != "":
+			cr.Status = StatusNotCheckable
+			cr.Reason = r.unrun[c.ID]
 		}
 		r.Checks = append(r.Checks, cr)
 	}
@@ -172,6 +203,18 @@ func (r *Report) Finish() {
 
 // Code returns the exit code of the verdict.
 func (r *Report) Code() exitcode.Code { return r.Verdict.ExitCode() }
+
+// mergeUnrun records the checks that judged nothing, for Finish.
+func mergeUnrun(r *Report, m map[string]string) {
+	for k, v := range m {
+		if r.unrun == nil {
+			r.unrun = map[string]string{}
+		}
+		if _, ok := r.unrun[k]; !ok {
+			r.unrun[k] = v
+		}
+	}
+}
 
 // mergeNotCheckable records the reasons of checks that could not run, for
 // finalize.

@@ -58,7 +58,11 @@ func PlanFromSeal(s *seal.Sealed) Plan {
 // still describe it.
 func Run(o Options) (*Report, error) {
 	if o.SealFile == "" {
-		return nil, exitcode.New(exitcode.Usage, errors.New("no seal given"), "pass --seal FILE")
+		if o.EventsFile == "" || o.GraphFile != "" {
+			return nil, exitcode.New(exitcode.Usage, errors.New("no seal given"),
+				"pass --seal FILE; without a seal, --events FILE alone checks the log's integrity")
+		}
+		return runIntegrity(o)
 	}
 	r := &Report{Seal: SealSummary{File: o.SealFile}, Evidence: Evidence{Kind: "none"}}
 	if o.EventsFile == "" && o.GraphFile == "" {
@@ -70,16 +74,21 @@ func Run(o Options) (*Report, error) {
 		}
 	}
 
-	s, err := seal.Load(o.SealFile)
+	sf, err := LoadSeal(o.SealFile, o.SealKeys)
 	if err != nil {
-		if exitcode.Of(err) != exitcode.Tampered {
-			return nil, err
+		return nil, err
+	}
+	recordEnvelope(r, sf)
+	s := sf.Sealed
+	if s == nil {
+		if exitcode.Of(sf.Err) != exitcode.Tampered {
+			return nil, sf.Err
 		}
 		// An invalid seal: nothing it says can be relied on, so the
 		// evidence is not judged against it.
 		r.Findings = append(r.Findings, Finding{
 			Check: CheckSeal, Code: "seal-invalid", Severity: SevError, Class: ClassTampered, File: o.SealFile,
-			Message: err.Error(),
+			SealClause: envelopeClause(sf), Message: sf.Err.Error(),
 		})
 		r.notCheckable = map[string]string{}
 		for _, c := range Checks {
@@ -94,6 +103,13 @@ func Run(o Options) (*Report, error) {
 		}
 		r.Finish()
 		return r, nil
+	}
+	if sf.Err != nil {
+		// an intact envelope no key given to the verifier signed
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckSeal, Code: "seal-unauthenticated", Severity: SevError, Class: ClassUnauthenticated, File: o.SealFile,
+			SealClause: "envelope", Message: sf.Err.Error(),
+		})
 	}
 	plan := PlanFromSeal(s)
 	r.Seal.Digest = plan.Ref
@@ -137,28 +153,105 @@ func Run(o Options) (*Report, error) {
 	return r, nil
 }
 
-// openEvents opens the event log (standard input for "-").
+// openEvents opens the event log (standard input for "-"). A file that is
+// plainly of another kind (a cassette, a seal, a graph...) is a usage
+// error naming the flag or command that reads it (SniffKind).
 func openEvents(o Options) (io.Reader, func(), error) {
+	var rd io.Reader
+	closeFn := func() {}
 	if o.EventsFile == "-" {
 		if o.Stdin == nil {
 			return nil, nil, exitcode.New(exitcode.Usage, errors.New("--events -: no standard input"), "")
 		}
-		return o.Stdin, func() {}, nil
+		rd = o.Stdin
+	} else {
+		f, err := os.Open(o.EventsFile)
+		if err != nil {
+			return nil, nil, exitcode.Input("read events", err, "check the path given to --events")
+		}
+		rd, closeFn = f, func() { f.Close() }
 	}
-	f, err := os.Open(o.EventsFile)
-	if err != nil {
-		return nil, nil, exitcode.Input("read events", err, "check the path given to --events")
+	br, kind := sniffReader(rd)
+	if err := wrongKind("--events", o.EventsFile, kind, KindEvents); err != nil {
+		closeFn()
+		return nil, nil, err
 	}
-	return f, func() { f.Close() }, nil
+	return br, closeFn, nil
 }
 
-// openGraph opens a graph file.
-func openGraph(name string) (*os.File, error) {
+// openGraph opens a graph file; a file of another kind is a usage error
+// (SniffKind).
+func openGraph(name string) (io.ReadCloser, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, exitcode.Input("read graph", err, "check the path given to --graph")
 	}
-	return f, nil
+	br, kind := sniffReader(f)
+	if err := wrongKind("--graph", name, kind, KindGraph); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{br, f}, nil
+}
+
+// runIntegrity checks an event log without a seal: its hash chain, its
+// signed end and what its ends record, nothing that needs a seal. The
+// checks that need one are listed as not checkable ("no seal given") and
+// the verdict line says "integrity only: no seal given".
+func runIntegrity(o Options) (*Report, error) {
+	r := &Report{Evidence: Evidence{Kind: "events"}, integrityOnly: true}
+	rd, closeFn, err := openEvents(o)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	if err := CheckEvents(r, Plan{}, o.EventsFile, rd, EventOptions{
+		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true, IntegrityOnly: true,
+	}); err != nil {
+		return nil, err
+	}
+	r.Finish()
+	return r, nil
+}
+
+// recordEnvelope notes the envelope's verified signers in the report.
+func recordEnvelope(r *Report, sf *SealFile) {
+	if sf.Envelope == nil {
+		return
+	}
+	r.Seal.Envelope = "dsse"
+	seen := map[string]bool{}
+	for _, c := range sf.Envelope.Checks {
+		if c.Status == seal.StatusOK && !seen[c.Signer] {
+			seen[c.Signer] = true
+			r.Seal.EnvelopeSigners = append(r.Seal.EnvelopeSigners, orNoKeyID(c.KeyID))
+		}
+	}
+}
+
+func orNoKeyID(k string) string {
+	if k == "" {
+		return "(no keyid)"
+	}
+	return k
+}
+
+// envelopeClause is the clause of a seal-invalid finding: the first
+// envelope signature that failed, "envelope" for another envelope defect,
+// "" for a plain seal file.
+func envelopeClause(sf *SealFile) string {
+	if sf.Envelope == nil {
+		return ""
+	}
+	for _, c := range sf.Envelope.Checks {
+		if c.Status == seal.StatusBad || c.Status == seal.StatusRevoked {
+			return c.Which
+		}
+	}
+	return "envelope"
 }
 
 // checkEventsAndGraph verifies the event log and checks that the graph file
@@ -249,6 +342,11 @@ func checkSeal(r *Report, s *seal.Sealed, o Options) error {
 		return nil
 	}
 	switch exitcode.Of(err) {
+	case exitcode.Unauthenticated:
+		r.Findings = append(r.Findings, Finding{
+			Check: CheckSeal, Code: "seal-unauthenticated", Severity: SevError, Class: ClassUnauthenticated, File: o.SealFile,
+			SealClause: "signature", Message: err.Error(),
+		})
 	case exitcode.Tampered:
 		clause := "signature"
 		if res != nil {

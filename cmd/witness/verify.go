@@ -48,9 +48,16 @@ under two labels (with and without key_id, two key ids) counts once. A key
 revoked in the keyring or the trust file verifies nothing, whatever the
 other says.
 
+--seal also reads the DSSE envelope 'witness seal --envelope dsse' writes:
+its signatures (standard or URL-safe base64) are checked with the
+keyring's and trust file's Ed25519 keys, a signature by a key neither
+holds is skipped, and at least one must verify; then the seal it carries
+is checked as above.
+
 It prints one line per signature and a verdict line. Exit codes: 0 verified,
-1 quorum not met, 3 a signature does not verify, is by a revoked key, or
-cannot be checked with the keys given (docs/exit-codes.md).
+1 quorum not met, 3 a signature does not verify or is by a revoked key,
+6 unauthenticated: the signature cannot be checked with the keys given
+(docs/exit-codes.md).
 
 With --events FILE (an event log) or --graph FILE (a graph written by
 'witness graph'), verify also judges the evidence against the seal: the
@@ -59,27 +66,35 @@ never used, path arguments outside the sealed scopes, the system prompt and
 the server's tool definitions against the sealed hashes, and the binding of
 the events to this seal. It prints one line per finding and a verdict line
 (--json, --sarif or --junit for machines; --out FILE to write the report to
-a file). Exit codes: 0 verified, 1 violation, 3 tampered, 4 incomplete or
-unauthenticated (docs/design/verdicts.md).
+a file). Exit codes: 0 verified, 1 violation, 3 tampered, 4 incomplete,
+6 unauthenticated (docs/design/verdicts.md). A file of the wrong kind (a
+cassette given to --events, an event log to --seal...) is a usage error
+(exit 2) whose hint names the flag or command that reads it.
+
+Without --seal, --events FILE checks the log's integrity only: its hash
+chain, its signed end and what its ends record (exit 0, 3, 4 or 6); the
+verdict line and the JSON say "integrity only: no seal given".
 
 The verdict line also says what the evidence cannot prove: a session end
 that records a failed recording (then the log is at best incomplete),
 events imported from another tool rather than observed, violations that a
 worse verdict outranks. A graph alone carries no hash chain or signature:
-it is judged but never verified (unauthenticated, exit 4). With both
+it is judged but never verified (unauthenticated, exit 6). With both
 --graph and --events, the graph must be exactly the log's graph (same
 canonical digest) and the log decides the verdict.`,
 		Example: `  witness verify --seal seal.json
   ATW_WITNESS_KEY=$(printf '0%.0s' {1..64}) witness verify --seal seal_without_damaging_tool.json
   witness verify --seal seal.json --trust trust.json --quorum 2
   witness verify --seal seal.json --events events.jsonl
+  witness verify --events events.jsonl
+  witness verify --seal seal.intoto.jsonl --trust trust.json
   witness verify --seal seal.json --graph graph.jsonld --events events.jsonl --sarif --out verify.sarif`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(a, o)
 		},
 	}
-	c.Flags().StringVar(&o.Seal, "seal", "", "the signed seal")
+	c.Flags().StringVar(&o.Seal, "seal", "", "the signed seal, or its DSSE envelope ('witness seal --envelope dsse'); without it, --events checks integrity only")
 	o.Keys.AddFlags(c, keyUse{Legacy: true, Trust: true})
 	c.Flags().IntVar(&o.Quorum, "quorum", 0, "require at least this many distinct trusted keys to have signed the body")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
@@ -89,11 +104,18 @@ canonical digest) and the log decides the verdict.`,
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
 	o.Output.AddFlags(c, "write the report to this file instead of stdout (the verdict line still goes to stdout)", true)
 	c.Flags().BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept an event log whose end carries no signature the keyring can check")
-	c.MarkFlagRequired("seal")
 	return c
 }
 
 func runVerify(a *app, o verifyOptions) error {
+	switch {
+	case o.Seal == "" && o.Graph != "":
+		return usageError(errors.New("--graph needs --seal"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
+	case o.Seal == "" && o.Events == "":
+		return usageError(errors.New("no seal given"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
+	case o.Seal == "" && o.Quorum != 0:
+		return usageError(errors.New("--quorum needs --seal"), "pass --seal FILE")
+	}
 	if o.Events == "" && o.Graph == "" && !o.SARIF && !o.JUnit && o.Output.Out == "" && !o.AllowUnsigned {
 		return runVerifySeal(a, o)
 	}
@@ -101,29 +123,45 @@ func runVerify(a *app, o verifyOptions) error {
 }
 
 func runVerifySeal(a *app, o verifyOptions) error {
-	s, err := seal.Load(o.Seal)
-	if err != nil {
-		return err
-	}
 	vo, err := o.Keys.VerifyKeys(a, o.Quorum)
 	if err != nil {
 		return err
 	}
-	res, verr := seal.Verify(s, vo)
+	sf, err := verify.LoadSeal(o.Seal, vo)
+	if err != nil {
+		return err
+	}
+	if sf.Sealed == nil {
+		if sf.Envelope != nil && !o.JSON {
+			printChecks(a, sf.Envelope.Checks)
+		}
+		return sf.Err
+	}
+	res, verr := seal.Verify(sf.Sealed, vo)
 	if verr != nil && exitcode.Of(verr) == exitcode.Usage {
 		return verr
 	}
+	if sf.Err != nil && (verr == nil || exitcode.Of(verr) == exitcode.Violation) {
+		// the envelope could not be checked: the seal is at best
+		// unauthenticated, whatever its own signature says
+		res.Verdict, res.Code, res.Reason = exitcode.Unauthenticated.Name(), exitcode.Unauthenticated, sf.Err.Error()
+		verr = sf.Err
+	}
 	if o.JSON {
 		out := struct {
-			Seal string `json:"seal"`
+			Seal     string               `json:"seal"`
+			Envelope *seal.EnvelopeResult `json:"envelope,omitempty"`
 			*seal.Result
-		}{o.Seal, res}
+		}{o.Seal, sf.Envelope, res}
 		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "%s\n", b)
 	} else {
+		if sf.Envelope != nil {
+			printChecks(a, sf.Envelope.Checks)
+		}
 		printSealChecks(a, res)
 	}
 	// The verdict is on stdout; the error and its hint go to stderr.
@@ -131,8 +169,14 @@ func runVerifySeal(a *app, o verifyOptions) error {
 }
 
 func printSealChecks(a *app, res *seal.Result) {
+	printChecks(a, res.Checks)
+	fmt.Fprintf(a.stdout, "verdict: %s: %s\n", res.Verdict, res.Reason)
+}
+
+// printChecks prints one line per signature.
+func printChecks(a *app, checks []seal.Check) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	for _, c := range res.Checks {
+	for _, c := range checks {
 		key := c.KeyID
 		if key == "" {
 			key = "(no key_id)"
@@ -140,7 +184,6 @@ func printSealChecks(a *app, res *seal.Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s: %s\n", c.Which, c.Alg, key, c.Status, c.Detail)
 	}
 	tw.Flush()
-	fmt.Fprintf(a.stdout, "verdict: %s: %s\n", res.Verdict, res.Reason)
 }
 
 // runVerifyEvidence judges the events or graph against the seal (package

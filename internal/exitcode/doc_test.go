@@ -32,7 +32,7 @@ func TestDocMatchesConstants(t *testing.T) {
 		}
 		doc = append(doc, entry{n, m[2], m[3]})
 	}
-	constNames := map[Code]string{OK: "OK", Violation: "Violation", Usage: "Usage", Tampered: "Tampered", Incomplete: "Incomplete", Failure: "Failure"}
+	constNames := map[Code]string{OK: "OK", Violation: "Violation", Usage: "Usage", Tampered: "Tampered", Incomplete: "Incomplete", Failure: "Failure", Unauthenticated: "Unauthenticated"}
 	var code []entry
 	for _, c := range All {
 		name, ok := constNames[c]

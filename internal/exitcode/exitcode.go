@@ -28,16 +28,20 @@ const (
 	// hash chain, malformed seal, events, cassette, graph or audit).
 	Tampered Code = 3
 	// Incomplete: evidence is incomplete (missing session end, cut-off tail,
-	// a recorded recording failure, truncated audit snapshot, or the
-	// evidence that would authenticate it is missing).
+	// a recorded recording failure, truncated audit snapshot).
 	Incomplete Code = 4
 	// Failure: the operation itself failed (I/O error, MCP server died or
 	// timed out, OS keyring unreachable); no verdict was reached.
 	Failure Code = 5
+	// Unauthenticated: nothing shows the evidence was altered, but it
+	// cannot be authenticated with what the verifier was given (a signature
+	// by a key neither the keyring nor the trust file holds, a graph
+	// without its event log): cannot check, give the key or the log.
+	Unauthenticated Code = 6
 )
 
 // All lists every code in ascending order.
-var All = []Code{OK, Violation, Usage, Tampered, Incomplete, Failure}
+var All = []Code{OK, Violation, Usage, Tampered, Incomplete, Failure, Unauthenticated}
 
 // Name is the stable lower-case name of the code, as used in docs and JSON.
 func (c Code) Name() string {
@@ -54,6 +58,8 @@ func (c Code) Name() string {
 		return "incomplete"
 	case Failure:
 		return "failure"
+	case Unauthenticated:
+		return "unauthenticated"
 	}
 	return fmt.Sprintf("code-%d", int(c))
 }
