@@ -116,7 +116,8 @@ func Load(r io.Reader, name string) (*Script, error) {
 	//     not yet answered, or a notification (or host answer) no request
 	//     received after it has been answered since; a host that pipelines
 	//     sends several messages before the server writes anything, and a
-	//     server works through them in order;
+	//     server works through them in order; a sampling or elicitation
+	//     request to the earliest open host request (ownerOf);
 	//   - with none open, to anchor: the turn of the last host message, or
 	//     of the request whose response came last, or of the line placed
 	//     last. The host's answer to a server request continues the turn
@@ -218,9 +219,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 				continue
 			}
 		}
-		if len(open) > 0 {
-			anchor = open[0]
-		}
+		anchor = ownerOf(open, m, perr == nil, anchor)
 		if perr == nil && m.Kind == mcp.KindRequest && !wl.partial {
 			a := &ask{method: m.Method, id: m.ID, line: rec.Line}
 			a.key, _ = KeyOf(m)       // a key that cannot be made describes the request by its method only
@@ -234,6 +233,22 @@ func Load(r io.Reader, name string) (*Script, error) {
 	io.Copy(h, r) // the digest covers the whole file, whatever the reader left
 	s.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return s, nil
+}
+
+// ownerOf picks the turn of a server line that is neither a response nor
+// a progress notification with a known token: the earliest open host
+// message, except that a sampling or elicitation request goes to the
+// earliest open host request (the protocol has servers make them while
+// handling one: a tool that asks the user); with nothing fitting open, the
+// anchor.
+func ownerOf(open []*entry, m *mcp.Message, parsed bool, anchor *entry) *entry {
+	inRequest := parsed && m.Kind == mcp.KindRequest && (m.Method == "sampling/createMessage" || m.Method == "elicitation/create")
+	for _, e := range open {
+		if !inRequest || e.kind == mcp.KindRequest {
+			return e
+		}
+	}
+	return anchor
 }
 
 // maxOpen bounds the open host messages Load keeps (requests a server
