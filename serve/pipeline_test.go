@@ -248,3 +248,32 @@ func TestServePipelinedRecordingEndToEnd(t *testing.T) {
 		t.Errorf("the call's answer comes before its progress:\n%s", out)
 	}
 }
+
+// FuzzWithToken: splicing a progress token into a line never panics, and
+// when it succeeds the result is the line with params.progressToken set to
+// the token and every other member unchanged.
+func FuzzWithToken(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"rec","progress":1}}`), []byte(`7`))
+	f.Add([]byte(`{"params" : { "a":{"progressToken":1}, "progressToken" : 2 } , "method":"x"}`), []byte(`"h"`))
+	f.Add([]byte(`{"params":[1]}`), []byte(`1`))
+	f.Fuzz(func(t *testing.T, line, tok []byte) {
+		if m, err := mcp.Parse(line); err != nil || m.Kind != mcp.KindNotification {
+			return
+		}
+		if _, err := mcp.Parse([]byte(`{"jsonrpc":"2.0","id":` + string(tok) + `,"result":{}}`)); err != nil {
+			return // only a valid id-like token (string or number) is ever spliced
+		}
+		out, ok := withToken(line, tok)
+		if !ok {
+			return
+		}
+		m, err := mcp.Parse(out)
+		if err != nil {
+			t.Fatalf("spliced line does not parse: %v\n%s", err, out)
+		}
+		got, _ := progressTokenOf(m.Params)
+		if got != string(tok) {
+			t.Fatalf("token %s, want %s\n%s", got, tok, out)
+		}
+	})
+}
