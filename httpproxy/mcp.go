@@ -88,10 +88,9 @@ type mcpSession struct {
 	cw        *cassette.Writer
 	d         *capture.Deriver
 
-	mu     sync.Mutex
-	notes  []string
-	ended  string
-	failed bool
+	mu    sync.Mutex
+	notes []string
+	ended string
 }
 
 func (s *mcpSession) note(msg string) {
@@ -572,7 +571,7 @@ func (e *mcpExchange) end(detail string) {
 	}
 	if e.over {
 		e.sess.note(fmt.Sprintf("exchange %d: response body over %s, kept in the HTTP cassette, not read into events", e.x, mcp.FormatSize(MaxMCPMessage)))
-	} else if e.body != nil && len(e.body) > 0 {
+	} else if len(e.body) > 0 {
 		body := e.body
 		e.body = nil
 		if e.enc != "" {

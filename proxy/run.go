@@ -33,6 +33,7 @@ type Options struct {
 	EffectsPath string
 	Signers     []eventlog.Signer
 	Redactor    *capture.Redactor   // redaction of the cassette and the events (nil: none)
+	Notes       []string            // extra notes for the session header (the command's start-up warnings)
 	Getenv      func(string) string // for ATW_WITNESS_TS
 
 	Stdin   io.Reader
@@ -120,7 +121,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Cassette: casFile, Events: evFile,
 		Command: o.Command[0], Args: o.Command[1:], EnvNames: names,
 		Started: eventlog.Timestamp(o.Getenv),
-		Frozen:  frozen, Seal: seal, Effects: effects, Signers: o.Signers, Redactor: o.Redactor,
+		Frozen:  frozen, Seal: seal, Effects: effects, Signers: o.Signers, Redactor: o.Redactor, Notes: o.Notes,
 	})
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "")

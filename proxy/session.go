@@ -62,6 +62,7 @@ type RecordingOptions struct {
 	// cassette and the events before anything is written (the host and
 	// the server still see the real bytes).
 	Redactor *capture.Redactor
+	Notes    []string // extra notes for the session header
 }
 
 // NewRecording writes the cassette header and returns the recording.
@@ -83,7 +84,7 @@ func NewRecording(o RecordingOptions) (*Recording, error) {
 	}
 	ev := bufio.NewWriterSize(o.Events, 64<<10)
 	d := capture.NewDeriver(ev, cw.Header(), capture.DeriveOptions{
-		Seal: o.Seal, Cassette: CassetteName, Effects: o.Effects.Func(), Redactor: o.Redactor,
+		Seal: o.Seal, Cassette: CassetteName, Effects: o.Effects.Func(), Redactor: o.Redactor, Notes: o.Notes,
 	})
 	r := &Recording{cas: cw, d: d, ev: ev, signers: o.Signers, flush: time.Now()}
 	cw.OnRecord(func(rec *cassette.Record) {

@@ -115,6 +115,9 @@ func ParseSpec(data []byte, name string, readFile func(string) ([]byte, error)) 
 				t.Fail("definition_sha256", "want 64 lowercase hex digits (sha256 of the canonical JSON of the tool definition)")
 			}
 		}
+		// the server's annotations, as `witness seal init` copies them:
+		// informational, never signed
+		t.Object("annotations", false)
 		t.Done()
 		if perr == nil && tool.Name == "" {
 			t.Fail("name", "must be non-empty")

@@ -5,7 +5,10 @@
 // VolatileKeys); the incoming id is echoed into the recorded response bytes,
 // which are otherwise replayed exactly; repeated identical requests replay
 // their recorded answers in order; server notifications and requests are
-// replayed where they occurred in the recording; a miss is a JSON-RPC error,
+// replayed in the turn they belong to (a progress notification in the turn
+// of the request whose progressToken it carries, with the host's token;
+// anything else in the turn of the earliest host message still open when
+// it was written); a miss is a JSON-RPC error,
 // the nearest recorded request and a diff on stderr, and exit status 4.
 //
 // A recorded request of the server to the host (sampling, elicitation,

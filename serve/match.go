@@ -11,7 +11,7 @@ import (
 // VolatileKeys lists what matching ignores, and why: values a host changes
 // from run to run without changing what it asks.
 var VolatileKeys = []string{
-	"_meta (at any depth of params: progressToken, traceparent, tracestate, baggage, client info of 2026-07-28 requests)",
+	"params._meta, at the top of params only (progressToken, traceparent, tracestate, baggage, client info of 2026-07-28 requests); a _meta deeper down (in a tool's arguments) is data and counts",
 	"params.clientInfo of initialize (the host's name and version)",
 	"_meta at the top of the result of the host's answer to a server request (AnswerOf)",
 }
@@ -43,9 +43,9 @@ func KeyOf(m *mcp.Message) (Key, error) {
 	if err != nil {
 		return k, fmt.Errorf("params: %w", err)
 	}
-	v = stripVolatile(v)
-	if m.Method == "initialize" {
-		if obj, ok := v.(map[string]any); ok {
+	if obj, ok := v.(map[string]any); ok {
+		delete(obj, "_meta") // the protocol's per-request metadata: volatile only here
+		if m.Method == "initialize" {
 			delete(obj, "clientInfo")
 		}
 	}
@@ -116,20 +116,4 @@ func encodeExact(v any) (string, error) {
 		return "", err
 	}
 	return string(c), nil
-}
-
-// stripVolatile removes every "_meta" member, at any depth.
-func stripVolatile(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		delete(t, "_meta")
-		for k, c := range t {
-			t[k] = stripVolatile(c)
-		}
-	case []any:
-		for i, c := range t {
-			t[i] = stripVolatile(c)
-		}
-	}
-	return v
 }

@@ -44,6 +44,10 @@ type action struct {
 	kind actKind
 	line wireLine
 	ask  *ask // actAsk, actAwait
+	// progress: an actWrite of a notifications/progress whose
+	// progressToken is the one the turn's recorded request sent; it is
+	// replayed with the token the host sent this time (see progressSpan).
+	progress bool
 }
 
 // ask is a recorded request of the server to the host (sampling,
@@ -105,11 +109,22 @@ func Load(r io.Reader, name string) (*Script, error) {
 	asks := map[string]*ask{}
 	owner := map[*ask]*entry{}
 	// Server lines that are not responses (notifications, server requests)
-	// are anchored to what came just before them on the wire: the turn of
-	// the last host message, or of the request whose response came last.
-	// The host's answer to a server request continues the turn the request
-	// was sent in.
+	// belong to a turn (docs/design/serve.md, "Turns"):
+	//   - a progress notification to the recorded host request whose
+	//     params._meta.progressToken it carries (tokens, open requests);
+	//   - any other to the earliest host message still open: a request
+	//     not yet answered, or a notification (or host answer) no request
+	//     received after it has been answered since; a host that pipelines
+	//     sends several messages before the server writes anything, and a
+	//     server works through them in order; a sampling or elicitation
+	//     request to the earliest open host request (ownerOf);
+	//   - with none open, to anchor: the turn of the last host message, or
+	//     of the request whose response came last, or of the line placed
+	//     last. The host's answer to a server request continues the turn
+	//     the request was sent in.
 	anchor := s.prelude
+	var open []*entry
+	tokens := map[string]*entry{}
 	pieces := map[cassette.Dir][]byte{}
 	for {
 		rec, err := cr.Next()
@@ -165,6 +180,9 @@ func Load(r io.Reader, name string) (*Script, error) {
 				if m.Kind == mcp.KindRequest {
 					pending[mcp.IDKey(m.ID)] = e
 					s.requests[k] = append(s.requests[k], e)
+					if tok, ok := requestTokenOf(m.Params); ok {
+						tokens[tok] = e
+					}
 				} else {
 					s.notes[k] = append(s.notes[k], e)
 				}
@@ -172,6 +190,10 @@ func Load(r io.Reader, name string) (*Script, error) {
 				s.answers[mcp.IDKey(m.ID)] = append(s.answers[mcp.IDKey(m.ID)], e)
 			}
 			s.all = append(s.all, e)
+			if len(open) == maxOpen {
+				open = append(open[:0], open[1:]...) // a request never answered does not hold every later line
+			}
+			open = append(open, e)
 			anchor = e
 			continue
 		}
@@ -181,9 +203,23 @@ func Load(r io.Reader, name string) (*Script, error) {
 				e.actions = append(e.actions, action{kind: actRespond, line: wl})
 				e.responded = true
 				anchor = e
+				open = closeTurn(open, e)
+				for tok, te := range tokens {
+					if te == e {
+						delete(tokens, tok)
+					}
+				}
 				continue
 			}
 		}
+		if perr == nil && m.Kind == mcp.KindNotification && m.Method == "notifications/progress" {
+			if tok, ok := progressTokenOf(m.Params); ok && tokens[tok] != nil {
+				e := tokens[tok]
+				e.actions = append(e.actions, action{kind: actWrite, line: wl, progress: true})
+				continue
+			}
+		}
+		anchor = ownerOf(open, m, perr == nil, anchor)
 		if perr == nil && m.Kind == mcp.KindRequest && !wl.partial {
 			a := &ask{method: m.Method, id: m.ID, line: rec.Line}
 			a.key, _ = KeyOf(m)       // a key that cannot be made describes the request by its method only
@@ -197,6 +233,50 @@ func Load(r io.Reader, name string) (*Script, error) {
 	io.Copy(h, r) // the digest covers the whole file, whatever the reader left
 	s.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return s, nil
+}
+
+// ownerOf picks the turn of a server line that is neither a response nor
+// a progress notification with a known token: the earliest open host
+// message, except that a sampling or elicitation request goes to the
+// earliest open host request (the protocol has servers make them while
+// handling one: a tool that asks the user); with nothing fitting open, the
+// anchor.
+func ownerOf(open []*entry, m *mcp.Message, parsed bool, anchor *entry) *entry {
+	inRequest := parsed && m.Kind == mcp.KindRequest && (m.Method == "sampling/createMessage" || m.Method == "elicitation/create")
+	for _, e := range open {
+		if !inRequest || e.kind == mcp.KindRequest {
+			return e
+		}
+	}
+	return anchor
+}
+
+// maxOpen bounds the open host messages Load keeps (requests a server
+// never answers stay open), so that loading stays linear.
+const maxOpen = 64
+
+// closeTurn removes the answered request e from the open host messages,
+// with the notifications and answers received before it: a server that
+// answered e has read past them.
+func closeTurn(open []*entry, e *entry) []*entry {
+	at := -1
+	for i, o := range open {
+		if o == e {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return open
+	}
+	keep := open[:0]
+	for i, o := range open {
+		if i == at || (i < at && o.kind != mcp.KindRequest) {
+			continue
+		}
+		keep = append(keep, o)
+	}
+	return keep
 }
 
 // Requests is the number of recorded host requests.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -248,9 +249,11 @@ func TestServeRepeatedCallsInOrder(t *testing.T) {
 		`s2c {"result":{"content":[{"type":"text","text":"second"}]},"jsonrpc":"2.0","id":2}`,
 	)
 	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"roll","arguments":{}}}`
-	got, stderr, res, err := serveSession(t, cas, []step{{fmt.Sprintf(call, 10), 1}, {fmt.Sprintf(call, 11), 2}, {fmt.Sprintf(call, 12), 1}})
+	withToken := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"roll","arguments":{},"_meta":{"progressToken":"host-11"}}}`
+	got, stderr, res, err := serveSession(t, cas, []step{{fmt.Sprintf(call, 10), 1}, {fmt.Sprintf(withToken, 11), 2}, {fmt.Sprintf(call, 12), 1}})
+	// the progress notification carries the host's token, every other byte as recorded
 	want := `{"result":{"content":[{"type":"text","text":"first"}]},"jsonrpc":"2.0","id":10}` + "\n" +
-		`{"method":"notifications/progress","params":{"progressToken":"p2","progress":1},"jsonrpc":"2.0"}` + "\n" +
+		`{"method":"notifications/progress","params":{"progressToken":"host-11","progress":1},"jsonrpc":"2.0"}` + "\n" +
 		`{"result":{"content":[{"type":"text","text":"second"}]},"jsonrpc":"2.0","id":11}` + "\n" +
 		`{"jsonrpc":"2.0","id":12,"error":{"code":-32050,"message":"witness serve: the cassette ` + cas + ` has no recorded answer for this tools/call request"}}` + "\n"
 	if got != want {
@@ -306,10 +309,46 @@ func FuzzKeyOf(f *testing.F) {
 		if (err1 == nil) != (err2 == nil) || k1 != k2 {
 			t.Fatalf("KeyOf not deterministic: %v %v / %v %v", k1, err1, k2, err2)
 		}
-		if err1 == nil && strings.Contains(k1.Params, `"_meta":`) {
-			t.Fatalf("volatile key kept: %s", k1.Params)
+		if err1 != nil || k1.Params == "" {
+			return
+		}
+		var top map[string]json.RawMessage
+		if json.Unmarshal([]byte(k1.Params), &top) == nil {
+			if _, kept := top["_meta"]; kept {
+				t.Fatalf("volatile params._meta kept: %s", k1.Params)
+			}
+		}
+		// a _meta deeper down is data: the key keeps every one the params had below the top
+		var in, out any
+		if json.Unmarshal(m.Params, &in) != nil || json.Unmarshal([]byte(k1.Params), &out) != nil {
+			return
+		}
+		if obj, ok := in.(map[string]any); ok {
+			delete(obj, "_meta")
+		}
+		if a, b := countMeta(in), countMeta(out); a != b {
+			t.Fatalf("nested _meta dropped or invented (%d in the params, %d in the key): params %s, key %s", a, b, m.Params, k1.Params)
 		}
 	})
+}
+
+// countMeta counts the members named "_meta" in a decoded JSON value.
+func countMeta(v any) int {
+	n := 0
+	switch t := v.(type) {
+	case map[string]any:
+		for k, c := range t {
+			if k == "_meta" {
+				n++
+			}
+			n += countMeta(c)
+		}
+	case []any:
+		for _, c := range t {
+			n += countMeta(c)
+		}
+	}
+	return n
 }
 
 // FuzzServeLine feeds arbitrary host input to a served cassette: serve never

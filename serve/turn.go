@@ -32,11 +32,13 @@ type run struct {
 	e         *entry
 	id        json.RawMessage // the incoming id (requests)
 	method    string
-	pc        int            // next action
-	sent      map[*ask]*sent // the turn's server requests sent so far
-	blocked   bool           // stopped at an actAwait
-	responded bool           // the host request was answered (as recorded or with a miss)
-	aborted   bool           // a host answer differed: the rest of the turn is not replayed
+	pc        int             // next action
+	sent      map[*ask]*sent  // the turn's server requests sent so far
+	blocked   bool            // stopped at an actAwait
+	responded bool            // the host request was answered (as recorded or with a miss)
+	aborted   bool            // a host answer differed: the rest of the turn is not replayed
+	token     json.RawMessage // the progressToken the host sent with its request, nil when none
+	dropped   int             // recorded progress notifications not sent: the host asked for none
 }
 
 // sent is a recorded server request sent to the host, waiting for its
@@ -79,6 +81,9 @@ func (ss *serving) start(e *entry, m *mcp.Message) {
 	r := &run{e: e, sent: map[*ask]*sent{}}
 	if m != nil {
 		r.id, r.method = m.ID, m.Method
+		if tok, ok := requestTokenOf(m.Params); ok {
+			r.token = json.RawMessage(tok)
+		}
 	}
 	ss.advance(r)
 }
@@ -91,6 +96,10 @@ func (ss *serving) advance(r *run) {
 		act := r.e.actions[r.pc]
 		switch act.kind {
 		case actWrite:
+			if act.progress {
+				ss.progress(r, act)
+				continue
+			}
 			ss.write(act.line.data, act.line.partial)
 		case actRespond:
 			if r.responded {
@@ -113,6 +122,24 @@ func (ss *serving) advance(r *run) {
 			return
 		}
 	}
+}
+
+// progress sends a recorded progress notification of the turn's request
+// with the token the host sent this time. A host that sent no token asked
+// for no progress (the protocol lets a server send progress only for a
+// token it was given), so the notification is not sent, with a note.
+func (ss *serving) progress(r *run, act action) {
+	if r.token == nil {
+		if r.dropped++; r.dropped == 1 {
+			ss.say("note: the %s request (id %s) has no progressToken; its recorded progress notifications (cassette line %d) are not sent", r.method, r.id, act.line.line)
+		}
+		return
+	}
+	if out, ok := withToken(act.line.data, r.token); ok {
+		ss.write(out, act.line.partial)
+		return
+	}
+	ss.write(act.line.data, act.line.partial)
 }
 
 // ask sends a recorded server request. One the host answered in the

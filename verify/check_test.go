@@ -157,16 +157,6 @@ func runCheck(t testing.TB, plan Plan, data []byte, opts EventOptions) *Report {
 
 func signedOpts() EventOptions { return EventOptions{EndVerifier: testKey} }
 
-func codesOf(r *Report, class Class) []string {
-	var out []string
-	for _, f := range r.Findings {
-		if class == "" || f.Class == class {
-			out = append(out, f.Code)
-		}
-	}
-	return out
-}
-
 func findCode(r *Report, code string) *Finding {
 	for i := range r.Findings {
 		if r.Findings[i].Code == code {

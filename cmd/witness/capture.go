@@ -12,6 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/proxy"
 	"github.com/agent-trace-witness/witness/seal"
@@ -53,7 +54,9 @@ log derived from it (docs/formats/events.md): tool_call and tool_response
 events paired by the exact JSON-RPC id with the real arguments and results,
 notifications, and external effects of tools annotated destructiveHint=true
 or named in --effects. The session end is signed with the active key of
---keyring (or $WITNESS_KEYRING when that file exists).
+--keyring (or $WITNESS_KEYRING when that file exists); without one, and
+when ATW_WITNESS_TS freezes the time, capture warns at start on stderr and
+in the session header's notes.
 
 A scenario is a JSON list of {"tool": NAME, "arguments": {...}} (or
 agent-trace-witness 0.1.0's {"kind": "tool_call", "tool": NAME, "payload":
@@ -133,6 +136,25 @@ func serverEnv(a *app, extra []string) ([]string, error) {
 // end is written unsigned.
 var recordingKeys = keyUse{Role: "keyring whose active key signs the session end", NoUserDefault: true}
 
+// startWarnings are the loud defaults of a recording (capture, proxy):
+// what a user who launched it from a host that strips the environment, or
+// with a test variable left exported, would otherwise find out only at
+// verify time. Each is printed on stderr as a warning and written into the
+// session header's notes, where verify and the graph show it.
+func startWarnings(a *app, signed bool) []string {
+	var w []string
+	if !signed {
+		w = append(w, "unsigned: no keyring (--keyring, or $"+keyring.EnvKeyring+" naming an existing file), so the session end will not be signed and verify will call this log incomplete; hosts often strip the environment: pass --keyring PATH")
+	}
+	if ts := a.getenv(eventlog.EnvTS); ts != "" {
+		w = append(w, "frozen time: "+eventlog.EnvTS+"="+ts+" stamps this live recording with that time instead of the clock (a test setting; unset it for real sessions)")
+	}
+	for _, s := range w {
+		fmt.Fprintf(a.stderr, "witness: warning: %s\n", s)
+	}
+	return w
+}
+
 // captureSigners returns the signers of a recording's session end.
 func captureSigners(a *app, k *keyringOptions) ([]eventlog.Signer, error) {
 	ss, err := k.Signers(a)
@@ -195,9 +217,7 @@ func runCapture(a *app, o captureOptions) error {
 	if lo.Signers, err = captureSigners(a, &o.Keys); err != nil {
 		return err
 	}
-	if len(lo.Signers) == 0 {
-		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
-	}
+	lo.Notes = append(lo.Notes, startWarnings(a, len(lo.Signers) > 0)...)
 	o.Output.Reads(o.Scenario, o.Seal, o.Keys.Input(a), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile)
 	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Output.Out, Files: o.Output.Rules(a), Calls: calls})
 	if res != nil && res.Server.Name != "" {

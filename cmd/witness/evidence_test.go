@@ -48,7 +48,7 @@ func stubServer(in io.Reader, out io.Writer) {
 		case "initialize":
 			result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"stub","version":"1"}}`, req.Params.ProtocolVersion)
 		case "tools/list":
-			result = `{"tools":[]}`
+			result = `{"tools":[{"name":"read_file","inputSchema":{"type":"object"}}]}`
 		}
 		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", req.ID, result)
 	}
@@ -79,6 +79,7 @@ func evidenceCommands(stub string) []evidenceCmd {
 	return []evidenceCmd{
 		{name: "seal --out", args: []string{"seal", "--spec", "IN", "--out", "OUT", "--keyring", "keys.json"}, in: "agent.json", out: "new.json"},
 		{name: "seal --envelope-out", args: []string{"seal", "--spec", "IN", "--out", "seal-new.json", "--envelope", "dsse", "--envelope-out", "OUT", "--keyring", "bob.json"}, in: "agent.json", out: "env.jsonl"},
+		{name: "seal init --out", args: []string{"seal", "init", "--system-prompt", "IN", "--out", "OUT", "--env", envStub + "=1", "--", stub}, in: "agent.json", out: "spec-new.json"},
 		{name: "cosign --out", args: []string{"cosign", "IN", "--keyring", "bob.json", "--out", "OUT"}, in: "seal.json", out: "cosigned.json"},
 		{name: "key export-public --out", args: []string{"key", "export-public", "--keyring", "IN", "--out", "OUT"}, in: "bob.json", out: "trust.json"},
 		{name: "capture --out", args: []string{"capture", "--out", "OUT", "--redact", "$.password", "--redact-key", "IN", "--env", envStub + "=1", "--", stub}, in: "key.hex", out: "rec/events.jsonl", outIsDir: true},

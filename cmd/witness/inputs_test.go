@@ -22,6 +22,8 @@ type inputCase struct {
 func inputCases(stub string) []inputCase {
 	return []inputCase{
 		{"seal --spec", []string{"seal", "--spec", "MISSING", "--out", "F/new.json", "--keyring", "F/keys.json"}, "check the path given to --spec"},
+		{"seal init --events", []string{"seal", "init", "--events", "MISSING", "--system-prompt", "F/agent.json", "--out", "F/new.json"}, "check the path given to --events"},
+		{"seal init --system-prompt", []string{"seal", "init", "--events", "F/events.jsonl", "--system-prompt", "MISSING", "--out", "F/new.json"}, "check the path given to --system-prompt"},
 		{"seal --keyring", []string{"seal", "--spec", "F/agent.json", "--out", "F/new.json", "--keyring", "MISSING"}, "--keyring"},
 		{"cosign SEAL", []string{"cosign", "MISSING", "--keyring", "F/bob.json", "--out", "F/c.json"}, "check the path of the seal file"},
 		{"cosign --keyring", []string{"cosign", "F/seal.json", "--keyring", "MISSING", "--out", "F/c.json"}, "--keyring"},

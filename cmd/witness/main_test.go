@@ -56,10 +56,11 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":      cmdExits,
-			"replace":    cmdReplace,
-			"cmp-no-eol": cmdCmpNoEOL,
-			"envfrom":    cmdEnvFrom,
+			"exits":         cmdExits,
+			"replace":       cmdReplace,
+			"cmp-no-eol":    cmdCmpNoEOL,
+			"envfrom":       cmdEnvFrom,
+			"build-fixture": cmdBuildFixture,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,

@@ -52,7 +52,9 @@ On the side it records DIR/cassette.jsonl (every wire line, exact bytes) and
 DIR/events.jsonl (tool calls and responses paired by exact JSON-RPC id,
 notifications, external effects from the --effects mapping or from tools
 annotated destructiveHint=true). The session end is signed with the active
-key of --keyring (or of $WITNESS_KEYRING when that file exists). --redact
+key of --keyring (or of $WITNESS_KEYRING when that file exists); without
+one, and when ATW_WITNESS_TS freezes the time, the proxy warns at start on
+stderr and in the session header's notes. --redact
 rules replace values by keyed hashes in both files before they are written;
 the bytes forwarded are never changed. Every line is written to the
 cassette before it is forwarded: a slow disk slows the wire down, and a
@@ -157,6 +159,7 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 		return err
 	}
 	o.Output.Reads(o.Seal, o.Keys.Input(a), o.Redact.RulesFile, o.Redact.KeyFile)
+	startWarnings(a, len(signers) > 0) // stderr only: the HTTP session header's notes are httpproxy's
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -190,6 +193,7 @@ func runProxy(a *app, o proxyOptions) error {
 	// bounds it keeps the peak RSS under 256 MiB whatever the wire carries;
 	// under it the collector may run less often (GC costs latency)
 	o.Output.Reads(o.Seal, o.Keys.Input(a), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile)
+	notes := startWarnings(a, len(signers) > 0)
 	debug.SetMemoryLimit(proxy.MemoryLimit)
 	debug.SetGCPercent(proxy.GCPercent)
 	sigs := make(chan os.Signal, 4)
@@ -199,7 +203,7 @@ func runProxy(a *app, o proxyOptions) error {
 		OutDir: o.Output.Out, Files: o.Output.Rules(a),
 		Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers, Redactor: redactor,
 		Getenv: a.getenv, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Signals: sigs,
-		StdinGrace: o.StdinGrace, KillGrace: o.TermGrace,
+		StdinGrace: o.StdinGrace, KillGrace: o.TermGrace, Notes: notes,
 	})
 	if res == nil || err != nil {
 		return err // a recording failure is exit 5 whatever the server did: it was ended by the proxy

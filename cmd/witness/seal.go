@@ -54,6 +54,7 @@ DSSE envelope signed with the (Ed25519) key, one JSON line.`,
 	c.Flags().StringVar(&o.EnvelopeOut, "envelope-out", "", "where to write the envelope (default: OUT with .intoto.jsonl in place of .json)")
 	c.MarkFlagRequired("spec")
 	c.MarkFlagRequired("out")
+	c.AddCommand(newSealInitCmd(a))
 	return c
 }
 

@@ -42,12 +42,14 @@ func newServeCmd(a *app) *cobra.Command {
 recorded servers, offline.
 
 A request matches a recorded one on method and params, with volatile keys
-ignored: "_meta" at any depth (progressToken, trace context) and the
-clientInfo of initialize. The answer is the recorded response with the
-incoming id in place of the recorded one, every other byte as recorded.
-Identical requests replay their recorded answers in order. What the server
-sent unprompted (notifications, its own requests) is replayed where it came
-in the recording: after the host message it followed. An unrecorded ping is
+ignored: params._meta (progressToken, trace context; a _meta deeper down is
+data) and the clientInfo of initialize. The answer is the recorded response
+with the incoming id in place of the recorded one, every other byte as
+recorded. Identical requests replay their recorded answers in order. What
+the server sent unprompted (notifications, its own requests) is replayed in
+the turn it belongs to: a progress notification with the request whose
+progressToken it carries (rewritten to the host's token), anything else
+after the host message the server was working on. An unrecorded ping is
 answered with {}.
 
 A request of the server to the host (sampling/createMessage,
