@@ -393,6 +393,10 @@ type lvHostileCase struct {
 	// recorded: the capture failed, but after the whole session was
 	// recorded (a server that would not exit), so its log is complete
 	recorded bool
+	// grace: the stdin and term grace periods (200 ms when zero); the
+	// big line needs time to be read whole on a loaded machine before
+	// the server is stopped
+	grace time.Duration
 }
 
 func TestHostileServers(t *testing.T) {
@@ -418,7 +422,7 @@ func TestHostileServers(t *testing.T) {
 				t.Fatalf("invalid lines: %d events, warnings %v", n, c.warnings)
 			}
 		}},
-		{name: "bigline", timeout: 60 * time.Second, errHas: []string{"maximum line size of 16 MiB"}, check: func(t *testing.T, c *lvCaptured) {
+		{name: "bigline", timeout: 60 * time.Second, grace: 20 * time.Second, errHas: []string{"maximum line size of 16 MiB"}, check: func(t *testing.T, c *lvCaptured) {
 			_, recs := lvReadCassette(t, c.cassette)
 			var line []byte
 			for _, r := range recs {
@@ -462,8 +466,12 @@ func TestHostileServers(t *testing.T) {
 	for _, hc := range cases {
 		t.Run(hc.name, func(t *testing.T) {
 			bin := lvBuildTestServer(t, "testdata/hostile/"+hc.name)
+			grace := hc.grace
+			if grace == 0 {
+				grace = 200 * time.Millisecond
+			}
 			c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: bin, Timeout: hc.timeout,
-				StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond}, Calls: hc.calls})
+				StdinGrace: grace, TermGrace: grace}, Calls: hc.calls})
 			t.Logf("%s: ended in %s: %v", hc.name, c.dur.Round(time.Millisecond), c.err)
 			if len(hc.errHas) > 0 {
 				if c.err == nil {
