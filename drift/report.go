@@ -74,9 +74,12 @@ const (
 	StopStdout Stop = "stdout" // writing to the host failed (it stopped reading)
 	StopStdin  Stop = "stdin"  // reading from the host failed
 	StopFailed Stop = "failed" // serve could not start (Error says why): nothing was served
+	// StopExitAfter: an HTTP serve answered the --exit-after number of
+	// requests.
+	StopExitAfter Stop = "exit_after"
 )
 
-var stops = []Stop{StopEOF, StopSignal, StopStdout, StopStdin, StopFailed}
+var stops = []Stop{StopEOF, StopSignal, StopStdout, StopStdin, StopFailed, StopExitAfter}
 
 // Header is the first line of a report.
 type Header struct {

@@ -206,9 +206,6 @@ func runServe(a *app, o serveOptions) error {
 
 // runServeHTTP serves an HTTP cassette (`witness serve --listen`).
 func runServeHTTP(a *app, o serveOptions) error {
-	if o.Report != "" {
-		return usageError(fmt.Errorf("--report is not available for HTTP cassettes yet"), "check HTTP replays by serve's exit status (4 when a request missed)")
-	}
 	if o.Listen == "" {
 		return usageError(fmt.Errorf("cassette %s records HTTP exchanges: serve it with --listen ADDR", o.Cassette), "for example --listen 127.0.0.1:0")
 	}
@@ -219,18 +216,38 @@ func runServeHTTP(a *app, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := httpproxy.LoadReplay(o.Cassette, m)
-	if err != nil {
-		return err
-	}
-	if s.Redacted() && !o.AllowRedacted {
-		return usageError(fmt.Errorf("cassette %s is redacted: its bodies are not what the upstream said", o.Cassette),
-			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
-	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	_, err = s.Serve(httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll, AllowOrigins: o.AllowOrigin})
+	so := httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll,
+		AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted}
+	fail := func(err error) error { return err }
+	if o.Report != "" {
+		// written live at its final name, so that a serve killed by
+		// SIGKILL leaves what it saw
+		f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer atomicfile.SyncLive(f)
+		so.Report = f
+		fail = func(err error) error {
+			w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
+				Serve: drift.ServeOptions{Transport: "http", RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: "0s"}})
+			w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
+			return err
+		}
+	}
+	s, err := httpproxy.LoadReplay(o.Cassette, m)
+	if err != nil {
+		return fail(err)
+	}
+	if s.Redacted() && !o.AllowRedacted {
+		return fail(usageError(fmt.Errorf("cassette %s is redacted: its bodies are not what the upstream said", o.Cassette),
+			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted"))
+	}
+	_, err = s.Serve(so)
 	return err
 }
 
