@@ -150,13 +150,6 @@ func runServe(a *app, o serveOptions) error {
 		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
 	}
 	if o.Listen != "" {
-		if o.Report != "" {
-			return usageError(fmt.Errorf("--report is not available with --listen yet"), "check HTTP replays by serve's exit status (4 when a request missed)")
-		}
-		// refuses a redacted cassette unless allowed, as on stdio
-		if _, err := loadServed(o); err != nil {
-			return err
-		}
 		return runServeMCPHTTP(a, o)
 	}
 	// Stop on the signals a host stops its server with, finishing the
@@ -169,20 +162,12 @@ func runServe(a *app, o serveOptions) error {
 	defer signal.Stop(pipe)
 	var report *drift.Writer
 	if o.Report != "" {
-		// the report is written live at its final name, as recordings are,
-		// so that a serve killed by SIGKILL leaves what it saw
-		f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+		f, fail, err := createReport(a, o, "stdio", o.AnswerTimeout.String())
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		defer atomicfile.SyncLive(f)
-		fail := func(err error) error {
-			w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
-				Serve: drift.ServeOptions{Transport: "stdio", RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: o.AnswerTimeout.String()}})
-			w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
-			return err
-		}
 		s, err := loadServed(o)
 		if err != nil {
 			return fail(err)
@@ -223,21 +208,13 @@ func runServeHTTP(a *app, o serveOptions) error {
 		AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted}
 	fail := func(err error) error { return err }
 	if o.Report != "" {
-		// written live at its final name, so that a serve killed by
-		// SIGKILL leaves what it saw
-		f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+		f, fl, err := createReport(a, o, "http", "0s")
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		defer atomicfile.SyncLive(f)
-		so.Report = f
-		fail = func(err error) error {
-			w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
-				Serve: drift.ServeOptions{Transport: "http", RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: "0s"}})
-			w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
-			return err
-		}
+		so.Report, fail = f, fl
 	}
 	s, err := httpproxy.LoadReplay(o.Cassette, m)
 	if err != nil {
@@ -260,9 +237,42 @@ func runServeMCPHTTP(a *app, o serveOptions) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	_, err := httpproxy.ServeMCP(o.Cassette, httpproxy.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
-		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin})
+	so := httpproxy.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
+		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted}
+	fail := func(err error) error { return err }
+	if o.Report != "" {
+		f, fl, err := createReport(a, o, "http", o.AnswerTimeout.String())
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer atomicfile.SyncLive(f)
+		so.Report, fail = f, fl
+	}
+	// refuses a redacted cassette unless allowed, as on stdio; a cassette
+	// that cannot be read leaves a report that says serve failed to start
+	if _, err := loadServed(o); err != nil {
+		return fail(err)
+	}
+	_, err := httpproxy.ServeMCP(o.Cassette, so)
 	return err
+}
+
+// createReport creates the --report file live at its final name (so that
+// a serve killed by SIGKILL leaves what it saw) and returns it with a
+// function that finishes it as the report of a serve that could not start.
+func createReport(a *app, o serveOptions, transport, answerTimeout string) (*os.File, func(error) error, error) {
+	f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) error {
+		w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
+			Serve: drift.ServeOptions{Transport: transport, RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: answerTimeout}})
+		w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
+		return err
+	}
+	return f, fail, nil
 }
 
 // loadServed loads the cassette and refuses a redacted one unless allowed.
