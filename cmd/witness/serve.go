@@ -71,7 +71,9 @@ finishes it when it stops for any reason: the host closing stdin, SIGTERM,
 SIGINT or SIGHUP, the host no longer reading. A serve killed by SIGKILL
 leaves the lines written so far, without the end record. 'witness drift'
 turns reports into one verdict whatever the host did with serve's exit
-status (docs/formats/drift-report.md).
+status (docs/formats/drift-report.md). With --listen (an MCP cassette over
+Streamable HTTP, or an HTTP cassette of a model API) the report covers every
+request and session, and is finished at SIGTERM, SIGINT or --exit-after.
 
 A redacted cassette is refused unless --allow-redacted is given: it is
 evidence, not a fixture.
