@@ -236,3 +236,32 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// Sessions writing through Sub writers share one numbering and one end:
+// a Sub's Close writes nothing, and its later entries are refused.
+func TestSubWriters(t *testing.T) {
+	var b bytes.Buffer
+	w, err := NewWriter(&b, Header{Cassette: Cassette{Name: "c.jsonl"}, Serve: ServeOptions{Transport: "http", Address: "127.0.0.1:1", AnswerTimeout: "0s"}, Requests: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, two := w.Sub(), w.Sub()
+	rec := Describe("tools/list", "", 3)
+	one.Entry(Entry{Status: Matched, Kind: KindRequest, Recorded: rec})
+	two.Entry(Entry{Status: NeverAsked, Kind: KindRequest, Recorded: rec, Reason: "never asked"})
+	if err := one.Close(End{Stop: StopEOF}); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Entry(Entry{Status: Matched, Kind: KindRequest, Recorded: rec}); err == nil {
+		t.Error("an entry after a Sub's Close was accepted")
+	}
+	two.Entry(Entry{Status: Matched, Kind: KindRequest, Recorded: rec})
+	w.Close(End{Stop: StopExitAfter})
+	r, err := Read(bytes.NewReader(b.Bytes()), "r.jsonl")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if r.End == nil || r.End.Stop != StopExitAfter || r.End.Entries != 3 || r.End.Counts != (Counts{Matched: 2, NeverAsked: 1}) {
+		t.Fatalf("end %+v\n%s", r.End, b.String())
+	}
+}

@@ -74,9 +74,12 @@ const (
 	StopStdout Stop = "stdout" // writing to the host failed (it stopped reading)
 	StopStdin  Stop = "stdin"  // reading from the host failed
 	StopFailed Stop = "failed" // serve could not start (Error says why): nothing was served
+	// StopExitAfter: an HTTP serve answered the --exit-after number of
+	// requests.
+	StopExitAfter Stop = "exit_after"
 )
 
-var stops = []Stop{StopEOF, StopSignal, StopStdout, StopStdin, StopFailed}
+var stops = []Stop{StopEOF, StopSignal, StopStdout, StopStdin, StopFailed, StopExitAfter}
 
 // Header is the first line of a report.
 type Header struct {
@@ -203,6 +206,7 @@ func (c Counts) Of(s Status) int {
 // concurrent use (an HTTP serve answers requests in parallel). The first
 // write error sticks: later records are dropped and Err returns it.
 type Writer struct {
+	parent *Writer // a Sub writer's
 	mu     sync.Mutex
 	w      io.Writer
 	n      int
@@ -220,9 +224,23 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 	return rw, rw.err
 }
 
+// Sub returns a Writer whose entries go to w and whose Close writes
+// nothing: one serve session of several (MCP over HTTP) writes its entries
+// through its own Sub, and the serve closes w once when it stops.
+func (w *Writer) Sub() *Writer { return &Writer{parent: w} }
+
 // Entry writes one entry; N is set here. Previews and diffs are cut to
 // their limits.
 func (w *Writer) Entry(e Entry) error {
+	if w.parent != nil {
+		w.mu.Lock()
+		ended := w.ended
+		w.mu.Unlock()
+		if ended {
+			return fmt.Errorf("drift report: entry after the end")
+		}
+		return w.parent.Entry(e)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended {
@@ -250,6 +268,12 @@ func (w *Writer) Entry(e Entry) error {
 // Close writes the end record with the counts of the entries written.
 // Later calls do nothing.
 func (w *Writer) Close(e End) error {
+	if w.parent != nil {
+		w.mu.Lock()
+		w.ended = true
+		w.mu.Unlock()
+		return w.parent.Err()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended {
@@ -267,6 +291,9 @@ func (w *Writer) Close(e End) error {
 
 // Err returns the first write error.
 func (w *Writer) Err() error {
+	if w.parent != nil {
+		return w.parent.Err()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err

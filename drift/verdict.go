@@ -102,6 +102,8 @@ func stopText(e *End) string {
 		return "the host stopped reading serve's output: " + e.Error
 	case StopStdin:
 		return "serve's input failed: " + e.Error
+	case StopExitAfter:
+		return "serve answered the --exit-after number of requests"
 	}
 	return string(e.Stop)
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/serve"
@@ -35,6 +36,14 @@ type MCPServeOptions struct {
 	// (CheckOrigin).
 	AllowOrigins []string
 	Ready        func(url string)
+	// Report, when set, receives one drift report for the whole run
+	// (docs/formats/drift-report.md): the header once listening, then the
+	// entries of every session as they happen (each session reports its
+	// own never_asked requests when it ends), and the end record when
+	// serving stops. A report that cannot be written is exit 5.
+	Report io.Writer
+	// AllowRedacted is recorded in the report header (--allow-redacted).
+	AllowRedacted bool
 }
 
 // MCPServeResult says how a ServeMCP run went, summed over its sessions.
@@ -63,7 +72,8 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 	if err != nil {
 		return nil, exitcode.Input("read cassette", err, "check the path given to --cassette")
 	}
-	if _, err := serve.Load(bytes.NewReader(data), path); err != nil {
+	script, err := serve.Load(bytes.NewReader(data), path)
+	if err != nil {
 		return nil, err
 	}
 	ln := o.Listener
@@ -80,6 +90,13 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 	ms := &mcpServer{name: path, data: data, o: o, stderr: &lockedWriter{w: stderr}, sessions: map[string]*servedSession{}, done: make(chan struct{})}
 	srv := &http.Server{Handler: ms, ReadHeaderTimeout: time.Minute, ErrorLog: log.New(ms.stderr, "witness: serve: ", 0)}
 	res := &MCPServeResult{URL: "http://" + ln.Addr().String()}
+	if o.Report != nil {
+		h := script.Header(serve.Options{RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout}, o.AllowRedacted)
+		h.Serve.Transport, h.Serve.Address = "http", ln.Addr().String()
+		if ms.rep, err = drift.NewWriter(o.Report, h); err != nil {
+			return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: write the drift report: %w", err), "check the disk and the path given to --report")
+		}
+	}
 	fmt.Fprintf(ms.stderr, "listening on %s (MCP, Streamable HTTP)\n", res.URL)
 	if o.Ready != nil {
 		o.Ready(res.URL)
@@ -87,11 +104,14 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	var serveErr error
+	end := drift.End{Stop: drift.StopExitAfter}
 	select {
-	case <-o.Signals:
+	case sig := <-o.Signals:
+		end = drift.End{Stop: drift.StopSignal, Signal: serve.SignalName(sig)}
 	case <-ms.done:
 	case err := <-served:
 		serveErr = err
+		end = drift.End{Stop: drift.StopFailed, Error: err.Error()}
 	}
 	// end the sessions still open, as a host closing stdin would
 	ms.mu.Lock()
@@ -110,6 +130,12 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 	}
 	cancel()
 	ms.wg.Wait()
+	if ms.rep != nil {
+		ms.rep.Close(end)
+		if err := ms.rep.Err(); err != nil && serveErr == nil {
+			return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: write the drift report: %w", err), "check the disk and the path given to --report")
+		}
+	}
 	if serveErr != nil {
 		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: %w", serveErr), "")
 	}
@@ -140,6 +166,7 @@ type mcpServer struct {
 	o      MCPServeOptions
 	stderr *lockedWriter
 	wg     sync.WaitGroup
+	rep    *drift.Writer // the drift report, nil without MCPServeOptions.Report
 
 	mu       sync.Mutex
 	sessions map[string]*servedSession // open, by Mcp-Session-Id
@@ -223,8 +250,12 @@ func (ms *mcpServer) start(s *servedSession) error {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s.stdin = inW
+	so := serve.Options{Stdin: inR, Stdout: outW, Stderr: ms.stderr, RequireAll: ms.o.RequireAll, AnswerTimeout: ms.o.AnswerTimeout}
+	if ms.rep != nil {
+		so.Report = ms.rep.Sub()
+	}
 	go func() {
-		res, err := script.Serve(serve.Options{Stdin: inR, Stdout: outW, Stderr: ms.stderr, RequireAll: ms.o.RequireAll, AnswerTimeout: ms.o.AnswerTimeout})
+		res, err := script.Serve(so)
 		s.mu.Lock()
 		s.res, s.err = res, err
 		s.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +13,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
@@ -174,6 +178,7 @@ type Replay struct {
 	byKey    map[Key][]*entry
 	all      []*entry
 	redacted bool
+	sha256   string // hex, of the cassette file's bytes
 }
 
 // LoadReplay reads the HTTP cassette at path and prepares it for serving
@@ -184,11 +189,16 @@ func LoadReplay(path string, m Matcher) (*Replay, error) {
 		return nil, exitcode.Input("read cassette", err, "check the path given to --cassette")
 	}
 	defer f.Close()
-	h, xs, err := cassette.ReadHTTPExchanges(f, path, -1)
+	sum := sha256.New()
+	r := io.TeeReader(f, sum)
+	h, xs, err := cassette.ReadHTTPExchanges(r, path, -1)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Tampered, err, "serve --listen reads cassettes written by 'witness proxy --listen'")
 	}
-	s := &Replay{Name: path, Header: h, matcher: m, byKey: map[Key][]*entry{}, redacted: len(h.Redaction) > 0}
+	if _, err := io.Copy(sum, f); err != nil { // the digest covers the whole file, whatever the reader left
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read cassette %s: %w", path, err), "")
+	}
+	s := &Replay{Name: path, Header: h, matcher: m, byKey: map[Key][]*entry{}, redacted: len(h.Redaction) > 0, sha256: hex.EncodeToString(sum.Sum(nil))}
 	for _, x := range xs {
 		if x.Request.Redacted() || (x.Response != nil && x.Response.Redacted()) {
 			s.redacted = true
@@ -225,6 +235,14 @@ type ServeOptions struct {
 	// AllowOrigins are the browser origins let in besides loopback ones
 	// (CheckOrigin).
 	AllowOrigins []string
+	// Report, when set, receives a drift report (docs/formats/drift-report.md):
+	// the header once listening, one entry per request as it is answered
+	// (matched, or missed with the nearest recording and the diff), the
+	// recorded exchanges never asked for and the end record when serving
+	// stops. A report that cannot be written makes Serve fail (exit 5).
+	Report io.Writer
+	// AllowRedacted is recorded in the report header (--allow-redacted).
+	AllowRedacted bool
 }
 
 // ServeResult says how a serve session went.
@@ -255,6 +273,13 @@ func (s *Replay) Serve(o ServeOptions) (*ServeResult, error) {
 	rs := &replayServer{s: s, o: o, stderr: &lockedWriter{w: stderr}, done: make(chan struct{})}
 	srv := &http.Server{Handler: rs, ReadHeaderTimeout: time.Minute, ErrorLog: log.New(rs.stderr, "witness: serve: ", 0)}
 	res := &ServeResult{URL: "http://" + ln.Addr().String()}
+	if o.Report != nil {
+		w, err := drift.NewWriter(o.Report, s.reportHeader(o, ln.Addr().String()))
+		if err != nil {
+			return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: write the drift report: %w", err), "check the disk and the path given to --report")
+		}
+		rs.rep = w
+	}
 	fmt.Fprintf(rs.stderr, "listening on %s\n", res.URL)
 	if o.Ready != nil {
 		o.Ready(res.URL)
@@ -262,11 +287,14 @@ func (s *Replay) Serve(o ServeOptions) (*ServeResult, error) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	var serveErr error
+	end := drift.End{Stop: drift.StopExitAfter}
 	select {
-	case <-o.Signals:
+	case sig := <-o.Signals:
+		end = drift.End{Stop: drift.StopSignal, Signal: serve.SignalName(sig)}
 	case <-rs.done:
 	case err := <-served:
 		serveErr = err
+		end = drift.End{Stop: drift.StopFailed, Error: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultShutdownGrace)
 	if err := srv.Shutdown(ctx); err != nil {
@@ -274,17 +302,22 @@ func (s *Replay) Serve(o ServeOptions) (*ServeResult, error) {
 	}
 	cancel()
 	rs.wg.Wait()
-	if serveErr != nil {
-		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: %w", serveErr), "")
-	}
 	s.mu.Lock()
 	res.Served, res.Misses = rs.served, rs.misses
+	var unused []*entry
 	for _, e := range s.all {
 		if !e.used {
 			res.Unused++
+			unused = append(unused, e)
 		}
 	}
 	s.mu.Unlock()
+	if err := rs.finishReport(unused, end); err != nil && serveErr == nil {
+		return res, err
+	}
+	if serveErr != nil {
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: %w", serveErr), "")
+	}
 	if res.Unused > 0 {
 		fmt.Fprintf(rs.stderr, "witness: serve: %d recorded exchange(s) were not asked for\n", res.Unused)
 	}
@@ -305,6 +338,9 @@ type replayServer struct {
 	o      ServeOptions
 	stderr *lockedWriter
 	wg     sync.WaitGroup
+	// rep is the drift report (nil without ServeOptions.Report); it
+	// is safe for concurrent handlers.
+	rep *drift.Writer
 
 	// under s.mu
 	served, misses, answered int
@@ -363,6 +399,7 @@ func (rs *replayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rs.finish(true)
 		return
 	}
+	rs.report(drift.Entry{Status: drift.Matched, Kind: drift.KindRequest, Recorded: hit.describe()})
 	aborted := rs.answer(w, hit.x)
 	rs.finish(true)
 	if aborted {
@@ -439,17 +476,77 @@ func (rs *replayServer) miss(w http.ResponseWriter, r *http.Request, k Key) {
 	same := len(s.byKey[k])
 	best := s.nearest(k)
 	s.mu.Unlock()
+	e := drift.Entry{Status: drift.Missed, Kind: drift.KindRequest, Incoming: describeKey(k, 0), Reason: "no recorded answer for this request"}
 	switch {
 	case same > 0:
 		fmt.Fprintf(&out, "\nwitness: serve: it was recorded %d time(s) and asked once more; repeated requests replay in recorded order, once each", same)
+		e.Reason = fmt.Sprintf("recorded %d time(s) and asked once more; repeated requests replay in recorded order, once each", same)
+		e.Nearest = s.byKey[k][same-1].describe()
 	case best == nil:
 		out.WriteString("\nwitness: serve: the cassette holds no exchange at all")
+		e.Reason = "the cassette holds no exchange at all"
 	default:
+		diff := serve.LineDiff(best.key.text(), k.text())
 		fmt.Fprintf(&out, "\nwitness: serve: nearest recorded request (cassette line %d): %s", best.x.Request.Line, best.key)
-		fmt.Fprintf(&out, "\nwitness: serve: diff (-recorded +incoming):\n%s", serve.LineDiff(best.key.text(), k.text()))
+		fmt.Fprintf(&out, "\nwitness: serve: diff (-recorded +incoming):\n%s", diff)
+		e.Nearest, e.Diff = best.describe(), diff
 	}
 	out.WriteString("\n")
 	io.WriteString(rs.stderr, out.String())
+	rs.report(e)
+}
+
+// describe returns the drift report message of a recorded exchange.
+func (e *entry) describe() *drift.Message { return describeKey(e.key, e.x.Request.Line) }
+
+// describeKey returns the drift report message of a request: its HTTP
+// method as method, its path (with the query) as uri, and its body in
+// match form as the params (sha256 and preview).
+func describeKey(k Key, line int64) *drift.Message {
+	m := &drift.Message{Line: line, Method: k.Method, URI: drift.Cut(k.Path, drift.MaxPreview)}
+	if k.Body != "" {
+		sum := sha256.Sum256([]byte(k.Body))
+		m.ParamsSHA256 = hex.EncodeToString(sum[:])
+		m.Preview = k.Body
+		if !k.JSON {
+			m.Preview = strconv.Quote(k.Body)
+		}
+	}
+	return m
+}
+
+// report writes one entry to the drift report, if there is one; a write
+// error sticks in the Writer and is returned when serving stops.
+func (rs *replayServer) report(e drift.Entry) {
+	if rs.rep != nil {
+		rs.rep.Entry(e)
+	}
+}
+
+// finishReport writes the recorded exchanges never asked for and the end
+// record, and returns the exit-5 error of a report that could not be
+// written.
+func (rs *replayServer) finishReport(unused []*entry, end drift.End) error {
+	if rs.rep == nil {
+		return nil
+	}
+	for _, e := range unused {
+		rs.report(drift.Entry{Status: drift.NeverAsked, Kind: drift.KindRequest, Recorded: e.describe(), Reason: "recorded, and never asked for in this run"})
+	}
+	rs.rep.Close(end)
+	if err := rs.rep.Err(); err != nil {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("serve: write the drift report: %w", err), "check the disk and the path given to --report")
+	}
+	return nil
+}
+
+// reportHeader returns the drift report header of a serve of s on addr.
+func (s *Replay) reportHeader(o ServeOptions, addr string) drift.Header {
+	return drift.Header{
+		Cassette: drift.Cassette{Name: s.Name, SHA256: s.sha256},
+		Serve:    drift.ServeOptions{Transport: "http", Address: addr, RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: "0s"},
+		Requests: len(s.all),
+	}
 }
 
 // nearest picks the recorded request most like k: same method and path

@@ -73,7 +73,9 @@ finishes it when it stops for any reason: the host closing stdin, SIGTERM,
 SIGINT or SIGHUP, the host no longer reading. A serve killed by SIGKILL
 leaves the lines written so far, without the end record. 'witness drift'
 turns reports into one verdict whatever the host did with serve's exit
-status (docs/formats/drift-report.md).
+status (docs/formats/drift-report.md). With --listen (an MCP cassette over
+Streamable HTTP, or an HTTP cassette of a model API) the report covers every
+request and session, and is finished at SIGTERM, SIGINT or --exit-after.
 
 A redacted cassette is refused unless --allow-redacted is given: it is
 evidence, not a fixture.
@@ -152,13 +154,6 @@ func runServe(a *app, o serveOptions) error {
 		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
 	}
 	if o.Listen != "" {
-		if o.Report != "" {
-			return usageError(fmt.Errorf("--report is not available with --listen yet"), "check HTTP replays by serve's exit status (4 when a request missed)")
-		}
-		// refuses a redacted cassette unless allowed, as on stdio
-		if _, err := loadServed(o); err != nil {
-			return err
-		}
 		return runServeMCPHTTP(a, o)
 	}
 	// Stop on the signals a host stops its server with, finishing the
@@ -171,20 +166,12 @@ func runServe(a *app, o serveOptions) error {
 	defer signal.Stop(pipe)
 	var report *drift.Writer
 	if o.Report != "" {
-		// the report is written live at its final name, as recordings are,
-		// so that a serve killed by SIGKILL leaves what it saw
-		f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+		f, fail, err := createReport(a, o, "stdio", o.AnswerTimeout.String())
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		defer atomicfile.SyncLive(f)
-		fail := func(err error) error {
-			w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
-				Serve: drift.ServeOptions{Transport: "stdio", RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: o.AnswerTimeout.String()}})
-			w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
-			return err
-		}
 		s, err := loadServed(o)
 		if err != nil {
 			return fail(err)
@@ -208,9 +195,6 @@ func runServe(a *app, o serveOptions) error {
 
 // runServeHTTP serves an HTTP cassette (`witness serve --listen`).
 func runServeHTTP(a *app, o serveOptions) error {
-	if o.Report != "" {
-		return usageError(fmt.Errorf("--report is not available for HTTP cassettes yet"), "check HTTP replays by serve's exit status (4 when a request missed)")
-	}
 	if o.Listen == "" {
 		return usageError(fmt.Errorf("cassette %s records HTTP exchanges: serve it with --listen ADDR", o.Cassette), "for example --listen 127.0.0.1:0")
 	}
@@ -221,18 +205,30 @@ func runServeHTTP(a *app, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := httpproxy.LoadReplay(o.Cassette, m)
-	if err != nil {
-		return err
-	}
-	if s.Redacted() && !o.AllowRedacted {
-		return usageError(fmt.Errorf("cassette %s is redacted: its bodies are not what the upstream said", o.Cassette),
-			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
-	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	_, err = s.Serve(httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll, AllowOrigins: o.AllowOrigin})
+	so := httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll,
+		AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted}
+	fail := func(err error) error { return err }
+	if o.Report != "" {
+		f, fl, err := createReport(a, o, "http", "0s")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer atomicfile.SyncLive(f)
+		so.Report, fail = f, fl
+	}
+	s, err := httpproxy.LoadReplay(o.Cassette, m)
+	if err != nil {
+		return fail(err)
+	}
+	if s.Redacted() && !o.AllowRedacted {
+		return fail(usageError(fmt.Errorf("cassette %s is redacted: its bodies are not what the upstream said", o.Cassette),
+			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted"))
+	}
+	_, err = s.Serve(so)
 	return err
 }
 
@@ -245,9 +241,42 @@ func runServeMCPHTTP(a *app, o serveOptions) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	_, err := httpproxy.ServeMCP(o.Cassette, httpproxy.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
-		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin})
+	so := httpproxy.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
+		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted}
+	fail := func(err error) error { return err }
+	if o.Report != "" {
+		f, fl, err := createReport(a, o, "http", o.AnswerTimeout.String())
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer atomicfile.SyncLive(f)
+		so.Report, fail = f, fl
+	}
+	// refuses a redacted cassette unless allowed, as on stdio; a cassette
+	// that cannot be read leaves a report that says serve failed to start
+	if _, err := loadServed(o); err != nil {
+		return fail(err)
+	}
+	_, err := httpproxy.ServeMCP(o.Cassette, so)
 	return err
+}
+
+// createReport creates the --report file live at its final name (so that
+// a serve killed by SIGKILL leaves what it saw) and returns it with a
+// function that finishes it as the report of a serve that could not start.
+func createReport(a *app, o serveOptions, transport, answerTimeout string) (*os.File, func(error) error, error) {
+	f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) error {
+		w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
+			Serve: drift.ServeOptions{Transport: transport, RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: answerTimeout}})
+		w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
+		return err
+	}
+	return f, fail, nil
 }
 
 // loadServed loads the cassette and refuses a redacted one unless allowed.
