@@ -24,7 +24,7 @@ import (
 // front of the scripted model server), replays the agent's test suite
 // (docs/ci/agent-test.cjs: MCP over stdio and Streamable HTTP, and the
 // model API, through the official SDKs) against witness serve, and runs
-// witness drift and witness verify. The JUnit files must pass the
+// witness drift and witness verify against the agent's seal. The JUnit files must pass the
 // junit-10.xsd rules and the SARIF file must be SARIF 2.1.0. Then the agent
 // changes what it sends, and the same script must exit 1 with the drift in
 // the JUnit report.
@@ -96,6 +96,15 @@ func TestCIExample(t *testing.T) {
 	if out, code := run(nil, witness, "keygen", "--keyring", keyring); code != 0 {
 		t.Fatalf("keygen exited %d:\n%s", code, out)
 	}
+	// the agent's seal: the one tool it may call
+	spec := `{"system_prompt": "You greet people.", "witness_id": "ci-example", "tools": [{"name": "greet", "scopes": []}]}`
+	if err := os.WriteFile(filepath.Join(work, "agent.json"), []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := run(nil, witness, "seal", "--spec", "agent.json", "--out", "seal.json", "--keyring", keyring); code != 0 {
+		t.Fatalf("seal exited %d:\n%s", code, out)
+	}
+	env = append(env, "SEAL=seal.json")
 	// record: the refresh command of docs/ci.md
 	out, code := run([]string{"MCP_SERVER=" + gosdk, "MODEL_UPSTREAM=" + model}, "bash", script, "record")
 	if code != 0 {
@@ -117,13 +126,14 @@ func TestCIExample(t *testing.T) {
 		"ok 2 - MCP over Streamable HTTP: greet\n",
 		"ok 3 - model API: chat completion\n",
 		"no drift: 1 report(s)\n",
+		"verdict: verified (exit 0)",
 		"agent tests: exit 0; serve (model API): exit 0; serve (MCP over HTTP): exit 0; drift: exit 0; verify: exit 0\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("replay output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "not ok") || strings.Contains(out, "# SKIP") {
+	if strings.Contains(out, "not ok") || strings.Contains(out, "# SKIP") || strings.Contains(out, "integrity only") {
 		t.Errorf("an agent test failed or was skipped:\n%s", out)
 	}
 	checkReports(t, work)

@@ -17,6 +17,9 @@
 #   OUT              reports directory, cleared by replay (default: out)
 #   WITNESS_KEYRING  keyring that signs the recorded log (record) and
 #                    checks it (replay); keep it in a CI secret
+#   SEAL             the agent's signed seal (witness seal): the recording
+#                    is bound to it and verify judges it against it;
+#                    unset: verify checks integrity only
 #   record only:
 #   MCP_SERVER       the MCP server command line (stdio), e.g. "node server.js"
 #   MODEL_UPSTREAM   the model API base URL (e.g. https://api.openai.com)
@@ -64,8 +67,9 @@ case "${1:-}" in
 record)
 	[ -n "${MCP_SERVER:-}" ] || die "set MCP_SERVER to the MCP server command line"
 	[ -n "${MODEL_UPSTREAM:-}" ] || die "set MODEL_UPSTREAM to the model API base URL"
-	keyring=()
+	keyring=() # and the seal
 	[ -n "${WITNESS_KEYRING:-}" ] && keyring=(--keyring "$WITNESS_KEYRING")
+	[ -n "${SEAL:-}" ] && keyring+=(--seal "$SEAL")
 	rm -rf "$FIXTURES/model" "$FIXTURES/mcp"
 	mkdir -p "$FIXTURES"
 	start_listener "$FIXTURES/model-proxy.log" "$WITNESS" proxy --out "$FIXTURES/model" --listen 127.0.0.1:0 --upstream "$MODEL_UPSTREAM"
@@ -102,6 +106,7 @@ replay)
 	drift=$?
 	verify_keys=(--allow-unsigned)
 	[ -n "${WITNESS_KEYRING:-}" ] && verify_keys=(--keyring "$WITNESS_KEYRING")
+	[ -n "${SEAL:-}" ] && verify_keys+=(--seal "$SEAL")
 	"$WITNESS" verify --events "$FIXTURES/mcp/events.jsonl" "${verify_keys[@]}" --junit --out "$OUT/verify.xml"
 	verify=$?
 	"$WITNESS" verify --events "$FIXTURES/mcp/events.jsonl" "${verify_keys[@]}" --sarif --out "$OUT/verify.sarif" > /dev/null
