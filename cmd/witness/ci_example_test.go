@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -260,16 +261,59 @@ func TestCIExampleYAML(t *testing.T) {
 		if f == "gitlab-ci.yml" && !strings.Contains(text, "      - out/\n") {
 			t.Errorf("docs/ci/%s does not keep out/ (with verify.sarif) as artifacts", f)
 		}
-		for i, line := range strings.Split(text, "\n") {
-			indent := len(line) - len(strings.TrimLeft(line, " "))
-			switch {
-			case strings.Contains(line, "\t"):
-				t.Errorf("docs/ci/%s:%d: a tab (YAML forbids tabs in indentation)", f, i+1)
-			case strings.TrimSpace(line) != "" && indent%2 != 0:
-				t.Errorf("docs/ci/%s:%d: odd indentation %d", f, i+1, indent)
-			case strings.HasSuffix(line, " "):
-				t.Errorf("docs/ci/%s:%d: trailing space", f, i+1)
-			}
+		for _, e := range yamlShapeErrors(text) {
+			t.Errorf("docs/ci/%s:%s", f, e)
+		}
+	}
+}
+
+// yamlShapeErrors is the hand check of TestCIExampleYAML: no tabs, no
+// trailing spaces, even indentation, and a line may be indented deeper
+// than the one before only under a key that opens a block ("key:"), a
+// list item ("- ...") or inside a block scalar ("key: |").
+func yamlShapeErrors(text string) []string {
+	var errs []string
+	prevIndent, prev := 0, ""
+	scalar := -1 // indent of the key whose block scalar we are in, or -1
+	for i, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		switch {
+		case strings.Contains(line, "\t"):
+			errs = append(errs, fmt.Sprintf("%d: a tab (YAML forbids tabs in indentation)", i+1))
+		case strings.HasSuffix(line, " "):
+			errs = append(errs, fmt.Sprintf("%d: trailing space", i+1))
+		}
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if scalar >= 0 && indent > scalar {
+			continue
+		}
+		scalar = -1
+		if indent%2 != 0 {
+			errs = append(errs, fmt.Sprintf("%d: odd indentation %d", i+1, indent))
+		}
+		if indent > prevIndent && !strings.HasSuffix(prev, ":") && !strings.HasPrefix(prev, "- ") {
+			errs = append(errs, fmt.Sprintf("%d: indented under %q, which opens no block", i+1, prev))
+		}
+		if strings.HasSuffix(trimmed, ": |") || strings.HasSuffix(trimmed, ": >") {
+			scalar = indent
+		}
+		prevIndent, prev = indent, trimmed
+	}
+	return errs
+}
+
+// TestYAMLShapeErrors shows the hand check catches a misplaced line.
+func TestYAMLShapeErrors(t *testing.T) {
+	good := "a:\n  b: 1\n  c:\n    - x: 1\n      y: |\n        free\n          text\n  d: 2\n"
+	if errs := yamlShapeErrors(good); len(errs) != 0 {
+		t.Errorf("good YAML: %v", errs)
+	}
+	for _, bad := range []string{"a:\n  b: 1\n    c: 2\n", "a:\n\tb: 1\n", "a:\n   b: 1\n", "a: 1 \n"} {
+		if errs := yamlShapeErrors(bad); len(errs) == 0 {
+			t.Errorf("%q: no error", bad)
 		}
 	}
 }
