@@ -1,0 +1,45 @@
+package modelapi
+
+// SSEEvent is one dispatched server-sent event (SSEParser).
+type SSEEvent struct {
+	N     int    // 1-based number of the event in the stream (dispatched or skipped)
+	Type  string // the event: field, "" when none was given
+	Data  []byte // the data: lines joined with LF; valid until the next Feed
+	Bytes int    // bytes of the event's lines on the wire
+	ID    string // the last event ID (id: lines) when the event was dispatched
+}
+
+// SSEParser is this package's incremental text/event-stream parser (the
+// HTML standard's rules; see sseParser), for other readers of server-sent
+// events: the MCP Streamable HTTP client of package capture. Memory is
+// bounded by the limit given to NewSSEParser: an event whose lines exceed
+// it is skipped without being buffered and reported through skip.
+type SSEParser struct{ p sseParser }
+
+// NewSSEParser returns a parser calling emit for each event with data and
+// skip (may be nil) for each event over limit bytes.
+func NewSSEParser(limit int, emit func(SSEEvent), skip func(n, bytes int)) *SSEParser {
+	if skip == nil {
+		skip = func(int, int) {}
+	}
+	s := &SSEParser{}
+	s.p = sseParser{limit: limit, skip: skip, emit: func(e sseEvent) {
+		emit(SSEEvent{N: e.n, Type: e.typ, Data: e.data, Bytes: e.bytes, ID: e.id})
+	}}
+	return s
+}
+
+// Feed parses the next bytes of the stream.
+func (s *SSEParser) Feed(b []byte) { s.p.feed(b) }
+
+// Pending returns the bytes of an event the stream has ended inside so far
+// (not dispatched, as the standard says).
+func (s *SSEParser) Pending() int { return s.p.pending() }
+
+// LastEventID returns the last event ID buffer: what a client sends as
+// Last-Event-ID to resume the stream ("" when no id: line came).
+func (s *SSEParser) LastEventID() string { return s.p.lastID }
+
+// Retry returns the reconnection time in milliseconds of the last valid
+// retry: line, and whether there was one.
+func (s *SSEParser) Retry() (ms int, ok bool) { return s.p.retry, s.p.retryOK }
