@@ -380,7 +380,16 @@ func (c *HTTPClient) readStream(ctx context.Context, x int64, body io.ReadCloser
 		perr = exitcode.New(exitcode.Failure, fmt.Errorf("server sent an SSE event (number %d) of more than %s", n, mcp.FormatSize(c.o.MaxMessage)),
 			"raise the limit with --max-line if the server is expected to send larger messages; what was received is in the cassette")
 	})
-	_, err := c.rec.readBody(x, body, -1, func(b []byte) bool { p.Feed(b); return perr == nil }, stop)
+	_, err := c.rec.readBody(x, body, -1, func(b []byte) bool {
+		p.Feed(b)
+		if p.Over() && perr == nil {
+			// the event is skipped whatever follows: stop reading it now
+			stop.set(fmt.Sprintf("cut off by witness: an SSE event is over the limit of %d bytes", c.o.MaxMessage))
+			perr = exitcode.New(exitcode.Failure, fmt.Errorf("server sent an SSE event of more than %s", mcp.FormatSize(c.o.MaxMessage)),
+				"raise the limit with --max-line if the server is expected to send larger messages; what was received is in the cassette")
+		}
+		return perr == nil
+	}, stop)
 	if linger != nil {
 		linger.Stop()
 	}

@@ -43,3 +43,8 @@ func (s *SSEParser) LastEventID() string { return s.p.lastID }
 // Retry returns the reconnection time in milliseconds of the last valid
 // retry: line, and whether there was one.
 func (s *SSEParser) Retry() (ms int, ok bool) { return s.p.retry, s.p.retryOK }
+
+// Over reports whether the event being read is already over the limit
+// (it will be skipped): a reader can stop there instead of waiting for
+// the event's end.
+func (s *SSEParser) Over() bool { return s.p.over }
