@@ -74,15 +74,22 @@ type Options struct {
 	// Ready, when set, is called with the proxy's URL once it accepts
 	// connections.
 	Ready func(url string)
+	// AllowOrigins are the browser origins ("https://app.example") let in
+	// besides loopback ones; a request with another Origin is refused 403
+	// (CheckOrigin). "*" lets every origin in.
+	AllowOrigins []string
 }
 
 // Result is the outcome of a proxy session.
 type Result struct {
 	URL       string
 	Exchanges int64
-	Cassette  string
-	Events    string
-	Failure   string // why the recording is incomplete, when it is
+	// MCPSessions is the number of MCP sessions seen; each has its
+	// directory under MCPDir.
+	MCPSessions int
+	Cassette    string
+	Events      string
+	Failure     string // why the recording is incomplete, when it is
 }
 
 // ParseUpstream checks an upstream base URL: http or https, a host, no
@@ -226,7 +233,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	p := &recorder{
 		up: up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
-		ev: ev, getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}),
+		ev: ev, getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins,
 	}
 	srv := &http.Server{
 		Handler:           p,
@@ -234,6 +241,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ErrorLog:          log.New(stderr, "witness: proxy: ", 0),
 	}
 	base := "http://" + ln.Addr().String()
+	p.mcp = &mcpTracker{p: p, up: up, self: base, outDir: o.OutDir, files: files, seal: sealRef, signers: o.Signers,
+		redInfo: ch.Redaction, started: started, frozen: frozen, getenv: o.Getenv,
+		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}}
 	fmt.Fprintf(stderr, "listening on %s\n", base)
 	if o.Ready != nil {
 		o.Ready(base)
@@ -265,12 +275,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cancel()
 	p.wg.Wait()
 
-	res := &Result{URL: base, Exchanges: cw.Exchanges(), Cassette: casPath, Events: evPath}
+	res := &Result{URL: base, Exchanges: cw.Exchanges(), Cassette: casPath, Events: evPath, MCPSessions: p.mcp.count()}
+	merr := p.mcp.finish(eventlog.Timestamp(o.Getenv), why)
+	if merr != nil {
+		p.note("end the MCP session logs: " + merr.Error())
+	}
 	res.Failure = p.failure()
 	reason := fmt.Sprintf("completed; %d exchange(s); %s", res.Exchanges, why)
+	if res.MCPSessions > 0 {
+		reason += fmt.Sprintf("; %d MCP session(s) in %s/", res.MCPSessions, MCPDir)
+	}
 	ferr := eventlog.FinishWith(ev, eventlog.EndOptions{Signers: o.Signers, TS: eventlog.Timestamp(o.Getenv), Reason: reason, Failure: res.Failure})
 	if ferr == nil {
-		ferr = errors.Join(atomicfile.SyncLive(casFile), atomicfile.SyncLive(evFile))
+		ferr = errors.Join(merr, atomicfile.SyncLive(casFile), atomicfile.SyncLive(evFile))
 	}
 	if ferr != nil {
 		return res, exitcode.New(exitcode.Failure, fmt.Errorf("end the recording: %w", ferr), "check the space and permissions of the --out directory")
@@ -291,6 +308,9 @@ type recorder struct {
 	deriver ExchangeDeriver
 	hold    bool // keep bodies for the deriver
 	getenv  func(string) string
+	mcp     *mcpTracker
+	// allowOrigins: browser origins let in besides loopback ones
+	allowOrigins []string
 
 	evMu sync.Mutex
 	ev   *eventlog.Writer
@@ -415,6 +435,10 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
+	if !CheckOrigin(r, p.allowOrigins) {
+		p.refuseOrigin(w, r)
+		return
+	}
 	head := cassette.HTTPRecord{Method: r.Method, Path: r.RequestURI, Host: r.Host, Proto: r.Proto, Header: p.hash.fields(r.Header)}
 	x, err := p.cas.Request(head)
 	if err != nil {
@@ -423,6 +447,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex := &cassette.HTTPExchange{X: x, Request: cassette.HTTPMessage{Method: head.Method, Path: head.Path, Host: head.Host, Proto: head.Proto, Header: head.Header}}
+	mx := p.mcp.begin(x, r)
 	limit := int64(0) // bodies are held only for a deriver
 	if p.hold {
 		limit = MaxDeriveBody
@@ -438,6 +463,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				p.fail(err)
 			}
 			ex.Request.Ended, ex.Request.EndDetail = true, detail
+			mx.reqEnd()
 			reqIDs = p.deriveRequest(ex)
 			close(reqDone)
 		})
@@ -453,6 +479,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 			ex.Request.AddChunk(cassette.HTTPChunk{Data: clone(data, limit), Redacted: red}, int64(len(raw)), limit)
+			mx.reqChunk(data)
 			return nil
 		}}
 		body = &reqBody{t: t, end: endReq}
@@ -493,6 +520,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex.Response = &cassette.HTTPMessage{Status: resp.StatusCode, Proto: resp.Proto, Header: rh}
+	mx.respHead(resp.StatusCode, resp.Header)
 	hdr := w.Header()
 	for k, v := range endToEnd(resp.Header) {
 		hdr[k] = v
@@ -510,14 +538,15 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		ex.Response.AddChunk(cassette.HTTPChunk{Data: clone(data, limit), Redacted: red}, int64(len(raw)), limit)
+		mx.respChunk(data)
 		return nil
 	}}
 	buf := make([]byte, chunkSize)
 	detail, abortClient := "", false
 	for {
 		n, err := t.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+		if out := mx.forward(buf[:n]); len(out) > 0 {
+			if _, werr := w.Write(out); werr != nil {
 				detail = "not delivered: the client went away: " + werr.Error()
 				break
 			}
@@ -544,11 +573,16 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	if out := mx.release(); len(out) > 0 && detail == "" {
+		w.Write(out)
+		rc.Flush()
+	}
 	if err := p.cas.End(x, true, detail); err != nil {
 		p.fail(err)
 	}
+	mx.end(detail)
 	ex.Response.Ended, ex.Response.EndDetail = true, detail
-	if detail != "" {
+	if detail != "" && !mx.closedStream(detail) {
 		p.note(fmt.Sprintf("exchange %d: response %s", x, detail))
 	}
 	resp.Body.Close()

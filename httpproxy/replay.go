@@ -222,6 +222,9 @@ type ServeOptions struct {
 	// RequireAll makes recorded exchanges never asked for an error too.
 	RequireAll bool
 	Ready      func(url string)
+	// AllowOrigins are the browser origins let in besides loopback ones
+	// (CheckOrigin).
+	AllowOrigins []string
 }
 
 // ServeResult says how a serve session went.
@@ -327,6 +330,10 @@ const maxReplayBody = 64 << 20
 func (rs *replayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rs.wg.Add(1)
 	defer rs.wg.Done()
+	if !CheckOrigin(r, rs.o.AllowOrigins) {
+		writeOriginRefusal(w, r)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReplayBody+1))
 	if err != nil {
 		rs.finish(false)

@@ -1,23 +1,27 @@
 package modelapi
 
-// SSEEvent is one dispatched server-sent event (SSEParser).
+// SSEEvent is one dispatched server-sent event, as SSEParser reads it.
 type SSEEvent struct {
 	N     int    // 1-based number of the event in the stream (dispatched or skipped)
 	Type  string // the event: field, "" when none was given
-	Data  []byte // the data: lines joined with LF; valid until the next Feed
+	Data  []byte // data: lines joined with LF; valid only during the emit call
 	Bytes int    // bytes of the event's lines on the wire
 	ID    string // the last event ID (id: lines) when the event was dispatched
 }
 
-// SSEParser is this package's incremental text/event-stream parser (the
-// HTML standard's rules; see sseParser), for other readers of server-sent
-// events: the MCP Streamable HTTP client of package capture. Memory is
+// SSEParser is the one incremental text/event-stream parser of the witness
+// (the model API reader's, shared with the MCP-over-HTTP reader of package
+// httpproxy and the Streamable HTTP client of package capture): lines end
+// in LF, CR or CRLF, a leading byte-order mark is dropped, comments are
+// skipped, data: lines join with LF and a blank line dispatches the event;
+// id: and retry: are kept for a client resuming the stream. Memory is
 // bounded by the limit given to NewSSEParser: an event whose lines exceed
-// it is skipped without being buffered and reported through skip.
+// it is skipped without being buffered, and reported.
 type SSEParser struct{ p sseParser }
 
-// NewSSEParser returns a parser calling emit for each event with data and
-// skip (may be nil) for each event over limit bytes.
+// NewSSEParser returns a parser that calls emit for each event with data
+// and skip (may be nil) for each event over limit bytes (its number and
+// size).
 func NewSSEParser(limit int, emit func(SSEEvent), skip func(n, bytes int)) *SSEParser {
 	if skip == nil {
 		skip = func(int, int) {}
@@ -29,11 +33,11 @@ func NewSSEParser(limit int, emit func(SSEEvent), skip func(n, bytes int)) *SSEP
 	return s
 }
 
-// Feed parses the next bytes of the stream.
+// Feed parses the next bytes of the stream, in any chunking.
 func (s *SSEParser) Feed(b []byte) { s.p.feed(b) }
 
-// Pending returns the bytes of an event the stream has ended inside so far
-// (not dispatched, as the standard says).
+// Pending reports the bytes of an event the stream ended inside (not
+// dispatched, as the standard says).
 func (s *SSEParser) Pending() int { return s.p.pending() }
 
 // LastEventID returns the last event ID buffer: what a client sends as

@@ -31,6 +31,7 @@ type proxyOptions struct {
 	Listen        string
 	Upstream      string
 	RedactHeaders []string
+	AllowOrigin   []string
 }
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -75,10 +76,23 @@ $WITNESS_REDACT_KEY, else a key made for this session alone), and --redact
 rules apply to JSON bodies and SSE data lines. DIR/events.jsonl is the
 signed event log. SIGINT or SIGTERM ends the session: exchanges in flight
 get 5s, then the log is ended and signed; exit status 0, or 5 when the
-recording failed.`,
+recording failed.
+
+MCP over HTTP is recognised by what it carries (JSON-RPC bodies and
+server-sent events, Mcp-Session-Id, the endpoint event of the 2024-11-05
+HTTP+SSE transport): point an MCP client at http://HOST:PORT/PATH for an
+upstream server at URL/PATH. Besides the HTTP cassette, each MCP session
+gets DIR/mcp/N/cassette.jsonl (its JSON-RPC messages, in the stdio
+cassette format) and DIR/mcp/N/events.jsonl (the events the stdio proxy
+would write, signed), which verify, graph, replay and serve read as they
+read a stdio session's. An endpoint event naming the upstream is rewritten
+to name the proxy, and the rewrite is noted in both event logs. A request
+whose Origin header is neither a loopback origin nor given with
+--allow-origin is refused 403 and not forwarded.`,
 		Example: `  witness proxy --out rec -- node server.js
   witness proxy --out rec --seal seal.json --keyring keys.json --effects effects.json -- ./server --flag
   witness proxy --out rec --listen 127.0.0.1:0 --upstream https://api.openai.com
+  witness proxy --out rec --listen 127.0.0.1:0 --upstream https://mcp.example.com   # then: client URL http://127.0.0.1:PORT/mcp
   # then: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 node agent.js`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.Listen != "" || o.Upstream != "" {
@@ -99,6 +113,9 @@ recording failed.`,
 			if len(o.RedactHeaders) > 0 {
 				return usageError(errors.New("--redact-header is for --listen (HTTP) sessions"), "drop --redact-header, or add --listen and --upstream")
 			}
+			if len(o.AllowOrigin) > 0 {
+				return usageError(errors.New("--allow-origin is for --listen (HTTP) sessions"), "drop --allow-origin, or add --listen and --upstream")
+			}
 			return runProxy(a, o)
 		},
 	}
@@ -113,6 +130,7 @@ recording failed.`,
 	c.Flags().StringVar(&o.Listen, "listen", "", "HTTP mode: listen on ADDR (host:port; loopback when the host is left out; 127.0.0.1:0 picks a free port)")
 	c.Flags().StringVar(&o.Upstream, "upstream", "", "HTTP mode: the base URL requests are forwarded to (https://api.openai.com)")
 	c.Flags().StringArrayVar(&o.RedactHeaders, "redact-header", nil, "HTTP mode: also replace this header's values by keyed hashes (repeatable)")
+	c.Flags().StringArrayVar(&o.AllowOrigin, "allow-origin", nil, "HTTP mode: also forward requests with this Origin (scheme://host[:port]; repeatable; loopback origins always pass)")
 	c.MarkFlagRequired("out")
 	return c
 }
@@ -141,7 +159,7 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	res, err := httpproxy.Run(context.Background(), httpproxy.Options{
 		Listen: o.Listen, Upstream: o.Upstream, OutDir: o.Output.Out, Files: o.Output.Rules(a),
 		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders,
-		Getenv: a.getenv, Stderr: a.stderr, Signals: sigs,
+		Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin,
 	})
 	if err != nil {
 		return err

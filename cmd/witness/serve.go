@@ -24,6 +24,7 @@ type serveOptions struct {
 	IgnoreField []string
 	ExitAfter   int
 	Pace        bool
+	AllowOrigin []string
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -74,11 +75,24 @@ answered 400 with an OpenAI-style error body (Anthropic-style for
 /v1/messages) and explained on stderr with the nearest recorded request
 and a diff. serve stops at SIGINT or SIGTERM, or after --exit-after N
 requests, and then exits 4 when a request missed (or, with --require-all,
-when a recorded exchange was never asked for).`,
+when a recorded exchange was never asked for).
+
+An MCP cassette (the stdio format: recorded over stdio, or the
+mcp/N/cassette.jsonl of an MCP session recorded by 'witness proxy
+--listen') is served over MCP's Streamable HTTP transport with --listen
+ADDR, on any path: each initialize POST begins a session (Mcp-Session-Id
+witness-serve-N) answered by the stdio serve's matching, misses, pings and
+server requests above; a POST with requests is answered with a
+server-sent event stream, one with only notifications or responses with
+202, a GET opens the stream for server messages no POST waits for, and
+DELETE ends the session. --exit-after N then stops after N sessions ended
+by DELETE. Both kinds of --listen refuse a request whose Origin header is
+neither a loopback origin nor given with --allow-origin (403).`,
 		Example: `  witness serve --cassette rec/cassette.jsonl
   # as the server command of an MCP host in CI:
   #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl"]}
-  witness serve --cassette rec/cassette.jsonl --listen 127.0.0.1:0 --ignore-field user --exit-after 3`,
+  witness serve --cassette rec/cassette.jsonl --listen 127.0.0.1:0 --ignore-field user --exit-after 3
+  witness serve --cassette rec/mcp/1/cassette.jsonl --listen 127.0.0.1:0   # MCP over Streamable HTTP`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(a, o)
@@ -88,9 +102,10 @@ when a recorded exchange was never asked for).`,
 	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for, or server requests left unanswered")
 	c.Flags().DurationVar(&o.AnswerTimeout, "answer-timeout", time.Minute, "how long to wait for the host's answer to a server request before it is a miss (0: until stdin closes)")
 	c.Flags().BoolVar(&o.AllowRedacted, "allow-redacted", false, "serve a redacted cassette (its redacted values are replayed as recorded, and requests carrying them no longer match)")
-	c.Flags().StringVar(&o.Listen, "listen", "", "HTTP cassettes: listen on ADDR (host:port; loopback when the host is left out)")
+	c.Flags().StringVar(&o.Listen, "listen", "", "listen on ADDR (host:port; loopback when the host is left out): HTTP cassettes, or an MCP cassette over Streamable HTTP")
 	c.Flags().StringArrayVar(&o.IgnoreField, "ignore-field", nil, "HTTP cassettes: a JSON body member (stream_options) or JSON path ($.metadata.request_id) not matched (repeatable)")
-	c.Flags().IntVar(&o.ExitAfter, "exit-after", 0, "HTTP cassettes: stop after N requests (0: at SIGINT or SIGTERM)")
+	c.Flags().IntVar(&o.ExitAfter, "exit-after", 0, "with --listen: stop after N requests (HTTP cassettes) or N sessions ended by DELETE (MCP cassettes); 0: at SIGINT or SIGTERM")
+	c.Flags().StringArrayVar(&o.AllowOrigin, "allow-origin", nil, "with --listen: also serve requests with this Origin (scheme://host[:port]; repeatable; loopback origins always pass)")
 	c.Flags().BoolVar(&o.Pace, "pace", false, "HTTP cassettes: send the chunks of an answer at their recorded times")
 	c.MarkFlagRequired("cassette")
 	return c
@@ -104,9 +119,12 @@ func runServe(a *app, o serveOptions) error {
 	if kind == cassette.HTTPFormat {
 		return runServeHTTP(a, o)
 	}
-	if o.Listen != "" || len(o.IgnoreField) > 0 || o.ExitAfter != 0 || o.Pace {
-		return usageError(fmt.Errorf("cassette %s records a stdio session: --listen, --ignore-field, --exit-after and --pace are for HTTP cassettes", o.Cassette),
-			"serve a stdio cassette as an MCP host's server command, without --listen")
+	if len(o.IgnoreField) > 0 || o.Pace {
+		return usageError(fmt.Errorf("cassette %s records an MCP session: --ignore-field and --pace are for HTTP cassettes", o.Cassette),
+			"serve an MCP cassette as an MCP host's server command, or over Streamable HTTP with --listen alone")
+	}
+	if o.Listen == "" && (o.ExitAfter != 0 || len(o.AllowOrigin) > 0) {
+		return usageError(fmt.Errorf("--exit-after and --allow-origin need --listen"), "add --listen 127.0.0.1:0, or drop them")
 	}
 	s, err := serve.LoadFile(o.Cassette)
 	if err != nil {
@@ -118,6 +136,9 @@ func runServe(a *app, o serveOptions) error {
 	}
 	if o.AnswerTimeout < 0 {
 		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
+	}
+	if o.Listen != "" {
+		return runServeMCPHTTP(a, o)
 	}
 	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout})
 	return err
@@ -146,6 +167,20 @@ func runServeHTTP(a *app, o serveOptions) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	_, err = s.Serve(httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll})
+	_, err = s.Serve(httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll, AllowOrigins: o.AllowOrigin})
+	return err
+}
+
+// runServeMCPHTTP serves an MCP cassette over Streamable HTTP
+// (`witness serve --cassette mcp.jsonl --listen ADDR`).
+func runServeMCPHTTP(a *app, o serveOptions) error {
+	if o.ExitAfter < 0 {
+		return usageError(fmt.Errorf("--exit-after %d is negative", o.ExitAfter), "use --exit-after N with N >= 1, or leave it out")
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	_, err := httpproxy.ServeMCP(o.Cassette, httpproxy.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
+		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin})
 	return err
 }

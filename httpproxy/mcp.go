@@ -1,0 +1,642 @@
+package httpproxy
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/mcp"
+	"github.com/agent-trace-witness/witness/modelapi"
+)
+
+// MaxMCPMessage is the largest JSON body or server-sent event read into
+// MCP messages (after decompression). A longer one passes through and stays
+// whole in the HTTP cassette; the MCP session's log says it was not read.
+const MaxMCPMessage = 16 << 20
+
+// MCPDir is the directory, inside the proxy's --out directory, that holds
+// one sub-directory per MCP session seen over HTTP (mcp/1, mcp/2, ...):
+// each has a cassette.jsonl of the session's JSON-RPC messages, in the
+// stdio cassette format, and the events.jsonl derived from it by the stdio
+// deriver (docs/design/mcp-http.md).
+const MCPDir = "mcp"
+
+// The transports an MCP session was seen on.
+const (
+	TransportStreamable = "streamable-http" // spec 2025-03-26 and later: one endpoint, Mcp-Session-Id
+	TransportSSE        = "http+sse"        // spec 2024-11-05: a GET stream announces where to POST
+	TransportStateless  = "streamable-http (no session id)"
+)
+
+// The notification methods the proxy writes into its own event log about
+// MCP traffic (the session logs hold the MCP events themselves).
+const (
+	MethodMCPSession       = "witness/mcp-session"        // an MCP session began: its number, directory, transport, id
+	MethodEndpointRewrite  = "witness/endpoint-rewritten" // the endpoint event was rewritten to point at the proxy
+	endpointHoldLimit      = 64 << 10
+	maxSessionNotes        = 20
+	headerMcpSessionID     = "Mcp-Session-Id"
+	contentTypeEventStream = "text/event-stream"
+)
+
+// mcpTracker finds the MCP sessions in the proxy's exchanges and writes
+// one message cassette and event log per session.
+type mcpTracker struct {
+	p       *recorder
+	up      *url.URL
+	self    string // the proxy's base URL
+	outDir  string
+	files   atomicfile.Options
+	seal    *eventlog.SealRef
+	signers []eventlog.Signer
+	redInfo json.RawMessage
+	started string
+	frozen  bool
+	getenv  func(string) string
+
+	mu         sync.Mutex
+	byKey      map[string]*mcpSession
+	byEndpoint map[string]*mcpSession // HTTP+SSE: the request URI POSTs go to
+	sessions   []*mcpSession
+}
+
+// mcpSession is one MCP session: its message cassette and its deriver.
+type mcpSession struct {
+	n         int
+	key       string
+	id        string // Mcp-Session-Id, or the endpoint for HTTP+SSE
+	transport string
+	dir       string
+	casF, evF *os.File
+	cw        *cassette.Writer
+	d         *capture.Deriver
+
+	mu     sync.Mutex
+	notes  []string
+	ended  string
+	failed bool
+}
+
+func (s *mcpSession) note(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.notes) < maxSessionNotes {
+		s.notes = append(s.notes, msg)
+	} else if len(s.notes) == maxSessionNotes {
+		s.notes = append(s.notes, "more not listed")
+	}
+}
+
+// session returns the session of key, opening it when new.
+func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...string) (*mcpSession, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byKey[key]; s != nil {
+		return s, nil
+	}
+	n := len(t.sessions) + 1
+	rel := filepath.Join(MCPDir, strconv.Itoa(n))
+	dir := filepath.Join(t.outDir, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("MCP session %d: %w", n, err)
+	}
+	files := t.files
+	casF, evF, err := capture.CreateRecordingFiles(dir, files)
+	if err != nil {
+		return nil, fmt.Errorf("MCP session %d: %w", n, err)
+	}
+	cw, err := cassette.NewWriter(casF, cassette.Header{Command: t.up.String(), Mode: "proxy", Protocol: "", Started: t.started, Frozen: t.frozen, Redaction: t.redInfo})
+	if err != nil {
+		casF.Close()
+		evF.Close()
+		return nil, fmt.Errorf("MCP session %d: start %s: %w", n, filepath.Join(rel, capture.CassetteFile), err)
+	}
+	what := "MCP session " + strconv.Itoa(n) + " over " + transport + " through the HTTP proxy of " + t.up.String()
+	if id != "" {
+		what += " (" + id + ")"
+	}
+	notes := append([]string{what + "; every HTTP exchange is in ../../" + capture.CassetteFile + ", the JSON-RPC messages of this session in " + capture.CassetteFile}, extraNotes...)
+	d := capture.NewDeriver(evF, cw.Header(), capture.DeriveOptions{Seal: t.seal, Notes: notes})
+	cw.OnRecord(func(r *cassette.Record) { d.Feed(r) })
+	s := &mcpSession{n: n, key: key, id: id, transport: transport, dir: rel, casF: casF, evF: evF, cw: cw, d: d}
+	t.byKey[key] = s
+	t.sessions = append(t.sessions, s)
+	payload, _ := json.Marshal(map[string]any{"session": n, "dir": filepath.ToSlash(rel), "transport": transport, "mcp_session_id": id, "exchange": x})
+	t.p.append([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodMCPSession, Payload: payload}})
+	return s, nil
+}
+
+// feed writes one JSON-RPC message of the session to its cassette (and so
+// to its deriver).
+func (t *mcpTracker) feed(s *mcpSession, dir cassette.Dir, msg []byte) {
+	msg = bytes.TrimRight(msg, " \t\r\n")
+	if len(msg) == 0 {
+		return
+	}
+	if _, err := s.cw.Record(dir, msg, false); err != nil {
+		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.CassetteFile), err))
+	}
+}
+
+// finish ends every session's event log, signed (at the end of the proxy
+// session: a GET stream may outlive the DELETE that ended its session).
+func (t *mcpTracker) finish(ts, why string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	for _, s := range t.sessions {
+		s.mu.Lock()
+		reason := "completed; " + why
+		if s.ended != "" {
+			reason = "completed; " + s.ended
+		}
+		failure := strings.Join(s.notes, "; ")
+		s.mu.Unlock()
+		if err := s.cw.Err(); err != nil {
+			failure = strings.TrimPrefix(failure+"; recording failed: "+err.Error(), "; ")
+		}
+		err := s.d.Finish(capture.FinishOptions{Signers: t.signers, TS: ts, Reason: reason, Failure: failure})
+		if err == nil {
+			err = errors.Join(atomicfile.SyncLive(s.casF), atomicfile.SyncLive(s.evF))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("MCP session %d (%s): %w", s.n, s.dir, err))
+		}
+		s.casF.Close()
+		s.evF.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// count is the number of MCP sessions seen.
+func (t *mcpTracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.sessions)
+}
+
+// splitMessages returns the JSON-RPC messages of a body: the body itself,
+// or the elements of a batch (2025-03-26); rpc says whether any of them
+// is JSON-RPC.
+func splitMessages(body []byte) (msgs [][]byte, rpc bool) {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 {
+		return nil, false
+	}
+	if mcp.IsBatch(b) && json.Valid(b) && jsonlimit.Check(b) == nil {
+		mcp.ForElements(b, func(el json.RawMessage) { msgs = append(msgs, el) })
+	} else {
+		msgs = [][]byte{b}
+	}
+	for _, m := range msgs {
+		if pm, err := mcp.Parse(m); pm != nil && (err == nil || pm.Kind != mcp.KindInvalid) {
+			rpc = true
+			break
+		}
+	}
+	return msgs, rpc
+}
+
+// mediaType is the media type of a Content-Type value, lower case.
+func mediaType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		mt, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(ct)), ";")
+	}
+	return mt
+}
+
+// mcpExchange reads the MCP messages of one HTTP exchange as its bytes are
+// recorded. Its methods are called from the exchange's goroutine, in the
+// order of the recording (the request body before the response).
+type mcpExchange struct {
+	t      *mcpTracker
+	x      int64
+	method string
+	uri    string
+	reqSID string
+	reqEnc string
+	sess   *mcpSession
+
+	reqBody []byte
+	reqOver bool
+	notJSON bool // the request body is not JSON: not held
+	c2s     [][]byte // messages waiting for their session (initialize)
+	isMCP   bool
+
+	status  int
+	respSID string
+	enc     string // Content-Encoding of the response
+	sse     *modelapi.SSEParser
+	json    bool
+	body    []byte
+	over    bool
+	events  int
+	skipped []string
+
+	maybeSSE bool // a GET stream without a session: may be HTTP+SSE's
+	hold     bool // forwarding waits for the endpoint event
+	held     []byte
+	endpoint bool // the first event was seen
+	from, to string
+}
+
+// begin starts reading an exchange whose request head was recorded.
+func (t *mcpTracker) begin(x int64, r *http.Request) *mcpExchange {
+	e := &mcpExchange{t: t, x: x, method: r.Method, uri: r.RequestURI, reqSID: r.Header.Get(headerMcpSessionID), reqEnc: r.Header.Get("Content-Encoding")}
+	t.mu.Lock()
+	if e.reqSID != "" {
+		e.sess = t.byKey["sid:"+e.reqSID]
+	} else if s := t.byEndpoint[e.uri]; s != nil {
+		e.sess = s
+	}
+	t.mu.Unlock()
+	e.isMCP = e.sess != nil || e.reqSID != ""
+	return e
+}
+
+// reqChunk takes a recorded chunk of the request body. A body that cannot
+// be JSON (its first byte is not '{' or '[') is not held, unless the
+// exchange belongs to a session already.
+func (e *mcpExchange) reqChunk(data []byte) {
+	if e.reqOver || e.notJSON {
+		return
+	}
+	if !e.isMCP && len(bytes.TrimSpace(e.reqBody)) == 0 {
+		if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' && t[0] != '[' && e.reqEnc == "" {
+			e.notJSON, e.reqBody = true, nil
+			return
+		}
+	}
+	if len(e.reqBody)+len(data) > MaxMCPMessage {
+		e.reqOver, e.reqBody = true, nil
+		return
+	}
+	e.reqBody = append(e.reqBody, data...)
+}
+
+// reqEnd reads the request's messages once its body is recorded.
+func (e *mcpExchange) reqEnd() {
+	body := e.reqBody
+	e.reqBody = nil
+	if e.reqOver {
+		if e.isMCP {
+			e.noteLater(fmt.Sprintf("exchange %d: request body over %s, kept in the HTTP cassette but not read into events", e.x, mcp.FormatSize(MaxMCPMessage)))
+		}
+		return
+	}
+	if e.reqEnc != "" && !strings.EqualFold(e.reqEnc, "identity") {
+		var err error
+		if body, err = decode(body, e.reqEnc); err != nil {
+			if e.isMCP {
+				e.noteLater(fmt.Sprintf("exchange %d: request body: %v", e.x, err))
+			}
+			return
+		}
+	}
+	msgs, rpc := splitMessages(body)
+	if !rpc && !e.isMCP {
+		return // not MCP (a model API request, a form, nothing)
+	}
+	e.isMCP = true
+	if e.sess != nil {
+		for _, m := range msgs {
+			e.t.feed(e.sess, cassette.C2S, m)
+		}
+		return
+	}
+	e.c2s = msgs
+}
+
+// pendingNotes are notes made before the session was known.
+func (e *mcpExchange) noteLater(msg string) {
+	if e.sess != nil {
+		e.sess.note(msg)
+		return
+	}
+	e.skipped = append(e.skipped, msg)
+}
+
+// respHead decides the exchange's session from the response head and
+// prepares the reading of its body.
+func (e *mcpExchange) respHead(status int, h http.Header) {
+	e.status = status
+	e.respSID = h.Get(headerMcpSessionID)
+	e.enc = h.Get("Content-Encoding")
+	if strings.EqualFold(e.enc, "identity") {
+		e.enc = ""
+	}
+	ct := mediaType(h.Get("Content-Type"))
+	sse := ct == contentTypeEventStream
+	if e.sess == nil && e.respSID != "" && (e.isMCP || sse) {
+		e.open("sid:"+e.respSID, e.respSID, TransportStreamable)
+	}
+	if e.sess == nil && e.reqSID != "" {
+		e.open("sid:"+e.reqSID, e.reqSID, TransportStreamable) // a session begun before the proxy saw it
+	}
+	if e.sess == nil && e.isMCP {
+		e.open("", "", TransportStateless)
+	}
+	if e.sess == nil && e.method == http.MethodGet && sse && e.reqSID == "" {
+		e.maybeSSE, e.hold = true, true // HTTP+SSE: the first event says where to POST
+	}
+	if e.sess != nil {
+		for _, m := range e.c2s {
+			e.t.feed(e.sess, cassette.C2S, m)
+		}
+		e.c2s = nil
+		for _, n := range e.skipped {
+			e.sess.note(n)
+		}
+		e.skipped = nil
+	}
+	if e.sess == nil && !e.maybeSSE {
+		return
+	}
+	switch {
+	case sse:
+		if e.enc == "" {
+			e.sse = modelapi.NewSSEParser(MaxMCPMessage, e.event, e.skip)
+		} else {
+			e.json = false
+		}
+	case ct == "application/json" || strings.HasSuffix(ct, "+json"):
+		e.json = true
+	case status == http.StatusAccepted || status == http.StatusNoContent || e.method == http.MethodDelete || e.method == http.MethodHead || e.method == http.MethodOptions:
+	case status >= 200 && status < 300 && e.method == http.MethodPost:
+		e.sess.note(fmt.Sprintf("exchange %d: the answer to an MCP POST has content type %q, neither application/json nor text/event-stream: kept in the HTTP cassette, not read as MCP messages", e.x, h.Get("Content-Type")))
+	}
+	if sse && e.enc != "" {
+		e.json = false
+		e.body = []byte{} // compressed stream: decoded at its end
+	}
+}
+
+// open sets the exchange's session, opening it when new.
+func (e *mcpExchange) open(key, id, transport string, notes ...string) {
+	s, err := e.t.session(key, id, transport, e.x, notes...)
+	if err != nil {
+		e.t.p.fail(err)
+		return
+	}
+	e.sess = s
+}
+
+// respChunk takes a recorded chunk of the response body.
+func (e *mcpExchange) respChunk(data []byte) {
+	switch {
+	case e.sse != nil:
+		e.sse.Feed(data)
+	case e.json || e.body != nil:
+		if e.over {
+			return
+		}
+		if len(e.body)+len(data) > MaxMCPMessage {
+			e.over, e.body = true, nil
+			return
+		}
+		e.body = append(e.body, data...)
+	}
+}
+
+// event takes one server-sent event of the response.
+func (e *mcpExchange) event(ev modelapi.SSEEvent) {
+	e.events++
+	if e.maybeSSE && e.events == 1 && ev.Type == "endpoint" {
+		e.announce(string(ev.Data))
+		return
+	}
+	if e.hold && e.events >= 1 {
+		e.endpoint = true
+	}
+	if e.sess == nil {
+		return
+	}
+	if ev.Type != "" && ev.Type != "message" {
+		return // not a JSON-RPC message (the standard's default event type is message)
+	}
+	msgs, _ := splitMessages(ev.Data)
+	for _, m := range msgs {
+		e.t.feed(e.sess, cassette.S2C, m)
+	}
+}
+
+// announce handles HTTP+SSE's endpoint event: it opens the session, and
+// rewrites the endpoint when it would lead the client past the proxy.
+func (e *mcpExchange) announce(data string) {
+	e.endpoint = true
+	to, why := e.t.rewriteEndpoint(data)
+	var notes []string
+	if to != data {
+		e.from, e.to = data, to
+		notes = append(notes, fmt.Sprintf("the endpoint event of exchange %d was rewritten from %q to %q (%s); the HTTP cassette holds it as the upstream sent it", e.x, data, to, why))
+	} else if why != "" {
+		notes = append(notes, fmt.Sprintf("the endpoint event of exchange %d, %q, %s", e.x, data, why))
+	}
+	ref, err := url.Parse(to)
+	post := to
+	if base, berr := url.Parse(e.uri); err == nil && berr == nil {
+		post = base.ResolveReference(ref).RequestURI()
+	}
+	e.open("sse:"+post, post, TransportSSE, notes...)
+	if e.sess == nil {
+		return
+	}
+	e.t.mu.Lock()
+	e.t.byEndpoint[post] = e.sess
+	e.t.mu.Unlock()
+	if e.from != "" {
+		payload, _ := json.Marshal(map[string]any{"exchange": e.x, "from": e.from, "to": e.to, "reason": why, "session": e.sess.n})
+		e.t.p.append([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodEndpointRewrite, Payload: payload}})
+	}
+}
+
+// rewriteEndpoint returns the endpoint the client must be given: an
+// absolute URL on the upstream's origin becomes one on the proxy's, and a
+// path under the upstream's base path loses that base path (the proxy adds
+// it back). Anything else passes unchanged; why says what was done, or
+// why a URL was left alone.
+func (t *mcpTracker) rewriteEndpoint(data string) (string, string) {
+	u, err := url.Parse(strings.TrimSpace(data))
+	if err != nil {
+		return data, "not a URL: left unchanged"
+	}
+	base := strings.TrimSuffix(t.up.EscapedPath(), "/")
+	strip := func(p string) (string, bool) {
+		if base == "" {
+			return p, true
+		}
+		if p == base || strings.HasPrefix(p, base+"/") {
+			return strings.TrimPrefix(p, base), true
+		}
+		return p, false
+	}
+	if u.IsAbs() || u.Host != "" {
+		if !strings.EqualFold(u.Host, t.up.Host) || (u.Scheme != "" && u.Scheme != t.up.Scheme) {
+			return data, "points to another origin than the upstream's: POSTs there do not pass the proxy and are not witnessed"
+		}
+		p, ok := strip(u.EscapedPath())
+		if !ok {
+			return data, "is outside the upstream's base path: left unchanged"
+		}
+		out := t.self + p
+		if u.RawQuery != "" {
+			out += "?" + u.RawQuery
+		}
+		return out, "an absolute URL on the upstream's origin must point at the proxy"
+	}
+	if strings.HasPrefix(u.Path, "/") && base != "" {
+		p, ok := strip(u.EscapedPath())
+		if !ok {
+			return data, "is outside the upstream's base path: left unchanged"
+		}
+		out := p
+		if u.RawQuery != "" {
+			out += "?" + u.RawQuery
+		}
+		return out, "the proxy adds the upstream's base path " + base + " itself"
+	}
+	return data, ""
+}
+
+// forward returns the bytes to send the client now: an HTTP+SSE stream is
+// held until its endpoint event was read (at most endpointHoldLimit
+// bytes), so that the event can be rewritten.
+func (e *mcpExchange) forward(b []byte) []byte {
+	if !e.hold {
+		return b
+	}
+	e.held = append(e.held, b...)
+	if !e.endpoint && len(e.held) < endpointHoldLimit {
+		return nil
+	}
+	return e.release()
+}
+
+// release ends the hold: the held bytes, rewritten when needed.
+func (e *mcpExchange) release() []byte {
+	if !e.hold {
+		return nil
+	}
+	e.hold = false
+	out := e.held
+	e.held = nil
+	if e.from != "" {
+		for _, sep := range []string{"data: ", "data:"} {
+			if i := bytes.Index(out, []byte(sep+e.from)); i >= 0 {
+				j := i + len(sep) + len(e.from)
+				if j == len(out) || out[j] == '\n' || out[j] == '\r' {
+					out = append(append(append([]byte(nil), out[:i+len(sep)]...), e.to...), out[j:]...)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// skip notes an event over the limit.
+func (e *mcpExchange) skip(n, size int) {
+	e.events++
+	if e.hold {
+		e.endpoint = true
+	}
+	e.noteLater(fmt.Sprintf("exchange %d: server-sent event %d has %d bytes or more, over %s: kept in the HTTP cassette, not read into events", e.x, n, size, mcp.FormatSize(MaxMCPMessage)))
+}
+
+// end reads what the body held once the response is over; detail says
+// how it ended ("" when whole).
+func (e *mcpExchange) end(detail string) {
+	if e.sess == nil {
+		return
+	}
+	if e.over {
+		e.sess.note(fmt.Sprintf("exchange %d: response body over %s, kept in the HTTP cassette, not read into events", e.x, mcp.FormatSize(MaxMCPMessage)))
+	} else if e.body != nil && len(e.body) > 0 {
+		body := e.body
+		e.body = nil
+		if e.enc != "" {
+			var err error
+			if body, err = decode(body, e.enc); err != nil {
+				e.sess.note(fmt.Sprintf("exchange %d: response body: %v", e.x, err))
+				body = nil
+			}
+		}
+		if body != nil {
+			if e.json {
+				msgs, _ := splitMessages(body)
+				for _, m := range msgs {
+					e.t.feed(e.sess, cassette.S2C, m)
+				}
+			} else {
+				p := modelapi.NewSSEParser(MaxMCPMessage, e.event, e.skip)
+				p.Feed(body)
+				p.Feed([]byte("\n\n")) // a compressed stream was read whole: dispatch its last event
+			}
+		}
+	}
+	if e.sse != nil {
+		if n := e.sse.Pending(); n > 0 {
+			e.sess.note(fmt.Sprintf("exchange %d: the stream ended inside a server-sent event (%d bytes not dispatched)", e.x, n))
+		}
+	}
+	if detail != "" && (e.sse != nil || e.json) && !e.closedStream(detail) {
+		e.sess.note(fmt.Sprintf("exchange %d: response %s", e.x, detail))
+	}
+	if e.method == http.MethodDelete && e.status >= 200 && e.status < 300 && e.reqSID != "" {
+		e.sess.mu.Lock()
+		e.sess.ended = fmt.Sprintf("the client ended the MCP session with DELETE (exchange %d)", e.x)
+		e.sess.mu.Unlock()
+	}
+}
+
+// closedStream reports whether detail is a client closing an MCP GET
+// stream (server-initiated messages, or HTTP+SSE's whole session) while
+// the proxy waited for the upstream: the way such streams end, with
+// nothing recorded left undelivered.
+func (e *mcpExchange) closedStream(detail string) bool {
+	return e != nil && e.sess != nil && e.method == http.MethodGet && e.sse != nil && detail == "not delivered: the client went away"
+}
+
+// decode decompresses a body of Content-Encoding enc, up to MaxMCPMessage
+// bytes: past it, it is a compression bomb as far as the reader goes.
+func decode(b []byte, enc string) ([]byte, error) {
+	var r io.Reader
+	switch strings.ToLower(strings.TrimSpace(enc)) {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("content encoding %s: %w", enc, err)
+		}
+		r = zr
+	case "deflate":
+		r = flate.NewReader(bytes.NewReader(b))
+	default:
+		return nil, fmt.Errorf("content encoding %q is not read into events (kept in the HTTP cassette)", enc)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, MaxMCPMessage+1))
+	if err != nil {
+		return nil, fmt.Errorf("content encoding %s: %w", enc, err)
+	}
+	if len(out) > MaxMCPMessage {
+		return nil, fmt.Errorf("content encoding %s: %d compressed bytes decompress to more than %s (a compression bomb?): kept in the HTTP cassette, not read into events", enc, len(b), mcp.FormatSize(MaxMCPMessage))
+	}
+	return out, nil
+}
