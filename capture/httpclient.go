@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/version"
 	"github.com/agent-trace-witness/witness/mcp"
@@ -34,6 +37,8 @@ const (
 	// maxResume bounds the resumptions (GET with Last-Event-ID) of one
 	// request's stream.
 	maxResume = 5
+	// maxAnswerDepth bounds answers in progress at once (see answer).
+	maxAnswerDepth = 8
 	// maxErrorBody is the most of an error answer (4xx, 5xx, a wrong
 	// content type) the client reads and records.
 	maxErrorBody = 64 << 10
@@ -53,7 +58,11 @@ type HTTPOptions struct {
 	MaxMessage int           // largest message: a JSON body or an SSE event; default mcp.DefaultMaxLine
 	Linger     time.Duration // default DefaultStreamLinger
 
-	Recorder *HTTPRecorder    // required: every exchange is recorded here, each byte before it is parsed
+	Recorder *HTTPRecorder // required: every exchange is recorded here, each byte before it is parsed
+	// Messages is required: every JSON-RPC message is recorded here, in
+	// the stdio cassette format, before it is sent or acted on (the event
+	// log is derived from it, as for a stdio server).
+	Messages *cassette.Writer
 	Warn     func(msg string) // warnings; may be nil
 	// Answer, when set, answers the server's requests it knows; the others
 	// get ping's empty result or "method not found". Capabilities are the
@@ -121,6 +130,7 @@ type HTTPClient struct {
 	getCancel context.CancelFunc
 	getDone   chan struct{}
 	closed    bool
+	depth     atomic.Int32 // answers to server requests in progress
 
 	InitializeResult json.RawMessage
 	Protocol         string
@@ -128,8 +138,8 @@ type HTTPClient struct {
 
 // StartHTTP returns a client for o.URL; nothing is sent before Initialize.
 func StartHTTP(o HTTPOptions) (*HTTPClient, error) {
-	if o.Recorder == nil {
-		return nil, errors.New("start HTTP client: no recorder")
+	if o.Recorder == nil || o.Messages == nil {
+		return nil, errors.New("start HTTP client: no recorder or message cassette")
 	}
 	if o.Protocol == "" {
 		o.Protocol = mcp.DefaultProtocol
@@ -242,6 +252,9 @@ func (c *HTTPClient) post(ctx context.Context, what string, body []byte, id json
 	if err != nil {
 		return nil, err
 	}
+	if _, err := c.o.Messages.Record(cassette.C2S, body, false); err != nil {
+		return nil, c.rec.failed(err)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.rec.Fail(x, err.Error())
@@ -329,6 +342,9 @@ func (c *HTTPClient) checkStatus(x int64, what string, resp *http.Response) erro
 		return nil
 	}
 	data, _ := c.rec.ReadBody(x, resp.Body, maxErrorBody, nil)
+	if bodyKind(resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding")) == "json" && len(bytes.TrimSpace(data)) > 0 {
+		c.dispatch(data, nil) // a JSON-RPC error answer (id null) is a message
+	}
 	msg := fmt.Sprintf("server answered %s with HTTP %s", what, resp.Status)
 	if len(bytes.TrimSpace(data)) > 0 {
 		msg += ": " + preview(data)
@@ -459,6 +475,11 @@ func (c *HTTPClient) resume(ctx context.Context, what, last string, retry time.D
 // a request (answered with a POST), a notification or another response
 // (recorded only).
 func (c *HTTPClient) dispatch(data []byte, id json.RawMessage) (*mcp.Message, bool) {
+	data = bytes.TrimRight(data, " \t\r\n")
+	if _, err := c.o.Messages.Record(cassette.S2C, data, false); err != nil {
+		c.o.Warn(fmt.Sprintf("record a server message: %v", err))
+		return nil, false
+	}
 	m, err := mcp.Parse(data)
 	if mcp.IsAmbiguous(err) && m.Kind == mcp.KindResponse {
 		c.o.Warn(fmt.Sprintf("server response %s is ambiguous (kept in the cassette): %v", m.ID, err))
@@ -481,6 +502,14 @@ func (c *HTTPClient) dispatch(data []byte, id json.RawMessage) (*mcp.Message, bo
 // answer answers a server request with a POST: the scripted answer, ping's
 // empty result, or "method not found".
 func (c *HTTPClient) answer(m *mcp.Message) {
+	// an answer's POST may itself be answered with a stream carrying a
+	// request: bound the nesting a hostile server could make of that
+	if c.depth.Add(1) > maxAnswerDepth {
+		c.depth.Add(-1)
+		c.o.Warn(fmt.Sprintf("the server's %s request came while %d answers were open; not answered", m.Method, maxAnswerDepth))
+		return
+	}
+	defer c.depth.Add(-1)
 	var body []byte
 	if c.o.Answer != nil {
 		if res, errObj, ok := c.o.Answer(m.Method, m.Params); ok {
@@ -673,4 +702,24 @@ func (c *HTTPClient) Close() Shutdown {
 		sd.Warning = fmt.Sprintf("the server answered the DELETE of session %s with HTTP %s", sid, resp.Status)
 	}
 	return sd
+}
+
+// bodyKind says how an answer's body carries messages: "json", "sse", or
+// "" (none: another media type, or a content coding the witness did not
+// ask for and does not undo).
+func bodyKind(contentType, contentEncoding string) string {
+	if ce := strings.TrimSpace(contentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return ""
+	}
+	switch mt {
+	case "application/json":
+		return "json"
+	case "text/event-stream":
+		return "sse"
+	}
+	return ""
 }

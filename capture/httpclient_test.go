@@ -127,7 +127,8 @@ func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type httpCaptured struct {
 	res      *CaptureResult
 	err      error
-	cassette []byte
+	cassette []byte // the messages
+	http     []byte // the HTTP exchanges
 	events   []byte
 }
 
@@ -148,6 +149,7 @@ func runHTTPCapture(t *testing.T, url string, calls []ScenarioCall, mod func(*Li
 	c := &httpCaptured{res: res, err: err}
 	c.cassette, _ = os.ReadFile(filepath.Join(dir, CassetteFile))
 	c.events, _ = os.ReadFile(filepath.Join(dir, EventsFile))
+	c.http, _ = os.ReadFile(filepath.Join(dir, HTTPCassetteFile))
 	return c
 }
 
@@ -171,16 +173,14 @@ func kindsOf(t *testing.T, events []byte) []string {
 	return kinds
 }
 
-// checkHTTPRederive re-derives the events from the HTTP cassette and
-// compares bytes with the live log.
+// checkHTTPRederive re-derives the events from the message cassette, as
+// for a stdio capture, and compares bytes with the live log; the HTTP
+// cassette reads back.
 func checkHTTPRederive(t *testing.T, c *httpCaptured) {
 	t.Helper()
-	var out bytes.Buffer
-	if err := EventsFromHTTPCassette(bytes.NewReader(c.cassette), CassetteFile, &out, DeriveOptions{Cassette: CassetteFile}, FinishOptions{}, 0); err != nil {
-		t.Fatalf("EventsFromHTTPCassette: %v", err)
-	}
-	if !bytes.Equal(out.Bytes(), c.events) {
-		t.Fatalf("events re-derived from the HTTP cassette differ from the live log:\nlive:\n%s\nderived:\n%s", c.events, out.Bytes())
+	lvCheckRederive(t, &lvCaptured{cassette: c.cassette, events: c.events})
+	if _, _, err := cassette.ReadHTTPExchanges(bytes.NewReader(c.http), HTTPCassetteFile, -1); err != nil {
+		t.Fatalf("HTTP cassette: %v", err)
 	}
 }
 
@@ -201,10 +201,12 @@ func TestHTTPCaptureJSONAndSSE(t *testing.T) {
 			if got := strings.Join(kinds, " "); !strings.Contains(got, "tool_call tool_response session_end") {
 				t.Fatalf("event kinds: %s", got)
 			}
-			if bytes.Contains(c.cassette, []byte("s3cret")) || bytes.Contains(c.events, []byte("s3cret")) {
-				t.Fatal("the Authorization value reached the disk")
+			for _, b := range [][]byte{c.cassette, c.http, c.events} {
+				if bytes.Contains(b, []byte("s3cret")) {
+					t.Fatal("the Authorization value reached the disk")
+				}
 			}
-			if !bytes.Contains(c.cassette, []byte(`["Authorization","redacted:hmac-sha256:`)) {
+			if !bytes.Contains(c.http, []byte(`["Authorization","redacted:hmac-sha256:`)) {
 				t.Fatal("the Authorization header is not recorded as a keyed hash")
 			}
 			f.mu.Lock()
@@ -222,10 +224,6 @@ func TestHTTPCaptureJSONAndSSE(t *testing.T) {
 				t.Error("no DELETE at the end of the session")
 			}
 			checkHTTPRederive(t, c)
-			// the cassette reads back as a valid HTTP cassette
-			if _, _, err := cassette.ReadHTTPExchanges(bytes.NewReader(c.cassette), "c", -1); err != nil {
-				t.Fatalf("cassette: %v", err)
-			}
 		})
 	}
 }
@@ -250,7 +248,7 @@ func TestHTTPCaptureServerMessages(t *testing.T) {
 	if !bytes.Contains(c.events, []byte(`"from GET"`)) {
 		t.Fatalf("the GET stream's notification is not an event:\n%s", c.events)
 	}
-	if !bytes.Contains(c.cassette, []byte(`"detail":"closed by witness at the end of the session"`)) {
+	if !bytes.Contains(c.http, []byte(`"detail":"closed by witness at the end of the session"`)) {
 		t.Fatal("the GET stream's end does not say the client closed it")
 	}
 	checkHTTPRederive(t, c)
@@ -365,7 +363,7 @@ func TestHTTPCaptureErrors(t *testing.T) {
 			}
 			// what was received is kept: the request, the answer's head, the
 			// end of its body; the log's end records the failure
-			if _, xs, err := cassette.ReadHTTPExchanges(bytes.NewReader(c.cassette), "c", -1); err != nil || len(xs) == 0 || xs[0].Response == nil || !xs[0].Response.Ended {
+			if _, xs, err := cassette.ReadHTTPExchanges(bytes.NewReader(c.http), "c", -1); err != nil || len(xs) == 0 || xs[0].Response == nil || !xs[0].Response.Ended {
 				t.Fatalf("cassette: %v, %d exchanges", err, len(xs))
 			}
 			if !bytes.Contains(c.events, []byte(`"failure":"capture error: `)) {
@@ -398,51 +396,73 @@ func TestParseServerURL(t *testing.T) {
 	}
 }
 
-// FuzzHTTPDeriver feeds arbitrary answer bodies (JSON or SSE, cut into
-// chunks anywhere) through the HTTP deriver: it never panics, and a log it
-// finishes verifies.
-func FuzzHTTPDeriver(f *testing.F) {
+// FuzzHTTPAnswer feeds arbitrary answers (a JSON or SSE body, cut into
+// chunks anywhere) to the client's reading of a POST's answer: it never
+// panics, the message cassette it writes reads back and the HTTP cassette
+// too.
+func FuzzHTTPAnswer(f *testing.F) {
 	f.Add([]byte("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"), true, uint8(7))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`), false, uint8(3))
-	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":\"x\"}\r\n\r\ndata: [1,2]\n\n:c\n"), true, uint8(1))
+	f.Add([]byte("retry: 5\nid: x\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":\"x\"}\r\n\r\ndata: [1,2]\n\n:c\n"), true, uint8(1))
 	f.Fuzz(func(t *testing.T, body []byte, sse bool, cut uint8) {
-		var cas, ev bytes.Buffer
-		key, id, err := HeaderKey(nil, bytes.Repeat([]byte{1}, 32))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := NewHTTPRecorder(&cas, cassette.HTTPFileHeader{Mode: "client", Upstream: "http://x/mcp", Started: frozenTS, Frozen: true}, key, id, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hd := NewHTTPDeriver(&ev, rec.Writer().Header(), DeriveOptions{}, 1<<10)
-		rec.Writer().OnRecord(func(r *cassette.HTTPRecord) { _ = hd.Feed(r) })
-		req := httptest.NewRequest(http.MethodPost, "http://x/mcp", nil)
-		x, err := rec.Request(req, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
 		ct := "application/json"
 		if sse {
 			ct = "text/event-stream"
 		}
-		if err := rec.Response(x, &http.Response{StatusCode: 200, Proto: "HTTP/1.1", Header: http.Header{"Content-Type": {ct}}}); err != nil {
+		n := int(cut)%8 + 1
+		posts := 0
+		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPost {
+				posts++
+			}
+			if r.Method == http.MethodPost && posts > 1 { // the client's answers to server requests
+				return &http.Response{StatusCode: http.StatusAccepted, Proto: "HTTP/1.1", Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}, nil
+			}
+			if r.Method != http.MethodPost {
+				return &http.Response{StatusCode: http.StatusMethodNotAllowed, Proto: "HTTP/1.1", Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}, nil
+			}
+			return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(&chunkReader{b: body, n: n})}, nil
+		})
+		var hc, mc bytes.Buffer
+		key, id, err := HeaderKey(nil, bytes.Repeat([]byte{1}, 32))
+		if err != nil {
 			t.Fatal(err)
 		}
-		n := int(cut)%8 + 1
-		_, _ = rec.ReadBody(x, io.NopCloser(&chunkReader{b: body, n: n}), 4<<10, nil)
-		if err := hd.Finish(FinishOptions{}); err != nil {
-			return // a log error (a write failed) is reported, not a panic
-		}
-		rep, err := eventlog.VerifyLog(bytes.NewReader(ev.Bytes()), "events.jsonl", eventlog.VerifyLogOptions{AllowUnsigned: true})
+		rec, err := NewHTTPRecorder(&hc, cassette.HTTPFileHeader{Mode: "client", Upstream: "http://x/mcp", Started: frozenTS, Frozen: true}, key, id, nil, nil)
 		if err != nil {
-			t.Fatalf("verify: %v", err)
+			t.Fatal(err)
 		}
-		if err := rep.Err(); err != nil {
-			t.Fatalf("log does not verify: %v\n%s", err, ev.Bytes())
+		cw, err := cassette.NewWriter(&mc, cassette.Header{Command: "http://x/mcp", Started: frozenTS, Frozen: true, Mode: "client"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := StartHTTP(HTTPOptions{URL: "http://x/mcp", Recorder: rec, Messages: cw, Transport: rt, Timeout: time.Second, MaxMessage: 4 << 10, Linger: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Request("tools/list", json.RawMessage(`{}`))
+		c.Close()
+		if _, _, err := cassette.ReadHTTPExchanges(bytes.NewReader(hc.Bytes()), "http.jsonl", -1); err != nil {
+			t.Fatalf("HTTP cassette: %v", err)
+		}
+		cr, err := cassette.NewReader(bytes.NewReader(mc.Bytes()), "cassette.jsonl")
+		if err != nil {
+			t.Fatalf("message cassette: %v", err)
+		}
+		for {
+			if _, err := cr.Next(); err != nil {
+				if err != io.EOF {
+					t.Fatalf("message cassette: %v", err)
+				}
+				break
+			}
 		}
 	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // chunkReader hands out b n bytes at a time.
 type chunkReader struct {

@@ -33,12 +33,15 @@ type LiveOptions struct {
 	// URL, when set, reaches the server over Streamable HTTP instead of
 	// running Command (capture --url; see OpenLive); Header holds the
 	// headers sent with every request, HeaderKey the key of their
-	// credential hashes (nil: the Redactor's, else a session key) and
-	// RedactHeaders more header names to hash.
+	// credential hashes (nil: the Redactor's, else a session key),
+	// RedactHeaders more header names to hash, and HTTPCassette is where
+	// the HTTP exchanges go (nil: discarded). Cassette then receives the
+	// JSON-RPC messages.
 	URL           string
 	Header        http.Header
 	HeaderKey     []byte
 	RedactHeaders []string
+	HTTPCassette  io.Writer
 
 	Protocol   string
 	Timeout    time.Duration
@@ -68,7 +71,7 @@ type Live struct {
 	cw *cassette.Writer
 	d  *Deriver
 	// HTTP is the client of a session over Streamable HTTP (LiveOptions.URL);
-	// Client is then nil, and hw holds the HTTP cassette instead of cw.
+	// Client is then nil, cw holds its messages and hw its HTTP exchanges.
 	HTTP   *HTTPClient
 	hw     *cassette.HTTPWriter
 	mu     sync.Mutex
@@ -196,13 +199,10 @@ func (l *Live) close(failure string) error {
 	}
 	// every record so far has been fed; detach the hook so that nothing
 	// races the session_end
-	var cerr error
-	if l.hw != nil {
-		l.hw.OnRecord(nil)
+	l.cw.OnRecord(nil)
+	cerr := l.cw.Err()
+	if l.hw != nil && cerr == nil {
 		cerr = l.hw.Err()
-	} else {
-		l.cw.OnRecord(nil)
-		cerr = l.cw.Err()
 	}
 	if sd.Incomplete != "" {
 		failure = joinFailure(failure, sd.Incomplete)
@@ -229,11 +229,7 @@ func joinFailure(a, b string) string {
 
 // Counts returns the number of cassette records and event lines written.
 func (l *Live) Counts() (records, events int64) {
-	if l.hw != nil {
-		records = l.hw.Count()
-	} else {
-		records = l.cw.Count()
-	}
+	records = l.cw.Count()
 	if w := l.d.Writer(); w != nil {
 		events = w.Count()
 	}

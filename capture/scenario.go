@@ -149,6 +149,15 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create capture folder: %w", err), "")
 	}
 	res := &CaptureResult{Dir: o.OutDir, Cassette: filepath.Join(o.OutDir, CassetteFile), Events: filepath.Join(o.OutDir, EventsFile)}
+	if o.URL != "" {
+		hf, err := CreateHTTPCassetteFile(o.OutDir, o.Files)
+		if err != nil {
+			return nil, err
+		}
+		defer hf.Close()
+		defer atomicfile.SyncLive(hf)
+		o.HTTPCassette = hf
+	}
 	cf, ef, err := CreateRecordingFiles(o.OutDir, o.Files)
 	if err != nil {
 		return nil, err

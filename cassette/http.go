@@ -198,18 +198,6 @@ type HTTPWriter struct {
 	nextX  int64
 	bodies map[bodyKey]*body
 	err    error
-	onRec  func(*HTTPRecord)
-}
-
-// OnRecord registers f to be called, under the writer's lock and after the
-// record was written, with every record as written (seq, time, offsets and
-// ends filled in), so that a reader of the live recording (the HTTP
-// capture client's event deriver) sees exactly what HTTPReader will read
-// back. f must not call the writer. nil removes the hook.
-func (w *HTTPWriter) OnRecord(f func(*HTTPRecord)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.onRec = f
 }
 
 // NewHTTPWriter writes the header h (Format and V are set here) and
@@ -237,13 +225,6 @@ func (w *HTTPWriter) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
-}
-
-// Count returns the number of records written.
-func (w *HTTPWriter) Count() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.seq
 }
 
 // Exchanges returns the number of exchanges begun.
@@ -353,9 +334,6 @@ func (w *HTTPWriter) writeLocked(r *HTTPRecord) error {
 		bd.h.Write(r.Data)
 	}
 	w.seq++
-	if w.onRec != nil {
-		w.onRec(r)
-	}
 	return nil
 }
 
