@@ -237,7 +237,7 @@ type mcpExchange struct {
 
 	reqBody []byte
 	reqOver bool
-	notJSON bool // the request body is not JSON: not held
+	notJSON bool     // the request body is not JSON: not held
 	c2s     [][]byte // messages waiting for their session (initialize)
 	isMCP   bool
 
