@@ -380,8 +380,8 @@ func (c *HTTPClient) readStream(ctx context.Context, x int64, body io.ReadCloser
 	stop := &bodyStop{}
 	var linger *time.Timer
 	p := modelapi.NewSSEParser(c.o.MaxMessage, func(e modelapi.SSEEvent) {
-		if len(bytes.TrimSpace(e.Data)) == 0 {
-			return // a priming event, or one without a message
+		if !messageEvent(e) {
+			return // a priming event, or one of another type
 		}
 		if m, done := c.dispatch(e.Data, id); done && a.reply == nil {
 			a.reply = m
@@ -475,7 +475,9 @@ func (c *HTTPClient) resume(ctx context.Context, what, last string, retry time.D
 // a request (answered with a POST), a notification or another response
 // (recorded only).
 func (c *HTTPClient) dispatch(data []byte, id json.RawMessage) (*mcp.Message, bool) {
-	data = bytes.TrimRight(data, " \t\r\n")
+	// a copy: data may be the SSE parser's buffer, and the deriver holds
+	// messages until the session header is known
+	data = append([]byte(nil), bytes.TrimRight(data, " \t\r\n")...)
 	if _, err := c.o.Messages.Record(cassette.S2C, data, false); err != nil {
 		c.o.Warn(fmt.Sprintf("record a server message: %v", err))
 		return nil, false
@@ -637,7 +639,7 @@ func (c *HTTPClient) openStream() {
 			return
 		}
 		p := modelapi.NewSSEParser(c.o.MaxMessage, func(e modelapi.SSEEvent) {
-			if len(bytes.TrimSpace(e.Data)) > 0 {
+			if messageEvent(e) {
 				c.dispatch(e.Data, nil)
 			}
 		}, func(n, size int) {
@@ -722,4 +724,11 @@ func bodyKind(contentType, contentEncoding string) string {
 		return "sse"
 	}
 	return ""
+}
+
+// messageEvent reports whether an SSE event carries a JSON-RPC message: an
+// event of type message (the default) with data; a priming event (an id
+// and empty data) carries none.
+func messageEvent(e modelapi.SSEEvent) bool {
+	return (e.Type == "" || e.Type == "message") && len(bytes.TrimSpace(e.Data)) > 0
 }

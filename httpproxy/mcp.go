@@ -146,7 +146,9 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 // feed writes one JSON-RPC message of the session to its cassette (and so
 // to its deriver).
 func (t *mcpTracker) feed(s *mcpSession, dir cassette.Dir, msg []byte) {
-	msg = bytes.TrimRight(msg, " \t\r\n")
+	// a copy: msg may be the SSE parser's buffer (valid only during its
+	// emit call), and the deriver holds messages until the session header
+	msg = append([]byte(nil), bytes.TrimRight(msg, " \t\r\n")...)
 	if len(msg) == 0 {
 		return
 	}

@@ -56,6 +56,13 @@ var confClientAlsoPasses = []string{"auth/resource-mismatch"}
 var confServerDirect = []string{"logging-set-level", "ping", "prompts-list", "resources-list", "resources-subscribe", "resources-unsubscribe",
 	"server-initialize", "server-sse-multiple-streams", "tools-call-error", "tools-call-simple-text", "tools-list"}
 
+// confProxyAlsoPasses are the server scenarios the proxy passes even
+// where the upstream fails them: dns-rebinding-protection sends a foreign
+// Host/Origin and wants a 4xx, which the listening witness gives (403)
+// before anything reaches the upstream (issue 14 item 5, the spec's
+// Origin check); server-everything answers 200.
+var confProxyAlsoPasses = []string{"dns-rebinding-protection"}
+
 type confPeers struct {
 	node, node22, suite, everything string // node: the system's (server-everything runs on Node 20)
 }
@@ -348,8 +355,12 @@ func TestConformance(t *testing.T) {
 	if got, want := strings.Join(passed(direct), " "), strings.Join(confServerDirect, " "); got != want {
 		t.Errorf("server-everything direct passes\n  %s\nwant (conformance 0.1.16, server-everything 2026.8.31)\n  %s", got, want)
 	}
-	if got, want := strings.Join(passed(proxied), " "), strings.Join(passed(direct), " "); got != want {
-		t.Errorf("through witness proxy the suite passes\n  %s\nbut direct it passes\n  %s", got, want)
+	// through the proxy: every scenario direct passes, and the ones the
+	// listening witness passes by itself whatever the upstream does
+	wantProxied := append(passed(direct), confProxyAlsoPasses...)
+	sort.Strings(wantProxied)
+	if got, want := strings.Join(passed(proxied), " "), strings.Join(wantProxied, " "); got != want {
+		t.Errorf("through witness proxy the suite passes\n  %s\nwant what it passes direct, plus %s\n  %s", got, strings.Join(confProxyAlsoPasses, ", "), want)
 	}
 	wantClient := append([]string(nil), confClientApplies...)
 	if full {
@@ -371,20 +382,28 @@ func TestConformance(t *testing.T) {
 	if err != nil || len(xs) == 0 {
 		t.Fatalf("proxy cassette: %v (%d exchanges)", err, len(xs))
 	}
-	ev, err := os.ReadFile(filepath.Join(rec, "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	// the proxy's own log, and one log per MCP session it saw (mcp/N)
+	logs, _ := filepath.Glob(filepath.Join(rec, "mcp", "*", "events.jsonl"))
+	if len(logs) == 0 {
+		t.Errorf("the proxy recorded no MCP session in %s", rec)
 	}
-	rep, err := eventlog.VerifyLog(bytes.NewReader(ev), "events.jsonl", eventlog.VerifyLogOptions{AllowUnsigned: true})
-	if rep == nil {
-		t.Fatal(err)
+	for _, f := range append([]string{filepath.Join(rec, "events.jsonl")}, logs...) {
+		ev, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := eventlog.VerifyLog(bytes.NewReader(ev), f, eventlog.VerifyLogOptions{AllowUnsigned: true})
+		if rep == nil {
+			t.Fatal(err)
+		}
+		// intact and ended; a log may record streams the suite's client
+		// walked away from as not delivered, which makes it incomplete,
+		// not tampered
+		if n := rep.Count(eventlog.SevTampered); n > 0 || !rep.Ended {
+			t.Errorf("%s: %d tampered finding(s), ended %v: %v", f, n, rep.Ended, rep.Err())
+		}
 	}
-	// intact and ended; it may record streams the suite's client walked
-	// away from (server-sse-multiple-streams, dns-rebinding-protection) as
-	// not delivered, which makes it incomplete, not tampered
-	if n := rep.Count(eventlog.SevTampered); n > 0 || !rep.Ended {
-		t.Fatalf("the proxy's event log: %d tampered finding(s), ended %v: %v", n, rep.Ended, rep.Err())
-	}
+	t.Logf("the proxy recorded %d MCP sessions", len(logs))
 }
 
 // confTable renders the table of docs/design/conformance.md.
