@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,11 +23,29 @@ import (
 // Methods of the notification events the witness itself writes for what it
 // saw on the wire that is not a JSON-RPC message it can pair.
 const (
-	MethodInvalidLine        = "witness/invalid-line"       // a server line that is not a JSON-RPC message
-	MethodLineTooLong        = "witness/line-too-long"      // a server line over the maximum line size
-	MethodUnmatchedResponse  = "witness/unmatched-response" // a response whose id matches no pending request
+	MethodInvalidLine       = "witness/invalid-line"       // a server line that is not a JSON-RPC message
+	MethodLineTooLong       = "witness/line-too-long"      // a server line over the maximum line size
+	MethodUnmatchedResponse = "witness/unmatched-response" // a response whose id matches no pending request
+	// MethodOpenRequestsLimit: more requests of one direction are open
+	// (sent, not answered) than the deriver tracks (MaxOpenRequests); the
+	// requests past the limit are still events, but their answers will
+	// not be paired
+	MethodOpenRequestsLimit  = "witness/open-requests-limit"
 	maxBufferedBeforeHeader  = 4096
 	maxInvalidLineInEventLen = 4096
+)
+
+// MaxOpenRequests bounds the requests of one direction the deriver keeps
+// open for pairing, so that a flood of unanswered requests cannot grow its
+// memory without limit.
+const MaxOpenRequests = 4096
+
+// Methods whose exchanges are not mcp_request/mcp_response events
+// (docs/design/mcp-surface.md, decision 2).
+const (
+	methodToolsCall   = "tools/call"
+	methodSampling    = "sampling/createMessage"
+	methodElicitation = "elicitation/create"
 )
 
 // EffectFunc decides whether a call of tool with args has an external effect
@@ -42,12 +61,22 @@ type DeriveOptions struct {
 	Notes    []string   // extra notes for the session header
 }
 
+// pendingReq is an open request: sent in direction dir, not yet answered.
 type pendingReq struct {
 	method string
 	tool   string
-	callID string // event id of the tool_call (set once written)
+	callID string // event id of the request (set once written; empty for an ambiguous line)
 	args   json.RawMessage
 	seq    int64
+	dir    cassette.Dir
+	id     json.RawMessage // the exact id token
+	token  string          // params._meta.progressToken (exact token), "" when none
+	// ambiguous: the line has no single reading (an ambiguous event, not a
+	// request event): its answer is never paired by guess
+	ambiguous bool
+	// cancelled: a notifications/cancelled named it; it is no longer open
+	// for during, but a late answer still pairs with it
+	cancelled bool
 }
 
 // Deriver turns cassette records, fed in seq order, into events. The live
@@ -55,9 +84,18 @@ type pendingReq struct {
 // EventsFromCassette feeds it from a cassette file; both therefore derive
 // the same events from the same records.
 //
-// Events before the first tools/call (notifications during the handshake)
-// are held until the session header is known, that is until the initialize
-// result and every page of tools/list have been seen.
+// Every JSON-RPC request, in either direction, and its answer become
+// events (docs/design/mcp-surface.md): tool_call/tool_response for
+// tools/call, an observed model_input/model_output for the server's
+// sampling/createMessage, mcp_request and user_input for elicitation/create,
+// mcp_request/mcp_response for every other method; answers pair with the
+// open request sent the other way by the exact id token; notifications in
+// both directions are events, naming the request they concern. The open
+// requests of each direction are bounded (MaxOpenRequests).
+//
+// Events before the first tools/call (the handshake's requests, answers and
+// notifications) are held until the session header is known, that is until
+// the initialize result and every page of tools/list have been seen.
 type Deriver struct {
 	out  io.Writer
 	ch   cassette.Header
@@ -68,8 +106,16 @@ type Deriver struct {
 	// callHeld: a tools/call is held until initialize and tools/list are answered
 	callHeld bool
 
-	start     time.Time
-	pending   map[string]*pendingReq // c2s requests by exact id token
+	start time.Time
+	// open requests of each direction by exact id token (pending: host
+	// requests, spending: server requests), and by progress token; each
+	// holds at most maxOpen requests
+	pending   map[string]*pendingReq
+	spending  map[string]*pendingReq
+	progress  map[cassette.Dir]map[string]*pendingReq
+	maxOpen   int
+	atLimit   map[cassette.Dir]bool // the limit notification was written and the set is still full
+	untracked map[string]int        // requests over the limit, by method family ("tools/call", "other")
 	server    eventlog.ServerInfo
 	tools     []json.RawMessage
 	toolNames map[string]int
@@ -98,8 +144,10 @@ func NewDeriver(out io.Writer, h cassette.Header, o DeriveOptions) *Deriver {
 	if o.Cassette == "" {
 		o.Cassette = "cassette.jsonl"
 	}
-	d := &Deriver{out: out, ch: h, o: o, pending: map[string]*pendingReq{}, toolNames: map[string]int{},
-		annots: map[string]json.RawMessage{}, longLine: map[cassette.Dir]bool{}}
+	d := &Deriver{out: out, ch: h, o: o, pending: map[string]*pendingReq{}, spending: map[string]*pendingReq{},
+		progress: map[cassette.Dir]map[string]*pendingReq{cassette.C2S: {}, cassette.S2C: {}},
+		maxOpen:  MaxOpenRequests, atLimit: map[cassette.Dir]bool{}, untracked: map[string]int{},
+		toolNames: map[string]int{}, annots: map[string]json.RawMessage{}, longLine: map[cassette.Dir]bool{}}
 	d.server.Command, d.server.Args = h.Command, h.Args
 	if t, err := parseAnyTime(h.Started); err == nil {
 		d.start = t
@@ -135,7 +183,9 @@ func (d *Deriver) Server() eventlog.ServerInfo { return d.server }
 // Writer returns the event log writer once the session header was written.
 func (d *Deriver) Writer() *eventlog.Writer { return d.w }
 
-// Feed derives the events of one record. Errors are sticky.
+// Feed derives the events of one record. Errors are sticky. The deriver
+// may keep r (and r.Data) until the session header is known: the caller
+// must not change r.Data after the call.
 func (d *Deriver) Feed(r *cassette.Record) error {
 	if d.err != nil {
 		return d.err
@@ -202,15 +252,52 @@ func (d *Deriver) feed(r *cassette.Record) error {
 			return d.ambiguous(r, m, perr, ts, wire)
 		}
 		d.frag = nil
-		return d.c2s(m, ts, wire, r.Seq)
-	}
-	if mcp.IsAmbiguous(perr) {
+	} else if mcp.IsAmbiguous(perr) {
 		return d.ambiguous(r, m, perr, ts, wire)
-	}
-	if perr != nil {
+	} else if perr != nil {
 		return d.invalid(r, perr, ts, wire)
 	}
-	return d.s2c(m, ts, wire)
+	w := wireMsg{m: m, dir: r.Dir, ts: ts, wire: wire, seq: r.Seq, redacted: r.Redacted}
+	switch m.Kind {
+	case mcp.KindRequest:
+		return d.request(w)
+	case mcp.KindNotification:
+		return d.notification(w)
+	}
+	return d.response(w)
+}
+
+// wireMsg is one JSON-RPC message Parse read with a single reading, and
+// where it was seen.
+type wireMsg struct {
+	m        *mcp.Message
+	dir      cassette.Dir
+	ts       string
+	wire     *eventlog.WireRef
+	seq      int64
+	redacted bool // the cassette holds the redacted line
+}
+
+func dirName(dir cassette.Dir) string {
+	if dir == cassette.S2C {
+		return eventlog.DirS2C
+	}
+	return eventlog.DirC2S
+}
+
+func otherDir(dir cassette.Dir) cassette.Dir {
+	if dir == cassette.S2C {
+		return cassette.C2S
+	}
+	return cassette.S2C
+}
+
+// openOf returns the open requests sent in direction dir.
+func (d *Deriver) openOf(dir cassette.Dir) map[string]*pendingReq {
+	if dir == cassette.S2C {
+		return d.spending
+	}
+	return d.pending
 }
 
 // maxFragment bounds the unfinished JSON value kept to join with later
@@ -254,23 +341,33 @@ func (d *Deriver) ambiguous(r *cassette.Record, m *mcp.Message, perr error, ts s
 			reasons = append(reasons, "ends inside a JSON value: a stream decoder would join it with the next line")
 			d.frag = append([]byte(nil), r.Data...)
 		}
-		if m != nil && m.Kind == mcp.KindRequest && m.Method != "tools/call" {
-			// the envelope is pinned down: keep the handshake going
-			d.pending[mcp.IDKey(m.ID)] = &pendingReq{method: m.Method, seq: r.Seq}
+	}
+	if m != nil && m.Kind == mcp.KindRequest {
+		// the envelope is pinned down: keep the handshake going, and
+		// keep its id, so that its answer is never paired with another
+		// request by guess
+		if op := d.track(&pendingReq{method: m.Method, seq: r.Seq, dir: r.Dir, id: append(json.RawMessage(nil), m.ID...), ambiguous: true}, ts, wire); op != nil {
+			if err := d.do(op); err != nil {
+				return err
+			}
 		}
-	} else if m != nil && m.Kind == mcp.KindResponse {
+	}
+	answered := false
+	if m != nil && m.Kind == mcp.KindResponse {
 		// answered, ambiguously: the event below says how
-		delete(d.pending, mcp.IDKey(m.ID))
+		_, answered = d.untrack(d.openOf(otherDir(r.Dir)), mcp.IDKey(m.ID))
 	}
-	dir := "c2s"
-	if r.Dir == cassette.S2C {
-		dir = "s2c"
-	}
-	a := NewAmbiguousLine(dir, r.Data, r.Partial, reasons, rd)
-	return d.do(func() error {
+	a := NewAmbiguousLine(dirName(r.Dir), r.Data, r.Partial, reasons, rd)
+	if err := d.do(func() error {
 		_, err := d.rec.Ambiguous(a, ts, wire)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	if answered && r.Dir == cassette.S2C {
+		return d.startIfHandshakeDone()
+	}
+	return nil
 }
 
 func (d *Deriver) invalid(r *cassette.Record, perr error, ts string, wire *eventlog.WireRef) error {
@@ -295,14 +392,88 @@ func (d *Deriver) invalid(r *cassette.Record, perr error, ts string, wire *event
 	})
 }
 
-func (d *Deriver) c2s(m *mcp.Message, ts string, wire *eventlog.WireRef, seq int64) error {
-	switch m.Kind {
-	case mcp.KindRequest:
-		p := &pendingReq{method: m.Method, seq: seq}
-		d.pending[mcp.IDKey(m.ID)] = p
-		if m.Method != "tools/call" {
+// track registers an open request. Past maxOpen open requests of its
+// direction it is not kept (its answer will not be paired): the first
+// time, a witness/open-requests-limit notification says so, written by
+// the op returned (nil when there is nothing to write). A request
+// reusing an open id replaces it.
+func (d *Deriver) track(p *pendingReq, ts string, wire *eventlog.WireRef) func() error {
+	open := d.openOf(p.dir)
+	key := mcp.IDKey(p.id)
+	if _, reused := open[key]; !reused && len(open) >= d.maxOpen {
+		fam := "other"
+		if p.method == methodToolsCall {
+			fam = methodToolsCall
+		}
+		d.untracked[fam]++
+		if d.atLimit[p.dir] {
 			return nil
 		}
+		d.atLimit[p.dir] = true
+		b, _ := json.Marshal(map[string]any{"direction": dirName(p.dir), "limit": d.maxOpen, "method": p.method, "id": p.id})
+		return func() error {
+			_, err := d.rec.Notification(NotificationEvent{Method: MethodOpenRequestsLimit, Direction: dirName(p.dir), Params: json.RawMessage(b), Wire: wire, TS: ts})
+			return err
+		}
+	}
+	if old, ok := open[key]; ok {
+		d.dropToken(old)
+	}
+	open[key] = p
+	if p.token != "" {
+		d.progress[p.dir][p.token] = p
+	}
+	return nil
+}
+
+// untrack removes the open request with id key from open and returns it.
+func (d *Deriver) untrack(open map[string]*pendingReq, key string) (*pendingReq, bool) {
+	p, ok := open[key]
+	if !ok {
+		return nil, false
+	}
+	delete(open, key)
+	d.dropToken(p)
+	if len(open) < d.maxOpen {
+		d.atLimit[p.dir] = false
+	}
+	return p, true
+}
+
+func (d *Deriver) dropToken(p *pendingReq) {
+	if p.token != "" && d.progress[p.dir][p.token] == p {
+		delete(d.progress[p.dir], p.token)
+	}
+}
+
+// request derives a request event: tool_call (tools/call), model_input
+// (sampling/createMessage from the server) or mcp_request (any other
+// method, either direction).
+func (d *Deriver) request(w wireMsg) error {
+	m := w.m
+	p := &pendingReq{method: m.Method, seq: w.seq, dir: w.dir, id: append(json.RawMessage(nil), m.ID...)}
+	if meta, ok := mcp.Member(m.Params, "_meta"); ok {
+		if tok, ok := mcp.Member(meta, "progressToken"); ok {
+			p.token = string(tok)
+		}
+	}
+	// a server request: which host requests were open when it came
+	var during []*pendingReq
+	if w.dir == cassette.S2C {
+		for _, o := range d.pending {
+			if !o.cancelled {
+				during = append(during, o)
+			}
+		}
+		sort.Slice(during, func(i, j int) bool { return during[i].seq < during[j].seq })
+	}
+	if limitOp := d.track(p, w.ts, w.wire); limitOp != nil {
+		if err := d.do(limitOp); err != nil {
+			return err
+		}
+	}
+	id := p.id
+	if w.dir == cassette.C2S && m.Method == methodToolsCall {
 		// the strict reading: names matched exactly, unique (Parse)
 		nameRaw, _ := mcp.Member(m.Params, "name")
 		p.tool, _ = mcp.StringValue(nameRaw)
@@ -316,28 +487,75 @@ func (d *Deriver) c2s(m *mcp.Message, ts string, wire *eventlog.WireRef, seq int
 				return err
 			}
 		}
-		id := append(json.RawMessage(nil), m.ID...)
 		var args any
 		if p.args != nil {
 			args = p.args
 		}
 		nums := mcp.NumbersUnder(m.Numbers, "$.params.arguments")
 		return d.do(func() error {
-			callID, err := d.rec.ToolCall(ToolCallEvent{Tool: orUnnamed(p.tool), Arguments: args, RPCID: id, TS: ts, Wire: wire, Numbers: nums})
+			callID, err := d.rec.ToolCall(ToolCallEvent{Tool: orUnnamed(p.tool), Arguments: args, RPCID: id, TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
 			p.callID = callID
 			return err
 		})
-	case mcp.KindNotification:
-		if m.Method != "notifications/cancelled" {
-			return nil
-		}
-		nums := mcp.NumbersUnder(m.Numbers, "$.params")
-		return d.do(func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), TS: ts, Wire: wire, Numbers: nums})
-			return err
-		})
 	}
-	return nil
+	var params any = json.RawMessage(`{}`)
+	if m.Params != nil {
+		params = m.Params
+	}
+	nums := mcp.NumbersUnder(m.Numbers, "$.params")
+	return d.do(func() error {
+		var one string
+		var cands []string
+		if len(during) == 1 {
+			one = during[0].callID
+		} else {
+			for _, o := range during {
+				if o.callID != "" {
+					cands = append(cands, o.callID)
+				}
+			}
+		}
+		var err error
+		if w.dir == cassette.S2C && m.Method == methodSampling {
+			p.callID, err = d.rec.ModelInput(ModelInputEvent{Content: params, Method: m.Method, RPCID: id, Direction: eventlog.DirS2C,
+				During: one, DuringCandidates: cands, TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
+			return err
+		}
+		p.callID, err = d.rec.MCPRequest(MCPRequestEvent{Method: m.Method, RPCID: id, Direction: dirName(w.dir), Params: params,
+			During: one, DuringCandidates: cands, TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
+		return err
+	})
+}
+
+// notification derives a notification event in either direction. One
+// that names an open request (a progress token of a request sent the
+// other way, the id of a request its sender cancels) concerns it; a
+// cancelled request is no longer open for during.
+func (d *Deriver) notification(w wireMsg) error {
+	m := w.m
+	var about *pendingReq
+	switch m.Method {
+	case "notifications/progress":
+		if tok, ok := mcp.Member(m.Params, "progressToken"); ok {
+			about = d.progress[otherDir(w.dir)][string(tok)]
+		}
+	case "notifications/cancelled":
+		if rid, ok := mcp.Member(m.Params, "requestId"); ok {
+			if about = d.openOf(w.dir)[mcp.IDKey(rid)]; about != nil {
+				about.cancelled = true
+			}
+		}
+	}
+	nums := mcp.NumbersUnder(m.Numbers, "$.params")
+	return d.do(func() error {
+		var concerns string
+		if about != nil {
+			concerns = about.callID
+		}
+		_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), Direction: dirName(w.dir), Concerns: concerns,
+			TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
+		return err
+	})
 }
 
 func orUnnamed(tool string) string {
@@ -354,84 +572,113 @@ func rawOrNil(b json.RawMessage) any {
 	return b
 }
 
-func (d *Deriver) s2c(m *mcp.Message, ts string, wire *eventlog.WireRef) error {
-	switch m.Kind {
-	case mcp.KindNotification:
-		nums := mcp.NumbersUnder(m.Numbers, "$.params")
-		return d.do(func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), TS: ts, Wire: wire, Numbers: nums})
-			return err
-		})
-	case mcp.KindRequest:
-		id := append(json.RawMessage(nil), m.ID...)
-		nums := mcp.NumbersUnder(m.Numbers, "$.params")
-		return d.do(func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), RPCID: id, TS: ts, Wire: wire, Numbers: nums})
-			return err
-		})
-	}
-	// a response
+// response pairs an answer with the open request of the other direction
+// that has its exact id token, and derives its event: tool_response (and
+// external_effect), model_output (sampling), user_input (elicitation) or
+// mcp_response. An answer that pairs with no request, or with an
+// ambiguous one, is a witness/unmatched-response notification.
+func (d *Deriver) response(w wireMsg) error {
+	m := w.m
 	key := mcp.IDKey(m.ID)
-	p, ok := d.pending[key]
-	if !ok || m.ID == nil {
-		payload := map[string]json.RawMessage{}
-		if m.ID != nil {
-			payload["id"] = m.ID
-		}
-		if m.Result != nil {
-			payload["result"] = m.Result
-		} else {
-			payload["error"] = m.Error
-		}
-		b, _ := json.Marshal(payload)
-		nums := mcp.NumbersUnder(m.Numbers, "$")
-		return d.do(func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: MethodUnmatchedResponse, Params: json.RawMessage(b), TS: ts, Wire: wire, Numbers: nums})
-			return err
-		})
+	var p *pendingReq
+	ok := false
+	if m.ID != nil {
+		p, ok = d.untrack(d.openOf(otherDir(w.dir)), key)
 	}
-	delete(d.pending, key)
-	switch p.method {
-	case "initialize":
-		d.onInitialize(m)
-		return d.startIfHandshakeDone()
-	case "tools/list":
-		d.onToolsList(m)
-		return d.startIfHandshakeDone()
-	case "tools/call":
-	default:
-		return nil
+	if ok && w.dir == cassette.S2C {
+		switch p.method {
+		case "initialize":
+			d.onInitialize(m)
+		case "tools/list":
+			d.onToolsList(m)
+		}
 	}
-	id := append(json.RawMessage(nil), m.ID...)
+	var err error
+	if !ok || p.ambiguous {
+		err = d.unmatched(w)
+	} else {
+		err = d.answer(w, p)
+	}
+	if err != nil {
+		return err
+	}
+	if ok && w.dir == cassette.S2C && (p.method == "initialize" || p.method == "tools/list") {
+		return d.startIfHandshakeDone()
+	}
+	return nil
+}
+
+func (d *Deriver) unmatched(w wireMsg) error {
+	m := w.m
+	payload := map[string]json.RawMessage{}
+	if m.ID != nil {
+		payload["id"] = m.ID
+	}
+	if m.Result != nil {
+		payload["result"] = m.Result
+	} else {
+		payload["error"] = m.Error
+	}
+	b, _ := json.Marshal(payload)
+	nums := mcp.NumbersUnder(m.Numbers, "$")
 	return d.do(func() error {
-		in := ToolResponseEvent{Tool: orUnnamed(p.tool), Call: p.callID, RPCID: id, TS: ts, Wire: wire}
-		if m.Error != nil {
-			in.Result, in.RPCError = json.RawMessage(m.Error), true
-			in.Numbers = mcp.NumbersUnder(m.Numbers, "$.error")
-		} else {
-			in.Result = json.RawMessage(m.Result)
-			in.Numbers = mcp.NumbersUnder(m.Numbers, "$.result")
-			v, _ := mcp.Member(m.Result, "isError")
-			f := string(v) == "true"
-			in.IsError = &f
-		}
-		if _, err := d.rec.ToolResponse(in); err != nil {
-			return err
-		}
-		if m.Error != nil || (in.IsError != nil && *in.IsError) {
-			return nil
-		}
-		eff, ok := d.effectOf(p.tool, p.args)
-		if !ok {
-			return nil
-		}
-		var detail any
-		if p.args != nil {
-			detail = p.args
-		}
-		_, err := d.rec.ExternalEffect(ExternalEffectEvent{Tool: orUnnamed(p.tool), Call: p.callID, Effect: eff, Detail: detail, TS: ts, Wire: wire})
+		_, err := d.rec.Notification(NotificationEvent{Method: MethodUnmatchedResponse, Params: json.RawMessage(b), Direction: dirName(w.dir),
+			TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
 		return err
 	})
+}
+
+// answer derives the event of an answer paired with its request p.
+func (d *Deriver) answer(w wireMsg, p *pendingReq) error {
+	m := w.m
+	id := append(json.RawMessage(nil), m.ID...)
+	result, rpcErr, nums := json.RawMessage(m.Result), false, mcp.NumbersUnder(m.Numbers, "$.result")
+	if m.Error != nil {
+		result, rpcErr, nums = json.RawMessage(m.Error), true, mcp.NumbersUnder(m.Numbers, "$.error")
+	}
+	if p.dir == cassette.C2S && p.method == methodToolsCall {
+		return d.do(func() error { return d.toolResponse(w, p, id, result, rpcErr, nums) })
+	}
+	return d.do(func() error {
+		var err error
+		in := MCPResponseEvent{Method: p.method, Call: p.callID, RPCID: id, Direction: dirName(w.dir), Result: result, RPCError: rpcErr,
+			TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted}
+		switch {
+		case p.dir == cassette.S2C && p.method == methodSampling:
+			_, err = d.rec.ModelOutput(ModelOutputEvent{Content: result, Input: p.callID, Method: p.method, RPCID: id, Direction: in.Direction,
+				RPCError: rpcErr, TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
+		case p.dir == cassette.S2C && p.method == methodElicitation:
+			_, err = d.rec.UserInput(in)
+		default:
+			_, err = d.rec.MCPResponse(in)
+		}
+		return err
+	})
+}
+
+func (d *Deriver) toolResponse(w wireMsg, p *pendingReq, id, result json.RawMessage, rpcErr bool, nums map[string]string) error {
+	in := ToolResponseEvent{Tool: orUnnamed(p.tool), Call: p.callID, RPCID: id, TS: w.ts, Wire: w.wire, Result: result, RPCError: rpcErr, Numbers: nums, WireRedacted: w.redacted}
+	if !rpcErr {
+		v, _ := mcp.Member(result, "isError")
+		f := string(v) == "true"
+		in.IsError = &f
+	}
+	if _, err := d.rec.ToolResponse(in); err != nil {
+		return err
+	}
+	if rpcErr || (in.IsError != nil && *in.IsError) {
+		return nil
+	}
+	eff, ok := d.effectOf(p.tool, p.args)
+	if !ok {
+		return nil
+	}
+	var detail any
+	if p.args != nil {
+		detail = p.args
+	}
+	_, err := d.rec.ExternalEffect(ExternalEffectEvent{Tool: orUnnamed(p.tool), Call: p.callID, Effect: eff, Detail: detail, TS: w.ts, Wire: w.wire})
+	return err
 }
 
 // effectOf applies the configured mapping, then the tool's annotations: a
@@ -596,6 +843,7 @@ func (d *Deriver) startLog() error {
 	}
 	d.w = w
 	d.rec = NewRecorder(w, RecorderOptions{Source: eventlog.SourceObserved, Clock: func() string { return d.ch.Started }, Redactor: d.o.Redactor})
+	d.rec.linked = true // the deriver passes every link itself
 	held := d.held
 	d.held = nil
 	for _, op := range held {
@@ -604,6 +852,42 @@ func (d *Deriver) startLog() error {
 		}
 	}
 	return nil
+}
+
+// maxListedUnanswered bounds the requests a session_end reason names.
+const maxListedUnanswered = 8
+
+// unanswered counts the tool calls left open and describes the other
+// requests left open in either direction ("" when none), in log order:
+// "2 other request(s) without a response: c2s resources/read id 3, s2c
+// sampling/createMessage id 0". Requests read from ambiguous lines are
+// ambiguous events, not requests, and are not counted.
+func (d *Deriver) unanswered() (calls int, others string) {
+	var rest []*pendingReq
+	for _, open := range []map[string]*pendingReq{d.pending, d.spending} {
+		for _, p := range open {
+			switch {
+			case p.ambiguous:
+			case p.dir == cassette.C2S && p.method == methodToolsCall:
+				calls++
+			default:
+				rest = append(rest, p)
+			}
+		}
+	}
+	if len(rest) == 0 {
+		return calls, ""
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i].seq < rest[j].seq })
+	var names []string
+	for i, p := range rest {
+		if i == maxListedUnanswered {
+			names = append(names, fmt.Sprintf("%d more", len(rest)-i))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s %s id %s", dirName(p.dir), p.method, p.id))
+	}
+	return calls, fmt.Sprintf("%d other request(s) without a response: %s", len(rest), strings.Join(names, ", "))
 }
 
 func orDefault(s, def string) string {
@@ -648,14 +932,12 @@ func (d *Deriver) Finish(o FinishOptions) error {
 	if n := len(d.overLimit); n > 0 {
 		failures = append(failures, fmt.Sprintf("%d line(s) over the maximum line size, kept in the cassette but not read into events (first: %s)", n, d.overLimit[0]))
 	}
-	open := 0
-	for _, p := range d.pending {
-		if p.method == "tools/call" {
-			open++
-		}
-	}
+	open, others := d.unanswered()
 	if open > 0 {
 		failures = append(failures, fmt.Sprintf("%d tool call(s) without a response", open))
+	}
+	if n := d.untracked[methodToolsCall]; n > 0 {
+		failures = append(failures, fmt.Sprintf("%d tool call(s) over the limit of %d open requests were not tracked: their responses may be missing", n, d.maxOpen))
 	}
 	reason := o.Reason
 	if reason == "" {
@@ -665,6 +947,12 @@ func (d *Deriver) Finish(o FinishOptions) error {
 		}
 		if d.firstErr != "" {
 			reason = "error: " + d.firstErr
+		}
+		if others != "" {
+			reason += "; " + others
+		}
+		if n := d.untracked[methodToolsCall] + d.untracked["other"]; n > 0 {
+			reason += fmt.Sprintf("; %d request(s) over the limit of %d open requests were not tracked", n, d.maxOpen)
 		}
 	}
 	if len(d.signals) > 0 {

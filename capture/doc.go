@@ -1,7 +1,9 @@
 // Package capture records what an agent does, as an event log in the
 // format of package eventlog: the MCP stdio client and its process groups
-// (Live, RunCapture, Dial), the Deriver that turns cassette records into
-// events, the Recorder with its five choke points and AppendLog
+// (Live, RunCapture, Dial) with its scenarios, the Deriver that turns
+// cassette records into events (every JSON-RPC exchange in either
+// direction, docs/design/mcp-surface.md), the Recorder with its five choke
+// points and the MCP request kinds, and AppendLog
 // (`witness capture append`), redaction, and the import of
 // agent-trace-witness 0.1.0 logs.
 //

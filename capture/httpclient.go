@@ -67,7 +67,7 @@ type HTTPOptions struct {
 	// Answer, when set, answers the server's requests it knows; the others
 	// get ping's empty result or "method not found". Capabilities are the
 	// client capabilities sent in initialize ({} when nil).
-	Answer       func(method string, params json.RawMessage) (result, errObj json.RawMessage, ok bool)
+	Answer       AnswerFunc
 	Capabilities json.RawMessage
 	// Transport reaches the server; nil: NewHTTPTransport().
 	Transport http.RoundTripper
@@ -516,7 +516,7 @@ func (c *HTTPClient) answer(m *mcp.Message) {
 	if c.o.Answer != nil {
 		if res, errObj, ok := c.o.Answer(m.Method, m.Params); ok {
 			if errObj != nil {
-				body = append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), m.ID...), `,"error":`...), errObj...), '}')
+				body = errorAnswer(m.ID, errObj)
 			} else {
 				body = mcp.Result(m.ID, res)
 			}

@@ -27,9 +27,10 @@ import (
 // or end after a priming event so that the client resumes (resume); the
 // GET stream is refused with 405 unless getStream.
 type fakeMCP struct {
-	sse, serverPing, resume, getStream bool
+	sse, serverPing, resume, getStream, elicit bool
 
 	mu       sync.Mutex
+	initBody string   // the initialize request
 	seen     []string // "METHOD jsonrpc-method session protocol-header"
 	answers  []string // bodies of the client's answers to server requests
 	lastID   string   // Last-Event-ID of a resumption
@@ -93,6 +94,9 @@ func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var result string
 	switch m.Method {
 	case "initialize":
+		f.mu.Lock()
+		f.initBody = string(body)
+		f.mu.Unlock()
 		w.Header().Set("Mcp-Session-Id", "sess-1")
 		result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1.0"}}`
 	case "tools/list":
@@ -109,6 +113,11 @@ func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
+	if m.Method == "tools/call" && f.elicit {
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"el\",\"method\":\"elicitation/create\",\"params\":{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\"}}}\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(20 * time.Millisecond)
+	}
 	if m.Method == "tools/call" && f.serverPing {
 		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"ping\"}\n\n")
 		w.(http.Flusher).Flush()
@@ -250,6 +259,36 @@ func TestHTTPCaptureServerMessages(t *testing.T) {
 	}
 	if !bytes.Contains(c.http, []byte(`"detail":"closed by witness at the end of the session"`)) {
 		t.Fatal("the GET stream's end does not say the client closed it")
+	}
+	checkHTTPRederive(t, c)
+}
+
+// A scenario's other requests and scripted answers work over HTTP as on
+// stdio: the answer declares the capability in initialize and answers the
+// server's elicitation/create, which arrives on the tool call's stream.
+func TestHTTPCaptureScenarioAnswers(t *testing.T) {
+	f := &fakeMCP{sse: true, elicit: true}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	calls, _, err := ParseScenario([]byte(`[{"method":"ping"},{"tool":"echo","arguments":{}},{"answer":"elicitation/create","result":{"action":"accept","content":{"name":"Ada"}}}]`), "s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runHTTPCapture(t, srv.URL+"/mcp", calls, nil)
+	if c.err != nil {
+		t.Fatalf("capture: %v", c.err)
+	}
+	if c.res.Requests != 1 || c.res.Calls != 1 {
+		t.Fatalf("result %+v", c.res)
+	}
+	f.mu.Lock()
+	init, answers := f.initBody, strings.Join(f.answers, "\n")
+	f.mu.Unlock()
+	if !strings.Contains(init, `"elicitation":{"form":{},"url":{}}`) {
+		t.Errorf("initialize declares no elicitation: %s", init)
+	}
+	if !strings.Contains(answers, `"id":"el","result":{"action":"accept","content":{"name":"Ada"}}`) {
+		t.Errorf("elicitation not answered as scripted: %q", answers)
 	}
 	checkHTTPRederive(t, c)
 }

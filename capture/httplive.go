@@ -73,7 +73,7 @@ func openHTTPLive(o LiveOptions) (*Live, error) {
 	l.d = NewDeriver(o.Events, cw.Header(), DeriveOptions{Seal: o.Seal, Redactor: o.Redactor, Cassette: CassetteFile, Effects: o.Effects, Notes: o.Notes})
 	cw.OnRecord(func(r *cassette.Record) { _ = l.d.Feed(r) })
 	c, err := StartHTTP(HTTPOptions{URL: o.URL, Header: o.Header, Protocol: o.Protocol, Timeout: o.Timeout, MaxMessage: o.MaxLine,
-		Recorder: rec, Messages: cw, Warn: o.Warn})
+		Recorder: rec, Messages: cw, Warn: o.Warn, Answer: o.Answer, Capabilities: o.Capabilities})
 	if err != nil {
 		_ = l.d.Finish(FinishOptions{Signers: o.Signers, Reason: "session did not start", Failure: "session did not start: " + err.Error()})
 		return nil, err

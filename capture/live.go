@@ -59,6 +59,10 @@ type LiveOptions struct {
 	Signers  []eventlog.Signer
 	Warn     func(string)
 	Notes    []string
+	// Answer and Capabilities: see StdioOptions (scripted answers to the
+	// server's requests and the capabilities declared for them).
+	Answer       AnswerFunc
+	Capabilities json.RawMessage
 }
 
 // Live is a recorded MCP session: a StdioClient whose cassette feeds a
@@ -125,7 +129,8 @@ func OpenLive(o LiveOptions) (*Live, error) {
 	l.d = NewDeriver(o.Events, cw.Header(), DeriveOptions{Seal: o.Seal, Redactor: o.Redactor, Cassette: CassetteFile, Effects: o.Effects, Notes: o.Notes})
 	cw.OnRecord(func(r *cassette.Record) { _ = l.d.Feed(r) })
 	c, err := StartStdio(StdioOptions{Command: o.Command, Args: o.Args, Env: o.Env, Dir: o.Dir, Protocol: o.Protocol,
-		Timeout: o.Timeout, MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Cassette: cw, Warn: o.Warn})
+		Timeout: o.Timeout, MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Cassette: cw, Warn: o.Warn,
+		Answer: o.Answer, Capabilities: o.Capabilities})
 	if err != nil {
 		_ = l.d.Finish(FinishOptions{Signers: o.Signers, Reason: "server did not start", Failure: "server did not start: " + err.Error()})
 		return nil, err

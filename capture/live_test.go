@@ -3,9 +3,11 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -330,14 +332,54 @@ func TestServerRequestsAndPing(t *testing.T) {
 			t.Fatalf("cassette lacks %s\n%s", want, c.cassette)
 		}
 	}
-	n := 0
-	for _, e := range lvByKind(lvReadEvents(t, c.events), eventlog.KindNotification) {
-		if len(e.RPCID) > 0 {
-			n++
+	// the server's requests are events, made during the open tools/list
+	// (id 2), and the host's answers pair with them by id and direction:
+	// the host's answer to the server's roots/list id 2 is not the
+	// server's answer to the host's tools/list id 2
+	evs := lvReadEvents(t, c.events)
+	var list *eventlog.Event
+	for _, e := range lvByKind(evs, eventlog.KindMCPRequest) {
+		if e.Method == "tools/list" {
+			list = e
 		}
 	}
-	if n != 3 {
-		t.Fatalf("want 3 server requests recorded as events, got %d", n)
+	if list == nil || string(list.RPCID) != "2" || list.Direction != eventlog.DirC2S {
+		t.Fatalf("no tools/list request id 2:\n%s", c.events)
+	}
+	byMethod := map[string]*eventlog.Event{}
+	for _, e := range evs {
+		if e.Direction == eventlog.DirS2C && (e.Kind == eventlog.KindMCPRequest || e.Kind == eventlog.KindModelInput) {
+			byMethod[e.Method] = e
+			if e.During != list.ID || len(e.DuringCandidates) > 0 {
+				t.Errorf("%s: during %q %v, want %s", e.Method, e.During, e.DuringCandidates, list.ID)
+			}
+		}
+	}
+	if len(byMethod) != 3 || byMethod["ping"] == nil || byMethod["roots/list"] == nil || byMethod[methodSampling].Kind != eventlog.KindModelInput {
+		t.Fatalf("server requests %v:\n%s", byMethod, c.events)
+	}
+	answers := map[string]string{}
+	for _, e := range evs {
+		if e.Direction == eventlog.DirC2S && (e.Kind == eventlog.KindMCPResponse || e.Kind == eventlog.KindModelOutput) {
+			answers[e.Method] = e.Call + e.Input
+			if e.Method != "ping" && (!e.RPCError || !bytes.Contains(e.Payload, []byte("method not found"))) {
+				t.Errorf("%s answer: %s", e.Method, e.Payload)
+			}
+		}
+	}
+	for m, req := range byMethod {
+		if answers[m] != req.ID {
+			t.Errorf("the answer to %s links %q, want %s", m, answers[m], req.ID)
+		}
+	}
+	var listResp *eventlog.Event
+	for _, e := range lvByKind(evs, eventlog.KindMCPResponse) {
+		if e.Method == "tools/list" {
+			listResp = e
+		}
+	}
+	if listResp == nil || listResp.Call != list.ID || listResp.Direction != eventlog.DirS2C {
+		t.Fatalf("tools/list answer %+v", listResp)
 	}
 	lvCheckRederive(t, c)
 }
@@ -455,6 +497,36 @@ func TestHostileServers(t *testing.T) {
 	}
 }
 
+func TestScenarioExchanges(t *testing.T) {
+	calls, _, err := ParseScenario([]byte(`[
+	 {"answer":"sampling/createMessage","result":{"role":"assistant","content":{"type":"text","text":"a"},"model":"m"}},
+	 {"answer":"elicitation/create","result":{"action":"accept","content":{"name":"Ada"}}},
+	 {"answer":"elicitation/create","error":{"code":-1,"message":"no"}},
+	 {"method":"resources/read","params":{"uri": "file:///a"}},
+	 {"method":"ping"},
+	 {"tool":"t"}]`), "s.json")
+	if err != nil || len(calls) != 6 || calls[3].Method != "resources/read" || string(calls[3].Params) != `{"uri":"file:///a"}` || calls[4].Params != nil || calls[0].Answer != methodSampling {
+		t.Fatalf("%v %+v", err, calls)
+	}
+	if caps := string(ScenarioCapabilities(calls)); caps != `{"elicitation":{"form":{},"url":{}},"sampling":{}}` {
+		t.Fatalf("capabilities %s", caps)
+	}
+	if ScenarioCapabilities(calls[3:]) != nil || ScenarioAnswers(calls[3:]) != nil {
+		t.Fatal("no answers, yet capabilities or an answer function")
+	}
+	answer := ScenarioAnswers(calls)
+	var got []string
+	for _, m := range []string{methodElicitation, methodElicitation, methodElicitation, methodSampling, "roots/list"} {
+		res, e, ok := answer(m, nil)
+		got = append(got, fmt.Sprintf("%s|%s|%v", res, e, ok))
+	}
+	want := []string{`{"action":"accept","content":{"name":"Ada"}}||true`, `|{"code":-1,"message":"no"}|true`, `|{"code":-1,"message":"no"}|true`,
+		`{"role":"assistant","content":{"type":"text","text":"a"},"model":"m"}||true`, `||false`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("answers %q", got)
+	}
+}
+
 func TestScenarioParse(t *testing.T) {
 	calls, notes, err := ParseScenario([]byte(`[
 	 {"kind":"tool_call","tool":"read_file","payload":{"path":"/x"}},
@@ -465,13 +537,23 @@ func TestScenarioParse(t *testing.T) {
 		t.Fatalf("%v %v %+v", err, notes, calls)
 	}
 	for in, want := range map[string]string{
-		`{}`:                             "must be a JSON list",
-		`[1]`:                            "s.json:1:2: $[0]: must be a JSON object",
-		`[{"kind":"foo","tool":"x"}]`:    "[0].kind: must be one of",
-		`[{"tool":""}]`:                  "[0].tool: must be a non-empty string",
-		`[{"tool":"x","arguments":[1]}]`: "[0].arguments: must be a JSON object",
-		`[{"tool":"x","extra":1}]`:       `s.json:1:14: $[0]: unknown field "extra"`,
-		"[\n{\"tool\":\"x\",}]":          "s.json:2:13: $[0]: not valid JSON",
+		`{}`:                               "must be a JSON list",
+		`[1]`:                              "s.json:1:2: $[0]: must be a JSON object",
+		`[{"kind":"foo","tool":"x"}]`:      "[0].kind: must be one of",
+		`[{"tool":""}]`:                    "[0].tool: must be a non-empty string",
+		`[{"tool":"x","arguments":[1]}]`:   "[0].arguments: must be a JSON object",
+		`[{"tool":"x","extra":1}]`:         `s.json:1:14: $[0]: unknown field "extra"`,
+		"[\n{\"tool\":\"x\",}]":            "s.json:2:13: $[0]: not valid JSON",
+		`[{"method":""}]`:                  "[0].method: must be a non-empty string",
+		`[{"method":"tools/call"}]`:        `[0].method: tools/call is written {"tool"`,
+		`[{"method":"initialize"}]`:        "[0].method: the handshake is made by capture itself",
+		`[{"method":"ping","params":[1]}]`: "[0].params: must be a JSON object",
+		`[{"method":"ping","result":{}}]`:  `unknown field "result" in a method element`,
+		`[{"answer":"roots/list"}]`:        "$[0]: give exactly one of result or error",
+		`[{"answer":"roots/list","result":{},"error":{}}]`: "$[0]: give exactly one of result or error",
+		`[{"answer":"roots/list","result":"x"}]`:           "[0].result: must be a JSON object",
+		`[{"answer":7,"result":{}}]`:                       "[0].answer: must be a non-empty string",
+		`[{"answer":"x","tool":"t","result":{}}]`:          `unknown field "tool" in a answer element`,
 	} {
 		_, _, err := ParseScenario([]byte(in), "s.json")
 		if err == nil || !strings.Contains(err.Error(), want) || exitcode.Of(err) != exitcode.Usage {
@@ -483,6 +565,7 @@ func TestScenarioParse(t *testing.T) {
 func FuzzParseScenario(f *testing.F) {
 	f.Add([]byte(`[{"kind":"tool_call","tool":"a","payload":{"x":1}},{"tool":"b","arguments":{}}]`))
 	f.Add([]byte(`[{"kind":"model_output"}]`))
+	f.Add([]byte(`[{"method":"resources/read","params":{"uri":"a"}},{"answer":"roots/list","result":{"roots":[]}},{"answer":"x","error":{"code":1}}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		calls, _, err := ParseScenario(data, "f.json")
 		if err != nil {
@@ -492,8 +575,19 @@ func FuzzParseScenario(f *testing.F) {
 			return
 		}
 		for _, c := range calls {
-			if c.Tool == "" || (c.Arguments != nil && !json.Valid(c.Arguments)) || bytes.ContainsAny(c.Arguments, "\n") {
-				t.Fatalf("bad call %+v", c)
+			n := 0
+			for _, s := range []string{c.Tool, c.Method, c.Answer} {
+				if s != "" {
+					n++
+				}
+			}
+			if n != 1 || (c.Answer != "") == (c.Result == nil && c.Error == nil) {
+				t.Fatalf("bad element %+v", c)
+			}
+			for _, v := range []json.RawMessage{c.Arguments, c.Params, c.Result, c.Error} {
+				if v != nil && (!json.Valid(v) || v[0] != '{' || bytes.ContainsAny(v, "\n")) {
+					t.Fatalf("bad call %+v", c)
+				}
 			}
 		}
 	})

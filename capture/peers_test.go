@@ -156,3 +156,150 @@ func TestPeerServerFilesystem(t *testing.T) {
 	lvCheckRederive(t, c)
 	lvCheckGroupGone(t, c)
 }
+
+// TestPeerServerEverythingConversation: the whole MCP conversation with
+// the real server-everything becomes events — resources, prompts,
+// completions, logging, ping, and a tool call that makes the server ask
+// the host for a sampling and two elicitations (form and URL mode), which
+// the scenario answers — the same bytes in 10 runs, re-derived alike
+// from the cassette.
+func TestPeerServerEverythingConversation(t *testing.T) {
+	t.Parallel()
+	node, entry := lvPeer(t, "server-everything")
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	calls := []ScenarioCall{
+		{Answer: methodSampling, Result: raw(`{"role":"assistant","content":{"type":"text","text":"4"},"model":"scripted-model","stopReason":"endTurn"}`)},
+		{Answer: methodElicitation, Result: raw(`{"action":"accept","content":{"name":"Ada"}}`)},
+		{Answer: methodElicitation, Result: raw(`{"action":"decline"}`)},
+		{Method: "resources/list"},
+		{Method: "resources/templates/list"},
+		{Method: "resources/read", Params: raw(`{"uri":"demo://resource/static/document/features.md"}`)},
+		{Method: "resources/read", Params: raw(`{"uri":"demo://no/such/resource"}`)},
+		{Method: "prompts/list"},
+		{Method: "prompts/get", Params: raw(`{"name":"simple-prompt"}`)},
+		{Method: "completion/complete", Params: raw(`{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":"E"}}`)},
+		{Method: "logging/setLevel", Params: raw(`{"level":"error"}`)},
+		{Method: "ping"},
+		{Tool: "trigger-sampling-request", Arguments: raw(`{"prompt":"2+2?","maxTokens":5}`)},
+		{Tool: "trigger-elicitation-request"},
+		{Tool: "trigger-url-elicitation", Arguments: raw(`{"url":"https://example.com/authorize","message":"Sign in","elicitationId":"el-1"}`)},
+	}
+	runs := 10
+	if testing.Short() {
+		runs = 1
+	}
+	var first *lvCaptured
+	for i := 0; i < runs; i++ {
+		c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: node, Args: []string{entry, "stdio"}, Timeout: 20 * time.Second}, Calls: calls})
+		if c.err != nil {
+			t.Fatalf("run %d: %v\nwarnings %v", i, c.err, c.warnings)
+		}
+		if first == nil {
+			first = c
+			continue
+		}
+		if !bytes.Equal(first.events, c.events) {
+			t.Fatalf("run %d: event log differs from run 0\n%s\n---\n%s", i, first.events, c.events)
+		}
+	}
+	c := first
+	t.Logf("server-everything conversation: %d requests, %d calls, %d records, %d events", c.res.Requests, c.res.Calls, c.res.Records, c.res.EventN)
+	evs := lvReadEvents(t, c.events)
+	byID := map[string]*eventlog.Event{}
+	req := map[string][]*eventlog.Event{}
+	resp := map[string][]*eventlog.Event{}
+	for _, e := range evs {
+		byID[e.ID] = e
+		switch e.Kind {
+		case eventlog.KindMCPRequest, eventlog.KindModelInput:
+			req[e.Method] = append(req[e.Method], e)
+		case eventlog.KindMCPResponse, eventlog.KindModelOutput, eventlog.KindUserInput:
+			resp[e.Method] = append(resp[e.Method], e)
+			link := e.Call + e.Input
+			if r := byID[link]; r == nil || r.Method != e.Method || string(r.RPCID) != string(e.RPCID) || r.Direction == e.Direction {
+				t.Errorf("%s %s %s links %q", e.Kind, e.Method, e.RPCID, link)
+			}
+		}
+	}
+	for _, m := range []string{"initialize", "tools/list", "resources/list", "resources/templates/list", "resources/read", "prompts/list",
+		"prompts/get", "completion/complete", "logging/setLevel", "ping", methodSampling, methodElicitation} {
+		if len(req[m]) == 0 || len(req[m]) != len(resp[m]) {
+			t.Errorf("%s: %d requests, %d answers", m, len(req[m]), len(resp[m]))
+		}
+	}
+	if len(req["resources/read"]) != 2 || !bytes.Contains(resp["resources/read"][0].Payload, []byte(`"uri":"demo://resource/static/document/features.md"`)) || !resp["resources/read"][1].RPCError {
+		t.Errorf("resources/read answers: %s / %s", resp["resources/read"][0].Payload, resp["resources/read"][1].Payload)
+	}
+	if !bytes.Contains(resp["completion/complete"][0].Payload, []byte(`"Engineering"`)) {
+		t.Errorf("completion: %s", resp["completion/complete"][0].Payload)
+	}
+	// the server's requests happened during the tool calls that caused them
+	calls2 := map[string]string{}
+	for _, e := range lvByKind(evs, eventlog.KindToolCall) {
+		calls2[e.Tool] = e.ID
+	}
+	sampling, elicit := req[methodSampling], req[methodElicitation]
+	if len(sampling) != 1 || sampling[0].Kind != eventlog.KindModelInput || sampling[0].During != calls2["trigger-sampling-request"] || sampling[0].Direction != eventlog.DirS2C {
+		t.Fatalf("sampling request %+v", sampling)
+	}
+	out := resp[methodSampling][0]
+	if out.Kind != eventlog.KindModelOutput || out.Input != sampling[0].ID || !bytes.Contains(out.Payload, []byte(`"scripted-model"`)) {
+		t.Fatalf("sampling answer %+v", out)
+	}
+	if len(elicit) != 2 || elicit[0].During != calls2["trigger-elicitation-request"] || elicit[1].During != calls2["trigger-url-elicitation"] ||
+		!bytes.Contains(elicit[1].Payload, []byte(`"mode":"url"`)) {
+		t.Fatalf("elicitation requests %+v", elicit)
+	}
+	if ui := resp[methodElicitation]; ui[0].Kind != eventlog.KindUserInput || !bytes.Contains(ui[0].Payload, []byte(`"Ada"`)) || !bytes.Contains(ui[1].Payload, []byte(`"decline"`)) {
+		t.Fatalf("elicitation answers %s / %s", ui[0].Payload, ui[1].Payload)
+	}
+	// the tool results carry what the host answered
+	for _, r := range lvByKind(evs, eventlog.KindToolResponse) {
+		if byID[r.Call].Tool == "trigger-sampling-request" && !bytes.Contains(r.Payload, []byte("scripted-model")) {
+			t.Errorf("sampling tool result: %s", r.Payload)
+		}
+	}
+	if end := evs[len(evs)-1].End; !strings.HasPrefix(end.Reason, "completed") || end.Failure != "" {
+		t.Fatalf("end %+v", end)
+	}
+	lvCheckChain(t, c.events)
+	lvCheckRederive(t, c)
+	lvCheckGroupGone(t, c)
+}
+
+// TestPeerServerEverythingRoots: a host that declares roots is asked for
+// them by server-everything (on a timer after initialization, and by the
+// get-roots-list tool); the scripted answer is an mcp_response c2s linked
+// to the server's roots/list request. One run: when the timer fires is
+// not under the test's control, so the log's order is not either.
+func TestPeerServerEverythingRoots(t *testing.T) {
+	t.Parallel()
+	node, entry := lvPeer(t, "server-everything")
+	calls := []ScenarioCall{
+		{Answer: "roots/list", Result: json.RawMessage(`{"roots":[{"uri":"file:///work/project","name":"project"}]}`)},
+		{Tool: "get-roots-list"},
+	}
+	c := lvRunCapture(t, CaptureOptions{LiveOptions: LiveOptions{Command: node, Args: []string{entry, "stdio"}, Timeout: 20 * time.Second}, Calls: calls})
+	if c.err != nil {
+		t.Fatalf("%v\nwarnings %v", c.err, c.warnings)
+	}
+	evs := lvReadEvents(t, c.events)
+	var reqs, answers int
+	for _, e := range evs {
+		if e.Method != "roots/list" {
+			continue
+		}
+		switch {
+		case e.Kind == eventlog.KindMCPRequest && e.Direction == eventlog.DirS2C:
+			reqs++
+		case e.Kind == eventlog.KindMCPResponse && e.Direction == eventlog.DirC2S && bytes.Contains(e.Payload, []byte("file:///work/project")):
+			answers++
+		}
+	}
+	tr := lvByKind(evs, eventlog.KindToolResponse)
+	if reqs == 0 || reqs != answers || len(tr) != 1 || !bytes.Contains(tr[0].Payload, []byte("file:///work/project")) {
+		t.Fatalf("%d roots/list requests, %d answers, tool responses %v:\n%s", reqs, answers, tr, c.events)
+	}
+	lvCheckChain(t, c.events)
+	lvCheckRederive(t, c)
+}

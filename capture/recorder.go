@@ -26,6 +26,10 @@ type Recorder struct {
 	lastByTool map[string]string   // tool -> id of its latest call
 	toolOf     map[string]string   // open call id -> tool
 	lastInput  string
+	// linked: every caller passes the links itself (the Deriver, which
+	// pairs by id with bounded maps of its own), so the recorder keeps no
+	// per-call state that a flood of unanswered calls could grow
+	linked bool
 }
 
 type openCall struct {
@@ -68,6 +72,9 @@ type ToolCallEvent struct {
 	Source    eventlog.Source
 	Wire      *eventlog.WireRef
 	Numbers   map[string]string // exact wire text of argument numbers canonical JSON writes otherwise (Event.Numbers)
+	// WireRedacted: the wire line was redacted before the arguments were
+	// read from it (the event is marked redacted)
+	WireRedacted bool
 }
 
 // ToolResponseEvent is the server's answer to a tool call (choke point b).
@@ -82,23 +89,85 @@ type ToolResponseEvent struct {
 	Source   eventlog.Source
 	Wire     *eventlog.WireRef
 	Numbers  map[string]string // exact wire text of result numbers canonical JSON writes otherwise (Event.Numbers)
+	// WireRedacted: the wire line was redacted before the result was read
+	// from it (the event is marked redacted)
+	WireRedacted bool
 }
 
-// ModelInputEvent is a message to the model (choke point c).
+// ModelInputEvent is a message to the model (choke point c). Observed on
+// the MCP wire it is a server's sampling/createMessage request: Method,
+// RPCID, Direction, During or DuringCandidates, Wire and Numbers are set
+// and Content is the request's params.
 type ModelInputEvent struct {
 	Role    string // default "user"
 	Content any
 	TS      string
 	Source  eventlog.Source
+
+	Method           string
+	RPCID            json.RawMessage
+	Direction        string
+	During           string
+	DuringCandidates []string
+	Wire             *eventlog.WireRef
+	Numbers          map[string]string
+	// WireRedacted: the wire line was redacted before the content was
+	// read from it (the event is marked redacted)
+	WireRedacted bool
 }
 
-// ModelOutputEvent is the model's response (choke point d).
+// ModelOutputEvent is the model's response (choke point d). Observed on
+// the MCP wire it is the host's answer to sampling/createMessage: Method,
+// RPCID, Direction, Wire and Numbers are set, Content is the result, or
+// the JSON-RPC error object with RPCError.
 type ModelOutputEvent struct {
 	Role    string // default "assistant"
 	Content any
 	Input   string // id of the model_input it answers; default: the latest model_input
 	TS      string
 	Source  eventlog.Source
+
+	Method       string
+	RPCID        json.RawMessage
+	Direction    string
+	RPCError     bool
+	Wire         *eventlog.WireRef
+	Numbers      map[string]string
+	WireRedacted bool
+}
+
+// MCPRequestEvent is a JSON-RPC request other than tools/call and
+// sampling/createMessage, in either direction (kind mcp_request).
+type MCPRequestEvent struct {
+	Method    string
+	RPCID     json.RawMessage
+	Direction string // eventlog.DirC2S or eventlog.DirS2C
+	Params    any    // the request's params; {} when absent
+	// During, DuringCandidates: on a server request, the one host request
+	// open when it was sent, or all of them when several were
+	During           string
+	DuringCandidates []string
+	TS               string
+	Source           eventlog.Source
+	Wire             *eventlog.WireRef
+	Numbers          map[string]string
+	WireRedacted     bool
+}
+
+// MCPResponseEvent is the answer to an mcp_request (kind mcp_response), or
+// to an elicitation/create request (kind user_input, Recorder.UserInput).
+type MCPResponseEvent struct {
+	Method       string // the request's method
+	Call         string // id of the mcp_request it answers
+	RPCID        json.RawMessage
+	Direction    string
+	Result       any // the result, or the JSON-RPC error object when RPCError
+	RPCError     bool
+	TS           string
+	Source       eventlog.Source
+	Wire         *eventlog.WireRef
+	Numbers      map[string]string
+	WireRedacted bool
 }
 
 // ExternalEffectEvent is a side effect of a tool (choke point e).
@@ -121,15 +190,19 @@ type MessageEvent struct {
 	Source  eventlog.Source
 }
 
-// NotificationEvent is a server-to-client notification or request.
+// NotificationEvent is a JSON-RPC notification in either direction, or a
+// witness observation of the wire (witness/...).
 type NotificationEvent struct {
-	Method  string
-	Params  any
-	RPCID   json.RawMessage // for server requests
-	TS      string
-	Source  eventlog.Source
-	Wire    *eventlog.WireRef
-	Numbers map[string]string // exact wire text of params numbers canonical JSON writes otherwise (Event.Numbers)
+	Method       string
+	Params       any
+	RPCID        json.RawMessage // only in logs of older witnesses (server requests)
+	Direction    string          // eventlog.DirC2S or eventlog.DirS2C
+	Concerns     string          // the request it names (progress token, cancelled request id)
+	TS           string
+	Source       eventlog.Source
+	Wire         *eventlog.WireRef
+	Numbers      map[string]string // exact wire text of params numbers canonical JSON writes otherwise (Event.Numbers)
+	WireRedacted bool
 }
 
 // ToolCall records a tool call and returns its event id.
@@ -141,7 +214,7 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 	if method == "" {
 		method = "tools/call"
 	}
-	e := &eventlog.Event{Kind: eventlog.KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire, Numbers: in.Numbers}
+	e := &eventlog.Event{Kind: eventlog.KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
 	if len(in.RPCID) > 0 {
 		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
 	}
@@ -150,6 +223,9 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 	id, err := r.write(e, in.TS, in.Source, in.Arguments)
 	if err != nil {
 		return "", err
+	}
+	if r.linked {
+		return id, nil
 	}
 	if len(e.RPCID) > 0 {
 		r.open[string(e.RPCID)] = openCall{id: id, tool: in.Tool}
@@ -163,7 +239,7 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 func (r *Recorder) ToolResponse(in ToolResponseEvent) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := &eventlog.Event{Kind: eventlog.KindToolResponse, Tool: in.Tool, Call: in.Call, RPCError: in.RPCError, IsError: in.IsError, Wire: in.Wire, Numbers: in.Numbers}
+	e := &eventlog.Event{Kind: eventlog.KindToolResponse, Tool: in.Tool, Call: in.Call, RPCError: in.RPCError, IsError: in.IsError, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
 	if len(in.RPCID) > 0 {
 		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
 	}
@@ -189,6 +265,9 @@ func (r *Recorder) ToolResponse(in ToolResponseEvent) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if r.linked {
+		return id, nil
+	}
 	if oc, ok := r.open[key]; ok && oc.id == e.Call {
 		delete(r.open, key)
 	}
@@ -202,9 +281,11 @@ func (r *Recorder) ModelInput(in ModelInputEvent) (string, error) {
 	if role == "" {
 		role = "user"
 	}
+	e := &eventlog.Event{Kind: eventlog.KindModelInput, Role: role, Method: in.Method, RPCID: rpcID(in.RPCID), Direction: in.Direction,
+		During: in.During, DuringCandidates: in.DuringCandidates, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id, err := r.write(&eventlog.Event{Kind: eventlog.KindModelInput, Role: role}, in.TS, in.Source, in.Content)
+	id, err := r.write(e, in.TS, in.Source, in.Content)
 	if err != nil {
 		return "", err
 	}
@@ -224,7 +305,61 @@ func (r *Recorder) ModelOutput(in ModelOutputEvent) (string, error) {
 	if input == "" {
 		input = r.lastInput
 	}
-	return r.write(&eventlog.Event{Kind: eventlog.KindModelOutput, Role: role, Input: input}, in.TS, in.Source, in.Content)
+	e := &eventlog.Event{Kind: eventlog.KindModelOutput, Role: role, Input: input, Method: in.Method, RPCID: rpcID(in.RPCID), Direction: in.Direction,
+		RPCError: in.RPCError, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
+	return r.write(e, in.TS, in.Source, in.Content)
+}
+
+// MCPRequest records a JSON-RPC request other than tools/call and
+// sampling/createMessage and returns its id.
+func (r *Recorder) MCPRequest(in MCPRequestEvent) (string, error) {
+	if in.Method == "" {
+		return "", errors.New("record mcp_request: method is empty")
+	}
+	e := &eventlog.Event{Kind: eventlog.KindMCPRequest, Method: in.Method, RPCID: rpcID(in.RPCID), Direction: in.Direction,
+		During: in.During, DuringCandidates: in.DuringCandidates, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
+	params := in.Params
+	if params == nil {
+		params = json.RawMessage(`{}`)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.write(e, in.TS, in.Source, params)
+}
+
+// MCPResponse records the answer to an mcp_request and returns its id. A
+// JSON-RPC error is marked rpc_error and is_error.
+func (r *Recorder) MCPResponse(in MCPResponseEvent) (string, error) {
+	e := r.answer(eventlog.KindMCPResponse, in)
+	if in.RPCError {
+		t := true
+		e.IsError = &t
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.write(e, in.TS, in.Source, in.Result)
+}
+
+// UserInput records the host's answer to an elicitation/create request
+// (what the user answered) and returns its id.
+func (r *Recorder) UserInput(in MCPResponseEvent) (string, error) {
+	e := r.answer(eventlog.KindUserInput, in)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.write(e, in.TS, in.Source, in.Result)
+}
+
+func (r *Recorder) answer(k eventlog.Kind, in MCPResponseEvent) *eventlog.Event {
+	return &eventlog.Event{Kind: k, Method: in.Method, Call: in.Call, RPCID: rpcID(in.RPCID), Direction: in.Direction,
+		RPCError: in.RPCError, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
+}
+
+// rpcID copies an id token without surrounding whitespace; nil for none.
+func rpcID(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return nil
+	}
+	return append(json.RawMessage(nil), bytes.TrimSpace(id)...)
 }
 
 // ExternalEffect records a side effect of a tool and returns its id.
@@ -255,10 +390,8 @@ func (r *Recorder) Notification(in NotificationEvent) (string, error) {
 	if in.Method == "" {
 		return "", errors.New("record notification: method is empty")
 	}
-	e := &eventlog.Event{Kind: eventlog.KindNotification, Method: in.Method, Wire: in.Wire, Numbers: in.Numbers}
-	if len(in.RPCID) > 0 {
-		e.RPCID = append(json.RawMessage(nil), bytes.TrimSpace(in.RPCID)...)
-	}
+	e := &eventlog.Event{Kind: eventlog.KindNotification, Method: in.Method, RPCID: rpcID(in.RPCID), Direction: in.Direction,
+		Concerns: in.Concerns, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.write(e, in.TS, in.Source, in.Params)
@@ -312,15 +445,15 @@ func (r *Recorder) write(e *eventlog.Event, ts string, src eventlog.Source, payl
 			return "", fmt.Errorf("record %s: %w", e.Kind, err)
 		}
 		if r.redactor != nil {
-			out, changed, err := r.redactor.Payload(e.Kind, raw)
+			out, changed, err := r.redactor.payload(payloadRootOf(e), raw)
 			if err != nil {
 				return "", fmt.Errorf("record %s: redact: %w", e.Kind, err)
 			}
-			raw, e.Redacted = out, changed
-			if changed {
-				// a number text could be a redacted value: keep none
-				e.Numbers = nil
-			}
+			raw, e.Redacted = out, changed || e.Redacted
+		}
+		if e.Redacted {
+			// a number text could be a redacted value: keep none
+			e.Numbers = nil
 		}
 		if err := eventlog.SetPayload(e, raw); err != nil {
 			return "", fmt.Errorf("record %s: %w", e.Kind, err)

@@ -220,8 +220,34 @@ func payloadRoot(k eventlog.Kind) string {
 		return "params"
 	case eventlog.KindMessage:
 		return "message"
+	case eventlog.KindMCPRequest:
+		return "params"
+	case eventlog.KindMCPResponse, eventlog.KindUserInput:
+		return "result"
 	}
 	return "payload"
+}
+
+// payloadRootOf is payloadRoot for an event about to be written: the
+// payload of an event read from the MCP wire other than a tool call or
+// response is matched under its wire name (a request's "params", an
+// answer's "result", or "error" for a JSON-RPC error), so that one rule
+// covers the cassette line and the event.
+func payloadRootOf(e *eventlog.Event) string {
+	switch e.Kind {
+	case eventlog.KindMCPRequest, eventlog.KindMCPResponse, eventlog.KindUserInput, eventlog.KindModelInput, eventlog.KindModelOutput:
+		if e.Direction == "" {
+			break // a reported model event: "content"
+		}
+		switch {
+		case e.Kind == eventlog.KindMCPRequest || e.Kind == eventlog.KindModelInput:
+			return "params"
+		case e.RPCError:
+			return "error"
+		}
+		return "result"
+	}
+	return payloadRoot(e.Kind)
 }
 
 // Payload redacts an event payload of the given kind. Paths are matched
@@ -229,6 +255,11 @@ func payloadRoot(k eventlog.Kind) string {
 // (tool_response), content (model events), effect, params (notification) or
 // message. It returns the payload unchanged (same bytes) when nothing matched.
 func (r *Redactor) Payload(k eventlog.Kind, raw json.RawMessage) (json.RawMessage, bool, error) {
+	return r.payload(payloadRoot(k), raw)
+}
+
+// payload redacts raw matched under {"<root>": raw}.
+func (r *Redactor) payload(root string, raw json.RawMessage) (json.RawMessage, bool, error) {
 	if r == nil || len(r.rules) == 0 || len(raw) == 0 {
 		return raw, false, nil
 	}
@@ -236,7 +267,7 @@ func (r *Redactor) Payload(k eventlog.Kind, raw json.RawMessage) (json.RawMessag
 	if err != nil {
 		return nil, false, fmt.Errorf("payload is not JSON: %w", err)
 	}
-	wrapper := &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{{Key: payloadRoot(k), Val: v}}}
+	wrapper := &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{{Key: root, Val: v}}}
 	changed, err := r.apply([]*jsontree.Value{wrapper})
 	if err != nil || !changed {
 		return raw, false, err

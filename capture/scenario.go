@@ -14,21 +14,36 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
-// ScenarioCall is one tool call of a capture scenario.
+// ScenarioCall is one element of a capture scenario: a tool call (Tool
+// set), another request of the host (Method set), or how the host answers
+// the server's requests of a method (Answer set).
 type ScenarioCall struct {
 	Index     int             // position in the scenario file
 	Tool      string          // tool name
 	Arguments json.RawMessage // compact JSON object, or nil for none
+
+	Method string          // a request other than tools/call (resources/read, prompts/get, ping, ...)
+	Params json.RawMessage // its params: compact JSON object, or nil for none
+
+	// Answer names a method the server may send (sampling/createMessage,
+	// elicitation/create, roots/list, ...); Result or Error (a JSON-RPC
+	// error object) is the host's answer.
+	Answer string
+	Result json.RawMessage
+	Error  json.RawMessage
 }
 
 // ParseScenario reads a scenario: a JSON list whose elements are either
 // 0.1.0's {"kind":"tool_call","tool":NAME,"payload":{args}} or the simpler
-// {"tool":NAME,"arguments":{args}}. Elements of the other 0.1.0 kinds
+// {"tool":NAME,"arguments":{args}}, a request of another method
+// {"method":M,"params":{...}}, or a scripted answer to the server's
+// requests {"answer":M,"result":{...}} / {"answer":M,"error":{...}}
+// (docs/formats/scenario.md). Elements of the other 0.1.0 kinds
 // (tool_response, model_input, ...) are not wire actions: they are skipped
 // and named in the returned notes. All elements are checked before anything
 // runs; errors (exit code Usage) name the file, the element and the field.
 func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
-	const hint = `a scenario is a JSON list of {"tool": NAME, "arguments": {...}} or {"kind": "tool_call", "tool": NAME, "payload": {...}}`
+	const hint = `a scenario is a JSON list of {"tool": NAME, "arguments": {...}}, {"method": M, "params": {...}} or {"answer": M, "result": {...}} (docs/formats/scenario.md)`
 	bad := func(v *jsontree.Value, field, format string, args ...any) error {
 		e := &jsontree.Error{File: name, Field: field, Msg: fmt.Sprintf(format, args...)}
 		if v != nil {
@@ -50,6 +65,14 @@ func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
 		at := jsonpath.Index("$", i)
 		if el.Kind != jsontree.Object {
 			return nil, nil, bad(el, at, "must be a JSON object")
+		}
+		if el.Get("method") != nil || el.Get("answer") != nil {
+			c, err := parseScenarioExchange(data, el, at, i, bad)
+			if err != nil {
+				return nil, nil, err
+			}
+			calls = append(calls, c)
+			continue
 		}
 		for _, m := range el.Obj {
 			switch m.Key {
@@ -105,6 +128,115 @@ func ParseScenario(data []byte, name string) ([]ScenarioCall, []string, error) {
 	return calls, notes, nil
 }
 
+// parseScenarioExchange reads a {"method","params"} or
+// {"answer","result"|"error"} element.
+func parseScenarioExchange(data []byte, el *jsontree.Value, at string, i int, bad func(*jsontree.Value, string, string, ...any) error) (ScenarioCall, error) {
+	c := ScenarioCall{Index: i}
+	field := "method"
+	allowed := map[string]bool{"method": true, "params": true}
+	if el.Get("answer") != nil {
+		field = "answer"
+		allowed = map[string]bool{"answer": true, "result": true, "error": true}
+	}
+	for _, m := range el.Obj {
+		if !allowed[m.Key] {
+			return c, bad(&jsontree.Value{Line: m.KeyLine, Col: m.KeyCol}, at, "unknown field %q in a %s element", m.Key, field)
+		}
+	}
+	v := el.Get(field)
+	if v.Kind != jsontree.String || v.Str == "" {
+		return c, bad(v, at+"."+field, "must be a non-empty string (a JSON-RPC method)")
+	}
+	compact := func(f string) (json.RawMessage, error) {
+		x := el.Get(f)
+		if x == nil || x.Kind == jsontree.Null && f == "params" {
+			return nil, nil
+		}
+		text := data[x.Off:x.End]
+		if x.Kind != jsontree.Object {
+			return nil, bad(x, at+"."+f, "must be a JSON object, got %s", preview(text))
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, text); err != nil {
+			return nil, bad(x, at+"."+f, "%v", err)
+		}
+		return buf.Bytes(), nil
+	}
+	var err error
+	if field == "method" {
+		switch v.Str {
+		case methodToolsCall:
+			return c, bad(v, at+".method", `tools/call is written {"tool": NAME, "arguments": {...}}`)
+		case "initialize":
+			return c, bad(v, at+".method", "the handshake is made by capture itself")
+		}
+		c.Method = v.Str
+		c.Params, err = compact("params")
+		return c, err
+	}
+	c.Answer = v.Str
+	if (el.Get("result") == nil) == (el.Get("error") == nil) {
+		return c, bad(el, at, "give exactly one of result or error")
+	}
+	if c.Result, err = compact("result"); err != nil {
+		return c, err
+	}
+	c.Error, err = compact("error")
+	return c, err
+}
+
+// ScenarioAnswers returns a function answering the server's requests
+// from the answer elements of calls: the answers to one method are used
+// in order, the last one for every later request; ok is false for a
+// method the scenario does not answer. It is not safe for concurrent use
+// (the client's reader calls it from one goroutine).
+func ScenarioAnswers(calls []ScenarioCall) AnswerFunc {
+	byMethod := map[string][]ScenarioCall{}
+	for _, c := range calls {
+		if c.Answer != "" {
+			byMethod[c.Answer] = append(byMethod[c.Answer], c)
+		}
+	}
+	if len(byMethod) == 0 {
+		return nil
+	}
+	return func(method string, _ json.RawMessage) (result, errObj json.RawMessage, ok bool) {
+		q := byMethod[method]
+		if len(q) == 0 {
+			return nil, nil, false
+		}
+		a := q[0]
+		if len(q) > 1 {
+			byMethod[method] = q[1:]
+		}
+		return a.Result, a.Error, true
+	}
+}
+
+// ScenarioCapabilities returns the client capabilities the scenario's
+// answers declare in initialize: sampling for sampling/createMessage,
+// elicitation (form and URL modes) for elicitation/create, roots for
+// roots/list; nil when it answers none of them (capture then declares
+// none, as before).
+func ScenarioCapabilities(calls []ScenarioCall) json.RawMessage {
+	caps := map[string]json.RawMessage{}
+	for _, c := range calls {
+		switch c.Answer {
+		case methodSampling:
+			caps["sampling"] = json.RawMessage(`{}`)
+		case methodElicitation:
+			caps["elicitation"] = json.RawMessage(`{"form":{},"url":{}}`)
+		case "roots/list":
+			caps["roots"] = json.RawMessage(`{}`)
+		}
+	}
+	if len(caps) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(caps)
+	return b
+}
+
 // LoadScenario reads and parses a scenario file.
 func LoadScenario(path string) ([]ScenarioCall, []string, error) {
 	data, err := os.ReadFile(path)
@@ -133,6 +265,8 @@ type CaptureResult struct {
 	Tools     int   // tool definitions listed
 	Calls     int   // tool calls answered
 	ToolError int   // answered with isError or a JSON-RPC error
+	Requests  int   // other requests answered (resources/read, prompts/get, ...)
+	ReqError  int   // of those, answered with a JSON-RPC error
 	Records   int64 // cassette records
 	EventN    int64 // event lines, session_end included
 }
@@ -165,6 +299,12 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 	defer cf.Close()
 	defer ef.Close()
 	o.Cassette, o.Events = cf, ef
+	if o.Answer == nil {
+		o.Answer = ScenarioAnswers(o.Calls)
+	}
+	if o.Capabilities == nil {
+		o.Capabilities = ScenarioCapabilities(o.Calls)
+	}
 	l, err := OpenLive(o.LiveOptions)
 	if l != nil {
 		res.Records, res.EventN = l.Counts()
@@ -175,6 +315,21 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 	res.Tools = len(l.Tools)
 	var runErr error
 	for _, c := range o.Calls {
+		if c.Answer != "" {
+			continue
+		}
+		if c.Method != "" {
+			m, err := l.Request(c.Method, c.Params)
+			if err != nil {
+				runErr = fmt.Errorf("scenario[%d] (%s): %w", c.Index, c.Method, err)
+				break
+			}
+			res.Requests++
+			if m.Error != nil {
+				res.ReqError++
+			}
+			continue
+		}
 		m, err := l.CallTool(c.Tool, c.Arguments)
 		if err != nil {
 			runErr = fmt.Errorf("scenario[%d] (tool %s): %w", c.Index, c.Tool, err)

@@ -42,7 +42,18 @@ type StdioOptions struct {
 
 	Cassette *cassette.Writer // required: every byte is recorded here before it is parsed
 	Warn     func(msg string) // warnings (non-JSON stdout, unmatched ids); may be nil
+
+	// Answer, when set, answers the server's requests (sampling,
+	// elicitation, roots, ...) it knows; the others get ping's empty
+	// result or "method not found". Capabilities are the client
+	// capabilities sent in initialize ({} when nil).
+	Answer       AnswerFunc
+	Capabilities json.RawMessage
 }
+
+// AnswerFunc answers a server request of method with params: a result or
+// a JSON-RPC error object; ok is false when it has no answer for it.
+type AnswerFunc func(method string, params json.RawMessage) (result, errObj json.RawMessage, ok bool)
 
 // StdioClient is a live MCP client over a server's stdio. It owns its
 // framing: every line is recorded in the cassette before it is parsed, and
@@ -57,6 +68,13 @@ type StdioClient struct {
 	sendMu   sync.Mutex
 	stdinMu  sync.Mutex
 	closedIn bool
+	// deferred is notifications/initialized, held (under sendMu) until the
+	// next message, so that both reach the cassette before the server can
+	// react to the first: what a server sends when initialized (a
+	// list_changed, a log message) then always follows the client's next
+	// request in the recording, and a scripted session records the same
+	// order every run
+	deferred []byte
 
 	mu        sync.Mutex
 	pending   map[string]chan *mcp.Message
@@ -284,12 +302,30 @@ func (c *StdioClient) dispatch(line []byte, seq int64) {
 		}
 		c.o.Warn(fmt.Sprintf("server sent a response with id %s (%s) that matches no pending request (cassette record %d); ids are matched by exact token and type", orNone(m.ID), mcp.IDType(m.ID), seq))
 	case mcp.KindRequest:
+		if c.o.Answer != nil {
+			if res, errObj, ok := c.o.Answer(m.Method, m.Params); ok {
+				if errObj != nil {
+					c.write(errorAnswer(m.ID, errObj))
+				} else {
+					c.write(mcp.Result(m.ID, res))
+				}
+				return
+			}
+		}
 		if m.Method == "ping" {
 			c.write(mcp.Result(m.ID, json.RawMessage(`{}`)))
 			return
 		}
 		c.write(mcp.ErrorResponse(m.ID, mcp.CodeMethodNotFound, "method not found: "+m.Method))
 	}
+}
+
+// errorAnswer returns an error response carrying the JSON-RPC error object
+// errObj for the exact id token.
+func errorAnswer(id, errObj json.RawMessage) []byte {
+	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	b = append(append(b, `,"error":`...), errObj...)
+	return append(b, '}')
 }
 
 func orNone(id json.RawMessage) string {
@@ -330,17 +366,29 @@ func (c *StdioClient) readStderr(f *os.File) {
 func (c *StdioClient) write(line []byte) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	return c.writeLocked(line)
+}
+
+// writeLocked is write with sendMu held; a nil line sends only the
+// deferred notification.
+func (c *StdioClient) writeLocked(line []byte) error {
 	c.stdinMu.Lock()
 	closed := c.closedIn
 	c.stdinMu.Unlock()
 	if closed {
 		return errors.New("server stdin is closed")
 	}
-	if _, err := c.o.Cassette.Record(cassette.C2S, line, false); err != nil {
-		return err
+	var b []byte
+	for _, l := range [][]byte{c.deferred, line} {
+		if l == nil {
+			continue
+		}
+		if _, err := c.o.Cassette.Record(cassette.C2S, l, false); err != nil {
+			return err
+		}
+		b = append(append(b, l...), '\n')
 	}
-	b := make([]byte, 0, len(line)+1)
-	b = append(append(b, line...), '\n')
+	c.deferred = nil
 	_ = c.stdin.SetWriteDeadline(time.Now().Add(c.o.Timeout))
 	if _, err := c.stdin.Write(b); err != nil {
 		err = fmt.Errorf("write to server stdin: %w", err)
@@ -439,9 +487,13 @@ func (c *StdioClient) exitHint() string {
 // Initialize performs the handshake: initialize with the pinned protocol
 // version, check the answered version, then notifications/initialized.
 func (c *StdioClient) Initialize() (json.RawMessage, error) {
+	var caps any = map[string]any{}
+	if c.o.Capabilities != nil {
+		caps = c.o.Capabilities
+	}
 	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": c.o.Protocol,
-		"capabilities":    map[string]any{},
+		"capabilities":    caps,
 		"clientInfo":      map[string]string{"name": "witness", "version": version.Version},
 	})
 	m, err := c.Request("initialize", params)
@@ -465,9 +517,10 @@ func (c *StdioClient) Initialize() (json.RawMessage, error) {
 			"witness speaks "+strings.Join(mcp.SupportedProtocols, ", ")))
 	}
 	c.InitializeResult, c.Protocol = m.Result, res.ProtocolVersion
-	if err := c.write(mcp.Notification("notifications/initialized", nil)); err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("send notifications/initialized: %w", err), c.exitHint())
-	}
+	// sent with the next message (see deferred), at the latest by Close
+	c.sendMu.Lock()
+	c.deferred = mcp.Notification("notifications/initialized", nil)
+	c.sendMu.Unlock()
 	return m.Result, nil
 }
 
@@ -514,6 +567,9 @@ func (c *StdioClient) Close() Shutdown {
 	default:
 	}
 	c.sendMu.Lock()
+	if c.deferred != nil {
+		_ = c.writeLocked(nil)
+	}
 	c.stdinMu.Lock()
 	if !c.closedIn {
 		c.closedIn = true

@@ -146,12 +146,13 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 // feed writes one JSON-RPC message of the session to its cassette (and so
 // to its deriver).
 func (t *mcpTracker) feed(s *mcpSession, dir cassette.Dir, msg []byte) {
-	// a copy: msg may be the SSE parser's buffer (valid only during its
-	// emit call), and the deriver holds messages until the session header
-	msg = append([]byte(nil), bytes.TrimRight(msg, " \t\r\n")...)
+	msg = bytes.TrimRight(msg, " \t\r\n")
 	if len(msg) == 0 {
 		return
 	}
+	// the deriver may hold the record until the session header is known,
+	// and msg may be a parser's buffer that is reused after this call
+	msg = bytes.Clone(msg)
 	if _, err := s.cw.Record(dir, msg, false); err != nil {
 		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.CassetteFile), err))
 	}

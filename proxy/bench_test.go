@@ -8,11 +8,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 )
+
+// envBenchHop makes the test binary a bare hop (see TestMain): the
+// Forwarder without a Sink between its stdio and the server command in its
+// arguments, with the memory settings of `witness proxy`.
+const envBenchHop = "WITNESS_PROXY_BENCH_HOP"
+
+func hopMain(command []string) int {
+	debug.SetMemoryLimit(MemoryLimit)
+	debug.SetGCPercent(GCPercent)
+	fw := &Forwarder{Command: command, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	out, err := fw.Run(context.Background())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hop: %v\n", err)
+		return 5
+	}
+	return out.ExitStatus
+}
 
 // benchServer is a server the round-trip benchmark talks to: its command
 // and the tools/call line of round trip i.
@@ -47,16 +65,18 @@ func everythingCommand(tb testing.TB) []string {
 
 // BenchmarkRoundTrip measures the round-trip latency of tools/call against
 // the fast echo server and against server-everything (node): direct,
-// through `witness proxy` as a separate process, as a host runs it (when
-// WITNESS_BIN names a witness binary), and through the proxy library
-// in-process. The modes run side by side and take turns round trip by round
+// through a bare hop (the test binary as a process that runs the Forwarder
+// without a Sink: the floor of one extra process, as `witness proxy` starts
+// the server, recording nothing), through `witness proxy` as a separate
+// process, as a host runs it (when WITNESS_BIN names a witness binary),
+// and through the proxy library in-process. The modes run side by side and take turns round trip by round
 // trip, so that a load change on the machine hits them alike. It reports
 // p50 and p99 per mode and the ratio of each mode's p50 to direct
 // (scripts/bench.d/25-proxy.sh prints the table). $PROXY_BENCH_SERVERS
 // (e.g. "everything") selects servers; $WITNESS_BIN_BASE (comma-separated
 // paths) adds modes "base", "base2", ... (other witness binaries, for A/B
-// runs); PROXY_BENCH_INPROCESS=0
-// leaves out the in-process mode. Numbers never gate tests.
+// runs); PROXY_BENCH_INPROCESS=0 leaves out the in-process mode and
+// PROXY_BENCH_HOP=0 the bare hop. Numbers never gate tests.
 func BenchmarkRoundTrip(b *testing.B) {
 	only := os.Getenv("PROXY_BENCH_SERVERS")
 	for _, s := range benchServers() {
@@ -67,6 +87,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 			command := s.command(b)
 			var modes []*benchConn
 			modes = append(modes, startConn(b, "direct", exec.Command(command[0], command[1:]...)))
+			if os.Getenv("PROXY_BENCH_HOP") != "0" {
+				// the floor: the same process hop (own session, pumps)
+				// without recording
+				hop := exec.Command(os.Args[0], command...)
+				hop.Env = append(os.Environ(), envBenchHop+"=1")
+				modes = append(modes, startConn(b, "hop", hop))
+			}
 			if bin := os.Getenv("WITNESS_BIN"); bin != "" {
 				args := append([]string{"proxy", "--out", filepath.Join(b.TempDir(), "rec"), "--"}, command...)
 				modes = append(modes, startConn(b, "proxy", exec.Command(bin, args...)))

@@ -6,7 +6,8 @@
 // from them (tool calls and responses paired by exact JSON-RPC id,
 // notifications, external effects) in an event log (package capture).
 //
-// Recording never blocks or alters forwarding: the forwarding goroutines
-// only copy bytes and hand a copy to a queue that one recorder goroutine
-// drains. See docs/design/proxy.md.
+// Recording never alters forwarding, and nothing is forwarded before it is
+// recorded: each stream writes a line to the cassette, then forwards it;
+// events are derived from the recorded lines off the forwarding path. See
+// docs/design/proxy.md.
 package proxy

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if out := os.Getenv(envProxyMain); out != "" {
 		os.Exit(proxyMain(out, os.Args[1:]))
 	}
+	if os.Getenv(envBenchHop) != "" {
+		os.Exit(hopMain(os.Args[1:]))
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)

@@ -3,7 +3,7 @@
 package proxy
 
 import (
-	"os"
+	"io"
 	"syscall"
 )
 
@@ -12,20 +12,6 @@ import (
 // to notice its closed stdin (docs/design/platforms.md).
 func deathSignal() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
-// blockingPipe returns a pipe in blocking mode (see the Linux version). Without
-// pipe2, close-on-exec is set under syscall.ForkLock, so that no child
-// started meanwhile inherits the descriptors.
-func blockingPipe() (r, w *os.File, err error) {
-	var fds [2]int
-	syscall.ForkLock.RLock()
-	err = syscall.Pipe(fds[:])
-	if err == nil {
-		syscall.CloseOnExec(fds[0])
-		syscall.CloseOnExec(fds[1])
-	}
-	syscall.ForkLock.RUnlock()
-	if err != nil {
-		return nil, nil, os.NewSyscallError("pipe", err)
-	}
-	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
-}
+// pollable returns r unchanged: reopening a pipe through /dev/fd gives a
+// new file description on Linux only (see the Linux version).
+func pollable(r io.Reader) (io.Reader, func()) { return r, func() {} }

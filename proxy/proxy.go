@@ -23,11 +23,18 @@ import (
 // wire down. The first error of any method stops forwarding, ends the
 // server and is reported (fail closed).
 //
-// After forwarding what it recorded, a stream calls Settle (one call at a
-// time, possibly concurrently with Line), where the Sink does work that
-// need not delay the wire, such as deriving events. The Data of a WireLine
-// is valid until the next Settle of the stream that produced it has
-// returned; a Sink must not keep it longer.
+// Settle is where the Sink does work that need not delay the wire, such
+// as deriving events. The Forwarder calls it one call at a time, possibly
+// concurrently with Line, and off the forwarding path where it can: at the
+// latest SettleDelay after a line was recorded; at once after a lifecycle
+// record and at the end of a stream; and on a stream that recorded more
+// than MaxBacklogLines lines or MaxBacklogBytes bytes since the last
+// Settle, before it reads on (so that what a Sink queues stays bounded).
+//
+// The Data of a complete or partial line is valid only during Line: a Sink
+// copies what it keeps. The Data of a piece of an over-long line (Cont) and
+// of a stderr chunk stays valid until the Settle that the stream calls
+// before it reads on has returned.
 type Sink interface {
 	Line(l WireLine) error
 	Life(rec cassette.Record) error
@@ -93,6 +100,9 @@ func (f *Forwarder) Run(ctx context.Context) (*Outcome, error) {
 		return nil, err
 	}
 	defer s.unregister()
+	stdin, closeStdin := pollable(f.Stdin)
+	defer closeStdin()
+	s.stdin = stdin
 	if f.Started != nil {
 		f.Started(s.pid)
 	}
@@ -113,8 +123,9 @@ type forwarding struct {
 	cmd        *exec.Cmd
 	pid        int
 	unregister func()
-	inW        *os.File // the server's stdin, written by the proxy
-	outR, errR *os.File // the server's stdout and stderr, read by the proxy
+	inW        *os.File  // the server's stdin, written by the proxy
+	outR, errR *os.File  // the server's stdout and stderr, read by the proxy
+	stdin      io.Reader // the host's side, read by the proxy (see pollable)
 
 	rec *recorder
 	out *Outcome
@@ -149,22 +160,24 @@ func (f *Forwarder) newForwarding() *forwarding {
 	return s
 }
 
-// startServer starts the server on three fresh blocking pipes, as the
-// leader of a session of its own (see startInSession), with the proxy as
-// its subreaper. Once it runs, the proxy closes the server's ends, so that
-// the server's exit (and that of what it started) is seen as EOF. On error
-// no pipe is left open.
+// startServer starts the server on three fresh pipes, as the leader of a
+// session of its own (see startInSession), with the proxy as its
+// subreaper. The proxy's ends wait in the Go runtime's poller, not in a
+// blocking read(2) (docs/design/proxy.md, "Latency"); the server's are
+// ordinary blocking ends. Once it runs, the proxy closes the server's
+// ends, so that the server's exit (and that of what it started) is seen as
+// EOF. On error no pipe is left open.
 func (s *forwarding) startServer() error {
-	inR, inW, err := blockingPipe()
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("server stdin pipe: %w", err)
 	}
-	outR, outW, err := blockingPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW)
 		return fmt.Errorf("server stdout pipe: %w", err)
 	}
-	errR, errW, err := blockingPipe()
+	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
 		return fmt.Errorf("server stderr pipe: %w", err)
@@ -201,11 +214,11 @@ func (s *forwarding) closeHostStdout() {
 // host's EOF closes the server's stdin; the server's stdout EOF closes the
 // host's stdout. The host -> server pump is not waited for: it may be
 // blocked reading the host's stdin after the server is gone; it ends when
-// the host closes it.
+// the host closes it, or when Run returns if pollable could reopen it.
 func (s *forwarding) startPumps() {
 	go func() {
-		if s.f.Stdin != nil {
-			pumpLines(s.inW, s.f.Stdin, C2S, s.rec, s.maxLine)
+		if s.stdin != nil {
+			pumpLines(s.inW, s.stdin, C2S, s.rec, s.maxLine)
 		}
 		_ = s.rec.eof(C2S)
 		_ = s.rec.life(cassette.Record{Life: cassette.LifeStdinClosed})
@@ -331,8 +344,8 @@ func (s *forwarding) endTree() {
 		closeAll(s.outR, s.errR)
 	case <-time.After(s.drainWait):
 		// something outside the server's tree holds the pipes open: stop
-		// waiting (a blocked read on a blocking pipe outlives close; the
-		// goroutine ends when that holder exits)
+		// waiting, and leave the pipes open so that nothing is recorded
+		// after the exit (the pumps end when that holder exits)
 		s.rec.incomplete("the server's output did not reach end of file after it exited (a process outside its tree holds the pipe); bytes after that are not recorded")
 	}
 }
@@ -363,6 +376,21 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// SettleDelay bounds how long a recorded line waits for Sink.Settle (the
+// derivation of its events) while the session is active. Deriving events
+// right after forwarding, on the forwarding goroutine, cost a round trip
+// through the proxy about a fifth of the direct round trip on a loaded
+// two-core machine: it ran just when the other side was woken to answer
+// and competed with it for the CPU (docs/design/proxy.md, "Latency").
+const SettleDelay = 50 * time.Millisecond
+
+// MaxBacklogLines and MaxBacklogBytes bound what a stream records before a
+// Settle: past either, the stream settles before it reads on.
+const (
+	MaxBacklogLines = 256
+	MaxBacklogBytes = 1 << 20
+)
+
 // recorder serialises the Sink calls of the three streams and the main
 // loop, and turns the first error into a stop of the whole session.
 type recorder struct {
@@ -371,6 +399,11 @@ type recorder struct {
 	sink   Sink
 	err    error // the first error; nothing is recorded or forwarded after it
 	failed chan struct{}
+	// lines and bytes recorded since the last Settle began, and the timer
+	// that settles them within SettleDelay (armed: it is pending)
+	backlog, backlogBytes int
+	timer                 *time.Timer
+	armed                 bool
 	// The server's stdout and stderr reach EOF in a racy order; their eof
 	// records are written together, stdout first, once both ended (or at
 	// exit), so that the same session gives the same cassette.
@@ -414,7 +447,51 @@ func (r *recorder) line(l WireLine) error {
 	if err := r.sink.Line(l); err != nil {
 		return r.failLocked(err)
 	}
+	r.backlog++
+	r.backlogBytes += len(l.Data)
 	return nil
+}
+
+// forwarded is called by a stream after it forwarded what it recorded and
+// before it reads on. It settles at once when now is set (the stream lent
+// the Sink a buffer it is about to reuse, see Sink) or when the backlog is
+// over its bounds; otherwise it leaves the Settle to a timer that fires
+// within SettleDelay, so that the stream goes back to reading at once and
+// the work runs while nothing waits for it. The error stops the stream.
+func (r *recorder) forwarded(now bool) error {
+	if r.sink == nil {
+		return nil
+	}
+	r.mu.Lock()
+	now = now || r.backlog > MaxBacklogLines || r.backlogBytes > MaxBacklogBytes
+	if !now && !r.armed && r.backlog > 0 && r.err == nil && !r.over {
+		r.armed = true
+		if r.timer == nil {
+			r.timer = time.AfterFunc(SettleDelay, r.settleLater)
+		} else {
+			r.timer.Reset(SettleDelay)
+		}
+	}
+	err := r.err
+	if r.over {
+		err = errOver
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if now {
+		return r.settle()
+	}
+	return nil
+}
+
+// settleLater is the timer's Settle.
+func (r *recorder) settleLater() {
+	r.mu.Lock()
+	r.armed = false
+	r.mu.Unlock()
+	_ = r.settle()
 }
 
 func (r *recorder) life(rec cassette.Record) error {
@@ -500,6 +577,7 @@ func (r *recorder) settle() error {
 	if r.over {
 		err = errOver
 	}
+	r.backlog, r.backlogBytes = 0, 0
 	r.mu.Unlock()
 	if err != nil {
 		return err
@@ -530,6 +608,9 @@ func (r *recorder) result() (failure string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.over = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 	switch {
 	case r.err != nil:
 		return "recording failed, so forwarding stopped and the server was ended: " + r.err.Error(), r.err
@@ -568,7 +649,7 @@ func pumpLines(dst io.Writer, src io.Reader, dir Dir, rec *recorder, maxLine int
 				return
 			}
 			forward(pre, post)
-			if rec.settle() != nil {
+			if rec.forwarded(sp.lent()) != nil {
 				return
 			}
 		}
@@ -600,7 +681,8 @@ func pumpChunks(dst io.Writer, src io.Reader, rec *recorder) {
 					writeOK = false
 				}
 			}
-			if rec.settle() != nil {
+			// the chunk is the read buffer: settle before reusing it
+			if rec.forwarded(true) != nil {
 				return
 			}
 		}

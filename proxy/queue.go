@@ -45,6 +45,16 @@ type lineSplitter struct {
 	pend  []byte // the start of a line, recorded and forwarded once complete
 	spare []byte // the previous pend, being forwarded (see feed)
 	long  bool   // a line over max is being recorded in pieces
+	// pieces were recorded since the last lent: their Data is the stream's
+	// buffer, which must not be reused before a Settle (see Sink)
+	lentPieces bool
+}
+
+// lent reports whether pieces were recorded since the last call.
+func (s *lineSplitter) lent() bool {
+	l := s.lentPieces
+	s.lentPieces = false
+	return l
 }
 
 // feed records the lines and pieces that b completes and returns the bytes
@@ -114,6 +124,7 @@ func (s *lineSplitter) feed(b []byte) (pre, post []byte, err error) {
 
 // pieces records b as pieces of an over-long line.
 func (s *lineSplitter) pieces(b []byte) error {
+	s.lentPieces = s.lentPieces || len(b) > 0
 	for len(b) > 0 {
 		n := min(len(b), maxPiece)
 		if err := s.rec.line(WireLine{Dir: s.dir, Data: b[:n], Cont: true}); err != nil {

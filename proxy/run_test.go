@@ -208,7 +208,7 @@ func TestRecordedSession(t *testing.T) {
 	var kinds []string
 	for _, e := range evs {
 		k := string(e.Kind)
-		if e.Method != "" && e.Kind == eventlog.KindNotification {
+		if e.Method != "" && e.Kind != eventlog.KindToolCall {
 			k += "(" + e.Method + ")"
 		}
 		if e.Tool != "" {
@@ -216,8 +216,10 @@ func TestRecordedSession(t *testing.T) {
 		}
 		kinds = append(kinds, k)
 	}
-	want := []string{"session_start", "notification(notifications/tools/list_changed)", "notification(roots/list)",
-		"tool_call[echo]", "tool_response[echo]", "external_effect[echo]",
+	want := []string{"session_start", "mcp_request(initialize)", "mcp_response(initialize)", "notification(notifications/initialized)",
+		"notification(notifications/tools/list_changed)", "mcp_request(roots/list)",
+		"mcp_request(tools/list)", "mcp_response(tools/list)", "mcp_request(tools/list)", "mcp_response(tools/list)",
+		"tool_call[echo]", "tool_response[echo]", "external_effect[echo]", "mcp_response(roots/list)",
 		"tool_call[delete_note]", "tool_response[delete_note]", "external_effect[delete_note]",
 		"tool_call[fail]", "tool_response[fail]",
 		"tool_call[nope]", "tool_response[nope]", "session_end"}
@@ -244,25 +246,30 @@ func TestRecordedSession(t *testing.T) {
 			}
 		}
 	}
-	if string(evs[3].RPCID) != "0" || string(evs[2].RPCID) != "0" {
-		t.Errorf("ids: call %s server request %s", evs[3].RPCID, evs[2].RPCID)
+	if string(evs[10].RPCID) != "0" || string(evs[5].RPCID) != "0" || evs[5].Direction != eventlog.DirS2C {
+		t.Errorf("ids: call %s server request %s", evs[10].RPCID, evs[5].RPCID)
 	}
-	if eff := evs[5].Effect; eff.Op != "send" || eff.Target != "hi" {
+	// the host's answer id 0 pairs with the server's request id 0, not
+	// with the host's own tools/call id 0
+	if r := evs[13]; r.Call != evs[5].ID || r.Direction != eventlog.DirC2S || string(r.Payload) != `{"roots":[]}` {
+		t.Errorf("roots answer %+v", r)
+	}
+	if eff := evs[12].Effect; eff.Op != "send" || eff.Target != "hi" {
 		t.Errorf("mapped effect %+v", eff)
 	}
-	if eff := evs[8].Effect; eff.Op != "write" || !strings.Contains(eff.Reason, "destructiveHint") {
+	if eff := evs[16].Effect; eff.Op != "write" || !strings.Contains(eff.Reason, "destructiveHint") {
 		t.Errorf("annotation effect %+v", eff)
 	}
-	if r := evs[10]; r.IsError == nil || !*r.IsError || r.RPCError {
+	if r := evs[18]; r.IsError == nil || !*r.IsError || r.RPCError {
 		t.Errorf("isError result: %+v", r)
 	}
-	if r := evs[12]; !r.RPCError || r.IsError == nil || !*r.IsError {
+	if r := evs[20]; !r.RPCError || r.IsError == nil || !*r.IsError {
 		t.Errorf("rpc error: %+v", r)
 	}
 	var args map[string]any
-	json.Unmarshal(evs[6].Payload, &args)
+	json.Unmarshal(evs[14].Payload, &args)
 	if args["name"] != "n1" {
-		t.Errorf("call payload %s", evs[6].Payload)
+		t.Errorf("call payload %s", evs[14].Payload)
 	}
 	end := evs[len(evs)-1].End
 	if end.Count != int64(len(evs)-1) || !strings.Contains(end.Reason, "status 0") {
@@ -422,7 +429,7 @@ func TestPipelinedHostHeaderHasTools(t *testing.T) {
 	for _, e := range evs {
 		kinds = append(kinds, string(e.Kind))
 	}
-	if want := "session_start tool_call tool_response external_effect session_end"; strings.Join(kinds, " ") != want {
+	if want := "session_start mcp_request notification mcp_request mcp_request tool_call mcp_response mcp_response mcp_response tool_response external_effect session_end"; strings.Join(kinds, " ") != want {
 		t.Errorf("events %v, want %s", kinds, want)
 	}
 }

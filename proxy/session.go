@@ -25,10 +25,10 @@ const CassetteName = "cassette.jsonl"
 // capture.EventsFromCassette re-derives the same log from the cassette.
 //
 // Line and Life write the cassette at once (one write(2) per record, no
-// fsync: see docs/design/proxy.md); the events are derived in Settle, after
-// the bytes were forwarded, and the event log is written through a buffer
-// that is flushed at least every flushEvery, at lifecycle records and at
-// the end.
+// fsync: see docs/design/proxy.md); the events are derived in Settle, off
+// the forwarding path (at the latest SettleDelay after the line), and the
+// event log is written through a buffer that is flushed at least every
+// flushEvery, at lifecycle records and at the end.
 type Recording struct {
 	cas     *cassette.Writer
 	d       *capture.Deriver
@@ -87,9 +87,12 @@ func NewRecording(o RecordingOptions) (*Recording, error) {
 	})
 	r := &Recording{cas: cw, d: d, ev: ev, signers: o.Signers, flush: time.Now()}
 	cw.OnRecord(func(rec *cassette.Record) {
-		// the deriver keeps parts of a line (held events, the arguments of
-		// open calls) while the stream reuses its buffer: it gets a copy
-		// of the lines it reads (not of stderr or of pieces it skips)
+		// the deriver reads a line after Line returned (in Settle, up to
+		// SettleDelay later) and keeps parts of it (held events, the
+		// arguments of open calls) while the stream reuses its buffer: it
+		// gets a copy of the lines it reads; stderr chunks and pieces of
+		// over-long lines, of which it reads only the length, stay valid
+		// until the stream's next Settle (see Sink)
 		if rec.Dir != "" && rec.Dir != Stderr && !rec.Cont && !rec.Redacted {
 			rec.Data = bytes.Clone(rec.Data)
 		}

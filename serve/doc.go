@@ -13,5 +13,10 @@
 // AnswerOf) before the rest of its turn is replayed; a different answer, or
 // none in time, is a miss: the host request waiting on it gets a JSON-RPC
 // error instead of the recorded result.
+//
+// With Options.Report, every request matched or missed and every host
+// answer is also written to a drift report (package drift) as it happens,
+// and the report is finished whatever stops the session: the end of stdin,
+// a signal on Options.Signals, a host that stops reading.
 // See docs/design/serve.md.
 package serve

@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/mcp"
 )
@@ -47,6 +50,7 @@ type action struct {
 // elicitation, roots/list, ping) together with the host's recorded answer.
 type ask struct {
 	method     string
+	key        Key             // its method and params in match form, for the report
 	id         json.RawMessage // the recorded id
 	line       int64           // cassette line of the request
 	answered   bool            // the recording holds the host's answer
@@ -77,6 +81,8 @@ type Script struct {
 	answers  map[string][]*entry // host responses to no recorded server request, by exact id token
 	all      []*entry
 	redacted bool // the cassette's bytes were redacted before writing
+	// SHA256 is the hex sha256 of the cassette's bytes.
+	SHA256 string
 }
 
 // Redacted reports whether the cassette was redacted: its bytes are not
@@ -86,7 +92,8 @@ func (s *Script) Redacted() bool { return s.redacted }
 // Load reads a cassette (name is used in messages) and prepares it.
 // Invalid cassettes are reported with exit code Tampered.
 func Load(r io.Reader, name string) (*Script, error) {
-	cr, err := cassette.NewReader(r, name)
+	h := sha256.New()
+	cr, err := cassette.NewReader(io.TeeReader(r, h), name)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Tampered, err, "serve reads cassettes written by 'witness proxy' or 'witness capture'")
 	}
@@ -179,6 +186,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 		}
 		if perr == nil && m.Kind == mcp.KindRequest && !wl.partial {
 			a := &ask{method: m.Method, id: m.ID, line: rec.Line}
+			a.key, _ = KeyOf(m)       // a key that cannot be made describes the request by its method only
 			asks[mcp.IDKey(m.ID)] = a // a reused id: the later request is the one answered next
 			owner[a] = anchor
 			anchor.actions = append(anchor.actions, action{kind: actAsk, line: wl, ask: a})
@@ -186,6 +194,8 @@ func Load(r io.Reader, name string) (*Script, error) {
 		}
 		anchor.actions = append(anchor.actions, action{kind: actWrite, line: wl})
 	}
+	io.Copy(h, r) // the digest covers the whole file, whatever the reader left
+	s.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return s, nil
 }
 
@@ -230,6 +240,15 @@ type Options struct {
 	// request (sampling, elicitation, roots/list, ping); a host that does
 	// not answer in time is a miss. Zero waits until the host closes stdin.
 	AnswerTimeout time.Duration
+	// Report, when set, receives a drift report entry for every request
+	// matched or missed and every host answer to a server request as it
+	// happens, then the recorded requests never asked for and the end
+	// record, whatever stops the session (see package drift).
+	Report *drift.Writer
+	// Signals stops the session as if the host had closed stdin: the
+	// waits end, the report is finished and Serve returns its verdict.
+	// The command passes SIGTERM, SIGINT and SIGHUP here.
+	Signals <-chan os.Signal
 }
 
 // Serve answers the host on o.Stdin/o.Stdout from the script until the host
@@ -267,6 +286,7 @@ func (s *Script) Serve(o Options) (*Result, error) {
 	ss.start(s.prelude, nil)
 	tooLong := false // inside a line longer than the maximum: its pieces are dropped
 	var readErr error
+	end := drift.End{Stop: drift.StopEOF}
 loop:
 	for ss.werr == nil {
 		var timer *time.Timer
@@ -280,6 +300,13 @@ loop:
 		case <-expire:
 			ss.expire(time.Now())
 			continue
+		case sig := <-o.Signals:
+			if timer != nil {
+				timer.Stop()
+			}
+			end = drift.End{Stop: drift.StopSignal, Signal: SignalName(sig)}
+			ss.say("stopped by %s", end.Signal)
+			break loop
 		case in = <-lines:
 		}
 		if timer != nil {
@@ -303,23 +330,33 @@ loop:
 		if tooLong {
 			tooLong = false
 			res.Misses++
+			why := fmt.Sprintf("the host sent a line longer than %s; it was not read", mcp.FormatSize(lr.Max()))
 			ss.write(mcp.ErrorResponse(json.RawMessage("null"), -32600, fmt.Sprintf("witness serve: a request line longer than %s", mcp.FormatSize(lr.Max()))), false)
-			ss.say("miss: the host sent a line longer than %s; it was not read", mcp.FormatSize(lr.Max()))
+			ss.say("miss: %s", why)
+			ss.report(drift.Entry{Status: drift.Missed, Kind: drift.KindLine, Incoming: drift.DescribeLine(l.Bytes), Reason: why})
 			continue
 		}
 		ss.handle(l.Bytes)
 	}
 	if readErr != nil {
-		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: read stdin: %w", readErr), "")
+		end = drift.End{Stop: drift.StopStdin, Error: readErr.Error()}
+	} else if ss.werr != nil {
+		end = drift.End{Stop: drift.StopStdout, Error: ss.werr.Error()}
 	}
 	ss.closed()
-	if ss.werr != nil {
-		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: write stdout: %w", ss.werr), "the host stopped reading")
-	}
 	for _, e := range s.all {
 		if e.kind == mcp.KindRequest && !e.used {
 			res.Unused++
+			ss.report(drift.Entry{Status: drift.NeverAsked, Kind: drift.KindRequest, Recorded: drift.Describe(e.key.Method, e.key.Params, e.line),
+				Reason: "recorded, and never asked for in this run"})
 		}
+	}
+	ss.finishReport(end)
+	if readErr != nil {
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: read stdin: %w", readErr), "")
+	}
+	if ss.werr != nil {
+		return res, exitcode.New(exitcode.Failure, fmt.Errorf("serve: write stdout: %w", ss.werr), "the host stopped reading")
 	}
 	if res.Unused > 0 {
 		ss.say("%d recorded request(s) were not asked for", res.Unused)
@@ -336,6 +373,9 @@ loop:
 		return res, exitcode.New(exitcode.Incomplete,
 			fmt.Errorf("%d server request(s) recorded in %s were left unanswered by the host", res.Unanswered, s.Name),
 			"the run did less than the recording: drop --require-all, or re-record")
+	}
+	if err := ss.reportErr(); err != nil {
+		return res, err
 	}
 	return res, nil
 }
@@ -363,17 +403,27 @@ func (ss *serving) miss(m *mcp.Message, k Key) {
 	s := ss.s
 	ss.write(mcp.ErrorResponse(m.ID, CodeMiss, fmt.Sprintf("witness serve: the cassette %s has no recorded answer for this %s request", s.Name, m.Method)), false)
 	ss.say("miss: no recorded answer for %s (id %s)", k.String(), m.ID)
+	entry := drift.Entry{Status: drift.Missed, Kind: drift.KindRequest, Incoming: drift.Describe(k.Method, k.Params, 0), ID: string(m.ID)}
+	defer func() { ss.report(entry) }()
 	if same := s.requests[k]; len(same) > 0 {
 		ss.say("it was recorded %d time(s) and asked once more; repeated requests replay in recorded order, once each", len(same))
+		last := same[len(same)-1]
+		entry.Reason = fmt.Sprintf("recorded %d time(s) and asked once more", len(same))
+		entry.Nearest = drift.Describe(last.key.Method, last.key.Params, last.line)
 		return
 	}
 	best := s.nearest(k)
 	if best == nil {
 		ss.say("the cassette holds no request at all")
+		entry.Reason = "no recorded answer; the cassette holds no request at all"
 		return
 	}
+	diff := requestDiff(best.key, k)
 	ss.say("nearest recorded request (cassette line %d): %s", best.line, best.key.String())
-	ss.say("diff (-recorded +incoming):\n%s", requestDiff(best.key, k))
+	ss.say("diff (-recorded +incoming):\n%s", diff)
+	entry.Reason = "no recorded answer for this request"
+	entry.Nearest = drift.Describe(best.key.Method, best.key.Params, best.line)
+	entry.Diff = diff
 }
 
 // nearest picks the recorded request most like k: same method first, then

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/mcp"
 )
 
@@ -21,6 +22,8 @@ type serving struct {
 	waiting map[string]*sent // sent server requests not yet answered, by the id token sent
 	order   []*sent          // every awaited server request, in the order sent
 	fresh   int              // fresh ids handed out
+	// reportFailed: the drift report could not be written; no more tries
+	reportFailed bool
 }
 
 // run is one turn being replayed: the recorded host message it answers,
@@ -153,26 +156,28 @@ func (ss *serving) answer(p *sent, m *mcp.Message) {
 	p.done = true
 	got, err := AnswerOf(m)
 	if err != nil {
-		ss.differ(p, fmt.Sprintf("the host's answer to the server's %s request (id %s) cannot be read: %v", p.a.method, p.id, err))
+		ss.differ(p, fmt.Sprintf("the host's answer to the server's %s request (id %s) cannot be read: %v", p.a.method, p.id, err), answerDetail{})
 		return
 	}
 	if got == p.a.answer {
 		ss.res.Matched++
+		ss.report(drift.Entry{Status: drift.Matched, Kind: drift.KindAnswer, Recorded: askOf(p.a), Turn: turnOf(p.r.e), ID: string(p.id)})
 		if p.r.blocked && !p.r.aborted {
 			ss.advance(p.r)
 		}
 		return
 	}
 	ss.differ(p, fmt.Sprintf("the host's answer to the server's %s request (id %s) differs from the recorded answer (cassette line %d)", p.a.method, p.id, p.a.answerLine),
-		"recorded answer: "+p.a.answer.String(),
-		"host answer:     "+got.String(),
-		"diff (-recorded +incoming):\n"+answerDiff(p.a.answer, got))
+		answerDetail{recorded: p.a.answer.String(), host: got.String(), diff: answerDiff(p.a.answer, got)})
 }
+
+// answerDetail is what differs between a recorded answer and the host's.
+type answerDetail struct{ recorded, host, diff string }
 
 // differ reports a host answer that is not the recorded one (or none) as a
 // miss: the host request whose turn sent the server request gets a
 // JSON-RPC error, and the rest of the turn is not replayed.
-func (ss *serving) differ(p *sent, why string, detail ...string) {
+func (ss *serving) differ(p *sent, why string, d answerDetail) {
 	ss.res.Misses++
 	ss.res.Differed++
 	r := p.r
@@ -183,9 +188,13 @@ func (ss *serving) differ(p *sent, why string, detail ...string) {
 		who = fmt.Sprintf("turn of %s (cassette line %d)", r.e.key.Method, r.e.line)
 	}
 	ss.say("miss: %s, in the %s", why, who)
-	for _, d := range detail {
-		ss.say("%s", d)
+	if d.recorded != "" {
+		ss.say("recorded answer: %s", d.recorded)
+		ss.say("host answer:     %s", d.host)
+		ss.say("diff (-recorded +incoming):\n%s", d.diff)
 	}
+	ss.report(drift.Entry{Status: drift.AnswerDiffered, Kind: drift.KindAnswer, Recorded: askOf(p.a), Turn: turnOf(r.e), ID: string(p.id),
+		Reason: why, RecordedAnswer: d.recorded, HostAnswer: d.host, Diff: d.diff})
 	if r.aborted {
 		return
 	}
@@ -223,7 +232,7 @@ func (ss *serving) expire(now time.Time) {
 		if !p.done && !now.Before(p.deadline) {
 			delete(ss.waiting, mcp.IDKey(p.id))
 			p.done = true
-			ss.differ(p, fmt.Sprintf("the host did not answer the server's %s request (id %s) within %s", p.a.method, p.id, ss.o.AnswerTimeout))
+			ss.differ(p, fmt.Sprintf("the host did not answer the server's %s request (id %s) within %s", p.a.method, p.id, ss.o.AnswerTimeout), answerDetail{recorded: p.a.answer.String()})
 		}
 	}
 	ss.compact()
@@ -243,11 +252,13 @@ func (ss *serving) closed() {
 		delete(ss.waiting, mcp.IDKey(p.id))
 		p.done = true
 		if p.r.e.kind == mcp.KindRequest && !p.r.responded && !p.r.aborted {
-			ss.differ(p, fmt.Sprintf("the host closed its input without answering the server's %s request (id %s)", p.a.method, p.id))
+			ss.differ(p, fmt.Sprintf("the host closed its input without answering the server's %s request (id %s)", p.a.method, p.id), answerDetail{recorded: p.a.answer.String()})
 			continue
 		}
 		ss.res.Unanswered++
 		ss.say("note: the host closed its input without answering the server's %s request (id %s, cassette line %d)", p.a.method, p.id, p.a.line)
+		ss.report(drift.Entry{Status: drift.NeverAsked, Kind: drift.KindAnswer, Recorded: askOf(p.a), Turn: turnOf(p.r.e), ID: string(p.id),
+			Reason: "the host never answered this recorded server request", RecordedAnswer: p.a.answer.String()})
 	}
 }
 
@@ -274,6 +285,7 @@ func (ss *serving) handle(data []byte) {
 		}
 		ss.write(mcp.ErrorResponse(id, -32700, "witness serve: not a JSON-RPC message: "+err.Error()), false)
 		ss.say("miss: the host sent a line that is not a JSON-RPC message: %v: %s", err, preview(data))
+		ss.report(drift.Entry{Status: drift.Missed, Kind: drift.KindLine, Incoming: drift.DescribeLine(data), Reason: "not a JSON-RPC message: " + err.Error()})
 		return
 	}
 	switch m.Kind {
@@ -286,6 +298,7 @@ func (ss *serving) handle(data []byte) {
 				}
 				e.used = true
 				res.Served++
+				ss.report(drift.Entry{Status: drift.Matched, Kind: drift.KindRequest, Recorded: drift.Describe(e.key.Method, e.key.Params, e.line), ID: string(m.ID)})
 				if !e.responded {
 					ss.say("the recording has no answer to %s (cassette line %d): none is sent, as recorded", k.Method, e.line)
 				}

@@ -109,6 +109,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newProxyCmd(a),
 		newCaptureCmd(a),
 		newServeCmd(a),
+		newDriftCmd(a),
 		newImportCmd(a),
 		newGraphCmd(a),
 	)

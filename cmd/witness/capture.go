@@ -62,9 +62,16 @@ notifications, and external effects of tools annotated destructiveHint=true
 or named in --effects. The session end is signed with the active key of
 --keyring (or $WITNESS_KEYRING when that file exists).
 
-A scenario is a JSON list of {"tool": NAME, "arguments": {...}}, or
+A scenario is a JSON list of {"tool": NAME, "arguments": {...}} (or
 agent-trace-witness 0.1.0's {"kind": "tool_call", "tool": NAME, "payload":
-{...}}. Without one, capture performs the handshake and the tool listing.
+{...}}), {"method": M, "params": {...}} for any other request
+(resources/read, prompts/get, completion/complete, ping, ...), and
+{"answer": M, "result": {...}} or {"answer": M, "error": {...}} for how the
+host answers the server's requests of method M (sampling/createMessage,
+elicitation/create, roots/list), which also declares the matching client
+capability in initialize (docs/formats/scenario.md). Every exchange becomes
+events. Without a scenario, capture performs the handshake and the tool
+listing.
 
 The server gets only PATH, HOME, USER, LANG, LC_ALL, TMPDIR, TERM, NODE_PATH
 from the witness's environment, plus what --env names; the cassette records
@@ -102,7 +109,7 @@ Redirects are not followed; a 401 names the server's WWW-Authenticate.`,
 	c.Flags().SetInterspersed(false)
 	f := c.Flags()
 	o.Output.AddFlags(c, "folder to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)", false)
-	f.StringVar(&o.Scenario, "scenario", "", "JSON list of tool calls to make")
+	f.StringVar(&o.Scenario, "scenario", "", "JSON list of tool calls and requests to make, and answers to the server's requests")
 	f.StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
 	o.Keys.AddFlags(c, recordingKeys)
 	f.StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target (docs/formats/effects.md)")
@@ -239,6 +246,9 @@ func runCapture(a *app, o captureOptions) error {
 	}
 	if res != nil && err == nil {
 		fmt.Fprintf(a.stdout, "witness: %d tool calls (%d answered with an error)\n", res.Calls, res.ToolError)
+		if res.Requests > 0 {
+			fmt.Fprintf(a.stdout, "witness: %d other requests (%d answered with an error)\n", res.Requests, res.ReqError)
+		}
 		fmt.Fprintf(a.stdout, "witness: captured %d events to %s (cassette %s, %d records)\n", res.EventN, res.Events, res.Cassette, res.Records)
 	}
 	if err != nil && res != nil {

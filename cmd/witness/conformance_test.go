@@ -44,7 +44,7 @@ import (
 // part in; docs/design/conformance.md says why each other one does not
 // apply. auth/resource-mismatch passes because the client never starts
 // an OAuth flow at all (it must not use a mismatched resource).
-var confClientApplies = []string{"initialize", "tools_call", "sse-retry"}
+var confClientApplies = []string{"initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"}
 
 // confClientAlsoPasses are the scenarios that pass for a reason other than
 // the client doing what they test (full run only).

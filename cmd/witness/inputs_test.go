@@ -38,6 +38,7 @@ func inputCases(stub string) []inputCase {
 		{"import FILE", []string{"import", "--from", "atw-0.1.0", "MISSING", "--out", "F/i.jsonl", "-q"}, "check the path of the file to import"},
 		{"import --redact-key", []string{"import", "--from", "atw-0.1.0", "F/legacy.jsonl", "--out", "F/i.jsonl", "--redact", "$.x", "--redact-key", "MISSING"}, "check the path given to --redact-key"},
 		{"serve --cassette", []string{"serve", "--cassette", "MISSING"}, "check the path given to --cassette"},
+		{"drift REPORT", []string{"drift", "MISSING"}, "name a file written by 'witness serve --report'"},
 		{"capture --scenario", []string{"capture", "--out", "F/rec", "--scenario", "MISSING", "--", stub}, "check the path given to --scenario"},
 		{"capture --redact-rules", []string{"capture", "--out", "F/rec", "--redact-rules", "MISSING", "--redact-key", "F/key.hex", "--", stub}, "check the path given to --redact-rules"},
 		{"capture --redact-key", []string{"capture", "--out", "F/rec", "--redact", "$.x", "--redact-key", "MISSING", "--", stub}, "check the path given to --redact-key"},

@@ -10,7 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/httpproxy"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/serve"
 )
 
@@ -24,6 +27,8 @@ type serveOptions struct {
 	IgnoreField []string
 	ExitAfter   int
 	Pace        bool
+	Report      string
+	Force       bool
 	AllowOrigin []string
 }
 
@@ -59,6 +64,15 @@ nearest recorded request and a diff, and makes serve exit with status 4
 closes stdin. With --require-all, recorded requests never asked for, and
 server requests the host left unanswered, also make it exit 4.
 
+With --report FILE, serve writes a drift report for CI as it goes (JSON
+lines: each recorded request matched, missed with the nearest recording and
+the diff, never asked for, and each host answer to a server request), and
+finishes it when it stops for any reason: the host closing stdin, SIGTERM,
+SIGINT or SIGHUP, the host no longer reading. A serve killed by SIGKILL
+leaves the lines written so far, without the end record. 'witness drift'
+turns reports into one verdict whatever the host did with serve's exit
+status (docs/formats/drift-report.md).
+
 A redacted cassette is refused unless --allow-redacted is given: it is
 evidence, not a fixture.
 
@@ -90,7 +104,9 @@ by DELETE. Both kinds of --listen refuse a request whose Origin header is
 neither a loopback origin nor given with --allow-origin (403).`,
 		Example: `  witness serve --cassette rec/cassette.jsonl
   # as the server command of an MCP host in CI:
-  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl"]}
+  #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl", "--report", "out/drift-echo.jsonl"]}
+  # then, after the host's tests:
+  #   witness drift out/drift-echo.jsonl --junit out/drift.xml
   witness serve --cassette rec/cassette.jsonl --listen 127.0.0.1:0 --ignore-field user --exit-after 3
   witness serve --cassette rec/mcp/1/cassette.jsonl --listen 127.0.0.1:0   # MCP over Streamable HTTP`,
 		Args: cobra.NoArgs,
@@ -107,18 +123,22 @@ neither a loopback origin nor given with --allow-origin (403).`,
 	c.Flags().IntVar(&o.ExitAfter, "exit-after", 0, "with --listen: stop after N requests (HTTP cassettes) or N sessions ended by DELETE (MCP cassettes); 0: at SIGINT or SIGTERM")
 	c.Flags().StringArrayVar(&o.AllowOrigin, "allow-origin", nil, "with --listen: also serve requests with this Origin (scheme://host[:port]; repeatable; loopback origins always pass)")
 	c.Flags().BoolVar(&o.Pace, "pace", false, "HTTP cassettes: send the chunks of an answer at their recorded times")
+	c.Flags().StringVar(&o.Report, "report", "", "write a drift report (JSON lines) to this file as serve goes, finished when it stops; read it with 'witness drift'")
+	addForceFlag(c, &o.Force)
 	c.MarkFlagRequired("cassette")
 	return c
 }
 
 func runServe(a *app, o serveOptions) error {
-	kind, err := httpproxy.CassetteKind(o.Cassette)
-	if err != nil {
-		return err
-	}
-	if kind == cassette.HTTPFormat {
+	kind, kerr := httpproxy.CassetteKind(o.Cassette)
+	if kerr == nil && kind == cassette.HTTPFormat {
 		return runServeHTTP(a, o)
 	}
+	if kerr != nil && o.Report == "" {
+		return kerr
+	}
+	// with --report, a cassette that cannot be read still leaves a report
+	// that says serve failed to start (loadServed reports the error)
 	if len(o.IgnoreField) > 0 || o.Pace {
 		return usageError(fmt.Errorf("cassette %s records an MCP session: --ignore-field and --pace are for HTTP cassettes", o.Cassette),
 			"serve an MCP cassette as an MCP host's server command, or over Streamable HTTP with --listen alone")
@@ -126,26 +146,69 @@ func runServe(a *app, o serveOptions) error {
 	if o.Listen == "" && (o.ExitAfter != 0 || len(o.AllowOrigin) > 0) {
 		return usageError(fmt.Errorf("--exit-after and --allow-origin need --listen"), "add --listen 127.0.0.1:0, or drop them")
 	}
-	s, err := serve.LoadFile(o.Cassette)
-	if err != nil {
-		return err
-	}
-	if s.Redacted() && !o.AllowRedacted {
-		return usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
-			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
-	}
 	if o.AnswerTimeout < 0 {
 		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
 	}
 	if o.Listen != "" {
+		if o.Report != "" {
+			return usageError(fmt.Errorf("--report is not available with --listen yet"), "check HTTP replays by serve's exit status (4 when a request missed)")
+		}
+		// refuses a redacted cassette unless allowed, as on stdio
+		if _, err := loadServed(o); err != nil {
+			return err
+		}
 		return runServeMCPHTTP(a, o)
 	}
-	_, err = s.Serve(serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout})
+	// Stop on the signals a host stops its server with, finishing the
+	// report; a broken stdout is then a write error, not a death by SIGPIPE.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	var report *drift.Writer
+	if o.Report != "" {
+		// the report is written live at its final name, as recordings are,
+		// so that a serve killed by SIGKILL leaves what it saw
+		f, err := atomicfile.CreateLive(o.Report, a.writeRules("--report", o.Force, o.Cassette))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer atomicfile.SyncLive(f)
+		fail := func(err error) error {
+			w, _ := drift.NewWriter(f, drift.Header{Cassette: drift.Cassette{Name: o.Cassette},
+				Serve: drift.ServeOptions{Transport: "stdio", RequireAll: o.RequireAll, AllowRedacted: o.AllowRedacted, AnswerTimeout: o.AnswerTimeout.String()}})
+			w.Close(drift.End{Stop: drift.StopFailed, Error: err.Error()})
+			return err
+		}
+		s, err := loadServed(o)
+		if err != nil {
+			return fail(err)
+		}
+		sopts := serveOpts(a, o, sigs)
+		report, err = drift.NewWriter(f, s.Header(sopts, o.AllowRedacted))
+		if err != nil {
+			return exitcode.New(exitcode.Failure, fmt.Errorf("--report %s: %w", o.Report, err), "check the disk and the path given to --report")
+		}
+		sopts.Report = report
+		_, err = s.Serve(sopts)
+		return err
+	}
+	s, err := loadServed(o)
+	if err != nil {
+		return err
+	}
+	_, err = s.Serve(serveOpts(a, o, sigs))
 	return err
 }
 
 // runServeHTTP serves an HTTP cassette (`witness serve --listen`).
 func runServeHTTP(a *app, o serveOptions) error {
+	if o.Report != "" {
+		return usageError(fmt.Errorf("--report is not available for HTTP cassettes yet"), "check HTTP replays by serve's exit status (4 when a request missed)")
+	}
 	if o.Listen == "" {
 		return usageError(fmt.Errorf("cassette %s records HTTP exchanges: serve it with --listen ADDR", o.Cassette), "for example --listen 127.0.0.1:0")
 	}
@@ -183,4 +246,21 @@ func runServeMCPHTTP(a *app, o serveOptions) error {
 	_, err := httpproxy.ServeMCP(o.Cassette, httpproxy.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
 		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin})
 	return err
+}
+
+// loadServed loads the cassette and refuses a redacted one unless allowed.
+func loadServed(o serveOptions) (*serve.Script, error) {
+	s, err := serve.LoadFile(o.Cassette)
+	if err != nil {
+		return nil, err
+	}
+	if s.Redacted() && !o.AllowRedacted {
+		return nil, usageError(fmt.Errorf("cassette %s is redacted: its bytes are not what the server said", o.Cassette),
+			"a redacted cassette is evidence, not a fixture: record the fixture without --redact, or pass --allow-redacted")
+	}
+	return s, nil
+}
+
+func serveOpts(a *app, o serveOptions, sigs <-chan os.Signal) serve.Options {
+	return serve.Options{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, Signals: sigs}
 }

@@ -21,7 +21,7 @@ const module = "github.com/agent-trace-witness/witness"
 const (
 	plumbing  = "plumbing"  // internal/*: canonical JSON, exit codes, files, limits
 	testkit   = "testkit"   // generators and helpers for tests and benchmarks
-	formats   = "formats"   // keyring, seal, cassette, eventlog, modelapi: files and their rules
+	formats   = "formats"   // keyring, seal, cassette, eventlog, modelapi, drift: files and their rules
 	recording = "recording" // mcp, capture, proxy, httpproxy, serve: the wire, processes, recording
 	analysis  = "analysis"  // graph, verify, replay, firewall: read evidence, judge it
 	command   = "cmd"       // main packages: flags, wiring, output
@@ -34,6 +34,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"internal/synthlog", testkit},
 	{"internal/testrepo", testkit},
 	{"internal/adversary", testkit},
+	{"internal/realpeers", testkit},
 	{"internal/archtest", testkit},
 	{"internal", plumbing},
 	{"keyring/osstore", recording},
@@ -42,6 +43,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"cassette", formats},
 	{"eventlog", formats},
 	{"modelapi", formats},
+	{"drift", formats},
 	{"mcp", recording},
 	{"capture", recording},
 	{"proxy", recording},

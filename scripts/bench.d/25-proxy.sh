@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Round-trip latency of tools/call against server-everything (node, the
 # reference) and the fast echo server (testdata/servers/echo): direct,
-# through `witness proxy` (the real binary as a separate process, as a host
-# runs it) and through the proxy library in-process. The modes run side by
+# through a bare hop (a process that forwards like the proxy, in the same
+# way, recording nothing: the floor of one extra process), through
+# `witness proxy` (the real binary as a separate process, as a host runs
+# it) and through the proxy library in-process. The modes run side by
 # side and take turns round trip by round trip (BenchmarkRoundTrip), so a
 # change in the machine's load hits them alike. Prints p50/p99 per mode and
 # each mode's p50 as a ratio of direct. N round trips per run
@@ -43,7 +45,7 @@ END {
 	printf "%-12s %-10s %10s %10s %14s\n", "server", "via", "p50 (µs)", "p99 (µs)", "p50 / direct"
 	for (s = 1; s <= ns; s++) {
 		srv = sorder[s]
-		no = split("direct proxy base base2 base3 inprocess", order, " ")
+		no = split("direct hop proxy base base2 base3 inprocess", order, " ")
 		for (j = 1; j <= no; j++) {
 			m = order[j]
 			if (!((srv, m) in mseen)) continue

@@ -1,0 +1,314 @@
+package drift
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Options configure Judge.
+type Options struct {
+	// AllowUnused makes never_asked entries (recorded requests the run
+	// did not make, server requests it left unanswered) no drift: they are
+	// shown as skipped. By default the run must replay the whole recording.
+	AllowUnused bool
+}
+
+// Outcome is the verdict on one entry.
+type Outcome string
+
+// The outcomes of a case.
+const (
+	Pass    Outcome = "pass"
+	Fail    Outcome = "fail"
+	Skipped Outcome = "skipped" // never_asked with AllowUnused
+)
+
+// Case is one verdict: an entry, or the check that a report is complete.
+type Case struct {
+	Name    string
+	Outcome Outcome
+	Type    string // the entry's status, or "incomplete_report"
+	Message string // one line
+	Text    string // the details (nearest recording, answers, diff)
+}
+
+// ReportVerdict is the verdict on one report.
+type ReportVerdict struct {
+	Report *Report
+	Cases  []Case
+	Drift  bool
+}
+
+// Verdict is the one verdict over several reports.
+type Verdict struct {
+	Reports []*ReportVerdict
+	// Drift is true when any report shows drift: an entry that is not
+	// matched (never_asked only without AllowUnused), a report cut short,
+	// or a serve that could not start.
+	Drift bool
+}
+
+// Judge turns reports into one verdict. Each report is judged alone: a
+// report belongs to one serve process, which answered from one cassette.
+func Judge(reports []*Report, o Options) *Verdict {
+	v := &Verdict{}
+	for _, r := range reports {
+		rv := judge(r, o)
+		v.Drift = v.Drift || rv.Drift
+		v.Reports = append(v.Reports, rv)
+	}
+	return v
+}
+
+func judge(r *Report, o Options) *ReportVerdict {
+	rv := &ReportVerdict{Report: r}
+	add := func(c Case) {
+		if c.Outcome == Fail {
+			rv.Drift = true
+		}
+		rv.Cases = append(rv.Cases, c)
+	}
+	complete := Case{Name: "serve stopped cleanly and wrote its whole report", Outcome: Pass, Type: "complete_report"}
+	switch {
+	case r.End == nil:
+		complete.Outcome, complete.Type = Fail, "incomplete_report"
+		complete.Message = "incomplete report: " + r.Cut
+		complete.Text = "A report without its end record does not show what the run did not ask for. " +
+			"Let the host stop serve by closing its input or with SIGTERM, not SIGKILL."
+	case r.End.Stop == StopFailed:
+		complete.Outcome, complete.Type = Fail, "serve_failed"
+		complete.Message = "serve could not start: " + r.End.Error
+	default:
+		complete.Message = "stopped: " + stopText(r.End)
+	}
+	add(complete)
+	for _, e := range r.Entries {
+		add(entryCase(e, o))
+	}
+	return rv
+}
+
+func stopText(e *End) string {
+	switch e.Stop {
+	case StopEOF:
+		return "the host closed serve's input"
+	case StopSignal:
+		return "the host stopped serve with " + e.Signal
+	case StopStdout:
+		return "the host stopped reading serve's output: " + e.Error
+	case StopStdin:
+		return "serve's input failed: " + e.Error
+	}
+	return string(e.Stop)
+}
+
+func entryCase(e Entry, o Options) Case {
+	c := Case{Type: string(e.Status), Outcome: Fail}
+	var text []string
+	switch e.Kind {
+	case KindRequest:
+		if e.Status == Missed {
+			c.Name = fmt.Sprintf("asked %s (not in the recording, id %s)", e.Incoming.describe(), e.ID)
+		} else {
+			c.Name = "recorded " + e.Recorded.where()
+		}
+	case KindAnswer:
+		c.Name = "host answer to recorded " + e.Recorded.where()
+		if e.Turn != nil {
+			c.Name += " in the turn of " + e.Turn.describe()
+		}
+	default:
+		c.Name = fmt.Sprintf("host line %d that is not a JSON-RPC request", e.N)
+	}
+	switch e.Status {
+	case Matched:
+		c.Outcome = Pass
+	case NeverAsked:
+		if o.AllowUnused {
+			c.Outcome = Skipped
+		}
+	}
+	c.Message = e.Reason
+	if c.Message == "" && e.Status == Matched {
+		c.Message = "matched"
+	}
+	msg := func(label string, m *Message) {
+		if m == nil {
+			return
+		}
+		s := label + ": " + m.where()
+		if m.Preview != "" {
+			s += "\n  params: " + m.Preview
+		}
+		if m.ParamsSHA256 != "" {
+			s += "\n  params sha256: " + m.ParamsSHA256
+		}
+		text = append(text, s)
+	}
+	if c.Outcome != Pass {
+		msg("recorded", e.Recorded)
+		msg("incoming", e.Incoming)
+		msg("nearest recorded request", e.Nearest)
+		if e.RecordedAnswer != "" {
+			text = append(text, "recorded answer: "+e.RecordedAnswer)
+		}
+		if e.HostAnswer != "" {
+			text = append(text, "host answer:     "+e.HostAnswer)
+		}
+		if e.Diff != "" {
+			text = append(text, "diff (-recorded +incoming):\n"+e.Diff)
+		}
+	}
+	c.Text = strings.Join(text, "\n")
+	return c
+}
+
+// WriteText writes the verdict for a person: one line per report, the
+// failing cases with their details, and the verdict.
+func (v *Verdict) WriteText(w io.Writer) error {
+	var b strings.Builder
+	drifting := 0
+	for _, rv := range v.Reports {
+		r := rv.Report
+		state := "no drift"
+		if rv.Drift {
+			state = "DRIFT"
+			drifting++
+		}
+		var counts Counts
+		for _, e := range r.Entries {
+			counts.add(e.Status)
+		}
+		fmt.Fprintf(&b, "%s (cassette %s): %s: %d matched, %d missed, %d never asked, %d host answers differed\n",
+			r.File, r.Header.Cassette.Name, state, counts.Matched, counts.Missed, counts.NeverAsked, counts.AnswerDiffered)
+		for _, c := range rv.Cases {
+			if c.Outcome != Fail {
+				continue
+			}
+			fmt.Fprintf(&b, "  FAIL %s: %s\n", c.Name, c.Message)
+			if c.Text != "" {
+				b.WriteString("    " + strings.ReplaceAll(c.Text, "\n", "\n    ") + "\n")
+			}
+		}
+	}
+	if v.Drift {
+		fmt.Fprintf(&b, "drift: %d of %d report(s) show drift\n", drifting, len(v.Reports))
+	} else {
+		fmt.Fprintf(&b, "no drift: %d report(s)\n", len(v.Reports))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// JUnit XML, in the shape of the Jenkins xunit junit-10.xsd: testsuites
+// (name, tests, failures, errors; no skipped) holds testsuite elements
+// (name, tests, failures, errors required; skipped allowed), each holding
+// properties and testcase elements (name required, classname), each with at
+// most a failure or a skipped element (message, type, text).
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+}
+
+type junitMessage struct {
+	Message string
+	Type    string
+	Text    string
+}
+
+// MarshalXML writes the element with its text as character data whose
+// newlines stay newlines (a chardata field would write them as &#xA;), so
+// the diff reads as a diff in the raw file too. Characters XML cannot carry
+// become U+FFFD, as in every text encoding/xml writes.
+func (m junitMessage) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	start.Attr = append(start.Attr, xml.Attr{Name: xml.Name{Local: "message"}, Value: m.Message}, xml.Attr{Name: xml.Name{Local: "type"}, Value: m.Type})
+	if err := e.EncodeToken(start); err != nil {
+		return err
+	}
+	if m.Text != "" {
+		if err := e.EncodeToken(xml.CharData(m.Text)); err != nil {
+			return err
+		}
+	}
+	return e.EncodeToken(start.End())
+}
+
+// WriteJUnit writes the verdict as JUnit XML: one testsuite per report,
+// one testcase per entry (matched passes; missed, answer_differed and
+// never_asked fail with the details and the diff in the failure text;
+// never_asked is skipped with AllowUnused) and one for the report's
+// completeness.
+func (v *Verdict) WriteJUnit(w io.Writer) error {
+	out := junitSuites{Name: "witness drift"}
+	for i, rv := range v.Reports {
+		r := rv.Report
+		class := "witness.drift." + strings.TrimSuffix(filepath.Base(r.Header.Cassette.Name), filepath.Ext(r.Header.Cassette.Name))
+		s := junitSuite{
+			Name: fmt.Sprintf("drift %s (report %s)", r.Header.Cassette.Name, r.File),
+			Properties: []junitProperty{
+				{Name: "report", Value: r.File},
+				{Name: "report_index", Value: strconv.Itoa(i + 1)},
+				{Name: "cassette", Value: r.Header.Cassette.Name},
+				{Name: "cassette_sha256", Value: r.Header.Cassette.SHA256},
+				{Name: "transport", Value: r.Header.Serve.Transport},
+				{Name: "require_all", Value: strconv.FormatBool(r.Header.Serve.RequireAll)},
+			},
+		}
+		for _, c := range rv.Cases {
+			jc := junitCase{Name: c.Name, Classname: class}
+			switch c.Outcome {
+			case Fail:
+				jc.Failure = &junitMessage{Message: c.Message, Type: c.Type, Text: c.Text}
+				s.Failures++
+			case Skipped:
+				jc.Skipped = &junitMessage{Message: "never asked; allowed by --allow-unused", Type: c.Type}
+				s.Skipped++
+			}
+			s.Tests++
+			s.Cases = append(s.Cases, jc)
+		}
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Suites = append(out.Suites, s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
