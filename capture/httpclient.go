@@ -37,6 +37,9 @@ const (
 	// maxResume bounds the resumptions (GET with Last-Event-ID) of one
 	// request's stream.
 	maxResume = 5
+	// streamWait bounds the wait for the GET stream's head after
+	// initialize (see openStream).
+	streamWait = 2 * time.Second
 	// maxAnswerDepth bounds answers in progress at once (see answer).
 	maxAnswerDepth = 8
 	// maxErrorBody is the most of an error answer (4xx, 5xx, a wrong
@@ -589,7 +592,11 @@ func checkInitialize(m *mcp.Message, asked string) (string, error) {
 
 // openStream GETs the server's stream for its own requests and
 // notifications; a server that offers none answers 405 (any other refusal
-// is noted and the session goes on without one).
+// is noted and the session goes on without one). It returns once the
+// answer's head came (at most streamWait): a server sends what is not tied
+// to a request on that stream only once it is open, and drops it before,
+// so the scripted requests wait for it (the conformance suite's
+// elicitation scenario sends its request so).
 func (c *HTTPClient) openStream() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := c.headers("text/event-stream")
@@ -607,6 +614,15 @@ func (c *HTTPClient) openStream() {
 	// the stream's head may come only with its first event: wait for it
 	// at most the request timeout, in the background
 	done := make(chan struct{})
+	head := make(chan struct{})
+	var headOnce sync.Once
+	headed := func() { headOnce.Do(func() { close(head) }) }
+	defer func() {
+		select {
+		case <-head:
+		case <-time.After(streamWait):
+		}
+	}()
 	stop := &bodyStop{}
 	c.mu.Lock()
 	c.getCancel = func() {
@@ -617,6 +633,7 @@ func (c *HTTPClient) openStream() {
 	c.mu.Unlock()
 	go func() {
 		defer close(done)
+		defer headed()
 		resp, err := c.hc.Do(req)
 		if err != nil {
 			why := stop.get()
@@ -631,6 +648,7 @@ func (c *HTTPClient) openStream() {
 			resp.Body.Close()
 			return
 		}
+		headed()
 		if resp.StatusCode != http.StatusOK || bodyKind(resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding")) != "sse" {
 			c.rec.ReadBody(x, resp.Body, maxErrorBody, nil)
 			if resp.StatusCode != http.StatusMethodNotAllowed {

@@ -227,7 +227,7 @@ var confStamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$
 
 // confResults reads the suite's output folder: scenario name -> passed
 // (at least one SUCCESS and no FAILURE among its checks).
-func confResults(dir, prefix string) (map[string]bool, error) {
+func confResults(dir, prefix string, why map[string]string) (map[string]bool, error) {
 	res := map[string]bool{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.Name() != "checks.json" {
@@ -240,7 +240,9 @@ func confResults(dir, prefix string) (map[string]bool, error) {
 			return err
 		}
 		var checks []struct {
+			ID     string `json:"id"`
 			Status string `json:"status"`
+			Error  string `json:"errorMessage"`
 		}
 		if err := json.Unmarshal(data, &checks); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
@@ -251,6 +253,18 @@ func confResults(dir, prefix string) (map[string]bool, error) {
 			fail = fail || c.Status == "FAILURE"
 		}
 		res[name] = ok && !fail
+		if !res[name] && why != nil {
+			var b strings.Builder
+			for _, c := range checks {
+				if c.Status == "FAILURE" {
+					fmt.Fprintf(&b, "%s: %s; ", c.ID, c.Error)
+				}
+			}
+			if se, err := os.ReadFile(filepath.Join(filepath.Dir(path), "stderr.txt")); err == nil {
+				b.WriteString("client stderr: " + string(se))
+			}
+			why[name] = b.String()
+		}
 		return nil
 	})
 	if err != nil {
@@ -261,13 +275,14 @@ func confResults(dir, prefix string) (map[string]bool, error) {
 
 // runSuiteIn runs the suite with its output in out; it may run on any
 // goroutine.
-func runSuiteIn(out string, p confPeers, prefix string, env []string, args ...string) (map[string]bool, error) {
+// why, when not nil, gets what failed in each failing scenario.
+func runSuiteIn(out string, p confPeers, prefix string, env []string, why map[string]string, args ...string) (map[string]bool, error) {
 	cmd := exec.Command(p.node22, append([]string{p.suite}, append(args, "-o", out)...)...)
 	cmd.Env = env
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	_ = cmd.Run() // exits 1 when a scenario fails: the results say which
-	res, err := confResults(out, prefix)
+	res, err := confResults(out, prefix, why)
 	if err == nil && len(res) == 0 {
 		err = fmt.Errorf("conformance %s gave no results:\n%s", strings.Join(args, " "), log.String())
 	}
@@ -305,6 +320,7 @@ func TestConformance(t *testing.T) {
 		env    []string
 		args   []string
 		res    map[string]bool
+		why    map[string]string
 		err    error
 	}
 	runs := []*run{
@@ -324,7 +340,8 @@ func TestConformance(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.res, r.err = runSuiteIn(out, p, r.prefix, r.env, r.args...)
+			r.why = map[string]string{}
+			r.res, r.err = runSuiteIn(out, p, r.prefix, r.env, r.why, r.args...)
 		}()
 	}
 	wg.Wait()
@@ -369,6 +386,11 @@ func TestConformance(t *testing.T) {
 	sort.Strings(wantClient)
 	if got, want := strings.Join(passed(client), " "), strings.Join(wantClient, " "); got != want {
 		t.Errorf("witness capture --url passes the client scenarios\n  %s\nwant\n  %s", got, want)
+		for _, r := range runs[2:] {
+			for s, why := range r.why {
+				t.Logf("client scenario %s: %s", s, why)
+			}
+		}
 	}
 
 	// the proxy's recording of the whole server suite is evidence: the
