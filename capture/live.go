@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -28,6 +29,19 @@ type LiveOptions struct {
 	Args    []string
 	Env     []string // the server's whole environment (NAME=VALUE); the cassette keeps the names only
 	Dir     string
+
+	// URL, when set, reaches the server over Streamable HTTP instead of
+	// running Command (capture --url; see OpenLive); Header holds the
+	// headers sent with every request, HeaderKey the key of their
+	// credential hashes (nil: the Redactor's, else a session key),
+	// RedactHeaders more header names to hash, and HTTPCassette is where
+	// the HTTP exchanges go (nil: discarded). Cassette then receives the
+	// JSON-RPC messages.
+	URL           string
+	Header        http.Header
+	HeaderKey     []byte
+	RedactHeaders []string
+	HTTPCassette  io.Writer
 
 	Protocol   string
 	Timeout    time.Duration
@@ -57,9 +71,13 @@ type Live struct {
 	Client *StdioClient
 	Tools  []json.RawMessage // every tools/list page, in server order
 
-	o      LiveOptions
-	cw     *cassette.Writer
-	d      *Deriver
+	o  LiveOptions
+	cw *cassette.Writer
+	d  *Deriver
+	// HTTP is the client of a session over Streamable HTTP (LiveOptions.URL);
+	// Client is then nil, cw holds its messages and hw its HTTP exchanges.
+	HTTP   *HTTPClient
+	hw     *cassette.HTTPWriter
 	mu     sync.Mutex
 	closed bool
 	result error
@@ -87,6 +105,9 @@ func OpenLive(o LiveOptions) (*Live, error) {
 	}
 	if o.Warn == nil {
 		o.Warn = func(string) {}
+	}
+	if o.URL != "" {
+		return openHTTPLive(o)
 	}
 	frozen := o.Getenv != nil && o.Getenv(eventlog.EnvTS) != ""
 	h := cassette.Header{Command: o.Command, Args: o.Args, Env: EnvNames(o.Env), Protocol: o.Protocol,
@@ -128,7 +149,19 @@ func OpenLive(o LiveOptions) (*Live, error) {
 
 // CallTool calls a tool; the call and its response become events.
 func (l *Live) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
+	if l.HTTP != nil {
+		return l.HTTP.CallTool(name, args)
+	}
 	return l.Client.CallTool(name, args)
+}
+
+// Request sends any request over the session's transport and waits for
+// its reply; the request and its reply become events.
+func (l *Live) Request(method string, params json.RawMessage) (*mcp.Message, error) {
+	if l.HTTP != nil {
+		return l.HTTP.Request(method, params)
+	}
+	return l.Client.Request(method, params)
 }
 
 // closeWith closes the session and returns err (which wins over shutdown
@@ -160,19 +193,26 @@ func (l *Live) close(failure string) error {
 	}
 	l.closed = true
 	var sd Shutdown
-	if l.Client != nil {
+	switch {
+	case l.Client != nil:
 		sd = l.Client.Close()
-		if sd.Warning != "" {
-			l.o.Warn(sd.Warning)
-		}
+	case l.HTTP != nil:
+		sd = l.HTTP.Close()
+	}
+	if sd.Warning != "" {
+		l.o.Warn(sd.Warning)
 	}
 	// every record so far has been fed; detach the hook so that nothing
 	// races the session_end
 	l.cw.OnRecord(nil)
+	cerr := l.cw.Err()
+	if l.hw != nil && cerr == nil {
+		cerr = l.hw.Err()
+	}
 	if sd.Incomplete != "" {
 		failure = joinFailure(failure, sd.Incomplete)
 	}
-	if err := l.cw.Err(); err != nil {
+	if err := cerr; err != nil {
 		failure = joinFailure(failure, "cassette: "+err.Error())
 	}
 	if err := l.d.Finish(FinishOptions{Signers: l.o.Signers, Failure: failure}); err != nil {

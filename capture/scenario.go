@@ -276,13 +276,22 @@ type CaptureResult struct {
 // the cassette and the event log to OutDir. Whatever happens, both files
 // hold everything received; the error says what went wrong.
 func RunCapture(o CaptureOptions) (*CaptureResult, error) {
-	if err := StdioSupported(); err != nil {
+	if err := StdioSupported(); err != nil && o.URL == "" {
 		return nil, err
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create capture folder: %w", err), "")
 	}
 	res := &CaptureResult{Dir: o.OutDir, Cassette: filepath.Join(o.OutDir, CassetteFile), Events: filepath.Join(o.OutDir, EventsFile)}
+	if o.URL != "" {
+		hf, err := CreateHTTPCassetteFile(o.OutDir, o.Files)
+		if err != nil {
+			return nil, err
+		}
+		defer hf.Close()
+		defer atomicfile.SyncLive(hf)
+		o.HTTPCassette = hf
+	}
 	cf, ef, err := CreateRecordingFiles(o.OutDir, o.Files)
 	if err != nil {
 		return nil, err
@@ -310,7 +319,7 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 			continue
 		}
 		if c.Method != "" {
-			m, err := l.Client.Request(c.Method, c.Params)
+			m, err := l.Request(c.Method, c.Params)
 			if err != nil {
 				runErr = fmt.Errorf("scenario[%d] (%s): %w", c.Index, c.Method, err)
 				break

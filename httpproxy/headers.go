@@ -11,7 +11,7 @@ import (
 
 // CredentialHeaders are the headers whose values never reach the disk:
 // each is replaced by a keyed hash in the cassette (lower case).
-var CredentialHeaders = []string{"api-key", "authorization", "cookie", "proxy-authorization", "set-cookie", "x-api-key"}
+var CredentialHeaders = cassette.CredentialHeaders
 
 // hopByHop are the headers of one connection (RFC 9110, section 7.6.1),
 // which a proxy does not forward.
@@ -68,20 +68,5 @@ func (h *hasher) list() []string {
 // fields returns the header as cassette fields, sorted by name, values in
 // their order, credential values replaced by keyed hashes.
 func (h *hasher) fields(hd http.Header) []cassette.Field {
-	names := make([]string, 0, len(hd))
-	for n := range hd {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]cassette.Field, 0, len(names))
-	for _, n := range names {
-		secret := h.names[strings.ToLower(n)]
-		for _, v := range hd[n] {
-			if secret {
-				v = h.key.Token([]byte(v))
-			}
-			out = append(out, cassette.Field{Name: n, Value: v})
-		}
-	}
-	return out
+	return cassette.HeaderFields(hd, h.names, h.key.Token)
 }

@@ -77,49 +77,8 @@ func (t *tap) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// redactBody redacts a run of body lines with the body rules: each line
-// (without its line end) is redacted as a JSON value by capture.Redactor's
-// Line, and an SSE "data:" line has its value after "data:" redacted so.
-// It returns raw itself when nothing changed.
+// redactBody redacts a run of body lines with the body rules
+// (capture.RedactBodyLines, shared with the HTTP capture client).
 func redactBody(r *capture.Redactor, raw []byte) ([]byte, bool) {
-	if r == nil {
-		return raw, false
-	}
-	var out []byte
-	changed := false
-	rest := raw
-	for len(rest) > 0 {
-		line := rest
-		end := []byte(nil)
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-			end = []byte{'\n'}
-		} else {
-			rest = nil
-		}
-		if bytes.HasSuffix(line, []byte{'\r'}) {
-			line = line[:len(line)-1]
-			end = append([]byte{'\r'}, end...)
-		}
-		prefix := []byte(nil)
-		val := line
-		if bytes.HasPrefix(line, []byte("data:")) {
-			n := len("data:")
-			if len(line) > n && line[n] == ' ' {
-				n++
-			}
-			prefix, val = line[:n], line[n:]
-		}
-		red, ch := r.Line(val)
-		if ch {
-			changed = true
-		}
-		out = append(out, prefix...)
-		out = append(out, red...)
-		out = append(out, end...)
-	}
-	if !changed {
-		return raw, false
-	}
-	return out, true
+	return capture.RedactBodyLines(r, raw)
 }

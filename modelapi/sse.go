@@ -8,6 +8,7 @@ type sseEvent struct {
 	typ   string // the event: field, "" when none was given
 	data  []byte // data: lines joined with LF
 	bytes int    // bytes of the event's lines on the wire
+	id    string // the last event ID when the event was dispatched
 }
 
 // sseParser is an incremental parser of a text/event-stream, as the HTML
@@ -36,6 +37,10 @@ type sseParser struct {
 	evBytes int
 	over    bool
 	fields  bool // the event has had a line (for the end-of-stream report)
+
+	lastID  string // the last event ID buffer (id: lines)
+	retry   int    // the reconnection time in ms of the last valid retry: line, -1 when none
+	retryOK bool
 }
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
@@ -117,8 +122,17 @@ func (p *sseParser) endLine() {
 		p.hasData = true
 	case "event":
 		p.typ = string(value)
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			p.lastID = string(value)
+		}
+	case "retry":
+		if n, ok := sseDigits(value); ok {
+			p.retry, p.retryOK = n, true
+		}
 	}
-	// id and retry change nothing a reader of one response needs
+	// id and retry change nothing a reader of one model response needs;
+	// an MCP client resuming a stream reads them (SSEParser)
 }
 
 func (p *sseParser) dispatch() {
@@ -129,7 +143,7 @@ func (p *sseParser) dispatch() {
 	case p.over:
 		p.skip(p.n, p.evBytes)
 	case p.hasData:
-		p.emit(sseEvent{n: p.n, typ: p.typ, data: bytes.TrimSuffix(p.data, []byte{'\n'}), bytes: p.evBytes})
+		p.emit(sseEvent{n: p.n, typ: p.typ, data: bytes.TrimSuffix(p.data, []byte{'\n'}), bytes: p.evBytes, id: p.lastID})
 	}
 	p.typ, p.data, p.hasData, p.evBytes, p.over, p.fields = "", p.data[:0], false, 0, false, false
 	if cap(p.data) > 64<<10 {
@@ -148,4 +162,22 @@ func (p *sseParser) pending() int {
 		return 0
 	}
 	return n
+}
+
+// sseDigits reads a retry: value, which the standard takes only when it is
+// ASCII digits; values past a day are capped there.
+func sseDigits(v []byte) (int, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n < 86_400_000 {
+			n = n*10 + int(c-'0')
+		}
+	}
+	return min(n, 86_400_000), true
 }

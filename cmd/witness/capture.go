@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -32,6 +34,11 @@ type captureOptions struct {
 	Env        []string
 	Redact     redactOptions
 	Command    []string
+	// URL reaches the server over Streamable HTTP instead of running a
+	// command; Headers are "Name: value" lines sent with every request.
+	URL           string
+	Headers       []string
+	RedactHeaders []string
 }
 
 // serverEnvDefault are the variables passed to the server unless --env
@@ -41,8 +48,8 @@ var serverEnvDefault = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDI
 func newCaptureCmd(a *app) *cobra.Command {
 	var o captureOptions
 	c := &cobra.Command{
-		Use:   "capture --out DIR [--scenario FILE] [--seal FILE] [--keyring PATH] [--timeout D] [--protocol V] -- CMD [ARGS...]",
-		Short: "Run a scripted session against an MCP stdio server and record it",
+		Use:   "capture --out DIR [--scenario FILE] [--seal FILE] [--keyring PATH] [--timeout D] [--protocol V] (--url URL [--header 'K: V'] | -- CMD [ARGS...])",
+		Short: "Run a scripted session against an MCP server (stdio or Streamable HTTP) and record it",
 		Long: `capture starts CMD as an MCP stdio server (no shell, its own process
 group, an explicit environment), sends initialize with a pinned protocol
 version, lists every page of tools/list, makes the scenario's tool calls and
@@ -71,11 +78,32 @@ listing.
 
 The server gets only PATH, HOME, USER, LANG, LC_ALL, TMPDIR, TERM, NODE_PATH
 from the witness's environment, plus what --env names; the cassette records
-the names, never the values.`,
+the names, never the values.
+
+With --url, capture runs the same session against a remote server over the
+Streamable HTTP transport instead of starting one: each message is a POST
+(answered with JSON, an SSE stream, or 202), Mcp-Session-Id and
+MCP-Protocol-Version follow initialize, a GET stream carries the server's
+own requests when it offers one, a stream that ends early is resumed with
+Last-Event-ID, and DELETE ends the session. DIR/cassette.jsonl is then an
+HTTP cassette (docs/formats/http-cassette.md, mode "client") and the events
+are those of a stdio session. --header values of Authorization, Cookie,
+API keys and every --redact-header reach the disk only as keyed hashes
+(--redact-key or $WITNESS_REDACT_KEY; else a key made for the session).
+Redirects are not followed; a 401 names the server's WWW-Authenticate.`,
 		Example: `  witness capture --out rec -- node server.js stdio
   witness capture --out rec --scenario calls.json --seal seal.json --keyring keys.json -- ./server
-  witness capture --out rec --protocol 2025-03-26 --timeout 5s --env API_BASE -- ./server`,
-		Args: cobra.MinimumNArgs(1),
+  witness capture --out rec --protocol 2025-03-26 --timeout 5s --env API_BASE -- ./server
+  witness capture --out rec --scenario calls.json --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.URL == "" && len(args) == 0 {
+				return usageError(errors.New("give the server: --url URL, or a command after --"), "for example: witness capture --out rec -- node server.js")
+			}
+			if o.URL != "" && len(args) > 0 {
+				return usageError(fmt.Errorf("--url and a server command (%s) both given", args[0]), "record a remote server with --url, or start one with -- CMD")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = args
 			return runCapture(a, o)
@@ -95,6 +123,9 @@ the names, never the values.`,
 	f.DurationVar(&o.TermGrace, "term-grace", capture.DefaultTermGrace, "shutdown: wait after SIGTERM before SIGKILL")
 	f.StringArrayVar(&o.Env, "env", nil, "pass NAME from the environment, or set NAME=VALUE, for the server (repeatable)")
 	o.Redact.AddFlags(c, "; values become keyed hashes in the cassette and the events")
+	f.StringVar(&o.URL, "url", "", "record a remote MCP server over Streamable HTTP at this URL instead of starting a command")
+	f.StringArrayVar(&o.Headers, "header", nil, "with --url: send this 'Name: value' header with every request (repeatable); credentials are recorded as keyed hashes")
+	f.StringArrayVar(&o.RedactHeaders, "redact-header", nil, "with --url: also replace this header's values by keyed hashes (repeatable)")
 	c.MarkFlagRequired("out")
 	c.AddCommand(newCaptureAppendCmd(a))
 	return c
@@ -186,12 +217,22 @@ func runCapture(a *app, o captureOptions) error {
 	for _, n := range notes {
 		fmt.Fprintf(a.stderr, "witness: warning: %s\n", n)
 	}
-	lo := capture.LiveOptions{Command: o.Command[0], Args: o.Command[1:], Protocol: o.Protocol, Timeout: o.Timeout,
+	lo := capture.LiveOptions{Protocol: o.Protocol, Timeout: o.Timeout,
 		MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Getenv: a.getenv, Notes: notes,
 		Warn: func(s string) { fmt.Fprintf(a.stderr, "witness: warning: %s\n", s) }}
 	var err error
-	if lo.Env, err = serverEnv(a, o.Env); err != nil {
-		return err
+	if o.URL != "" {
+		if err = captureHTTPOptions(a, &o, &lo); err != nil {
+			return err
+		}
+	} else {
+		if len(o.Headers) > 0 || len(o.RedactHeaders) > 0 {
+			return usageError(errors.New("--header and --redact-header are for --url sessions"), "drop them, or record a remote server with --url")
+		}
+		lo.Command, lo.Args = o.Command[0], o.Command[1:]
+		if lo.Env, err = serverEnv(a, o.Env); err != nil {
+			return err
+		}
 	}
 	if o.Seal != "" {
 		s, err := seal.Load(o.Seal)
@@ -238,4 +279,30 @@ func runCapture(a *app, o captureOptions) error {
 		return exitcode.WithHint(err, hint)
 	}
 	return err
+}
+
+// captureHTTPOptions sets the --url session's options: the URL, the
+// --header lines and the key of their hashes.
+func captureHTTPOptions(a *app, o *captureOptions, lo *capture.LiveOptions) error {
+	if len(o.Env) > 0 {
+		return usageError(errors.New("--env is for a server command; a --url server runs elsewhere"), "drop --env")
+	}
+	if _, err := capture.ParseServerURL(o.URL); err != nil {
+		return err
+	}
+	h := http.Header{}
+	for _, line := range o.Headers {
+		name, val, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return usageError(fmt.Errorf("--header %q: not 'Name: value'", line), "for example --header 'Authorization: Bearer TOKEN'")
+		}
+		h.Add(name, strings.TrimSpace(val))
+	}
+	key, err := o.Redact.Key(a)
+	if err != nil {
+		return err
+	}
+	lo.URL, lo.Header, lo.HeaderKey, lo.RedactHeaders = o.URL, h, key, o.RedactHeaders
+	return nil
 }
