@@ -126,7 +126,7 @@ func TestCIExample(t *testing.T) {
 		"ok 1 - MCP over stdio: greet\n",
 		"ok 2 - MCP over Streamable HTTP: greet\n",
 		"ok 3 - model API: chat completion\n",
-		"no drift: 1 report(s)\n",
+		"no drift: 3 report(s)\n",
 		"verdict: verified (exit 0)",
 		"agent tests: exit 0; serve (model API): exit 0; serve (MCP over HTTP): exit 0; drift: exit 0; verify: exit 0\n",
 	} {

@@ -90,9 +90,9 @@ replay)
 	# the model API, and the MCP server over Streamable HTTP (the stdio
 	# cassette, served on another transport); --require-all: a recorded
 	# exchange never asked for makes serve exit 4 too
-	start_listener "$OUT/serve-model.log" "$WITNESS" serve --cassette "$FIXTURES/model/cassette.jsonl" --listen 127.0.0.1:0 --require-all
+	start_listener "$OUT/serve-model.log" "$WITNESS" serve --cassette "$FIXTURES/model/cassette.jsonl" --listen 127.0.0.1:0 --require-all --report "$OUT/drift-model.jsonl"
 	model=$pid model_url=$url
-	start_listener "$OUT/serve-mcp-http.log" "$WITNESS" serve --cassette "$mcp" --listen 127.0.0.1:0 --require-all
+	start_listener "$OUT/serve-mcp-http.log" "$WITNESS" serve --cassette "$mcp" --listen 127.0.0.1:0 --require-all --report "$OUT/drift-mcp-http.jsonl"
 	mcphttp=$pid mcp_url=$url/mcp
 	# the MCP server over stdio: serve is the host's server command and
 	# writes a drift report whatever the host does with its exit status
