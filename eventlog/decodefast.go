@@ -539,6 +539,8 @@ type FastReader struct {
 	name string
 	line int64
 	buf  []byte
+	// partial: the line last read had no newline
+	partial bool
 }
 
 // NewFastReader returns a FastReader over the event log r (name is used in
@@ -566,14 +568,24 @@ func (l *FastReader) Next() (*Event, error) {
 	}
 	e, pe := DecodeEventFast(line)
 	if pe != nil {
+		if l.partial {
+			pe.Err = fmt.Errorf("%w: %w", ErrCutOff, pe.Err)
+		}
 		pe.Locate(l.name, l.line)
 		return nil, pe
 	}
 	return e, nil
 }
 
+// ErrCutOff is wrapped by the ParseError FastReader returns for a last
+// line that has no newline and is not a valid event: the log was cut off
+// while that line was written (incomplete, not tampered; the rule of
+// VerifyLog's "partial" finding).
+var ErrCutOff = errors.New("the last line has no newline: the log was cut off while it was written")
+
 func (l *FastReader) readLine() ([]byte, error) {
 	l.buf = l.buf[:0]
+	l.partial = false
 	for {
 		chunk, err := l.br.ReadSlice('\n')
 		if len(l.buf)+len(chunk) > MaxLineBytes+1 {
@@ -598,6 +610,7 @@ func (l *FastReader) readLine() ([]byte, error) {
 			if len(l.buf) == 0 {
 				return nil, io.EOF
 			}
+			l.partial = true
 			return l.buf, nil
 		default:
 			return nil, fmt.Errorf("read %s: %w", l.name, err)

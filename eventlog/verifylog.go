@@ -168,6 +168,7 @@ const (
 	kcModelInput
 	kcModelOutput
 	kcMCPRequest
+	kcSession // session_start or session_end (last or checkpoint)
 )
 
 // VerifyLog reads an event log from r and checks it line by line: the
@@ -398,7 +399,7 @@ func (v *logVerifier) checkPayloadHash(ev *Event) {
 // link requires: a tool_response's or external_effect's call a tool_call,
 // an mcp_response's or user_input's call an mcp_request, input a
 // model_input, a tool_call's cause a model_output (any other event's cause
-// may be of any kind), during and each during candidate a client request
+// may be of any kind but session_start and session_end), during and each during candidate a client request
 // (tool_call or mcp_request), concerns a request (tool_call, mcp_request or
 // model_input).
 func (v *logVerifier) checkLinks(ev *Event) {
@@ -412,8 +413,12 @@ func (v *logVerifier) checkLinks(ev *Event) {
 	}
 	if ev.Kind == KindToolCall {
 		v.checkLink(ev, "cause", ev.Cause, "model_output", kcModelOutput)
-	} else {
-		v.checkLink(ev, "cause", ev.Cause, "")
+	} else if v.checkLink(ev, "cause", ev.Cause, "") {
+		// a session header or end is not an event anything was derived
+		// from: the graph cannot link it (docs/formats/graph.md)
+		if n, _ := parseEventID(ev.Cause); v.kinds[n] == kcSession {
+			v.add(v.lineNo, ev.ID, FindLink, SevTampered, "cause %q names a session_start or session_end, not an event", ev.Cause)
+		}
 	}
 	v.checkLink(ev, "input", ev.Input, "model_input", kcModelInput)
 	v.checkLink(ev, "during", ev.During, "client request (tool_call or mcp_request)", kcToolCall, kcMCPRequest)
@@ -424,25 +429,27 @@ func (v *logVerifier) checkLinks(ev *Event) {
 }
 
 // checkLink checks one link: target (when set) is "e<n>" for an earlier
-// line n whose kind code is one of want (any kind when want is empty).
-func (v *logVerifier) checkLink(ev *Event, field, target string, wantName string, want ...byte) {
+// line n whose kind code is one of want (any kind when want is empty). It
+// reports whether target is set and names an earlier line of a wanted kind.
+func (v *logVerifier) checkLink(ev *Event, field, target string, wantName string, want ...byte) bool {
 	if target == "" {
-		return
+		return false
 	}
 	n, ok := parseEventID(target)
 	if !ok || n >= ev.Seq || n >= int64(len(v.kinds)) {
 		v.add(v.lineNo, ev.ID, FindLink, SevTampered, "%s %q names no earlier event", field, target)
-		return
+		return false
 	}
 	if len(want) == 0 {
-		return
+		return true
 	}
 	for _, w := range want {
 		if v.kinds[n] == w {
-			return
+			return true
 		}
 	}
 	v.add(v.lineNo, ev.ID, FindLink, SevTampered, "%s %q is not a %s", field, target, wantName)
+	return false
 }
 
 // checkEndCount: a session_end's count is its seq and the number of lines
@@ -508,6 +515,8 @@ func (v *logVerifier) record(ev *Event) {
 		kc = kcModelOutput
 	case KindMCPRequest:
 		kc = kcMCPRequest
+	case KindSessionStart, KindSessionEnd:
+		kc = kcSession
 	}
 	v.kinds = append(v.kinds, kc)
 	if v.opts.OnEvent != nil {

@@ -339,3 +339,35 @@ func TestVerifyLogRebuiltAndResigned(t *testing.T) {
 	ls[len(ls)-1] = append(line, '\n')
 	wantStatus(t, "guessed", join(ls), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
 }
+
+// A cause may name any earlier event except a session_start or a
+// session_end (a checkpoint included): the graph has no node such a link
+// could point to, so it would stay an unresolved link (docs/formats/graph.md).
+func TestVerifyLogCauseNamesSession(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := StartLog(&buf, &Header{}, frozenTS, "")
+	must(t, err)
+	obs := SourceObserved
+	for _, e := range []*Event{
+		{Kind: KindMessage, Cause: "e0", Message: &Message{Direction: "inbound", Text: "x"}}, // e1 bad: the session_start
+		{Kind: KindNotification, Direction: DirS2C, Method: "notifications/progress"},        // e2
+		{Kind: KindMessage, Cause: "e2", Message: &Message{Direction: "inbound", Text: "y"}}, // e3 ok
+	} {
+		e.TS, e.Source = frozenTS, obs
+		must(t, w.Append(e))
+	}
+	must(t, Finish(w, []Signer{goodSigner}, frozenTS)) // e4: a checkpoint end
+	w = ResumeWriter(&buf, w.Session(), w.Count()-1, w.Head())
+	must(t, w.Append(&Event{Kind: KindMessage, Cause: "e4", TS: frozenTS, Source: obs, Message: &Message{Direction: "inbound", Text: "z"}})) // e5 bad
+	must(t, Finish(w, []Signer{goodSigner}, frozenTS))
+	rep := wantStatus(t, "cause names a session line", buf.Bytes(), VerifyLogOptions{Verifier: trusted}, StatusTampered, exitcode.Tampered)
+	var got []string
+	for _, f := range rep.Findings {
+		if f.Code == FindLink {
+			got = append(got, f.ID)
+		}
+	}
+	if want := []string{"e1", "e5"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("link findings on %v, want %v: %v", got, want, rep.Findings)
+	}
+}

@@ -79,7 +79,7 @@ func mapAll(src EventSource, m *mapper) error {
 		if err != nil {
 			var pe *eventlog.ParseError
 			if errors.As(err, &pe) {
-				return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
+				return wrapTampered(err)
 			}
 			return err
 		}
@@ -91,6 +91,9 @@ func mapAll(src EventSource, m *mapper) error {
 }
 
 func wrapTampered(err error) error {
+	if errors.Is(err, eventlog.ErrCutOff) {
+		return exitcode.New(exitcode.Incomplete, err, "the log was cut off (the lines before are intact as far as the graph goes); run 'witness verify' on it, or graph a complete log")
+	}
 	return exitcode.New(exitcode.Tampered, err, "the event log is not valid; run 'witness verify' on it to see whether it was tampered with")
 }
 

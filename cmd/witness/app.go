@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -126,6 +129,9 @@ func markStarted(c *cobra.Command, started *bool) {
 		orig := c.RunE
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			*started = true
+			if err := refuseFolderInputs(cmd, args); err != nil {
+				return err
+			}
 			return orig(cmd, args)
 		}
 	}
@@ -158,4 +164,42 @@ func checkChoice(flag, v string, choices ...string) error {
 		}
 	}
 	return usageError(fmt.Errorf("--%s %q is not one of %v", flag, v, choices), fmt.Sprintf("use --%s %s", flag, choices[0]))
+}
+
+// inputFlags are the flags that name an input file.
+var inputFlags = []string{"spec", "seal", "events", "graph", "trust", "keyring", "cassette", "scenario", "redact-rules", "redact-key", "effects", "policy", "mapping", "what-if-policy", "firewall-audit", "recorded"}
+
+// fileArgCommands are the commands whose positional arguments are input files.
+var fileArgCommands = map[string]bool{
+	"witness import": true, "witness drift": true,
+	"witness firewall policy check": true, "witness firewall audit verify": true,
+}
+
+// refuseFolderInputs gives one rule to every input named on the command
+// line: a folder where a file is expected is a usage error (exit 2), as a
+// missing file is (docs/exit-codes.md), whichever reader would have met it.
+func refuseFolderInputs(cmd *cobra.Command, args []string) error {
+	isDir := func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && fi.IsDir()
+	}
+	for _, name := range inputFlags {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || !f.Changed || f.Value.Type() != "string" || cmd.Name() == "keygen" {
+			continue
+		}
+		if p := f.Value.String(); p != "" && isDir(p) {
+			return exitcode.Input("read --"+name, &fs.PathError{Op: "open", Path: p, Err: syscall.EISDIR},
+				"check the path given to --"+name+": it names a folder, not a file")
+		}
+	}
+	if fileArgCommands[cmd.CommandPath()] {
+		for _, p := range args {
+			if isDir(p) {
+				return exitcode.Input("read input", &fs.PathError{Op: "open", Path: p, Err: syscall.EISDIR},
+					"check the path "+p+": it names a folder, not a file")
+			}
+		}
+	}
+	return nil
 }

@@ -68,9 +68,8 @@ func inputCases(stub string) []inputCase {
 	}
 }
 
-// inputFlags are the flags that name an input file; every command that has
-// one must have a case above (TestMissingInputCoversEveryCommand).
-var inputFlags = []string{"spec", "seal", "events", "graph", "trust", "keyring", "cassette", "scenario", "redact-rules", "redact-key", "effects", "policy", "mapping", "what-if-policy", "firewall-audit", "recorded"}
+// Every command that has one of inputFlags (app.go) must have a case above
+// (TestMissingInputCoversEveryCommand).
 
 // notInputs are input-looking flags that need no missing-file case, with
 // the reason.
@@ -94,7 +93,15 @@ var notInputs = map[string]string{
 // A missing input named on the command line is a usage error (exit 2) for
 // every command, and the hint says which path to check
 // (docs/exit-codes.md).
-func TestMissingInput(t *testing.T) {
+func TestMissingInput(t *testing.T) { testInputCases(t, false) }
+
+// TestFolderInput gives every input flag a folder instead of a file: the
+// same usage error (2) as a missing file, whatever the flag
+// (docs/exit-codes.md: "does not exist, may not be read by this user, or
+// is a folder").
+func TestFolderInput(t *testing.T) { testInputCases(t, true) }
+
+func testInputCases(t *testing.T, folder bool) {
 	stub, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +112,11 @@ func TestMissingInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := copyFixtures(t, base)
 			missing := filepath.Join(dir, "no-such-file.json")
+			if folder {
+				if err := os.Mkdir(missing, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
 			args := make([]string, len(c.args))
 			for i, a := range c.args {
 				switch {
@@ -125,7 +137,7 @@ func TestMissingInput(t *testing.T) {
 			if !strings.Contains(stderr.String(), "no-such-file.json") {
 				t.Errorf("the error does not name the missing file:\n%s", stderr.String())
 			}
-			if !strings.Contains(stderr.String(), "witness: hint: ") || !strings.Contains(stderr.String(), c.hint) {
+			if !strings.Contains(stderr.String(), "witness: hint: ") || (!folder && !strings.Contains(stderr.String(), c.hint)) {
 				t.Errorf("hint lacks %q:\n%s", c.hint, stderr.String())
 			}
 		})
