@@ -48,7 +48,7 @@ func Survey(o LiveOptions) (*Surface, error) {
 		return nil, l.closeWith(err)
 	}
 	if err := l.Close(); err != nil {
-		sf.Notes = append(sf.Notes, "stopping the server: "+err.Error())
+		sf.Notes = append(sf.Notes, "ending the session: "+err.Error())
 	}
 	return sf, nil
 }
