@@ -114,6 +114,23 @@ func ParseServerURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
+// ParseHeaderLines turns --header lines ("Name: value", repeatable) into
+// the headers sent with every request; the value is trimmed. A line
+// without a colon, or whose name is empty or holds a blank, is a usage
+// error.
+func ParseHeaderLines(lines []string) (http.Header, error) {
+	h := http.Header{}
+	for _, line := range lines {
+		name, val, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("--header %q: not 'Name: value'", line), "for example --header 'Authorization: Bearer TOKEN'")
+		}
+		h.Add(name, strings.TrimSpace(val))
+	}
+	return h, nil
+}
+
 // HTTPClient is a live MCP client over Streamable HTTP: each message is a
 // POST answered with JSON, with an SSE stream, or with 202 Accepted;
 // Mcp-Session-Id and MCP-Protocol-Version are sent once initialize gave

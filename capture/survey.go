@@ -24,11 +24,14 @@ type Surface struct {
 	Notes []string
 }
 
-// Survey starts the server of o, performs the capture client's handshake
-// (initialize, initialized, every page of tools/list), then lists
-// resources, resource templates and prompts when the server declares
-// those capabilities, and stops it. Nothing is kept: o.Cassette and
-// o.Events are replaced by io.Discard unless set.
+// Survey reaches the server of o as OpenLive does (it starts o.Command
+// over stdio, or talks to o.URL over Streamable HTTP with o.Header),
+// performs the capture client's handshake (initialize, initialized, every
+// page of tools/list), then lists resources, resource templates and
+// prompts when the server declares those capabilities, and ends the
+// session (stops the server, or closes the HTTP session). The survey is
+// the same on both transports. Nothing is kept: o.Cassette, o.Events and
+// o.HTTPCassette are discarded unless set.
 func Survey(o LiveOptions) (*Surface, error) {
 	if o.Cassette == nil {
 		o.Cassette = io.Discard
@@ -45,7 +48,7 @@ func Survey(o LiveOptions) (*Surface, error) {
 		return nil, l.closeWith(err)
 	}
 	if err := l.Close(); err != nil {
-		sf.Notes = append(sf.Notes, "stopping the server: "+err.Error())
+		sf.Notes = append(sf.Notes, "ending the session: "+err.Error())
 	}
 	return sf, nil
 }
@@ -62,7 +65,7 @@ func (sf *Surface) fill(l *Live) error {
 			Version string `json:"version"`
 		} `json:"serverInfo"`
 	}
-	_ = json.Unmarshal(l.Client.InitializeResult, &init) // Initialize checked that it is an object
+	_ = json.Unmarshal(l.initializeResult(), &init) // Initialize checked that it is an object
 	sf.Server = eventlog.ServerInfo{Name: init.ServerInfo.Name, Version: init.ServerInfo.Version, ProtocolVersion: init.ProtocolVersion}
 	defs, _, err := ToolDefs(l.Tools)
 	if err != nil {
@@ -102,7 +105,7 @@ func (sf *Surface) list(l *Live, method, key, field string) ([]string, error) {
 		if cursor != "" {
 			params, _ = json.Marshal(map[string]string{"cursor": cursor})
 		}
-		m, err := l.Client.Request(method, params)
+		m, err := l.Request(method, params)
 		if err != nil {
 			return out, err
 		}
@@ -128,4 +131,13 @@ func (sf *Surface) list(l *Live, method, key, field string) ([]string, error) {
 		seen[c] = true
 		cursor = c
 	}
+}
+
+// initializeResult is the result of the session's initialize, whichever
+// transport carried it.
+func (l *Live) initializeResult() json.RawMessage {
+	if l.HTTP != nil {
+		return l.HTTP.InitializeResult
+	}
+	return l.Client.InitializeResult
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -290,14 +289,9 @@ func captureHTTPOptions(a *app, o *captureOptions, lo *capture.LiveOptions) erro
 	if _, err := capture.ParseServerURL(o.URL); err != nil {
 		return err
 	}
-	h := http.Header{}
-	for _, line := range o.Headers {
-		name, val, ok := strings.Cut(line, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return usageError(fmt.Errorf("--header %q: not 'Name: value'", line), "for example --header 'Authorization: Bearer TOKEN'")
-		}
-		h.Add(name, strings.TrimSpace(val))
+	h, err := capture.ParseHeaderLines(o.Headers)
+	if err != nil {
+		return err
 	}
 	key, err := o.Redact.Key(a)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,13 +30,15 @@ type sealInitOptions struct {
 	Protocol     string
 	Timeout      time.Duration
 	Env          []string
+	URL          string
+	Headers      []string // "Name: value", with --url
 	Command      []string
 }
 
 func newSealInitCmd(a *app) *cobra.Command {
 	var o sealInitOptions
 	c := &cobra.Command{
-		Use:   "init --out FILE --system-prompt FILE (--from DIR | --events FILE | -- CMD [ARGS...])",
+		Use:   "init --out FILE --system-prompt FILE (--from DIR | --events FILE | --url URL [--header 'K: V'] | -- CMD [ARGS...])",
 		Short: "Write an agent spec from a live MCP server or a capture, for the user to fill in scopes",
 		Long: `init writes an agent spec (docs/formats/seal.md) to --out: the system
 prompt read from --system-prompt (its exact bytes), and every tool the server
@@ -46,13 +49,14 @@ the scopes, never signed) and empty scopes. Edit the scopes, then sign the
 spec with 'witness seal --spec FILE'.
 
 The tools come from a live server, -- CMD [ARGS...] over stdio (the
-capture client's handshake: initialize, every page of tools/list, then
-resources/list, resources/templates/list and prompts/list when the server
-declares them; the server gets the environment capture gives it, plus
---env), or from an existing capture: --from DIR (its events.jsonl) or
---events FILE (the session header's tool definitions). Streamable HTTP
-servers are not supported yet: capture one with 'witness proxy' and use
---from.
+server gets the environment capture gives it, plus --env) or --url URL
+over Streamable HTTP (with --header lines, as 'witness capture --url'),
+surveyed the same way on both: the capture client's handshake
+(initialize, every page of tools/list), then resources/list,
+resources/templates/list and prompts/list when the server declares them.
+Or they come from an existing capture: --from DIR (its events.jsonl) or
+--events FILE (the session header's tool definitions). Nothing of the
+survey is kept on disk but the spec.
 
 With --surface (live servers only) the spec also lists the resource URIs
 and prompt names the server offers: verify then refuses any other. Without
@@ -62,6 +66,7 @@ Resource templates are never copied: write a pattern for each
 
 An existing --out is replaced only with --force.`,
 		Example: `  witness seal init --out agent.json --system-prompt prompt.txt -- node server.js
+  witness seal init --out agent.json --system-prompt prompt.txt --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
   witness seal init --out agent.json --system-prompt prompt.txt --from rec
   witness seal init --out agent.json --system-prompt prompt.txt --surface -- ./server --flag`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,6 +85,8 @@ An existing --out is replaced only with --force.`,
 	f.StringVar(&o.Protocol, "protocol", mcp.DefaultProtocol, "MCP protocol version to pin in initialize: "+strings.Join(mcp.SupportedProtocols, ", "))
 	f.DurationVar(&o.Timeout, "timeout", capture.DefaultTimeout, "per-request timeout for the live server")
 	f.StringArrayVar(&o.Env, "env", nil, "pass NAME from the environment, or set NAME=VALUE, for the live server (repeatable)")
+	f.StringVar(&o.URL, "url", "", "survey a live MCP server over Streamable HTTP at this URL instead of starting a command")
+	f.StringArrayVar(&o.Headers, "header", nil, "with --url: send this 'Name: value' header with every request (repeatable)")
 	c.MarkFlagRequired("out")
 	c.MarkFlagRequired("system-prompt")
 	return c
@@ -87,18 +94,38 @@ An existing --out is replaced only with --force.`,
 
 // runSealInit writes the spec draft of `witness seal init`.
 func runSealInit(a *app, o sealInitOptions) error {
+	if o.URL != "" && len(o.Command) > 0 {
+		return usageError(fmt.Errorf("--url and a server command (%s) both given", o.Command[0]), "survey a remote server with --url, or start one with -- CMD")
+	}
 	sources := 0
-	for _, given := range []bool{o.From != "", o.Events != "", len(o.Command) > 0} {
+	for _, given := range []bool{o.From != "", o.Events != "", o.URL != "", len(o.Command) > 0} {
 		if given {
 			sources++
 		}
 	}
 	if sources != 1 {
-		return usageError(errors.New("give exactly one of --from DIR, --events FILE and -- CMD [ARGS...]"),
+		return usageError(errors.New("give exactly one of --from DIR, --events FILE, --url URL and -- CMD [ARGS...]"),
 			"for example: witness seal init --out agent.json --system-prompt prompt.txt -- node server.js")
 	}
-	if o.Surface && len(o.Command) == 0 {
-		return usageError(errors.New("--surface needs a live server (-- CMD [ARGS...]): a capture's header holds no resource or prompt lists"), "drop --surface, or name the server command")
+	live := o.URL != "" || len(o.Command) > 0
+	if o.Surface && !live {
+		return usageError(errors.New("--surface needs a live server (--url URL or -- CMD [ARGS...]): a capture's header holds no resource or prompt lists"), "drop --surface, or name the server")
+	}
+	if len(o.Headers) > 0 && o.URL == "" {
+		return usageError(errors.New("--header is for a --url server"), "drop --header, or survey a remote server with --url")
+	}
+	if len(o.Env) > 0 && len(o.Command) == 0 {
+		return usageError(errors.New("--env is for a server command (-- CMD [ARGS...])"), "drop --env")
+	}
+	var header http.Header
+	if o.URL != "" {
+		if _, err := capture.ParseServerURL(o.URL); err != nil {
+			return err
+		}
+		var err error
+		if header, err = capture.ParseHeaderLines(o.Headers); err != nil {
+			return err
+		}
 	}
 	if o.Timeout <= 0 {
 		return usageError(errors.New("--timeout must be positive"), "for example --timeout 30s")
@@ -125,14 +152,18 @@ func runSealInit(a *app, o sealInitOptions) error {
 			return err
 		}
 	} else {
-		env, err := serverEnv(a, o.Env)
-		if err != nil {
-			return err
+		lo := capture.LiveOptions{Protocol: o.Protocol, Timeout: o.Timeout, Getenv: a.getenv,
+			Warn: func(s string) { fmt.Fprintf(a.stderr, "witness: warning: %s\n", s) }}
+		if o.URL != "" {
+			lo.URL, lo.Header = o.URL, header
+		} else {
+			env, err := serverEnv(a, o.Env)
+			if err != nil {
+				return err
+			}
+			lo.Command, lo.Args, lo.Env = o.Command[0], o.Command[1:], env
 		}
-		sf, err = capture.Survey(capture.LiveOptions{Command: o.Command[0], Args: o.Command[1:], Env: env,
-			Protocol: o.Protocol, Timeout: o.Timeout, Getenv: a.getenv,
-			Warn: func(s string) { fmt.Fprintf(a.stderr, "witness: warning: %s\n", s) }})
-		if err != nil {
+		if sf, err = capture.Survey(lo); err != nil {
 			return err
 		}
 		tools = sf.Tools
