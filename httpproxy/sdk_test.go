@@ -80,7 +80,16 @@ func startDaemon(t testing.TB, env []string, bin string, args ...string) *daemon
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(pipe)
-	line, err := br.ReadString('\n')
+	// warnings (a frozen time, an unsigned end) may come first
+	var line, skipped string
+	for {
+		line, err = br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "witness: warning: ") {
+			break
+		}
+		skipped += line
+	}
+	d.stderr.Write([]byte(skipped))
 	go func() {
 		io.Copy(d.stderr, br)
 		d.done <- d.cmd.Wait()
