@@ -59,17 +59,19 @@ const (
 // mcpTracker finds the MCP sessions in the proxy's exchanges and writes
 // one message cassette and event log per session.
 type mcpTracker struct {
-	p       *recorder
-	up      *url.URL
-	self    string // the proxy's base URL
-	outDir  string
-	files   atomicfile.Options
-	seal    *eventlog.SealRef
-	signers []eventlog.Signer
-	redInfo json.RawMessage
-	started string
-	frozen  bool
-	getenv  func(string) string
+	p      *recorder
+	up     *url.URL
+	self   string // the proxy's base URL
+	outDir string
+	files  atomicfile.Options
+	seal   *eventlog.SealRef
+	// startNotes: the proxy's start-up warnings, in every session header
+	startNotes []string
+	signers    []eventlog.Signer
+	redInfo    json.RawMessage
+	started    string
+	frozen     bool
+	getenv     func(string) string
 
 	mu         sync.Mutex
 	byKey      map[string]*mcpSession
@@ -132,6 +134,7 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 		what += " (" + id + ")"
 	}
 	notes := append([]string{what + "; every HTTP exchange is in ../../" + capture.CassetteFile + ", the JSON-RPC messages of this session in " + capture.CassetteFile}, extraNotes...)
+	notes = append(notes, t.startNotes...)
 	d := capture.NewDeriver(evF, cw.Header(), capture.DeriveOptions{Seal: t.seal, Notes: notes})
 	cw.OnRecord(func(r *cassette.Record) { d.Feed(r) })
 	s := &mcpSession{n: n, key: key, id: id, transport: transport, dir: rel, casF: casF, evF: evF, cw: cw, d: d}

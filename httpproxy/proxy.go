@@ -53,6 +53,10 @@ type Options struct {
 	// Redactor holds the body redaction rules (nil: none); its key also
 	// hashes the credential headers.
 	Redactor *capture.Redactor
+	// Notes are start-up warnings (an unsigned end, a frozen time) written
+	// into the session header of the proxy's log and of each MCP session's
+	// log, after the proxy's own note.
+	Notes []string
 	// HeaderKey is the key of the credential header hashes when Redactor
 	// is nil (--redact-key, $WITNESS_REDACT_KEY); nil: a random key for
 	// this session only.
@@ -207,9 +211,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "check the space and permissions of the --out directory")
 	}
-	eh := &eventlog.Header{Seal: sealRef, Redaction: o.Redactor.Info(), Notes: []string{
+	eh := &eventlog.Header{Seal: sealRef, Redaction: o.Redactor.Info(), Notes: append([]string{
 		"HTTP proxy of " + up.String() + ": the exchanges are in " + capture.CassetteFile + " (" + cassette.HTTPFormat + ")",
-	}}
+	}, o.Notes...)}
 	ev, err := eventlog.StartLog(evFile, eh, started, eventlog.SourceObserved)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start event log %s: %w", evPath, err), "check the space and permissions of the --out directory")
@@ -241,7 +245,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ErrorLog:          log.New(stderr, "witness: proxy: ", 0),
 	}
 	base := "http://" + ln.Addr().String()
-	p.mcp = &mcpTracker{p: p, up: up, self: base, outDir: o.OutDir, files: files, seal: sealRef, signers: o.Signers,
+	p.mcp = &mcpTracker{p: p, up: up, self: base, outDir: o.OutDir, files: files, seal: sealRef, signers: o.Signers, startNotes: o.Notes,
 		redInfo: ch.Redaction, started: started, frozen: frozen, getenv: o.Getenv,
 		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}}
 	fmt.Fprintf(stderr, "listening on %s\n", base)

@@ -159,14 +159,14 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 		return err
 	}
 	o.Output.Reads(o.Seal, o.Keys.Input(a), o.Redact.RulesFile, o.Redact.KeyFile)
-	startWarnings(a, len(signers) > 0) // stderr only: the HTTP session header's notes are httpproxy's
+	notes := startWarnings(a, len(signers) > 0)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	res, err := httpproxy.Run(context.Background(), httpproxy.Options{
 		Listen: o.Listen, Upstream: o.Upstream, OutDir: o.Output.Out, Files: o.Output.Rules(a),
 		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders,
-		Deriver: httpproxy.ModelDeriver{}, Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin,
+		Deriver: httpproxy.ModelDeriver{}, Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin, Notes: notes,
 	})
 	if err != nil {
 		return err
