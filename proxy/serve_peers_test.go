@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"io"
 	"os"
 	"os/exec"
@@ -152,22 +153,34 @@ func TestServeReplaysPeers(t *testing.T) {
 			if len(evLive) != len(evServed) {
 				t.Fatalf("%d events live, %d from the served session", len(evLive), len(evServed))
 			}
+			// The interleaving of host and server lines is timing (a server
+			// notification may be read before or after the host's next
+			// request), so each direction is compared in its own order, and
+			// links by the event they name, not by its position.
 			calls := 0
-			for i := range evLive {
-				a, b := evLive[i], evServed[i]
-				if a.Kind == "tool_call" {
-					calls++
-				}
-				if a.Kind == "session_start" {
-					sa, sb := a.Header.Server, b.Header.Server
-					if sa.Name != sb.Name || sa.ProtocolVersion != sb.ProtocolVersion || sa.ToolsSHA256 != sb.ToolsSHA256 {
-						t.Errorf("headers: live %+v, served %+v", sa, sb)
-					}
+			liveDirs, servedDirs := byDirection(evLive), byDirection(evServed)
+			for _, dir := range []string{"c2s", "s2c", ""} {
+				la, lb := liveDirs[dir], servedDirs[dir]
+				if len(la) != len(lb) {
+					t.Errorf("%s: %d events live, %d served", dir, len(la), len(lb))
 					continue
 				}
-				if a.Kind != b.Kind || a.Tool != b.Tool || a.Method != b.Method || string(a.RPCID) != string(b.RPCID) ||
-					a.PayloadSHA256 != b.PayloadSHA256 || a.Call != b.Call || boolOf(a.IsError) != boolOf(b.IsError) {
-					t.Errorf("event %d: live %s %s %s %s, served %s %s %s %s", i, a.Kind, a.Tool, a.RPCID, a.PayloadSHA256, b.Kind, b.Tool, b.RPCID, b.PayloadSHA256)
+				for i := range la {
+					a, b := la[i], lb[i]
+					if a.Kind == "tool_call" {
+						calls++
+					}
+					if a.Kind == "session_start" {
+						sa, sb := a.Header.Server, b.Header.Server
+						if sa.Name != sb.Name || sa.ProtocolVersion != sb.ProtocolVersion || sa.ToolsSHA256 != sb.ToolsSHA256 {
+							t.Errorf("headers: live %+v, served %+v", sa, sb)
+						}
+						continue
+					}
+					if a.Kind != b.Kind || a.Tool != b.Tool || a.Method != b.Method || string(a.RPCID) != string(b.RPCID) ||
+						a.PayloadSHA256 != b.PayloadSHA256 || linked(evLive, a.Call) != linked(evServed, b.Call) || boolOf(a.IsError) != boolOf(b.IsError) {
+						t.Errorf("%s event %d: live %s %s %s %s, served %s %s %s %s", dir, i, a.Kind, a.Tool, a.RPCID, a.PayloadSHA256, b.Kind, b.Tool, b.RPCID, b.PayloadSHA256)
+					}
 				}
 			}
 			if calls < 3 {
@@ -175,6 +188,38 @@ func TestServeReplaysPeers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// byDirection splits a log by the direction of each event's wire message
+// ("" for the session lines and the witness's own), keeping log order.
+func byDirection(evs []*eventlog.Event) map[string][]*eventlog.Event {
+	m := map[string][]*eventlog.Event{}
+	for _, e := range evs {
+		d := e.Direction
+		switch {
+		case d != "":
+		case e.Kind == eventlog.KindToolCall:
+			d = "c2s"
+		case e.Kind == eventlog.KindToolResponse || e.Kind == eventlog.KindNotification || e.Kind == eventlog.KindExternalEffect:
+			d = "s2c"
+		}
+		m[d] = append(m[d], e)
+	}
+	return m
+}
+
+// linked names the event a link points at by its kind, method and id
+// token (positions differ between two runs).
+func linked(evs []*eventlog.Event, id string) string {
+	if id == "" {
+		return ""
+	}
+	for _, e := range evs {
+		if e.ID == id {
+			return string(e.Kind) + " " + e.Method + " " + string(e.RPCID)
+		}
+	}
+	return "missing " + id
 }
 
 // envServe makes the test binary act as `witness serve --cassette $envServe`
