@@ -149,6 +149,9 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 		if err := o.output.Check(a); err != nil {
 			return err
 		}
+		if err := firewall.CheckAuditExport(o.output.Out, "--out"); err != nil {
+			return err
+		}
 	}
 	p, err := firewall.LoadPolicy(o.policy)
 	if err != nil {
