@@ -29,6 +29,8 @@ type firewallOptions struct {
 	canonical  bool
 	keys       keyringOptions // --keyring (evaluate, audit verify), --trust (audit verify)
 	requireSig bool
+	hostView   bool   // evaluate: print what the host saw of each check
+	hostLog    string // audit correlate
 }
 
 func newFirewallCmd(a *app) *cobra.Command {
@@ -46,7 +48,7 @@ It makes no network call. See docs/formats/firewall.md.`,
 	policy := &cobra.Command{Use: "policy", Short: "Message-policy files"}
 	policy.AddCommand(newFirewallPolicyCheckCmd(a))
 	audit := &cobra.Command{Use: "audit", Short: "Firewall audit snapshots"}
-	audit.AddCommand(newFirewallAuditVerifyCmd(a))
+	audit.AddCommand(newFirewallAuditVerifyCmd(a), newFirewallAuditCorrelateCmd(a))
 	c.AddCommand(policy, newFirewallEvaluateCmd(a), audit, newFirewallDeriveCmd(a))
 	return c
 }
@@ -132,6 +134,7 @@ same questions. --mapping also derives messages from MCP tool calls.`,
 	f.StringVar(&o.mapping, "mapping", "", "message mapping file: derive messages from tool calls too")
 	f.StringVar(&o.recorded, "recorded", "", "answer English questions from the judgments kept in this audit snapshot")
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	f.BoolVar(&o.hostView, "host-view", false, "after each check, print what the host saw: a refused send's FirewallSendError text, an item's guidance with its subjects")
 	// signs as capture signs a session end: only with a keyring named on
 	// purpose (--keyring or $WITNESS_KEYRING)
 	o.keys.AddFlags(c, keyUse{Role: "keyring whose active key signs the audit snapshot", NoUserDefault: true})
@@ -176,15 +179,34 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 		opts.Provider = rp
 	}
 	var checks []map[string]any
+	var hv *firewall.HostViewer
+	if o.hostView {
+		eng, err := firewall.NewEngine(p, nil, "", "")
+		if err != nil {
+			return err
+		}
+		hv = firewall.NewHostViewer(eng)
+	}
 	opts.Each = func(c *firewall.Check) error {
+		var view *firewall.HostView
+		if hv != nil {
+			view = hv.View(c)
+		}
 		if o.format == "json" {
-			checks = append(checks, map[string]any{"checkId": c.CheckID, "event": c.Input.Candidate.Event,
+			m := map[string]any{"checkId": c.CheckID, "event": c.Input.Candidate.Event,
 				"direction": c.Input.Direction, "operation": c.Input.Candidate.Message.Operation,
 				"disposition": c.Decision.Disposition, "reason": c.Decision.Reason, "decidedBy": c.Decision.DecidedBy,
-				"cause": c.Decision.Cause, "nextAction": c.Decision.NextAction, "guidance": c.Decision.Guidance})
+				"cause": c.Decision.Cause, "nextAction": c.Decision.NextAction, "guidance": c.Decision.Guidance}
+			if view != nil {
+				m["host"] = view
+			}
+			checks = append(checks, m)
 			return nil
 		}
-		_, err := fmt.Fprintln(a.stdout, firewall.CheckLine(c))
+		if _, err := fmt.Fprintln(a.stdout, firewall.CheckLine(c)); err != nil || view == nil {
+			return err
+		}
+		_, err := fmt.Fprintln(a.stdout, view.Line())
 		return err
 	}
 	out := o.output.File()
@@ -292,6 +314,55 @@ func runFirewallAuditVerify(a *app, path string, o *firewallOptions) error {
 		return exitWith(exitcode.Of(verr))
 	}
 	return verr
+}
+
+func newFirewallAuditCorrelateCmd(a *app) *cobra.Command {
+	var o firewallOptions
+	c := &cobra.Command{
+		Use:   "correlate AUDIT --host-log FILE",
+		Short: "Correlate a host's log with a firewall audit snapshot by check reference",
+		Long: `correlate finds every check reference (chk_ and 64 lowercase hex) in a host's
+log, one entry per line, and looks each up in a complete audit snapshot. A
+host that kept only the text of a FirewallSendError can be matched with the
+check that refused the send: each reference prints the host log line, the
+check's sequence, event, direction, disposition, reason and next action.
+
+A reference the snapshot does not hold, or a refusal line that does not name
+the reason and next action the snapshot retains, is a finding: exit 1. A chk_
+token in another format is listed (only the current format is accepted).
+Refused sends the host log does not name are counted, not findings: a host
+need not log every refusal. An incomplete snapshot exits 4, a tampered one 3.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFirewallAuditCorrelate(a, args[0], &o)
+		},
+	}
+	c.Flags().StringVar(&o.hostLog, "host-log", "", "the host's log (any text, one entry per line)")
+	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	_ = c.MarkFlagRequired("host-log")
+	return c
+}
+
+func runFirewallAuditCorrelate(a *app, path string, o *firewallOptions) error {
+	if o.format != "text" && o.format != "json" {
+		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
+	}
+	res, err := firewall.CorrelateHostLogFiles(path, o.hostLog)
+	if err != nil {
+		return err
+	}
+	if o.format == "json" {
+		err = firewall.WriteJSONLine(a.stdout, res)
+	} else {
+		err = firewall.WriteHostLogCorrelation(a.stdout, res)
+	}
+	if err != nil {
+		return err
+	}
+	if res.Findings > 0 {
+		return exitWith(exitcode.Violation)
+	}
+	return nil
 }
 
 func newFirewallDeriveCmd(a *app) *cobra.Command {
