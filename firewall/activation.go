@@ -54,8 +54,8 @@ type PolicyRead struct {
 	Rules          []EnglishRule `json:"rules"`
 }
 
-const policyReadHint = "see docs/formats/firewall.md, section 7, for the policy_read list"
-const activationsHint = "see docs/formats/firewall.md, section 7, for activation histories"
+const policyReadHint = "see docs/formats/firewall.md (Policy over time) for the policy_read list"
+const activationsHint = "see docs/formats/firewall.md (Policy over time) for activation histories"
 
 // LoadPolicyRead reads a policy_read list (a configuration input: errors
 // are usage errors naming file, line, column and field).
