@@ -45,6 +45,21 @@ type HostView struct {
 type HostViewer struct {
 	eng   *Engine
 	shown map[string]bool // incoming events admitted to the runtime
+	// Timeline, when set, gives the engine of each check's installation
+	// (by its configurationDigest), for checks evaluated over time.
+	Timeline *Timeline
+}
+
+// engineFor returns the engine whose installation made c.
+func (h *HostViewer) engineFor(c *Check) *Engine {
+	if h.Timeline != nil && c.Input.ConfigurationDigest != h.eng.Revision() {
+		for _, s := range h.Timeline.Steps {
+			if s.engine != nil && s.engine.Revision() == c.Input.ConfigurationDigest {
+				return s.engine
+			}
+		}
+	}
+	return h.eng
 }
 
 // NewHostViewer returns a viewer for the checks of e.
@@ -59,7 +74,7 @@ func (h *HostViewer) View(c *Check) *HostView {
 	d := c.Decision
 	v := &HostView{CheckID: c.CheckID, Event: in.Candidate.Event, Direction: in.Direction, Disposition: d.Disposition}
 	if in.Direction == Outgoing {
-		v.SendError = h.eng.SendError(c)
+		v.SendError = h.engineFor(c).SendError(c)
 		if d.Guidance != nil && d.Disposition == DispositionAdmitted {
 			// "the same instructions as incoming guidance, without subjects"
 			v.Guidance = &HostGuidance{Subjects: []Subject{}, Instructions: d.Guidance.Instructions}

@@ -212,6 +212,7 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 			return err
 		}
 		hv = firewall.NewHostViewer(eng)
+		hv.Timeline = opts.Timeline
 	}
 	opts.Each = func(c *firewall.Check) error {
 		var view *firewall.HostView
