@@ -313,6 +313,7 @@ func readTrace(l AuditLine) ([]Judgment, error) {
 				j.Distribution[m.Key] = readFloat(dr, m.Key)
 			}
 		}
+		readJudgmentExtras(jr, &j)
 		if perr == nil && len(j.Key) != 64 {
 			jr.Fail("key", "must be 64 hex characters")
 		}

@@ -749,6 +749,9 @@ func (e *Engine) englishFindings(mw middlewareDef, rules []RuleDecl, in CheckInp
 			}
 			if err != nil {
 				f.Outcome, f.Detail = OutcomeUnavailable, err.Error()
+				if fe, ok := failureEntry(q, err); ok {
+					chk.Trace = append(chk.Trace, fe) // a typed failure stays in the trace
+				}
 				if !errors.Is(err, ErrUnavailable) {
 					chk.Errors = append(chk.Errors, err.Error())
 				}

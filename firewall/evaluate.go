@@ -91,6 +91,10 @@ type EvaluateOptions struct {
 	Signers []keyring.Signer
 	// Each is called with every check, in order (optional).
 	Each func(*Check) error
+	// Timeline, when set, re-evaluates each message under the installation
+	// its policy history made active at the message's time (EvaluateFile
+	// only; its findings are appended to Timeline.Findings).
+	Timeline *Timeline
 }
 
 // Summary counts the outcomes of an evaluation.
@@ -148,6 +152,9 @@ func EvaluateFile(path string, opts EvaluateOptions) (*Summary, error) {
 	}
 	opts.LocalAgent = local
 	eventsDigest := hex.EncodeToString(h.Sum(nil))
+	if opts.Timeline != nil {
+		return evaluateOverTime(path, eventsDigest, opts) // activation.go
+	}
 	f, err = open()
 	if err != nil {
 		return nil, err

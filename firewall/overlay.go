@@ -118,6 +118,9 @@ func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, 
 		if msg == nil && rec.Event != "" {
 			msg = ix.byEvent[rec.Event]
 		}
+		if err := addProviderOverlay(n, l); err != nil {
+			return err
+		}
 		res.Checks++
 		if msg != nil {
 			n.Add(graph.ProvUsed, graph.Ref(msg.ID))

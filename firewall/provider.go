@@ -30,6 +30,18 @@ type Judgment struct {
 	Choice       string             `json:"choice"`
 	Probability  float64            `json:"probability"`
 	Distribution map[string]float64 `json:"distribution,omitempty"`
+	// Subjects are the event ids of the runtime-visible messages an
+	// expectation judgment selected as its subjects (optional).
+	Subjects []string `json:"subjects,omitempty"`
+	// Provider and model identity, usage and latency of the call, as the
+	// provider reported them (optional; see providerrec.go). A trace
+	// entry with Failure records a typed operational failure instead of
+	// an answer.
+	Provider  string           `json:"provider,omitempty"`
+	Model     string           `json:"model,omitempty"`
+	Usage     *Usage           `json:"usage,omitempty"`
+	LatencyMs *float64         `json:"latencyMs,omitempty"`
+	Failure   *ProviderFailure `json:"failure,omitempty"`
 }
 
 // Provider is a decision provider: it answers named bounded-choice
@@ -82,7 +94,11 @@ func (r *RecordedProvider) Len() int { return len(r.judgments) }
 
 // Provenance implements Provider.
 func (r *RecordedProvider) Provenance() map[string]string {
-	return map[string]string{"kind": "recorded"}
+	m := map[string]string{"kind": "recorded"}
+	if p, mo := recordedIdentity(r.judgments); p != "" || mo != "" {
+		m["provider"], m["model"] = p, mo
+	}
+	return m
 }
 
 // Decide implements Provider.
@@ -91,7 +107,7 @@ func (r *RecordedProvider) Decide(q Question) (Judgment, error) {
 	if !ok {
 		return Judgment{}, fmt.Errorf("%w: no recorded judgment for question %s (%s of rule %s)", ErrUnavailable, shortKey(q.Key), q.Stage, q.Rule)
 	}
-	return j, nil
+	return j.replay()
 }
 
 func shortKey(k string) string {

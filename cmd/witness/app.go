@@ -167,12 +167,13 @@ func checkChoice(flag, v string, choices ...string) error {
 }
 
 // inputFlags are the flags that name an input file.
-var inputFlags = []string{"spec", "seal", "events", "graph", "trust", "keyring", "cassette", "scenario", "redact-rules", "redact-key", "effects", "policy", "mapping", "what-if-policy", "firewall-audit", "recorded"}
+var inputFlags = []string{"spec", "seal", "events", "graph", "trust", "keyring", "cassette", "scenario", "redact-rules", "redact-key", "effects", "policy", "mapping", "what-if-policy", "firewall-audit", "recorded", "activations", "host-log"}
 
 // fileArgCommands are the commands whose positional arguments are input files.
 var fileArgCommands = map[string]bool{
 	"witness import": true, "witness drift": true,
 	"witness firewall policy check": true, "witness firewall audit verify": true,
+	"witness firewall audit correlate": true, "witness firewall audit activations": true,
 }
 
 // refuseFolderInputs gives one rule to every input named on the command

@@ -19,16 +19,20 @@ import (
 
 // firewallOptions are the flags of the `witness firewall` subcommands.
 type firewallOptions struct {
-	policy     string
-	events     string
-	output     outputOptions
-	agent      string
-	mapping    string
-	recorded   string
-	format     string
-	canonical  bool
-	keys       keyringOptions // --keyring (evaluate, audit verify), --trust (audit verify)
-	requireSig bool
+	policy      string
+	events      string
+	output      outputOptions
+	agent       string
+	mapping     string
+	recorded    string
+	format      string
+	canonical   bool
+	keys        keyringOptions // --keyring (evaluate, audit verify), --trust (audit verify)
+	requireSig  bool
+	hostView    bool     // evaluate: print what the host saw of each check
+	hostLog     string   // audit correlate
+	activations string   // evaluate, audit activations: the activation history
+	policyReads []string // evaluate, audit activations: policy_read lists
 }
 
 func newFirewallCmd(a *app) *cobra.Command {
@@ -46,7 +50,7 @@ It makes no network call. See docs/formats/firewall.md.`,
 	policy := &cobra.Command{Use: "policy", Short: "Message-policy files"}
 	policy.AddCommand(newFirewallPolicyCheckCmd(a))
 	audit := &cobra.Command{Use: "audit", Short: "Firewall audit snapshots"}
-	audit.AddCommand(newFirewallAuditVerifyCmd(a))
+	audit.AddCommand(newFirewallAuditVerifyCmd(a), newFirewallAuditCorrelateCmd(a), newFirewallAuditActivationsCmd(a))
 	c.AddCommand(policy, newFirewallEvaluateCmd(a), audit, newFirewallDeriveCmd(a))
 	return c
 }
@@ -118,7 +122,21 @@ written unsigned.
 English rules are answered by the "unavailable" provider (every English check
 unavailable: enforcement holds, guidance admits) unless --recorded names an
 earlier complete audit snapshot whose retained provider judgments answer the
-same questions. --mapping also derives messages from MCP tool calls.`,
+same questions. --mapping also derives messages from MCP tool calls.
+
+--activations replays a policy history (policy_update's activation records,
+from an audit snapshot or {"activations": [...]}); each message is checked
+under the installation active at its event's time, named by that
+activation's activeRevision, with rule texts from --policy-read lists (else
+the policy file's initialRules). A message before the first activation is
+not checked; the history and its findings are printed after the totals.
+
+--host-view prints, after each check, what the host saw: a refused send's
+FirewallSendError text (reason, each next action, check reference), an
+admitted item's guidance with its subject references, or that a withheld
+item was not shown. The audit snapshot (--out) is published only to an
+absolute path, never over a hard-linked file, and never while a stale
+<out>.partial exists.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFirewallEvaluate(a, &o)
@@ -132,6 +150,9 @@ same questions. --mapping also derives messages from MCP tool calls.`,
 	f.StringVar(&o.mapping, "mapping", "", "message mapping file: derive messages from tool calls too")
 	f.StringVar(&o.recorded, "recorded", "", "answer English questions from the judgments kept in this audit snapshot")
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	f.StringVar(&o.activations, "activations", "", "activation history (an audit snapshot or {\"activations\": [...]}): check each message under the installation active at its time")
+	f.StringArrayVar(&o.policyReads, "policy-read", nil, "a policy_read list giving rule texts for --activations (repeatable)")
+	f.BoolVar(&o.hostView, "host-view", false, "after each check, print what the host saw: a refused send's FirewallSendError text, an item's guidance with its subjects")
 	// signs as capture signs a session end: only with a keyring named on
 	// purpose (--keyring or $WITNESS_KEYRING)
 	o.keys.AddFlags(c, keyUse{Role: "keyring whose active key signs the audit snapshot", NoUserDefault: true})
@@ -144,9 +165,12 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 	if o.format != "text" && o.format != "json" {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
-	o.output.Reads(o.policy, o.events, o.mapping, o.recorded, o.keys.Input(a))
+	o.output.Reads(append([]string{o.policy, o.events, o.mapping, o.recorded, o.keys.Input(a), o.activations}, o.policyReads...)...)
 	if o.output.Out != "" { // --out is optional: without it, no audit
 		if err := o.output.Check(a); err != nil {
+			return err
+		}
+		if err := firewall.CheckAuditExport(o.output.Out, "--out"); err != nil {
 			return err
 		}
 	}
@@ -172,16 +196,44 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 		}
 		opts.Provider = rp
 	}
+	if len(o.policyReads) > 0 && o.activations == "" {
+		return usageError(fmt.Errorf("--policy-read gives rule texts to an activation history, but there is no --activations"), "add --activations FILE")
+	}
+	if o.activations != "" {
+		if opts.Timeline, err = loadTimeline(p, o.activations, o.policyReads); err != nil {
+			return err
+		}
+	}
 	var checks []map[string]any
+	var hv *firewall.HostViewer
+	if o.hostView {
+		eng, err := firewall.NewEngine(p, nil, "", "")
+		if err != nil {
+			return err
+		}
+		hv = firewall.NewHostViewer(eng)
+		hv.Timeline = opts.Timeline
+	}
 	opts.Each = func(c *firewall.Check) error {
+		var view *firewall.HostView
+		if hv != nil {
+			view = hv.View(c)
+		}
 		if o.format == "json" {
-			checks = append(checks, map[string]any{"checkId": c.CheckID, "event": c.Input.Candidate.Event,
+			m := map[string]any{"checkId": c.CheckID, "event": c.Input.Candidate.Event,
 				"direction": c.Input.Direction, "operation": c.Input.Candidate.Message.Operation,
 				"disposition": c.Decision.Disposition, "reason": c.Decision.Reason, "decidedBy": c.Decision.DecidedBy,
-				"cause": c.Decision.Cause, "nextAction": c.Decision.NextAction, "guidance": c.Decision.Guidance})
+				"cause": c.Decision.Cause, "nextAction": c.Decision.NextAction, "guidance": c.Decision.Guidance}
+			if view != nil {
+				m["host"] = view
+			}
+			checks = append(checks, m)
 			return nil
 		}
-		_, err := fmt.Fprintln(a.stdout, firewall.CheckLine(c))
+		if _, err := fmt.Fprintln(a.stdout, firewall.CheckLine(c)); err != nil || view == nil {
+			return err
+		}
+		_, err := fmt.Fprintln(a.stdout, view.Line())
 		return err
 	}
 	out := o.output.File()
@@ -211,10 +263,19 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 		if checks == nil {
 			checks = []map[string]any{}
 		}
-		return firewall.WriteJSONLine(a.stdout, map[string]any{"summary": sum, "checks": checks, "audit": out})
+		res := map[string]any{"summary": sum, "checks": checks, "audit": out}
+		if opts.Timeline != nil {
+			res["history"] = opts.Timeline
+		}
+		return firewall.WriteJSONLine(a.stdout, res)
 	}
 	if err := firewall.WriteSummary(a.stdout, sum); err != nil {
 		return err
+	}
+	if opts.Timeline != nil {
+		if err := firewall.WriteTimeline(a.stdout, opts.Timeline, opts.Timeline.Findings); err != nil {
+			return err
+		}
 	}
 	if out != "" {
 		signed := ""
@@ -289,6 +350,159 @@ func runFirewallAuditVerify(a *app, path string, o *firewallOptions) error {
 		return exitWith(exitcode.Of(verr))
 	}
 	return verr
+}
+
+func newFirewallAuditCorrelateCmd(a *app) *cobra.Command {
+	var o firewallOptions
+	c := &cobra.Command{
+		Use:   "correlate AUDIT --host-log FILE",
+		Short: "Correlate a host's log with a firewall audit snapshot by check reference",
+		Long: `correlate finds every check reference (chk_ and 64 lowercase hex) in a host's
+log, one entry per line, and looks each up in a complete audit snapshot. A
+host that kept only the text of a FirewallSendError can be matched with the
+check that refused the send: each reference prints the host log line, the
+check's sequence, event, direction, disposition, reason and next action.
+
+A reference the snapshot does not hold, or a refusal line that does not name
+the reason and next action the snapshot retains, is a finding: exit 1. A chk_
+token in another format is listed (only the current format is accepted).
+Refused sends the host log does not name are counted, not findings: a host
+need not log every refusal. An incomplete snapshot exits 4, a tampered one 3.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFirewallAuditCorrelate(a, args[0], &o)
+		},
+	}
+	c.Flags().StringVar(&o.hostLog, "host-log", "", "the host's log (any text, one entry per line)")
+	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	_ = c.MarkFlagRequired("host-log")
+	return c
+}
+
+func runFirewallAuditCorrelate(a *app, path string, o *firewallOptions) error {
+	if o.format != "text" && o.format != "json" {
+		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
+	}
+	res, err := firewall.CorrelateHostLogFiles(path, o.hostLog)
+	if err != nil {
+		return err
+	}
+	if o.format == "json" {
+		err = firewall.WriteJSONLine(a.stdout, res)
+	} else {
+		err = firewall.WriteHostLogCorrelation(a.stdout, res)
+	}
+	if err != nil {
+		return err
+	}
+	if res.Findings > 0 {
+		return exitWith(exitcode.Violation)
+	}
+	return nil
+}
+
+// loadTimeline reads an activation history and policy_read lists and
+// replays them over the policy.
+func loadTimeline(p *firewall.Policy, activations string, reads []string) (*firewall.Timeline, error) {
+	var acts []firewall.Activation
+	if activations != "" {
+		var err error
+		if acts, err = firewall.LoadActivations(activations); err != nil {
+			return nil, err
+		}
+	}
+	var prs []*firewall.PolicyRead
+	for _, r := range reads {
+		pr, err := firewall.LoadPolicyRead(r)
+		if err != nil {
+			return nil, err
+		}
+		prs = append(prs, pr)
+	}
+	return firewall.BuildTimeline(p, acts, prs), nil
+}
+
+func newFirewallAuditActivationsCmd(a *app) *cobra.Command {
+	var o firewallOptions
+	c := &cobra.Command{
+		Use:   "activations AUDIT [--activations FILE] [--policy-read FILE]... [--policy FILE]",
+		Short: "Place each check of an audit snapshot in its policy history",
+		Long: `activations replays a policy history (the snapshot's own activation records,
+or --activations: another snapshot or {"activations": [...]}, the decisions
+feed's array) and places each check record of the complete snapshot AUDIT in
+it, by its configurationDigest and capture time. It prints one line per
+activation (sequence, time, activeRevision, added and removed rule ids, the
+editable rules then active) and each finding:
+
+  a check whose revision no activation names (revision-never-activated), or
+  that was not active when the check was captured and is not the one replaced
+  just before (revision-not-active-at-capture); activations with a repeated
+  sequence, times out of order, a rule id added twice or added while held,
+  an unknown id removed, a fixed rule id edited, one revision naming two rule
+  sets; a policy_read list (--policy-read) that disagrees with the history or
+  names a revision never activated.
+
+--policy gives the fixed rules (so that editing one is a finding) and the
+rule texts of the first document. Exit 0 without findings, 1 with findings,
+4 for an incomplete snapshot, 3 for a tampered one (docs/exit-codes.md).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFirewallAuditActivations(a, args[0], &o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.policy, "policy", "", "message-policy file: fixed rules and first rule texts (optional)")
+	f.StringVar(&o.activations, "activations", "", "activation history to use instead of the snapshot's own activation records")
+	f.StringArrayVar(&o.policyReads, "policy-read", nil, "a policy_read list to compare with the history (repeatable)")
+	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	return c
+}
+
+func runFirewallAuditActivations(a *app, path string, o *firewallOptions) error {
+	if o.format != "text" && o.format != "json" {
+		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
+	}
+	var p *firewall.Policy
+	if o.policy != "" {
+		var err error
+		if p, err = firewall.LoadPolicy(o.policy); err != nil {
+			return err
+		}
+	}
+	var acts []firewall.Activation
+	if o.activations != "" {
+		var err error
+		if acts, err = firewall.LoadActivations(o.activations); err != nil {
+			return err
+		}
+	}
+	var prs []*firewall.PolicyRead
+	for _, r := range o.policyReads {
+		pr, err := firewall.LoadPolicyRead(r)
+		if err != nil {
+			return err
+		}
+		prs = append(prs, pr)
+	}
+	rep, err := firewall.CheckAuditActivations(path, p, acts, prs)
+	if err != nil {
+		return err
+	}
+	if o.format == "json" {
+		err = firewall.WriteJSONLine(a.stdout, rep)
+	} else {
+		err = firewall.WriteTimeline(a.stdout, rep.Timeline, rep.Findings)
+		if err == nil {
+			_, err = fmt.Fprintf(a.stdout, "%s: %d checks placed in %d activations, %d findings\n", path, rep.Checks, len(rep.Timeline.Steps), len(rep.Findings))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if len(rep.Findings) > 0 {
+		return exitWith(exitcode.Violation)
+	}
+	return nil
 }
 
 func newFirewallDeriveCmd(a *app) *cobra.Command {

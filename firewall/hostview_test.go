@@ -1,0 +1,252 @@
+package firewall
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+)
+
+// sampleChecks evaluates the bundled scenario under policy.json with the
+// scripted provider and returns the engine and every check.
+func sampleChecks(t *testing.T, prov Provider, audit *bytes.Buffer) (*Engine, []*Check) {
+	t.Helper()
+	p, err := LoadPolicy(filepath.Join(fixtureDir, "policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checks []*Check
+	opts := EvaluateOptions{Policy: p, Provider: prov, LocalAgent: "agent:ada", Timestamp: "2026-08-30T14:33:00+00:00",
+		Each: func(c *Check) error { checks = append(checks, c); return nil }}
+	if audit != nil {
+		opts.Audit = audit
+	}
+	events := logOfAt(t, "sess-messages", sampleMessages()...)
+	if _, err := Evaluate(bytes.NewReader(events), "messages.events.jsonl", sha256Hex(events), opts); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewEngine(p, prov, "agent:ada", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, checks
+}
+
+func checkOf(t *testing.T, checks []*Check, event string) *Check {
+	t.Helper()
+	for _, c := range checks {
+		if c.Input.Candidate.Event == event {
+			return c
+		}
+	}
+	t.Fatalf("no check of %s", event)
+	return nil
+}
+
+// "The error's message includes each next action and the opaque check
+// reference so hosts retaining only text can act on the feedback and
+// correlate a refusal with the operator audit."
+func TestSendErrorMessageIncludesEachNextActionAndTheCheckReference(t *testing.T) {
+	eng, checks := sampleChecks(t, scriptedProvider{}, nil)
+	cases := []struct {
+		event, reason string
+		parts         []string
+	}{
+		// a code norm without registered feedback: the decision's next action
+		{"e5", ReasonNormViolation, []string{"norm violation", "next action: revise"}},
+		// a settled English prohibition
+		{"e9", ReasonProhibition, []string{"prohibited message", "next action: stop"}},
+		// the autonomy rule's registered feedback and its next action
+		{"e16", ReasonApprovalRequired, []string{"required approval absent", "next action: seek-approval (spend-approval: Ask the owner to approve the spending first.)"}},
+	}
+	for _, c := range cases {
+		chk := checkOf(t, checks, c.event)
+		se := eng.SendError(chk)
+		if se == nil || se.Reason != c.reason {
+			t.Fatalf("%s: send error %+v, want reason %s", c.event, se, c.reason)
+		}
+		text := se.Error()
+		if !strings.HasSuffix(text, "; check "+chk.CheckID) || !CheckIDPattern.MatchString(chk.CheckID) {
+			t.Errorf("%s: %q does not end with the check reference %s", c.event, text, chk.CheckID)
+		}
+		for _, p := range c.parts {
+			if !strings.Contains(text, p) {
+				t.Errorf("%s: %q does not contain %q", c.event, text, p)
+			}
+		}
+		if strings.Contains(text, "probability") || strings.Contains(text, "distribution") {
+			t.Errorf("%s: the message carries provider output: %q", c.event, text)
+		}
+	}
+	// admitted sends and incoming checks have no send error
+	for _, ev := range []string{"e1", "e8", "e17"} {
+		if se := eng.SendError(checkOf(t, checks, ev)); se != nil {
+			t.Errorf("%s: unexpected send error %v", ev, se)
+		}
+	}
+}
+
+// subjectProvider answers like scriptedProvider and has each incoming
+// expectation judgment select the given subjects.
+type subjectProvider struct {
+	scriptedProvider
+	subjects []string
+}
+
+func (s subjectProvider) Decide(q Question) (Judgment, error) {
+	j, err := s.scriptedProvider.Decide(q)
+	if err == nil && q.Stage == "expectation" && strings.Contains(string(q.Request), `"direction":"incoming"`) {
+		j.Subjects = s.subjects
+	}
+	return j, err
+}
+
+// "Selected guidance subjects carry quoted message text and attribution
+// from the same capture, restricted to admitted runtime history and the
+// incoming candidate."
+func TestGuidanceSubjectsAreRestrictedToAdmittedRuntimeHistoryAndTheIncomingCandidate(t *testing.T) {
+	// e1 incoming (admitted), e2 our outgoing (assessor-only), e3 incoming
+	// (admitted, the candidate of interest), e8 withheld (mallory), e11 the
+	// gather, e15 a later incoming answer.
+	prov := subjectProvider{subjects: []string{"e1", "e2", "e8", "e99"}}
+	p := mustPolicy(t, `{"format":"org.social-harness/message-policy/v1","mode":"enforcement",
+		"incoming":[{"use":"allowed-senders","agentIds":["agent:bo","agent:fac"]}],
+		"english":{"fixedRules":[],"initialRules":[{"id":"reply-briefly","kind":"norm","text":"Replies are brief.","guidance":"Keep the reply brief."}]},
+		"decisionProvider":{"kind":"jev","model":"m"}}`)
+	var checks []*Check
+	events := logOfAt(t, "s", sampleMessages()...)
+	_, err := Evaluate(bytes.NewReader(events), "e.jsonl", "d", EvaluateOptions{Policy: p, Provider: prov, LocalAgent: "agent:ada",
+		Each: func(c *Check) error { checks = append(checks, c); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := NewEngine(p, prov, "agent:ada", "")
+	hv := NewHostViewer(eng)
+	var e3, e15 *HostView
+	for _, c := range checks {
+		v := hv.View(c)
+		switch c.Input.Candidate.Event {
+		case "e3":
+			e3 = v
+		case "e15":
+			e15 = v
+		}
+	}
+	if e3 == nil || e3.Guidance == nil {
+		t.Fatalf("e3 has no host guidance: %+v", e3)
+	}
+	got := []string{}
+	for _, s := range e3.Guidance.Subjects {
+		got = append(got, s.Event)
+		if s.Event == "e1" && (s.Sender != "agent:bo" || s.Text != "Can you share the staging deploy status?" || s.PostID != "p-bo-1") {
+			t.Errorf("subject e1 lacks its quoted text and attribution: %+v", s)
+		}
+	}
+	if strings.Join(got, ",") != "e1" {
+		t.Errorf("e3 subjects %v, want only the admitted incoming e1", got)
+	}
+	// e2 is our own send (assessor-only), e8 is later, e99 unknown: never subjects
+	if strings.Join(e3.Guidance.Dropped, ",") != "e2,e8,e99" {
+		t.Errorf("e3 dropped %v, want e2,e8,e99", e3.Guidance.Dropped)
+	}
+	// by e15, e8 was withheld: still not a subject
+	if e15 == nil || e15.Guidance == nil {
+		t.Fatalf("e15 has no host guidance: %+v", e15)
+	}
+	for _, s := range e15.Guidance.Subjects {
+		if s.Event == "e8" || s.Event == "e2" {
+			t.Errorf("e15 names %s (withheld or assessor-only) as a subject", s.Event)
+		}
+	}
+	if !strings.Contains(strings.Join(e15.Guidance.Dropped, ","), "e8") {
+		t.Errorf("e15 dropped %v, want e8 among them", e15.Guidance.Dropped)
+	}
+}
+
+// "An admitted send returns its check's guidance in its result when the
+// check left a norm judgment uncertain: the same instructions as incoming
+// guidance, without subjects."
+func TestAdmittedSendGuidanceHasNoSubjects(t *testing.T) {
+	eng, checks := sampleChecks(t, scriptedProvider{}, nil)
+	hv := NewHostViewer(eng)
+	var e17 *HostView
+	for _, c := range checks {
+		if v := hv.View(c); c.Input.Candidate.Event == "e17" {
+			e17 = v
+		}
+	}
+	if e17 == nil || e17.Guidance == nil || len(e17.Guidance.Instructions) == 0 {
+		t.Fatalf("e17 host view %+v, want guidance", e17)
+	}
+	if len(e17.Guidance.Subjects) != 0 || e17.SendError != nil {
+		t.Errorf("admitted send guidance has subjects %v / error %v", e17.Guidance.Subjects, e17.SendError)
+	}
+	if !strings.HasPrefix(e17.Line(), "e17 host: guidance instructions=[") {
+		t.Errorf("line %q", e17.Line())
+	}
+}
+
+// A host log that kept only the refusal text is correlated with the audit
+// by the check reference in it.
+func TestHostLogLineCorrelatesWithTheAudit(t *testing.T) {
+	var audit bytes.Buffer
+	eng, checks := sampleChecks(t, scriptedProvider{}, &audit)
+	e16 := checkOf(t, checks, "e16")
+	hostLine := "2026-08-30T14:34:05Z openclaw tool error: " + eng.SendError(e16).Error()
+	e9 := checkOf(t, checks, "e9")
+	forged := "2026-08-30T14:34:06Z openclaw tool error: firewall refused the send: norm violation; next action: revise; check " + e9.CheckID
+	unknown := "later: check chk_" + strings.Repeat("ab", 32) + " refused"
+	old := "legacy ref chk_" + strings.Repeat("a", 63) + " and chk_ABC"
+	host := strings.Join([]string{"boot", hostLine, forged, unknown, old}, "\n") + "\n"
+	res, err := CorrelateHostLog(bytes.NewReader(audit.Bytes()), "audit.ndjson", strings.NewReader(host), "host.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Refs) != 3 {
+		t.Fatalf("refs %+v", res.Refs)
+	}
+	r := res.Refs[0]
+	if !r.Found || r.Line != 2 || r.Event != "e16" || r.Reason != ReasonApprovalRequired || r.Finding != "" {
+		t.Errorf("the host line is not correlated with e16's check: %+v", r)
+	}
+	if f := res.Refs[1]; !f.Found || f.Event != "e9" || !strings.Contains(f.Finding, "prohibited message") {
+		t.Errorf("a line naming another reason than the audit's: %+v", f)
+	}
+	if u := res.Refs[2]; u.Found || u.Line != 4 || !strings.Contains(u.Finding, "no check record") {
+		t.Errorf("unknown reference: %+v", u)
+	}
+	if res.Findings != 2 || len(res.Malformed) != 2 {
+		t.Errorf("findings %d, malformed %v", res.Findings, res.Malformed)
+	}
+	if res.Refusals == 0 || res.Unmentioned != res.Refusals-2 {
+		t.Errorf("refusals %d unmentioned %d", res.Refusals, res.Unmentioned)
+	}
+	// an incomplete snapshot is refused with its own code
+	cut := audit.Bytes()[:len(audit.Bytes())-10]
+	if _, err := CorrelateHostLog(bytes.NewReader(cut), "cut.ndjson", strings.NewReader(host), "host.log"); exitcode.Of(err) != exitcode.Incomplete {
+		t.Errorf("incomplete snapshot: %v", err)
+	}
+}
+
+func TestScanCheckRefs(t *testing.T) {
+	id := "chk_" + strings.Repeat("0f", 32)
+	refs, bad := ScanCheckRefs("x " + id + ". y=" + id + "," + "xchk_" + strings.Repeat("0", 64) + " chk_" + strings.Repeat("0", 65))
+	if len(refs) != 2 || refs[0] != id || len(bad) != 1 {
+		t.Errorf("refs %v bad %v", refs, bad)
+	}
+}
+
+func FuzzScanCheckRefs(f *testing.F) {
+	f.Add("firewall refused the send: norm violation; next action: revise; check chk_" + strings.Repeat("a", 64))
+	f.Add("chk_chk_chk_")
+	f.Fuzz(func(t *testing.T, line string) {
+		refs, _ := ScanCheckRefs(line)
+		for _, r := range refs {
+			if !CheckIDPattern.MatchString(r) || !strings.Contains(line, r) {
+				t.Fatalf("bad ref %q", r)
+			}
+		}
+	})
+}
