@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
@@ -144,7 +145,8 @@ func projectedOfRecord(l AuditLine) (canonical string, projected []byte, ok bool
 		}
 		v = ProjectedValue{Kind: KindWithheld, CheckID: r.String("checkId", false), Reason: reason}
 	} else if j := r.Object("judgment", false); j != nil {
-		if g := j.Object("guidance", false); g != nil {
+		if gv := j.Value("guidance"); gv != nil && gv.Kind == jsontree.Object {
+			g := j.Object("guidance", false)
 			g.Objects("instructions", false, func(i int, in *jsontree.ObjectReader) {
 				v.Advice = append(v.Advice, Instruction{Rule: in.String("rule", false), Text: in.String("text", false)})
 			})
@@ -165,6 +167,65 @@ func readCandidateEvent(r *jsontree.ObjectReader) string {
 		if c := in.Object("candidate", false); c != nil {
 			return c.String("event", false)
 		}
+	}
+	return ""
+}
+
+// Overlay properties of collective checks.
+const (
+	// WCanonicalValue is the canonical text of a result's answer or
+	// question a check assessed (what the private queue and the audit keep).
+	WCanonicalValue = graph.NSWitness + "canonicalValue"
+	// WProjectedValue is the canonical JSON of what the runtime read in its
+	// place: the line unchanged (with any advice), or {kind: "withheld",
+	// checkId, reason}.
+	WProjectedValue = graph.NSWitness + "projectedValue"
+	// WCollectiveFailure is a timing rule's collective failure.
+	WCollectiveFailure = graph.NSWitness + "collectiveFailure"
+	// WOperationID names the collective operation of a checked step.
+	WOperationID = graph.NSWitness + "operationId"
+)
+
+// addCollectiveOverlay adds to a check's overlay node its collective
+// failure and operation and, for a result's answer or question, the
+// canonical value against the projected one.
+func addCollectiveOverlay(n *graph.Node, l AuditLine) error {
+	var perr error
+	r := l.Reader(&perr)
+	if f := r.String("collectiveFailure", false); f != "" {
+		n.Add(WCollectiveFailure, graph.Str(f))
+	}
+	if in := r.Object("input", false); in != nil {
+		if c := in.Object("candidate", false); c != nil {
+			if m := c.Object("message", false); m != nil {
+				if op := m.String("operationId", false); op != "" {
+					n.Add(WOperationID, graph.Str(op))
+				}
+			}
+		}
+	}
+	if err := l.Err(perr); err != nil {
+		return err
+	}
+	canonical, projected, ok, err := projectedOfRecord(l)
+	if err != nil || !ok {
+		return err
+	}
+	n.Add(WCanonicalValue, graph.Str(canonical))
+	n.Add(WProjectedValue, graph.Str(string(projected)))
+	return nil
+}
+
+// resultEventOf returns the result event of an answer or question check
+// ("e7.a1", "e7.q" -> "e7"), or "".
+func resultEventOf(ev string) string {
+	i := strings.LastIndexByte(ev, '.')
+	if i < 0 {
+		return ""
+	}
+	s := ev[i+1:]
+	if s == "q" || (len(s) > 1 && s[0] == 'a' && strings.Trim(s[1:], "0123456789") == "") {
+		return ev[:i]
 	}
 	return ""
 }
