@@ -31,6 +31,8 @@ type RecordedCheck struct {
 	Sender, Conversation  string
 	Text                  string
 	PostAuthor, PostID    string
+	LocalAgent            string
+	CapturedAt            string
 }
 
 // ReadRecordedChecks reads the check records of a complete snapshot; an
@@ -71,6 +73,8 @@ func readRecordedCheck(l AuditLine) (RecordedCheck, error) {
 	}
 	if in := r.Object("input", false); in != nil {
 		rc.ConfigurationDigest = in.String("configurationDigest", false)
+		rc.LocalAgent = in.String("localAgent", false)
+		rc.CapturedAt = in.String("capturedAt", false)
 		rc.History = in.Strings("history", false)
 		rc.HistorySHA256 = in.String("historySha256", false)
 		rc.EvidenceGaps = in.Strings("evidenceGaps", false)
