@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
@@ -166,7 +165,7 @@ func VerifyGroup(opts GroupOptions) (*GroupVerdict, error) {
 	checkResults(v, ms, add)
 	checkPeerContent(v, ms, add)
 	checkRefusals(ms, add)
-	checkSharedOrder(ms, add)
+	checkSharedHistory(ms, add)
 	if opts.Policy != nil {
 		for _, m := range ms {
 			ds, err := reevaluateMember(m, opts)
@@ -442,61 +441,72 @@ func checkRefusals(ms []*memberEvidence, add func(string, *memberEvidence, strin
 	}
 }
 
-// checkSharedOrder: local disagreement never changed shared history: the
-// posts two members both hold appear in the same order in each
-// conversation, a post one member withheld included.
-func checkSharedOrder(ms []*memberEvidence, add func(string, *memberEvidence, string, ...any)) {
-	type seq struct {
-		order map[postID]int
-		list  []postID
+// checkSharedHistory: local disagreement never changed shared history.
+// Where members' checks of the same peer content disagree (one admitted
+// it, another withheld it), each still holds the same record: the same
+// post text, the same answer line in the canonical result (that a
+// member's withheld answer is still in its own canonical result follows
+// from binding: its audit's check of the line is the line its log holds).
+func checkSharedHistory(ms []*memberEvidence, add func(string, *memberEvidence, string, ...any)) {
+	type view struct {
+		m           *memberEvidence
+		disposition string
+		content     string // "" when the member's record lacks it
+		event       string
 	}
-	seqs := make([]map[string]*seq, len(ms))
-	for i, m := range ms {
-		seqs[i] = map[string]*seq{}
+	items := map[string][]view{}
+	var keys []string
+	note := func(key string, v view) {
+		if _, ok := items[key]; !ok {
+			keys = append(keys, key)
+		}
+		items[key] = append(items[key], v)
+	}
+	for _, m := range ms {
 		for _, c := range m.msgs {
-			p, ok := postOfCandidate(c)
-			if !ok {
+			if c.Message.Direction != Incoming {
 				continue
 			}
-			s := seqs[i][c.Message.Conversation]
-			if s == nil {
-				s = &seq{order: map[postID]int{}}
-				seqs[i][c.Message.Conversation] = s
+			if p, ok := postOfCandidate(c); ok && c.Message.Operation != OpAnswer {
+				if rc, ok := m.byCheck[c.Event]; ok {
+					note("post "+p.author+" "+p.post, view{m, rc.Disposition, c.Message.Text, c.Event})
+				}
 			}
-			if _, dup := s.order[p]; !dup {
-				s.order[p] = len(s.list)
-				s.list = append(s.list, p)
+			if c.Message.Operation != OpResult || c.Message.OperationID == "" {
+				continue
+			}
+			lines := map[string]string{}
+			for _, a := range c.Message.Answers {
+				lines[a.Member] = a.Text
+			}
+			for i, a := range c.Message.Answers {
+				rc, ok := m.byCheck[fmt.Sprintf("%s.a%d", c.Event, i)]
+				if !ok {
+					continue
+				}
+				note("answer "+c.Message.OperationID+" "+a.Member, view{m, rc.Disposition, lines[a.Member], c.Event})
 			}
 		}
 	}
-	for i := range ms {
-		for j := 0; j < i; j++ {
-			convs := []string{}
-			for conv := range seqs[i] {
-				if seqs[j][conv] != nil {
-					convs = append(convs, conv)
-				}
+	for _, k := range keys {
+		vs := items[k]
+		disagree := false
+		for _, v := range vs[1:] {
+			if v.disposition != vs[0].disposition {
+				disagree = true
 			}
-			sort.Strings(convs)
-			for _, conv := range convs {
-				a, b := seqs[j][conv], seqs[i][conv]
-				last := -1
-				var lastP postID
-				for _, p := range b.list {
-					k, ok := a.order[p]
-					if !ok {
-						continue
-					}
-					if k < last {
-						add(InvariantSharedHistory, ms[i], "%s: post %s of %s comes after %s of %s here, before it at %s", conv, p.post, p.author, lastP.post, lastP.author, ms[j].name())
-						break
-					}
-					last, lastP = k, p
-				}
+		}
+		if !disagree {
+			continue
+		}
+		for _, v := range vs[1:] {
+			if v.content != vs[0].content {
+				add(InvariantSharedHistory, v.m, "%s (%s here, %s at %s): the record differs between members that decided differently (%s)", k, v.disposition, vs[0].disposition, vs[0].m.name(), v.event)
 			}
 		}
 	}
 }
+
 
 // reevaluateMember re-evaluates a member's log under the policy, answering
 // English questions from the member's own audit, and compares.
