@@ -507,7 +507,6 @@ func checkSharedHistory(ms []*memberEvidence, add func(string, *memberEvidence, 
 	}
 }
 
-
 // reevaluateMember re-evaluates a member's log under the policy, answering
 // English questions from the member's own audit, and compares.
 func reevaluateMember(m *memberEvidence, opts GroupOptions) ([]Disagreement, error) {
