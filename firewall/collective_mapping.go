@@ -41,13 +41,13 @@ func (d *policyDecoder) collectiveRefs(it *jsontree.Value, p string) CollectiveR
 // resolveCollective fills msg's collective fields from v.
 func resolveCollective(c CollectiveRefs, v any, msg *eventlog.Message) error {
 	var err error
-	if msg.OperationID, err = resolveString(c.OperationID, v, "operationId"); err != nil {
+	if msg.OperationID, err = optionalString(c.OperationID, v, "operationId"); err != nil {
 		return err
 	}
-	if msg.Deadline, err = resolveString(c.Deadline, v, "deadline"); err != nil {
+	if msg.Deadline, err = optionalString(c.Deadline, v, "deadline"); err != nil {
 		return err
 	}
-	if msg.Failure, err = resolveString(c.Failure, v, "failure"); err != nil {
+	if msg.Failure, err = optionalString(c.Failure, v, "failure"); err != nil {
 		return err
 	}
 	if !c.Answers.set {
@@ -55,7 +55,7 @@ func resolveCollective(c CollectiveRefs, v any, msg *eventlog.Message) error {
 	}
 	x, ok := c.Answers.Path.Lookup(v)
 	if !ok {
-		return fmt.Errorf("answers: path %s not found", c.Answers.Raw)
+		return nil // not a result
 	}
 	arr, ok := x.([]any)
 	if !ok {
@@ -92,4 +92,16 @@ func (d *deriver) pendingIntents() []string {
 		}
 	}
 	return out
+}
+
+// optionalString resolves a collective field: a path that names nothing
+// leaves it empty (one delivery tool returns direct messages and
+// collective steps alike); a value of the wrong type is an error.
+func optionalString(r FieldRef, v any, field string) (string, error) {
+	if r.Path != nil {
+		if _, ok := r.Path.Lookup(v); !ok {
+			return "", nil
+		}
+	}
+	return resolveString(r, v, field)
 }

@@ -412,3 +412,36 @@ func TestDisagreementsNameTheInputThatMadeTheDifference(t *testing.T) {
 		t.Errorf("missing: %v", ds)
 	}
 }
+
+// Mapping support: a delivery tool's result maps to collective steps, a
+// result's answers included; a send maps its operation id and deadline.
+func TestMappingDerivesCollectiveSteps(t *testing.T) {
+	m, err := DecodeMapping([]byte(`{"format":"witness-message-mapping/v1","localAgent":"agent:me",
+ "send":[{"tool":"gather","conversation":"$.c","text":"$.q","operation":"gather","operationId":"$.id","deadline":"$.by"}],
+ "deliver":[{"tool":"inbox","items":"$.items","conversation":"$.c","sender":"$.from","text":"$.text","operation":"$.kind",
+   "operationId":"$.op","answers":"$.answers","failure":"$.why"}]}`), "m.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDeriver(m)
+	call, err := d.derive(&eventlog.Event{ID: "e1", Kind: eventlog.KindToolCall, Tool: "gather", TS: "2026-08-30T14:33:01Z",
+		Payload: []byte(`{"c":"group:g","q":"Budget?","id":"op1","by":"2026-08-30T14:40:00Z"}`)})
+	if err != nil || len(call) != 1 || call[0].Message.OperationID != "op1" || call[0].Message.Deadline == "" || call[0].ts == "" {
+		t.Fatalf("send: %v %+v", err, call)
+	}
+	got, err := d.derive(&eventlog.Event{ID: "e2", Kind: eventlog.KindToolResponse, Tool: "inbox", Payload: []byte(`{"items":[
+ {"c":"group:g","from":"agent:fac","text":"Budget?","kind":"result","op":"op1","answers":[{"member":"agent:bo","outcome":"answered","text":"300","postId":"b1"}]},
+ {"c":"group:g","from":"agent:fac","text":"failed","kind":"operation_failed","op":"op2","why":"deadline-passed"}]}`)})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("deliver: %v %d", err, len(got))
+	}
+	if a := got[0].Message.Answers; len(a) != 1 || a[0].Member != "agent:bo" || a[0].PostID != "b1" || got[1].Message.Failure != FailureDeadlinePassed {
+		t.Errorf("derived %+v %+v", got[0].Message, got[1].Message)
+	}
+	// an answer outcome the format does not name is refused, naming the field
+	_, err = d.derive(&eventlog.Event{ID: "e3", Kind: eventlog.KindToolResponse, Tool: "inbox", Payload: []byte(`{"items":[
+ {"c":"g","from":"f","text":"q","kind":"result","op":"o","answers":[{"member":"b","outcome":"maybe"}]}]}`)})
+	if err == nil || !strings.Contains(err.Error(), "message.answers[0].outcome") {
+		t.Errorf("bad outcome: %v", err)
+	}
+}
