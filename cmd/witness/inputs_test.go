@@ -60,6 +60,7 @@ func inputCases(stub string) []inputCase {
 		{"firewall derive --mapping", []string{"firewall", "derive", "--events", "F/toolcalls.events.jsonl", "--mapping", "MISSING", "--out", "F/d.jsonl"}, "check the path of the mapping file"},
 		{"firewall derive --events", []string{"firewall", "derive", "--events", "MISSING", "--mapping", "F/mapping.json", "--out", "F/d.jsonl"}, "check the path given to --events"},
 		{"firewall audit verify FILE", []string{"firewall", "audit", "verify", "MISSING"}, "check the path of the audit snapshot"},
+		{"firewall audit verify --policy", []string{"firewall", "audit", "verify", "--group", "--policy", "MISSING", "F/a.ndjson=F/messages.events.jsonl", "F/b.ndjson=F/messages.events.jsonl"}, "check the path of the message-policy file"},
 		{"firewall audit verify --trust", []string{"firewall", "audit", "verify", "F/a.ndjson", "--trust", "MISSING"}, "check the path given to --trust"},
 		{"key export-public --keyring", []string{"key", "export-public", "--keyring", "MISSING", "--out", "F/t.json"}, "--keyring"},
 		{"list-keys --keyring", []string{"list-keys", "--keyring", "MISSING"}, "--keyring"},
