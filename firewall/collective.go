@@ -97,7 +97,8 @@ type operation struct {
 	shown        bool   // its item reached the inbox
 	withheldBy   string // the check that withheld it
 	retired      bool   // retired unchecked
-	acknowledged bool   // the agent's answer bound (its claim)
+	acknowledged bool   // the agent's answer bound
+	claimed      bool   // a claim of the request was recorded (the answer's bind may be read after it)
 }
 
 // Runner re-evaluates a stream of message events as the daemon would: the
@@ -259,7 +260,7 @@ func (r *Runner) protocol(c Candidate, o *operation, at time.Time) {
 		}
 	case OpClaim:
 		if o != nil && m.Direction == Outgoing {
-			o.acknowledged = true
+			o.claimed = true
 		}
 	case OpRequest, OpResult, OpAnswer:
 		// certified posts: an outgoing request post, an outgoing result, a

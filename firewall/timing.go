@@ -98,7 +98,7 @@ func (r *Runner) Restart(at string) ([]*Check, error) {
 	var out []*Check
 	for _, id := range sortedOps(r.ops) {
 		o := r.ops[id]
-		if o.request == "" || !o.shown || o.acknowledged || !o.closedAt.IsZero() {
+		if o.request == "" || !o.shown || o.acknowledged || o.claimed || !o.closedAt.IsZero() {
 			continue
 		}
 		req := r.hist.byEvent[o.request]

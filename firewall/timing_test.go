@@ -27,6 +27,7 @@ func TestAnAnswerWhoseRequestClosedOrPassedItsDeadlineIsRefusedAndItsCheckCommit
 			if tc.close {
 				x.at(3, coll(Incoming, OpClose, "op1", "agent:fac", ""))
 			}
+			x.at(4, coll(Outgoing, OpClaim, "op1", "agent:me", "")) // the claim just before the bind, read before the answer
 			x.r.Elapsed = func(string) time.Duration { return tc.elapsed }
 			c := one(t, x.at(5, coll(Outgoing, OpAnswer, "op1", "agent:me", "Tuesday.")))
 			d := c.Decision
