@@ -141,6 +141,24 @@ type Message struct {
 	Operation     string   `json:"operation"` // direct, multicast, gather, all_gather, answer
 	AuthorAgentID string   `json:"authorAgentId,omitempty"`
 	PostID        string   `json:"postId,omitempty"`
+	// OperationID names the collective operation a step belongs to
+	// (request, result, operation_failed, close, claim, deadline, and a
+	// gather's or all_gather's own post; optional on an answer).
+	OperationID string `json:"operationId,omitempty"`
+	// Deadline is the RFC 3339 deadline of a gather, all_gather or request.
+	Deadline string `json:"deadline,omitempty"`
+	// Answers are a result's lines, one per member.
+	Answers []Answer `json:"answers,omitempty"`
+	// Failure is an operation failure's reason (deadline-passed, ...).
+	Failure string `json:"failure,omitempty"`
+}
+
+// Answer is one member's line of a collective result.
+type Answer struct {
+	Member  string `json:"member"`
+	Outcome string `json:"outcome"` // answered | invalid | missing
+	Text    string `json:"text,omitempty"`
+	PostID  string `json:"postId,omitempty"`
 }
 
 // WireRef points at cassette records by their offsets.

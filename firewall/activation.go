@@ -570,12 +570,6 @@ func sortedIDs(ids []string) []string {
 	return out
 }
 
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
 
 func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
@@ -738,9 +732,8 @@ func evaluateOverTime(path, eventsDigest string, opts EvaluateOptions) (*Summary
 		}
 		return s.engine, nil
 	}
-	win := newWindows(opts.Policy.MaximumHistoryRecords)
+	var run *Runner // one daemon history across installations; each check runs under its own
 	err = ForEachMessage(f, path, opts.Mapping, func(c Candidate) error {
-		defer win.add(c)
 		ev := baseEvent(c.Event)
 		at, ok := ms[ev]
 		where := path + ": " + c.Event
@@ -764,27 +757,31 @@ func evaluateOverTime(path, eventsDigest string, opts EvaluateOptions) (*Summary
 			return err
 		}
 		eng.CapturedAt = ts[ev]
-		earlier, omitted := win.before(c)
-		in, err := eng.BuildInput(c, earlier, omitted)
+		if run == nil {
+			run = NewRunner(eng)
+		} else {
+			run.eng = eng
+		}
+		chks, err := run.Step(c)
 		if err != nil {
 			return exitcode.New(exitcode.Tampered, fmt.Errorf("%s: %w", path, err), "")
 		}
-		chk, err := eng.Check(in)
-		if err != nil {
-			return exitcode.New(exitcode.Failure, err, "")
-		}
-		sum.Checks++
-		sum.Dispositions[chk.Decision.Disposition]++
-		sum.Reasons[chk.Decision.Reason]++
-		if aw != nil {
-			ai := AuditInstall{ActiveRevision: eng.Revision(), Mode: step.Policy.Mode, DecisionProvider: step.Policy.DecisionProvider,
-				Provider: eng.Provider.Provenance(), Chain: eng.Chain(c.Message.Direction)}
-			if err := aw.Check(chk, ai); err != nil {
-				return exitcode.New(exitcode.Failure, err, "")
+		for _, chk := range chks {
+			sum.Checks++
+			sum.Dispositions[chk.Decision.Disposition]++
+			sum.Reasons[chk.Decision.Reason]++
+			if aw != nil {
+				ai := AuditInstall{ActiveRevision: eng.Revision(), Mode: step.Policy.Mode, DecisionProvider: step.Policy.DecisionProvider,
+					Provider: eng.Provider.Provenance(), Chain: eng.Chain(chk.Input.Direction)}
+				if err := aw.Check(chk, ai); err != nil {
+					return exitcode.New(exitcode.Failure, err, "")
+				}
 			}
-		}
-		if opts.Each != nil {
-			return opts.Each(chk)
+			if opts.Each != nil {
+				if err := opts.Each(chk); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

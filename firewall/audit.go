@@ -58,6 +58,8 @@ type CheckRecord struct {
 	Trace        []Judgment    `json:"trace"`
 	Errors       []string      `json:"providerErrors,omitempty"`
 	ElapsedMs    float64       `json:"elapsedMs"`
+	// CollectiveFailure: see Decision.CollectiveFailure.
+	CollectiveFailure string `json:"collectiveFailure,omitempty"`
 }
 
 // AuditInstall is the installation metadata a check retains.
@@ -156,8 +158,9 @@ func (a *AuditWriter) Check(chk *Check, inst AuditInstall) error {
 		Installation: inst,
 		Judgment: AuditJudgment{Reason: d.Reason, DecidedBy: d.DecidedBy, Cause: d.Cause, NextAction: d.NextAction,
 			Findings: d.Findings, Guidance: d.Guidance},
-		Trace:  chk.Trace,
-		Errors: chk.Errors,
+		Trace:             chk.Trace,
+		Errors:            chk.Errors,
+		CollectiveFailure: d.CollectiveFailure,
 	}
 	return a.line(rec, true)
 }

@@ -5,6 +5,9 @@
 // providers that work without a model (unavailable, recorded), decision
 // composition, org.social-harness/firewall-audit/v4 snapshots (writing and
 // verifying), and deriving message events from MCP tool calls through a
-// mapping file. It makes no network call. docs/formats/firewall.md documents
+// mapping file; collective operations through the specification's tables
+// (Runner: the daemon's history windows, timing rules, result projection)
+// and verification across the audits and logs of a group's members
+// (VerifyGroup). It makes no network call. docs/formats/firewall.md documents
 // the formats and every reading we made where the specification is silent.
 package firewall

@@ -69,6 +69,9 @@ type Candidate struct {
 	Event   string           `json:"event"` // event id in the log
 	Message eventlog.Message `json:"message"`
 	canon   []byte           // cached canonical JSON of Message
+	ts      string           // the event's time (collective timing)
+	cause   string           // the event it came from (proven runtime origin)
+	pending []string         // sends whose intent was unresolved when it was read (evidence gaps)
 }
 
 // canonical returns the canonical JSON of the message, cached.
@@ -116,6 +119,10 @@ type CheckInput struct {
 	candidateBytes        []byte      // canonical bytes of the candidate message
 	historyDigest         string      // sha256 of the canonical JSON array of the history records
 	historyBytes          int         // its length
+
+	// HistoryMarks names the history entries that are not runtime-visible
+	// (event id -> assessor | withheld); absent entries are runtime-visible.
+	HistoryMarks map[string]string `json:"historyMarks,omitempty"`
 }
 
 // Finding is one rule's finding in one check.
@@ -165,6 +172,10 @@ type Decision struct {
 	Findings    []Finding      `json:"findings"`
 	Guidance    *Guidance      `json:"guidance"`
 	Disposition string         `json:"disposition"`
+
+	// CollectiveFailure is the collective failure a timing rule gave a
+	// step whose check admitted it (deadline-passed, request-closed, ...).
+	CollectiveFailure string `json:"collectiveFailure,omitempty"`
 }
 
 // Check is one evaluated candidate: its reference, input, decision and the
@@ -828,6 +839,9 @@ func (e *Engine) question(stage string, options []string, r RuleDecl, in CheckIn
 		"earlierHistoryOmitted": in.EarlierHistoryOmitted,
 		"facts":                 in.Facts,
 		"localAgent":            in.LocalAgent,
+	}
+	if len(in.HistoryMarks) > 0 {
+		req["historyMarks"] = in.HistoryMarks
 	}
 	b, err := canon.Marshal(req)
 	if err != nil {

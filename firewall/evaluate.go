@@ -59,7 +59,11 @@ func ForEachMessage(r io.Reader, name string, mapping *Mapping, fn func(Candidat
 			if field, err := ValidateMessage(ev.Message); err != nil {
 				return exitcode.New(exitcode.Tampered, &eventlog.ParseError{File: name, Line: rd.Line(), Field: field, Err: err}, "see docs/formats/firewall.md for the message event fields")
 			}
-			if err := fn(Candidate{Event: ev.ID, Message: *ev.Message}); err != nil {
+			c := Candidate{Event: ev.ID, Message: *ev.Message, ts: ev.TS, cause: ev.Cause}
+			if deriver != nil {
+				c.pending = deriver.pendingIntents()
+			}
+			if err := fn(c); err != nil {
 				return err
 			}
 			continue
@@ -70,6 +74,10 @@ func ForEachMessage(r io.Reader, name string, mapping *Mapping, fn func(Candidat
 				return exitcode.New(exitcode.Usage, &jsontree.Error{File: name, Line: rd.Line(), Err: err}, "check the mapping file's JSON paths against the tool payloads")
 			}
 			for _, m := range msgs {
+				if m.ts == "" { // a send keeps its call's time and cause
+					m.ts, m.cause = ev.TS, ev.ID
+				}
+				m.pending = deriver.pendingIntents()
 				if err := fn(m); err != nil {
 					return err
 				}
@@ -194,35 +202,31 @@ func Evaluate(r io.Reader, name, eventsDigest string, opts EvaluateOptions) (*Su
 		return AuditInstall{ActiveRevision: eng.Revision(), Mode: p.Mode, DecisionProvider: p.DecisionProvider, Provider: prov, Chain: eng.Chain(dir)}
 	}
 	instIn, instOut := inst(Incoming), inst(Outgoing)
-	win := newWindows(p.MaximumHistoryRecords)
+	run := NewRunner(eng) // the daemon's windows, collective tables and timing rules
 	err = ForEachMessage(r, name, opts.Mapping, func(c Candidate) error {
-		earlier, omitted := win.before(c)
-		in, err := eng.BuildInput(c, earlier, omitted)
+		chks, err := run.Step(c)
 		if err != nil {
 			return exitcode.New(exitcode.Tampered, fmt.Errorf("%s: %w", name, err), "")
 		}
-		chk, err := eng.Check(in)
-		if err != nil {
-			return exitcode.New(exitcode.Failure, err, "")
-		}
-		sum.Checks++
-		sum.Dispositions[chk.Decision.Disposition]++
-		sum.Reasons[chk.Decision.Reason]++
-		if aw != nil {
-			ai := instIn
-			if c.Message.Direction == Outgoing {
-				ai = instOut
+		for _, chk := range chks {
+			sum.Checks++
+			sum.Dispositions[chk.Decision.Disposition]++
+			sum.Reasons[chk.Decision.Reason]++
+			if aw != nil {
+				ai := instIn
+				if chk.Input.Direction == Outgoing {
+					ai = instOut
+				}
+				if err := aw.Check(chk, ai); err != nil {
+					return exitcode.New(exitcode.Failure, err, "")
+				}
 			}
-			if err := aw.Check(chk, ai); err != nil {
-				return exitcode.New(exitcode.Failure, err, "")
-			}
-		}
-		if opts.Each != nil {
-			if err := opts.Each(chk); err != nil {
-				return err
+			if opts.Each != nil {
+				if err := opts.Each(chk); err != nil {
+					return err
+				}
 			}
 		}
-		win.add(c)
 		return nil
 	})
 	if err != nil {

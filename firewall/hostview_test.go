@@ -109,7 +109,8 @@ func (s subjectProvider) Decide(q Question) (Judgment, error) {
 func TestGuidanceSubjectsAreRestrictedToAdmittedRuntimeHistoryAndTheIncomingCandidate(t *testing.T) {
 	// e1 incoming (admitted), e2 our outgoing (assessor-only), e3 incoming
 	// (admitted, the candidate of interest), e8 withheld (mallory), e11 the
-	// gather, e15 a later incoming answer.
+	// gather, the later incoming item checked (an incoming answer post is
+	// history only, not checked on its own).
 	prov := subjectProvider{subjects: []string{"e1", "e2", "e8", "e99"}}
 	p := mustPolicy(t, `{"format":"org.social-harness/message-policy/v1","mode":"enforcement",
 		"incoming":[{"use":"allowed-senders","agentIds":["agent:bo","agent:fac"]}],
@@ -124,14 +125,14 @@ func TestGuidanceSubjectsAreRestrictedToAdmittedRuntimeHistoryAndTheIncomingCand
 	}
 	eng, _ := NewEngine(p, prov, "agent:ada", "")
 	hv := NewHostViewer(eng)
-	var e3, e15 *HostView
+	var e3, e11 *HostView
 	for _, c := range checks {
 		v := hv.View(c)
 		switch c.Input.Candidate.Event {
 		case "e3":
 			e3 = v
-		case "e15":
-			e15 = v
+		case "e11":
+			e11 = v
 		}
 	}
 	if e3 == nil || e3.Guidance == nil {
@@ -151,17 +152,17 @@ func TestGuidanceSubjectsAreRestrictedToAdmittedRuntimeHistoryAndTheIncomingCand
 	if strings.Join(e3.Guidance.Dropped, ",") != "e2,e8,e99" {
 		t.Errorf("e3 dropped %v, want e2,e8,e99", e3.Guidance.Dropped)
 	}
-	// by e15, e8 was withheld: still not a subject
-	if e15 == nil || e15.Guidance == nil {
-		t.Fatalf("e15 has no host guidance: %+v", e15)
+	// by e11, e8 was withheld: still not a subject
+	if e11 == nil || e11.Guidance == nil {
+		t.Fatalf("e11 has no host guidance: %+v", e11)
 	}
-	for _, s := range e15.Guidance.Subjects {
+	for _, s := range e11.Guidance.Subjects {
 		if s.Event == "e8" || s.Event == "e2" {
-			t.Errorf("e15 names %s (withheld or assessor-only) as a subject", s.Event)
+			t.Errorf("e11 names %s (withheld or assessor-only) as a subject", s.Event)
 		}
 	}
-	if !strings.Contains(strings.Join(e15.Guidance.Dropped, ","), "e8") {
-		t.Errorf("e15 dropped %v, want e8 among them", e15.Guidance.Dropped)
+	if !strings.Contains(strings.Join(e11.Guidance.Dropped, ","), "e8") {
+		t.Errorf("e11 dropped %v, want e8 among them", e11.Guidance.Dropped)
 	}
 }
 

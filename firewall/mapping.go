@@ -46,6 +46,7 @@ type SendRule struct {
 	PostID        FieldRef
 	ResultPostID  FieldRef
 	AuthorAgentID FieldRef
+	Collective    CollectiveRefs
 }
 
 // DeliverRule maps a tool's result to incoming messages: Items selects the
@@ -62,6 +63,7 @@ type DeliverRule struct {
 	Operation     FieldRef
 	PostID        FieldRef
 	AuthorAgentID FieldRef
+	Collective    CollectiveRefs
 }
 
 const mappingHint = "see docs/formats/firewall.md for the message mapping format"
@@ -144,7 +146,7 @@ func (d *policyDecoder) mapping(root *jsontree.Value) *Mapping {
 		}
 		for i, it := range n.Arr {
 			p := fmt.Sprintf("$.send[%d]", i)
-			if !d.object(it, p, "tool", "conversation", "recipients", "text", "operation", "postId", "resultPostId", "authorAgentId") {
+			if !d.object(it, p, append([]string{"tool", "conversation", "recipients", "text", "operation", "postId", "resultPostId", "authorAgentId"}, collectiveMappingKeys...)...) {
 				return nil
 			}
 			var s SendRule
@@ -167,6 +169,7 @@ func (d *policyDecoder) mapping(root *jsontree.Value) *Mapping {
 			set("postId", &s.PostID)
 			set("resultPostId", &s.ResultPostID)
 			set("authorAgentId", &s.AuthorAgentID)
+			s.Collective = d.collectiveRefs(it, p)
 			if !s.Operation.set {
 				s.Operation = FieldRef{Literal: "direct", Raw: "direct", set: true}
 			}
@@ -180,7 +183,7 @@ func (d *policyDecoder) mapping(root *jsontree.Value) *Mapping {
 		}
 		for i, it := range n.Arr {
 			p := fmt.Sprintf("$.deliver[%d]", i)
-			if !d.object(it, p, "tool", "items", "itemsJson", "conversation", "sender", "recipients", "text", "operation", "postId", "authorAgentId") {
+			if !d.object(it, p, append([]string{"tool", "items", "itemsJson", "conversation", "sender", "recipients", "text", "operation", "postId", "authorAgentId"}, collectiveMappingKeys...)...) {
 				return nil
 			}
 			var r DeliverRule
@@ -213,6 +216,7 @@ func (d *policyDecoder) mapping(root *jsontree.Value) *Mapping {
 			set("operation", &r.Operation)
 			set("postId", &r.PostID)
 			set("authorAgentId", &r.AuthorAgentID)
+			r.Collective = d.collectiveRefs(it, p)
 			if !r.Operation.set {
 				r.Operation = FieldRef{Literal: "direct", Raw: "direct", set: true}
 			}
@@ -333,10 +337,13 @@ func (d *deriver) derive(ev *eventlog.Event) ([]Candidate, error) {
 			if msg.AuthorAgentID, err = resolveString(s.AuthorAgentID, args, "authorAgentId"); err != nil {
 				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
 			}
+			if err := resolveCollective(s.Collective, args, &msg); err != nil {
+				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
+			}
 			if field, err := ValidateMessage(&msg); err != nil {
 				return nil, fmt.Errorf("send %s (%s): derived %s: %w", ev.Tool, ev.ID, field, err)
 			}
-			c := Candidate{Event: ev.ID + ".m0", Message: msg}
+			c := Candidate{Event: ev.ID + ".m0", Message: msg, ts: ev.TS, cause: ev.ID}
 			if s.ResultPostID.set {
 				d.pending[ev.ID] = pendingSend{rule: s, msg: c}
 				d.order = append(d.order, ev.ID)
@@ -414,6 +421,9 @@ func (d *deriver) derive(ev *eventlog.Event) ([]Candidate, error) {
 				}
 				if msg.PostID != "" && msg.AuthorAgentID == "" {
 					msg.AuthorAgentID = msg.Sender
+				}
+				if err := resolveCollective(r.Collective, item, &msg); err != nil {
+					return nil, fail(err)
 				}
 				if field, err := ValidateMessage(&msg); err != nil {
 					return nil, fail(fmt.Errorf("derived %s: %w", field, err))

@@ -148,7 +148,7 @@ func TestEvaluateFileInfersLocalAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.LocalAgent != "agent:ada" || sum.Checks != 17 {
+	if sum.LocalAgent != "agent:ada" || sum.Checks != 16 {
 		t.Errorf("summary %+v", sum)
 	}
 	// only incoming messages with several recipients: cannot tell

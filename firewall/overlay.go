@@ -118,6 +118,12 @@ func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, 
 		if msg == nil && rec.Event != "" {
 			msg = ix.byEvent[rec.Event]
 		}
+		if msg == nil && resultEventOf(rec.Event) != "" {
+			msg = ix.byEvent[resultEventOf(rec.Event)] // a result's answer or question
+		}
+		if err := addCollectiveOverlay(n, l); err != nil {
+			return err
+		}
 		if err := addProviderOverlay(n, l); err != nil {
 			return err
 		}

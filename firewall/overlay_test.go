@@ -37,7 +37,7 @@ func TestAuditOverlay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Checks != 17 || res.Linked != 17 || g.Len() != before+17 {
+	if res.Checks != 16 || res.Linked != 16 || g.Len() != before+16 {
 		t.Fatalf("overlay %+v, nodes %d -> %d", res, before, g.Len())
 	}
 	checks := g.OfType(WFirewallCheck)

@@ -33,6 +33,7 @@ type firewallOptions struct {
 	hostLog     string   // audit correlate
 	activations string   // evaluate, audit activations: the activation history
 	policyReads []string // evaluate, audit activations: policy_read lists
+	group       bool     // audit verify --group
 }
 
 func newFirewallCmd(a *app) *cobra.Command {
@@ -309,13 +310,33 @@ made by a revoked key.
 
 Exit codes: 0 complete (signed or not), 3 tampered (a bad or revoked
 signature, whatever the rest), 4 incomplete, or unauthenticated with
---require-signature (docs/exit-codes.md).`,
-		Args: cobra.ExactArgs(1),
+--require-signature (docs/exit-codes.md).
+
+With --group, the arguments are the members of one conversation, each
+AUDIT=EVENTS (its audit snapshot and its event log), and verify checks what
+can be checked offline across them: every member's canonical result of an
+operation is identical; peer content reached each member unchanged and
+attributed (or withheld, as its audit records); a refused send reached no
+one; where members decided the same content differently, the shared record
+is the same. With --policy it also re-evaluates each log and names the input
+of every decision the audit records differently. Exit 0 when every invariant
+holds, 1 when one is broken, 2 for a member given twice or fewer than two,
+3 for an audit that does not belong to the log beside it, 4 for an
+incomplete audit or log.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.group {
+				return runFirewallAuditVerifyGroup(a, args, &o)
+			}
+			if len(args) != 1 || o.policy != "" {
+				return usageError(fmt.Errorf("verify takes one FILE (several members, and --policy, only with --group)"), "verify one snapshot, or add --group AUDIT=EVENTS AUDIT=EVENTS ...")
+			}
 			return runFirewallAuditVerify(a, args[0], &o)
 		},
 	}
 	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	c.Flags().BoolVar(&o.group, "group", false, "verify several members of one conversation together; each argument is AUDIT=EVENTS")
+	c.Flags().StringVar(&o.policy, "policy", "", "with --group: re-evaluate each member's log under this message policy and name every decision its audit records differently")
 	o.keys.AddFlags(c, keyUse{Trust: true})
 	c.Flags().BoolVar(&o.requireSig, "require-signature", false, "an unauthenticated snapshot is an error (exit 4), even when complete")
 	return c
@@ -599,5 +620,43 @@ func addFirewallAudit(a *app, g *graph.Graph, path string) error {
 		return err
 	}
 	fmt.Fprintf(a.stderr, "witness: firewall audit %s: %d checks, %d linked to their message, %d unlinked\n", path, res.Checks, res.Linked, res.Unlinked)
+	return nil
+}
+
+// runFirewallAuditVerifyGroup serves `witness firewall audit verify --group`.
+func runFirewallAuditVerifyGroup(a *app, args []string, o *firewallOptions) error {
+	if o.format != "text" && o.format != "json" {
+		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
+	}
+	opts := firewall.GroupOptions{Timestamp: eventlog.Timestamp(a.getenv)}
+	for _, arg := range args {
+		m, err := firewall.ParseGroupMember(arg)
+		if err != nil {
+			return err
+		}
+		opts.Members = append(opts.Members, m)
+	}
+	if o.policy != "" {
+		p, err := firewall.LoadPolicy(o.policy)
+		if err != nil {
+			return err
+		}
+		opts.Policy = p
+	}
+	v, err := firewall.VerifyGroup(opts)
+	if err != nil {
+		return err
+	}
+	if o.format == "json" {
+		err = firewall.WriteJSONLine(a.stdout, v)
+	} else {
+		err = v.Write(a.stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if verr := v.Err(); verr != nil {
+		return exitWith(exitcode.Of(verr)) // the verdict on stdout says it all
+	}
 	return nil
 }

@@ -66,6 +66,7 @@ func inputCases(stub string) []inputCase {
 		{"firewall audit activations --policy", []string{"firewall", "audit", "activations", "F/a.ndjson", "--policy", "MISSING"}, "check the path of the message-policy file"},
 		{"firewall audit correlate FILE", []string{"firewall", "audit", "correlate", "MISSING", "--host-log", "F/a.ndjson"}, "check the path of the audit snapshot"},
 		{"firewall audit correlate --host-log", []string{"firewall", "audit", "correlate", "F/messages.events.jsonl", "--host-log", "MISSING"}, "check the path given to --host-log"},
+		{"firewall audit verify --policy", []string{"firewall", "audit", "verify", "--group", "--policy", "MISSING", "F/a.ndjson=F/messages.events.jsonl", "F/b.ndjson=F/messages.events.jsonl"}, "check the path of the message-policy file"},
 		{"firewall audit verify --trust", []string{"firewall", "audit", "verify", "F/a.ndjson", "--trust", "MISSING"}, "check the path given to --trust"},
 		{"key export-public --keyring", []string{"key", "export-public", "--keyring", "MISSING", "--out", "F/t.json"}, "--keyring"},
 		{"list-keys --keyring", []string{"list-keys", "--keyring", "MISSING"}, "--keyring"},

@@ -1,0 +1,138 @@
+package firewall
+
+import (
+	"testing"
+	"time"
+)
+
+// "An answer checked while its request closed or passed its deadline is
+// refused with its collective failure, and its check still commits as
+// withheld."
+func TestAnAnswerWhoseRequestClosedOrPassedItsDeadlineIsRefusedAndItsCheckCommitsWithheld(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		close   bool
+		elapsed time.Duration
+		want    string
+	}{
+		{"closed before the answer binds", true, 0, FailureRequestClosed},
+		{"deadline passed during the check", false, 20 * time.Second, FailureDeadlinePassed},
+		{"still open before its deadline", false, 5 * time.Second, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newRun(t, collPolicy)
+			req := coll(Incoming, OpRequest, "op1", "agent:fac", "Which day?")
+			req.Deadline = deadline(20)
+			one(t, x.at(1, req))
+			if tc.close {
+				x.at(3, coll(Incoming, OpClose, "op1", "agent:fac", ""))
+			}
+			x.at(4, coll(Outgoing, OpClaim, "op1", "agent:me", "")) // the claim just before the bind, read before the answer
+			x.r.Elapsed = func(string) time.Duration { return tc.elapsed }
+			c := one(t, x.at(5, coll(Outgoing, OpAnswer, "op1", "agent:me", "Tuesday.")))
+			d := c.Decision
+			if d.CollectiveFailure != tc.want {
+				t.Fatalf("failure %q, want %q", d.CollectiveFailure, tc.want)
+			}
+			if tc.want != "" && (d.Disposition != DispositionWithheld || d.Reason != ReasonAdmission || x.r.ops["op1"].acknowledged) {
+				t.Errorf("refused answer: disposition %s reason %s acknowledged %v", d.Disposition, d.Reason, x.r.ops["op1"].acknowledged)
+			}
+			if tc.want == "" && d.Disposition != DispositionAdmitted {
+				t.Errorf("open request: %s", d.Disposition)
+			}
+		})
+	}
+}
+
+// "A gather or all_gather whose deadline passed during its check fails as
+// deadline-passed and nothing posts."
+func TestAGatherOrAllGatherWhoseDeadlinePassedDuringItsCheckFailsAndNothingPosts(t *testing.T) {
+	for _, op := range []string{OpGather, OpAllGather} {
+		t.Run(op, func(t *testing.T) {
+			x := newRun(t, collPolicy)
+			m := coll(Outgoing, op, "op1", "agent:me", "Which day?")
+			m.Deadline = deadline(10)
+			x.r.Elapsed = func(string) time.Duration { return 15 * time.Second }
+			c := one(t, x.at(1, m))
+			if c.Decision.CollectiveFailure != FailureDeadlinePassed || x.r.ops["op1"].started {
+				t.Fatalf("%s: failure %q started %v", op, c.Decision.CollectiveFailure, x.r.ops["op1"].started)
+			}
+			next := one(t, x.at(20, coll(Outgoing, OpDirect, "", "agent:me", "next")))
+			if len(next.Input.History) != 0 {
+				t.Errorf("something posted: %v", next.Input.History)
+			}
+			// a quick check inside the deadline starts the operation
+			y := newRun(t, collPolicy)
+			y.r.Elapsed = func(string) time.Duration { return time.Second }
+			m.OperationID = "op2"
+			if c := one(t, y.at(1, m)); c.Decision.CollectiveFailure != "" || !y.r.ops["op2"].started {
+				t.Errorf("in time: %q", c.Decision.CollectiveFailure)
+			}
+		})
+	}
+}
+
+// "A request whose deadline passed before its check retires unchecked";
+// one whose deadline passes during its check is withheld; neither is
+// presented.
+func TestARequestWhoseDeadlinePassedBeforeItsCheckRetiresUnchecked(t *testing.T) {
+	x := newRun(t, collPolicy)
+	late := coll(Incoming, OpRequest, "op1", "agent:fac", "Which day?")
+	late.Deadline = deadline(5)
+	if cs := x.at(6, late); len(cs) != 0 {
+		t.Fatalf("a late request was checked: %d checks", len(cs))
+	}
+	if o := x.r.ops["op1"]; !o.retired || o.shown {
+		t.Errorf("op1 retired %v shown %v", o.retired, o.shown)
+	}
+	during := coll(Incoming, OpRequest, "op2", "agent:fac", "Which hotel?")
+	during.Deadline = deadline(10)
+	x.r.Elapsed = func(string) time.Duration { return 5 * time.Second }
+	c := one(t, x.at(7, during))
+	if c.Decision.Disposition != DispositionWithheld || c.Decision.CollectiveFailure != FailureDeadlinePassed || x.r.ops["op2"].shown {
+		t.Errorf("during: %s %q", c.Decision.Disposition, c.Decision.CollectiveFailure)
+	}
+	next := one(t, x.at(30, coll(Incoming, OpDirect, "", "agent:bo", "hi")))
+	if next.Input.HistoryMarks["e1"] != VisibleAssessor || next.Input.HistoryMarks["e2"] != VisibleWithheld {
+		t.Errorf("neither is presented: %v", next.Input.HistoryMarks)
+	}
+}
+
+// "Restart: an interrupted check binds nothing, and an unacknowledged
+// admitted request becomes operationFailed."
+func TestRestartAnInterruptedCheckBindsNothingAndAnUnacknowledgedRequestFails(t *testing.T) {
+	x := newRun(t, collPolicy)
+	one(t, x.at(1, coll(Incoming, OpRequest, "op1", "agent:fac", "Which day?")))
+	one(t, x.at(2, coll(Incoming, OpRequest, "op2", "agent:fac", "Which hotel?")))
+	one(t, x.at(3, coll(Outgoing, OpAnswer, "op2", "agent:me", "The blue one.")))
+	// a gather whose check the restart interrupts
+	g := Candidate{Event: "e9", Message: coll(Outgoing, OpGather, "op3", "agent:me", "Budget?"), ts: "2026-08-30T14:33:04Z"}
+	ic, err := x.r.Interrupted(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ic.Decision.Disposition != DispositionInterrupted || x.r.ops["op3"] != nil && x.r.ops["op3"].started {
+		t.Fatalf("interrupted: %s", ic.Decision.Disposition)
+	}
+	fails, err := x.r.Restart("2026-08-30T14:33:05Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fails) != 1 {
+		t.Fatalf("%d operationFailed items, want 1 (op1; op2 was acknowledged)", len(fails))
+	}
+	f := fails[0]
+	m := f.Input.Candidate.Message
+	if m.Operation != OpOperationFailed || m.OperationID != "op1" || m.Failure != FailureRestart || f.Decision.Disposition != DispositionAdmitted {
+		t.Errorf("failure item: %+v %s", m, f.Decision.Disposition)
+	}
+	next := one(t, x.at(6, coll(Incoming, OpDirect, "", "agent:bo", "hi")))
+	for _, h := range next.Input.History {
+		if h == "e9" {
+			t.Error("the interrupted gather bound")
+		}
+	}
+	if len(x.r.ops) != 0 {
+		t.Errorf("collective state survived the restart: %d ops", len(x.r.ops))
+	}
+}
