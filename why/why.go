@@ -68,7 +68,7 @@ var causal = []string{graph.ProvWasInformedBy, graph.ProvUsed, graph.ProvWasDeri
 func Explain(g *graph.Graph, node string, opts Options) (*Chain, error) {
 	logs := opts.Logs
 	if len(logs) == 0 {
-		logs = logsOf(g)
+		logs = LogsOf(g)
 	}
 	start, err := resolve(g, node, logs)
 	if err != nil {
@@ -163,8 +163,9 @@ func compact(p string) string {
 	return p
 }
 
-// logsOf reads the logs of a joined graph from its session nodes.
-func logsOf(g *graph.Graph) []graph.RunLog {
+// LogsOf reads the logs of a joined graph from its session nodes
+// (witness:logName); a graph of one log has none.
+func LogsOf(g *graph.Graph) []graph.RunLog {
 	var out []graph.RunLog
 	for _, n := range g.OfType(graph.WCaptureSession) {
 		name := n.Value(graph.WLogName)
@@ -259,6 +260,11 @@ func step(g *graph.Graph, n *graph.Node, logs []graph.RunLog) Step {
 	case n.HasType(graph.WModelTurn):
 		st.Kind = "model_turn"
 		st.Event = pathEvent(n.ID, "/turn/", "")
+		if i := strings.LastIndex(n.ID, "/turn/"); i >= 0 {
+			if out := g.Node(n.ID[:i] + "/msg/" + n.ID[i+len("/turn/"):]); out != nil {
+				st.Excerpt = modelText(out.Value(graph.ProvValue), true)
+			}
+		}
 	case n.HasType(graph.WModelMessage):
 		st.Kind = "model_input"
 		if len(n.Refs(graph.ProvWasGeneratedBy)) > 0 {
