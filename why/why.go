@@ -70,7 +70,7 @@ func Explain(g *graph.Graph, node string, opts Options) (*Chain, error) {
 	if len(logs) == 0 {
 		logs = LogsOf(g)
 	}
-	start, err := resolve(g, node, logs)
+	start, err := Resolve(g, node, logs)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +188,14 @@ func logOf(iri string, logs []graph.RunLog) string {
 	return ""
 }
 
-// resolve finds the node named by ref.
-func resolve(g *graph.Graph, ref string, logs []graph.RunLog) (string, error) {
+// Resolve returns the IRI of the node ref names: a graph IRI, LOGNAME:eN,
+// or a bare event id only one log has; logs nil reads them from the graph.
+// An unknown or ambiguous ref is a usage error (exit 2) whose hint lists
+// the logs or the qualified candidates.
+func Resolve(g *graph.Graph, ref string, logs []graph.RunLog) (string, error) {
+	if logs == nil {
+		logs = LogsOf(g)
+	}
 	if g.Node(ref) != nil {
 		return ref, nil
 	}
