@@ -312,7 +312,7 @@ func TestCodesDocumented(t *testing.T) {
 		}
 	}
 	re := regexp.MustCompile(`Code: +"([a-z-]+)"[,}]`)
-	for _, f := range []string{"check.go", "events.go", "graph.go", "run.go", "report.go", "surface.go"} {
+	for _, f := range []string{"check.go", "events.go", "graph.go", "run.go", "report.go", "surface.go", "join.go"} {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
