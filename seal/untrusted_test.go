@@ -71,3 +71,17 @@ func TestUntrustedErrors(t *testing.T) {
 		t.Fatalf("%+v %v", u, err)
 	}
 }
+
+// FuzzParseUntrusted: any entry parses or is refused, never panics, and a
+// parsed entry names a tool or a resource pattern.
+func FuzzParseUntrusted(f *testing.F) {
+	for _, s := range []string{"tool:fetch", "tool:read_text_file:read:/work/inbox/**", "resource:file:///work/**", "resource:", "tool::", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := ParseUntrusted(s)
+		if err == nil && u.Tool == "" && u.Resource == nil {
+			t.Fatalf("%q parsed to nothing", s)
+		}
+	})
+}
