@@ -119,3 +119,28 @@ func TestJoinFindings(t *testing.T) {
 		}
 	}
 }
+
+func TestInjectionFromResource(t *testing.T) {
+	// the agent put a resource's text into the prompt; the model then
+	// asked for a write
+	m := synthlog.NewModelLog(joinTS, "resource")
+	s := synthlog.NewMCPLog(joinTS, "everything", synthlog.FilesystemTools)
+	s.ResourceRead("memo://inbox/1", synthlog.Poison)
+	m.User("Here is my memo: " + synthlog.Poison)
+	m.Turn("", synthlog.Call{ID: "w", Name: "write_file", Args: `{"path":"/work/precious.txt","content":"pwned"}`})
+	s.ToolCall("write_file", `{"path":"/work/precious.txt","content":"pwned"}`, "ok")
+	run := joinedRun(t, m.Bytes(), s.Bytes())
+	in := run.Graph.Node(graph.MsgIRI(run.Logs[0].Base, "e1"))
+	if got := in.Refs(graph.ProvWasDerivedFrom); len(got) != 1 || got[0] != graph.AnswerIRI(run.Logs[1].Base, "e2") {
+		t.Fatalf("model input derived from %v", got)
+	}
+	for untrusted, want := range map[string]string{"resource:memo://inbox/**": "injection-provenance@fs/events.jsonl:e3", "resource:memo://other/**": ""} {
+		r := &Report{}
+		plan := joinPlan
+		plan.Untrusted = []string{untrusted}
+		CheckRun(r, plan, run.Graph, run.Logs)
+		if got := joinCodes(r); got != want {
+			t.Errorf("%s: %q, want %q", untrusted, got, want)
+		}
+	}
+}
