@@ -236,7 +236,7 @@ type modelCall struct {
 	name   string
 	key    string // name + "\x00" + canonical arguments; "" when the arguments do not parse
 	args   string
-	ts     time.Time
+	ts     time.Time // the turn's start: no call it asked for is recorded earlier
 	iri    string
 	cands  []int // indexes into joiner.calls
 	linked int   // -1 when not linked
@@ -310,6 +310,7 @@ func (j *joiner) collect() {
 	for li, evs := range j.evs {
 		base := j.logs[li].Base
 		byID := map[string]int{}
+		inTS := map[string]time.Time{} // model_input times, by id
 		for _, e := range evs {
 			switch e.Kind {
 			case eventlog.KindModelOutput:
@@ -320,8 +321,14 @@ func (j *joiner) collect() {
 				if json.Unmarshal(e.Payload, &out) != nil {
 					continue
 				}
+				// the turn's start (its input's time): a streamed answer's
+				// calls may run before the output's last byte is recorded
+				ts := evTime(e)
+				if t, ok := inTS[e.Input]; ok {
+					ts = t
+				}
 				for i, tc := range out.ToolCalls {
-					mc := &modelCall{log: li, out: e, index: i, id: tc.ID, name: tc.Name, ts: evTime(e), linked: -1,
+					mc := &modelCall{log: li, out: e, index: i, id: tc.ID, name: tc.Name, ts: ts, linked: -1,
 						iri: ModelToolCallIRI(base, e.ID, i)}
 					if len(tc.Input) > 0 {
 						mc.key, mc.args = argsKey(tc.Name, tc.Input)
@@ -334,6 +341,7 @@ func (j *joiner) collect() {
 				if e.Direction != "" {
 					continue
 				}
+				inTS[e.ID] = evTime(e)
 				var in modelapi.Input
 				if json.Unmarshal(e.Payload, &in) != nil {
 					continue

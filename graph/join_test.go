@@ -168,3 +168,29 @@ func TestBuildRunOneLogIsBuild(t *testing.T) {
 		t.Fatal("one log: BuildRun differs from Build")
 	}
 }
+
+func TestJoinTimeOnlyExcludes(t *testing.T) {
+	// real times: the call ran after the turn started and before the
+	// streamed output's end was recorded: linked
+	m := synthlog.NewModelLog("2026-09-01T10:00:00+00:00", "stream")
+	m.OutTS = "2026-09-01T10:00:02+00:00"
+	s := synthlog.NewMCPLog("2026-09-01T10:00:01+00:00", "fs", synthlog.FilesystemTools)
+	m.User("go")
+	m.Turn("", synthlog.Call{ID: "a", Name: "read_text_file", Args: `{"path":"/x"}`})
+	s.ToolCall("read_text_file", `{"path":"/x"}`, "x")
+	r := buildRun(t, m.Bytes(), s.Bytes())
+	if mj, _ := joins(r.Graph); strings.Join(mj, ",") != "read_text_file=linked" {
+		t.Fatalf("streamed: %v", mj)
+	}
+	// a call recorded before the turn started cannot be its execution
+	m = synthlog.NewModelLog("2026-09-01T10:00:05+00:00", "late")
+	s = synthlog.NewMCPLog("2026-09-01T10:00:01+00:00", "fs", synthlog.FilesystemTools)
+	m.User("go")
+	m.Turn("", synthlog.Call{ID: "a", Name: "read_text_file", Args: `{"path":"/x"}`})
+	s.ToolCall("read_text_file", `{"path":"/x"}`, "x")
+	r = buildRun(t, m.Bytes(), s.Bytes())
+	mj, cj := joins(r.Graph)
+	if strings.Join(mj, ",") != "read_text_file=not-executed" || strings.Join(cj, ",") != "read_text_file=unrequested" {
+		t.Fatalf("earlier call: %v %v", mj, cj)
+	}
+}

@@ -14,7 +14,10 @@ import (
 // httpproxy.ModelDeriver writes it, payloads made by modelapi's types) or
 // one MCP server's log. Every event gets the time TS.
 type RunLog struct {
-	TS   string
+	TS string
+	// OutTS, when set, is the time of the model outputs Turn writes (a
+	// streamed answer whose end is recorded after the calls ran).
+	OutTS string
 	buf  bytes.Buffer
 	w    *eventlog.Writer
 	msgs []modelapi.Message
@@ -105,7 +108,13 @@ func (l *RunLog) Turn(text string, calls ...Call) string {
 		out.StopReason = "tool_calls"
 	}
 	l.msgs = append(l.msgs, modelapi.Message{Role: "assistant", Parts: parts})
-	return l.append(&eventlog.Event{Kind: eventlog.KindModelOutput, Input: inID}, json.RawMessage(out.Payload()))
+	ts := l.TS
+	if l.OutTS != "" {
+		l.TS = l.OutTS
+	}
+	id := l.append(&eventlog.Event{Kind: eventlog.KindModelOutput, Input: inID}, json.RawMessage(out.Payload()))
+	l.TS = ts
+	return id
 }
 
 // ToolCall writes an MCP tools/call (arguments JSON text) and its result
