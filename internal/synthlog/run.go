@@ -18,9 +18,9 @@ type RunLog struct {
 	// OutTS, when set, is the time of the model outputs Turn writes (a
 	// streamed answer whose end is recorded after the calls ran).
 	OutTS string
-	buf  bytes.Buffer
-	w    *eventlog.Writer
-	msgs []modelapi.Message
+	buf   bytes.Buffer
+	w     *eventlog.Writer
+	msgs  []modelapi.Message
 }
 
 // NewModelLog starts a model-channel log; note tells two runs' headers
