@@ -300,8 +300,10 @@ func runEvents(r *Report, plan Plan, o Options) error {
 			return err
 		}
 		r.Findings = append(r.Findings, sub.Findings...)
-		mergeNotCheckable(r, sub.notCheckable)
-		mergeUnrun(r, sub.unrun)
+		// a check is not checkable for the run only when it was for
+		// every log (the system prompt is on the model channel only)
+		r.notCheckable = intersect(r.notCheckable, sub.notCheckable)
+		r.unrun = intersect(r.unrun, sub.unrun)
 		r.Evidence.Lines += sub.Evidence.Lines
 		r.Evidence.Events += sub.Evidence.Events
 	}
@@ -333,6 +335,17 @@ func runEvents(r *Report, plan Plan, o Options) error {
 		r.Findings = runUnused(r.Findings, len(files))
 	}
 	return nil
+}
+
+// intersect keeps the entries of a whose key b has too.
+func intersect(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		if _, ok := b[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // runUnused keeps a sealed-tool-unused finding only when every log of the

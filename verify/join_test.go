@@ -1,6 +1,10 @@
 package verify
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -141,6 +145,52 @@ func TestInjectionFromResource(t *testing.T) {
 		CheckRun(r, plan, run.Graph, run.Logs)
 		if got := joinCodes(r); got != want {
 			t.Errorf("%s: %q, want %q", untrusted, got, want)
+		}
+	}
+}
+
+// A check one log of the run could run is not "not checkable" for the run:
+// the system prompt is on the model channel only.
+func TestRunNotCheckableIntersects(t *testing.T) {
+	dir := t.TempDir()
+	m := synthlog.NewModelLog(joinTS, "prompt")
+	m.ReportedSystemPrompt("You help with files.")
+	m.User("hi")
+	m.Turn("hello")
+	s := synthlog.NewMCPLog(joinTS, "fs", synthlog.FilesystemTools)
+	mf, sf := filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(mf, m.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sf, s.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("You help with files."))
+	plan := joinPlan
+	plan.SystemPromptSHA256 = hex.EncodeToString(sum[:])
+	r := &Report{}
+	for i, f := range []string{mf, sf} {
+		rd, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			err = CheckEvents(r, plan, f, rd, EventOptions{AllowUnsigned: true})
+		} else {
+			err = runEvents(r, plan, Options{EventsFile: mf, RunEvents: []string{sf}, AllowUnsigned: true})
+		}
+		rd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			break
+		}
+	}
+	r.Finish()
+	for _, c := range r.Checks {
+		if c.ID == CheckPrompt && c.Status != StatusPass {
+			t.Fatalf("system-prompt %s (%s)", c.Status, c.Reason)
 		}
 	}
 }

@@ -75,6 +75,13 @@ func (l *RunLog) User(text string) {
 	l.msgs = append(l.msgs, modelapi.Message{Role: "user", Parts: []modelapi.Part{{Type: "text", Text: text}}})
 }
 
+// ReportedSystemPrompt writes the system prompt as a framework reports it
+// (capture append): a model_input of role system, source reported, the
+// text as payload.
+func (l *RunLog) ReportedSystemPrompt(text string) {
+	l.append(&eventlog.Event{Kind: eventlog.KindModelInput, Role: "system", Source: eventlog.SourceReported}, text)
+}
+
 // ToolResult adds a tool result (role tool) for model call id.
 func (l *RunLog) ToolResult(id, text string) {
 	l.msgs = append(l.msgs, modelapi.Message{Role: "tool", Parts: []modelapi.Part{{Type: "tool_result", CallID: id,
