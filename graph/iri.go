@@ -16,6 +16,14 @@ const iriPrefix = "urn:witness:"
 // SessionIRI returns the base IRI of a session, without a trailing slash.
 func SessionIRI(session string) string { return iriPrefix + PctEncode(session) }
 
+// ScopedSessionIRI returns the base IRI of a session scoped by a log
+// identity (a joined graph, docs/design/causal-join.md):
+// urn:witness:<session>;<scope>. A percent-encoded session never holds
+// ';', so the two parts cannot be confused.
+func ScopedSessionIRI(session, scope string) string {
+	return SessionIRI(session) + ";" + PctEncode(scope)
+}
+
 // SealIRI returns the IRI of the seal whose canonical JSON has sha256 digest.
 func SealIRI(digest string) string { return iriPrefix + "seal:sha256:" + PctEncode(digest) }
 

@@ -22,6 +22,11 @@ type Options struct {
 	// OmitPayloads leaves out prov:value (payload contents), keeping only
 	// their hashes.
 	OmitPayloads bool
+	// Scope, when set, scopes every node IRI of the log by its log
+	// identity: the base becomes urn:witness:<session>;<scope>
+	// (BuildRun sets it to the first 16 hex digits of the log's sha256 when
+	// several logs are joined; docs/design/causal-join.md).
+	Scope string
 }
 
 // SealRef identifies a seal: the sha256 of its canonical JSON and its
@@ -386,6 +391,9 @@ func (m *mapper) checkSession(e *eventlog.Event) error {
 	m.started = true
 	m.session = e.Session
 	m.base = SessionIRI(e.Session)
+	if m.opts.Scope != "" {
+		m.base = ScopedSessionIRI(e.Session, m.opts.Scope)
+	}
 	if err := CheckIRI(m.base); err != nil {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: err}
 	}

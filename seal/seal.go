@@ -47,6 +47,11 @@ type Body struct {
 	// elicitation/create requests (ask the user); nil: the seal says
 	// nothing.
 	Elicitation *bool `json:"-"`
+	// Untrusted marks the sources whose output is external content
+	// (UntrustedSource): "tool:NAME", "tool:NAME:SCOPE",
+	// "resource:URI-PATTERN". nil: the seal says nothing (signed only
+	// when set, like Resources).
+	Untrusted []string `json:"-"`
 }
 
 // signedFields returns the signed members: the four 0.1.0 keys, and each
@@ -69,6 +74,9 @@ func (b Body) signedFields() map[string]any {
 	}
 	if b.Elicitation != nil {
 		m["elicitation"] = *b.Elicitation
+	}
+	if b.Untrusted != nil {
+		m["untrusted"] = b.Untrusted
 	}
 	return m
 }
@@ -246,6 +254,7 @@ func Parse(data []byte, name string) (*Sealed, error) {
 	})
 	s.WitnessID = r.String("witness_id", true)
 	s.Resources, s.Prompts, s.Sampling, s.Elicitation = readSurface(r, &perr, name)
+	s.Untrusted = readUntrusted(r, &perr, name)
 	s.Signature = r.String("signature", true)
 	if r.Has("key_id") {
 		s.KeyID = r.String("key_id", true)

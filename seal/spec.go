@@ -24,6 +24,8 @@ type Spec struct {
 	Prompts     []string
 	Sampling    *bool
 	Elicitation *bool
+	// Untrusted marks external-content sources (Body.Untrusted).
+	Untrusted []string
 	// PromptFile is the file system_prompt_file named, as LoadSpec read
 	// it ("" when the prompt is inline); writers list it as an input.
 	PromptFile string
@@ -132,6 +134,7 @@ func ParseSpec(data []byte, name string, readFile func(string) ([]byte, error)) 
 		sp.WitnessID = r.String("witness_id", true)
 	}
 	sp.Resources, sp.Prompts, sp.Sampling, sp.Elicitation = readSurface(r, &perr, name)
+	sp.Untrusted = readUntrusted(r, &perr, name)
 	r.Done()
 	if perr == nil && n == 0 {
 		r.Fail("tools", "must list at least one tool")
@@ -179,6 +182,7 @@ func NewBody(sp *Spec, opts BodyOptions) (Body, error) {
 	b.SystemPromptSHA256 = hex.EncodeToString(sum[:])
 	b.Tools = append([]Tool(nil), sp.Tools...)
 	b.Resources, b.Prompts = cloneList(sp.Resources), cloneList(sp.Prompts)
+	b.Untrusted = cloneList(sp.Untrusted)
 	b.Sampling, b.Elicitation = cloneBool(sp.Sampling), cloneBool(sp.Elicitation)
 	switch {
 	case opts.WitnessID != "":

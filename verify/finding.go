@@ -112,6 +112,10 @@ type Finding struct {
 	Message    string          `json:"message"`
 	File       string          `json:"file,omitempty"` // the evidence or seal file the line refers to
 	Line       int64           `json:"line,omitempty"` // 1-based line in File; 0 when not tied to a line
+	// Chain is the causal chain of an injection-provenance finding, from
+	// the action back to the untrusted source: one "LOG:EVENT KIND:
+	// EXCERPT" per step (package why).
+	Chain []string `json:"chain,omitempty"`
 }
 
 // CheckStatus is the outcome of one check.
@@ -148,7 +152,17 @@ const (
 	CheckPrompts     = "sealed-prompts"
 	CheckSampling    = "sampling"
 	CheckElicitation = "elicitation"
+	// CheckJoin and CheckInjection judge a joined run (several --events);
+	// they are listed only when they ran (optionalChecks).
+	CheckJoin      = "causal-join"
+	CheckInjection = "injection-provenance"
 )
+
+// optionalChecks are listed in a report only when they ran: the join
+// checks need the logs of a whole run, and injection-provenance a seal
+// that marks untrusted sources; a report of one log against a seal without
+// "untrusted" reads as before.
+var optionalChecks = map[string]bool{CheckJoin: true, CheckInjection: true}
 
 // Checks lists every check with its title, in report order.
 var Checks = []struct{ ID, Title string }{
@@ -165,6 +179,8 @@ var Checks = []struct{ ID, Title string }{
 	{CheckPrompts, "prompts got are sealed"},
 	{CheckSampling, "the host samples the model for the server only when the seal allows it"},
 	{CheckElicitation, "the host asks the user for the server only when the seal allows it"},
+	{CheckJoin, "every MCP tool call was asked for by a model output, every model tool call was executed"},
+	{CheckInjection, "no destructive or unsealed action is causally downstream of untrusted content"},
 }
 
 // sortFindings orders findings deterministically: findings not tied to a line

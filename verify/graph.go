@@ -93,6 +93,7 @@ func checkGraph(r *Report, plan Plan, name string, g *graph.Graph) error {
 	r.Findings = append(r.Findings, c.findings...)
 	mergeNotCheckable(r, c.notCheckable)
 	mergeUnrun(r, c.unrun)
+	CheckRun(r, plan, g, nil)
 	return nil
 }
 

@@ -65,6 +65,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "%s: %s: %s: %s%s\n", r.location(f), f.Severity, f.Code, f.Message, refs(f))
+		for i, c := range f.Chain {
+			arrow := "  <- "
+			if i == 0 {
+				arrow = "     "
+			}
+			fmt.Fprintf(&b, "%s%s\n", arrow, c)
+		}
 	}
 	b.WriteString(r.VerdictLine())
 	b.WriteByte('\n')

@@ -15,6 +15,9 @@ type Plan struct {
 	Prompts     []string // prompt names
 	Sampling    *bool    // may the host answer sampling/createMessage
 	Elicitation *bool    // may the host answer elicitation/create
+	// Untrusted are the seal's untrusted sources (seal.UntrustedSource):
+	// nil when the seal marks none.
+	Untrusted []string
 }
 
 // PlanTool is one sealed tool.

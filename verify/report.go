@@ -38,6 +38,8 @@ type Report struct {
 	integrityOnly bool
 	// unrun: checks that judged nothing (their notices say why).
 	unrun map[string]string
+	// ran: the optional checks that ran (optionalChecks).
+	ran map[string]bool
 }
 
 // IntegrityOnly is the qualifier of a report made without a seal: only
@@ -59,13 +61,17 @@ type SealSummary struct {
 
 // Evidence describes what was read.
 type Evidence struct {
-	Kind         string `json:"kind"` // "events" | "graph" | "none"
-	File         string `json:"file,omitempty"`
-	Session      string `json:"session,omitempty"`
-	Lines        int64  `json:"lines"`  // lines (events) or nodes (graph) read
-	Events       int64  `json:"events"` // events checked (graph: activities and entities mapped back to events)
-	ImportedFrom string `json:"imported_from,omitempty"`
-	GraphDigest  string `json:"graph_digest,omitempty"` // sha256 of the canonical N-Quads, when a graph was read
+	Kind string `json:"kind"` // "events" | "graph" | "none"
+	File string `json:"file,omitempty"`
+	// Logs are the event logs of a run given together (several
+	// --events): each verified on its own, then joined (File is the
+	// first).
+	Logs         []string `json:"logs,omitempty"`
+	Session      string   `json:"session,omitempty"`
+	Lines        int64    `json:"lines"`  // lines (events) or nodes (graph) read
+	Events       int64    `json:"events"` // events checked (graph: activities and entities mapped back to events)
+	ImportedFrom string   `json:"imported_from,omitempty"`
+	GraphDigest  string   `json:"graph_digest,omitempty"` // sha256 of the canonical N-Quads, when a graph was read
 	// GraphFile is the graph checked against the event log (--graph with
 	// --events): it must be the log's graph, digest for digest.
 	GraphFile string `json:"graph_file,omitempty"`
@@ -136,6 +142,11 @@ type Summary struct {
 // line rather than once per check.
 func (r *Report) Finish() {
 	notCheckable, skipped := r.notCheckable, r.skipped
+	for id := range optionalChecks {
+		if !r.ran[id] {
+			skipped = withSkipped(skipped, id)
+		}
+	}
 	if r.integrityOnly {
 		notCheckable = map[string]string{}
 		for _, c := range Checks {
@@ -199,6 +210,17 @@ func (r *Report) Finish() {
 	}
 	r.ExitCode = int(r.Verdict.ExitCode())
 	r.Qualifiers = r.qualifiers()
+}
+
+// withSkipped returns a copy of skipped with id added (the report's own
+// map is left as it is).
+func withSkipped(skipped map[string]bool, id string) map[string]bool {
+	out := make(map[string]bool, len(skipped)+1)
+	for k, v := range skipped {
+		out[k] = v
+	}
+	out[id] = true
+	return out
 }
 
 // Code returns the exit code of the verdict.

@@ -32,6 +32,11 @@ type Options struct {
 	AllowUnsigned bool
 	// Stdin is read when EventsFile is "-".
 	Stdin io.Reader
+	// RunEvents are the further event logs of the same agent run (several
+	// --events): each is verified on its own, then all are joined into one
+	// graph and judged by the causal-join and injection-provenance checks
+	// (CheckRun).
+	RunEvents []string
 }
 
 // PlanFromSeal returns what the checks need from a seal.
@@ -43,6 +48,9 @@ func PlanFromSeal(s *seal.Sealed) Plan {
 	}
 	if s.Prompts != nil {
 		p.Prompts = append([]string{}, s.Prompts...)
+	}
+	if s.Untrusted != nil {
+		p.Untrusted = append([]string{}, s.Untrusted...)
 	}
 	for _, t := range s.Tools {
 		p.Tools = append(p.Tools, PlanTool{Name: t.Name, Scopes: append([]string(nil), t.Scopes...), DefinitionSHA256: t.DefinitionSHA256})
@@ -129,8 +137,18 @@ func Run(o Options) (*Report, error) {
 			return nil, err
 		}
 		defer closeFn()
-		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true}); err != nil {
+		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0}); err != nil {
 			return nil, err
+		}
+		switch {
+		case len(o.RunEvents) > 0:
+			if err := runEvents(r, plan, o); err != nil {
+				return nil, err
+			}
+		case plan.Untrusted != nil && o.EventsFile != "-":
+			if err := runEvents(r, plan, o); err != nil {
+				return nil, err
+			}
 		}
 	case o.GraphFile != "":
 		f, err := openGraph(o.GraphFile)
@@ -209,9 +227,30 @@ func runIntegrity(o Options) (*Report, error) {
 	}
 	defer closeFn()
 	if err := CheckEvents(r, Plan{}, o.EventsFile, rd, EventOptions{
-		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true, IntegrityOnly: true,
+		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0, IntegrityOnly: true,
 	}); err != nil {
 		return nil, err
+	}
+	// the further logs of a run: each one's integrity on its own
+	for _, name := range o.RunEvents {
+		so := o
+		so.EventsFile = name
+		rd, closeFn, err := openEvents(so)
+		if err != nil {
+			return nil, err
+		}
+		sub := &Report{}
+		err = CheckEvents(sub, Plan{}, name, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, IntegrityOnly: true})
+		closeFn()
+		if err != nil {
+			return nil, err
+		}
+		r.Findings = append(r.Findings, sub.Findings...)
+		r.Evidence.Lines += sub.Evidence.Lines
+		r.Evidence.Events += sub.Evidence.Events
+	}
+	if len(o.RunEvents) > 0 {
+		r.Evidence.Logs = append([]string{o.EventsFile}, o.RunEvents...)
 	}
 	r.Finish()
 	return r, nil

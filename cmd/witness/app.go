@@ -115,6 +115,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newDriftCmd(a),
 		newImportCmd(a),
 		newGraphCmd(a),
+		newWhyCmd(a),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
@@ -186,12 +187,25 @@ func refuseFolderInputs(cmd *cobra.Command, args []string) error {
 	}
 	for _, name := range inputFlags {
 		f := cmd.Flags().Lookup(name)
-		if f == nil || !f.Changed || f.Value.Type() != "string" || cmd.Name() == "keygen" {
+		if f == nil || !f.Changed || cmd.Name() == "keygen" {
 			continue
 		}
-		if p := f.Value.String(); p != "" && isDir(p) {
-			return exitcode.Input("read --"+name, &fs.PathError{Op: "open", Path: p, Err: syscall.EISDIR},
-				"check the path given to --"+name+": it names a folder, not a file")
+		var paths []string
+		switch v := f.Value.(type) {
+		case interface{ GetSlice() []string }: // a repeatable input (--events of a run)
+			if f.Value.Type() == "stringArray" {
+				paths = v.GetSlice()
+			}
+		default:
+			if f.Value.Type() == "string" {
+				paths = []string{f.Value.String()}
+			}
+		}
+		for _, p := range paths {
+			if p != "" && isDir(p) {
+				return exitcode.Input("read --"+name, &fs.PathError{Op: "open", Path: p, Err: syscall.EISDIR},
+					"check the path given to --"+name+": it names a folder, not a file")
+			}
 		}
 	}
 	if fileArgCommands[cmd.CommandPath()] {

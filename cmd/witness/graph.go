@@ -17,7 +17,7 @@ import (
 )
 
 type graphOptions struct {
-	Events     string
+	Events     []string
 	Seal       string
 	Format     string
 	Output     outputOptions
@@ -34,7 +34,7 @@ type graphOptions struct {
 func newGraphCmd(a *app) *cobra.Command {
 	var o graphOptions
 	c := &cobra.Command{
-		Use:   "graph --events FILE [--seal FILE] [--format jsonld|nquads|dot] [--out FILE]",
+		Use:   "graph --events FILE [--events FILE ...] [--seal FILE] [--format jsonld|nquads|dot] [--out FILE]",
 		Short: "Turn an event log into a canonical PROV-DM causal graph (JSON-LD, N-Quads or DOT)",
 		Long: `graph turns the event log into a W3C PROV-DM causal graph with PROV-O terms
 (docs/formats/graph.md): the AI agent, the MCP server and the witness are
@@ -51,18 +51,27 @@ boxes, agents houses); graphs above --max-nodes are drawn as a summary, and
 --classes FILE ({"e12": "violation", ...}, event ids or node IRIs) colours
 findings.
 
+--events is repeatable: the logs of one agent run (the model channel of
+'witness proxy --listen' and one log per MCP server) are joined into one
+graph. Each log is checked on its own; node IRIs are then scoped by each
+log's identity (urn:witness:<session>;<16 hex of its sha256>), and model tool
+calls, MCP tool calls, results and the model inputs that carry them back are
+linked by content (docs/design/causal-join.md). The same log twice, or two
+logs with one session id, are refused (exit 2).
+
 The graph digest, the sha256 of the canonical N-Quads, is printed on stderr
 whatever the format.`,
 		Example: `  witness graph --events rec/events.jsonl --out graph.jsonld
   witness graph --events rec/events.jsonl --format nquads --out graph.nq
-  witness graph --events rec/events.jsonl --seal seal.json --format dot | dot -Tsvg > graph.svg`,
+  witness graph --events rec/events.jsonl --seal seal.json --format dot | dot -Tsvg > graph.svg
+  witness graph --events model/events.jsonl --events fs/events.jsonl --out run.jsonld`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGraph(a, o)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Events, "events", "", "event log to read (events.jsonl)")
+	f.StringArrayVar(&o.Events, "events", nil, "event log to read (events.jsonl); repeat for the logs of one run")
 	f.StringVar(&o.Seal, "seal", "", "seal file: the plan of the session (default: the seal the log header names)")
 	f.StringVar(&o.Format, "format", "jsonld", "output format: jsonld, nquads or dot")
 	o.Output.AddFlags(c, "file to write (default: standard output)", true)
@@ -85,7 +94,7 @@ func runGraph(a *app, o graphOptions) error {
 	if o.Format != "dot" && (o.Classes != "" || o.Title != "") {
 		return usageError(fmt.Errorf("--classes and --title apply to --format dot only"), "add --format dot")
 	}
-	o.Output.Reads(o.Events, o.Seal, o.Classes, o.FirewallAudit)
+	o.Output.Reads(append(append([]string(nil), o.Events...), o.Seal, o.Classes, o.FirewallAudit)...)
 	if err := o.Output.Check(a); err != nil {
 		return err
 	}
@@ -110,17 +119,26 @@ func runGraph(a *app, o graphOptions) error {
 			return usageError(fmt.Errorf("classes %s: not a JSON object of strings: %w", o.Classes, err), `write {"e12": "violation", ...}`)
 		}
 	}
-	in, err := os.Open(o.Events)
-	if err != nil {
-		return exitcode.Input("read events", err, "check the path given to --events; give the events.jsonl that 'witness capture' wrote")
+	var src graph.EventSource
+	var logs []graph.LogInput
+	if len(o.Events) == 1 {
+		in, err := os.Open(o.Events[0])
+		if err != nil {
+			return exitcode.Input("read events", err, "check the path given to --events; give the events.jsonl that 'witness capture' wrote")
+		}
+		defer in.Close()
+		src = graph.NewEventSource(in, o.Events[0])
+	} else {
+		var err error
+		if logs, err = readRunLogs(o.Events); err != nil {
+			return err
+		}
 	}
-	defer in.Close()
-	src := graph.NewEventSource(in, o.Events)
 
 	var digest string
 	var quads int64
 	write := func(out io.Writer) error {
-		if o.Format == "nquads" && o.FirewallAudit == "" {
+		if o.Format == "nquads" && o.FirewallAudit == "" && src != nil {
 			st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
 			if err != nil {
 				return err
@@ -128,9 +146,18 @@ func runGraph(a *app, o graphOptions) error {
 			digest, quads = st.Digest, st.Quads
 			return nil
 		}
-		g, err := graph.Build(src, opts)
-		if err != nil {
-			return err
+		var g *graph.Graph
+		var err error
+		if src != nil {
+			if g, err = graph.Build(src, opts); err != nil {
+				return err
+			}
+		} else {
+			run, err := graph.BuildRun(logs, opts)
+			if err != nil {
+				return err
+			}
+			g = run.Graph
 		}
 		if o.FirewallAudit != "" {
 			if err := addFirewallAudit(a, g, o.FirewallAudit); err != nil {

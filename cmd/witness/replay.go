@@ -13,6 +13,7 @@ import (
 	"github.com/agent-trace-witness/witness/replay"
 	"github.com/agent-trace-witness/witness/seal"
 	"github.com/agent-trace-witness/witness/verify"
+	"github.com/agent-trace-witness/witness/why"
 )
 
 // replayOptions are the flags of `witness replay`. Verdict sources other
@@ -20,13 +21,16 @@ import (
 // sources from their own flags.
 type replayOptions struct {
 	graphFile string
-	remove    []string
-	sealFile  string
-	keys      keyringOptions
-	output    outputOptions
-	format    string
-	rank      bool
-	top       int
+	// events are the logs of one run, joined into the graph replayed
+	// (graph.BuildRun), in place of graphFile.
+	events   []string
+	remove   []string
+	sealFile string
+	keys     keyringOptions
+	output   outputOptions
+	format   string
+	rank     bool
+	top      int
 	// sources feed the verdict overlay (replay.VerdictSource).
 	sources []replay.VerdictSource
 	// whatIfPolicy is a message-policy file (--what-if-policy): the messages
@@ -41,7 +45,7 @@ type replayOptions struct {
 func newReplayCmd(a *app) *cobra.Command {
 	var o replayOptions
 	c := &cobra.Command{
-		Use:   "replay --graph FILE (--remove IRI ... | --rank)",
+		Use:   "replay (--graph FILE | --events FILE ...) (--remove IRI ... | --rank)",
 		Short: "Compute a counterfactual on a witness graph: what if these actions had not happened",
 		Long: `replay answers "what if this action had not happened" on a witness PROV graph:
 the compensation set (every node that depends, transitively, on a removed node
@@ -53,7 +57,14 @@ verdict on the observed and the counterfactual run side by side.
 --remove takes a node IRI or an event id (e12: the primary node of that
 event). --rank computes one counterfactual per action and ranks them by blast
 radius. replay reads the graph only; it never re-runs anything and never
-re-creates what was deleted. See docs/replay.md.`,
+re-creates what was deleted. See docs/replay.md.
+
+--events (repeatable) replays the logs of one run joined into one graph, as
+'witness graph' joins them, in place of --graph: removing an untrusted tool
+result then puts the model turns that read it and the actions they asked
+for in the compensation set, across channels, and with --seal the verdict
+overlay shows whether the injection-provenance finding disappears. With
+several logs, --remove also takes LOGNAME:eN (docs/design/causal-join.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplay(a, &o)
@@ -61,6 +72,7 @@ re-creates what was deleted. See docs/replay.md.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.graphFile, "graph", "", "witness graph (JSON-LD, from 'witness graph')")
+	f.StringArrayVar(&o.events, "events", nil, "event log of the run to replay in place of --graph; repeat for each log of the run")
 	f.StringArrayVar(&o.remove, "remove", nil, "node IRI or event id to remove (repeatable)")
 	f.StringVar(&o.sealFile, "seal", "", "seal to verify the observed and counterfactual runs against (drift and verdict overlays)")
 	o.keys.AddFlags(c, keyUse{Legacy: true})
@@ -69,7 +81,6 @@ re-creates what was deleted. See docs/replay.md.`,
 	f.BoolVar(&o.rank, "rank", false, "rank every action by the blast radius of removing it alone")
 	f.IntVar(&o.top, "top", 0, "with --rank, list only the first N actions (0: all)")
 	f.StringVar(&o.whatIfPolicy, "what-if-policy", "", "message-policy file: remove what it would have withheld or refused (enforcement) and add its verdicts")
-	_ = c.MarkFlagRequired("graph")
 	return c
 }
 
@@ -93,14 +104,23 @@ func runReplay(a *app, o *replayOptions) error {
 	if !o.rank && len(o.remove) == 0 && o.whatIfPolicy == "" {
 		return usageError(fmt.Errorf("nothing to remove"), "name a node with --remove IRI (or an event id such as e3), or rank every action with --rank")
 	}
+	if (o.graphFile == "") == (len(o.events) == 0) {
+		return usageError(fmt.Errorf("give exactly one of --graph and --events"), "replay a graph file (--graph FILE) or the logs of a run (--events FILE, repeated)")
+	}
 	if o.top < 0 {
 		return usageError(fmt.Errorf("--top %d is negative", o.top), "use --top N with N >= 0")
 	}
-	o.output.Reads(o.graphFile, o.sealFile, o.whatIfPolicy, o.keys.Input(a))
+	o.output.Reads(append([]string{o.graphFile, o.sealFile, o.whatIfPolicy, o.keys.Input(a)}, o.events...)...)
 	if err := o.output.Check(a); err != nil {
 		return err
 	}
-	g, err := replayReadGraph(o.graphFile)
+	var g *graph.Graph
+	var err error
+	if len(o.events) > 0 {
+		g, err = replayRunGraph(o)
+	} else {
+		g, err = replayReadGraph(o.graphFile)
+	}
 	if err != nil {
 		return err
 	}
@@ -149,6 +169,29 @@ func runReplay(a *app, o *replayOptions) error {
 	return o.output.Write(a, buf.Bytes())
 }
 
+// replayRunGraph joins the logs of a run (--events) and resolves the
+// LOGNAME:eN forms of --remove to node IRIs.
+func replayRunGraph(o *replayOptions) (*graph.Graph, error) {
+	logs, err := readRunLogs(o.events)
+	if err != nil {
+		return nil, err
+	}
+	run, err := graph.BuildRun(logs, graph.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if len(run.Logs) > 1 {
+		for i, r := range o.remove {
+			iri, err := why.Resolve(run.Graph, r, run.Logs)
+			if err != nil {
+				return nil, err
+			}
+			o.remove[i] = iri
+		}
+	}
+	return run.Graph, nil
+}
+
 // replayReadGraph reads a witness JSON-LD graph.
 func replayReadGraph(path string) (*graph.Graph, error) {
 	f, err := os.Open(path)
@@ -180,7 +223,11 @@ func newVerifyJudge(a *app, o *replayOptions) (replay.Judge, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &verifyJudge{name: filepath.Base(o.graphFile)}
+	name := filepath.Base(o.graphFile)
+	if o.graphFile == "" {
+		name = "run"
+	}
+	j := &verifyJudge{name: name}
 	for _, f := range rep.Findings {
 		if f.Check == verify.CheckSeal {
 			j.sealFindings = append(j.sealFindings, f)

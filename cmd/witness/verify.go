@@ -25,7 +25,7 @@ type verifyOptions struct {
 
 	// Evidence mode (package verify): the events or graph judged against
 	// the seal, and the report format.
-	Events        string
+	Events        []string
 	Graph         string
 	SARIF         bool
 	JUnit         bool
@@ -81,11 +81,22 @@ events imported from another tool rather than observed, violations that a
 worse verdict outranks. A graph alone carries no hash chain or signature:
 it is judged but never verified (unauthenticated, exit 6). With both
 --graph and --events, the graph must be exactly the log's graph (same
-canonical digest) and the log decides the verdict.`,
+canonical digest) and the log decides the verdict.
+
+--events is repeatable: the logs of one agent run (the model channel of
+'witness proxy --listen' and one log per MCP server). Each is verified on
+its own, then they are joined into one graph (as 'witness graph' joins
+them) and judged: an MCP tools/call no model output asked for
+(unrequested-tool-call, a violation), a model tool call never executed
+(model-call-not-executed, a notice), and, when the seal marks untrusted
+sources ("untrusted"), a destructive or unsealed action causally
+downstream of untrusted content (injection-provenance, a violation,
+printed with its chain; docs/design/causal-join.md).`,
 		Example: `  witness verify --seal seal.json
   ATW_WITNESS_KEY=$(printf '0%.0s' {1..64}) witness verify --seal seal_without_damaging_tool.json
   witness verify --seal seal.json --trust trust.json --quorum 2
   witness verify --seal seal.json --events events.jsonl
+  witness verify --seal seal.json --events model/events.jsonl --events fs/events.jsonl
   witness verify --events events.jsonl
   witness verify --seal seal.intoto.jsonl --trust trust.json
   witness verify --seal seal.json --graph graph.jsonld --events events.jsonl --sarif --out verify.sarif`,
@@ -98,7 +109,7 @@ canonical digest) and the log decides the verdict.`,
 	o.Keys.AddFlags(c, keyUse{Legacy: true, Trust: true})
 	c.Flags().IntVar(&o.Quorum, "quorum", 0, "require at least this many distinct trusted keys to have signed the body")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
-	c.Flags().StringVar(&o.Events, "events", "", "event log to verify against the seal (- for standard input)")
+	c.Flags().StringArrayVar(&o.Events, "events", nil, "event log to verify against the seal (- for standard input); repeat for the logs of one run")
 	c.Flags().StringVar(&o.Graph, "graph", "", "graph (JSON-LD from 'witness graph') to verify against the seal; with --events it must be that log's graph")
 	c.Flags().BoolVar(&o.SARIF, "sarif", false, "print the report as SARIF 2.1.0")
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
@@ -111,12 +122,15 @@ func runVerify(a *app, o verifyOptions) error {
 	switch {
 	case o.Seal == "" && o.Graph != "":
 		return usageError(errors.New("--graph needs --seal"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
-	case o.Seal == "" && o.Events == "":
+	case o.Seal == "" && len(o.Events) == 0:
 		return usageError(errors.New("no seal given"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
 	case o.Seal == "" && o.Quorum != 0:
 		return usageError(errors.New("--quorum needs --seal"), "pass --seal FILE")
 	}
-	if o.Events == "" && o.Graph == "" && !o.SARIF && !o.JUnit && o.Output.Out == "" && !o.AllowUnsigned {
+	if len(o.Events) > 1 && o.Graph != "" {
+		return usageError(errors.New("--graph is checked against one --events log"), "drop --graph to verify the logs of a run together")
+	}
+	if len(o.Events) == 0 && o.Graph == "" && !o.SARIF && !o.JUnit && o.Output.Out == "" && !o.AllowUnsigned {
 		return runVerifySeal(a, o)
 	}
 	return runVerifyEvidence(a, o)
@@ -198,7 +212,7 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	if formats > 1 {
 		return usageError(errors.New("--json, --sarif and --junit are exclusive"), "choose one report format")
 	}
-	o.Output.Reads(o.Seal, o.Events, o.Graph, o.Keys.Trust, o.Keys.Input(a))
+	o.Output.Reads(append([]string{o.Seal, o.Graph, o.Keys.Trust, o.Keys.Input(a)}, o.Events...)...)
 	if err := o.Output.Check(a); err != nil {
 		return err
 	}
@@ -207,7 +221,7 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 		return err
 	}
 	rep, err := verify.Run(verify.Options{
-		SealFile: o.Seal, EventsFile: o.Events, GraphFile: o.Graph,
+		SealFile: o.Seal, EventsFile: first(o.Events), RunEvents: rest(o.Events), GraphFile: o.Graph,
 		SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned,
 		Stdin: a.stdin,
 	})
@@ -239,4 +253,20 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	}
 	fmt.Fprintf(a.stdout, "%s (report in %s)\n", rep.VerdictLine(), o.Output.File())
 	return exitWith(rep.Code())
+}
+
+// first is the first of a repeated flag's values, or "".
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// rest is every value of a repeated flag but the first.
+func rest(v []string) []string {
+	if len(v) < 2 {
+		return nil
+	}
+	return v[1:]
 }

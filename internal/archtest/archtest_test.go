@@ -23,7 +23,7 @@ const (
 	testkit   = "testkit"   // generators and helpers for tests and benchmarks
 	formats   = "formats"   // keyring, seal, cassette, eventlog, modelapi, drift: files and their rules
 	recording = "recording" // mcp, capture, proxy, httpproxy, serve: the wire, processes, recording
-	analysis  = "analysis"  // graph, verify, replay, firewall: read evidence, judge it
+	analysis  = "analysis"  // graph, why, verify, replay, firewall: read evidence, judge it
 	command   = "cmd"       // main packages: flags, wiring, output
 )
 
@@ -50,6 +50,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"httpproxy", recording},
 	{"serve", recording},
 	{"graph", analysis},
+	{"why", analysis},
 	{"verify", analysis},
 	{"replay", analysis},
 	{"firewall", analysis},

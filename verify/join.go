@@ -1,0 +1,372 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/seal"
+	"github.com/agent-trace-witness/witness/why"
+)
+
+// CheckRun judges the joined graph of a run (graph.BuildRun of several
+// logs, or such a graph read back): the causal-join check (MCP tool calls
+// no model output asked for, model tool calls never executed, ambiguous
+// joins) and, when the plan marks untrusted sources, injection-provenance
+// (docs/design/causal-join.md). A graph without join statements (one log)
+// is judged by injection-provenance only.
+//
+// logs are the run's logs (graph.Run.Logs); nil reads them from the
+// graph's session nodes.
+func CheckRun(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
+	if r.ran == nil {
+		r.ran = map[string]bool{}
+	}
+	if logs == nil {
+		logs = why.LogsOf(g)
+	}
+	joined := false
+	for _, n := range g.Nodes {
+		st := n.Value(graph.WJoin)
+		if st == "" {
+			continue
+		}
+		joined = true
+		st1 := step(g, n, logs)
+		switch {
+		case n.HasType(graph.WModelToolCall) && st == graph.JoinNotExecuted:
+			r.Findings = append(r.Findings, Finding{
+				Check: CheckJoin, Code: "model-call-not-executed", Severity: SevNotice, Class: ClassNotice,
+				EventID: st1.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st1.Log, logs),
+				Message: fmt.Sprintf("the model asked for %s (%s) and no MCP tools/call with that name and canonically equal arguments followed: the agent did not run it, or ran it on a channel that was not witnessed", n.Value(graph.OtelToolName), st1.Ref()),
+			})
+		case n.HasType(graph.WToolCall) && st == graph.JoinUnrequested:
+			r.Findings = append(r.Findings, Finding{
+				Check: CheckJoin, Code: "unrequested-tool-call", Severity: SevError, Class: ClassViolation,
+				EventID: st1.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st1.Log, logs),
+				Message: fmt.Sprintf("MCP tools/call %s (%s) was asked for by no model output: the agent acted on its own, or a model channel was not witnessed", n.Value(graph.OtelToolName), st1.Ref()),
+			})
+		case st == graph.JoinAmbiguous:
+			var cands []string
+			for _, c := range n.Refs(graph.WJoinCandidate) {
+				if cn := g.Node(c); cn != nil {
+					cands = append(cands, step(g, cn, logs).Ref())
+				}
+			}
+			r.Findings = append(r.Findings, Finding{
+				Check: CheckJoin, Code: "ambiguous-join", Severity: SevNotice, Class: ClassNotice,
+				EventID: st1.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st1.Log, logs),
+				Message: fmt.Sprintf("%s %s (%s) matches several candidates by content: %s; none is guessed", st1.Kind, n.Value(graph.OtelToolName), st1.Ref(), strings.Join(cands, ", ")),
+			})
+		}
+	}
+	if joined {
+		r.ran[CheckJoin] = true
+	}
+	if plan.Untrusted != nil {
+		r.ran[CheckInjection] = true
+		checkInjection(r, plan, g, logs)
+	}
+}
+
+func step(g *graph.Graph, n *graph.Node, logs []graph.RunLog) why.Step {
+	c, err := why.Explain(g, n.ID, why.Options{Logs: logs, MaxSteps: 1})
+	if err != nil || len(c.Chain) == 0 {
+		return why.Step{IRI: n.ID, Event: n.Value(graph.WEventID)}
+	}
+	return c.Chain[0]
+}
+
+// fileOf is the path of the log named label.
+func fileOf(label string, logs []graph.RunLog) string {
+	for _, l := range logs {
+		if l.Label == label {
+			return l.Name
+		}
+	}
+	return ""
+}
+
+// untrustedSources returns the graph's nodes of untrusted content, each with
+// the index of the seal entry that marks it.
+func untrustedSources(plan Plan, g *graph.Graph) map[string]int {
+	out := map[string]int{}
+	var srcs []seal.UntrustedSource
+	for _, u := range plan.Untrusted {
+		s, err := seal.ParseUntrusted(u)
+		if err != nil {
+			s = seal.UntrustedSource{} // a verified seal holds none; match nothing
+		}
+		srcs = append(srcs, s)
+	}
+	for _, n := range g.Nodes {
+		switch {
+		case n.HasType(graph.WResult):
+			for _, c := range n.Refs(graph.ProvWasGeneratedBy) {
+				call := g.Node(c)
+				if call == nil || !call.HasType(graph.WToolCall) {
+					continue
+				}
+				for i, s := range srcs {
+					if s.Tool != "" && s.Tool == call.Value(graph.OtelToolName) && (s.Scope == "" || argsInScope(g, call, s.Scope)) {
+						if _, ok := out[n.ID]; !ok {
+							out[n.ID] = i
+						}
+					}
+				}
+			}
+		case n.HasType(graph.WMCPAnswer):
+			for _, q := range n.Refs(graph.ProvWasGeneratedBy) {
+				req := g.Node(q)
+				if req == nil {
+					continue
+				}
+				uri := req.Value(graph.OtelMCPResourceURI)
+				if uri == "" {
+					continue
+				}
+				for i, s := range srcs {
+					if s.Resource == nil {
+						continue
+					}
+					if ok, _ := s.Resource.Match(uri); ok {
+						if _, seen := out[n.ID]; !seen {
+							out[n.ID] = i
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// argsInScope reports whether a path argument of the call is within the
+// seal scope (the matcher of tool scopes: read:/glob grants reads under it).
+func argsInScope(g *graph.Graph, call *graph.Node, scope string) bool {
+	sc, err := ParseScope(scope)
+	if err != nil {
+		return false
+	}
+	for _, a := range call.Refs(graph.ProvUsed) {
+		an := g.Node(a)
+		if an == nil || !an.HasType(graph.WArguments) {
+			continue
+		}
+		var args map[string]any
+		dec := json.NewDecoder(bytes.NewReader([]byte(an.Value(graph.ProvValue))))
+		dec.UseNumber()
+		if dec.Decode(&args) != nil {
+			continue
+		}
+		for _, pa := range PathArgs(args) {
+			if clean, ok, _ := CleanPath(pa.Value); ok && sc.Grants(OpRead, clean) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// causalPreds are the dependency relations injection-provenance follows
+// downstream (ambiguous joins are not followed: a candidate is not a cause).
+var causalPreds = []string{graph.ProvUsed, graph.ProvWasInformedBy, graph.ProvWasDerivedFrom, graph.ProvWasGeneratedBy, graph.ProvWasInfluencedBy}
+
+// checkInjection reports every destructive or unsealed MCP tool call
+// causally downstream of untrusted content, with its chain.
+func checkInjection(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
+	sources := untrustedSources(plan, g)
+	if len(sources) == 0 {
+		return
+	}
+	dependents := map[string][]string{}
+	for _, n := range g.Nodes {
+		for _, p := range causalPreds {
+			for _, t := range n.Refs(p) {
+				dependents[t] = append(dependents[t], n.ID)
+			}
+		}
+	}
+	sealed := map[string]bool{}
+	for _, t := range plan.Tools {
+		sealed[t.Name] = true
+	}
+	ids := make([]string, 0, len(sources))
+	for id := range sources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	reported := map[string]bool{}
+	for _, src := range ids {
+		seen := map[string]bool{src: true}
+		queue := []string{src}
+		for len(queue) > 0 {
+			cur := queue[0]
+			queue = queue[1:]
+			deps := dependents[cur]
+			sort.Strings(deps)
+			for _, d := range deps {
+				if seen[d] {
+					continue
+				}
+				seen[d] = true
+				queue = append(queue, d)
+				n := g.Node(d)
+				if n == nil || !n.HasType(graph.WToolCall) || reported[d] {
+					continue
+				}
+				tool := n.Value(graph.OtelToolName)
+				why1 := ""
+				switch {
+				case destructive(g, n):
+					why1 = "destructive (destructiveHint)"
+				case !sealed[tool]:
+					why1 = "unsealed"
+				default:
+					continue
+				}
+				reported[d] = true
+				r.Findings = append(r.Findings, injectionFinding(g, n, src, plan.Untrusted[sources[src]], sources[src], why1, logs))
+			}
+		}
+	}
+}
+
+// destructive reports whether the call used a tool definition whose
+// annotations say destructiveHint true (and not readOnlyHint true), the
+// reading replay uses.
+func destructive(g *graph.Graph, call *graph.Node) bool {
+	for _, u := range call.Refs(graph.ProvUsed) {
+		d := g.Node(u)
+		if d == nil || !d.HasType(graph.WToolDefinition) {
+			continue
+		}
+		var h struct {
+			ReadOnly    *bool `json:"readOnlyHint"`
+			Destructive *bool `json:"destructiveHint"`
+		}
+		if json.Unmarshal([]byte(d.Value(graph.WAnnotations)), &h) != nil {
+			continue
+		}
+		if (h.ReadOnly == nil || !*h.ReadOnly) && h.Destructive != nil && *h.Destructive {
+			return true
+		}
+	}
+	return false
+}
+
+func injectionFinding(g *graph.Graph, call *graph.Node, src, entry string, idx int, what string, logs []graph.RunLog) Finding {
+	head := step(g, call, logs)
+	f := Finding{
+		Check: CheckInjection, Code: "injection-provenance", Severity: SevError, Class: ClassViolation,
+		EventID: head.Event, Tool: call.Value(graph.OtelToolName), File: fileOf(head.Log, logs),
+		SealClause: fmt.Sprintf("untrusted[%d]", idx),
+	}
+	srcRef := src
+	if c, err := why.Explain(g, call.ID, why.Options{Logs: logs}); err == nil {
+		if path, err := c.Path(src); err == nil {
+			for _, s := range path {
+				f.Chain = append(f.Chain, s.Ref()+" "+s.Kind+": "+s.Excerpt)
+			}
+			srcRef = path[len(path)-1].Ref()
+		}
+	}
+	f.Message = fmt.Sprintf("%s %s (%s) is %s and causally downstream of untrusted content %s (%s)", head.Kind, f.Tool, head.Ref(), what, srcRef, entry)
+	return f
+}
+
+// runEvents verifies the further logs of a run (Options.RunEvents) each on
+// its own, then joins them with the first into one graph and judges it
+// (CheckRun). A log that does not map to a graph leaves the join checks
+// not checkable; its own findings say why.
+func runEvents(r *Report, plan Plan, o Options) error {
+	files := append([]string{o.EventsFile}, o.RunEvents...)
+	for _, name := range o.RunEvents {
+		sub := &Report{}
+		so := o
+		so.EventsFile = name
+		rd, closeFn, err := openEvents(so)
+		if err != nil {
+			return err
+		}
+		err = CheckEvents(sub, plan, name, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned})
+		closeFn()
+		if err != nil {
+			return err
+		}
+		r.Findings = append(r.Findings, sub.Findings...)
+		// a check is not checkable for the run only when it was for
+		// every log (the system prompt is on the model channel only)
+		r.notCheckable = intersect(r.notCheckable, sub.notCheckable)
+		r.unrun = intersect(r.unrun, sub.unrun)
+		r.Evidence.Lines += sub.Evidence.Lines
+		r.Evidence.Events += sub.Evidence.Events
+	}
+	if len(files) > 1 {
+		r.Evidence.Logs = files
+	}
+	var logs []graph.LogInput
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return exitcode.Input("read events", err, "check the paths given to --events")
+		}
+		logs = append(logs, graph.LogInput{Name: name, Data: data})
+	}
+	run, err := graph.BuildRun(logs, graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}})
+	if err != nil {
+		if exitcode.Of(err) == exitcode.Usage {
+			return err
+		}
+		if r.ran == nil {
+			r.ran = map[string]bool{}
+		}
+		r.ran[CheckJoin] = true
+		mergeNotCheckable(r, map[string]string{CheckJoin: "the logs do not map to one graph: " + err.Error()})
+		return nil
+	}
+	CheckRun(r, plan, run.Graph, run.Logs)
+	if len(files) > 1 {
+		r.Findings = runUnused(r.Findings, len(files))
+	}
+	return nil
+}
+
+// intersect keeps the entries of a whose key b has too.
+func intersect(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		if _, ok := b[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// runUnused keeps a sealed-tool-unused finding only when every log of the
+// run reported it (a tool one server used is used by the run), once.
+func runUnused(fs []Finding, logs int) []Finding {
+	count := map[string]int{}
+	for _, f := range fs {
+		if f.Code == "sealed-tool-unused" {
+			count[f.SealClause]++
+		}
+	}
+	out := fs[:0:0]
+	kept := map[string]bool{}
+	for _, f := range fs {
+		if f.Code == "sealed-tool-unused" {
+			if count[f.SealClause] < logs || kept[f.SealClause] {
+				continue
+			}
+			kept[f.SealClause] = true
+		}
+		out = append(out, f)
+	}
+	return out
+}

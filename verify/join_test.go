@@ -1,0 +1,196 @@
+package verify
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
+)
+
+const joinTS = "2026-09-01T10:00:00+00:00"
+
+func joinedRun(t *testing.T, logs ...[]byte) *graph.Run {
+	t.Helper()
+	var in []graph.LogInput
+	for i, l := range logs {
+		in = append(in, graph.LogInput{Name: []string{"model/events.jsonl", "fs/events.jsonl", "x/events.jsonl"}[i], Data: l})
+	}
+	r, err := graph.BuildRun(in, graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var joinPlan = Plan{Tools: []PlanTool{{Name: "read_text_file"}, {Name: "write_file"}}}
+
+func joinCodes(r *Report) string {
+	var out []string
+	for _, f := range r.Findings {
+		if f.Check == CheckJoin || f.Check == CheckInjection {
+			out = append(out, f.Code+"@"+f.File+":"+f.EventID)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func TestInjectionProvenance(t *testing.T) {
+	model, mcp := synthlog.InjectionRun(joinTS)
+	run := joinedRun(t, model, mcp)
+	for _, tc := range []struct {
+		untrusted []string
+		tools     []PlanTool
+		want      string
+	}{
+		{[]string{"tool:read_text_file:read:/work/inbox/**"}, joinPlan.Tools, "injection-provenance@fs/events.jsonl:e3"},
+		{[]string{"tool:read_text_file"}, joinPlan.Tools, "injection-provenance@fs/events.jsonl:e3"},
+		// the scope does not cover the file read: trusted
+		{[]string{"tool:read_text_file:read:/etc/**"}, joinPlan.Tools, ""},
+		{[]string{"resource:file:///work/inbox/**"}, joinPlan.Tools, ""},
+		// no seal entry: the check does not run
+		{nil, joinPlan.Tools, ""},
+	} {
+		r := &Report{}
+		plan := joinPlan
+		plan.Untrusted = tc.untrusted
+		CheckRun(r, plan, run.Graph, run.Logs)
+		if got := joinCodes(r); got != tc.want {
+			t.Errorf("untrusted %v: %q, want %q", tc.untrusted, got, tc.want)
+		}
+		r.Finish()
+		listed := false
+		for _, c := range r.Checks {
+			if c.ID == CheckInjection {
+				listed = true
+			}
+		}
+		if listed != (tc.untrusted != nil) {
+			t.Errorf("untrusted %v: injection check listed %v", tc.untrusted, listed)
+		}
+		if tc.want != "" {
+			f := r.Findings[0]
+			if f.Class != ClassViolation || len(f.Chain) < 3 || !strings.HasPrefix(f.Chain[0], "fs:e3 tool_call") || !strings.HasPrefix(f.Chain[len(f.Chain)-1], "fs:e2 tool_response") {
+				t.Errorf("finding %+v", f)
+			}
+		}
+	}
+}
+
+func TestInjectionUnsealedAction(t *testing.T) {
+	// a read-only tool that is not sealed, downstream of the untrusted read
+	m := synthlog.NewModelLog(joinTS, "unsealed")
+	s := synthlog.NewMCPLog(joinTS, "fs", append(synthlog.FilesystemTools, [2]string{"send_mail", `{"readOnlyHint":false}`}))
+	m.User("summarise")
+	m.Turn("", synthlog.Call{ID: "a", Name: "read_text_file", Args: `{"path":"/work/inbox/m.txt"}`})
+	s.ToolCall("read_text_file", `{"path":"/work/inbox/m.txt"}`, synthlog.Poison)
+	m.ToolResult("a", synthlog.Poison)
+	m.Turn("", synthlog.Call{ID: "b", Name: "send_mail", Args: `{"to":"x@example.com"}`})
+	s.ToolCall("send_mail", `{"to":"x@example.com"}`, "sent")
+	run := joinedRun(t, m.Bytes(), s.Bytes())
+	r := &Report{}
+	plan := joinPlan
+	plan.Untrusted = []string{"tool:read_text_file"}
+	CheckRun(r, plan, run.Graph, run.Logs)
+	if got := joinCodes(r); got != "injection-provenance@fs/events.jsonl:e3" || !strings.Contains(r.Findings[0].Message, "unsealed") {
+		t.Fatalf("%s %+v", got, r.Findings)
+	}
+}
+
+func TestJoinFindings(t *testing.T) {
+	m := synthlog.NewModelLog(joinTS, "findings")
+	s := synthlog.NewMCPLog(joinTS, "fs", synthlog.FilesystemTools)
+	m.User("go")
+	m.Turn("", synthlog.Call{ID: "a", Name: "read_text_file", Args: `{"path":"/a"}`})
+	s.ToolCall("write_file", `{"path":"/b","content":"x"}`, "ok")
+	run := joinedRun(t, m.Bytes(), s.Bytes())
+	r := &Report{}
+	CheckRun(r, joinPlan, run.Graph, run.Logs)
+	r.Finish()
+	if got := joinCodes(r); got != "model-call-not-executed@model/events.jsonl:e2#0,unrequested-tool-call@fs/events.jsonl:e1" {
+		t.Fatalf("%s", got)
+	}
+	if r.Verdict != Violation {
+		t.Fatalf("verdict %s", r.Verdict)
+	}
+	for _, f := range r.Findings {
+		if f.Code == "model-call-not-executed" && f.Class != ClassNotice {
+			t.Errorf("model-call-not-executed is %s", f.Class)
+		}
+	}
+}
+
+func TestInjectionFromResource(t *testing.T) {
+	// the agent put a resource's text into the prompt; the model then
+	// asked for a write
+	m := synthlog.NewModelLog(joinTS, "resource")
+	s := synthlog.NewMCPLog(joinTS, "everything", synthlog.FilesystemTools)
+	s.ResourceRead("memo://inbox/1", synthlog.Poison)
+	m.User("Here is my memo: " + synthlog.Poison)
+	m.Turn("", synthlog.Call{ID: "w", Name: "write_file", Args: `{"path":"/work/precious.txt","content":"pwned"}`})
+	s.ToolCall("write_file", `{"path":"/work/precious.txt","content":"pwned"}`, "ok")
+	run := joinedRun(t, m.Bytes(), s.Bytes())
+	in := run.Graph.Node(graph.MsgIRI(run.Logs[0].Base, "e1"))
+	if got := in.Refs(graph.ProvWasDerivedFrom); len(got) != 1 || got[0] != graph.AnswerIRI(run.Logs[1].Base, "e2") {
+		t.Fatalf("model input derived from %v", got)
+	}
+	for untrusted, want := range map[string]string{"resource:memo://inbox/**": "injection-provenance@fs/events.jsonl:e3", "resource:memo://other/**": ""} {
+		r := &Report{}
+		plan := joinPlan
+		plan.Untrusted = []string{untrusted}
+		CheckRun(r, plan, run.Graph, run.Logs)
+		if got := joinCodes(r); got != want {
+			t.Errorf("%s: %q, want %q", untrusted, got, want)
+		}
+	}
+}
+
+// A check one log of the run could run is not "not checkable" for the run:
+// the system prompt is on the model channel only.
+func TestRunNotCheckableIntersects(t *testing.T) {
+	dir := t.TempDir()
+	m := synthlog.NewModelLog(joinTS, "prompt")
+	m.ReportedSystemPrompt("You help with files.")
+	m.User("hi")
+	m.Turn("hello")
+	s := synthlog.NewMCPLog(joinTS, "fs", synthlog.FilesystemTools)
+	mf, sf := filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(mf, m.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sf, s.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("You help with files."))
+	plan := joinPlan
+	plan.SystemPromptSHA256 = hex.EncodeToString(sum[:])
+	r := &Report{}
+	for i, f := range []string{mf, sf} {
+		rd, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			err = CheckEvents(r, plan, f, rd, EventOptions{AllowUnsigned: true})
+		} else {
+			err = runEvents(r, plan, Options{EventsFile: mf, RunEvents: []string{sf}, AllowUnsigned: true})
+		}
+		rd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			break
+		}
+	}
+	r.Finish()
+	for _, c := range r.Checks {
+		if c.ID == CheckPrompt && c.Status != StatusPass {
+			t.Fatalf("system-prompt %s (%s)", c.Status, c.Reason)
+		}
+	}
+}
