@@ -212,6 +212,54 @@ var drawnEdges = []struct{ pred, label, style string }{
 	{WPossiblyInfluencedBy, "influenced?", "dashed"},
 }
 
+// Relation is a causal relation pictures draw as an edge, from the node
+// that depends to the node it depends on.
+type Relation struct {
+	Pred  string // the predicate IRI
+	Label string // its short name
+	// Ambiguous marks a candidate link (witness:duringCandidate,
+	// witness:possiblyInfluencedBy): drawn dashed, never a guess.
+	Ambiguous bool
+}
+
+// CausalRelations lists the relations drawn as edges, in drawing order;
+// the report and the DOT writer share it.
+func CausalRelations() []Relation {
+	out := make([]Relation, len(drawnEdges))
+	for i, e := range drawnEdges {
+		out[i] = Relation{Pred: e.pred, Label: e.label, Ambiguous: e.style == "dashed"}
+	}
+	return out
+}
+
+// NodeLabel is the short human label pictures give n ("call write_file\ne7").
+func NodeLabel(n *Node) string { return nodeLabel(n) }
+
+// DrawKind is how pictures draw n: "activity", "entity", "agent", or ""
+// for nodes folded into labels (associations, the session, tool
+// definitions, the seal).
+func DrawKind(n *Node) string { return kindOf(n) }
+
+// NodeSeq returns the log position of n's event (witness:seq), or -1 for
+// a node no event made (agents, the seal).
+func NodeSeq(n *Node) int64 {
+	v := n.Value(WSeq)
+	if v == "" {
+		return -1
+	}
+	var x int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		x = x*10 + int64(c-'0')
+		if x > 1<<53 {
+			return -1
+		}
+	}
+	return x
+}
+
 // resolveClasses maps event-id keys to node IRIs.
 func (g *Graph) resolveClasses(classes map[string]string) map[string]string {
 	out := make(map[string]string, len(classes))
