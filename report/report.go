@@ -436,6 +436,11 @@ func Build(o Options) (*Data, error) {
 		}
 	}
 
+	// what breaks the rules first, notices last
+	sort.SliceStable(d.Findings, func(i, j int) bool {
+		return (d.Findings[i].Class == string(verify.ClassNotice)) != (d.Findings[j].Class == string(verify.ClassNotice)) && d.Findings[j].Class == string(verify.ClassNotice)
+	})
+
 	// details: finding and chain events first, then the earliest events
 	for i := 0; i < len(d.Timeline.Rows) && len(detailRows) < o.MaxDetails; i++ {
 		detailRows[i] = true

@@ -115,6 +115,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newDriftCmd(a),
 		newImportCmd(a),
 		newGraphCmd(a),
+		newReportCmd(a),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
