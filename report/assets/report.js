@@ -96,20 +96,31 @@
   // the event list is virtualised: only the visible rows exist
   var RH = 24;
   function renderList() {
-    var list = $("event-list"), spacer = el("div");
+    var list = $("event-list"), spacer = el("div"), shown = {};
     spacer.style.height = rows.length * RH + "px";
+    spacer.style.position = "relative";
     list.appendChild(spacer);
+    // rows already drawn stay (a focused row keeps its focus while the list scrolls)
     function draw() {
       var top = list.scrollTop, h = list.clientHeight || 320;
       var first = Math.max(0, Math.floor(top / RH) - 5), last = Math.min(rows.length, Math.ceil((top + h) / RH) + 5);
-      while (spacer.firstChild) spacer.removeChild(spacer.firstChild);
-      for (var i = first; i < last; i++) (function (i) {
-        var b = el("button", { cls: "vrow" + (rows[i][5] & 1 ? " f1" : ""), type: "button", "data-row": String(i), text: (rows[i][5] & 1 ? "⚑ " : "") + rowName(i) + "  · " + D.lanes[rows[i][2]] });
-        b.style.top = i * RH + "px";
-        if (i === selected) b.setAttribute("aria-pressed", "true");
-        b.addEventListener("click", function () { showEvent(i); });
-        spacer.appendChild(b);
-      })(i);
+      Object.keys(shown).forEach(function (k) {
+        var i = +k;
+        if ((i < first || i >= last) && shown[k] !== document.activeElement) { spacer.removeChild(shown[k]); delete shown[k]; }
+        else if (shown[k]) shown[k].setAttribute("aria-pressed", i === selected ? "true" : "false");
+      });
+      var before = null;
+      for (var i = last - 1; i >= first; i--) {
+        if (shown[i]) { before = shown[i]; continue; }
+        (function (i) {
+          var b = el("button", { cls: "vrow" + (rows[i][5] & 1 ? " f1" : ""), type: "button", "data-row": String(i), "aria-pressed": i === selected ? "true" : "false", text: (rows[i][5] & 1 ? "⚑ " : "") + rowName(i) + "  · " + D.lanes[rows[i][2]] });
+          b.style.top = i * RH + "px";
+          b.addEventListener("click", function () { showEvent(i); });
+          spacer.insertBefore(b, before);
+          shown[i] = b;
+          before = b;
+        })(i);
+      }
     }
     list.addEventListener("scroll", draw);
     list._draw = draw;
@@ -287,5 +298,6 @@
   renderFirewall();
   if (D.findings.length && D.findings[0].row >= 0) showEvent(D.findings[0].row);
   else if (rows.length) showEvent(0);
+  window.witnessRenderedAt = performance.now();
   document.body.setAttribute("data-rendered", "true");
 })();
