@@ -110,7 +110,7 @@ func (x GraphExplainer) Explain(g *graph.Graph, node string) (*Chain, error) {
 	c := &Chain{Node: node, Truncated: truncated}
 	for i, n := range nodes {
 		idx[n.ID] = i
-		c.Steps = append(c.Steps, Step{Node: n.ID, Event: n.Value(graph.WEventID), Seq: graph.NodeSeq(n), Label: graph.NodeLabel(n), Kind: graph.DrawKind(n)})
+		c.Steps = append(c.Steps, Step{Node: n.ID, Event: graph.NodeEvent(n), Seq: graph.NodeSeq(n), Label: graph.NodeLabel(n), Kind: graph.DrawKind(n)})
 	}
 	for _, h := range hops {
 		f, ok1 := idx[h.from]

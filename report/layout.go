@@ -94,7 +94,7 @@ func layout(logs []*logState, lanes *interner, o Options) Picture {
 			if k != "activity" && k != "entity" {
 				continue
 			}
-			ev := n.Value(graph.WEventID)
+			ev := graph.NodeEvent(n)
 			r, ok := ls.rowOf[ev]
 			if !ok {
 				continue

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/firewall"
@@ -241,6 +243,16 @@ func Build(o Options) (*Data, error) {
 	o.defaults()
 	if len(o.Events) == 0 {
 		return nil, exitcode.New(exitcode.Usage, errors.New("no event log given"), "pass --events FILE (repeat it for several logs)")
+	}
+	for _, f := range o.Events {
+		if err := checkInput(f, "--events"); err != nil {
+			return nil, err
+		}
+	}
+	if o.FirewallAudit != "" {
+		if err := checkInput(o.FirewallAudit, "--firewall-audit"); err != nil {
+			return nil, err
+		}
 	}
 	d := &Data{Format: Format, V: 1, Generated: o.Generated, Version: o.Version}
 	lanes := newInterner()
@@ -628,4 +640,24 @@ func readEvents(file string) ([]*eventlog.Event, error) {
 		}
 		out = append(out, e)
 	}
+}
+
+// checkInput refuses an input that cannot be read before any work.
+func checkInput(path, flag string) error {
+	f, err := os.Open(path)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = f.Stat(); err == nil && st.IsDir() {
+			err = &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+		}
+		f.Close()
+	}
+	if err != nil {
+		what := "read events"
+		if flag == "--firewall-audit" {
+			what = "read audit"
+		}
+		return exitcode.Input(what, err, "check the path given to "+flag)
+	}
+	return nil
 }
