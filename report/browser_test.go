@@ -52,7 +52,7 @@ func startBrowser(t *testing.T, page string) *browser {
 		chromedp.WindowSize(1280, 900),
 	)
 	ctx, cancel := chromedp.NewContext(allocCtx)
-	ctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() { cancelT(); cancel(); cancelAlloc() })
 	b := &browser{ctx: ctx}
 	pageURL := (&url.URL{Scheme: "file", Path: page}).String()
@@ -97,7 +97,9 @@ func startBrowser(t *testing.T, page string) *browser {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitVisible(`body[data-rendered="true"]`)); err != nil {
-		t.Fatal(err)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		t.Fatalf("the page did not render: %v; console: %q", err, b.console)
 	}
 	return b
 }
@@ -268,6 +270,9 @@ func TestBrowserLoadTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("report-load bytes=%d load_ms=%.0f render_ms=%.0f\n", st.Size(), load, render)
+	parse := eval[float64](t, b, `(function(){var t=performance.now();JSON.parse(document.getElementById("data").textContent);return performance.now()-t})()`)
+	script := render - eval[float64](t, b, `window.witnessStartedAt`)
+	phases := eval[string](t, b, `JSON.stringify(window.witnessPhases)`)
+	fmt.Printf("report-load bytes=%d load_ms=%.0f render_ms=%.0f script_ms=%.0f json_parse_ms=%.0f phases_ms=%s\n", st.Size(), load, render, script, parse, phases)
 	b.check(t)
 }

@@ -2,6 +2,7 @@
 // no network: every element is made with createElement or createElementNS.
 (function () {
   "use strict";
+  window.witnessStartedAt = performance.now();
   var D = JSON.parse(document.getElementById("data").textContent);
   var SVG = "http://www.w3.org/2000/svg";
   var COLORS = { violation: "#c0392b", tampered: "#7d3c98", incomplete: "#7f8c8d", unauthenticated: "#b9770e", notice: "#2e86c1" };
@@ -148,12 +149,13 @@
       box.appendChild(el("p", { cls: "note", text: "Payload and wire bytes of this event are not embedded (the report keeps them for " + D.details.length + " events). Read them in " + D.logs[r[0]].file + " at seq " + r[1] + "." }));
       return;
     }
+    var payload = d.payload || "", wire = d.wire || "";
     var facts = [["id", d.id], ["kind", d.kind], ["time", d.ts], ["source", d.source], ["tool", d.tool], ["method", d.method], ["JSON-RPC id", d.rpc_id], ["links", d.links], ["payload sha256", d.sha256]];
     box.appendChild(el("table", {}, facts.filter(function (f) { return f[1]; }).map(function (f) { return el("tr", {}, [el("th", { text: f[0] }), el("td", { text: f[1] })]); })));
-    box.appendChild(el("h4", { text: "payload" + (d.payload_bytes > d.payload.length ? " (first " + d.payload.length + " of " + d.payload_bytes + " bytes)" : "") }));
-    box.appendChild(el("pre", { id: "payload", text: d.payload || "(none)" }));
-    box.appendChild(el("h4", { text: "wire bytes (cassette)" + (d.wire_bytes > d.wire.length ? " (first " + d.wire.length + " of " + d.wire_bytes + " bytes)" : "") }));
-    if (d.wire) box.appendChild(el("pre", { id: "wire", text: d.wire }));
+    box.appendChild(el("h4", { text: "payload" + (d.payload_bytes > payload.length ? " (first " + payload.length + " of " + d.payload_bytes + " bytes)" : "") }));
+    box.appendChild(el("pre", { id: "payload", text: payload || "(none)" }));
+    box.appendChild(el("h4", { text: "wire bytes (cassette)" + (d.wire_bytes > wire.length ? " (first " + wire.length + " of " + d.wire_bytes + " bytes)" : "") }));
+    if (wire) box.appendChild(el("pre", { id: "wire", text: wire }));
     if (d.wire_note) box.appendChild(el("p", { cls: "note", text: d.wire_note }));
   }
 
@@ -290,14 +292,21 @@
     if (fw.more) box.appendChild(el("p", { cls: "note", text: fw.more + " more checks in the audit" }));
   }
 
-  renderVerdict();
-  renderTimeline();
-  renderFindings();
-  renderGraph();
-  renderCounterfactuals();
-  renderFirewall();
-  if (D.findings.length && D.findings[0].row >= 0) showEvent(D.findings[0].row);
-  else if (rows.length) showEvent(0);
+  // each phase's time, for the load-time benchmark (TestBrowserLoadTime)
+  var phases = {};
+  function phase(name, f) { var t = performance.now(); f(); phases[name] = Math.round(performance.now() - t); }
+  phases.parse = Math.round(performance.now() - window.witnessStartedAt);
+  phase("verdict", renderVerdict);
+  phase("timeline", renderTimeline);
+  phase("findings", renderFindings);
+  phase("graph", renderGraph);
+  phase("counterfactuals", renderCounterfactuals);
+  phase("firewall", renderFirewall);
+  phase("first-event", function () {
+    if (D.findings.length && D.findings[0].row >= 0) showEvent(D.findings[0].row);
+    else if (rows.length) showEvent(0);
+  });
+  window.witnessPhases = phases;
   window.witnessRenderedAt = performance.now();
   document.body.setAttribute("data-rendered", "true");
 })();
