@@ -236,18 +236,38 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
+// screenshot writes three PNG views of the page: the top (verdict and
+// integrity) as out, the timeline with the first finding's event open, and
+// the findings with the first chain open (out with "-timeline" and
+// "-findings" before the extension).
 func screenshot(b *browser, out string) error {
 	if out == "" {
 		return nil
 	}
+	shot := func(file string) error {
+		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(file, png, 0o644)
+	}
+	if err := shot(out); err != nil {
+		return err
+	}
+	ext := filepath.Ext(out)
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.getElementById("timeline").scrollIntoView(), true`)); err != nil {
+		return err
+	}
+	if err := shot(strings.TrimSuffix(out, ext) + "-timeline" + ext); err != nil {
+		return err
+	}
 	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS(`.finding .show-chain`))); err != nil {
 		return err
 	}
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(90))
-	if err != nil {
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.getElementById("findings").scrollIntoView(), true`)); err != nil {
 		return err
 	}
-	return os.WriteFile(out, png, 0o644)
+	return shot(strings.TrimSuffix(out, ext) + "-findings" + ext)
 }
 
 // TestBrowserLoadTime measures, for the report WITNESS_REPORT_BENCH names

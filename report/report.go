@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/agent-trace-witness/witness/eventlog"
@@ -608,6 +609,12 @@ func whatIf(eng *replay.Engine, g *graph.Graph, c *Chain) *What {
 			}
 			if t == "" {
 				t = e.Node
+				if n := g.Node(e.Node); n != nil {
+					t = strings.ReplaceAll(graph.NodeLabel(n), "\n", " ")
+				}
+			}
+			if len(e.Reasons) > 0 {
+				t += " (" + strings.Join(e.Reasons, "; ") + ")"
 			}
 			w.Effects = append(w.Effects, t)
 		}

@@ -183,8 +183,9 @@
   }
   function drawChain(f, box) {
     if (!f.chain) { box.appendChild(el("p", { cls: "note", text: f.chain_note || "no chain" })); return; }
-    var st = f.chain.steps, W = 190, H = 44, GAP = 46, y0 = 10;
-    var svg = sv("svg", { width: st.length * (W + GAP) + 20, height: H + 2 * y0 + 70, role: "img", "aria-label": "causal chain of " + f.code });
+    var st = f.chain.steps, W = 190, H = 44, GAP = 46, y0 = 10, far = 0;
+    st.forEach(function (s, i) { (s.links || []).forEach(function (l) { if (l.to !== i - 1) far = 1; }); });
+    var svg = sv("svg", { width: st.length * (W + GAP) + 20, height: H + 2 * y0 + (far ? 56 : 0), role: "img", "aria-label": "causal chain of " + f.code });
     var defs = sv("defs"), m = sv("marker", { id: "ah" + f.code + f.row, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto" });
     m.appendChild(sv("path", { d: "M0,0L10,5L0,10z", fill: "#555" })); defs.appendChild(m); svg.appendChild(defs);
     st.forEach(function (s, i) {
