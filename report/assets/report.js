@@ -62,6 +62,9 @@
   function renderTimeline() {
     var box = $("timeline-lanes"), n = D.timeline.total;
     $("timeline-count").textContent = n + " events" + (D.timeline.buckets ? ", in buckets of " + D.timeline.bucket_size + " (click a bucket to list its events)" : "");
+    // buckets holding a finding's event, in one pass over the rows
+    var flagged = {};
+    if (D.timeline.buckets) rows.forEach(function (r, i) { if (r[5] & 1) flagged[r[2] + "/" + Math.floor(i / D.timeline.bucket_size)] = true; });
     D.lanes.forEach(function (name, li) {
       var body = el("div", { cls: "lane-body" });
       box.appendChild(el("div", { cls: "lane" }, [el("div", { cls: "lane-name", title: name, text: name }), body]));
@@ -71,8 +74,7 @@
         b.forEach(function (c, bi) {
           if (!c) return;
           var lo = bi * D.timeline.bucket_size, hi = Math.min(lo + D.timeline.bucket_size, rows.length) - 1;
-          var hasF = false;
-          for (var i = lo; i <= hi && i < rows.length; i++) if (rows[i][5] & 1 && rows[i][2] === li) { hasF = true; break; }
+          var hasF = flagged[li + "/" + bi];
           var btn = el("button", { cls: "bk" + (hasF ? " f1" : ""), type: "button", "aria-label": name + ": " + c + " events, rows " + lo + " to " + hi,
             title: name + ": " + c + " events (" + lo + "–" + hi + ")" });
           btn.style.left = (bi / nb * 100) + "%";
