@@ -31,6 +31,8 @@ test: peers lint cross build
 
 demo: build
 	@bash scripts/demo.sh
+	@# --- issue 16: writes the incident report of the demo's story and prints its path ---
+	@bash scripts/demo-report.sh
 
 bench: peers build
 	@bash scripts/bench.sh

@@ -11,7 +11,7 @@ import (
 // DOTOptions tune WriteDOT.
 type DOTOptions struct {
 	// Classes colours nodes: node IRI → class. Known classes: violation,
-	// tampered, incomplete, warning, notice, removed, ambiguous, highlight; any other
+	// tampered, incomplete, unauthenticated (verify's finding classes), warning, notice, removed, ambiguous, highlight; any other
 	// class is drawn magenta. A class may also be given for an event id
 	// ("e12"): it applies to that event's primary node.
 	Classes map[string]string
@@ -29,22 +29,23 @@ const DefaultDOTMaxNodes = 400
 
 // classStyle maps a finding class to a fill colour.
 var classStyle = map[string]string{
-	"violation":  "#e74c3c",
-	"tampered":   "#8e44ad",
-	"incomplete": "#95a5a6",
-	"warning":    "#f39c12",
-	"notice":     "#5dade2",
-	"removed":    "#d5d8dc",
-	"ambiguous":  "#f5cba7",
-	"highlight":  "#2ecc71",
+	"violation":       "#e74c3c",
+	"tampered":        "#8e44ad",
+	"incomplete":      "#95a5a6",
+	"unauthenticated": "#f1c40f",
+	"warning":         "#f39c12",
+	"notice":          "#5dade2",
+	"removed":         "#d5d8dc",
+	"ambiguous":       "#f5cba7",
+	"highlight":       "#2ecc71",
 }
 
-// PROV's conventional styles.
-const (
-	styleEntity   = `shape=ellipse, style=filled, fillcolor="#fffc87", color="#808080"`
-	styleActivity = `shape=box, style=filled, fillcolor="#9fb1fc", color="#0000ff"`
-	styleAgent    = `shape=house, style=filled, fillcolor="#fed37f", color="#808080"`
-)
+// PROV's conventional styles: shape, fill and border colour.
+var kindStyle = map[string][3]string{
+	"entity":   {"ellipse", "#fffc87", "#808080"},
+	"activity": {"box", "#9fb1fc", "#0000ff"},
+	"agent":    {"house", "#fed37f", "#808080"},
+}
 
 func dotQuote(s string) string {
 	var b strings.Builder
@@ -212,6 +213,83 @@ var drawnEdges = []struct{ pred, label, style string }{
 	{WPossiblyInfluencedBy, "influenced?", "dashed"},
 }
 
+// Relation is a causal relation pictures draw as an edge, from the node
+// that depends to the node it depends on.
+type Relation struct {
+	Pred  string // the predicate IRI
+	Label string // its short name
+	// Ambiguous marks a candidate link (witness:duringCandidate,
+	// witness:possiblyInfluencedBy): drawn dashed, never a guess.
+	Ambiguous bool
+}
+
+// CausalRelations lists the relations drawn as edges, in drawing order;
+// the report and the DOT writer share it.
+func CausalRelations() []Relation {
+	out := make([]Relation, len(drawnEdges))
+	for i, e := range drawnEdges {
+		out[i] = Relation{Pred: e.pred, Label: e.label, Ambiguous: e.style == "dashed"}
+	}
+	return out
+}
+
+// NodeLabel is the short human label pictures give n ("call write_file\ne7").
+func NodeLabel(n *Node) string { return nodeLabel(n) }
+
+// DrawKind is how pictures draw n: "activity", "entity", "agent", or ""
+// for nodes folded into labels (associations, the session, tool
+// definitions, the seal).
+func DrawKind(n *Node) string { return kindOf(n) }
+
+// NodeEvent returns the id of the event that made n: its witness:eventId,
+// or for the secondary nodes of an event (arguments, params: only the
+// primary node carries the id) the event id that ends its IRI
+// (".../args/e3"). "" for nodes no event made (agents, the seal).
+func NodeEvent(n *Node) string {
+	if ev := n.Value(WEventID); ev != "" {
+		return ev
+	}
+	if seg := lastSegment(n.ID); seg != n.ID && eventSeq(seg) >= 0 {
+		return seg
+	}
+	return ""
+}
+
+// NodeSeq returns the log position of n's event (witness:seq, else the
+// position an "e<seq>" event id names), or -1 for a node no event made.
+func NodeSeq(n *Node) int64 {
+	if v := n.Value(WSeq); v != "" {
+		return digits(v)
+	}
+	return eventSeq(NodeEvent(n))
+}
+
+// eventSeq reads "e<seq>", the form of every witness event id; -1 if id
+// has another form.
+func eventSeq(id string) int64 {
+	if len(id) < 2 || id[0] != 'e' {
+		return -1
+	}
+	return digits(id[1:])
+}
+
+func digits(v string) int64 {
+	if v == "" {
+		return -1
+	}
+	var x int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		x = x*10 + int64(c-'0')
+		if x > 1<<53 {
+			return -1
+		}
+	}
+	return x
+}
+
 // resolveClasses maps event-id keys to node IRIs.
 func (g *Graph) resolveClasses(classes map[string]string) map[string]string {
 	out := make(map[string]string, len(classes))
@@ -238,10 +316,14 @@ func (g *Graph) resolveClasses(classes map[string]string) map[string]string {
 
 // WriteDOT draws g for Graphviz: entities as yellow ellipses, activities as
 // blue boxes, agents as orange houses (each once, inside the session
-// cluster, without edges), findings filled with their class colour. Graphs
-// with more drawable nodes than opts.MaxNodes are drawn as a summary: one
-// node per class with its count, edges aggregated between classes, and the
-// classified nodes.
+// cluster, without edges), findings filled with their class colour, each
+// attribute once. Time runs left to right (rankdir=LR): one rank per event
+// position, held in order by a chain of invisible time points; causal
+// edges go from a node to its causes and do not constrain the ranks.
+// Graphs with more drawable nodes than opts.MaxNodes are drawn as a
+// summary: one cluster per time window (summaryWindows of them, whatever
+// the number of events), one node per class in it with its count, edges
+// aggregated, and the classified nodes.
 func (g *Graph) WriteDOT(w io.Writer, opts DOTOptions) error {
 	if opts.MaxNodes <= 0 {
 		opts.MaxNodes = DefaultDOTMaxNodes
@@ -258,7 +340,7 @@ func (g *Graph) WriteDOT(w io.Writer, opts DOTOptions) error {
 	if title == "" {
 		title = "witness PROV graph"
 	}
-	fmt.Fprintf(bw, "digraph witness {\n  graph [rankdir=BT, fontname=\"Helvetica\", label=%s, labelloc=t];\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n", dotQuote(title))
+	fmt.Fprintf(bw, "digraph witness {\n  graph [rankdir=LR, newrank=true, fontname=\"Helvetica\", label=%s, labelloc=t];\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n", dotQuote(title))
 	if len(drawn) > opts.MaxNodes {
 		g.writeSummary(bw, drawn, classes, opts.MaxNodes)
 	} else {
@@ -268,19 +350,16 @@ func (g *Graph) WriteDOT(w io.Writer, opts DOTOptions) error {
 	return bw.Flush()
 }
 
-func styleFor(kind string) string {
-	switch kind {
-	case "activity":
-		return styleActivity
-	case "agent":
-		return styleAgent
+// nodeAttrs returns the attributes of a drawn node, each key once: the
+// PROV style of its kind, replaced by its class's fill and style when it
+// has one.
+func nodeAttrs(label, kind, class string) string {
+	st, ok := kindStyle[kind]
+	if !ok {
+		st = kindStyle["entity"]
 	}
-	return styleEntity
-}
-
-func classAttrs(class string) string {
 	if class == "" {
-		return ""
+		return fmt.Sprintf(`label=%s, shape=%s, style=filled, fillcolor="%s", color="%s"`, dotQuote(label), st[0], st[1], st[2])
 	}
 	c, ok := classStyle[class]
 	if !ok {
@@ -290,7 +369,24 @@ func classAttrs(class string) string {
 	if class == "removed" || class == "ambiguous" {
 		style = "filled,dashed"
 	}
-	return fmt.Sprintf(`, fillcolor="%s", style="%s", penwidth=3, tooltip=%s`, c, style, dotQuote(class))
+	return fmt.Sprintf(`label=%s, shape=%s, color="%s", fillcolor="%s", style="%s", penwidth=3, tooltip=%s`, dotQuote(label), st[0], st[2], c, style, dotQuote(class))
+}
+
+// timeSteps groups drawn nodes by their event's position (witness:seq), in
+// time order; nodes no event made come first, in a group of their own
+// (seq -1).
+func timeSteps(drawn []*Node) ([]int64, map[int64][]int) {
+	by := map[int64][]int{}
+	var seqs []int64
+	for i, n := range drawn {
+		q := NodeSeq(n)
+		if _, ok := by[q]; !ok {
+			seqs = append(seqs, q)
+		}
+		by[q] = append(by[q], i)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	return seqs, by
 }
 
 func (g *Graph) writeFull(bw *bufio.Writer, drawn []*Node, classes map[string]string) {
@@ -312,10 +408,24 @@ func (g *Graph) writeFull(bw *bufio.Writer, drawn []*Node, classes map[string]st
 	}
 	fmt.Fprintf(bw, "  subgraph cluster_session {\n    label=%s; style=rounded; color=\"#999999\";\n", dotQuote(label))
 	for _, n := range drawn {
-		k := kindOf(n)
-		fmt.Fprintf(bw, "    %s [label=%s, %s%s];\n", ids[n.ID], dotQuote(nodeLabel(n)), styleFor(k), classAttrs(classes[n.ID]))
+		fmt.Fprintf(bw, "    %s [%s];\n", ids[n.ID], nodeAttrs(nodeLabel(n), kindOf(n), classes[n.ID]))
+	}
+	// time runs left to right: one rank per event position, held in order
+	// by an invisible chain of time points
+	seqs, by := timeSteps(drawn)
+	for i, q := range seqs {
+		fmt.Fprintf(bw, "    t%d [shape=point, style=invis, width=0];\n    { rank=same; t%d;", i, i)
+		for _, k := range by[q] {
+			fmt.Fprintf(bw, " n%d;", k)
+		}
+		bw.WriteString(" }\n")
+	}
+	for i := 1; i < len(seqs); i++ {
+		fmt.Fprintf(bw, "    t%d -> t%d [style=invis];\n", i-1, i)
 	}
 	bw.WriteString("  }\n")
+	// causal edges point from the dependent node to its cause, which is
+	// earlier: they do not constrain the ranks (the time points do)
 	labels := len(drawn) <= 100
 	for _, n := range drawn {
 		for _, e := range drawnEdges {
@@ -331,11 +441,8 @@ func (g *Graph) writeFull(bw *bufio.Writer, drawn []*Node, classes map[string]st
 				if e.style != "" {
 					attrs = append(attrs, "style="+e.style)
 				}
-				if len(attrs) > 0 {
-					fmt.Fprintf(bw, "  %s -> %s [%s];\n", ids[n.ID], t, strings.Join(attrs, ", "))
-				} else {
-					fmt.Fprintf(bw, "  %s -> %s;\n", ids[n.ID], t)
-				}
+				attrs = append(attrs, "constraint=false")
+				fmt.Fprintf(bw, "  %s -> %s [%s];\n", ids[n.ID], t, strings.Join(attrs, ", "))
 			}
 		}
 	}
@@ -363,37 +470,99 @@ func className(n *Node) string {
 	return "node"
 }
 
+// summaryWindows is the number of time windows of a summary: a summary
+// has at most this many clusters, whatever the number of events.
+const summaryWindows = 12
+
 func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string]string, max int) {
 	type cls struct {
 		kind  string
 		count int
 	}
-	counts := map[string]*cls{}
-	of := make(map[string]string, len(drawn))
-	for _, n := range drawn {
-		c := className(n)
-		of[n.ID] = c
-		if counts[c] == nil {
-			counts[c] = &cls{kind: kindOf(n)}
-		}
-		counts[c].count++
+	seqs, by := timeSteps(drawn)
+	windows := summaryWindows
+	if len(seqs) < windows {
+		windows = len(seqs)
 	}
-	names := make([]string, 0, len(counts))
-	for c := range counts {
+	per := (len(seqs) + windows - 1) / windows
+	// window of each drawn node, by its time step
+	win := make([]int, len(drawn))
+	lo := make([]int64, windows)
+	hi := make([]int64, windows)
+	for si, q := range seqs {
+		w := si / per
+		if si%per == 0 {
+			lo[w] = q
+		}
+		hi[w] = q
+		for _, k := range by[q] {
+			win[k] = w
+		}
+	}
+	windows = (len(seqs) + per - 1) / per
+	type key struct {
+		w int
+		c string
+	}
+	counts := map[key]*cls{}
+	total := map[string]int{}
+	of := make(map[string]key, len(drawn))
+	for i, n := range drawn {
+		k := key{win[i], className(n)}
+		of[n.ID] = k
+		if counts[k] == nil {
+			counts[k] = &cls{kind: kindOf(n)}
+		}
+		counts[k].count++
+		total[k.c]++
+	}
+	keys := make([]key, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].w != keys[j].w {
+			return keys[i].w < keys[j].w
+		}
+		return keys[i].c < keys[j].c
+	})
+	name := func(k key) string { return dotQuote(fmt.Sprintf("w%d:%s", k.w, k.c)) }
+	names := make([]string, 0, len(total))
+	for c := range total {
 		names = append(names, c)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(bw, "  summary [shape=note, label=%s];\n", dotQuote(fmt.Sprintf("summary: %d nodes, more than the %d that can be drawn;\none node per class, edges aggregated", len(drawn), max)))
+	var tot []string
 	for _, c := range names {
-		fmt.Fprintf(bw, "  %s [label=%s, %s];\n", dotQuote("class:"+c), dotQuote(fmt.Sprintf("%s\n× %d", c, counts[c].count)), styleFor(counts[c].kind))
+		tot = append(tot, fmt.Sprintf("%s × %d", c, total[c]))
 	}
-	type edge struct{ from, to, label string }
+	fmt.Fprintf(bw, "  summary [shape=note, label=%s];\n", dotQuote(fmt.Sprintf("summary: %d nodes, more than the %d that can be drawn;\none cluster per time window, one node per class in it, edges aggregated\n%s", len(drawn), max, strings.Join(tot, ", "))))
+	i := 0
+	for w := 0; w < windows; w++ {
+		label := fmt.Sprintf("events seq %d–%d", lo[w], hi[w])
+		if lo[w] < 0 {
+			label = "not from an event"
+		}
+		fmt.Fprintf(bw, "  subgraph cluster_w%d {\n    label=%s; style=rounded; color=\"#999999\";\n    w%d [shape=point, style=invis, width=0];\n", w, dotQuote(label), w)
+		for ; i < len(keys) && keys[i].w == w; i++ {
+			k := keys[i]
+			fmt.Fprintf(bw, "    %s [%s];\n", name(k), nodeAttrs(fmt.Sprintf("%s\n× %d", k.c, counts[k].count), counts[k].kind, ""))
+		}
+		bw.WriteString("  }\n")
+		if w > 0 {
+			fmt.Fprintf(bw, "  w%d -> w%d [style=invis];\n", w-1, w)
+		}
+	}
+	type edge struct {
+		from, to key
+		label    string
+	}
 	ecount := map[edge]int{}
 	for _, n := range drawn {
 		for _, e := range drawnEdges {
 			for _, to := range n.Refs(e.pred) {
-				if tc, ok := of[to]; ok {
-					ecount[edge{of[n.ID], tc, e.label}]++
+				if tk, ok := of[to]; ok {
+					ecount[edge{of[n.ID], tk, e.label}]++
 				}
 			}
 		}
@@ -402,20 +571,27 @@ func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string
 	for e := range ecount {
 		edges = append(edges, e)
 	}
+	less := func(a, b key) bool {
+		if a.w != b.w {
+			return a.w < b.w
+		}
+		return a.c < b.c
+	}
 	sort.Slice(edges, func(i, j int) bool {
 		a, b := edges[i], edges[j]
 		if a.from != b.from {
-			return a.from < b.from
+			return less(a.from, b.from)
 		}
 		if a.to != b.to {
-			return a.to < b.to
+			return less(a.to, b.to)
 		}
 		return a.label < b.label
 	})
 	for _, e := range edges {
-		fmt.Fprintf(bw, "  %s -> %s [label=%s];\n", dotQuote("class:"+e.from), dotQuote("class:"+e.to), dotQuote(fmt.Sprintf("%s × %d", e.label, ecount[e])))
+		fmt.Fprintf(bw, "  %s -> %s [label=%s, constraint=false];\n", name(e.from), name(e.to), dotQuote(fmt.Sprintf("%s × %d", e.label, ecount[e])))
 	}
-	// findings stay visible: the classified nodes, up to 50
+	// findings stay visible: the classified nodes, up to 50, beside their
+	// window's class node
 	var found []string
 	for id := range classes {
 		if _, ok := of[id]; ok {
@@ -430,7 +606,7 @@ func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string
 	}
 	for i, id := range found {
 		n := g.Node(id)
-		fmt.Fprintf(bw, "  f%d [label=%s, %s%s];\n  f%d -> %s [style=dotted, arrowhead=none];\n", i, dotQuote(nodeLabel(n)), styleFor(kindOf(n)), classAttrs(classes[id]), i, dotQuote("class:"+of[id]))
+		fmt.Fprintf(bw, "  f%d [%s];\n  f%d -> %s [style=dotted, arrowhead=none];\n", i, nodeAttrs(nodeLabel(n), kindOf(n), classes[id]), i, name(of[id]))
 	}
 	if more > 0 {
 		fmt.Fprintf(bw, "  more_findings [shape=plaintext, label=%s];\n", dotQuote(fmt.Sprintf("… and %d more classified nodes", more)))

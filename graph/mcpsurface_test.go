@@ -389,8 +389,8 @@ func TestSurfaceDOT(t *testing.T) {
 		`label="sampling turn (observed)\ne15"`, `label="sampling request\ne13"`, `label="sampling answer (error)\ne33"`,
 		`label="server: elicitation/create\nid 1\ne21"`, `label="user input accept\ne22"`, `label="user", shape=house`,
 		`label="resources/read\nfile:///data/notes.txt\nid 2\ne6"`, `label="prompts/get\nsummarize\nid p-3\ne8"`,
-		`label="answer completion/complete (error)\ne11"`, `[label="during?", style=dashed]`, `[label="influenced?", style=dashed]`,
-		`[label="wasInfluencedBy"]`,
+		`label="answer completion/complete (error)\ne11"`, `[label="during?", style=dashed, constraint=false]`, `[label="influenced?", style=dashed, constraint=false]`,
+		`[label="wasInfluencedBy", constraint=false]`,
 	} {
 		if !strings.Contains(full.String(), want) {
 			t.Errorf("DOT lacks %s", want)
@@ -399,8 +399,9 @@ func TestSurfaceDOT(t *testing.T) {
 	if err := g.WriteDOT(&sum, DOTOptions{MaxNodes: 5, Classes: map[string]string{"e22": "ambiguous"}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"class:SamplingTurn" [label="SamplingTurn\n× 2"`, `"class:ResourceRead" [label="ResourceRead\n× 2"`,
-		`"class:MCPRequest" [label="MCPRequest\n× 5"`, `"class:Elicitation" [label="Elicitation\n× 2"`, `style="filled,dashed", penwidth=3, tooltip="ambiguous"`} {
+	// the summary's note counts each class over the whole graph
+	for _, want := range []string{`SamplingTurn × 2`, `ResourceRead × 2`,
+		`MCPRequest × 5`, `Elicitation × 2`, `style="filled,dashed", penwidth=3, tooltip="ambiguous"`} {
 		if !strings.Contains(sum.String(), want) {
 			t.Errorf("summary lacks %s\n%s", want, sum.String())
 		}

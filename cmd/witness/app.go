@@ -116,6 +116,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newImportCmd(a),
 		newGraphCmd(a),
 		newWhyCmd(a),
+		newReportCmd(a),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

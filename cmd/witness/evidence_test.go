@@ -87,6 +87,7 @@ func evidenceCommands(stub string) []evidenceCmd {
 		{name: "capture append --events", args: []string{"capture", "append", "--events", "OUT", "--keyring", "keys.json"}, in: "events.jsonl", out: "events.jsonl", stdin: "reported.jsonl", appends: true},
 		{name: "import --out", args: []string{"import", "--from", "atw-0.1.0", "IN", "--out", "OUT", "-q"}, in: "legacy.jsonl", out: "imported.jsonl"},
 		{name: "graph --out", args: []string{"graph", "--events", "IN", "--out", "OUT"}, in: "events.jsonl", out: "graph-new.jsonld"},
+		{name: "report --out", args: []string{"report", "--events", "IN", "--out", "OUT"}, in: "events.jsonl", out: "report.html"},
 		{name: "replay --out", args: []string{"replay", "--graph", "IN", "--rank", "--out", "OUT"}, in: "graph.jsonld", out: "rank.json"},
 		{name: "verify --out", args: []string{"verify", "--seal", "seal.json", "--events", "IN", "--sarif", "--out", "OUT", "--keyring", "keys.json"}, in: "events.jsonl", out: "report.sarif"},
 		{name: "firewall evaluate --out", args: []string{"firewall", "evaluate", "--policy", "policy-code.json", "--events", "IN", "--out", "OUT"}, in: "messages.events.jsonl", out: "audit.ndjson"},

@@ -14,6 +14,7 @@ import (
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/seal"
+	"github.com/agent-trace-witness/witness/verify"
 )
 
 type graphOptions struct {
@@ -26,6 +27,9 @@ type graphOptions struct {
 	Classes    string
 	Title      string
 	TempDir    string
+	// Keys verify the seal when --format dot colours verify's findings.
+	Keys          keyringOptions
+	AllowUnsigned bool
 	// FirewallAudit is an audit snapshot whose checks are added as an
 	// overlay (--firewall-audit; see addFirewallAudit in firewall.go).
 	FirewallAudit string
@@ -47,9 +51,13 @@ session and event ids: no blank nodes.
 embedded context (nothing is ever fetched). --format nquads writes RDFC-1.0
 canonical N-Quads, streamed with bounded memory (external sort) for long
 logs. --format dot writes a Graphviz picture (entities ellipses, activities
-boxes, agents houses); graphs above --max-nodes are drawn as a summary, and
---classes FILE ({"e12": "violation", ...}, event ids or node IRIs) colours
-findings.
+boxes, agents houses), time left to right: one rank per event, causal
+edges from each node to its causes; graphs above --max-nodes are drawn as
+a summary, one cluster per time window. With --seal, the findings of
+'witness verify --seal S --events FILE' colour their events (violation
+red, tampered purple, incomplete grey, notice blue), with the keys verify
+would use (--keyring, --trust); --classes FILE ({"e12": "violation", ...},
+event ids or node IRIs) adds or overrides classes.
 
 --events is repeatable: the logs of one agent run (the model channel of
 'witness proxy --listen' and one log per MCP server) are joined into one
@@ -80,6 +88,8 @@ whatever the format.`,
 	f.StringVar(&o.Classes, "classes", "", "dot: JSON object of event id or node IRI -> class (violation, tampered, incomplete, warning, notice, removed, highlight)")
 	f.StringVar(&o.Title, "title", "", "dot: picture title")
 	f.StringVar(&o.TempDir, "tmp", "", "nquads: directory for the sorted runs of long logs (default: the system temporary directory)")
+	o.Keys.AddFlags(c, keyUse{Legacy: true, Trust: true})
+	f.BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "dot with --seal: accept an event log whose end carries no signature the keyring can check")
 	f.StringVar(&o.FirewallAudit, "firewall-audit", "", "firewall audit snapshot (org.social-harness/firewall-audit/v4): add each check as an activity that used its message")
 	_ = c.MarkFlagRequired("events")
 	return c
@@ -94,7 +104,7 @@ func runGraph(a *app, o graphOptions) error {
 	if o.Format != "dot" && (o.Classes != "" || o.Title != "") {
 		return usageError(fmt.Errorf("--classes and --title apply to --format dot only"), "add --format dot")
 	}
-	o.Output.Reads(append(append([]string(nil), o.Events...), o.Seal, o.Classes, o.FirewallAudit)...)
+	o.Output.Reads(append(append([]string(nil), o.Events...), o.Seal, o.Classes, o.FirewallAudit, o.Keys.Trust, o.Keys.Input(a))...)
 	if err := o.Output.Check(a); err != nil {
 		return err
 	}
@@ -118,6 +128,16 @@ func runGraph(a *app, o graphOptions) error {
 		if err := json.Unmarshal(data, &classes); err != nil {
 			return usageError(fmt.Errorf("classes %s: not a JSON object of strings: %w", o.Classes, err), `write {"e12": "violation", ...}`)
 		}
+	}
+	if o.Format == "dot" && o.Seal != "" {
+		found, err := verifyClasses(a, o)
+		if err != nil {
+			return err
+		}
+		for k, v := range classes {
+			found[k] = v // --classes wins
+		}
+		classes = found
 	}
 	var src graph.EventSource
 	var logs []graph.LogInput
@@ -199,4 +219,30 @@ type lineCounter struct{ n int64 }
 func (c *lineCounter) Write(p []byte) (int, error) {
 	c.n += int64(bytes.Count(p, []byte{'\n'}))
 	return len(p), nil
+}
+
+// verifyClasses runs verify on the log against --seal and returns the DOT
+// class of each event a finding names: the worst finding's class.
+func verifyClasses(a *app, o graphOptions) (map[string]string, error) {
+	vo, err := o.Keys.VerifyKeys(a, 0)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := verify.Run(verify.Options{SealFile: o.Seal, EventsFile: first(o.Events), RunEvents: rest(o.Events), SealKeys: vo,
+		EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned, Stdin: a.stdin})
+	if err != nil {
+		return nil, err
+	}
+	rank := map[string]int{"notice": 1, "violation": 2, "unauthenticated": 3, "incomplete": 4, "tampered": 5}
+	out := map[string]string{}
+	for _, f := range rep.Findings {
+		if f.EventID == "" {
+			continue
+		}
+		if c := string(f.Class); rank[c] > rank[out[f.EventID]] {
+			out[f.EventID] = c
+		}
+	}
+	fmt.Fprintf(a.stderr, "witness: %s\n", rep.VerdictLine())
+	return out, nil
 }

@@ -23,7 +23,7 @@ const (
 	testkit   = "testkit"   // generators and helpers for tests and benchmarks
 	formats   = "formats"   // keyring, seal, cassette, eventlog, modelapi, drift: files and their rules
 	recording = "recording" // mcp, capture, proxy, httpproxy, serve: the wire, processes, recording
-	analysis  = "analysis"  // graph, why, verify, replay, firewall: read evidence, judge it
+	analysis  = "analysis"  // graph, why, verify, replay, firewall, report: read evidence, judge it, show it
 	command   = "cmd"       // main packages: flags, wiring, output
 )
 
@@ -55,6 +55,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"replay", analysis},
 	{"firewall", analysis},
 	{"verdict", analysis},
+	{"report", analysis},
 	{"cmd", command},
 }
 

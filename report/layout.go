@@ -1,0 +1,220 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/agent-trace-witness/witness/graph"
+)
+
+// Picture is the causal graph laid out for the page: time runs left to
+// right (one column per timeline position, or per time window in a
+// summary), one band per actor lane.
+type Picture struct {
+	W       int      `json:"w"`
+	H       int      `json:"h"`
+	Lanes   []int    `json:"lanes"` // the y of each lane band's top
+	LaneH   int      `json:"lane_h"`
+	Nodes   []PNode  `json:"nodes"`
+	Edges   []PEdge  `json:"edges"`
+	Total   int      `json:"total"`             // graph nodes drawn or summarised
+	Summary string   `json:"summary,omitempty"` // set when the picture is a summary
+	Legend  []string `json:"legend,omitempty"`
+}
+
+// PNode is one drawn node (or, in a summary, one time window of one lane).
+type PNode struct {
+	X     int    `json:"x"`
+	Y     int    `json:"y"`
+	Label string `json:"label"`
+	Kind  string `json:"kind"`            // activity, entity, window
+	Class string `json:"class,omitempty"` // the worst finding class on it
+	Row   int    `json:"row"`             // timeline row of its event, -1 for none
+	Count int    `json:"count,omitempty"` // summary: nodes in the window
+}
+
+// PEdge is one drawn edge, from the dependent node to its cause.
+type PEdge struct {
+	From   int    `json:"from"`
+	To     int    `json:"to"`
+	Rel    string `json:"rel"`
+	Dashed bool   `json:"dashed,omitempty"`
+	N      int    `json:"n,omitempty"` // summary: edges aggregated
+}
+
+const (
+	colW   = 64
+	laneH  = 84
+	stackH = 20
+	margin = 120
+)
+
+type gnode struct {
+	n     *graph.Node
+	log   int
+	row   int
+	lane  int
+	class string
+}
+
+func classRank(c string) int {
+	switch c {
+	case "tampered":
+		return 4
+	case "incomplete":
+		return 3
+	case "unauthenticated":
+		return 2
+	case "violation":
+		return 1
+	}
+	return 0
+}
+
+// layout draws the graphs of the logs in time order, or summarises them
+// above MaxGraphNodes.
+func layout(logs []*logState, lanes *interner, o Options) Picture {
+	var ns []gnode
+	for li, ls := range logs {
+		if ls.g == nil {
+			continue
+		}
+		classes := map[string]string{}
+		for _, f := range ls.rep.Findings {
+			if f.EventID != "" && (classes[f.EventID] == "" || classRank(string(f.Class)) > classRank(classes[f.EventID])) {
+				classes[f.EventID] = string(f.Class)
+			}
+		}
+		laneOfEv := map[string]int{}
+		for _, e := range ls.events {
+			laneOfEv[e.ID] = lanes.id(laneOf(e, ls.server))
+		}
+		for _, n := range ls.g.Nodes {
+			k := graph.DrawKind(n)
+			if k != "activity" && k != "entity" {
+				continue
+			}
+			ev := graph.NodeEvent(n)
+			r, ok := ls.rowOf[ev]
+			if !ok {
+				continue
+			}
+			ns = append(ns, gnode{n: n, log: li, row: r, lane: laneOfEv[ev], class: classes[ev]})
+		}
+	}
+	sort.SliceStable(ns, func(i, j int) bool {
+		if ns[i].row != ns[j].row {
+			return ns[i].row < ns[j].row
+		}
+		return ns[i].n.ID < ns[j].n.ID
+	})
+	p := Picture{Total: len(ns), LaneH: laneH}
+	for i := range lanes.list {
+		p.Lanes = append(p.Lanes, i*laneH)
+	}
+	p.H = len(lanes.list) * laneH
+	if len(ns) <= o.MaxGraphNodes {
+		drawFull(&p, ns, logs)
+	} else {
+		drawSummary(&p, ns, logs, o.GraphWindows)
+	}
+	return p
+}
+
+func drawFull(p *Picture, ns []gnode, logs []*logState) {
+	idx := map[[2]any]int{}
+	col, lastRow := -1, -1
+	stack := map[int]int{} // lane → nodes stacked in the current column
+	for i, g := range ns {
+		if g.row != lastRow {
+			col++
+			lastRow = g.row
+			stack = map[int]int{}
+		}
+		y := g.lane*laneH + 18 + stack[g.lane]*stackH
+		stack[g.lane]++
+		p.Nodes = append(p.Nodes, PNode{X: margin + col*colW + colW/2, Y: y, Label: graph.NodeLabel(g.n), Kind: graph.DrawKind(g.n), Class: g.class, Row: g.row})
+		idx[[2]any{g.log, g.n.ID}] = i
+	}
+	p.W = margin + (col+1)*colW + 40
+	for i, g := range ns {
+		for _, r := range graph.CausalRelations() {
+			for _, to := range g.n.Refs(r.Pred) {
+				if j, ok := idx[[2]any{g.log, to}]; ok && j != i {
+					p.Edges = append(p.Edges, PEdge{From: i, To: j, Rel: r.Label, Dashed: r.Ambiguous})
+				}
+			}
+		}
+	}
+}
+
+func drawSummary(p *Picture, ns []gnode, logs []*logState, windows int) {
+	maxRow := ns[len(ns)-1].row + 1
+	size := (maxRow + windows - 1) / windows
+	type key struct{ w, lane int }
+	box := map[key]int{}
+	of := map[[2]any]int{}
+	var keys []key
+	count := map[key]int{}
+	class := map[key]string{}
+	for _, g := range ns {
+		k := key{g.row / size, g.lane}
+		if _, ok := count[k]; !ok {
+			keys = append(keys, k)
+		}
+		count[k]++
+		if classRank(g.class) > classRank(class[k]) || (class[k] == "" && g.class != "") {
+			class[k] = g.class
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].w != keys[j].w {
+			return keys[i].w < keys[j].w
+		}
+		return keys[i].lane < keys[j].lane
+	})
+	w := 2 * colW
+	for i, k := range keys {
+		box[k] = i
+		lo, hi := k.w*size, (k.w+1)*size-1
+		p.Nodes = append(p.Nodes, PNode{X: margin + k.w*w + w/2, Y: k.lane*laneH + laneH/2, Kind: "window", Count: count[k], Class: class[k], Row: lo,
+			Label: fmt.Sprintf("%d nodes\nevents %d–%d", count[k], lo, hi)})
+	}
+	for _, g := range ns {
+		of[[2]any{g.log, g.n.ID}] = box[key{g.row / size, g.lane}]
+	}
+	type ek struct {
+		from, to int
+		rel      string
+	}
+	agg := map[ek]int{}
+	for _, g := range ns {
+		f := of[[2]any{g.log, g.n.ID}]
+		for _, r := range graph.CausalRelations() {
+			for _, to := range g.n.Refs(r.Pred) {
+				if t, ok := of[[2]any{g.log, to}]; ok && t != f {
+					agg[ek{f, t, r.Label}]++
+				}
+			}
+		}
+	}
+	eks := make([]ek, 0, len(agg))
+	for e := range agg {
+		eks = append(eks, e)
+	}
+	sort.Slice(eks, func(i, j int) bool {
+		a, b := eks[i], eks[j]
+		if a.from != b.from {
+			return a.from < b.from
+		}
+		if a.to != b.to {
+			return a.to < b.to
+		}
+		return a.rel < b.rel
+	})
+	for _, e := range eks {
+		p.Edges = append(p.Edges, PEdge{From: e.from, To: e.to, Rel: e.rel, N: agg[e]})
+	}
+	p.W = margin + (windows+1)*w
+	p.Summary = fmt.Sprintf("%d nodes, more than can be drawn one by one: one box per actor and time window of %d events (its node count), edges aggregated between boxes; red boxes hold a finding", len(ns), size)
+}

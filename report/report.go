@@ -1,0 +1,670 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/firewall"
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/replay"
+	"github.com/agent-trace-witness/witness/verify"
+)
+
+// Format is the format name of the embedded data (docs/formats/report.md).
+const Format = "witness-report"
+
+// Defaults of the size limits (docs/design/report.md says why).
+const (
+	DefaultMaxTimeline   = 2000   // events drawn one by one; above, the timeline shows buckets
+	DefaultBuckets       = 120    // buckets of an aggregated timeline
+	DefaultMaxDetails    = 2000   // events whose payload and wire bytes are embedded
+	DefaultMaxExcerpt    = 4096   // bytes kept of one payload or one wire excerpt
+	DefaultMaxGraphNodes = 300    // graph nodes drawn one by one; above, a summary per time window
+	DefaultGraphWindows  = 24     // time windows of a summarised graph
+	DefaultTopRank       = 10     // blast-radius ranking entries
+	maxFindings          = 500    // findings shown with their chain
+	maxEventRows         = 200000 // event rows embedded (the list is virtualised)
+)
+
+// Options say what to report on and how big the page may grow.
+type Options struct {
+	// Events are the event logs (at least one). Each is verified alone;
+	// the timeline merges them in log order.
+	Events []string
+	// Verify is the template of each log's verification (seal file, keys,
+	// AllowUnsigned); Build sets EventsFile. Without a SealFile the logs
+	// are checked for integrity only.
+	Verify verify.Options
+	// FirewallAudit is an audit snapshot verified with AuditKeys.
+	FirewallAudit string
+	AuditOptions  firewall.AuditVerifyOptions
+	// Explainer gives each finding's causal chain (default GraphExplainer).
+	Explainer Explainer
+	// Generated is the generation time printed in the page ("" for none).
+	Generated string
+	// Version is the witness version printed in the page.
+	Version string
+
+	MaxTimeline, Buckets, MaxDetails, MaxExcerpt, MaxGraphNodes, GraphWindows, TopRank int
+}
+
+func (o *Options) defaults() {
+	def := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	def(&o.MaxTimeline, DefaultMaxTimeline)
+	def(&o.Buckets, DefaultBuckets)
+	def(&o.MaxDetails, DefaultMaxDetails)
+	def(&o.MaxExcerpt, DefaultMaxExcerpt)
+	def(&o.MaxGraphNodes, DefaultMaxGraphNodes)
+	def(&o.GraphWindows, DefaultGraphWindows)
+	def(&o.TopRank, DefaultTopRank)
+	if o.Explainer == nil {
+		o.Explainer = GraphExplainer{}
+	}
+}
+
+// Data is everything the page shows, embedded as one JSON value.
+type Data struct {
+	Format    string    `json:"format"`
+	V         int       `json:"v"`
+	Generated string    `json:"generated,omitempty"`
+	Version   string    `json:"version,omitempty"`
+	Verdict   Verdict   `json:"verdict"`
+	Logs      []Log     `json:"logs"`
+	Lanes     []string  `json:"lanes"`
+	Kinds     []string  `json:"kinds"`
+	Labels    []string  `json:"labels"`
+	Timeline  Timeline  `json:"timeline"`
+	Details   []Detail  `json:"details"`
+	Findings  []Finding `json:"findings"`
+	Graph     Picture   `json:"graph"`
+	Rank      []Ranked  `json:"rank"`
+	Firewall  *Firewall `json:"firewall,omitempty"`
+	Notes     []string  `json:"notes,omitempty"`
+}
+
+// Verdict is the worst verdict over the logs.
+type Verdict struct {
+	Verdict  string `json:"verdict"`
+	ExitCode int    `json:"exit_code"`
+	Class    string `json:"class"` // the exit class name (ok, violation, tampered...)
+	Line     string `json:"line"`
+}
+
+// Log is one event log: its verification and its integrity.
+type Log struct {
+	File       string   `json:"file"`
+	Session    string   `json:"session,omitempty"`
+	Server     string   `json:"server,omitempty"`
+	Events     int      `json:"events"`
+	Verdict    string   `json:"verdict"`
+	ExitCode   int      `json:"exit_code"`
+	Line       string   `json:"line"`
+	Qualifiers []string `json:"qualifiers,omitempty"`
+	Seal       string   `json:"seal,omitempty"`
+	Signers    []string `json:"signers,omitempty"`
+	Provenance string   `json:"provenance,omitempty"`
+	Checks     []Check  `json:"checks"`
+	EndSigned  []string `json:"end_signed_by,omitempty"` // key ids on the session end
+	Cassette   string   `json:"cassette,omitempty"`
+	ReadError  string   `json:"read_error,omitempty"`
+}
+
+// Check is one verify check and its status.
+type Check struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Timeline holds one row per event: [log, seq, lane, kind, label, flags]
+// (indexes into Lanes, Kinds and Labels; flags bit 0: a finding names the
+// event, bit 1: its details are embedded), in log order, logs merged by
+// time. Above MaxTimeline events, Buckets aggregates them:
+// Buckets[lane][b] counts the rows of lane in bucket b (Size rows each).
+type Timeline struct {
+	Rows    [][6]int64 `json:"rows"`
+	Total   int        `json:"total"`
+	Size    int        `json:"bucket_size,omitempty"`
+	Buckets [][]int    `json:"buckets,omitempty"`
+}
+
+// Detail is what the page shows for one event: its payload, sha256 and
+// the exact wire bytes from the cassette, each cut at MaxExcerpt bytes
+// with a note.
+type Detail struct {
+	Row      int    `json:"row"`
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	TS       string `json:"ts"`
+	Source   string `json:"source,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	Method   string `json:"method,omitempty"`
+	RPCID    string `json:"rpc_id,omitempty"`
+	Links    string `json:"links,omitempty"`
+	SHA256   string `json:"sha256,omitempty"`
+	Payload  string `json:"payload,omitempty"`
+	PayloadN int    `json:"payload_bytes,omitempty"`
+	Wire     string `json:"wire,omitempty"`
+	WireN    int    `json:"wire_bytes,omitempty"`
+	WireNote string `json:"wire_note,omitempty"`
+}
+
+// Finding is one verify finding with its chain and counterfactual.
+type Finding struct {
+	Log      int    `json:"log"`
+	Code     string `json:"code"`
+	Class    string `json:"class"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+	Event    string `json:"event,omitempty"`
+	Row      int    `json:"row"` // timeline row of the event, -1 for none
+	Tool     string `json:"tool,omitempty"`
+	Chain    *Chain `json:"chain,omitempty"`
+	// ChainRows are the timeline rows of the chain's steps (-1 for none).
+	ChainRows []int  `json:"chain_rows,omitempty"`
+	ChainNote string `json:"chain_note,omitempty"`
+	Removing  *What  `json:"removing,omitempty"`
+}
+
+// What is what removing a finding's cause changes (replay).
+type What struct {
+	Cause         string   `json:"cause"`
+	Label         string   `json:"label"`
+	Removed       int      `json:"removed"` // compensation set size
+	Actions       int      `json:"actions"`
+	OfActions     int      `json:"of_actions"`
+	NotReplayable int      `json:"not_replayable"`
+	Effects       []string `json:"effects,omitempty"`
+	Residual      float64  `json:"synergy_residual"`
+	Note          string   `json:"note,omitempty"`
+}
+
+// Ranked is one entry of replay's blast-radius ranking.
+type Ranked struct {
+	Log           int     `json:"log"`
+	Rank          int     `json:"rank"`
+	Activity      string  `json:"activity"`
+	Label         string  `json:"label"`
+	Tool          string  `json:"tool,omitempty"`
+	Size          int64   `json:"compensation_size"`
+	Activities    int64   `json:"compensation_activities"`
+	NotReplayable int64   `json:"not_replayable"`
+	Residual      float64 `json:"synergy_residual"`
+}
+
+// Firewall is the audit verification and its checks.
+type Firewall struct {
+	File     string       `json:"file"`
+	Verdict  string       `json:"verdict"`
+	Auth     string       `json:"authentication"`
+	Complete bool         `json:"complete"`
+	Checks   []AuditCheck `json:"checks"`
+	More     int          `json:"more,omitempty"`
+}
+
+// AuditCheck is one check record of the audit.
+type AuditCheck struct {
+	Seq         int64  `json:"seq"`
+	ID          string `json:"id"`
+	Direction   string `json:"direction"`
+	Operation   string `json:"operation"`
+	Disposition string `json:"disposition"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+type logState struct {
+	file   string
+	events []*eventlog.Event
+	g      *graph.Graph
+	rep    *verify.Report
+	rowOf  map[string]int // event id → timeline row
+	lanes  []int          // per event: lane index
+	server string
+}
+
+// Build reads the inputs and returns the report's data. It fails (with an
+// exitcode error) only when nothing can be shown: no log, a log that
+// cannot be opened, an unusable seal or key set. Evidence that is tampered
+// with or incomplete is reported, not refused.
+func Build(o Options) (*Data, error) {
+	o.defaults()
+	if len(o.Events) == 0 {
+		return nil, exitcode.New(exitcode.Usage, errors.New("no event log given"), "pass --events FILE (repeat it for several logs)")
+	}
+	for _, f := range o.Events {
+		if err := checkInput(f, "--events"); err != nil {
+			return nil, err
+		}
+	}
+	if o.FirewallAudit != "" {
+		if err := checkInput(o.FirewallAudit, "--firewall-audit"); err != nil {
+			return nil, err
+		}
+	}
+	d := &Data{Format: Format, V: 1, Generated: o.Generated, Version: o.Version}
+	lanes := newInterner()
+	kinds := newInterner()
+	labels := newInterner()
+	for _, l := range []string{"user", "agent", "model"} {
+		lanes.id(l)
+	}
+	var logs []*logState
+	worst := verify.Verified
+	for li, file := range o.Events {
+		ls := &logState{file: file, rowOf: map[string]int{}}
+		logs = append(logs, ls)
+		vo := o.Verify
+		vo.EventsFile = file
+		rep, err := verify.Run(vo)
+		if err != nil {
+			return nil, err
+		}
+		ls.rep = rep
+		if rank(rep.Verdict) > rank(worst) {
+			worst = rep.Verdict
+		}
+		lg := Log{File: filepath.Base(file), Session: rep.Evidence.Session, Verdict: string(rep.Verdict), ExitCode: int(rep.Code()),
+			Line: rep.VerdictLine(), Qualifiers: rep.Qualifiers, Seal: rep.Seal.Digest, Signers: rep.Seal.Signers, Provenance: rep.Evidence.Provenance}
+		for _, c := range rep.Checks {
+			lg.Checks = append(lg.Checks, Check{ID: c.ID, Title: c.Title, Status: string(c.Status), Reason: c.Reason})
+		}
+		evs, rerr := readEvents(file)
+		ls.events = evs
+		if rerr != nil {
+			if exitcode.Of(rerr) == exitcode.Usage || exitcode.Of(rerr) == exitcode.Failure {
+				return nil, rerr
+			}
+			lg.ReadError = rerr.Error()
+			d.Notes = append(d.Notes, fmt.Sprintf("%s: read %d events, then: %v", lg.File, len(evs), rerr))
+		}
+		for _, e := range evs {
+			if e.Header != nil && e.Header.Server != nil {
+				ls.server = e.Header.Server.Name
+			}
+			if e.End != nil {
+				for _, s := range e.End.Signatures {
+					lg.EndSigned = append(lg.EndSigned, s.KeyID)
+				}
+			}
+			if e.Wire != nil && e.Wire.Cassette != "" && lg.Cassette == "" {
+				lg.Cassette = e.Wire.Cassette
+			}
+		}
+		if ls.server == "" {
+			ls.server = "server"
+		}
+		if len(o.Events) > 1 {
+			ls.server = fmt.Sprintf("%s (log %d)", ls.server, li+1)
+		}
+		lg.Server = ls.server
+		lg.Events = len(evs)
+		if g, err := graph.BuildEvents(evs, graph.Options{}); err == nil {
+			ls.g = g
+		} else {
+			d.Notes = append(d.Notes, fmt.Sprintf("%s: no causal graph: %v", lg.File, err))
+		}
+		d.Logs = append(d.Logs, lg)
+	}
+	// lanes: user, agent, model, one per server, effects, witness
+	for _, ls := range logs {
+		lanes.id("server: " + ls.server)
+	}
+	lanes.id("effects")
+	lanes.id("witness")
+	d.Verdict = Verdict{Verdict: string(worst), ExitCode: int(worst.ExitCode()), Class: worst.ExitCode().Name()}
+	if len(logs) == 1 {
+		d.Verdict.Line = logs[0].rep.VerdictLine()
+	} else {
+		d.Verdict.Line = fmt.Sprintf("%s: the worst of %d logs", worst, len(logs))
+	}
+
+	// timeline rows: logs merged by time, then by log and position
+	var all []eventRef
+	for li, ls := range logs {
+		for _, e := range ls.events {
+			all = append(all, eventRef{li, e})
+		}
+	}
+	if len(logs) > 1 {
+		sort.SliceStable(all, func(i, j int) bool {
+			a, b := all[i], all[j]
+			if a.ev.TS != b.ev.TS {
+				return a.ev.TS < b.ev.TS
+			}
+			if a.log != b.log {
+				return a.log < b.log
+			}
+			return a.ev.Seq < b.ev.Seq
+		})
+	}
+	if len(all) > maxEventRows {
+		d.Notes = append(d.Notes, fmt.Sprintf("the event list keeps the first %d of %d events; the timeline counts all of them", maxEventRows, len(all)))
+	}
+	findingEvents := map[string]bool{}
+	for li, ls := range logs {
+		for _, f := range ls.rep.Findings {
+			if f.EventID != "" {
+				findingEvents[fmt.Sprintf("%d/%s", li, f.EventID)] = true
+			}
+		}
+	}
+	d.Timeline.Total = len(all)
+	for i, r := range all {
+		lane := lanes.id(laneOf(r.ev, logs[r.log].server))
+		if i >= maxEventRows {
+			continue
+		}
+		var flags int64
+		if findingEvents[fmt.Sprintf("%d/%s", r.log, r.ev.ID)] {
+			flags |= 1
+		}
+		row := [6]int64{int64(r.log), r.ev.Seq, int64(lane), int64(kinds.id(string(r.ev.Kind))), int64(labels.id(eventLabel(r.ev))), flags}
+		logs[r.log].rowOf[r.ev.ID] = i
+		d.Timeline.Rows = append(d.Timeline.Rows, row)
+	}
+	if len(all) > o.MaxTimeline {
+		size := (len(all) + o.Buckets - 1) / o.Buckets
+		d.Timeline.Size = size
+		nb := (len(all) + size - 1) / size
+		d.Timeline.Buckets = make([][]int, len(lanes.list))
+		for l := range d.Timeline.Buckets {
+			d.Timeline.Buckets[l] = make([]int, nb)
+		}
+		for i, r := range all {
+			d.Timeline.Buckets[lanes.id(laneOf(r.ev, logs[r.log].server))][i/size]++
+		}
+	}
+
+	// findings, chains, counterfactuals
+	detailRows := map[int]bool{}
+	for li, ls := range logs {
+		var eng *replay.Engine
+		if ls.g != nil {
+			if e, err := replay.NewEngine(ls.g); err == nil {
+				eng = e
+			} else {
+				d.Notes = append(d.Notes, fmt.Sprintf("%s: no counterfactuals: %v", d.Logs[li].File, err))
+			}
+		}
+		for _, f := range ls.rep.Findings {
+			if len(d.Findings) >= maxFindings {
+				d.Notes = append(d.Notes, fmt.Sprintf("only the first %d findings are shown", maxFindings))
+				break
+			}
+			df := Finding{Log: li, Code: f.Code, Class: string(f.Class), Severity: string(f.Severity), Message: f.Message, Event: f.EventID, Tool: f.Tool, Row: -1}
+			if r, ok := ls.rowOf[f.EventID]; ok && f.EventID != "" {
+				df.Row = r
+				detailRows[r] = true
+			}
+			if f.EventID != "" && ls.g != nil {
+				node := primaryNode(ls.g, f.EventID)
+				if node == "" {
+					df.ChainNote = "the graph has no node for " + f.EventID
+				} else if c, err := o.Explainer.Explain(ls.g, node); err != nil {
+					df.ChainNote = err.Error()
+				} else {
+					df.Chain = c
+					for _, s := range c.Steps {
+						r, ok := ls.rowOf[s.Event]
+						if !ok || s.Event == "" {
+							r = -1
+						} else {
+							detailRows[r] = true
+						}
+						df.ChainRows = append(df.ChainRows, r)
+					}
+					if eng != nil {
+						df.Removing = whatIf(eng, ls.g, c)
+					}
+				}
+			} else if f.EventID == "" {
+				df.ChainNote = "this finding is about the whole " + findingScope(f) + ", not one event"
+			}
+			d.Findings = append(d.Findings, df)
+		}
+		if eng != nil {
+			rr := eng.Rank(o.TopRank)
+			for _, e := range rr.Ranking {
+				label := e.Activity
+				if n := ls.g.Node(e.Activity); n != nil {
+					label = graph.NodeLabel(n)
+				}
+				d.Rank = append(d.Rank, Ranked{Log: li, Rank: e.Rank, Activity: e.Activity, Label: label, Tool: e.Tool,
+					Size: e.CompensationSize, Activities: e.CompensationActivities, NotReplayable: e.NotReplayable, Residual: e.SynergyResidual})
+			}
+		}
+	}
+
+	// what breaks the rules first, notices last
+	sort.SliceStable(d.Findings, func(i, j int) bool {
+		return (d.Findings[i].Class == string(verify.ClassNotice)) != (d.Findings[j].Class == string(verify.ClassNotice)) && d.Findings[j].Class == string(verify.ClassNotice)
+	})
+
+	// details: finding and chain events first, then the earliest events
+	for i := 0; i < len(d.Timeline.Rows) && len(detailRows) < o.MaxDetails; i++ {
+		detailRows[i] = true
+	}
+	rows := make([]int, 0, len(detailRows))
+	for r := range detailRows {
+		rows = append(rows, r)
+	}
+	sort.Ints(rows)
+	if err := addDetails(d, logs, all, rows, o); err != nil {
+		return nil, err
+	}
+	for i := range d.Details {
+		d.Timeline.Rows[d.Details[i].Row][5] |= 2
+	}
+	if len(d.Timeline.Rows) > len(d.Details) {
+		d.Notes = append(d.Notes, fmt.Sprintf("payloads and wire bytes are embedded for %d of %d events (the findings' events and chains first, then the earliest); the others are in the event log and its cassette", len(d.Details), len(all)))
+	}
+
+	d.Graph = layout(logs, lanes, o)
+	if o.FirewallAudit != "" {
+		fw, err := auditChecks(o.FirewallAudit, o.AuditOptions)
+		if err != nil {
+			return nil, err
+		}
+		d.Firewall = fw
+	}
+	d.Lanes, d.Kinds, d.Labels = lanes.list, kinds.list, labels.list
+	return d, nil
+}
+
+func findingScope(f verify.Finding) string {
+	if f.SealClause != "" || f.Check == verify.CheckSeal {
+		return "seal"
+	}
+	return "log"
+}
+
+func rank(v verify.Verdict) int {
+	switch v {
+	case verify.Tampered:
+		return 4
+	case verify.Incomplete:
+		return 3
+	case verify.Unauthenticated:
+		return 2
+	case verify.Violation:
+		return 1
+	}
+	return 0
+}
+
+// interner numbers strings in first-seen order.
+type interner struct {
+	list []string
+	ix   map[string]int
+}
+
+func newInterner() *interner { return &interner{ix: map[string]int{}} }
+
+func (t *interner) id(s string) int {
+	if i, ok := t.ix[s]; ok {
+		return i
+	}
+	t.ix[s] = len(t.list)
+	t.list = append(t.list, s)
+	return len(t.list) - 1
+}
+
+// laneOf is the actor lane of an event.
+func laneOf(e *eventlog.Event, server string) string {
+	s2c := e.Direction == "s2c"
+	switch e.Kind {
+	case eventlog.KindUserInput:
+		return "user"
+	case eventlog.KindToolCall:
+		return "agent"
+	case eventlog.KindToolResponse, eventlog.KindMCPResponse:
+		if e.Kind == eventlog.KindMCPResponse && !s2c && e.Direction != "" {
+			return "agent"
+		}
+		return "server: " + server
+	case eventlog.KindModelInput, eventlog.KindModelOutput:
+		return "model"
+	case eventlog.KindExternalEffect:
+		return "effects"
+	case eventlog.KindMCPRequest, eventlog.KindNotification:
+		if s2c {
+			return "server: " + server
+		}
+		if e.Direction == "c2s" {
+			return "agent"
+		}
+		return "witness"
+	case eventlog.KindMessage:
+		return "agent"
+	}
+	return "witness"
+}
+
+// eventLabel is the short text of a timeline row.
+func eventLabel(e *eventlog.Event) string {
+	switch {
+	case e.Tool != "":
+		return e.Tool
+	case e.Effect != nil:
+		return e.Effect.Op
+	case e.Method != "":
+		return e.Method
+	case e.Role != "":
+		return e.Role
+	}
+	return string(e.Kind)
+}
+
+// primaryNode is the node an event id names (replay's rule: the activity,
+// else the first entity).
+func primaryNode(g *graph.Graph, ev string) string {
+	var ent string
+	for _, n := range g.Nodes {
+		if n.Value(graph.WEventID) != ev {
+			continue
+		}
+		switch graph.DrawKind(n) {
+		case "activity":
+			return n.ID
+		case "entity":
+			if ent == "" {
+				ent = n.ID
+			}
+		}
+	}
+	return ent
+}
+
+// whatIf removes the chain's first removable cause and says what goes with
+// it.
+func whatIf(eng *replay.Engine, g *graph.Graph, c *Chain) *What {
+	for _, s := range c.Steps {
+		if s.Kind != "activity" {
+			continue
+		}
+		r, err := eng.Counterfactual(replay.Options{Remove: []string{s.Node}})
+		if err != nil {
+			continue
+		}
+		w := &What{Cause: s.Node, Label: s.Label, Removed: len(r.CompensationSet), Actions: r.CompensationActions, OfActions: r.Graph.Actions,
+			NotReplayable: len(r.NotReplayable), Residual: r.SynergyResidual}
+		for _, e := range r.NotReplayable {
+			t := e.Op
+			if e.Target != "" {
+				t += " " + e.Target
+			}
+			if t == "" {
+				t = e.Node
+				if n := g.Node(e.Node); n != nil {
+					t = strings.ReplaceAll(graph.NodeLabel(n), "\n", " ")
+				}
+			}
+			if len(e.Reasons) > 0 {
+				t += " (" + strings.Join(e.Reasons, "; ") + ")"
+			}
+			w.Effects = append(w.Effects, t)
+		}
+		if len(w.Effects) > 20 {
+			w.Note = fmt.Sprintf("%d more not-replayable nodes", len(w.Effects)-20)
+			w.Effects = w.Effects[:20]
+		}
+		return w
+	}
+	return nil
+}
+
+// readEvents reads a whole log; on a bad line it returns what came before
+// and the error.
+func readEvents(file string) ([]*eventlog.Event, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, exitcode.Input("read events", err, "check the path given to --events")
+	}
+	defer f.Close()
+	r := eventlog.NewReader(f, file)
+	var out []*eventlog.Event
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, exitcode.New(exitcode.Tampered, err, "")
+		}
+		out = append(out, e)
+	}
+}
+
+// checkInput refuses an input that cannot be read before any work.
+func checkInput(path, flag string) error {
+	f, err := os.Open(path)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = f.Stat(); err == nil && st.IsDir() {
+			err = &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+		}
+		f.Close()
+	}
+	if err != nil {
+		what := "read events"
+		if flag == "--firewall-audit" {
+			what = "read audit"
+		}
+		return exitcode.Input(what, err, "check the path given to "+flag)
+	}
+	return nil
+}

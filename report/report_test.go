@@ -1,0 +1,232 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/synthlog"
+	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/seal"
+	"github.com/agent-trace-witness/witness/verify"
+)
+
+// fixture is a capture against the Go SDK fixture server (four calls,
+// delete_file not in the seal), its cassette, the Ed25519-signed seal and
+// the trust file holding the public key.
+const fixture = "testdata/capture"
+
+func fixtureOptions(t testing.TB) Options {
+	t.Helper()
+	trust, err := keyring.LoadTrust(filepath.Join(fixture, "trust.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{
+		Events:    []string{filepath.Join(fixture, "events.jsonl")},
+		Verify:    verify.Options{SealFile: filepath.Join(fixture, "seal.json"), SealKeys: seal.VerifyOptions{Trust: trust}, EndVerifier: verify.EndVerifier(nil, trust)},
+		Generated: "2026-08-30T14:33:00+00:00",
+	}
+}
+
+func buildFixture(t testing.TB) *Data {
+	t.Helper()
+	d, err := Build(fixtureOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestBuildFixture(t *testing.T) {
+	d := buildFixture(t)
+	if d.Verdict.Verdict != "violation" || d.Verdict.ExitCode != 1 {
+		t.Errorf("verdict %+v, want violation, exit 1", d.Verdict)
+	}
+	if len(d.Logs) != 1 || len(d.Logs[0].EndSigned) == 0 {
+		t.Errorf("logs %+v: want one log with a signed end", d.Logs)
+	}
+	var f *Finding
+	for i := range d.Findings {
+		if d.Findings[i].Code == "unsealed-tool" {
+			f = &d.Findings[i]
+		}
+	}
+	if f == nil {
+		t.Fatalf("no unsealed-tool finding in %+v", d.Findings)
+	}
+	if d.Findings[0].Class == "notice" {
+		t.Errorf("first finding is a notice: violations come first")
+	}
+	if f.Chain == nil || len(f.Chain.Steps) < 2 {
+		t.Fatalf("unsealed-tool chain %+v (%s): want the call and what it used", f.Chain, f.ChainNote)
+	}
+	last := f.Chain.Steps[len(f.Chain.Steps)-1]
+	if last.Event != f.Event || !strings.Contains(last.Label, "delete_file") {
+		t.Errorf("chain ends at %+v, want the finding's call %s", last, f.Event)
+	}
+	if len(f.ChainRows) != len(f.Chain.Steps) {
+		t.Errorf("chain rows %v for %d steps", f.ChainRows, len(f.Chain.Steps))
+	}
+	// the finding's event carries its payload, sha256 and exact wire bytes
+	var det *Detail
+	for i := range d.Details {
+		if d.Details[i].Row == f.Row {
+			det = &d.Details[i]
+		}
+	}
+	if det == nil {
+		t.Fatalf("no detail for row %d", f.Row)
+	}
+	if !strings.Contains(det.Wire, `"delete_file"`) || !strings.HasSuffix(det.Wire, "\n") || len(det.SHA256) != 64 || !strings.Contains(det.Payload, "/srv/data/report.csv") {
+		t.Errorf("detail %+v: want the call's wire line, its payload and sha256", det)
+	}
+	cas, err := os.ReadFile(filepath.Join(fixture, "cassette.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(cas, []byte(strings.TrimSuffix(strings.ReplaceAll(det.Wire, `"`, `\"`), "\n"))) {
+		t.Errorf("wire bytes %q are not in the cassette", det.Wire)
+	}
+	// lanes: one per actor, the server by its name
+	if !contains(d.Lanes, "server: witness-gosdk-fixture") || !contains(d.Lanes, "agent") || !contains(d.Lanes, "effects") {
+		t.Errorf("lanes %v", d.Lanes)
+	}
+	if len(d.Rank) == 0 || d.Rank[0].Rank != 1 {
+		t.Errorf("rank %+v: want replay's ranking", d.Rank)
+	}
+	if f.Removing == nil || f.Removing.Removed == 0 {
+		t.Errorf("finding counterfactual %+v", f.Removing)
+	}
+	if d.Graph.Summary != "" || len(d.Graph.Nodes) == 0 || len(d.Graph.Edges) == 0 {
+		t.Errorf("graph: %d nodes, %d edges, summary %q", len(d.Graph.Nodes), len(d.Graph.Edges), d.Graph.Summary)
+	}
+	// time order: no edge points forward in time (a cause is never later)
+	for _, e := range d.Graph.Edges {
+		if d.Graph.Nodes[e.To].X > d.Graph.Nodes[e.From].X {
+			t.Errorf("edge %+v points to a later column", e)
+		}
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHTMLDeterministic: ten builds, ten identical pages; the page carries
+// the CSP and refers to nothing outside itself.
+func TestHTMLDeterministic(t *testing.T) {
+	var first []byte
+	for i := 0; i < 10; i++ {
+		var b bytes.Buffer
+		if err := WriteHTML(&b, buildFixture(t)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b.Bytes()
+			continue
+		}
+		if !bytes.Equal(first, b.Bytes()) {
+			t.Fatalf("run %d differs from run 0", i)
+		}
+	}
+	page := string(first)
+	if !strings.Contains(page, `<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;; style-src &#39;unsafe-inline&#39;; script-src &#39;unsafe-inline&#39;; img-src data:">`) {
+		t.Error("no CSP meta tag")
+	}
+	if strings.Count(page, "url(") != strings.Count(page, "url(#") {
+		t.Error("page has a url() that is not a reference inside it")
+	}
+	for _, bad := range []string{" src=", "<link", "@import", "fetch(", "XMLHttpRequest"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if strings.Count(page, "</script>") != 2 {
+		t.Errorf("%d </script>: the data must not close its script element", strings.Count(page, "</script>"))
+	}
+}
+
+// TestScaleSummaries: above the limits the timeline is bucketed and the
+// graph summarised; the page stays small.
+func TestScaleSummaries(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "events.jsonl")
+	var b bytes.Buffer
+	if err := synthlog.Generate(&b, 3000, 1, "scale"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(Options{Events: []string{p}, Verify: verify.Options{AllowUnsigned: true}, MaxTimeline: 500, MaxGraphNodes: 200, MaxDetails: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Timeline.Total != 3000 || len(d.Timeline.Rows) != 3000 || d.Timeline.Size == 0 {
+		t.Fatalf("timeline: total %d, rows %d, bucket size %d", d.Timeline.Total, len(d.Timeline.Rows), d.Timeline.Size)
+	}
+	sum := 0
+	for _, lane := range d.Timeline.Buckets {
+		for _, c := range lane {
+			sum += c
+		}
+	}
+	if sum != 3000 {
+		t.Errorf("buckets count %d events, want 3000", sum)
+	}
+	if d.Graph.Summary == "" || len(d.Graph.Nodes) > DefaultGraphWindows*len(d.Lanes) {
+		t.Errorf("graph: %d nodes, summary %q", len(d.Graph.Nodes), d.Graph.Summary)
+	}
+	if len(d.Details) != 100 {
+		t.Errorf("%d details, want 100", len(d.Details))
+	}
+}
+
+// TestMultipleLogs: two logs, one timeline, the worst verdict.
+func TestMultipleLogs(t *testing.T) {
+	o := fixtureOptions(t)
+	o.Events = append(o.Events, o.Events[0])
+	d, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Logs) != 2 || d.Timeline.Total != 2*d.Logs[0].Events || d.Verdict.Verdict != "violation" {
+		t.Errorf("logs %d, events %d, verdict %s", len(d.Logs), d.Timeline.Total, d.Verdict.Verdict)
+	}
+	if !contains(d.Lanes, "server: witness-gosdk-fixture (log 2)") {
+		t.Errorf("lanes %v", d.Lanes)
+	}
+}
+
+// FuzzBuild: any bytes as an event log give a report or an error, never a
+// panic.
+func FuzzBuild(f *testing.F) {
+	ev, err := os.ReadFile(filepath.Join(fixture, "events.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ev)
+	f.Add(ev[:len(ev)/2])
+	f.Add([]byte("{}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "events.jsonl")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Build(Options{Events: []string{p}, Verify: verify.Options{AllowUnsigned: true}})
+		if err != nil {
+			return
+		}
+		if err := WriteHTML(&bytes.Buffer{}, d); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
