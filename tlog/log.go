@@ -206,7 +206,7 @@ func Open(ctx context.Context, st Storage, o Options) (*Log, error) {
 func (l *Log) LogKey() string { return l.logKey }
 
 // Reader is the log's tlog-tiles read access.
-func (l *Log) Reader() bundle.Log { return l.reader }
+func (l *Log) Reader() bundle.Log { return NewTiles(l.reader) }
 
 // Close shuts the appender down once what was added is integrated.
 func (l *Log) Close(ctx context.Context) error {
@@ -246,7 +246,7 @@ func (l *Log) Anchor(ctx context.Context, e bundle.Entry) (b *bundle.Bundle, war
 	b = &bundle.Bundle{LogKey: l.logKey, Entry: e, Index: idx.Index, Proof: p, Checkpoint: cpRaw}
 	for _, w := range l.witnesses {
 		l.mu.Lock()
-		sigs, err := RequestCosignature(ctx, w, cp, l.reader)
+		sigs, err := RequestCosignature(ctx, w, cp, NewTiles(l.reader))
 		l.mu.Unlock()
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("witness %s did not cosign: %v", w, err))

@@ -169,11 +169,11 @@ func Reader(ctx context.Context, target string) (bundle.Log, string, error) {
 		if resp.StatusCode != http.StatusOK {
 			return nil, "", exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: /log-key answered %s", target, resp.Status), "")
 		}
-		return f, strings.TrimSpace(string(key)), nil
+		return NewTiles(f), strings.TrimSpace(string(key)), nil
 	}
 	cfg, err := ReadConfig(target)
 	if err != nil {
 		return nil, "", err
 	}
-	return client.FileFetcher{Root: target}, cfg.LogKey, nil
+	return NewTiles(client.FileFetcher{Root: target}), cfg.LogKey, nil
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/tessera/client"
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/canon"
@@ -121,7 +120,9 @@ type witnessError struct {
 	msg    string
 }
 
-func (e *witnessError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, http.StatusText(e.status), e.msg) }
+func (e *witnessError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.status, http.StatusText(e.status), e.msg)
+}
 
 // AddCheckpoint handles one add-checkpoint request body and returns the
 // cosignature line, or a *witnessError.
@@ -227,11 +228,7 @@ func RequestCosignature(ctx context.Context, base string, cp *bundle.Checkpoint,
 		var req bytes.Buffer
 		fmt.Fprintf(&req, "old %d\n", old)
 		if old > 0 && old < cp.Size {
-			pb, err := client.NewProofBuilder(ctx, cp.Size, log.ReadTile)
-			if err != nil {
-				return nil, err
-			}
-			p, err := pb.ConsistencyProof(ctx, old, cp.Size)
+			p, err := log.ConsistencyProof(ctx, old, cp.Size)
 			if err != nil {
 				return nil, err
 			}

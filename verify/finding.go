@@ -148,6 +148,9 @@ const (
 	CheckPrompts     = "sealed-prompts"
 	CheckSampling    = "sampling"
 	CheckElicitation = "elicitation"
+	// CheckAnchor is in a report only when anchoring is checked (a bundle
+	// beside the events, verify --log or --log-quorum).
+	CheckAnchor = "anchor"
 )
 
 // Checks lists every check with its title, in report order.
@@ -165,6 +168,7 @@ var Checks = []struct{ ID, Title string }{
 	{CheckPrompts, "prompts got are sealed"},
 	{CheckSampling, "the host samples the model for the server only when the seal allows it"},
 	{CheckElicitation, "the host asks the user for the server only when the seal allows it"},
+	{CheckAnchor, "the session's last end is anchored in a transparency log, and the log knows no later end"},
 }
 
 // sortFindings orders findings deterministically: findings not tied to a line

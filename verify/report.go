@@ -38,6 +38,9 @@ type Report struct {
 	integrityOnly bool
 	// unrun: checks that judged nothing (their notices say why).
 	unrun map[string]string
+	// anchorChecked: CheckAnchor ran (CheckAnchoring); otherwise it is
+	// left out of the report.
+	anchorChecked bool
 }
 
 // IntegrityOnly is the qualifier of a report made without a seal: only
@@ -136,12 +139,21 @@ type Summary struct {
 // line rather than once per check.
 func (r *Report) Finish() {
 	notCheckable, skipped := r.notCheckable, r.skipped
+	if !r.anchorChecked {
+		skipped = map[string]bool{CheckAnchor: true}
+		for k, v := range r.skipped {
+			skipped[k] = v
+		}
+	}
 	if r.integrityOnly {
 		notCheckable = map[string]string{}
 		for _, c := range Checks {
-			if c.ID != CheckChain {
+			if c.ID != CheckChain && c.ID != CheckAnchor {
 				notCheckable[c.ID] = IntegrityOnly
 			}
+		}
+		if v := r.notCheckable[CheckAnchor]; v != "" {
+			notCheckable[CheckAnchor] = v
 		}
 	}
 	for _, c := range Checks {

@@ -32,6 +32,10 @@ type Options struct {
 	AllowUnsigned bool
 	// Stdin is read when EventsFile is "-".
 	Stdin io.Reader
+	// Anchor checks the log's anchoring in a transparency log
+	// (CheckAnchoring); nil checks it only when bundles are beside the
+	// events.
+	Anchor *AnchorOptions
 }
 
 // PlanFromSeal returns what the checks need from a seal.
@@ -149,6 +153,9 @@ func Run(o Options) (*Report, error) {
 			Message: "a graph carries no hash chain or signed end, so nothing shows it is what the witness recorded; verify it with the event log it was made from (--graph G --events E)",
 		})
 	}
+	if err := CheckAnchoring(r, o.EventsFile, o.Anchor); err != nil {
+		return nil, err
+	}
 	r.Finish()
 	return r, nil
 }
@@ -211,6 +218,9 @@ func runIntegrity(o Options) (*Report, error) {
 	if err := CheckEvents(r, Plan{}, o.EventsFile, rd, EventOptions{
 		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true, IntegrityOnly: true,
 	}); err != nil {
+		return nil, err
+	}
+	if err := CheckAnchoring(r, o.EventsFile, o.Anchor); err != nil {
 		return nil, err
 	}
 	r.Finish()

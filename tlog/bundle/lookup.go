@@ -9,16 +9,24 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/tessera/api/layout"
-	"github.com/transparency-dev/tessera/client"
 )
 
-// Log is read access to a tlog-tiles log: a folder (client.FileFetcher) or
-// a URL (client.HTTPFetcher).
+// Log is read access to a log (a folder or a served log; package tlog
+// implements it over Tessera's tile client). Nothing it returns is
+// trusted: checkpoints are verified with the log key, proofs and range
+// nodes against signed roots, entries by hashing them into the tree. The
+// interface keeps verify free of network code.
 type Log interface {
+	// ReadCheckpoint returns the log's latest signed checkpoint.
 	ReadCheckpoint(ctx context.Context) ([]byte, error)
-	ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
-	ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error)
+	// ConsistencyProof returns the RFC 6962 consistency proof between the
+	// trees of sizes smaller and larger.
+	ConsistencyProof(ctx context.Context, smaller, larger uint64) ([][]byte, error)
+	// RangeNodes returns the compact-range nodes of the entries [0, end)
+	// in a tree of size size (compact.RangeNodes order).
+	RangeNodes(ctx context.Context, end, size uint64) ([][]byte, error)
+	// Entries returns the entries [from, to) of a tree of size size.
+	Entries(ctx context.Context, from, to, size uint64) ([][]byte, error)
 }
 
 // Lookup is what a log knows of one session.
@@ -35,11 +43,14 @@ type Lookup struct {
 // log), or whose entries do not hash to its signed root.
 var ErrInconsistent = errors.New("log is not consistent")
 
+// scanChunk is how many entries are read at once.
+const scanChunk = 4096
+
 // LookupSession finds the latest entry of session in the log, reading the
 // entries from index from to the size of the log's current checkpoint
 // (verified with logKey). Every entry read is hashed into a compact range
-// started from the tiles' nodes for [0, from), and the range's root must be
-// the checkpoint's root: the log cannot hide an entry in the scanned part,
+// started from the nodes of [0, from), and the range's root must be the
+// checkpoint's root: the log can neither hide an entry in the scanned part
 // nor show one it does not hold. When known is not nil (a bundle's
 // checkpoint), the log's checkpoint must be a consistent extension of it.
 func LookupSession(ctx context.Context, log Log, logKey, session string, from uint64, known *Checkpoint) (*Lookup, error) {
@@ -60,9 +71,11 @@ func LookupSession(ctx context.Context, log Log, logKey, session string, from ui
 		return nil, fmt.Errorf("%w: entry %d is beyond the log's size %d", ErrInconsistent, from, cp.Size)
 	}
 	rf := compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
-	nodes, err := client.FetchRangeNodes(ctx, from, log.ReadTile)
-	if err != nil {
-		return nil, fmt.Errorf("read the log's tiles: %w", err)
+	var nodes [][]byte
+	if from > 0 {
+		if nodes, err = log.RangeNodes(ctx, from, cp.Size); err != nil {
+			return nil, fmt.Errorf("read the log's tiles: %w", err)
+		}
 	}
 	r, err := rf.NewRange(0, from, nodes)
 	if err != nil {
@@ -70,40 +83,40 @@ func LookupSession(ctx context.Context, log Log, logKey, session string, from ui
 	}
 	res := &Lookup{Checkpoint: cp}
 	for i := from; i < cp.Size; {
-		b, err := client.GetEntryBundle(ctx, log.ReadEntryBundle, i/layout.EntryBundleWidth, cp.Size)
+		to := min(i+scanChunk, cp.Size)
+		es, err := log.Entries(ctx, i, to, cp.Size)
 		if err != nil {
 			return nil, fmt.Errorf("read the log's entries: %w", err)
 		}
-		first := i / layout.EntryBundleWidth * layout.EntryBundleWidth
-		for j := i - first; j < uint64(len(b.Entries)) && i < cp.Size; j, i = j+1, i+1 {
-			data := b.Entries[j]
+		if uint64(len(es)) != to-i {
+			return nil, fmt.Errorf("%w: asked for %d entries from %d, got %d", ErrInconsistent, to-i, i, len(es))
+		}
+		for _, data := range es {
 			if err := r.Append(LeafHash(data), nil); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrInconsistent, err)
 			}
 			res.Scanned++
-			e, err := ParseEntry(data, "entry")
-			if err != nil || e.Session != session {
-				continue
+			if e, err := ParseEntry(data, "entry"); err == nil && e.Session == session {
+				res.Entries++
+				res.Latest, res.LatestIndex = &e, i
 			}
-			res.Entries++
-			res.Latest, res.LatestIndex = &e, i
-		}
-		if i < cp.Size && uint64(len(b.Entries)) <= i-first {
-			return nil, fmt.Errorf("%w: entry bundle %d holds %d entries, short of the checkpoint's size", ErrInconsistent, first/layout.EntryBundleWidth, len(b.Entries))
+			i++
 		}
 	}
-	root, err := r.GetRootHash(nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInconsistent, err)
-	}
-	if cp.Size > 0 && !bytes.Equal(root, cp.Root) {
-		return nil, fmt.Errorf("%w: the entries from %d do not hash to the checkpoint's root", ErrInconsistent, from)
+	if cp.Size > 0 {
+		root, err := r.GetRootHash(nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInconsistent, err)
+		}
+		if !bytes.Equal(root, cp.Root) {
+			return nil, fmt.Errorf("%w: the entries from %d do not hash to the checkpoint's root", ErrInconsistent, from)
+		}
 	}
 	return res, nil
 }
 
 // Consistent checks that checkpoint b extends checkpoint a (same origin,
-// size not smaller, consistency proof from the log's tiles).
+// size not smaller, consistency proof from the log).
 func Consistent(ctx context.Context, log Log, a, b *Checkpoint) error {
 	if a.Origin != b.Origin {
 		return fmt.Errorf("%w: origin %q, not %q", ErrInconsistent, b.Origin, a.Origin)
@@ -111,13 +124,10 @@ func Consistent(ctx context.Context, log Log, a, b *Checkpoint) error {
 	if b.Size < a.Size {
 		return fmt.Errorf("%w: the log's tree has %d entries, fewer than the %d of a checkpoint it signed: it was rolled back", ErrInconsistent, b.Size, a.Size)
 	}
-	pb, err := client.NewProofBuilder(ctx, b.Size, log.ReadTile)
-	if err != nil {
-		return fmt.Errorf("read the log's tiles: %w", err)
-	}
 	var p [][]byte
 	if a.Size > 0 && a.Size < b.Size {
-		if p, err = pb.ConsistencyProof(ctx, a.Size, b.Size); err != nil {
+		var err error
+		if p, err = log.ConsistencyProof(ctx, a.Size, b.Size); err != nil {
 			return fmt.Errorf("read the log's tiles: %w", err)
 		}
 	}
