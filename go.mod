@@ -17,6 +17,7 @@ require (
 	github.com/transparency-dev/tessera v1.0.4
 	github.com/zalando/go-keyring v0.2.8
 	golang.org/x/mod v0.38.0
+	k8s.io/klog/v2 v2.130.1
 )
 
 require (
@@ -50,7 +51,6 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.48.0 // indirect
 	honnef.co/go/tools v0.7.0 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
 )
 
 tool honnef.co/go/tools/cmd/staticcheck

@@ -160,7 +160,7 @@ func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
 	case l.Count < entry.Count:
 		add(ClassIncomplete, "anchor-missing", events, fmt.Sprintf("the log's latest entry of this session ends after %d lines; the file's last end (%d lines) was never anchored", l.Count, entry.Count))
 	default:
-		add(ClassNotice, "anchor-latest", events, fmt.Sprintf("the log (size %d, %d entries read) holds no later end of this session than index %d", res.Checkpoint.Size, res.Scanned, res.LatestIndex))
+		add(ClassNotice, "anchor-latest", events, fmt.Sprintf("the log (size %d; entries read from index %d: %d) holds no later end of this session than index %d", res.Checkpoint.Size, from, res.Scanned, res.LatestIndex))
 	}
 	return nil
 }
