@@ -54,7 +54,7 @@ no active key (in the OS keyring with --backend os); the secret never goes
 into DIR. --witness names a tlog-witness asked to cosign each checkpoint an
 anchor returns (repeatable).`,
 		Example: `  witness log init ./log --keyring log-keys.json --origin example.com/witness-log`,
-		Args: cobra.ExactArgs(1),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogInit(a, args[0], o)
 		},
@@ -253,7 +253,7 @@ refused (422), a stale old size answered with the size it holds (409).
 Verifiers list the witness in a trust file ('witness key export-public')
 whose key_id is --name.`,
 		Example: `  witness log witness --keyring w1.json --name w1.example --log-key "$(cat log.vkey)" --state ./w1 --listen 127.0.0.1:8081`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogWitness(a, o)
 		},
