@@ -14,7 +14,7 @@ import (
 )
 
 // testSigner returns the active Ed25519 key of a new file keyring.
-func testSigner(t *testing.T, name string) (keyring.Signer, string) {
+func testSigner(t testing.TB, name string) (keyring.Signer, string) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name+".json")
 	if _, err := keyring.Generate(p, keyring.Options{}, keyring.AlgEd25519); err != nil {
