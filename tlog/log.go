@@ -180,21 +180,35 @@ func Open(ctx context.Context, st Storage, o Options) (*Log, error) {
 		var db *sql.DB
 		if db, err = sql.Open("mysql", st.Arg); err == nil {
 			l.db = db
-			d, err = mysql.New(ctx, db)
+			if err = InitMySQL(ctx, db); err == nil {
+				d, err = mysql.New(ctx, db)
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown storage %q", st.Kind)
 	}
 	if err != nil {
 		cancel()
+		if l.db != nil {
+			l.db.Close()
+		}
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("open log storage %s: %w", st.Kind, err), "check the folder or the database DSN")
 	}
+	// the shortest checkpoint interval each driver accepts: an anchor
+	// waits for the checkpoint that covers its entry
+	interval := 100 * time.Millisecond
+	if st.Kind == "mysql" {
+		interval = time.Second
+	}
 	opts := tessera.NewAppendOptions().WithCheckpointSigner(ns).
-		WithBatching(256, o.BatchAge).WithCheckpointInterval(100 * time.Millisecond).
+		WithBatching(256, o.BatchAge).WithCheckpointInterval(interval).
 		WithCheckpointRepublishInterval(0)
 	a, shutdown, r, err := tessera.NewAppender(ctx, d, opts)
 	if err != nil {
 		cancel()
+		if l.db != nil {
+			l.db.Close()
+		}
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("open log %s: %w", st.Kind, err), "")
 	}
 	l.appender, l.shutdown, l.reader = a, shutdown, r
