@@ -170,9 +170,47 @@ func Open(ctx context.Context, st Storage, o Options) (*Log, error) {
 	if o.BatchAge <= 0 {
 		o.BatchAge = 20 * time.Millisecond
 	}
+	// the shortest checkpoint interval each driver accepts: an anchor
+	// waits for the checkpoint that covers its entry
+	interval := 100 * time.Millisecond
+	if st.Kind == "mysql" {
+		interval = time.Second
+	}
+	opts := tessera.NewAppendOptions().WithCheckpointSigner(ns).
+		WithBatching(256, o.BatchAge).WithCheckpointInterval(interval).
+		WithCheckpointRepublishInterval(0)
+	// Processes that open a new MySQL log at once race to create its empty
+	// tree, and the database may end all but one with a deadlock (MySQL
+	// error 1213, "try restarting transaction"): the losers try again.
+	var err2 error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		var l *Log
+		l, err2 = openOnce(ctx, st, opts, o, vkey)
+		if err2 == nil {
+			return l, nil
+		}
+		if st.Kind != "mysql" || !strings.Contains(err2.Error(), "Error 1213") {
+			break
+		}
+	}
+	return nil, err2
+}
+
+func openOnce(ctx context.Context, st Storage, opts *tessera.AppendOptions, o Options, vkey string) (*Log, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	l := &Log{origin: o.Origin, logKey: vkey, witnesses: o.Witnesses, cancel: cancel}
+	fail := func(err error, hint string) (*Log, error) {
+		cancel()
+		if l.db != nil {
+			l.db.Close()
+		}
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("open log %s: %w", st.Kind, err), hint)
+	}
 	var d tessera.Driver
+	var err error
 	switch st.Kind {
 	case "posix":
 		d, err = posix.New(ctx, posix.Config{Path: st.Arg})
@@ -188,28 +226,11 @@ func Open(ctx context.Context, st Storage, o Options) (*Log, error) {
 		err = fmt.Errorf("unknown storage %q", st.Kind)
 	}
 	if err != nil {
-		cancel()
-		if l.db != nil {
-			l.db.Close()
-		}
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("open log storage %s: %w", st.Kind, err), "check the folder or the database DSN")
+		return fail(err, "check the folder or the database DSN")
 	}
-	// the shortest checkpoint interval each driver accepts: an anchor
-	// waits for the checkpoint that covers its entry
-	interval := 100 * time.Millisecond
-	if st.Kind == "mysql" {
-		interval = time.Second
-	}
-	opts := tessera.NewAppendOptions().WithCheckpointSigner(ns).
-		WithBatching(256, o.BatchAge).WithCheckpointInterval(interval).
-		WithCheckpointRepublishInterval(0)
 	a, shutdown, r, err := tessera.NewAppender(ctx, d, opts)
 	if err != nil {
-		cancel()
-		if l.db != nil {
-			l.db.Close()
-		}
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("open log %s: %w", st.Kind, err), "")
+		return fail(err, "")
 	}
 	l.appender, l.shutdown, l.reader = a, shutdown, r
 	l.awaiter = tessera.NewPublicationAwaiter(ctx, r.ReadCheckpoint, 20*time.Millisecond)
