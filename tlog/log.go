@@ -161,6 +161,9 @@ func Init(ctx context.Context, dir string, cfg Config, s keyring.Signer) (*Confi
 	return &cfg, l.Close(ctx)
 }
 
+// mysqlMaxConns bounds the connections one process opens to MySQL.
+const mysqlMaxConns = 32
+
 // Open opens the log in storage for appending and reading.
 func Open(ctx context.Context, st Storage, o Options) (*Log, error) {
 	ns, vkey, err := NoteSigner(o.Origin, o.Signer)
@@ -217,6 +220,9 @@ func openOnce(ctx context.Context, st Storage, opts *tessera.AppendOptions, o Op
 	case "mysql":
 		var db *sql.DB
 		if db, err = sql.Open("mysql", st.Arg); err == nil {
+			// bounded, so that many anchors at once wait for a
+			// connection instead of exceeding the server's limit
+			db.SetMaxOpenConns(mysqlMaxConns)
 			l.db = db
 			if err = InitMySQL(ctx, db); err == nil {
 				d, err = mysql.New(ctx, db)

@@ -35,7 +35,9 @@ func mysqlDSN(t *testing.T) string {
 
 // freshDatabase creates an empty database on the server and returns a DSN
 // naming it; it is dropped when the test ends.
-func freshDatabase(t *testing.T, dsn string) string {
+func freshDatabase(t *testing.T, dsn string) string { return freshDatabaseTB(t, dsn) }
+
+func freshDatabaseTB(t testing.TB, dsn string) string {
 	t.Helper()
 	i := strings.LastIndex(dsn, ")/")
 	if i < 0 {
