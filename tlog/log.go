@@ -15,7 +15,6 @@ import (
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/client"
 	"github.com/transparency-dev/tessera/storage/mysql"
-	"github.com/transparency-dev/tessera/storage/posix"
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/canon"
@@ -216,7 +215,7 @@ func openOnce(ctx context.Context, st Storage, opts *tessera.AppendOptions, o Op
 	var err error
 	switch st.Kind {
 	case "posix":
-		d, err = posix.New(ctx, posix.Config{Path: st.Arg})
+		d, err = posixDriver(ctx, st.Arg)
 	case "mysql":
 		var db *sql.DB
 		if db, err = sql.Open("mysql", st.Arg); err == nil {
