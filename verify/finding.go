@@ -156,13 +156,17 @@ const (
 	// they are listed only when they ran (optionalChecks).
 	CheckJoin      = "causal-join"
 	CheckInjection = "injection-provenance"
+	// CheckAnchor is in a report only when anchoring is checked (a bundle
+	// beside the events, verify --log or --log-quorum).
+	CheckAnchor = "anchor"
 )
 
-// optionalChecks are listed in a report only when they ran: the join
+// optionalChecks are listed in a report only when they ran: anchor needs
+// a bundle beside the events or a log to ask; the join
 // checks need the logs of a whole run, and injection-provenance a seal
 // that marks untrusted sources; a report of one log against a seal without
 // "untrusted" reads as before.
-var optionalChecks = map[string]bool{CheckJoin: true, CheckInjection: true}
+var optionalChecks = map[string]bool{CheckJoin: true, CheckInjection: true, CheckAnchor: true}
 
 // Checks lists every check with its title, in report order.
 var Checks = []struct{ ID, Title string }{
@@ -181,6 +185,7 @@ var Checks = []struct{ ID, Title string }{
 	{CheckElicitation, "the host asks the user for the server only when the seal allows it"},
 	{CheckJoin, "every MCP tool call was asked for by a model output, every model tool call was executed"},
 	{CheckInjection, "no destructive or unsealed action is causally downstream of untrusted content"},
+	{CheckAnchor, "the session's last end is anchored in a transparency log, and the log knows no later end"},
 }
 
 // sortFindings orders findings deterministically: findings not tied to a line

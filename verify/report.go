@@ -150,9 +150,12 @@ func (r *Report) Finish() {
 	if r.integrityOnly {
 		notCheckable = map[string]string{}
 		for _, c := range Checks {
-			if c.ID != CheckChain {
+			if c.ID != CheckChain && c.ID != CheckAnchor {
 				notCheckable[c.ID] = IntegrityOnly
 			}
+		}
+		if v := r.notCheckable[CheckAnchor]; v != "" {
+			notCheckable[CheckAnchor] = v
 		}
 	}
 	for _, c := range Checks {
@@ -210,6 +213,14 @@ func (r *Report) Finish() {
 	}
 	r.ExitCode = int(r.Verdict.ExitCode())
 	r.Qualifiers = r.qualifiers()
+}
+
+// markRan records that an optional check ran.
+func (r *Report) markRan(id string) {
+	if r.ran == nil {
+		r.ran = map[string]bool{}
+	}
+	r.ran[id] = true
 }
 
 // withSkipped returns a copy of skipped with id added (the report's own

@@ -37,6 +37,10 @@ type Options struct {
 	// graph and judged by the causal-join and injection-provenance checks
 	// (CheckRun).
 	RunEvents []string
+	// Anchor checks the log's anchoring in a transparency log
+	// (CheckAnchoring); nil checks it only when bundles are beside the
+	// events.
+	Anchor *AnchorOptions
 }
 
 // PlanFromSeal returns what the checks need from a seal.
@@ -167,6 +171,9 @@ func Run(o Options) (*Report, error) {
 			Message: "a graph carries no hash chain or signed end, so nothing shows it is what the witness recorded; verify it with the event log it was made from (--graph G --events E)",
 		})
 	}
+	if err := checkRunAnchoring(r, o); err != nil {
+		return nil, err
+	}
 	r.Finish()
 	return r, nil
 }
@@ -251,6 +258,9 @@ func runIntegrity(o Options) (*Report, error) {
 	}
 	if len(o.RunEvents) > 0 {
 		r.Evidence.Logs = append([]string{o.EventsFile}, o.RunEvents...)
+	}
+	if err := checkRunAnchoring(r, o); err != nil {
+		return nil, err
 	}
 	r.Finish()
 	return r, nil
@@ -417,6 +427,17 @@ func checkSeal(r *Report, s *seal.Sealed, o Options) error {
 		})
 	default:
 		return err
+	}
+	return nil
+}
+
+// checkRunAnchoring checks the anchoring of every log of the run: each log
+// is its own session, anchored (or not) on its own.
+func checkRunAnchoring(r *Report, o Options) error {
+	for _, f := range append([]string{o.EventsFile}, o.RunEvents...) {
+		if err := CheckAnchoring(r, f, o.Anchor); err != nil {
+			return err
+		}
 	}
 	return nil
 }

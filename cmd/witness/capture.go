@@ -38,6 +38,7 @@ type captureOptions struct {
 	URL           string
 	Headers       []string
 	RedactHeaders []string
+	Anchor        anchorOptions // --log
 }
 
 // serverEnvDefault are the variables passed to the server unless --env
@@ -125,6 +126,7 @@ Redirects are not followed; a 401 names the server's WWW-Authenticate.`,
 	f.StringVar(&o.URL, "url", "", "record a remote MCP server over Streamable HTTP at this URL instead of starting a command")
 	f.StringArrayVar(&o.Headers, "header", nil, "with --url: send this 'Name: value' header with every request (repeatable); credentials are recorded as keyed hashes")
 	f.StringArrayVar(&o.RedactHeaders, "redact-header", nil, "with --url: also replace this header's values by keyed hashes (repeatable)")
+	o.Anchor.AddFlags(c)
 	c.MarkFlagRequired("out")
 	c.AddCommand(newCaptureAppendCmd(a))
 	return c
@@ -269,6 +271,9 @@ func runCapture(a *app, o captureOptions) error {
 			fmt.Fprintf(a.stdout, "witness: %d other requests (%d answered with an error)\n", res.Requests, res.ReqError)
 		}
 		fmt.Fprintf(a.stdout, "witness: captured %d events to %s (cassette %s, %d records)\n", res.EventN, res.Events, res.Cassette, res.Records)
+	}
+	if res != nil && err == nil {
+		return o.Anchor.Anchor(a, res.Events, a.stdout)
 	}
 	if err != nil && res != nil {
 		hint := fmt.Sprintf("everything received is kept in %s and %s", res.Cassette, res.Events)

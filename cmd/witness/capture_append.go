@@ -17,6 +17,7 @@ type captureAppendOptions struct {
 	KeepOpen bool
 	AllowUns bool
 	Redact   redactOptions
+	Anchor   anchorOptions // --log
 }
 
 func newCaptureAppendCmd(a *app) *cobra.Command {
@@ -58,6 +59,7 @@ It prints one line per appended event: its id, kind and ref.`,
 	f.BoolVar(&o.KeepOpen, "keep-open", false, "do not write a session_end after the appended events")
 	f.BoolVar(&o.AllowUns, "allow-unsigned", false, "sign the new end even over a log whose end is missing, unsigned or signed only by keys the keyring does not hold (vouching for its lines)")
 	o.Redact.AddFlags(c, "")
+	o.Anchor.AddFlags(c)
 	c.MarkFlagRequired("events")
 	return c
 }
@@ -117,6 +119,10 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 			state = "reopened after its session_end (kept as a checkpoint), " + state
 		}
 		fmt.Fprintf(a.stdout, "witness: appended %d reported events to %s; log %s\n", len(rep.Appended), o.Events, state)
+	}
+	if err == nil && rep != nil && rep.Ended {
+		// the new end (a checkpoint once the log is appended to again)
+		return o.Anchor.Anchor(a, o.Events, a.stdout)
 	}
 	return err
 }

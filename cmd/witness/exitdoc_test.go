@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/internal/testrepo"
+	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/tlog"
 )
 
 // TestExitCodesDocPerCommand runs documented situations of
@@ -47,6 +50,23 @@ func TestExitCodesDocPerCommand(t *testing.T) {
 		ls := bytes.SplitAfter(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 		os.WriteFile(filepath.Join(dir, "events.jsonl"), bytes.Join(ls[:len(ls)-1], nil), 0o644)
 	}
+	initLog := func(dir string) {
+		kp := filepath.Join(dir, "logkeys.json")
+		if _, err := keyring.Generate(kp, keyring.Options{}, keyring.AlgEd25519); err != nil {
+			t.Fatal(err)
+		}
+		k, err := keyring.OpenExisting(kp, keyring.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := k.ActiveSigner()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tlog.Init(context.Background(), filepath.Join(dir, "log"), tlog.Config{Origin: "example.test/log", Keyring: kp}, s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name string
 		row  string // a piece of the first cell of the row
@@ -68,6 +88,8 @@ func TestExitCodesDocPerCommand(t *testing.T) {
 		{"drift no report", "`drift`: no report", 2, nil, []string{"drift"}},
 		{"output exists", "any command with an output: the output exists", 2, nil, []string{"graph", "--events", "F/events.jsonl", "--out", "F/graph.jsonld"}},
 		{"input is a folder", "any command: an input file named on the command line", 2, nil, []string{"replay", "--graph", "F/", "--remove", "e1"}},
+		{"verify log no entry", "`verify --log`: the log holds no entry for the session", 4, initLog, []string{"verify", "--events", "F/events.jsonl", "--log", "F/log"}},
+		{"log init twice", "`log init`: the folder already holds a log", 2, initLog, []string{"log", "init", "F/log", "--keyring", "F/logkeys.json"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

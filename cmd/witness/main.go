@@ -6,9 +6,17 @@
 package main
 
 import (
+	"io"
 	"os"
+
+	"k8s.io/klog/v2"
 )
 
 func main() {
+	// Tessera (the transparency log engine of 'witness log' and --log)
+	// logs its internals through klog; what witness must say it returns as
+	// errors, so klog's lines would only be noise on stderr.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	os.Exit(run(os.Args[1:], newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
 }

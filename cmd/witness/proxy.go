@@ -32,6 +32,7 @@ type proxyOptions struct {
 	Upstream      string
 	RedactHeaders []string
 	AllowOrigin   []string
+	Anchor        anchorOptions // --log
 }
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -131,6 +132,7 @@ whose Origin header is neither a loopback origin nor given with
 	o.Keys.AddFlags(c, recordingKeys)
 	c.Flags().StringVar(&o.Effects, "effects", "", "effects mapping: tool name -> effect op and target path (docs/formats/effects.md)")
 	o.Redact.AddFlags(c, "; values become keyed hashes in the cassette and the events, never in what is forwarded")
+	o.Anchor.AddFlags(c)
 	c.Flags().DurationVar(&o.StdinGrace, "stdin-grace", capture.DefaultStdinGrace, "after the host closes stdin, wait this long for the server to exit before SIGTERM")
 	c.Flags().DurationVar(&o.TermGrace, "term-grace", capture.DefaultTermGrace, "after SIGTERM, wait this long before SIGKILL")
 	c.Flags().StringVar(&o.Listen, "listen", "", "HTTP mode: listen on ADDR (host:port; loopback when the host is left out; 127.0.0.1:0 picks a free port)")
@@ -171,6 +173,9 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.Anchor.Anchor(a, res.Events, a.stderr); err != nil {
+		return err
+	}
 	if res.Failure != "" {
 		fmt.Fprintf(a.stderr, "witness: warning: the recording is incomplete: %s\n", res.Failure)
 	}
@@ -207,6 +212,9 @@ func runProxy(a *app, o proxyOptions) error {
 	})
 	if res == nil || err != nil {
 		return err // a recording failure is exit 5 whatever the server did: it was ended by the proxy
+	}
+	if err := o.Anchor.Anchor(a, res.Events, a.stderr); err != nil {
+		return err
 	}
 	status := res.Outcome.ExitStatus
 	if res.Outcome.Failure != "" {

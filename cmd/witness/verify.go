@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
+	"github.com/agent-trace-witness/witness/tlog"
+	"github.com/agent-trace-witness/witness/tlog/bundle"
 	"github.com/agent-trace-witness/witness/verify"
 )
 
@@ -31,6 +34,12 @@ type verifyOptions struct {
 	JUnit         bool
 	Output        outputOptions // the report
 	AllowUnsigned bool
+
+	// Anchoring (docs/design/transparency.md): the log at hand, the log key
+	// pinned, and the witness quorum over the bundle's checkpoint.
+	Log       string
+	LogKey    string
+	LogQuorum int
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -115,22 +124,31 @@ printed with its chain; docs/design/causal-join.md).`,
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
 	o.Output.AddFlags(c, "write the report to this file instead of stdout (the verdict line still goes to stdout)", true)
 	c.Flags().BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept an event log whose end carries no signature the keyring can check")
+	c.Flags().StringVar(&o.Log, "log", "", "transparency log (folder or URL) to check the session's anchoring against: a later entry of the session is tampered, none incomplete")
+	c.Flags().StringVar(&o.LogKey, "log-key", "", "pin the log's verifier key (origin+hash+base64); default: the key the log folder or server gives")
+	c.Flags().IntVar(&o.LogQuorum, "log-quorum", 0, "require this many distinct witnesses of --trust to have cosigned the bundle's checkpoint")
 	return c
 }
 
 func runVerify(a *app, o verifyOptions) error {
 	switch {
+	case (o.Log != "" || o.LogKey != "" || o.LogQuorum != 0) && len(o.Events) == 0:
+		return usageError(errors.New("--log, --log-key and --log-quorum need --events"), "pass the event log whose anchoring to check: --events FILE")
 	case o.Seal == "" && o.Graph != "":
 		return usageError(errors.New("--graph needs --seal"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
 	case o.Seal == "" && len(o.Events) == 0:
 		return usageError(errors.New("no seal given"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
 	case o.Seal == "" && o.Quorum != 0:
 		return usageError(errors.New("--quorum needs --seal"), "pass --seal FILE")
+	case o.LogQuorum < 0:
+		return usageError(fmt.Errorf("--log-quorum %d is negative", o.LogQuorum), "use --log-quorum K with K >= 1")
+	case o.LogQuorum > 0 && o.Keys.Trust == "":
+		return usageError(errors.New("--log-quorum needs --trust"), "pass a trust file listing the witnesses (key_id = the witness name)")
 	}
 	if len(o.Events) > 1 && o.Graph != "" {
 		return usageError(errors.New("--graph is checked against one --events log"), "drop --graph to verify the logs of a run together")
 	}
-	if len(o.Events) == 0 && o.Graph == "" && !o.SARIF && !o.JUnit && o.Output.Out == "" && !o.AllowUnsigned {
+	if len(o.Events) == 0 && o.Graph == "" && o.Log == "" && !o.SARIF && !o.JUnit && o.Output.Out == "" && !o.AllowUnsigned {
 		return runVerifySeal(a, o)
 	}
 	return runVerifyEvidence(a, o)
@@ -220,10 +238,14 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	if err != nil {
 		return err
 	}
+	anchor, err := verifyAnchorOptions(o, vo)
+	if err != nil {
+		return err
+	}
 	rep, err := verify.Run(verify.Options{
 		SealFile: o.Seal, EventsFile: first(o.Events), RunEvents: rest(o.Events), GraphFile: o.Graph,
 		SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned,
-		Stdin: a.stdin,
+		Stdin: a.stdin, Anchor: anchor,
 	})
 	if err != nil {
 		return err
@@ -269,4 +291,31 @@ func rest(v []string) []string {
 		return nil
 	}
 	return v[1:]
+}
+
+// verifyAnchorOptions builds the anchoring check of --log, --log-key and
+// --log-quorum (nil: only bundles beside the events are checked).
+func verifyAnchorOptions(o verifyOptions, vo seal.VerifyOptions) (*verify.AnchorOptions, error) {
+	if o.Log == "" && o.LogKey == "" && o.LogQuorum == 0 {
+		return nil, nil
+	}
+	ao := &verify.AnchorOptions{LogKey: o.LogKey, Quorum: o.LogQuorum}
+	if o.Log != "" {
+		l, key, err := tlog.Reader(context.Background(), o.Log)
+		if err != nil {
+			return nil, err
+		}
+		if o.LogKey != "" && key != o.LogKey {
+			return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("--log %s: its key %s is not the pinned --log-key", o.Log, key), "check that --log names the log you trust")
+		}
+		ao.Log, ao.LogKey = l, key
+	}
+	if o.LogQuorum > 0 {
+		ws, err := bundle.WitnessesFromTrust(vo.Trust)
+		if err != nil {
+			return nil, usageError(err, "")
+		}
+		ao.Witnesses = ws
+	}
+	return ao, nil
 }

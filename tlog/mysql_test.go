@@ -1,0 +1,169 @@
+package tlog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/tlog/bundle"
+)
+
+// EnvMySQLDSN names the DSN of the MySQL/MariaDB server of the MySQL
+// driver test (.ci/with-services sets it).
+const EnvMySQLDSN = "WITNESS_TEST_MYSQL_DSN"
+
+// mysqlDSN returns the test server's DSN; without one the test skips,
+// except under CI=true, where it fails.
+func mysqlDSN(t *testing.T) string {
+	dsn := os.Getenv(EnvMySQLDSN)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set under CI=true: run the tests through .ci/with-services", EnvMySQLDSN)
+		}
+		t.Skipf("%s not set (run through .ci/with-services to start MariaDB)", EnvMySQLDSN)
+	}
+	return dsn
+}
+
+// freshDatabase creates an empty database on the server and returns a DSN
+// naming it; it is dropped when the test ends.
+func freshDatabase(t *testing.T, dsn string) string { return freshDatabaseTB(t, dsn) }
+
+func freshDatabaseTB(t testing.TB, dsn string) string {
+	t.Helper()
+	i := strings.LastIndex(dsn, ")/")
+	if i < 0 {
+		t.Fatalf("%s: want user:pass@unix(SOCKET)/DB or @tcp(HOST)/DB", EnvMySQLDSN)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	name := fmt.Sprintf("witness_t%d", time.Now().UnixNano())
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("mysql", dsn)
+		if err == nil {
+			db.Exec("DROP DATABASE " + name)
+			db.Close()
+		}
+	})
+	rest := dsn[i+2:]
+	params := ""
+	if j := strings.IndexByte(rest, '?'); j >= 0 {
+		params = rest[j:]
+	}
+	return dsn[:i+2] + name + params
+}
+
+const (
+	envHelperDSN     = "WITNESS_TLOG_HELPER_DSN"
+	envHelperKeyring = "WITNESS_TLOG_HELPER_KEYRING"
+	envHelperSession = "WITNESS_TLOG_HELPER_SESSION"
+	envHelperN       = "WITNESS_TLOG_HELPER_N"
+)
+
+// TestMySQLHelperProcess is one witness process of TestMySQLTwoProcesses:
+// it appends N entries of its session at once and checks every bundle.
+func TestMySQLHelperProcess(t *testing.T) {
+	dsn := os.Getenv(envHelperDSN)
+	if dsn == "" {
+		t.Skip("helper process of TestMySQLTwoProcesses")
+	}
+	n, _ := strconv.Atoi(os.Getenv(envHelperN))
+	k, err := keyring.OpenExisting(os.Getenv(envHelperKeyring), keyring.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := k.ActiveSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := Open(ctx, Storage{"mysql", dsn}, Options{Origin: "example.test/mysql", Signer: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	session := os.Getenv(envHelperSession)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			b, _, err := l.Anchor(ctx, testEntry(session, int64(i)))
+			if err == nil {
+				_, err = b.Verify(l.LogKey())
+			}
+			errs <- err
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMySQLTwoProcesses: two witness processes append to one MySQL log at
+// once; the log read back is one consistent tree holding every entry of
+// both, each once.
+func TestMySQLTwoProcesses(t *testing.T) {
+	dsn := freshDatabase(t, mysqlDSN(t))
+	_, kp := testSigner(t, "log")
+	const n = 25
+	var wg sync.WaitGroup
+	outs := make([][]byte, 2)
+	errs := make([]error, 2)
+	for p := 0; p < 2; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestMySQLHelperProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), envHelperDSN+"="+dsn, envHelperKeyring+"="+kp,
+				envHelperSession+"="+fmt.Sprintf("proc%d", p), envHelperN+"="+strconv.Itoa(n))
+			outs[p], errs[p] = cmd.CombinedOutput()
+		}(p)
+	}
+	wg.Wait()
+	for p := range errs {
+		if errs[p] != nil {
+			t.Fatalf("process %d: %v\n%s", p, errs[p], outs[p])
+		}
+	}
+	k, err := keyring.OpenExisting(kp, keyring.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := k.ActiveSigner()
+	ctx := context.Background()
+	l, err := Open(ctx, Storage{"mysql", dsn}, Options{Origin: "example.test/mysql", Signer: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	for p := 0; p < 2; p++ {
+		// LookupSession hashes every entry from 0 into the checkpoint's root
+		res, err := bundle.LookupSession(ctx, l.Reader(), l.LogKey(), fmt.Sprintf("proc%d", p), 0, nil)
+		if err != nil {
+			t.Fatalf("read back: %v", err)
+		}
+		if res.Checkpoint.Size != 2*n || res.Scanned != 2*n || res.Entries != n {
+			t.Fatalf("process %d: size %d, scanned %d, entries of the session %d; want %d, %d, %d", p, res.Checkpoint.Size, res.Scanned, res.Entries, 2*n, 2*n, n)
+		}
+	}
+}
