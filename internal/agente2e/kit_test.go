@@ -87,6 +87,9 @@ type kit struct {
 	everything  string // server-everything's entry point
 	home        string // HOME of every process
 	keys        string // the keyring every proxy signs with
+	// The upstream ports, the same for every run of a test: the proxies
+	// name their upstream URL in the logs' headers.
+	modelPort, everythingPort int
 }
 
 // needKit skips the test when node or the peers are missing (fails it
@@ -147,6 +150,7 @@ func needKit(t *testing.T) *kit {
 		t.Fatal(build.err)
 	}
 	k.witness, k.modelserver = build.witness, build.modelserver
+	k.modelPort, k.everythingPort = freePort(t), freePort(t)
 	k.home = t.TempDir()
 	k.keys = filepath.Join(k.home, "keys.json")
 	if code, out := k.run(t, "keygen", "--keyring", k.keys); code != 0 {
@@ -228,9 +232,8 @@ func (k *kit) runStory(t *testing.T, fw framework, work, out string) *agentRun {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ms := startDaemon(t, []string{k.modelserver, "-listen", "127.0.0.1:0", "-script", k.script, "-var", "ROOT=" + work}, k.env(), 0)
-	port := freePort(t)
-	ev := startDaemon(t, []string{k.node, k.everything, "streamableHttp"}, k.env("PORT="+strconv.Itoa(port)), port)
+	ms := startDaemon(t, []string{k.modelserver, "-listen", "127.0.0.1:" + strconv.Itoa(k.modelPort), "-script", k.script, "-var", "ROOT=" + work}, k.env(), 0)
+	ev := startDaemon(t, []string{k.node, k.everything, "streamableHttp"}, k.env("PORT="+strconv.Itoa(k.everythingPort)), k.everythingPort)
 	mp := startDaemon(t, []string{k.witness, "proxy", "--out", filepath.Join(out, "model-rec"), "--listen", "127.0.0.1:0", "--upstream", ms.URL}, k.env(), 0)
 	ep := startDaemon(t, []string{k.witness, "proxy", "--out", filepath.Join(out, "everything-rec"), "--listen", "127.0.0.1:0", "--upstream", ev.URL}, k.env(), 0)
 
@@ -264,7 +267,7 @@ func (k *kit) runStory(t *testing.T, fw framework, work, out string) *agentRun {
 	ms.stop(t)
 	ev.stop(t)
 	if r.code != 0 {
-		t.Fatalf("%s: exit %d\n%s", fw.program, r.code, tail(r.stderr))
+		t.Fatalf("%s: exit %d\n%s%s", fw.program, r.code, tail(r.stderr), stdioWire(out))
 	}
 
 	// The session logs: the one stdio start and the one HTTP session that
@@ -275,6 +278,18 @@ func (k *kit) runStory(t *testing.T, fw framework, work, out string) *agentRun {
 	r.fs = k.collect(t, withToolCall(t, filepath.Join(out, "fs-rec", "*", "events.jsonl")), filepath.Join(out, "fs"))
 	r.every = k.collect(t, withToolCall(t, filepath.Join(out, "everything-rec", "mcp", "*", "events.jsonl")), filepath.Join(out, "everything"))
 	return r
+}
+
+// stdioWire returns the cassettes of the stdio server's starts, for a
+// failure message: which messages crossed before the agent gave up.
+func stdioWire(out string) string {
+	var b strings.Builder
+	cas, _ := filepath.Glob(filepath.Join(out, "fs-rec", "*", "cassette.jsonl"))
+	for _, c := range cas {
+		data, _ := os.ReadFile(c)
+		fmt.Fprintf(&b, "\n%s:\n%s", c, tail(string(data)))
+	}
+	return b.String()
 }
 
 // withToolCall returns the one log matching glob that holds a tool call.
