@@ -77,7 +77,8 @@ func (k *kit) checkRun(t *testing.T, fw framework, r *agentRun) {
 // TestAgentCapture runs the story once with each framework and checks the
 // run and its three logs (checkRun). With ATW_AGENT_RECORD=DIR it also
 // copies each framework's logs to DIR/<framework>/{model,fs,everything}/
-// and writes the seal spec of the story (DIR/agent.json) for the demo;
+// and writes the seal spec of the story (DIR/agent.json) and the public
+// half of the signing key (DIR/trust.json) for the demo;
 // the work directory is then ATW_AGENT_ROOT (default
 // /tmp/witness-agent-demo), so that the recorded paths name no machine.
 func TestAgentCapture(t *testing.T) {
@@ -101,6 +102,9 @@ func TestAgentCapture(t *testing.T) {
 				}
 				if err := os.WriteFile(filepath.Join(record, "agent.json"), sealSpec(work), 0o644); err != nil {
 					t.Fatal(err)
+				}
+				if code, out := k.run(t, "key", "export-public", "--keyring", k.keys, "--out", filepath.Join(record, "trust.json"), "--force"); code != 0 {
+					t.Fatalf("witness key export-public: exit %d\n%s", code, out)
 				}
 			}
 		})

@@ -58,6 +58,10 @@ var frameworks = []framework{
 	{name: "anthropic-toolrunner", program: "anthropic-toolrunner.mjs", modelPath: ""},
 }
 
+// filesystemEntry is server-filesystem's entry point, relative to
+// testdata/peers (the agent's working directory).
+const filesystemEntry = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+
 // build holds the witness and modelserver binaries, built once.
 var build struct {
 	once        sync.Once
@@ -153,7 +157,9 @@ func needKit(t *testing.T) *kit {
 	k.modelPort, k.everythingPort = freePort(t), freePort(t)
 	k.home = t.TempDir()
 	k.keys = filepath.Join(k.home, "keys.json")
-	if code, out := k.run(t, "keygen", "--keyring", k.keys); code != 0 {
+	// ed25519, so that a recording's signatures can be checked with the
+	// public half alone (the demo's trust file).
+	if code, out := k.run(t, "keygen", "--alg", "ed25519", "--keyring", k.keys); code != 0 {
 		t.Fatalf("witness keygen: exit %d\n%s", code, out)
 	}
 	return k
@@ -241,11 +247,13 @@ func (k *kit) runStory(t *testing.T, fw framework, work, out string) *agentRun {
 	args := []string{filepath.Join(k.agents, fw.program),
 		"--model-url", mp.URL + fw.modelPath, "--mcp-url", ep.URL + "/mcp", "--prompt", prompt, "--",
 		"sh", filepath.Join(k.agents, "spawn-dir.sh"), filepath.Join(out, "fs-rec"),
-		k.witness, "proxy", "--out", "@DIR@", "--", k.node, k.filesystem, work}
+		k.witness, "proxy", "--out", "@DIR@", "--", "node", filesystemEntry, work}
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, k.node, args...)
-	cmd.Dir = out
+	// The stdio server command is recorded in its log's header: relative
+	// to testdata/peers, and node found on PATH, it names no machine.
+	cmd.Dir = filepath.Join(k.root, "testdata", "peers")
 	cmd.Env = k.env()
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
