@@ -55,12 +55,17 @@ const fs = new MCPServerStdio({
   env: { ...process.env },
   cacheToolsList: true,
   toolFilter: { allowedToolNames: ["read_text_file", "write_file"] },
+  // The SDK's default (5s) also bounds its server/discover probe of a
+  // freshly started server; on a loaded machine node needs longer to start
+  // it, the probe times out and the session fails.
+  clientSessionTimeoutSeconds: 60,
 });
 const everything = new MCPServerStreamableHttp({
   name: "everything",
   url: opts.mcpURL,
   cacheToolsList: true,
   toolFilter: { allowedToolNames: ["echo"] },
+  clientSessionTimeoutSeconds: 60,
 });
 
 const ran = [];
