@@ -47,8 +47,10 @@ echo "== 60 agent: a real agent reads a poisoned file and overwrites another =="
 			"$WITNESS" why "fs:$write" "${logs[@]}" --seal agent-seal.json
 			echo "exit code: $?"
 			echo
-			echo "\$ witness replay --events ... --remove fs:$read --seal agent-seal.json --format text"
-			"$WITNESS" replay "${logs[@]}" --remove "fs:$read" --seal agent-seal.json --trust trust.json --format text 2>&1 | head -n 25
+			echo "\$ witness replay --events ... --remove fs:$read --seal agent-seal.json --format text   # (excerpt)"
+			# the summary lines, the overwrite's, and the findings that resolve
+			"$WITNESS" replay "${logs[@]}" --remove "fs:$read" --seal agent-seal.json --format text 2>&1 |
+				grep -E "^(witness|remove|compensation set|not replayable|verdict|drift)|/call/$write |/call/$write:|^  resolved"
 			echo "exit code: ${PIPESTATUS[0]}"
 			echo
 		done
