@@ -6,7 +6,7 @@ BIN      := bin/witness
 FUZZTIME ?= 3s
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all build test unit peers demo bench fuzz lint cross docs clean
+.PHONY: all build test unit peers demo demo-record bench fuzz lint cross docs clean
 
 all: build
 
@@ -33,6 +33,13 @@ demo: build
 	@bash scripts/demo.sh
 	@# --- issue 16: writes the incident report of the demo's story and prints its path ---
 	@bash scripts/demo-report.sh
+
+# Re-records testdata/demo/agent (the agent story of the demo's part 60):
+# real agents through the proxies; needs node and the npm peers (make peers
+# first if they are missing: not a prerequisite here, since `npm ci` empties
+# a node_modules that is a symlink to a shared install).
+demo-record: build
+	@bash scripts/demo-record.sh
 
 bench: peers build
 	@bash scripts/bench.sh

@@ -5,8 +5,14 @@
 // ids and timestamps.
 //
 // A JSON script (-script) says which request gets which answer: the first
-// rule whose path equals the request's path and whose match string occurs
-// in the request body answers. An answer describes what the model says
+// rule whose path equals the request's path, whose match string and every
+// match_all string occur in the request body, and none of whose unless
+// strings does, answers. Since a request carries the conversation so far
+// (the tool results included), a rule can key on what an earlier tool
+// returned: an agent's turns are scripted by what each request carries,
+// not by their order. -var NAME=VALUE (repeatable) replaces ${NAME} in the
+// script's strings by VALUE before it is read, so that a script can name a
+// path known only at run time (a temporary working directory). An answer describes what the model says
 // (text, tool calls, thinking, usage); the server writes it in the API's
 // form, as one JSON body or, when the request has "stream": true, as the
 // API's server-sent events, text and arguments split into fragments of
@@ -39,11 +45,55 @@ type Script struct {
 	Rules []Rule `json:"rules"`
 }
 
-// Rule answers requests to Path whose body contains Match.
+// Rule answers requests to Path whose body contains Match and every string
+// of MatchAll, and none of Unless.
 type Rule struct {
-	Path   string `json:"path"`
-	Match  string `json:"match"`
-	Answer Answer `json:"answer"`
+	Path     string   `json:"path"`
+	Match    string   `json:"match"`
+	MatchAll []string `json:"match_all"`
+	Unless   []string `json:"unless"`
+	Answer   Answer   `json:"answer"`
+}
+
+// matches tells whether the rule answers a request to path with body.
+func (ru *Rule) matches(path string, body []byte) bool {
+	if ru.Path != path || !bytes.Contains(body, []byte(ru.Match)) {
+		return false
+	}
+	for _, m := range ru.MatchAll {
+		if !bytes.Contains(body, []byte(m)) {
+			return false
+		}
+	}
+	for _, m := range ru.Unless {
+		if bytes.Contains(body, []byte(m)) {
+			return false
+		}
+	}
+	return true
+}
+
+// vars is the repeatable -var NAME=VALUE flag.
+type vars map[string]string
+
+func (v vars) String() string { return "" }
+
+func (v vars) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("-var %q: want NAME=VALUE", s)
+	}
+	v[name] = value
+	return nil
+}
+
+// expand replaces ${NAME} by the JSON-escaped VALUE of each variable.
+func (v vars) expand(b []byte) []byte {
+	for name, value := range v {
+		esc, _ := json.Marshal(value)
+		b = bytes.ReplaceAll(b, []byte("${"+name+"}"), esc[1:len(esc)-1])
+	}
+	return b
 }
 
 // Answer is what the model says, independent of the wire form.
@@ -96,10 +146,13 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	scriptFile := flag.String("script", "", "script file (JSON)")
 	recordFile := flag.String("record", "", "append one JSON line per exchange to this file")
+	vs := vars{}
+	flag.Var(vs, "var", "NAME=VALUE: replace ${NAME} in the script by VALUE (repeatable)")
 	flag.Parse()
 	s := &server{}
 	b, err := os.ReadFile(*scriptFile)
 	if err == nil {
+		b = vs.expand(b)
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		err = dec.Decode(&s.script)
@@ -161,7 +214,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ans *Answer
 	for i := range s.script.Rules {
 		ru := &s.script.Rules[i]
-		if ru.Path == r.URL.Path && strings.Contains(string(body), ru.Match) {
+		if ru.matches(r.URL.Path, body) {
 			ans = &ru.Answer
 			break
 		}
