@@ -15,7 +15,9 @@ build:
 
 # Pinned npm peers (MCP servers, RDF libraries) that the tests talk to.
 peers:
-	@if [ -f testdata/peers/package-lock.json ]; then \
+	@if [ -L testdata/peers/node_modules ]; then \
+		echo "testdata/peers/node_modules is a link to a shared install: not reinstalling it"; \
+	elif [ -f testdata/peers/package-lock.json ]; then \
 		if [ ! -d testdata/peers/node_modules ] || [ testdata/peers/package-lock.json -nt testdata/peers/node_modules/.package-lock.json ]; then \
 			echo "installing pinned npm peers (testdata/peers)"; \
 			cd testdata/peers && npm ci --no-audit --no-fund --loglevel=error; \
