@@ -587,7 +587,34 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
-	rc.Flush()
+	// the head goes out with the first body bytes, in one write, so that
+	// the client wakes once for both; a body that is slow to start (a GET
+	// stream) gets its head alone after headFlushDelay
+	var wmu sync.Mutex
+	wrote := false
+	headTimer := time.AfterFunc(headFlushDelay, func() {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if !wrote {
+			wrote = true
+			rc.Flush()
+		}
+	})
+	stopHeadTimer := func() {
+		headTimer.Stop()
+		wmu.Lock()
+		wrote = true // the timer's function, if it runs late, does nothing
+		wmu.Unlock()
+	}
+	send := func(b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		wrote = true
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
 
 	var recErr error
 	t := &tap{src: resp.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
@@ -606,12 +633,8 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for {
 		n, err := t.Read(buf)
 		if out := mx.forward(buf[:n]); len(out) > 0 {
-			if _, werr := w.Write(out); werr != nil {
+			if werr := send(out); werr != nil {
 				detail = "not delivered: the client went away: " + werr.Error()
-				break
-			}
-			if ferr := rc.Flush(); ferr != nil {
-				detail = "not delivered: the client went away: " + ferr.Error()
 				break
 			}
 		}
@@ -634,9 +657,9 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if out := mx.release(); len(out) > 0 && detail == "" {
-		w.Write(out)
-		rc.Flush()
+		_ = send(out)
 	}
+	stopHeadTimer()
 	resp.Body.Close()
 	<-reqDone
 	ex.Response.Ended, ex.Response.EndDetail = true, detail
