@@ -10,5 +10,7 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
+	a := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	a.ownProcess = true
+	os.Exit(run(os.Args[1:], a))
 }
