@@ -80,11 +80,12 @@ func joinGroupMain(role string) int {
 
 // TestNoSurvivorsInTheProxysGroup: a proxy process (SoleChild, as the
 // witness proxy binary) starts the server in a process group of its own
-// inside its session; a hostile server moves into the proxy's own process
-// group and double-forks a grandchild that joins that group too. When the
-// session ends, the grandchild does not survive, the proxy exits with the
-// server's status, and the cassette says that a process of the server had
-// moved into the proxy's group.
+// inside its session. A hostile server moves into the proxy's own process
+// group and double-forks a grandchild that joins that group too; others
+// leave a child in a new session (setsid) or a daemonised grandchild
+// (doublefork). When the session ends, none of those processes survives,
+// the proxy exits with the server's status, and the cassette says what
+// was killed (and that a process had moved into the proxy's group).
 func TestNoSurvivorsInTheProxysGroup(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("finding a process that left the server's group needs /proc and a child subreaper (Linux)")
@@ -93,53 +94,72 @@ func TestNoSurvivorsInTheProxysGroup(t *testing.T) {
 	if err != nil {
 		t.Skip("no env command to set the server's role")
 	}
-	out := filepath.Join(t.TempDir(), "rec")
-	// the server is the test binary again, in the hostile role
-	cmd := exec.Command(os.Args[0], envCmd, envJoinGroup+"=server", os.Args[0])
-	cmd.Env = append(os.Environ(), envProxyMain+"="+out)
-	ownGroup(cmd)
-	in, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer killGroup(cmd)
-	errLines := bufio.NewReader(stderr)
-	line, err := errLines.ReadString('\n')
-	m := regexp.MustCompile(`joingroup: grandchild (\d+)`).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("no grandchild reported: %q %v", line, err)
-	}
-	grandchild, _ := strconv.Atoi(m[1])
-	if g, err := getpgid(grandchild); err != nil || g != cmd.Process.Pid {
-		t.Fatalf("the grandchild's group is %d (%v), want the proxy's %d: the attack did not happen", g, err, cmd.Process.Pid)
-	}
-	go io.Copy(io.Discard, errLines)
-	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n")
-	if l, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(l, `"joingroup"`) {
-		t.Fatalf("initialize: %q %v", l, err)
-	}
-	in.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("proxy exit: %v, want status 0 (the server's)", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the proxy did not exit after its stdin closed")
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	for procAlive(grandchild) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d, double-forked by the server into the proxy's group, survived the proxy", grandchild)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cas, _ := os.ReadFile(filepath.Join(out, CassetteName))
-	if !strings.Contains(string(cas), `"signal":"SIGKILL","detail":"processes the server started outlived it (one had moved into the proxy's own process group)"`) {
-		t.Errorf("the cassette does not say that a process joined the proxy's group:\n%s", cas)
+	for _, c := range []struct {
+		name    string
+		command []string
+		re      string
+		joined  bool
+	}{
+		// the server is the test binary again, in the hostile role
+		{"joingroup", []string{envCmd, envJoinGroup + "=server", os.Args[0]}, `joingroup: grandchild (\d+)`, true},
+		{"setsid", []string{hostile(t, "setsid")}, `setsid: child (\d+)`, false},
+		{"doublefork", []string{hostile(t, "doublefork")}, `doublefork: grandchild (\d+)`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "rec")
+			cmd := exec.Command(os.Args[0], c.command...)
+			cmd.Env = append(os.Environ(), envProxyMain+"="+out)
+			ownGroup(cmd)
+			in, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer killGroup(cmd)
+			errLines := bufio.NewReader(stderr)
+			line, err := errLines.ReadString('\n')
+			m := regexp.MustCompile(c.re).FindStringSubmatch(line)
+			if err != nil || m == nil {
+				t.Fatalf("no escaped process reported: %q %v", line, err)
+			}
+			escaped, _ := strconv.Atoi(m[1])
+			if g, err := getpgid(escaped); c.joined && (err != nil || g != cmd.Process.Pid) {
+				t.Fatalf("the grandchild's group is %d (%v), want the proxy's %d: the attack did not happen", g, err, cmd.Process.Pid)
+			}
+			go io.Copy(io.Discard, errLines)
+			io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n")
+			if l, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(l, `"`+c.name+`"`) {
+				t.Fatalf("initialize: %q %v", l, err)
+			}
+			in.Close()
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("proxy exit: %v, want status 0 (the server's)", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the proxy did not exit after its stdin closed")
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for procAlive(escaped) {
+				if time.Now().After(deadline) {
+					t.Fatalf("process %d, started by the server, survived the proxy", escaped)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cas, _ := os.ReadFile(filepath.Join(out, CassetteName))
+			want := `"signal":"SIGKILL","detail":"processes the server started outlived it`
+			if c.joined {
+				want += ` (one had moved into the proxy's own process group)"`
+			} else {
+				want += `"`
+			}
+			if !strings.Contains(string(cas), want) {
+				t.Errorf("the cassette does not hold %s:\n%s", want, cas)
+			}
+		})
 	}
 }
