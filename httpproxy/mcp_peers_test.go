@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -11,7 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,6 +186,27 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 		name, url, sid string
 		took           []time.Duration
 	}{{name: "direct", url: up + "/mcp"}, {name: "hop", url: "http://" + hopLn.Addr().String() + "/mcp"}, {name: "proxy", url: s.URL + "/mcp"}}
+	// the witness binary as a process of its own, as a host runs it
+	// ($WITNESS_BIN), and others to compare with ($WITNESS_BIN_BASE,
+	// comma-separated: rows base, base2, ...)
+	if bin := os.Getenv("WITNESS_BIN"); bin != "" {
+		modes = append(modes, struct {
+			name, url, sid string
+			took           []time.Duration
+		}{name: "binary", url: startBinaryProxy(b, bin, up) + "/mcp"})
+	}
+	if bases := os.Getenv("WITNESS_BIN_BASE"); bases != "" {
+		for i, bin := range strings.Split(bases, ",") {
+			name := "base"
+			if i > 0 {
+				name += strconv.Itoa(i + 1)
+			}
+			modes = append(modes, struct {
+				name, url, sid string
+				took           []time.Duration
+			}{name: name, url: startBinaryProxy(b, bin, up) + "/mcp"})
+		}
+	}
 	for i := range modes {
 		modes[i].sid = open(modes[i].url)
 	}
@@ -203,5 +227,41 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 	for _, m := range modes {
 		b.ReportMetric(pct(m.took, 0.5), m.name+"-p50-µs")
 		b.ReportMetric(pct(m.took, 0.99), m.name+"-p99-µs")
+	}
+}
+
+// startBinaryProxy runs `BIN proxy --listen 127.0.0.1:0 --upstream up` and
+// returns its URL; it is stopped with SIGINT at the end of the benchmark.
+func startBinaryProxy(b *testing.B, bin, up string) string {
+	b.Helper()
+	cmd := exec.Command(bin, "proxy", "--listen", "127.0.0.1:0", "--upstream", up, "--out", filepath.Join(b.TempDir(), "rec"))
+	for _, kv := range os.Environ() {
+		if n, _, _ := strings.Cut(kv, "="); n != "WITNESS_KEYRING" && n != "ATW_WITNESS_TS" && n != "PORT" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				urls <- u
+			}
+		}
+	}()
+	select {
+	case u := <-urls:
+		return u
+	case <-time.After(30 * time.Second):
+		b.Fatalf("%s proxy did not say where it listens", bin)
+		return ""
 	}
 }
