@@ -82,6 +82,10 @@ type Options struct {
 	// besides loopback ones; a request with another Origin is refused 403
 	// (CheckOrigin). "*" lets every origin in.
 	AllowOrigins []string
+
+	// wrapCassette, in tests, wraps the cassette file (a writer that
+	// fails, to check that the proxy fails closed)
+	wrapCassette func(io.Writer) io.Writer
 }
 
 // Result is the outcome of a proxy session.
@@ -207,7 +211,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, exitcode.New(exitcode.Failure, err, "")
 		}
 	}
-	cw, err := cassette.NewHTTPWriter(casFile, ch)
+	var casW io.Writer = casFile
+	if o.wrapCassette != nil {
+		casW = o.wrapCassette(casFile)
+	}
+	cw, err := cassette.NewHTTPWriter(casW, ch)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "check the space and permissions of the --out directory")
 	}
