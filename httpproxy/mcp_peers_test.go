@@ -1,15 +1,20 @@
 package httpproxy
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,12 +135,30 @@ func TestPeersEverythingHTTP(t *testing.T) {
 
 // BenchmarkMCPRoundTrip measures a tools/call round trip (POST to the end
 // of its server-sent event answer) against server-everything in
-// streamableHttp mode, direct and through the proxy, calls taking turns in
-// the same run; it reports the p50 and p99 of each in µs
-// (scripts/bench.d/28-mcp-http.sh prints them with the ratio).
+// streamableHttp mode: direct, through a bare hop (a plain
+// httputil.ReverseProxy in the same process as the proxy, recording
+// nothing: the floor of one extra HTTP hop) and through the proxy. The
+// modes take turns call by call, in an order that rotates, so that a
+// change in the machine's load hits them alike; it reports the p50 and p99
+// of each in µs (scripts/bench.d/28-mcp-http.sh prints them with the
+// ratios).
 func BenchmarkMCPRoundTrip(b *testing.B) {
 	up := startEverything(b, "streamableHttp")
 	s := startProxy(b, up, Options{})
+	upURL, err := url.Parse(up)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hop := httputil.NewSingleHostReverseProxy(upURL)
+	hop.Transport = NewTransport()
+	hop.FlushInterval = -1
+	hopLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hopSrv := &http.Server{Handler: hop}
+	go hopSrv.Serve(hopLn)
+	defer hopSrv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	do := func(url, sid, body string) (string, time.Duration) {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
@@ -159,23 +182,86 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 		do(url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		return sid
 	}
-	directURL, proxyURL := up+"/mcp", s.URL+"/mcp"
-	dsid, psid := open(directURL), open(proxyURL)
-	var direct, proxied []time.Duration
+	modes := []struct {
+		name, url, sid string
+		took           []time.Duration
+	}{{name: "direct", url: up + "/mcp"}, {name: "hop", url: "http://" + hopLn.Addr().String() + "/mcp"}, {name: "proxy", url: s.URL + "/mcp"}}
+	// the witness binary as a process of its own, as a host runs it
+	// ($WITNESS_BIN), and others to compare with ($WITNESS_BIN_BASE,
+	// comma-separated: rows base, base2, ...)
+	if bin := os.Getenv("WITNESS_BIN"); bin != "" {
+		modes = append(modes, struct {
+			name, url, sid string
+			took           []time.Duration
+		}{name: "binary", url: startBinaryProxy(b, bin, up) + "/mcp"})
+	}
+	if bases := os.Getenv("WITNESS_BIN_BASE"); bases != "" {
+		for i, bin := range strings.Split(bases, ",") {
+			name := "base"
+			if i > 0 {
+				name += strconv.Itoa(i + 1)
+			}
+			modes = append(modes, struct {
+				name, url, sid string
+				took           []time.Duration
+			}{name: name, url: startBinaryProxy(b, bin, up) + "/mcp"})
+		}
+	}
+	for i := range modes {
+		modes[i].sid = open(modes[i].url)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bench %d"}}}`, i+1, i)
-		_, d := do(directURL, dsid, body)
-		_, p := do(proxyURL, psid, body)
-		direct, proxied = append(direct, d), append(proxied, p)
+		for j := range modes {
+			m := &modes[(i+j)%len(modes)]
+			_, d := do(m.url, m.sid, body)
+			m.took = append(m.took, d)
+		}
 	}
 	b.StopTimer()
 	pct := func(v []time.Duration, q float64) float64 {
 		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
 		return float64(v[int(q*float64(len(v)-1))].Microseconds())
 	}
-	b.ReportMetric(pct(direct, 0.5), "direct-p50-µs")
-	b.ReportMetric(pct(direct, 0.99), "direct-p99-µs")
-	b.ReportMetric(pct(proxied, 0.5), "proxy-p50-µs")
-	b.ReportMetric(pct(proxied, 0.99), "proxy-p99-µs")
+	for _, m := range modes {
+		b.ReportMetric(pct(m.took, 0.5), m.name+"-p50-µs")
+		b.ReportMetric(pct(m.took, 0.99), m.name+"-p99-µs")
+	}
+}
+
+// startBinaryProxy runs `BIN proxy --listen 127.0.0.1:0 --upstream up` and
+// returns its URL; it is stopped with SIGINT at the end of the benchmark.
+func startBinaryProxy(b *testing.B, bin, up string) string {
+	b.Helper()
+	cmd := exec.Command(bin, "proxy", "--listen", "127.0.0.1:0", "--upstream", up, "--out", filepath.Join(b.TempDir(), "rec"))
+	for _, kv := range os.Environ() {
+		if n, _, _ := strings.Cut(kv, "="); n != "WITNESS_KEYRING" && n != "ATW_WITNESS_TS" && n != "PORT" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				urls <- u
+			}
+		}
+	}()
+	select {
+	case u := <-urls:
+		return u
+	case <-time.After(30 * time.Second):
+		b.Fatalf("%s proxy did not say where it listens", bin)
+		return ""
+	}
 }

@@ -82,6 +82,10 @@ type Options struct {
 	// besides loopback ones; a request with another Origin is refused 403
 	// (CheckOrigin). "*" lets every origin in.
 	AllowOrigins []string
+
+	// wrapCassette, in tests, wraps the cassette file (a writer that
+	// fails, to check that the proxy fails closed)
+	wrapCassette func(io.Writer) io.Writer
 }
 
 // Result is the outcome of a proxy session.
@@ -207,7 +211,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, exitcode.New(exitcode.Failure, err, "")
 		}
 	}
-	cw, err := cassette.NewHTTPWriter(casFile, ch)
+	var casW io.Writer = casFile
+	if o.wrapCassette != nil {
+		casW = o.wrapCassette(casFile)
+	}
+	cw, err := cassette.NewHTTPWriter(casW, ch)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "check the space and permissions of the --out directory")
 	}
@@ -325,7 +333,10 @@ type recorder struct {
 	start   time.Time // ch.Started
 
 	abortCtx context.Context
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // exchanges being served or finished
+	// finishing is read-held by each exchange whose end is being recorded
+	// after its answer ended; an exchange takes it to begin
+	finishing sync.RWMutex
 
 	mu       sync.Mutex
 	failures failures
@@ -492,6 +503,8 @@ func writeError(w http.ResponseWriter, status int, path, typ, msg string) {
 func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.wg.Add(1)
 	defer p.wg.Done()
+	p.finishing.Lock() // the ends of earlier exchanges are recorded first
+	p.finishing.Unlock()
 	select {
 	case <-p.failed:
 		writeError(w, http.StatusServiceUnavailable, r.URL.Path, "recording_failed", "witness proxy: the recording failed; the proxy is stopping and forwards nothing more")
@@ -517,20 +530,32 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// the request body, recorded as the transport reads it
-	reqDone := make(chan struct{})
+	// reqEnding is closed once the request's end is decided, reqDone
+	// once it is recorded. At the body's end of file the recording runs
+	// beside the upstream's work rather than before the transport sends
+	// the request on (the bytes are recorded already, chunk by chunk).
+	reqEnding, reqDone := make(chan struct{}), make(chan struct{})
 	var reqIDs []string
 	var once sync.Once
-	endReq := func(detail string) {
+	endReq := func(detail string, beside bool) {
 		once.Do(func() {
 			ex.Request.Ended, ex.Request.EndDetail = true, detail
-			mx.reqEnd()
-			reqIDs = p.settle(ex, cassette.RecRequestEnd, detail, 0, nil, false)
-			close(reqDone)
+			close(reqEnding)
+			settle := func() {
+				mx.reqEnd()
+				reqIDs = p.settle(ex, cassette.RecRequestEnd, detail, 0, nil, false)
+				close(reqDone)
+			}
+			if beside {
+				go settle()
+			} else {
+				settle()
+			}
 		})
 	}
 	var body io.ReadCloser = http.NoBody
 	if r.ContentLength == 0 {
-		endReq("")
+		endReq("", false)
 	} else {
 		t := &tap{src: r.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
 			data, red := redactBody(p.red, raw)
@@ -551,7 +576,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	out, err := http.NewRequestWithContext(ctx, r.Method, p.target(r), body)
 	if err != nil {
-		endReq("not forwarded: " + err.Error())
+		endReq("not forwarded: "+err.Error(), false)
 		p.failExchange(w, r, ex, reqDone, reqIDs, "bad request target: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -571,6 +596,13 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	select {
+	case <-reqEnding:
+		<-reqDone // the request's end is recorded before its answer, as in the order of the wire
+	default:
+		// the upstream answered before it read the request's end: the
+		// answer is recorded and forwarded now, the request ends later
+	}
 
 	rh := p.hash.fields(resp.Header)
 	if err := p.cas.Response(x, resp.StatusCode, resp.Proto, rh); err != nil {
@@ -587,9 +619,41 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
-	rc.Flush()
+	// the head goes out with the first body bytes, in one write, so that
+	// the client wakes once for both; a body that is slow to start (a GET
+	// stream) gets its head alone after headFlushDelay
+	var wmu sync.Mutex
+	wrote := false
+	headTimer := time.AfterFunc(headFlushDelay, func() {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if !wrote {
+			wrote = true
+			rc.Flush()
+		}
+	})
+	stopHeadTimer := func() {
+		headTimer.Stop()
+		wmu.Lock()
+		wrote = true // the timer's function, if it runs late, does nothing
+		wmu.Unlock()
+	}
+	send := func(b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		wrote = true
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
 
 	var recErr error
+	// pend holds recorded response bytes not yet read into the MCP
+	// session's messages: that reading (its cassette line, its events)
+	// happens after the bytes went to the client, off the wire's path;
+	// the bytes themselves are in the HTTP cassette before they are sent
+	var pend []byte
 	t := &tap{src: resp.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
 		data, red := redactBody(p.red, raw)
 		if err := p.cas.Body(x, true, data, red, int64(len(raw))); err != nil {
@@ -598,7 +662,11 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		ex.Response.AddChunk(cassette.HTTPChunk{Data: clone(data, limit), Redacted: red}, int64(len(raw)), limit)
-		mx.respChunk(data)
+		if mx.hold {
+			mx.respChunk(data) // forwarding waits for the endpoint event
+		} else {
+			pend = append(pend, data...) // read into MCP messages once forwarded
+		}
 		return nil
 	}}
 	buf := make([]byte, chunkSize)
@@ -606,14 +674,14 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for {
 		n, err := t.Read(buf)
 		if out := mx.forward(buf[:n]); len(out) > 0 {
-			if _, werr := w.Write(out); werr != nil {
+			if werr := send(out); werr != nil {
 				detail = "not delivered: the client went away: " + werr.Error()
 				break
 			}
-			if ferr := rc.Flush(); ferr != nil {
-				detail = "not delivered: the client went away: " + ferr.Error()
-				break
-			}
+		}
+		if err == nil && len(pend) > 0 {
+			mx.respChunk(pend)
+			pend = pend[:0]
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -634,21 +702,40 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if out := mx.release(); len(out) > 0 && detail == "" {
-		w.Write(out)
-		rc.Flush()
+		_ = send(out)
 	}
+	stopHeadTimer()
 	resp.Body.Close()
-	<-reqDone
-	ex.Response.Ended, ex.Response.EndDetail = true, detail
-	// a client closing an MCP GET stream is how such streams end: no note
-	p.settle(ex, cassette.RecResponseEnd, detail, 0, reqIDs, mx.closedStream(detail))
-	mx.end(detail)
+	finish := func() {
+		if len(pend) > 0 {
+			mx.respChunk(pend)
+		}
+		<-reqDone
+		ex.Response.Ended, ex.Response.EndDetail = true, detail
+		// a client closing an MCP GET stream is how such streams end: no note
+		p.settle(ex, cassette.RecResponseEnd, detail, 0, reqIDs, mx.closedStream(detail))
+		mx.end(detail)
+	}
 	if abortClient {
+		finish()
 		// the client must not take a cut-off body for a whole one: the
 		// connection is aborted (net/http's documented way, recovered by
 		// the server), not ended cleanly
 		panic(http.ErrAbortHandler)
 	}
+	// the handler returns, and net/http ends the answer (a chunked body's
+	// last chunk), while the exchange's end is recorded: the client sees
+	// the end of its answer without waiting for the recording of it. The
+	// next exchange to begin waits for that recording (finishing), so that
+	// a client that waits for each answer leaves the same order in the
+	// cassette and the logs every time.
+	p.wg.Add(1)
+	p.finishing.RLock()
+	go func() {
+		defer p.wg.Done()
+		defer p.finishing.RUnlock()
+		finish()
+	}()
 }
 
 // failExchange records an exchange that got no upstream answer and
@@ -677,21 +764,21 @@ func clone(data []byte, limit int64) []byte {
 // transport closes it early.
 type reqBody struct {
 	t   *tap
-	end func(detail string)
+	end func(detail string, beside bool) // beside: record the end in a goroutine of its own
 }
 
 func (b *reqBody) Read(p []byte) (int, error) {
 	n, err := b.t.Read(p)
 	switch {
 	case errors.Is(err, io.EOF):
-		b.end("")
+		b.end("", true)
 	case err != nil:
-		b.end("cut off: " + err.Error())
+		b.end("cut off: "+err.Error(), false)
 	}
 	return n, err
 }
 
 func (b *reqBody) Close() error {
-	b.end("cut off: the upstream did not read it to its end")
+	b.end("cut off: the upstream did not read it to its end", false)
 	return nil
 }

@@ -3,12 +3,18 @@ package httpproxy
 import (
 	"bytes"
 	"io"
+	"time"
 
 	"github.com/agent-trace-witness/witness/capture"
 )
 
 // chunkSize is the largest chunk read at once from a body.
 const chunkSize = 32 << 10
+
+// headFlushDelay is how long the head of an answer waits for the first
+// body bytes, to go out with them in one write (one wake-up of the
+// client instead of two), before it is sent alone.
+const headFlushDelay = 20 * time.Millisecond
 
 // MaxRedactLine is the longest body line held back for redaction: with
 // body redaction on, bodies are recorded (and forwarded) at line ends, so

@@ -23,7 +23,7 @@ const envBenchHop = "WITNESS_PROXY_BENCH_HOP"
 func hopMain(command []string) int {
 	debug.SetMemoryLimit(MemoryLimit)
 	debug.SetGCPercent(GCPercent)
-	fw := &Forwarder{Command: command, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	fw := &Forwarder{Command: command, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, SoleChild: true}
 	out, err := fw.Run(context.Background())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hop: %v\n", err)

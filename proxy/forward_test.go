@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if cas := os.Getenv(envServe); cas != "" {
 		os.Exit(serveMain(cas))
 	}
+	if role := os.Getenv(envJoinGroup); role != "" { // before envProxyMain: the server inherits it
+		os.Exit(joinGroupMain(role))
+	}
 	if out := os.Getenv(envProxyMain); out != "" {
 		os.Exit(proxyMain(out, os.Args[1:]))
 	}

@@ -62,6 +62,17 @@ type Forwarder struct {
 
 	// Started, when set, is called with the server's pid once it runs.
 	Started func(pid int)
+
+	// SoleChild says that the calling process starts no other child while
+	// Run runs (true of the witness proxy binary, not of a library user
+	// in general). The server then starts in a process group of its own
+	// inside the proxy's session rather than in a session of its own,
+	// which keeps it in the proxy's scheduling group (faster wake-ups; see
+	// docs/design/proxy.md, "Latency"), and the end of the run ends every
+	// descendant of the process, wherever it moved (package proctree,
+	// StartGroup and EndAll). Linux finds them through /proc and the child
+	// subreaper; elsewhere the sweep is the server's process group.
+	SoleChild bool
 }
 
 // Outcome is what happened to the server and to the recording.
@@ -187,7 +198,14 @@ func (s *forwarding) startServer() error {
 	cmd.Dir = s.f.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	proctree.Subreaper()
-	unregister, err := startInSession(cmd)
+	var unregister func()
+	if s.f.SoleChild {
+		cmd.SysProcAttr = deathSignal()
+		err = proctree.StartGroup(cmd)
+		unregister = func() {}
+	} else {
+		unregister, err = startInSession(cmd)
+	}
 	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return fmt.Errorf("start server %s: %w", s.f.Command[0], err)
@@ -276,7 +294,7 @@ func (s *forwarding) supervise(ctx context.Context) {
 			s.killTimer = nil
 			s.out.Killed = true
 			_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "the server outlived the grace after SIGTERM"})
-			_ = proctree.Signal(s.pid, syscall.SIGKILL)
+			_ = s.signal(syscall.SIGKILL)
 		}
 	}
 }
@@ -289,7 +307,7 @@ func (s *forwarding) sigterm(detail string) {
 	}
 	s.termTimer = nil
 	_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGTERM", Detail: detail})
-	_ = proctree.Signal(s.pid, syscall.SIGTERM)
+	_ = s.signal(syscall.SIGTERM)
 	s.killTimer = time.After(s.killGrace)
 }
 
@@ -311,7 +329,7 @@ func (s *forwarding) forward(sig os.Signal) {
 	}
 	s.out.Forwarded = append(s.out.Forwarded, sn.String())
 	_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: sigName(sn), Detail: "forwarded from the host"})
-	_ = proctree.Signal(s.pid, sn)
+	_ = s.signal(sn)
 	if s.killTimer == nil {
 		s.termTimer = nil
 		s.killTimer = time.After(s.killGrace)
@@ -331,13 +349,17 @@ func (s *forwarding) endTree() {
 	case <-drained:
 	case <-time.After(s.drainWait):
 	}
-	if proctree.Alive(s.pid) {
-		s.out.Leftovers = true
-		s.out.Killed = true
-		_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "processes the server started outlived it"})
-	}
-	if _, survivors := proctree.End(s.pid, s.drainWait); survivors {
-		fmt.Fprintf(s.stderr, "witness: warning: processes started by the server survived SIGKILL\n")
+	if s.f.SoleChild {
+		s.endAll()
+	} else {
+		if proctree.Alive(s.pid) {
+			s.out.Leftovers = true
+			s.out.Killed = true
+			_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "processes the server started outlived it"})
+		}
+		if _, survivors := proctree.End(s.pid, s.drainWait); survivors {
+			fmt.Fprintf(s.stderr, "witness: warning: processes started by the server survived SIGKILL\n")
+		}
 	}
 	select {
 	case <-drained:
@@ -348,6 +370,38 @@ func (s *forwarding) endTree() {
 		// after the exit (the pumps end when that holder exits)
 		s.rec.incomplete("the server's output did not reach end of file after it exited (a process outside its tree holds the pipe); bytes after that are not recorded")
 	}
+}
+
+// endAll is endTree's sweep when the proxy is the server's only starter
+// (Forwarder.SoleChild): every descendant of the process is the server's,
+// whatever process group or session it moved to, and is ended. The
+// record says so, and says when one had moved into the proxy's own
+// process group (where signals meant for the proxy reach it).
+func (s *forwarding) endAll() {
+	alive, joined := proctree.Descendants(s.pid)
+	if !alive {
+		return
+	}
+	s.out.Leftovers = true
+	s.out.Killed = true
+	rec := cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "processes the server started outlived it"}
+	if joined {
+		rec.Detail += " (one had moved into the proxy's own process group)"
+	}
+	_ = s.rec.life(rec)
+	if proctree.EndAll(s.pid, s.drainWait) {
+		fmt.Fprintf(s.stderr, "witness: warning: processes started by the server survived SIGKILL\n")
+	}
+}
+
+// signal sends sig to the server's process group, and with SoleChild to
+// the server itself too (it may have left its group: only a session
+// leader cannot).
+func (s *forwarding) signal(sig syscall.Signal) error {
+	if s.f.SoleChild {
+		return proctree.SignalServer(s.pid, sig)
+	}
+	return proctree.Signal(s.pid, sig)
 }
 
 // finish records the server's exit (after the pending EOF records) and

@@ -48,6 +48,10 @@ type Options struct {
 	// Started, when set, is called with the server's pid (its process
 	// group id) once it runs.
 	Started func(pid int)
+
+	// SoleChild says that the calling process starts no other child while
+	// Run runs (the witness proxy binary); see Forwarder.SoleChild.
+	SoleChild bool
 }
 
 // Result is the outcome of a proxied session.
@@ -130,7 +134,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Command: o.Command, Env: env,
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: stderr,
 		Signals: o.Signals, StdinGrace: o.StdinGrace, KillGrace: o.KillGrace, DrainWait: o.DrainWait,
-		Sink: rec, Started: o.Started,
+		Sink: rec, Started: o.Started, SoleChild: o.SoleChild,
 	}
 	out, err := fw.Run(ctx)
 	if err != nil {

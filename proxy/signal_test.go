@@ -19,7 +19,8 @@ import (
 
 // envProxyMain makes the test binary act as `witness proxy --out
 // $envProxyMain -- ARGS...` (see TestMain), with real signal handling, so
-// that a test can signal a proxy process.
+// that a test can signal a proxy process; like the binary, it starts no
+// other child than the server (SoleChild).
 const envProxyMain = "WITNESS_PROXY_TEST_MAIN"
 
 func proxyMain(out string, command []string) int {
@@ -28,7 +29,7 @@ func proxyMain(out string, command []string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	res, err := Run(context.Background(), Options{OutDir: out, Command: command, Stdin: os.Stdin, Stdout: os.Stdout,
-		Stderr: os.Stderr, Signals: sigs, Getenv: os.Getenv, KillGrace: time.Second})
+		Stderr: os.Stderr, Signals: sigs, Getenv: os.Getenv, KillGrace: time.Second, SoleChild: true})
 	if res == nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 5

@@ -21,6 +21,10 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// ownProcess: the command runs as a process of its own (main), not
+	// inside a test; then `witness proxy` is its process's only starter
+	// of children (proxy.Options.SoleChild).
+	ownProcess bool
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {

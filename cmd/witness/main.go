@@ -18,5 +18,7 @@ func main() {
 	// errors, so klog's lines would only be noise on stderr.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	os.Exit(run(os.Args[1:], newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
+	a := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	a.ownProcess = true
+	os.Exit(run(os.Args[1:], a))
 }

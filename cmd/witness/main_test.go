@@ -20,7 +20,9 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"witness": func() {
-			os.Exit(run(os.Args[1:], newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
+			a := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+			a.ownProcess = true // a process of its own, as main
+			os.Exit(run(os.Args[1:], a))
 		},
 	})
 }

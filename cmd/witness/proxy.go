@@ -209,6 +209,7 @@ func runProxy(a *app, o proxyOptions) error {
 		Command: o.Command, SealPath: o.Seal, EffectsPath: o.Effects, Signers: signers, Redactor: redactor,
 		Getenv: a.getenv, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Signals: sigs,
 		StdinGrace: o.StdinGrace, KillGrace: o.TermGrace, Notes: notes,
+		SoleChild: a.ownProcess,
 	})
 	if res == nil || err != nil {
 		return err // a recording failure is exit 5 whatever the server did: it was ended by the proxy
