@@ -7,6 +7,7 @@
 //	witness-bench floor FILE            read FILE and sha256 it (the floor)
 //	witness-bench stream FILE           canonical N-Quads, streamed (witness graph --format nquads)
 //	witness-bench jsonld FILE OUT       build the graph and write its JSON-LD to OUT
+//	witness-bench readgraph DOC.jsonld  read a graph file back (graph.ReadJSONLD; quads: its nodes)
 //	witness-bench jsongold DOC.jsonld   json-gold: ToRDF + URDNA2015 + serialise
 package main
 
@@ -142,6 +143,17 @@ func run(args []string) error {
 			return err
 		}
 		r.Events = int64(g.Len())
+	case "readgraph":
+		f, err := os.Open(args[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		g, err := graph.ReadJSONLD(f, args[1])
+		if err != nil {
+			return err
+		}
+		r.Quads = int64(g.Len())
 	case "jsongold":
 		doc, err := os.ReadFile(args[1])
 		if err != nil {
