@@ -6,7 +6,7 @@
 //	witness-bench gen N FILE            write a synthetic log of N events
 //	witness-bench floor FILE            read FILE and sha256 it (the floor)
 //	witness-bench stream FILE           canonical N-Quads, streamed (witness graph --format nquads)
-//	witness-bench jsonld FILE OUT       build the graph and write its JSON-LD to OUT
+//	witness-bench jsonld FILE OUT       the graph's JSON-LD, streamed (witness graph), to OUT
 //	witness-bench readgraph DOC.jsonld  read a graph file back (graph.ReadJSONLD; quads: its nodes)
 //	witness-bench jsongold DOC.jsonld   json-gold: ToRDF + URDNA2015 + serialise
 package main
@@ -128,21 +128,18 @@ func run(args []string) error {
 			return err
 		}
 		defer f.Close()
-		g, err := graph.Build(graph.NewEventSource(f, args[1]), graph.Options{})
-		if err != nil {
-			return err
-		}
 		out, err := os.Create(args[2])
 		if err != nil {
 			return err
 		}
-		if err := g.WriteJSONLD(out); err != nil {
+		st, err := graph.StreamJSONLD(graph.NewEventSource(f, args[1]), out, graph.Options{}, graph.StreamOptions{})
+		if err != nil {
 			return err
 		}
 		if err := out.Close(); err != nil {
 			return err
 		}
-		r.Events = int64(g.Len())
+		r.Events, r.Quads, r.Bytes, r.Digest = st.Events, st.Quads, st.Bytes, st.Digest
 	case "readgraph":
 		f, err := os.Open(args[1])
 		if err != nil {
