@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -64,6 +65,7 @@ func run(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	t0 := time.Now()
+	var keep any // what the heap profile shows (readgraph: the graph)
 	switch op {
 	case "gen":
 		if len(args) != 3 {
@@ -151,6 +153,7 @@ func run(args []string) error {
 			return err
 		}
 		r.Quads = int64(g.Len())
+		keep = g
 	case "jsongold":
 		doc, err := os.ReadFile(args[1])
 		if err != nil {
@@ -167,6 +170,18 @@ func run(args []string) error {
 		return fmt.Errorf("unknown op %q", op)
 	}
 	r.Seconds = time.Since(t0).Seconds()
+	if p := os.Getenv("WITNESS_BENCH_MEMPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			return err
+		}
+		f.Close()
+		runtime.KeepAlive(keep)
+	}
 	r.MaxRSS = maxRSS()
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
