@@ -179,9 +179,9 @@ func (gr *graphReader) element() error {
 	gr.elem = gr.elem[:0]
 	depth, inStr, esc, done := 0, false, false, false
 	for !done {
-		chunk, err := gr.br.Peek(gr.br.Buffered())
+		chunk, _ := gr.br.Peek(gr.br.Buffered()) // what is buffered: no error
 		if len(chunk) == 0 {
-			if _, err = gr.br.Peek(1); err != nil {
+			if _, err := gr.br.Peek(1); err != nil {
 				return gr.syntax(err)
 			}
 			continue
