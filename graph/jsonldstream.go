@@ -24,14 +24,18 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	hw := newAsyncWriter(h, 1<<20)
 	cw := &countWriter{w: w}
 	jw := newAsyncWriter(cw, 1<<20)
-	jw.Write([]byte(`{"@context":` + ContextJSON + `,"@graph":[`))
+	// nothing is written before every event mapped: the head comes with
+	// the first node (or the end)
+	head := []byte(`{"@context":` + ContextJSON + `,"@graph":[`)
 	nq := &nqReorder{w: hw}
 	var jn jsonldNode
 	var buf []byte
 	first := true
 	stats, err := streamBlocks(src, opts, so, true, func(blk []byte) (int64, error) {
 		buf = buf[:0]
-		if !first {
+		if first {
+			buf = append(buf, head...)
+		} else {
 			buf = append(buf, ',')
 		}
 		first = false
@@ -46,6 +50,9 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 		var n int64
 		n, err = nq.finish()
 		stats.Quads += n
+		if first {
+			jw.Write(head)
+		}
 		jw.Write([]byte("]}\n"))
 	}
 	herr, jerr := hw.Close(), jw.Close()

@@ -159,3 +159,16 @@ func (p *peakWriter) Write(b []byte) (int, error) {
 }
 
 var _ io.Writer = (*peakWriter)(nil)
+
+// TestStreamJSONLDWritesNothingOnError: a log that does not map leaves the
+// output empty (the CLI writes nothing to stdout on failure).
+func TestStreamJSONLDWritesNothingOnError(t *testing.T) {
+	log := synthetic(t, 300, 4)
+	lines := bytes.Split(log, []byte("\n"))
+	lines[250] = bytes.Replace(lines[250], []byte(`"ts":"2026-`), []byte(`"ts":"x2026-`), 1)
+	var out bytes.Buffer
+	_, err := StreamJSONLD(NewEventSource(bytes.NewReader(bytes.Join(lines, []byte("\n"))), "bad.jsonl"), &out, Options{}, StreamOptions{RunBytes: 4 << 10, TempDir: t.TempDir()})
+	if err == nil || out.Len() != 0 {
+		t.Fatalf("error %v, %d bytes written", err, out.Len())
+	}
+}
