@@ -371,3 +371,26 @@ func TestVerifyLogCauseNamesSession(t *testing.T) {
 		t.Fatalf("link findings on %v, want %v: %v", got, want, rep.Findings)
 	}
 }
+
+// TestVerifyLogFastDecoderSameReport: VerifyLog decodes with the fast
+// decoder; the report (status, findings, error) is the one the general
+// decoder gives, on an intact log and on every one-byte edit of it.
+func TestVerifyLogFastDecoderSameReport(t *testing.T) {
+	data := sampleLog(t, goodSigner)
+	opts := VerifyLogOptions{Verifier: trusted}
+	check := func(c []byte) {
+		fr, ferr := verifyLog(bytes.NewReader(c), "events.jsonl", opts, true)
+		sr, serr := verifyLog(bytes.NewReader(c), "events.jsonl", opts, false)
+		if fmt.Sprint(ferr) != fmt.Sprint(serr) || fr.Status != sr.Status || fmt.Sprint(fr.Findings) != fmt.Sprint(sr.Findings) || fr.Head != sr.Head {
+			t.Fatalf("fast %s %v %v, general %s %v %v", fr.Status, fr.Findings, ferr, sr.Status, sr.Findings, serr)
+		}
+	}
+	check(data)
+	for i := range data {
+		for _, repl := range []byte{data[i] ^ 0x01, '0', ' ', '\n', '\\'} {
+			c := append([]byte(nil), data...)
+			c[i] = repl
+			check(c)
+		}
+	}
+}

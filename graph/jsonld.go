@@ -173,8 +173,21 @@ func (g *Graph) JSONLD() ([]byte, error) {
 // strings, {"@id"} or {"@type","@value"} objects, or arrays of them. Errors
 // name the file (name), the node and the field, and carry exit code
 // Tampered.
+//
+// A document that begins as WriteJSONLD's do is read as a stream, node by
+// node (graphReader), in memory for the graph and one node's text; any
+// other is read whole. Both give the same graph and refuse the same
+// documents.
 func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
-	data, err := io.ReadAll(r)
+	br := bufio.NewReaderSize(r, 1<<20)
+	g, err := readStream(br)
+	if err == nil {
+		return g, nil
+	}
+	if err != errNotStreamed {
+		return nil, readError(err, name)
+	}
+	data, err := io.ReadAll(br)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
 	}
@@ -182,18 +195,35 @@ func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
 		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("graph %w", err),
 			"the graph is not a witness PROV graph; regenerate it with 'witness graph --events FILE'")
 	}
-	g, err := parseJSONLD(data)
+	g, err = parseJSONLD(data)
 	if err != nil {
+		return nil, readError(err, name)
+	}
+	return g, nil
+}
+
+// readError places an error of the graph document name and gives it exit
+// code Tampered.
+func readError(err error, name string) error {
+	var le *jsonlimit.Error
+	if errors.As(err, &le) {
+		return exitcode.New(exitcode.Tampered, fmt.Errorf("graph %w", le.In(name, 1)),
+			"the graph is not a witness PROV graph; regenerate it with 'witness graph --events FILE'")
+	}
+	var rf *readFailure
+	if errors.As(err, &rf) {
+		return exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, rf.err), "")
+	}
+	{
 		var je *jsontree.Error
 		if errors.As(err, &je) && je.File == "" {
 			je.File = name // "file: $.path: message", the one position format
 		} else {
 			err = fmt.Errorf("%s: %w", name, err)
 		}
-		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("graph %w", err),
+		return exitcode.New(exitcode.Tampered, fmt.Errorf("graph %w", err),
 			"the graph is not a witness PROV graph; regenerate it with 'witness graph --events FILE'")
 	}
-	return g, nil
 }
 
 var ctxValue = func() map[string]any {

@@ -47,10 +47,33 @@ const DefaultRunBytes = 64 << 20
 // Build(src).WriteNQuads. Peak memory is about 2×RunBytes plus one record
 // per block.
 func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) (StreamStats, error) {
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(w, h)}
+	aw := newAsyncWriter(cw, 1<<20)
+	stats, err := streamBlocks(src, opts, so, false, func(blk []byte) (int64, error) { return writeBlock(aw, blk) })
+	if cerr := aw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return stats, err
+	}
+	stats.Bytes = cw.n
+	stats.Digest = hex.EncodeToString(h.Sum(nil))
+	return stats, nil
+}
+
+// streamBlocks maps the events of src to quad blocks, sorts them
+// externally and calls sink with each subject's merged block (its
+// "<subject>" key, then its sorted, distinct lines without the key), in
+// "<subject>" order, or, byID, in subject IRI order (the JSON-LD @graph
+// order: "<a/e1>" follows "<a/e10>" but a/e1 precedes a/e10). sink returns
+// the number of lines it wrote. Stats.Bytes and Digest are left to the
+// caller.
+func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, sink func([]byte) (int64, error)) (StreamStats, error) {
 	if so.RunBytes <= 0 {
 		so.RunBytes = DefaultRunBytes
 	}
-	st := &streamer{so: so, runCh: make(chan *run, 1), done: make(chan error, 1), free: make(chan *run, 2)}
+	st := &streamer{so: so, byID: byID, runCh: make(chan *run, 1), done: make(chan error, 1), free: make(chan *run, 2)}
 	st.free <- &run{}
 	st.free <- &run{}
 	go st.sorter()
@@ -108,7 +131,7 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 			stats.Events++
 			if prefix == nil {
 				prefix = []byte("<" + m.base + "/")
-				cur.prefix = prefix
+				cur.prefix, cur.byID = prefix, byID
 			}
 			ev.flushInto(cur)
 			if cur.size >= so.RunBytes {
@@ -117,7 +140,7 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 				}
 				cur = <-st.free
 				cur.reset()
-				cur.prefix = prefix
+				cur.prefix, cur.byID = prefix, byID
 			}
 		}
 		if b.err != nil && b.err != io.EOF {
@@ -147,21 +170,11 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	if err := <-st.done; err != nil {
 		return stats, err
 	}
-	cur.sortRecords()
+	cur.sortRecords(byID)
 	stats.Runs = len(st.files) + 1
-	h := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(w, h)}
-	aw := newAsyncWriter(cw, 1<<20)
-	n, err := st.merge(cur, aw)
-	if cerr := aw.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return stats, err
-	}
-	stats.Quads, stats.Bytes = n, cw.n
-	stats.Digest = hex.EncodeToString(h.Sum(nil))
-	return stats, nil
+	n, err := st.merge(cur, sink)
+	stats.Quads = n
+	return stats, err
 }
 
 func evidenceError(err error) error {
@@ -266,6 +279,7 @@ const chunkSize = 4 << 20
 
 type run struct {
 	prefix  []byte // "<urn:witness:<session>/", shared by most keys
+	byID    bool   // order keys by subject IRI (without the closing '>')
 	chunks  [][]byte
 	cur     int  // chunk being filled
 	pending *rec // the last reserved block, whose key is filled in by setKey
@@ -310,8 +324,12 @@ func (r *run) setKey(key []byte) {
 	if len(r.prefix) == 0 || !bytes.HasPrefix(key, r.prefix) {
 		return
 	}
+	rest := key[len(r.prefix):]
+	if r.byID {
+		rest = rest[:len(rest)-1]
+	}
 	var b [8]byte
-	copy(b[:], key[len(r.prefix):])
+	copy(b[:], rest)
 	x.p, x.hp = binary.BigEndian.Uint64(b[:]), true
 }
 
@@ -322,7 +340,12 @@ func (r *run) block(i int) []byte {
 
 // sortRecords orders blocks by subject; blocks of one subject stay separate
 // and are merged when written.
-func (r *run) sortRecords() {
+func (r *run) sortRecords(byID bool) {
+	// without the closing '>' of the key, byID
+	drop := int32(0)
+	if byID {
+		drop = 1
+	}
 	// blocks of one subject are merged whatever their order: no need for a
 	// stable sort
 	slices.SortFunc(r.recs, func(a, b rec) int {
@@ -332,13 +355,22 @@ func (r *run) sortRecords() {
 			}
 			return 1
 		}
-		return bytes.Compare(r.chunks[a.c][a.off:a.off+a.k], r.chunks[b.c][b.off:b.off+b.k])
+		return bytes.Compare(r.chunks[a.c][a.off:a.off+a.k-drop], r.chunks[b.c][b.off:b.off+b.k-drop])
 	})
+}
+
+// sortKey is the part of a "<subject>" key blocks are ordered by.
+func sortKey(key []byte, byID bool) []byte {
+	if byID {
+		return key[:len(key)-1]
+	}
+	return key
 }
 
 // streamer owns the sorting goroutine and the spilled runs.
 type streamer struct {
 	so    StreamOptions
+	byID  bool
 	runCh chan *run
 	free  chan *run
 	done  chan error
@@ -376,7 +408,7 @@ func (st *streamer) sorter() {
 }
 
 func (st *streamer) spill(r *run) error {
-	r.sortRecords()
+	r.sortRecords(st.byID)
 	f, err := os.CreateTemp(st.so.TempDir, "witness-graph-run-*")
 	if err != nil {
 		return fmt.Errorf("graph: temporary run file: %w", err)
@@ -515,6 +547,7 @@ func mergeBlocks(dst, a, b []byte) []byte {
 
 type mergeItem struct {
 	blk, key []byte
+	sk       []byte // the sort key: key, or key without '>' (byID)
 	it       blockIter
 }
 
@@ -522,7 +555,7 @@ type mergeHeap []*mergeItem
 
 func (h mergeHeap) Len() int { return len(h) }
 func (h mergeHeap) Less(i, j int) bool {
-	return bytes.Compare(h[i].key, h[j].key) < 0
+	return bytes.Compare(h[i].sk, h[j].sk) < 0
 }
 func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 
@@ -544,9 +577,10 @@ func (h *mergeHeap) Pop() any {
 	return x
 }
 
-// merge writes the union of the spilled runs and the in-memory run, in
-// order, blocks of one subject merged, and returns the number of lines.
-func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
+// merge passes the union of the spilled runs and the in-memory run to
+// sink, in order, blocks of one subject merged, and returns the number of
+// lines sink wrote. A block passed to sink is only valid during the call.
+func (st *streamer) merge(last *run, sink func([]byte) (int64, error)) (int64, error) {
 	its := []blockIter{&memIter{r: last}}
 	var fits []*fileIter
 	for _, f := range st.files {
@@ -557,7 +591,8 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 	var h mergeHeap
 	for _, it := range its {
 		if blk, ok := it.next(); ok {
-			h = append(h, &mergeItem{blk: blk, key: lineKey(blk), it: it})
+			k := lineKey(blk)
+			h = append(h, &mergeItem{blk: blk, key: k, sk: sortKey(k, st.byID), it: it})
 		}
 	}
 	heap.Init(&h)
@@ -568,6 +603,7 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 		advance := func(item *mergeItem) {
 			if blk, ok := item.it.next(); ok {
 				item.blk, item.key = blk, lineKey(blk)
+				item.sk = sortKey(item.key, st.byID)
 				heap.Fix(&h, 0)
 			} else {
 				heap.Pop(&h)
@@ -575,7 +611,7 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 		}
 		if !h.secondHas(top.key) {
 			// the common case: no other run holds this subject
-			n, err := writeBlock(w, top.blk)
+			n, err := sink(top.blk)
 			count += n
 			if err != nil {
 				return count, err
@@ -592,7 +628,7 @@ func (st *streamer) merge(last *run, w io.Writer) (int64, error) {
 			acc, alt = alt, acc
 			advance(h[0])
 		}
-		n, err := writeBlock(w, acc)
+		n, err := sink(acc)
 		count += n
 		if err != nil {
 			return count, err

@@ -6,7 +6,8 @@
 //	witness-bench gen N FILE            write a synthetic log of N events
 //	witness-bench floor FILE            read FILE and sha256 it (the floor)
 //	witness-bench stream FILE           canonical N-Quads, streamed (witness graph --format nquads)
-//	witness-bench jsonld FILE OUT       build the graph and write its JSON-LD to OUT
+//	witness-bench jsonld FILE OUT       the graph's JSON-LD, streamed (witness graph), to OUT
+//	witness-bench readgraph DOC.jsonld  read a graph file back (graph.ReadJSONLD; quads: its nodes)
 //	witness-bench jsongold DOC.jsonld   json-gold: ToRDF + URDNA2015 + serialise
 package main
 
@@ -19,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -63,6 +65,7 @@ func run(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	t0 := time.Now()
+	var keep any // what the heap profile shows (readgraph: the graph)
 	switch op {
 	case "gen":
 		if len(args) != 3 {
@@ -127,21 +130,30 @@ func run(args []string) error {
 			return err
 		}
 		defer f.Close()
-		g, err := graph.Build(graph.NewEventSource(f, args[1]), graph.Options{})
-		if err != nil {
-			return err
-		}
 		out, err := os.Create(args[2])
 		if err != nil {
 			return err
 		}
-		if err := g.WriteJSONLD(out); err != nil {
+		st, err := graph.StreamJSONLD(graph.NewEventSource(f, args[1]), out, graph.Options{}, graph.StreamOptions{})
+		if err != nil {
 			return err
 		}
 		if err := out.Close(); err != nil {
 			return err
 		}
-		r.Events = int64(g.Len())
+		r.Events, r.Quads, r.Bytes, r.Digest = st.Events, st.Quads, st.Bytes, st.Digest
+	case "readgraph":
+		f, err := os.Open(args[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		g, err := graph.ReadJSONLD(f, args[1])
+		if err != nil {
+			return err
+		}
+		r.Quads = int64(g.Len())
+		keep = g
 	case "jsongold":
 		doc, err := os.ReadFile(args[1])
 		if err != nil {
@@ -158,6 +170,18 @@ func run(args []string) error {
 		return fmt.Errorf("unknown op %q", op)
 	}
 	r.Seconds = time.Since(t0).Seconds()
+	if p := os.Getenv("WITNESS_BENCH_MEMPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			return err
+		}
+		f.Close()
+		runtime.KeepAlive(keep)
+	}
 	r.MaxRSS = maxRSS()
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))

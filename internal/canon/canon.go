@@ -130,12 +130,42 @@ func writeString(buf *bytes.Buffer, s string) error {
 }
 
 // AppendString appends the canonical JSON encoding of the string s to dst.
+// It writes the bytes writeString writes, straight into dst and a run of
+// plain bytes at a time (the graph writers call it for every value).
 func AppendString(dst []byte, s string) ([]byte, error) {
-	var b bytes.Buffer
-	if err := writeString(&b, s); err != nil {
-		return dst, err
+	if !utf8.ValidString(s) {
+		return dst, fmt.Errorf("canonical json: string is not valid UTF-8")
 	}
-	return append(dst, b.Bytes()...), nil
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"':
+			dst = append(dst, `\"`...)
+		case '\\':
+			dst = append(dst, `\\`...)
+		case '\b':
+			dst = append(dst, `\b`...)
+		case '\f':
+			dst = append(dst, `\f`...)
+		case '\n':
+			dst = append(dst, `\n`...)
+		case '\r':
+			dst = append(dst, `\r`...)
+		case '\t':
+			dst = append(dst, `\t`...)
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexdigits[c>>4], hexdigits[c&0xF])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"'), nil
 }
 
 // FormatNumber returns the canonical form of the JSON number literal lit.

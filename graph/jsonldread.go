@@ -1,0 +1,263 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/jsonpath"
+)
+
+// canonHead is how every document WriteJSONLD writes begins.
+var canonHead = []byte(`{"@context":` + ContextJSON + `,"@graph":[`)
+
+// errNotStreamed is returned by readStream when the document does not
+// begin with canonHead: it is read whole instead.
+var errNotStreamed = errors.New("not a streamed document")
+
+// graphReader reads a graph document that begins with canonHead node by
+// node: each @graph element is cut out of the stream (a byte scanner that
+// knows strings and nesting), checked and decoded on its own, so memory
+// holds one element's text and the graph, never the document or its tree.
+// Each element gets the checks the whole-document reader gives it: valid
+// JSON without duplicate keys (canon.Transform), then parseNode; a
+// canonical element takes parseCanonicalNode's shortcut to the same node.
+type graphReader struct {
+	br    *bufio.Reader
+	limit jsonlimit.Checker
+	elem  []byte
+	off   int64 // bytes consumed
+	fast  canonNodeParser
+}
+
+// readStream reads the document from br, which must begin with canonHead
+// (else errNotStreamed, nothing consumed).
+func readStream(br *bufio.Reader) (*Graph, error) {
+	head, err := br.Peek(len(canonHead))
+	if err != nil || !bytes.Equal(head, canonHead) {
+		return nil, errNotStreamed
+	}
+	gr := &graphReader{br: br}
+	gr.fast.intern = map[string]string{}
+	if _, err := gr.take(len(canonHead)); err != nil {
+		return nil, err
+	}
+	g := New()
+	for i := 0; ; i++ {
+		c, err := gr.skipSpace()
+		if err != nil {
+			return nil, gr.syntax(err)
+		}
+		if c == ']' && i == 0 {
+			gr.take(1)
+			break
+		}
+		if err := gr.element(); err != nil {
+			return nil, err
+		}
+		n, err := gr.node(i)
+		if err != nil {
+			return nil, err
+		}
+		if g.index[n.ID] != nil {
+			return nil, nodeError(i, " ("+n.ID+")", atPath(jsonpath.Member("", "@id"), errors.New("duplicate node")))
+		}
+		g.index[n.ID] = n
+		g.Nodes = append(g.Nodes, n)
+		c, err = gr.skipSpace()
+		if err != nil {
+			return nil, gr.syntax(err)
+		}
+		if _, err := gr.take(1); err != nil {
+			return nil, err
+		}
+		if c == ']' {
+			break
+		}
+		if c != ',' {
+			return nil, gr.syntax(syntaxError(fmt.Sprintf("invalid character %q after a @graph element", c)))
+		}
+	}
+	c, err := gr.skipSpace()
+	if err != nil || c != '}' {
+		if err == nil {
+			err = syntaxError(`expected "}" after @graph`)
+		}
+		return nil, gr.syntax(err)
+	}
+	gr.take(1)
+	if c, err := gr.skipSpace(); err != io.EOF {
+		if err == nil {
+			err = syntaxError(fmt.Sprintf("invalid character %q after top-level value", c))
+		}
+		return nil, gr.syntax(err)
+	}
+	if !slices.IsSortedFunc(g.Nodes, func(a, b *Node) int { return cmpID(a.ID, b.ID) }) {
+		sortNodes(g.Nodes)
+	}
+	return g, nil
+}
+
+func cmpID(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// syntax is a JSON syntax error at the current offset; an error of the
+// underlying reader (other than its end) is a readFailure instead.
+func (gr *graphReader) syntax(err error) error {
+	var se syntaxError
+	switch {
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF
+	case errors.As(err, &se):
+	default:
+		return &readFailure{err}
+	}
+	return fmt.Errorf("not valid JSON: offset %d: %w", gr.off, err)
+}
+
+// syntaxError is a JSON syntax error found by graphReader itself.
+type syntaxError string
+
+func (e syntaxError) Error() string { return string(e) }
+
+// readFailure is an error of the reader under a graph document: not
+// evidence of anything (exit code Failure).
+type readFailure struct{ err error }
+
+func (e *readFailure) Error() string { return e.err.Error() }
+
+// take consumes n bytes (already peeked or read), feeding the nesting
+// limit.
+func (gr *graphReader) take(n int) ([]byte, error) {
+	b, err := gr.br.Peek(n)
+	if err != nil {
+		return nil, gr.syntax(err)
+	}
+	if err := gr.limit.Write(b); err != nil {
+		return nil, err
+	}
+	gr.br.Discard(n)
+	gr.off += int64(n)
+	return b, nil
+}
+
+// skipSpace consumes JSON white space and returns the next byte, unread.
+func (gr *graphReader) skipSpace() (byte, error) {
+	for {
+		b, err := gr.br.Peek(1)
+		if err != nil {
+			return 0, err
+		}
+		switch b[0] {
+		case ' ', '\t', '\n', '\r':
+			if _, err := gr.take(1); err != nil {
+				return 0, err
+			}
+		default:
+			return b[0], nil
+		}
+	}
+}
+
+// element reads the next JSON value of @graph into gr.elem: up to the
+// end of the outermost object or array (strings skipped), or, for a
+// scalar, up to the next ',', ']' or white space.
+func (gr *graphReader) element() error {
+	gr.elem = gr.elem[:0]
+	depth, inStr, esc, done := 0, false, false, false
+	for !done {
+		chunk, _ := gr.br.Peek(gr.br.Buffered()) // what is buffered: no error
+		if len(chunk) == 0 {
+			if _, err := gr.br.Peek(1); err != nil {
+				return gr.syntax(err)
+			}
+			continue
+		}
+		end := -1
+	scan:
+		for i, c := range chunk {
+			if inStr {
+				switch {
+				case esc:
+					esc = false
+				case c == '\\':
+					esc = true
+				case c == '"':
+					inStr = false
+					if depth == 0 {
+						end, done = i+1, true
+						break scan
+					}
+				}
+				continue
+			}
+			switch c {
+			case '"':
+				inStr = true
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth == 0 { // a scalar ends here
+					end, done = i, true
+					break scan
+				}
+				depth--
+				if depth == 0 {
+					end, done = i+1, true
+					break scan
+				}
+			case ',', ' ', '\t', '\n', '\r':
+				if depth == 0 {
+					end, done = i, true
+					break scan
+				}
+			}
+		}
+		if end < 0 {
+			end = len(chunk)
+		}
+		gr.elem = append(gr.elem, chunk[:end]...)
+		if _, err := gr.take(end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// node decodes element i of @graph.
+func (gr *graphReader) node(i int) (*Node, error) {
+	if n, ok := gr.fast.parse(gr.elem); ok {
+		return n, nil
+	}
+	if _, err := canon.Transform(gr.elem); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %s: %w", jsonpath.Index(`$["@graph"]`, i), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(gr.elem))
+	dec.UseNumber()
+	var item any
+	if err := dec.Decode(&item); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %s: %w", jsonpath.Index(`$["@graph"]`, i), err)
+	}
+	obj, ok := item.(map[string]any)
+	if !ok {
+		return nil, atPath(jsonpath.Index(`$["@graph"]`, i), errors.New("not an object"))
+	}
+	n, err := parseNode(obj)
+	if err != nil {
+		return nil, nodeError(i, idHint(obj), err)
+	}
+	return n, nil
+}

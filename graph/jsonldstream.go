@@ -1,0 +1,377 @@
+package graph
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// StreamJSONLD writes the canonical JSON-LD document of the event log src
+// to w without building the graph, node by node, with the bounded memory
+// of StreamNQuads (the same external sort, ordered by subject IRI). The
+// bytes equal Build(src).WriteJSONLD. The returned stats carry the graph
+// digest (the sha256 of the canonical N-Quads, computed on the side from
+// the same sorted blocks), the number of quads, and the JSON-LD bytes
+// written.
+func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) (StreamStats, error) {
+	h := sha256.New()
+	hw := newAsyncWriter(h, 1<<20)
+	cw := &countWriter{w: w}
+	jw := newAsyncWriter(cw, 1<<20)
+	// nothing is written before every event mapped: the head comes with
+	// the first node (or the end)
+	head := []byte(`{"@context":` + ContextJSON + `,"@graph":[`)
+	nq := &nqReorder{w: hw}
+	var jn jsonldNode
+	var buf []byte
+	first := true
+	stats, err := streamBlocks(src, opts, so, true, func(blk []byte) (int64, error) {
+		buf = buf[:0]
+		if first {
+			buf = append(buf, head...)
+		} else {
+			buf = append(buf, ',')
+		}
+		first = false
+		var err error
+		if buf, err = jn.append(buf, blk); err != nil {
+			return 0, fmt.Errorf("write json-ld: node %s: %w", lineKey(blk), err)
+		}
+		jw.Write(buf)
+		return nq.push(blk)
+	})
+	if err == nil {
+		var n int64
+		n, err = nq.finish()
+		stats.Quads += n
+		if first {
+			jw.Write(head)
+		}
+		jw.Write([]byte("]}\n"))
+	}
+	herr, jerr := hw.Close(), jw.Close()
+	if err == nil {
+		err = herr
+	}
+	if err == nil {
+		err = jerr
+	}
+	if err != nil {
+		return stats, err
+	}
+	stats.Bytes = cw.n
+	stats.Digest = hex.EncodeToString(h.Sum(nil))
+	return stats, nil
+}
+
+// nqReorder turns blocks in subject IRI order into "<subject>" order (the
+// canonical N-Quads order) and writes their lines. The two orders differ
+// only where one IRI is a prefix of the next and the next goes on with a
+// byte below '>': "<a/e1>" sorts after "<a/e10>". A block is held while
+// the following IRIs extend it that way; the held blocks form a chain of
+// prefixes, so the stack is at most as deep as an IRI is long.
+type nqReorder struct {
+	w     io.Writer
+	stack [][]byte // held blocks, each a copy; each key a prefix of the next
+	spare [][]byte // buffers of popped blocks, for reuse
+}
+
+func blockID(blk []byte) []byte {
+	k := lineKey(blk)
+	return k[1 : len(k)-1]
+}
+
+// push takes the next block in IRI order and returns the lines written
+// since the last call.
+func (r *nqReorder) push(blk []byte) (int64, error) {
+	id := blockID(blk)
+	var n int64
+	for len(r.stack) > 0 {
+		top := r.stack[len(r.stack)-1]
+		t := blockID(top)
+		if bytes.HasPrefix(id, t) && len(id) > len(t) && id[len(t)] < '>' {
+			break
+		}
+		k, err := r.pop()
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	var c []byte
+	if len(r.spare) > 0 {
+		c = r.spare[len(r.spare)-1][:0]
+		r.spare = r.spare[:len(r.spare)-1]
+	}
+	r.stack = append(r.stack, append(c, blk...))
+	return n, nil
+}
+
+func (r *nqReorder) pop() (int64, error) {
+	top := r.stack[len(r.stack)-1]
+	r.stack = r.stack[:len(r.stack)-1]
+	n, err := writeBlock(r.w, top)
+	r.spare = append(r.spare, top)
+	return n, err
+}
+
+// finish writes the held blocks and returns their lines.
+func (r *nqReorder) finish() (int64, error) {
+	var n int64
+	for len(r.stack) > 0 {
+		k, err := r.pop()
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// jsonldNode is the reusable scratch of one node's JSON object, read from
+// a merged block of canonical N-Quads lines.
+type jsonldNode struct {
+	types  [][]byte
+	groups []jsonldGroup
+	keys   map[string]string // predicate IRI -> compact JSON key
+	lex    []byte
+}
+
+type jsonldGroup struct {
+	key  string   // compact predicate
+	objs [][]byte // N-Quads objects, in line order (the canonical order)
+}
+
+// append appends the canonical JSON object (appendNodeJSON's bytes) of the
+// node whose block is blk.
+func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
+	if j.keys == nil {
+		j.keys = map[string]string{}
+	}
+	j.types = j.types[:0]
+	for i := range j.groups {
+		j.groups[i].objs = j.groups[i].objs[:0]
+	}
+	j.groups = j.groups[:0]
+	key := lineKey(blk)
+	id := key[1 : len(key)-1]
+	var lastP []byte
+	for rest := blk[len(key):]; len(rest) > 0; {
+		e := bytes.IndexByte(rest, '\n')
+		if e < 0 {
+			return b, errors.New("block line without newline")
+		}
+		line := rest[:e]
+		rest = rest[e+1:]
+		// " <p> OBJECT ."
+		if len(line) < 6 || line[0] != ' ' || line[1] != '<' || !bytes.HasSuffix(line, []byte(" .")) {
+			return b, fmt.Errorf("unexpected quad line %q", line)
+		}
+		pe := bytes.IndexByte(line[2:], '>')
+		if pe < 0 {
+			return b, fmt.Errorf("unexpected quad line %q", line)
+		}
+		p := line[2 : 2+pe]
+		obj := line[2+pe+2 : len(line)-2]
+		if string(p) == RDFType && len(obj) > 0 && obj[0] == '<' {
+			j.types = append(j.types, obj[1:len(obj)-1])
+			continue
+		}
+		if lastP == nil || !bytes.Equal(p, lastP) {
+			k, ok := j.keys[string(p)]
+			if !ok {
+				k = compact(string(p))
+				j.keys[string(p)] = k
+			}
+			if len(j.groups) < cap(j.groups) {
+				j.groups = j.groups[:len(j.groups)+1]
+				j.groups[len(j.groups)-1].key = k
+			} else {
+				j.groups = append(j.groups, jsonldGroup{key: k})
+			}
+			lastP = p
+		}
+		g := &j.groups[len(j.groups)-1]
+		g.objs = append(g.objs, obj)
+	}
+	// types by IRI (line order puts "<a/x>" after "<a/x1>")
+	slices.SortFunc(j.types, bytes.Compare)
+	slices.SortFunc(j.groups, func(x, y jsonldGroup) int {
+		if x.key == y.key {
+			return 0
+		}
+		if lessKey(x.key, y.key) {
+			return -1
+		}
+		return 1
+	})
+	var err error
+	b = append(b, `{"@id":`...)
+	if b, err = appendJSONString(b, string(id)); err != nil {
+		return b, err
+	}
+	if len(j.types) > 0 {
+		b = append(b, `,"@type":`...)
+		if len(j.types) > 1 {
+			b = append(b, '[')
+		}
+		for i, t := range j.types {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSONString(b, compact(string(t))); err != nil {
+				return b, err
+			}
+		}
+		if len(j.types) > 1 {
+			b = append(b, ']')
+		}
+	}
+	for _, g := range j.groups {
+		b = append(b, ',')
+		if b, err = appendJSONString(b, g.key); err != nil {
+			return b, err
+		}
+		b = append(b, ':')
+		if len(g.objs) > 1 {
+			b = append(b, '[')
+		}
+		for i, o := range g.objs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = j.appendObject(b, o); err != nil {
+				return b, err
+			}
+		}
+		if len(g.objs) > 1 {
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// lessKey is lessUTF16 without allocating for ASCII keys.
+func lessKey(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		if a[i] >= utf8.RuneSelf {
+			return lessUTF16(a, b)
+		}
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] >= utf8.RuneSelf {
+			return lessUTF16(a, b)
+		}
+	}
+	return a < b
+}
+
+// appendObject appends the JSON value (appendJSONValue's bytes) of one
+// canonical N-Quads object.
+func (j *jsonldNode) appendObject(b, o []byte) ([]byte, error) {
+	var err error
+	if o[0] == '<' {
+		b = append(b, `{"@id":`...)
+		b, err = appendJSONString(b, string(o[1:len(o)-1]))
+		return append(b, '}'), err
+	}
+	if o[0] != '"' {
+		return b, fmt.Errorf("unexpected object %q", o)
+	}
+	end := closingQuote(o)
+	if end < 0 {
+		return b, fmt.Errorf("unterminated literal %q", o)
+	}
+	if j.lex, err = unescapeNQuads(j.lex[:0], o[1:end]); err != nil {
+		return b, err
+	}
+	dt := o[end+1:]
+	if len(dt) == 0 {
+		return appendJSONString(b, string(j.lex))
+	}
+	if !bytes.HasPrefix(dt, []byte("^^<")) || dt[len(dt)-1] != '>' {
+		return b, fmt.Errorf("unexpected literal %q", o)
+	}
+	b = append(b, `{"@type":`...)
+	if b, err = appendJSONString(b, compact(string(dt[3:len(dt)-1]))); err != nil {
+		return b, err
+	}
+	b = append(b, `,"@value":`...)
+	b, err = appendJSONString(b, string(j.lex))
+	return append(b, '}'), err
+}
+
+// closingQuote returns the index of the unescaped '"' that closes the
+// literal starting at o[0], or -1.
+func closingQuote(o []byte) int {
+	for i := 1; i < len(o); i++ {
+		switch o[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
+}
+
+// unescapeNQuads is the inverse of AppendEscaped.
+func unescapeNQuads(dst, s []byte) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
+		}
+		if i+1 >= len(s) {
+			return dst, errors.New("literal ends in a backslash")
+		}
+		i++
+		switch s[i] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 't':
+			dst = append(dst, '\t')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'r':
+			dst = append(dst, '\r')
+		case '"':
+			dst = append(dst, '"')
+		case '\\':
+			dst = append(dst, '\\')
+		case 'u', 'U':
+			w := 4
+			if s[i] == 'U' {
+				w = 8
+			}
+			if i+w >= len(s) {
+				return dst, errors.New("short \\u escape in literal")
+			}
+			var r rune
+			for _, h := range s[i+1 : i+1+w] {
+				d := strings.IndexByte("0123456789ABCDEF", h)
+				if d < 0 {
+					d = strings.IndexByte("0123456789abcdef", h)
+				}
+				if d < 0 {
+					return dst, errors.New("bad \\u escape in literal")
+				}
+				r = r<<4 | rune(d)
+			}
+			dst = utf8.AppendRune(dst, r)
+			i += w
+		default:
+			return dst, fmt.Errorf("unknown escape \\%c in literal", s[i])
+		}
+	}
+	return dst, nil
+}

@@ -1,0 +1,174 @@
+package graph
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+// TestStreamJSONLDEqualsInMemory: the streamed JSON-LD has the bytes of
+// the in-memory graph's WriteJSONLD, and its digest and quad count are the
+// N-Quads', whatever the run size (many spilled runs here).
+func TestStreamJSONLDEqualsInMemory(t *testing.T) {
+	logs := map[string][]byte{"sample": sampleLog(t), "hansard": hansardLog(t), "surface": surfaceLog(t), "synthetic-3000": synthetic(t, 3000, 5), "empty": nil}
+	for name, log := range logs {
+		for _, opts := range []Options{{}, {OmitPayloads: true}} {
+			g := buildBytes(t, log, opts)
+			var want, nq bytes.Buffer
+			if err := g.WriteJSONLD(&want); err != nil {
+				t.Fatal(err)
+			}
+			wd, err := g.WriteNQuads(&nq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rb := range []int{1, 4 << 10, 256 << 10, DefaultRunBytes} {
+				t.Run(fmt.Sprintf("%s/omit=%v/run%d", name, opts.OmitPayloads, rb), func(t *testing.T) {
+					var got bytes.Buffer
+					st, err := StreamJSONLD(NewEventSource(bytes.NewReader(log), name), &got, opts, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got.Bytes(), want.Bytes()) {
+						i := 0
+						for i < got.Len() && i < want.Len() && got.Bytes()[i] == want.Bytes()[i] {
+							i++
+						}
+						t.Fatalf("stream differs from in-memory at byte %d (%d runs): got %q, want %q", i, st.Runs,
+							got.Bytes()[max(0, i-80):min(got.Len(), i+80)], want.Bytes()[max(0, i-80):min(want.Len(), i+80)])
+					}
+					if st.Digest != wd || st.Bytes != int64(want.Len()) || st.Quads != int64(bytes.Count(nq.Bytes(), []byte("\n"))) {
+						t.Fatalf("stats %+v, want digest %s, %d quads", st, wd, bytes.Count(nq.Bytes(), []byte("\n")))
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestNQReorder: blocks in IRI order come out in "<subject>" order, with
+// prefixes followed by bytes on both sides of '>'.
+func TestNQReorder(t *testing.T) {
+	ids := []string{"u:a", "u:a!", "u:a!x", "u:a-1", "u:a-10", "u:a-2", "u:a?", "u:ab", "u:b", "u:b1", "u:c"}
+	var out bytes.Buffer
+	r := &nqReorder{w: &out}
+	for _, id := range ids {
+		if _, err := r.push([]byte("<" + id + "> <u:p> \"v\" .\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.finish(); err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	order := append([]string(nil), ids...)
+	sortKeys(order)
+	for _, id := range order {
+		want = append(want, "<"+id+"> <u:p> \"v\" .\n"...)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("got\n%s\nwant\n%s", out.Bytes(), want)
+	}
+}
+
+func sortKeys(ids []string) {
+	for i := range ids {
+		for j := i + 1; j < len(ids); j++ {
+			if compareKey(ids[j], ids[i]) < 0 {
+				ids[i], ids[j] = ids[j], ids[i]
+			}
+		}
+	}
+}
+
+// TestStreamJSONLDDeterministic: ten runs, the same bytes.
+func TestStreamJSONLDDeterministic(t *testing.T) {
+	log := synthetic(t, 2000, 7)
+	var first []byte
+	for i := 0; i < 10; i++ {
+		var b bytes.Buffer
+		if _, err := StreamJSONLD(NewEventSource(bytes.NewReader(log), "s"), &b, Options{}, StreamOptions{RunBytes: 64 << 10, TempDir: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b.Bytes()
+		} else if !bytes.Equal(b.Bytes(), first) {
+			t.Fatalf("run %d differs", i)
+		}
+	}
+}
+
+// TestStreamJSONLDBoundedMemory: the heap in use while streaming does not
+// hold the graph: its growth stays within the streamer's budget (two runs
+// of RunBytes in 4 MiB chunks, a 1 MiB reader per spilled run, two 1 MiB
+// writer buffers each side), with generous slack, and far below what
+// building the graph in memory takes.
+func TestStreamJSONLDBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	log := synthetic(t, 12000, 3)
+	// little garbage, so that the heap in use is about the live heap
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const rb = 1 << 20
+	pw := &peakWriter{}
+	st, err := StreamJSONLD(NewEventSource(bytes.NewReader(log), "s"), pw, Options{}, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grew := int64(pw.peak) - int64(before.HeapInuse)
+	budget := int64(2*(rb+chunkSize) + st.Runs*(1<<20) + 6<<20)
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g := buildBytes(t, log, Options{})
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	inMemory := int64(after.HeapInuse) - int64(before.HeapInuse)
+	runtime.KeepAlive(g)
+	t.Logf("%d events, %d runs, %d JSON-LD bytes: heap growth %d KiB streamed (budget %d KiB), %d KiB for the graph in memory",
+		st.Events, st.Runs, st.Bytes, grew>>10, budget>>10, inMemory>>10)
+	if st.Runs < 4 {
+		t.Fatalf("expected spilled runs, got %d", st.Runs)
+	}
+	if grew > budget+budget/2 {
+		t.Fatalf("heap grew %d KiB while streaming, over the budget of %d KiB", grew>>10, budget>>10)
+	}
+}
+
+// peakWriter discards what it is given and samples the heap in use every
+// 4 writes (StreamJSONLD writes 1 MiB at a time).
+type peakWriter struct {
+	n    int
+	peak uint64
+}
+
+func (p *peakWriter) Write(b []byte) (int, error) {
+	p.n++
+	if p.n%4 == 1 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		p.peak = max(p.peak, m.HeapInuse)
+	}
+	return len(b), nil
+}
+
+var _ io.Writer = (*peakWriter)(nil)
+
+// TestStreamJSONLDWritesNothingOnError: a log that does not map leaves the
+// output empty (the CLI writes nothing to stdout on failure).
+func TestStreamJSONLDWritesNothingOnError(t *testing.T) {
+	log := synthetic(t, 300, 4)
+	lines := bytes.Split(log, []byte("\n"))
+	lines[250] = bytes.Replace(lines[250], []byte(`"ts":"2026-`), []byte(`"ts":"x2026-`), 1)
+	var out bytes.Buffer
+	_, err := StreamJSONLD(NewEventSource(bytes.NewReader(bytes.Join(lines, []byte("\n"))), "bad.jsonl"), &out, Options{}, StreamOptions{RunBytes: 4 << 10, TempDir: t.TempDir()})
+	if err == nil || out.Len() != 0 {
+		t.Fatalf("error %v, %d bytes written", err, out.Len())
+	}
+}

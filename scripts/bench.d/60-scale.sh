@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Scale (issue 17): every verb of witness on generated event logs of 10k,
+# 100k and 1M events (witness-bench gen, internal/synthlog), in ONE table:
+# wall seconds, CPU seconds (user+sys), peak RSS (/usr/bin/time, the
+# child's getrusage), events per second, and the ratio of the wall time to
+# the floor (reading the log and sha256-ing it, same run). Then the growth
+# of each verb from the smallest to the largest size (time and memory
+# ratios against the ratio of events: 1.00 is linear). Each cell is run
+# SCALE_RUNS times and the best (lowest) wall time is shown with the peak
+# RSS and CPU time of that run. The logs and graphs are generated in a
+# temporary directory (SCALE_DIR to keep them between runs), never in the
+# repository. docs/design/scale.md says what the numbers mean.
+#
+# SCALE_SIZES="10000 100000"     sizes (default 10000 100000 1000000)
+# SCALE_RUNS=3                   runs per cell (default 3; 1 at 1M)
+# SCALE_VERBS="graph-jsonld ..."  verbs (default all; see the list below)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+sizes="${SCALE_SIZES:-10000 100000 1000000}"
+verbs="${SCALE_VERBS:-floor graph-nquads graph-jsonld graph-dot verify-log verify-graph replay-remove replay-rank why report}"
+dir="${SCALE_DIR:-}"
+if [ -z "$dir" ]; then
+	dir="$(mktemp -d "${TMPDIR:-/tmp}/witness-bench-scale.XXXXXX")"
+	trap 'rm -rf "$dir"' EXIT
+fi
+mkdir -p "$dir"
+go build -o "$dir/witness" ./cmd/witness
+go build -o "$dir/witness-bench" ./cmd/witness-bench
+W="$dir/witness"
+export ATW_WITNESS_KEY=0000000000000000000000000000000000000000000000000000000000000000
+export WITNESS_KEYRING="$dir/keys.json" ATW_WITNESS_TS=2026-08-30T14:33:00+00:00
+[ -s "$dir/keys.json" ] || "$W" keygen >/dev/null
+cp testdata/compat/atw-0.1.0/seal_without_damaging_tool.json "$dir/seal.json"
+has_verb() { "$W" "$1" --help >/dev/null 2>&1; }
+
+# timed CMD...: runs the command, prints "wall cpu rss_mib exit"
+timed() {
+	/usr/bin/time -f '%e %U %S %M %x' -o "$dir/time" "$@" >/dev/null 2>"$dir/stderr" || true
+	tail -n1 "$dir/time" | awk '{ printf "%.2f %.2f %.0f %s\n", $1, $2+$3, $4/1024, $5 }'
+}
+# best N CMD...: the run with the lowest wall time of N
+best() {
+	local n="$1" i line b=""
+	shift
+	for ((i = 0; i < n; i++)); do
+		line=$(timed "$@")
+		if [ -z "$b" ] || awk -v a="${line%% *}" -v c="${b%% *}" 'BEGIN{exit !(a < c)}'; then b="$line"; fi
+	done
+	echo "$b"
+}
+
+cmd_of() { # verb size: the command line of a cell, or "" when the verb is pending
+	local v="$1" n="$2" log="$dir/events-$2.jsonl" g="$dir/graph-$2.jsonld"
+	case "$v" in
+	floor) echo "$dir/witness-bench floor $log" ;;
+	graph-nquads) echo "$W graph --events $log --format nquads --out $dir/out.nq --force --tmp $dir" ;;
+	graph-jsonld) echo "$W graph --events $log --out $dir/out.jsonld --force --tmp $dir" ;;
+	graph-dot) echo "$W graph --events $log --format dot --out $dir/out.dot --force" ;;
+	verify-log) echo "$W verify --seal $dir/seal.json --events $log" ;;
+	verify-graph) echo "$W verify --seal $dir/seal.json --graph $g" ;;
+	replay-remove) echo "$W replay --graph $g --remove e5" ;;
+	replay-rank) echo "$W replay --graph $g --rank --top 10" ;;
+	why) has_verb why && echo "$W why --graph $g e5" ;;
+	report) has_verb report && echo "$W report --events $log --out $dir/report.out --force" ;;
+	esac
+}
+
+declare -A WALL CPU RSS
+printf '%-14s %9s %9s %9s %9s %12s %8s  %s\n' verb events wall_s cpu_s peak_MiB events/s x_floor note
+for n in $sizes; do
+	log="$dir/events-$n.jsonl"
+	[ -s "$log" ] || "$dir/witness-bench" gen "$n" "$log" >/dev/null
+	[ -s "$dir/graph-$n.jsonld" ] || "$W" graph --events "$log" --out "$dir/graph-$n.jsonld" --tmp "$dir" 2>/dev/null
+	runs="${SCALE_RUNS:-3}"
+	[ -n "${SCALE_RUNS:-}" ] || [ "$n" -lt 1000000 ] || runs=1
+	floor=""
+	for v in $verbs; do
+		c=$(cmd_of "$v" "$n" || true)
+		if [ -z "$c" ]; then
+			printf '%-14s %9s %9s %9s %9s %12s %8s  %s\n' "$v" "$n" - - - - - "pending (verb not in this build)"
+			continue
+		fi
+		# shellcheck disable=SC2086
+		read -r wall cpu rss code < <(best "$runs" $c)
+		[ "$v" != floor ] || floor="$wall"
+		WALL[$v,$n]=$wall CPU[$v,$n]=$cpu RSS[$v,$n]=$rss
+		note="exit $code"
+		[ "$v" != verify-log ] || note="$note (the synthetic session id is not derived: tampered verdict, every check runs)"
+		[ "$v" != verify-graph ] || note="$note (a graph alone is unauthenticated)"
+		awk -v v="$v" -v n="$n" -v w="$wall" -v c="$cpu" -v r="$rss" -v f="$floor" -v note="$note" 'BEGIN {
+			ws = (w > 0 ? w : 0.01); fl = (f > 0 ? f : 0.01)
+			printf "%-14s %9d %9.2f %9.2f %9d %12.0f %8.1f  %s\n", v, n, w, c, r, n/ws, ws/fl, note }'
+	done
+done
+
+set -- $sizes
+lo="$1"
+hi="${!#}"
+if [ "$lo" != "$hi" ]; then
+	echo
+	echo "growth from $lo to $hi events (x$((hi / lo)) events; 1.00 = linear in time, memory flat when bounded)"
+	printf '%-14s %12s %12s %12s\n' verb time_x/n cpu_x/n rss_x
+	for v in $verbs; do
+		[ -n "${WALL[$v,$lo]:-}" ] && [ -n "${WALL[$v,$hi]:-}" ] || continue
+		awk -v v="$v" -v k="$((hi / lo))" -v w1="${WALL[$v,$lo]}" -v w2="${WALL[$v,$hi]}" -v c1="${CPU[$v,$lo]}" -v c2="${CPU[$v,$hi]}" -v r1="${RSS[$v,$lo]}" -v r2="${RSS[$v,$hi]}" 'BEGIN {
+			w1 = (w1 > 0 ? w1 : 0.01); c1 = (c1 > 0 ? c1 : 0.01)
+			printf "%-14s %12.2f %12.2f %12.1f\n", v, w2/w1/k, c2/c1/k, r2/r1 }'
+	done
+fi
+echo "(best wall of ${SCALE_RUNS:-3} runs per cell, 1 at 1M unless SCALE_RUNS is set; machine: $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
