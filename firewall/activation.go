@@ -570,7 +570,6 @@ func sortedIDs(ids []string) []string {
 	return out
 }
 
-
 func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
