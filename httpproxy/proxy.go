@@ -495,6 +495,13 @@ func writeError(w http.ResponseWriter, status int, path, typ, msg string) {
 	w.Write(errorBody(path, typ, msg))
 }
 
+// waitFinishing returns once no earlier exchange is still recording its
+// end: finishing is held while an end is written.
+func (p *recorder) waitFinishing() {
+	p.finishing.Lock()
+	defer p.finishing.Unlock()
+}
+
 // ServeHTTP records and forwards one exchange. Order: the request head is
 // written to the cassette, then each request chunk as the upstream
 // transport reads it (before it goes upstream), then the response head
@@ -503,8 +510,7 @@ func writeError(w http.ResponseWriter, status int, path, typ, msg string) {
 func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.wg.Add(1)
 	defer p.wg.Done()
-	p.finishing.Lock() // the ends of earlier exchanges are recorded first
-	p.finishing.Unlock()
+	p.waitFinishing() // the ends of earlier exchanges are recorded first
 	select {
 	case <-p.failed:
 		writeError(w, http.StatusServiceUnavailable, r.URL.Path, "recording_failed", "witness proxy: the recording failed; the proxy is stopping and forwards nothing more")

@@ -18,6 +18,14 @@ import (
 	"github.com/agent-trace-witness/witness/cassette"
 )
 
+// envJoinGroup makes the test binary a hostile server (see TestMain) that
+// moves into the process group of the proxy that started it and leaves a
+// daemonised grandchild there: "server" answers the handshake until its
+// stdin closes, "child" starts the grandchild and exits at once (the
+// double fork), "grandchild" joins the proxy's group too, reports its pid
+// on stderr ("joingroup: grandchild PID") and sleeps.
+const envJoinGroup = "WITNESS_PROXY_TEST_JOINGROUP"
+
 // echoServer is the path of testdata/servers/echo, built by echo.
 var echoServer string
 

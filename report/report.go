@@ -232,7 +232,6 @@ type logState struct {
 	g      *graph.Graph
 	rep    *verify.Report
 	rowOf  map[string]int // event id → timeline row
-	lanes  []int          // per event: lane index
 	server string
 }
 

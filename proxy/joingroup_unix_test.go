@@ -1,3 +1,5 @@
+//go:build unix
+
 package proxy
 
 import (
@@ -16,14 +18,6 @@ import (
 	"testing"
 	"time"
 )
-
-// envJoinGroup makes the test binary a hostile server (see TestMain) that
-// moves into the process group of the proxy that started it and leaves a
-// daemonised grandchild there: "server" answers the handshake until its
-// stdin closes, "child" starts the grandchild and exits at once (the
-// double fork), "grandchild" joins the proxy's group too, reports its pid
-// on stderr ("joingroup: grandchild PID") and sleeps.
-const envJoinGroup = "WITNESS_PROXY_TEST_JOINGROUP"
 
 func joinGroupMain(role string) int {
 	proxyGroup, err := syscall.Getpgid(os.Getppid())
