@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
@@ -167,7 +168,7 @@ func checkChoice(flag, v string, choices ...string) error {
 }
 
 // inputFlags are the flags that name an input file.
-var inputFlags = []string{"spec", "seal", "events", "graph", "trust", "keyring", "cassette", "scenario", "redact-rules", "redact-key", "effects", "policy", "mapping", "what-if-policy", "firewall-audit", "recorded", "activations", "host-log"}
+var inputFlags = []string{"spec", "seal", "events", "graph", "trust", "keyring", "cassette", "scenario", "redact-rules", "redact-key", "effects", "policy", "mapping", "what-if-policy", "firewall-audit", "recorded", "activations", "host-log", "policy-read"}
 
 // fileArgCommands are the commands whose positional arguments are input files.
 var fileArgCommands = map[string]bool{
@@ -186,12 +187,24 @@ func refuseFolderInputs(cmd *cobra.Command, args []string) error {
 	}
 	for _, name := range inputFlags {
 		f := cmd.Flags().Lookup(name)
-		if f == nil || !f.Changed || f.Value.Type() != "string" || cmd.Name() == "keygen" {
+		if f == nil || !f.Changed || cmd.Name() == "keygen" {
 			continue
 		}
-		if p := f.Value.String(); p != "" && isDir(p) {
-			return exitcode.Input("read --"+name, &fs.PathError{Op: "open", Path: p, Err: syscall.EISDIR},
-				"check the path given to --"+name+": it names a folder, not a file")
+		var paths []string
+		switch v := f.Value.(type) {
+		case pflag.SliceValue: // a repeatable input flag: each path
+			paths = v.GetSlice()
+		default:
+			if f.Value.Type() != "string" {
+				continue
+			}
+			paths = []string{f.Value.String()}
+		}
+		for _, p := range paths {
+			if p != "" && isDir(p) {
+				return exitcode.Input("read --"+name, &fs.PathError{Op: "open", Path: p, Err: syscall.EISDIR},
+					"check the path given to --"+name+": it names a folder, not a file")
+			}
 		}
 	}
 	if fileArgCommands[cmd.CommandPath()] {

@@ -425,20 +425,20 @@ func runFirewallAuditCorrelate(a *app, path string, o *firewallOptions) error {
 // loadTimeline reads an activation history and policy_read lists and
 // replays them over the policy.
 func loadTimeline(p *firewall.Policy, activations string, reads []string) (*firewall.Timeline, error) {
-	var acts []firewall.Activation
-	if activations != "" {
-		var err error
-		if acts, err = firewall.LoadActivations(activations); err != nil {
-			return nil, err
-		}
-	}
-	var prs []*firewall.PolicyRead
+	var prs []*firewall.PolicyRead // the small lists first, so a missing one is named before the history is read
 	for _, r := range reads {
 		pr, err := firewall.LoadPolicyRead(r)
 		if err != nil {
 			return nil, err
 		}
 		prs = append(prs, pr)
+	}
+	var acts []firewall.Activation
+	if activations != "" {
+		var err error
+		if acts, err = firewall.LoadActivations(activations); err != nil {
+			return nil, err
+		}
 	}
 	return firewall.BuildTimeline(p, acts, prs), nil
 }
