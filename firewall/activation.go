@@ -570,7 +570,6 @@ func sortedIDs(ids []string) []string {
 	return out
 }
 
-
 func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
@@ -759,6 +758,7 @@ func evaluateOverTime(path, eventsDigest string, opts EvaluateOptions) (*Summary
 		eng.CapturedAt = ts[ev]
 		if run == nil {
 			run = NewRunner(eng)
+			run.Elapsed = opts.Elapsed
 		} else {
 			run.eng = eng
 		}

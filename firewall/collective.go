@@ -110,7 +110,8 @@ type Runner struct {
 	hist *daemonHistory
 	ops  map[string]*operation
 	// Elapsed returns how long the check of a candidate took (from a
-	// recorded audit); nil or 0 when unknown: re-evaluation has no clock.
+	// recorded audit: RecordedProvider.Elapsed); nil or 0 when unknown:
+	// re-evaluation has no clock.
 	Elapsed func(event string) time.Duration
 	// Projections are the local projections of the admitted results read
 	// so far, in order.
@@ -156,7 +157,11 @@ func (r *Runner) check(c Candidate, cut *historyEntry, gaps []string) (*Check, e
 	in.HistoryMarks = marks
 	in.EvidenceGaps = append(in.EvidenceGaps, intentGaps(c)...)
 	in.EvidenceGaps = append(in.EvidenceGaps, gaps...)
-	return r.eng.Check(in)
+	chk, err := r.eng.Check(in)
+	if chk != nil && r.Elapsed != nil {
+		chk.ElapsedMs = float64(r.Elapsed(c.Event)) / float64(time.Millisecond)
+	}
+	return chk, err
 }
 
 // Step reads one message event and returns the checks it committed, in

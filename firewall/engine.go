@@ -186,6 +186,9 @@ type Check struct {
 	Decision Decision   `json:"decision"`
 	Trace    []Judgment `json:"trace"`
 	Errors   []string   `json:"providerErrors,omitempty"`
+	// ElapsedMs is how long the check took, as the evidence recorded it
+	// (Runner.Elapsed); 0 when unknown: re-evaluation has no clock.
+	ElapsedMs float64 `json:"elapsedMs,omitempty"`
 }
 
 // Engine runs a policy's middleware chains over candidates.

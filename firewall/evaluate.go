@@ -103,6 +103,10 @@ type EvaluateOptions struct {
 	// its policy history made active at the message's time (EvaluateFile
 	// only; its findings are appended to Timeline.Findings).
 	Timeline *Timeline
+	// Elapsed, when set, gives each check the duration the evidence
+	// recorded for it (RecordedProvider.Elapsed), so the timing rules that
+	// need a check's duration apply (Runner.Elapsed).
+	Elapsed func(event string) time.Duration
 }
 
 // Summary counts the outcomes of an evaluation.
@@ -203,6 +207,7 @@ func Evaluate(r io.Reader, name, eventsDigest string, opts EvaluateOptions) (*Su
 	}
 	instIn, instOut := inst(Incoming), inst(Outgoing)
 	run := NewRunner(eng) // the daemon's windows, collective tables and timing rules
+	run.Elapsed = opts.Elapsed
 	err = ForEachMessage(r, name, opts.Mapping, func(c Candidate) error {
 		chks, err := run.Step(c)
 		if err != nil {

@@ -174,8 +174,11 @@ func TestFixtures(t *testing.T) {
 		"messages.events.jsonl":  logOfAt(t, "sess-messages", sampleMessages()...),
 		"toolcalls.events.jsonl": sampleToolLog(t),
 		"judgments.audit.ndjson": sampleJudgmentsAudit(t),
+		"timing.events.jsonl":    logOfAt(t, "sess-timing", sampleTimingMessages()...),
+		"timing.policy.json":     []byte(collPolicy + "\n"),
 	}
-	for _, name := range []string{"messages.events.jsonl", "toolcalls.events.jsonl"} {
+	files["timing.audit.ndjson"] = sampleTimingAudit(t, files["timing.events.jsonl"])
+	for _, name := range []string{"messages.events.jsonl", "toolcalls.events.jsonl", "timing.events.jsonl"} {
 		rep, err := eventlog.VerifyLog(bytes.NewReader(files[name]), name, eventlog.VerifyLogOptions{AllowUnsigned: true})
 		if err != nil || (rep.Status != eventlog.StatusUnsigned && rep.Status != eventlog.StatusOK) {
 			t.Errorf("%s: %s %v", name, rep.Status, err)
