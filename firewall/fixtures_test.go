@@ -178,6 +178,12 @@ func TestFixtures(t *testing.T) {
 		"timing.policy.json":     []byte(collPolicy + "\n"),
 	}
 	files["timing.audit.ndjson"] = sampleTimingAudit(t, files["timing.events.jsonl"])
+	// the README's group: one all_gather among fac, bo and cy (groupLogs)
+	files["group.policy.json"] = []byte(groupPolicy + "\n")
+	for agent, msgs := range groupLogs() {
+		name := "group-" + strings.TrimPrefix(agent, "agent:")
+		files[name+".events.jsonl"], files[name+".audit.ndjson"] = memberFiles(t, agent, groupPolicy, msgs)
+	}
 	for _, name := range []string{"messages.events.jsonl", "toolcalls.events.jsonl", "timing.events.jsonl"} {
 		rep, err := eventlog.VerifyLog(bytes.NewReader(files[name]), name, eventlog.VerifyLogOptions{AllowUnsigned: true})
 		if err != nil || (rep.Status != eventlog.StatusUnsigned && rep.Status != eventlog.StatusOK) {
