@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
@@ -198,6 +199,10 @@ func MessagesOfGraph(g *graph.Graph) ([]Candidate, map[string]string, error) {
 // and timing rules: one path for both) and returns the checks.
 func EvaluateCandidates(eng *Engine, cs []Candidate) ([]*Check, error) {
 	run := NewRunner(eng)
+	run.Closes = map[string]time.Time{}
+	for _, c := range cs {
+		CloseTimes(run.Closes, c)
+	}
 	var out []*Check
 	for _, c := range cs {
 		chks, err := run.Step(c)

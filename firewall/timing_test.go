@@ -261,3 +261,75 @@ func TestARecordedDurationFallsBackToTheProviderLatency(t *testing.T) {
 		}
 	}
 }
+
+// "An answer is checked before its request is claimed, so a close or the
+// deadline can still arrive during the check." A close the log records
+// after the answer was certified during the answer's check when its time
+// is before the check's end (the claim just before the bind): the daemon
+// saw it and refused the answer. One after the end came after the bind.
+func TestACloseCanStillArriveDuringTheAnswersCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		closeAt   int  // seconds after 14:33:00, logged after the answer
+		readAhead bool // the runner knows the log's closes (EvaluateFile does)
+		want      string
+	}{
+		{"certified during the check", 8, true, FailureRequestClosed},
+		{"certified after the bind", 20, true, ""},
+		{"without read-ahead", 8, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newRun(t, collPolicy)
+			one(t, x.at(1, coll(Incoming, OpRequest, "op1", "agent:fac", "Which day?")))
+			x.at(4, coll(Outgoing, OpClaim, "op1", "agent:me", ""))
+			if tc.readAhead {
+				x.r.Closes = map[string]time.Time{}
+				CloseTimes(x.r.Closes, Candidate{Message: coll(Incoming, OpClose, "op1", "agent:fac", ""), ts: x.now.Add(time.Duration(tc.closeAt) * time.Second).Format(time.RFC3339)})
+			}
+			x.r.Elapsed = func(string) time.Duration { return 10 * time.Second } // the check ends at 15
+			c := one(t, x.at(5, coll(Outgoing, OpAnswer, "op1", "agent:me", "Tuesday.")))
+			x.at(tc.closeAt, coll(Incoming, OpClose, "op1", "agent:fac", ""))
+			d := c.Decision
+			if d.CollectiveFailure != tc.want {
+				t.Fatalf("failure %q, want %q", d.CollectiveFailure, tc.want)
+			}
+			if (tc.want != "") != (d.Disposition == DispositionWithheld) || (tc.want != "") == x.r.ops["op1"].acknowledged {
+				t.Errorf("disposition %s acknowledged %v", d.Disposition, x.r.ops["op1"].acknowledged)
+			}
+		})
+	}
+}
+
+// Without a recorded duration the check is instantaneous, so a close the
+// log records after the answer, even at the same time, came after it: the
+// log order decides (EvaluateFile reads the closes ahead).
+func TestACloseLoggedAfterAnInstantAnswerCheckCameAfterIt(t *testing.T) {
+	req := coll(Incoming, OpRequest, "op1", "agent:fac", "Which day?")
+	closing := coll(Incoming, OpClose, "op1", "agent:fac", "")
+	events := logOfAt(t, "sess-close", req, coll(Outgoing, OpClaim, "op1", "agent:me", ""), coll(Outgoing, OpAnswer, "op1", "agent:me", "Tuesday."), closing)
+	path := filepath.Join(t.TempDir(), "close.events.jsonl")
+	if err := os.WriteFile(path, events, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, elapsed := range []time.Duration{0, time.Second} {
+		var answer *Check
+		opts := EvaluateOptions{Policy: mustPolicy(t, collPolicy), LocalAgent: "agent:me",
+			Elapsed: func(string) time.Duration { return elapsed },
+			Each: func(c *Check) error {
+				if c.Input.Candidate.Message.Operation == OpAnswer {
+					answer = c
+				}
+				return nil
+			}}
+		if _, err := EvaluateFile(path, opts); err != nil {
+			t.Fatal(err)
+		}
+		want := ""
+		if elapsed > 0 { // every event of this log has the same time: the close was certified during a 1 s check
+			want = FailureRequestClosed
+		}
+		if answer == nil || answer.Decision.CollectiveFailure != want {
+			t.Errorf("elapsed %v: answer %+v, want failure %q", elapsed, answer, want)
+		}
+	}
+}
