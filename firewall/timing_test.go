@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -332,4 +333,26 @@ func TestACloseLoggedAfterAnInstantAnswerCheckCameAfterIt(t *testing.T) {
 			t.Errorf("elapsed %v: answer %+v, want failure %q", elapsed, answer, want)
 		}
 	}
+}
+
+// FuzzReadElapsed reads a check record's duration (elapsedMs, else its
+// trace's latencyMs) from any JSON: never a panic, never a negative or
+// overflowing duration.
+func FuzzReadElapsed(f *testing.F) {
+	f.Add([]byte(`{"type":"check","input":{"candidate":{"event":"e3"}},"elapsedMs":20000,"trace":[]}`))
+	f.Add([]byte(`{"input":{"candidate":{"event":"e1"}},"elapsedMs":0,"trace":[{"key":"` + strings.Repeat("a", 64) + `","latencyMs":120.5}]}`))
+	f.Add([]byte(`{"elapsedMs":1e308,"input":[]}`))
+	f.Add([]byte(`{"elapsedMs":"x","input":{"candidate":7}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tree, err := jsontree.Parse(data, "fuzz")
+		if err != nil || tree.Kind != jsontree.Object {
+			return
+		}
+		l := AuditLine{File: "fuzz", No: 1, Raw: data, Tree: tree}
+		trace, _ := readTrace(l)
+		_, d, _ := readElapsed(l, trace)
+		if d < 0 {
+			t.Fatalf("negative duration %v from %s", d, data)
+		}
+	})
 }
