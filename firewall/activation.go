@@ -758,6 +758,7 @@ func evaluateOverTime(path, eventsDigest string, opts EvaluateOptions) (*Summary
 		eng.CapturedAt = ts[ev]
 		if run == nil {
 			run = NewRunner(eng)
+			run.Elapsed, run.Closes = opts.Elapsed, opts.Closes
 		} else {
 			run.eng = eng
 		}

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"os"
 	"regexp"
+	"time"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
@@ -161,6 +163,7 @@ func (a *AuditWriter) Check(chk *Check, inst AuditInstall) error {
 		Trace:             chk.Trace,
 		Errors:            chk.Errors,
 		CollectiveFailure: d.CollectiveFailure,
+		ElapsedMs:         chk.ElapsedMs,
 	}
 	return a.line(rec, true)
 }
@@ -282,9 +285,17 @@ func LoadJudgments(path string) (*RecordedProvider, error) {
 	}
 	defer f.Close()
 	var js []Judgment
+	elapsed := map[string]time.Duration{}
 	v, err := VerifyAudit(f, path, func(l AuditLine) error {
 		t, err := readTrace(l)
 		js = append(js, t...)
+		if err != nil {
+			return err
+		}
+		ev, d, err := readElapsed(l, t)
+		if d > elapsed[ev] {
+			elapsed[ev] = d
+		}
 		return err
 	})
 	if err != nil {
@@ -293,7 +304,37 @@ func LoadJudgments(path string) (*RecordedProvider, error) {
 	if err := v.Err(); err != nil {
 		return nil, exitcode.New(exitcode.Of(err), fmt.Errorf("recorded judgments: %w", err), "the recorded provider reads only a complete, untampered snapshot; run 'witness firewall audit verify' on it")
 	}
-	return NewRecordedProvider(path, js), nil
+	rp := NewRecordedProvider(path, js)
+	rp.elapsed = elapsed
+	return rp, nil
+}
+
+// readElapsed reads how long a check record's check took: its elapsedMs
+// when positive, else the summed latencyMs of its provider calls (a
+// negative sum, from a backward clock adjustment, counts as unknown). It
+// returns the candidate's event with it.
+func readElapsed(l AuditLine, trace []Judgment) (string, time.Duration, error) {
+	var perr error
+	r := l.Reader(&perr)
+	ms := readFloat(r, "elapsedMs")
+	var ev string
+	if in := r.Object("input", false); in != nil {
+		if c := in.Object("candidate", false); c != nil {
+			ev = c.String("event", false)
+		}
+	}
+	if ms <= 0 {
+		ms = 0
+		for _, j := range trace {
+			if j.LatencyMs != nil {
+				ms += *j.LatencyMs
+			}
+		}
+	}
+	if ms <= 0 || ms > float64(math.MaxInt64/int64(time.Millisecond)) {
+		ms = 0
+	}
+	return ev, time.Duration(ms * float64(time.Millisecond)), l.Err(perr)
 }
 
 // readTrace reads the provider judgments of a check record, by exact

@@ -110,8 +110,16 @@ type Runner struct {
 	hist *daemonHistory
 	ops  map[string]*operation
 	// Elapsed returns how long the check of a candidate took (from a
-	// recorded audit); nil or 0 when unknown: re-evaluation has no clock.
+	// recorded audit: RecordedProvider.Elapsed); nil or 0 when unknown:
+	// re-evaluation has no clock.
 	Elapsed func(event string) time.Duration
+	// Closes are the times the whole log records each operation closing
+	// (a close, or an operation failure), read ahead of the stream
+	// (CloseTimes): a close logged after an answer can still have been
+	// certified during the answer's check, before its claim, and then the
+	// daemon refused the answer ("a close or the deadline can still arrive
+	// during the check"). nil: only closes read so far count.
+	Closes map[string]time.Time
 	// Projections are the local projections of the admitted results read
 	// so far, in order.
 	Projections []Projection
@@ -156,7 +164,11 @@ func (r *Runner) check(c Candidate, cut *historyEntry, gaps []string) (*Check, e
 	in.HistoryMarks = marks
 	in.EvidenceGaps = append(in.EvidenceGaps, intentGaps(c)...)
 	in.EvidenceGaps = append(in.EvidenceGaps, gaps...)
-	return r.eng.Check(in)
+	chk, err := r.eng.Check(in)
+	if chk != nil && r.Elapsed != nil {
+		chk.ElapsedMs = float64(r.Elapsed(c.Event)) / float64(time.Millisecond)
+	}
+	return chk, err
 }
 
 // Step reads one message event and returns the checks it committed, in
@@ -213,7 +225,15 @@ func (r *Runner) Step(c Candidate) ([]*Check, error) {
 			}
 		case m.Direction == Outgoing && m.Operation == OpAnswer:
 			if d.Disposition == DispositionAdmitted {
-				if f := AnswerFailure(o.shown && !o.acknowledged, o.closedAt, o.deadline, end); f != "" {
+				closedAt := o.closedAt
+				if t, ok := r.Closes[o.id]; ok && closedAt.IsZero() && t.Before(end) {
+					// logged after the answer, certified before the check's
+					// end (its claim): the daemon saw it. At the same time as
+					// the end, or with no duration, the log order decides:
+					// after the answer.
+					closedAt = t
+				}
+				if f := AnswerFailure(o.shown && !o.acknowledged, closedAt, o.deadline, end); f != "" {
 					d.Disposition, d.CollectiveFailure = DispositionWithheld, f
 				} else {
 					o.acknowledged = true
@@ -374,4 +394,21 @@ func (r *Runner) result(c Candidate, o *operation) ([]*Check, error) {
 	local.canon = nil
 	r.hist.add(local, VisibleRuntime)
 	return out, nil
+}
+
+// CloseTimes records in closes the time c closes its operation, when c is
+// a close, a result or an operation failure (the steps the Runner closes an
+// operation on) and no earlier one was recorded: the read-ahead table of
+// Runner.Closes.
+func CloseTimes(closes map[string]time.Time, c Candidate) {
+	m := c.Message
+	if m.OperationID == "" || (m.Operation != OpClose && m.Operation != OpResult && m.Operation != OpOperationFailed) {
+		return
+	}
+	if _, seen := closes[m.OperationID]; seen {
+		return
+	}
+	if t, err := time.Parse(time.RFC3339Nano, c.ts); err == nil {
+		closes[m.OperationID] = t
+	}
 }

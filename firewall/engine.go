@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
@@ -186,6 +187,9 @@ type Check struct {
 	Decision Decision   `json:"decision"`
 	Trace    []Judgment `json:"trace"`
 	Errors   []string   `json:"providerErrors,omitempty"`
+	// ElapsedMs is how long the check took, as the evidence recorded it
+	// (Runner.Elapsed); 0 when unknown: re-evaluation has no clock.
+	ElapsedMs float64 `json:"elapsedMs,omitempty"`
 }
 
 // Engine runs a policy's middleware chains over candidates.
@@ -771,6 +775,13 @@ func (e *Engine) englishFindings(mw middlewareDef, rules []RuleDecl, in CheckInp
 			}
 			chk.Trace = append(chk.Trace, j)
 			f.Choice, f.Probability = j.Choice, prob(j.Probability)
+			if missing := missingSubjects(in, j.Subjects); len(missing) > 0 {
+				// "Missing subjects ... produces an unavailable check;
+				// guidance mode admits without that advice."
+				f.Outcome, f.Detail = OutcomeUnavailable, "missing guidance subjects (not runtime-visible in this check's capture): "+strings.Join(missing, ",")
+				out = append(out, f)
+				continue
+			}
 			unc := Uncertain(j, minP)
 			if unc {
 				if r.Kind == KindNorm {
@@ -848,4 +859,29 @@ func (e *Engine) question(stage string, options []string, r RuleDecl, in CheckIn
 		return Question{}, fmt.Errorf("question %s of %s: %w", stage, r.ID, err)
 	}
 	return Question{Key: sha256Hex(b), Stage: stage, Rule: r.ID, Options: options, Request: b, Size: len(b) + in.historyBytes}, nil
+}
+
+// missingSubjects returns the subject references of a judgment that the
+// check's capture cannot quote: guidance subjects are restricted to
+// admitted runtime history (a history record without a mark) and the
+// incoming candidate, so an assessor-only or withheld record, a later
+// event, or one outside the window is missing.
+func missingSubjects(in CheckInput, subjects []string) []string {
+	var missing []string
+	for _, s := range subjects {
+		if s == in.Candidate.Event && in.Direction == Incoming {
+			continue
+		}
+		visible := false
+		for _, h := range in.History {
+			if h == s {
+				visible = in.HistoryMarks[s] == "" || in.HistoryMarks[s] == VisibleRuntime
+				break
+			}
+		}
+		if !visible {
+			missing = append(missing, s)
+		}
+	}
+	return missing
 }

@@ -103,6 +103,13 @@ type EvaluateOptions struct {
 	// its policy history made active at the message's time (EvaluateFile
 	// only; its findings are appended to Timeline.Findings).
 	Timeline *Timeline
+	// Elapsed, when set, gives each check the duration the evidence
+	// recorded for it (RecordedProvider.Elapsed), so the timing rules that
+	// need a check's duration apply (Runner.Elapsed).
+	Elapsed func(event string) time.Duration
+	// Closes, when set, are the close times of each operation in the whole
+	// log (Runner.Closes); EvaluateFile reads them in its first pass.
+	Closes map[string]time.Time
 }
 
 // Summary counts the outcomes of an evaluation.
@@ -134,7 +141,11 @@ func EvaluateFile(path string, opts EvaluateOptions) (*Summary, error) {
 	h := sha256.New()
 	local := opts.LocalAgent
 	var firstIncomingRecipients []string
+	if opts.Closes == nil {
+		opts.Closes = map[string]time.Time{}
+	}
 	err = ForEachMessage(io.TeeReader(f, h), path, opts.Mapping, func(c Candidate) error {
+		CloseTimes(opts.Closes, c)
 		if local == "" && c.Message.Direction == Outgoing {
 			local = c.Message.Sender
 		}
@@ -203,6 +214,7 @@ func Evaluate(r io.Reader, name, eventsDigest string, opts EvaluateOptions) (*Su
 	}
 	instIn, instOut := inst(Incoming), inst(Outgoing)
 	run := NewRunner(eng) // the daemon's windows, collective tables and timing rules
+	run.Elapsed, run.Closes = opts.Elapsed, opts.Closes
 	err = ForEachMessage(r, name, opts.Mapping, func(c Candidate) error {
 		chks, err := run.Step(c)
 		if err != nil {

@@ -174,8 +174,17 @@ func TestFixtures(t *testing.T) {
 		"messages.events.jsonl":  logOfAt(t, "sess-messages", sampleMessages()...),
 		"toolcalls.events.jsonl": sampleToolLog(t),
 		"judgments.audit.ndjson": sampleJudgmentsAudit(t),
+		"timing.events.jsonl":    logOfAt(t, "sess-timing", sampleTimingMessages()...),
+		"timing.policy.json":     []byte(collPolicy + "\n"),
 	}
-	for _, name := range []string{"messages.events.jsonl", "toolcalls.events.jsonl"} {
+	files["timing.audit.ndjson"] = sampleTimingAudit(t, files["timing.events.jsonl"])
+	// the README's group: one all_gather among fac, bo and cy (groupLogs)
+	files["group.policy.json"] = []byte(groupPolicy + "\n")
+	for agent, msgs := range groupLogs() {
+		name := "group-" + strings.TrimPrefix(agent, "agent:")
+		files[name+".events.jsonl"], files[name+".audit.ndjson"] = memberFiles(t, agent, groupPolicy, msgs)
+	}
+	for _, name := range []string{"messages.events.jsonl", "toolcalls.events.jsonl", "timing.events.jsonl"} {
 		rep, err := eventlog.VerifyLog(bytes.NewReader(files[name]), name, eventlog.VerifyLogOptions{AllowUnsigned: true})
 		if err != nil || (rep.Status != eventlog.StatusUnsigned && rep.Status != eventlog.StatusOK) {
 			t.Errorf("%s: %s %v", name, rep.Status, err)

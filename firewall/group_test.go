@@ -47,6 +47,22 @@ func groupLogs() map[string][]eventlog.Message {
 // and returns the member.
 func writeMember(t *testing.T, dir, agent, doc string, msgs []eventlog.Message) GroupMember {
 	t.Helper()
+	log, audit := memberFiles(t, agent, doc, msgs)
+	name := strings.TrimPrefix(agent, "agent:")
+	ev := filepath.Join(dir, name+".events.jsonl")
+	if err := os.WriteFile(ev, log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	au := filepath.Join(dir, name+".audit.ndjson")
+	if err := os.WriteFile(au, audit, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return GroupMember{Audit: au, Events: ev}
+}
+
+// memberFiles returns a member's log and its audit (evaluated under doc).
+func memberFiles(t testing.TB, agent, doc string, msgs []eventlog.Message) (log, audit []byte) {
+	t.Helper()
 	for i := range msgs {
 		if msgs[i].Direction == Outgoing {
 			msgs[i].Sender = agent
@@ -54,22 +70,13 @@ func writeMember(t *testing.T, dir, agent, doc string, msgs []eventlog.Message) 
 			msgs[i].Recipients = []string{agent}
 		}
 	}
-	name := strings.TrimPrefix(agent, "agent:")
-	log := logOf(t, msgs...)
-	ev := filepath.Join(dir, name+".events.jsonl")
-	if err := os.WriteFile(ev, log, 0o600); err != nil {
+	log = logOf(t, msgs...)
+	var buf bytes.Buffer
+	opts := EvaluateOptions{Policy: mustPolicy(t, doc), LocalAgent: agent, Timestamp: "2026-08-30T14:33:00+00:00", Audit: &buf}
+	if _, err := Evaluate(bytes.NewReader(log), strings.TrimPrefix(agent, "agent:")+".events.jsonl", sha256Hex(log), opts); err != nil {
 		t.Fatal(err)
 	}
-	var audit bytes.Buffer
-	opts := EvaluateOptions{Policy: mustPolicy(t, doc), LocalAgent: agent, Timestamp: "2026-08-30T14:33:00+00:00", Audit: &audit}
-	if _, err := Evaluate(bytes.NewReader(log), ev, sha256Hex(log), opts); err != nil {
-		t.Fatal(err)
-	}
-	au := filepath.Join(dir, name+".audit.ndjson")
-	if err := os.WriteFile(au, audit.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return GroupMember{Audit: au, Events: ev}
+	return log, buf.Bytes()
 }
 
 func groupOf(t *testing.T, edit func(agent string, msgs []eventlog.Message) []eventlog.Message) []GroupMember {

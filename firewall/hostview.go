@@ -17,10 +17,12 @@ type Subject struct {
 }
 
 // HostGuidance is the local guidance as the runtime reads it beside an
-// admitted item: expectation, subject references, instructions. Dropped
-// lists subject references a recorded judgment named that were not
-// runtime-visible (the daemon makes such a check unavailable; offline we
-// keep the recorded decision and report the subject).
+// admitted item: expectation, subject references, instructions. A
+// judgment naming a subject the runtime was not shown makes its finding
+// unavailable, as the daemon does (the finding names the subjects), and
+// gives no advice here. Dropped lists subjects the viewer's own record of
+// what the runtime was shown leaves out (a code rule's candidate, or a
+// record the window holds but the viewer never saw admitted).
 type HostGuidance struct {
 	Expectation  string        `json:"expectation,omitempty"`
 	Subjects     []Subject     `json:"subjects"`
@@ -121,7 +123,9 @@ func (h *HostViewer) View(c *Check) *HostView {
 		}
 	}
 	for _, j := range c.Trace {
-		if j.Stage == "expectation" {
+		// a judgment naming a missing subject made its finding unavailable
+		// (missingSubjects): guidance mode admits without that advice
+		if j.Stage == "expectation" && len(missingSubjects(in, j.Subjects)) == 0 {
 			for _, s := range j.Subjects {
 				add(s)
 			}

@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,7 +90,8 @@ func TestSendErrorMessageIncludesEachNextActionAndTheCheckReference(t *testing.T
 }
 
 // subjectProvider answers like scriptedProvider and has each incoming
-// expectation judgment select the given subjects.
+// expectation judgment select the given subjects, from the check of e3
+// ("Thanks!") on (earlier checks select none, so their dispositions stay).
 type subjectProvider struct {
 	scriptedProvider
 	subjects []string
@@ -97,44 +99,45 @@ type subjectProvider struct {
 
 func (s subjectProvider) Decide(q Question) (Judgment, error) {
 	j, err := s.scriptedProvider.Decide(q)
-	if err == nil && q.Stage == "expectation" && strings.Contains(string(q.Request), `"direction":"incoming"`) {
+	if err == nil && q.Stage == "expectation" && strings.Contains(string(q.Request), `"direction":"incoming"`) && strings.Contains(string(q.Request), `Thanks!`) {
 		j.Subjects = s.subjects
 	}
 	return j, err
+}
+
+const subjectPolicy = `{"format":"org.social-harness/message-policy/v1","mode":"%s",
+		"incoming":[{"use":"allowed-senders","agentIds":["agent:bo","agent:fac"]}],
+		"english":{"fixedRules":[],"initialRules":[{"id":"reply-briefly","kind":"norm","text":"Replies are brief.","guidance":"Keep the reply brief."}]},
+		"decisionProvider":{"kind":"jev","model":"m"}}`
+
+// subjectChecks evaluates the sample messages with prov under the subject
+// policy in mode and returns the checks and their host views by event.
+func subjectChecks(t *testing.T, mode string, prov Provider) (map[string]*Check, map[string]*HostView) {
+	t.Helper()
+	p := mustPolicy(t, fmt.Sprintf(subjectPolicy, mode))
+	checks, views := map[string]*Check{}, map[string]*HostView{}
+	eng, _ := NewEngine(p, prov, "agent:ada", "")
+	hv := NewHostViewer(eng)
+	events := logOfAt(t, "s", sampleMessages()...)
+	_, err := Evaluate(bytes.NewReader(events), "e.jsonl", "d", EvaluateOptions{Policy: p, Provider: prov, LocalAgent: "agent:ada",
+		Each: func(c *Check) error {
+			checks[c.Input.Candidate.Event], views[c.Input.Candidate.Event] = c, hv.View(c)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return checks, views
 }
 
 // "Selected guidance subjects carry quoted message text and attribution
 // from the same capture, restricted to admitted runtime history and the
 // incoming candidate."
 func TestGuidanceSubjectsAreRestrictedToAdmittedRuntimeHistoryAndTheIncomingCandidate(t *testing.T) {
-	// e1 incoming (admitted), e2 our outgoing (assessor-only), e3 incoming
-	// (admitted, the candidate of interest), e8 withheld (mallory), e11 the
-	// gather, the later incoming item checked (an incoming answer post is
-	// history only, not checked on its own).
-	prov := subjectProvider{subjects: []string{"e1", "e2", "e8", "e99"}}
-	p := mustPolicy(t, `{"format":"org.social-harness/message-policy/v1","mode":"enforcement",
-		"incoming":[{"use":"allowed-senders","agentIds":["agent:bo","agent:fac"]}],
-		"english":{"fixedRules":[],"initialRules":[{"id":"reply-briefly","kind":"norm","text":"Replies are brief.","guidance":"Keep the reply brief."}]},
-		"decisionProvider":{"kind":"jev","model":"m"}}`)
-	var checks []*Check
-	events := logOfAt(t, "s", sampleMessages()...)
-	_, err := Evaluate(bytes.NewReader(events), "e.jsonl", "d", EvaluateOptions{Policy: p, Provider: prov, LocalAgent: "agent:ada",
-		Each: func(c *Check) error { checks = append(checks, c); return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, _ := NewEngine(p, prov, "agent:ada", "")
-	hv := NewHostViewer(eng)
-	var e3, e11 *HostView
-	for _, c := range checks {
-		v := hv.View(c)
-		switch c.Input.Candidate.Event {
-		case "e3":
-			e3 = v
-		case "e11":
-			e11 = v
-		}
-	}
+	// e1 incoming (admitted), e3 incoming (admitted, the candidate of
+	// interest): both may be subjects of e3's guidance.
+	_, views := subjectChecks(t, ModeEnforcement, subjectProvider{subjects: []string{"e1", "e3"}})
+	e3 := views["e3"]
 	if e3 == nil || e3.Guidance == nil {
 		t.Fatalf("e3 has no host guidance: %+v", e3)
 	}
@@ -145,24 +148,56 @@ func TestGuidanceSubjectsAreRestrictedToAdmittedRuntimeHistoryAndTheIncomingCand
 			t.Errorf("subject e1 lacks its quoted text and attribution: %+v", s)
 		}
 	}
-	if strings.Join(got, ",") != "e1" {
-		t.Errorf("e3 subjects %v, want only the admitted incoming e1", got)
+	if strings.Join(got, ",") != "e1,e3" || len(e3.Guidance.Dropped) != 0 {
+		t.Errorf("e3 subjects %v dropped %v, want e1,e3 and none dropped", got, e3.Guidance.Dropped)
 	}
-	// e2 is our own send (assessor-only), e8 is later, e99 unknown: never subjects
-	if strings.Join(e3.Guidance.Dropped, ",") != "e2,e8,e99" {
-		t.Errorf("e3 dropped %v, want e2,e8,e99", e3.Guidance.Dropped)
+}
+
+// "Missing subjects ... produces an unavailable check; guidance mode
+// admits without that advice." A subject the runtime was not shown (e2 our
+// own send, assessor-only; e8 later and withheld; e99 unknown) makes the
+// judgment unavailable, and the finding names the missing subjects.
+func TestMissingSubjectsProduceAnUnavailableCheckAndGuidanceModeAdmitsWithoutThatAdvice(t *testing.T) {
+	prov := subjectProvider{subjects: []string{"e1", "e2", "e8", "e99"}}
+	unavailable := func(c *Check) *Finding {
+		for i, f := range c.Decision.Findings {
+			if f.Rule == "reply-briefly" && f.Stage == "expectation" && f.Outcome == OutcomeUnavailable {
+				return &c.Decision.Findings[i]
+			}
+		}
+		return nil
 	}
-	// by e11, e8 was withheld: still not a subject
-	if e11 == nil || e11.Guidance == nil {
-		t.Fatalf("e11 has no host guidance: %+v", e11)
+	checks, views := subjectChecks(t, ModeEnforcement, prov)
+	e3 := checks["e3"]
+	f := unavailable(e3)
+	if f == nil || e3.Decision.Disposition != DispositionWithheld || e3.Decision.Reason != ReasonUnavailable {
+		t.Fatalf("enforcement: e3 %s %s, finding %+v", e3.Decision.Disposition, e3.Decision.Reason, f)
 	}
-	for _, s := range e11.Guidance.Subjects {
-		if s.Event == "e8" || s.Event == "e2" {
-			t.Errorf("e11 names %s (withheld or assessor-only) as a subject", s.Event)
+	if !strings.HasSuffix(f.Detail, ": e2,e8,e99") {
+		t.Errorf("the finding does not name the missing subjects: %q", f.Detail)
+	}
+	if views["e3"].Guidance != nil {
+		t.Errorf("a withheld item carries guidance: %+v", views["e3"].Guidance)
+	}
+	checks, views = subjectChecks(t, ModeGuidance, prov)
+	e3 = checks["e3"]
+	if unavailable(e3) == nil || e3.Decision.Disposition != DispositionAdmitted {
+		t.Fatalf("guidance mode: e3 %s, unavailable finding %v", e3.Decision.Disposition, unavailable(e3) != nil)
+	}
+	if g := views["e3"].Guidance; g != nil {
+		for _, s := range g.Subjects {
+			if s.Event != "e3" {
+				t.Errorf("guidance mode kept the advice's subject %s", s.Event)
+			}
+		}
+		if len(g.Dropped) != 0 {
+			t.Errorf("dropped subjects reported beside an unavailable judgment: %v", g.Dropped)
 		}
 	}
-	if !strings.Contains(strings.Join(e11.Guidance.Dropped, ","), "e8") {
-		t.Errorf("e11 dropped %v, want e8 among them", e11.Guidance.Dropped)
+	// with only shown subjects the same judgment is available
+	checks, _ = subjectChecks(t, ModeEnforcement, subjectProvider{subjects: []string{"e1"}})
+	if unavailable(checks["e3"]) != nil || checks["e3"].Decision.Disposition != DispositionAdmitted {
+		t.Errorf("shown subjects only: e3 %s", checks["e3"].Decision.Disposition)
 	}
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 // CheckLine renders one check as a line of text: event, direction,
-// operation, disposition, reason, decidedBy, cause, next action, check id.
+// operation, disposition, reason, decidedBy, cause, next action, the
+// collective failure when there is one (failure=deadline-passed), check id.
 func CheckLine(c *Check) string {
 	d := c.Decision
 	ids := []string{}
@@ -25,6 +26,9 @@ func CheckLine(c *Check) string {
 	next := d.NextAction
 	if next == "" {
 		next = "-"
+	}
+	if d.CollectiveFailure != "" {
+		next += " failure=" + d.CollectiveFailure
 	}
 	return fmt.Sprintf("%s %s %s %s reason=%s decidedBy=%s cause=%s next=%s %s",
 		c.Input.Candidate.Event, c.Input.Direction, c.Input.Candidate.Message.Operation, d.Disposition, d.Reason, by, d.Cause, next, c.CheckID)

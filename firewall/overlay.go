@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
@@ -180,7 +181,8 @@ func MessagesOfGraph(g *graph.Graph) ([]Candidate, map[string]string, error) {
 		if field, err := ValidateMessage(&m); err != nil {
 			return nil, nil, exitcode.New(exitcode.Tampered, fmt.Errorf("message %s: %s: %w", n.ID, field, err), "the graph's message nodes lack fields the firewall needs (was it built with payloads?)")
 		}
-		items = append(items, item{seq: seq, c: Candidate{Event: n.Value(graph.WEventID), Message: m}, iri: n.ID})
+		// its event's time: the Runner's clock for deadlines (as evaluate's)
+		items = append(items, item{seq: seq, c: Candidate{Event: n.Value(graph.WEventID), Message: m, ts: n.Value(graph.ProvGeneratedAtTime)}, iri: n.ID})
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].seq < items[j].seq })
 	out := make([]Candidate, 0, len(items))
@@ -192,56 +194,24 @@ func MessagesOfGraph(g *graph.Graph) ([]Candidate, map[string]string, error) {
 	return out, iris, nil
 }
 
-// EvaluateCandidates runs the engine over candidates in order with the
-// per-conversation history window and returns the checks.
+// EvaluateCandidates runs the engine over candidates in order through the
+// same Runner as evaluate (the daemon's history windows, collective tables
+// and timing rules: one path for both) and returns the checks.
 func EvaluateCandidates(eng *Engine, cs []Candidate) ([]*Check, error) {
-	win := newWindows(eng.Policy.MaximumHistoryRecords)
+	run := NewRunner(eng)
+	run.Closes = map[string]time.Time{}
+	for _, c := range cs {
+		CloseTimes(run.Closes, c)
+	}
 	var out []*Check
 	for _, c := range cs {
-		earlier, omitted := win.before(c)
-		in, err := eng.BuildInput(c, earlier, omitted)
+		chks, err := run.Step(c)
 		if err != nil {
 			return nil, err
 		}
-		chk, err := eng.Check(in)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, chk)
-		win.add(c)
+		out = append(out, chks...)
 	}
 	return out, nil
-}
-
-// windows keeps, per conversation, the most recent records (at most max)
-// and whether older ones were cut.
-type windows struct {
-	max     int
-	recs    map[string][]Candidate
-	omitted map[string]bool
-}
-
-func newWindows(max int) *windows {
-	return &windows{max: max, recs: map[string][]Candidate{}, omitted: map[string]bool{}}
-}
-
-// before returns a copy of the window c's check sees and whether earlier
-// records were omitted.
-func (w *windows) before(c Candidate) ([]Candidate, bool) {
-	conv := c.Message.Conversation
-	return append([]Candidate(nil), w.recs[conv]...), w.omitted[conv]
-}
-
-// add appends c to its conversation's window, cutting the oldest record.
-func (w *windows) add(c Candidate) {
-	_, _ = c.canonical() // cache the bytes every later check hashes
-	conv := c.Message.Conversation
-	r := append(w.recs[conv], c)
-	if len(r) > w.max {
-		r = append([]Candidate(nil), r[len(r)-w.max:]...)
-		w.omitted[conv] = true
-	}
-	w.recs[conv] = r
 }
 
 // WhatIf is a message-policy counterfactual source for replay: the policy

@@ -124,3 +124,43 @@ func TestWhatIfPolicy(t *testing.T) {
 		t.Errorf("verdict overlay lacks the withheld message: %s", out)
 	}
 }
+
+// replay --what-if-policy re-evaluates through the same Runner as
+// evaluate (the daemon's history, not every message as certified): over
+// the same messages, under the same policy, it commits the same checks,
+// window for window, so its check references are evaluate's.
+func TestWhatIfPolicyReEvaluatesThroughTheRunnerAsEvaluateDoes(t *testing.T) {
+	g := fixtureGraph(t)
+	p, err := LoadPolicy(filepath.Join(fixtureDir, "policy-code.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ts = "2026-08-30T14:33:00+00:00"
+	w := NewWhatIf(p, nil, "", ts)
+	got, _, err := w.checks(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*Check
+	if _, err := EvaluateFile(filepath.Join(fixtureDir, "messages.events.jsonl"), EvaluateOptions{Policy: w.Policy, Timestamp: ts,
+		Each: func(c *Check) error { want = append(want, c); return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	line := func(cs []*Check) string {
+		var b strings.Builder
+		for _, c := range cs {
+			b.WriteString(c.Input.Candidate.Event + " " + c.CheckID + " " + strings.Join(c.Input.History, ",") + "\n")
+		}
+		return b.String()
+	}
+	if line(got) != line(want) {
+		t.Errorf("what-if checks differ from evaluate's:\n%s\nwant:\n%s", line(got), line(want))
+	}
+	refusedSend := false
+	for _, c := range want {
+		refusedSend = refusedSend || (c.Input.Direction == Outgoing && c.Decision.Disposition == DispositionRefused)
+	}
+	if !refusedSend || len(want) < 10 {
+		t.Fatalf("the fixture no longer tells the daemon's windows from every message: %d checks, a refused send %v", len(want), refusedSend)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Question is one named bounded-choice question the English middleware asks
@@ -76,6 +77,14 @@ func (UnavailableProvider) Decide(q Question) (Judgment, error) {
 type RecordedProvider struct {
 	Source    string // the audit snapshot it was read from
 	judgments map[string]Judgment
+	elapsed   map[string]time.Duration // by candidate event: how long its check took
+}
+
+// Elapsed returns how long the recorded check of the candidate event took
+// (the longest, when a result committed several checks), 0 when the
+// snapshot recorded no duration for it. It fits Runner.Elapsed.
+func (r *RecordedProvider) Elapsed(event string) time.Duration {
+	return r.elapsed[event]
 }
 
 // NewRecordedProvider returns a provider over the given judgments.

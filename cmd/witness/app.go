@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
@@ -174,7 +175,7 @@ func checkChoice(flag, v string, choices ...string) error {
 }
 
 // inputFlags are the flags that name an input file.
-var inputFlags = []string{"spec", "seal", "events", "graph", "trust", "keyring", "cassette", "scenario", "redact-rules", "redact-key", "effects", "policy", "mapping", "what-if-policy", "firewall-audit", "recorded", "activations", "host-log"}
+var inputFlags = []string{"spec", "seal", "events", "graph", "trust", "keyring", "cassette", "scenario", "redact-rules", "redact-key", "effects", "policy", "mapping", "what-if-policy", "firewall-audit", "recorded", "activations", "host-log", "policy-read"}
 
 // fileArgCommands are the commands whose positional arguments are input files.
 var fileArgCommands = map[string]bool{
@@ -198,14 +199,13 @@ func refuseFolderInputs(cmd *cobra.Command, args []string) error {
 		}
 		var paths []string
 		switch v := f.Value.(type) {
-		case interface{ GetSlice() []string }: // a repeatable input (--events of a run)
-			if f.Value.Type() == "stringArray" {
-				paths = v.GetSlice()
-			}
+		case pflag.SliceValue: // a repeatable input flag: each path
+			paths = v.GetSlice()
 		default:
-			if f.Value.Type() == "string" {
-				paths = []string{f.Value.String()}
+			if f.Value.Type() != "string" {
+				continue
 			}
+			paths = []string{f.Value.String()}
 		}
 		for _, p := range paths {
 			if p != "" && isDir(p) {

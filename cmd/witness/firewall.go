@@ -123,7 +123,11 @@ written unsigned.
 English rules are answered by the "unavailable" provider (every English check
 unavailable: enforcement holds, guidance admits) unless --recorded names an
 earlier complete audit snapshot whose retained provider judgments answer the
-same questions. --mapping also derives messages from MCP tool calls.
+same questions; its check records also give each check its duration (elapsedMs,
+else the provider calls' latencyMs), so the timing rules that need one apply
+(an answer or request checked past its deadline, a gather whose deadline passed
+during its check: failure=deadline-passed). --mapping also derives messages
+from MCP tool calls.
 
 --activations replays a policy history (policy_update's activation records,
 from an audit snapshot or {"activations": [...]}); each message is checked
@@ -196,6 +200,7 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 			return err
 		}
 		opts.Provider = rp
+		opts.Elapsed = rp.Elapsed // the durations it recorded: the timing rules that need them apply
 	}
 	if len(o.policyReads) > 0 && o.activations == "" {
 		return usageError(fmt.Errorf("--policy-read gives rule texts to an activation history, but there is no --activations"), "add --activations FILE")
@@ -227,6 +232,12 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 				"cause": c.Decision.Cause, "nextAction": c.Decision.NextAction, "guidance": c.Decision.Guidance}
 			if view != nil {
 				m["host"] = view
+			}
+			if c.Decision.CollectiveFailure != "" {
+				m["collectiveFailure"] = c.Decision.CollectiveFailure
+			}
+			if c.ElapsedMs != 0 {
+				m["elapsedMs"] = c.ElapsedMs
 			}
 			checks = append(checks, m)
 			return nil
@@ -425,20 +436,20 @@ func runFirewallAuditCorrelate(a *app, path string, o *firewallOptions) error {
 // loadTimeline reads an activation history and policy_read lists and
 // replays them over the policy.
 func loadTimeline(p *firewall.Policy, activations string, reads []string) (*firewall.Timeline, error) {
-	var acts []firewall.Activation
-	if activations != "" {
-		var err error
-		if acts, err = firewall.LoadActivations(activations); err != nil {
-			return nil, err
-		}
-	}
-	var prs []*firewall.PolicyRead
+	var prs []*firewall.PolicyRead // the small lists first, so a missing one is named before the history is read
 	for _, r := range reads {
 		pr, err := firewall.LoadPolicyRead(r)
 		if err != nil {
 			return nil, err
 		}
 		prs = append(prs, pr)
+	}
+	var acts []firewall.Activation
+	if activations != "" {
+		var err error
+		if acts, err = firewall.LoadActivations(activations); err != nil {
+			return nil, err
+		}
 	}
 	return firewall.BuildTimeline(p, acts, prs), nil
 }

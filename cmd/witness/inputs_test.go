@@ -71,6 +71,8 @@ func inputCases(stub string) []inputCase {
 		{"firewall audit verify FILE", []string{"firewall", "audit", "verify", "MISSING"}, "check the path of the audit snapshot"},
 		{"firewall evaluate --activations", []string{"firewall", "evaluate", "--policy", "F/policy-code.json", "--events", "F/messages.events.jsonl", "--activations", "MISSING"}, "check the path given to --activations"},
 		{"firewall audit activations FILE", []string{"firewall", "audit", "activations", "MISSING"}, "check the path of the audit snapshot"},
+		{"firewall evaluate --policy-read", []string{"firewall", "evaluate", "--policy", "F/policy-code.json", "--events", "F/messages.events.jsonl", "--activations", "F/a.ndjson", "--policy-read", "MISSING"}, "check the path given to --policy-read"},
+		{"firewall audit activations --policy-read", []string{"firewall", "audit", "activations", "F/a.ndjson", "--policy-read", "MISSING"}, "check the path given to --policy-read"},
 		{"firewall audit activations --activations", []string{"firewall", "audit", "activations", "F/a.ndjson", "--activations", "MISSING"}, "check the path given to --activations"},
 		{"firewall audit activations --policy", []string{"firewall", "audit", "activations", "F/a.ndjson", "--policy", "MISSING"}, "check the path of the message-policy file"},
 		{"firewall audit correlate FILE", []string{"firewall", "audit", "correlate", "MISSING", "--host-log", "F/a.ndjson"}, "check the path of the audit snapshot"},
