@@ -386,6 +386,9 @@ func Build(o Options) (*Data, error) {
 				d.Logs[li].Server = ls.server
 			}
 		}
+	} else if len(o.Events) > 1 && exitcode.Of(err) == exitcode.Usage {
+		// the same log twice, or two logs of one session: not one run
+		return nil, err
 	} else {
 		d.Notes = append(d.Notes, fmt.Sprintf("no causal graph: %v", err))
 	}
