@@ -21,6 +21,7 @@ type Chain struct {
 type Step struct {
 	Node  string `json:"node"`
 	Event string `json:"event,omitempty"` // the event id ("e7") of the node, if an event made it
+	Ref   string `json:"ref,omitempty"`   // what `witness why` calls it: LOGNAME:EVENT ("fs:e7"), or EVENT with one log
 	Seq   int64  `json:"seq"`             // the event's position in its log; -1 for none
 	Label string `json:"label"`
 	Kind  string `json:"kind"` // activity, entity, agent
@@ -78,7 +79,7 @@ func FromWhy(g *graph.Graph, wc *why.Chain, max int) *Chain {
 	idx := make(map[string]int, n)
 	for i := n - 1; i >= 0; i-- {
 		ws := steps[i]
-		st := Step{Node: ws.IRI, Seq: -1, Label: ws.Kind + " " + ws.Ref(), Kind: "entity"}
+		st := Step{Node: ws.IRI, Ref: ws.Ref(), Seq: -1, Label: ws.Kind + " " + ws.Ref(), Kind: "entity"}
 		if gn := g.Node(ws.IRI); gn != nil {
 			st.Event, st.Seq, st.Label, st.Kind = graph.NodeEvent(gn), graph.NodeSeq(gn), graph.NodeLabel(gn), graph.DrawKind(gn)
 		}
