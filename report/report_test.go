@@ -328,6 +328,24 @@ func TestMultipleLogs(t *testing.T) {
 	if inj.Removing == nil || inj.Removing.Removed == 0 {
 		t.Errorf("no counterfactual: %+v", inj.Removing)
 	}
+	// same inputs, same bytes (the joined graph, why's chains, replay)
+	var a, b bytes.Buffer
+	if err := WriteHTML(&a, d); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		d2, err := Build(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Reset()
+		if err := WriteHTML(&b, d2); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatalf("build %d of the same run gives other bytes", i+2)
+		}
+	}
 }
 
 // FuzzBuild: any bytes as an event log give a report or an error, never a
