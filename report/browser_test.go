@@ -290,7 +290,8 @@ func keys(m map[string]bool) []string {
 
 // screenshot writes three PNG views of the page: the top (verdict and
 // integrity) as out, the timeline with the first finding's event open, and
-// the findings with the first chain open (out with "-timeline" and
+// the findings with a chain open: the injection-provenance finding's when
+// the page has one, else the first finding's (out with "-timeline" and
 // "-findings" before the extension).
 func screenshot(b *browser, out string) error {
 	if out == "" {
@@ -313,13 +314,25 @@ func screenshot(b *browser, out string) error {
 	if err := shot(strings.TrimSuffix(out, ext) + "-timeline" + ext); err != nil {
 		return err
 	}
-	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS(`.finding .show-chain`))); err != nil {
+	// the injection-provenance finding when there is one (the agent
+	// story), else the first
+	card := `.finding[data-code="injection-provenance"]`
+	if !eval0(b, `document.querySelector('`+card+`') !== null`) {
+		card = `.finding`
+	}
+	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS(card+` .show-chain`))); err != nil {
 		return err
 	}
-	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.getElementById("findings").scrollIntoView(), true`)); err != nil {
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.querySelector('`+card+`').scrollIntoView(), true`)); err != nil {
 		return err
 	}
 	return shot(strings.TrimSuffix(out, ext) + "-findings" + ext)
+}
+
+// eval0 evaluates a boolean, false on error.
+func eval0(b *browser, js string) bool {
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](js))
+	return err == nil && v
 }
 
 // TestBrowserLoadTime measures, for the report WITNESS_REPORT_BENCH names

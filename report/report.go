@@ -327,7 +327,21 @@ func Build(o Options) (*Data, error) {
 		if len(o.Events) > 1 {
 			lg.File = file
 		}
+		sealedRun := len(o.Events) > 1 && o.Verify.SealFile != ""
+		if sealedRun {
+			// the log alone shows its integrity; the seal judged the run
+			lg.Seal, lg.Signers, lg.Qualifiers = runRep.Seal.Digest, runRep.Seal.Signers, nil
+			for _, q := range rep.Qualifiers {
+				if q != verify.IntegrityOnly {
+					lg.Qualifiers = append(lg.Qualifiers, q)
+				}
+			}
+			lg.Qualifiers = append(lg.Qualifiers, "this log on its own: its integrity (hash chain, signed end); the seal's checks judge the run (the verdict above)")
+		}
 		for _, c := range rep.Checks {
+			if sealedRun && c.Status == verify.StatusNotCheckable && c.Reason == verify.IntegrityOnly {
+				continue
+			}
 			lg.Checks = append(lg.Checks, Check{ID: c.ID, Title: c.Title, Status: string(c.Status), Reason: c.Reason})
 		}
 		evs, rerr := readEvents(file)
