@@ -98,7 +98,8 @@ type Data struct {
 	Notes     []string  `json:"notes,omitempty"`
 }
 
-// Verdict is the worst verdict over the logs.
+// Verdict is the run's verdict (one verify.Run of all the logs), or a
+// log's own when that is worse.
 type Verdict struct {
 	Verdict  string `json:"verdict"`
 	ExitCode int    `json:"exit_code"`
