@@ -228,6 +228,58 @@ func TestBrowser(t *testing.T) {
 	b.check(t)
 }
 
+// TestBrowserAgentStory loads the report of the demo's agent story (three
+// logs of one run, `make demo`): the injection-provenance finding is shown,
+// and a click on it draws its chain back across the channels to the
+// poisoned read (fs:e6, its result fs:e7).
+func TestBrowserAgentStory(t *testing.T) {
+	d, err := Build(agentStory(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi := -1
+	for i, f := range d.Findings {
+		if f.Code == "injection-provenance" {
+			fi = i
+		}
+	}
+	if fi < 0 {
+		t.Fatalf("no injection-provenance finding in %d findings", len(d.Findings))
+	}
+	b := startBrowser(t, writePage(t, d))
+	if v := eval[string](t, b, `document.getElementById("verdict-badge").textContent`); v != "violation" {
+		t.Errorf("verdict shown %q, want violation", v)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll('.finding[data-code="injection-provenance"]').length`); n != 1 {
+		t.Fatalf("%d injection-provenance findings shown, want 1", n)
+	}
+	chain := fmt.Sprintf("#chain-%d", fi)
+	if n := eval[int](t, b, `document.querySelectorAll("`+chain+` .step").length`); n != 0 {
+		t.Errorf("chain drawn before the click (%d steps)", n)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS(`.finding[data-code="injection-provenance"] .show-chain`))); err != nil {
+		t.Fatal(err)
+	}
+	want := len(d.Findings[fi].Chain.Steps)
+	if n := eval[int](t, b, `document.querySelector("`+chain+`").hidden ? -1 : document.querySelectorAll("`+chain+` svg .step").length`); n != want || n < 3 {
+		t.Errorf("after the click the chain shows %d steps, want %d (at least 3)", n, want)
+	}
+	text := eval[string](t, b, `document.querySelector("`+chain+` .chain-steps").textContent`)
+	for _, s := range []string{"fs:e6 · call read_text_file", "fs:e7 · result read_text_file", "model:", "call write_file"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("chain text does not name %q: %q", s, text)
+		}
+	}
+	// the lanes name the channels
+	lanes := eval[string](t, b, `document.getElementById("timeline").textContent`)
+	for _, l := range []string{"server: fs", "server: everything", "model"} {
+		if !strings.Contains(lanes, l) {
+			t.Errorf("timeline does not show lane %q", l)
+		}
+	}
+	b.check(t)
+}
+
 func keys(m map[string]bool) []string {
 	var out []string
 	for k := range m {
@@ -238,7 +290,8 @@ func keys(m map[string]bool) []string {
 
 // screenshot writes three PNG views of the page: the top (verdict and
 // integrity) as out, the timeline with the first finding's event open, and
-// the findings with the first chain open (out with "-timeline" and
+// the findings with a chain open: the injection-provenance finding's when
+// the page has one, else the first finding's (out with "-timeline" and
 // "-findings" before the extension).
 func screenshot(b *browser, out string) error {
 	if out == "" {
@@ -261,13 +314,25 @@ func screenshot(b *browser, out string) error {
 	if err := shot(strings.TrimSuffix(out, ext) + "-timeline" + ext); err != nil {
 		return err
 	}
-	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS(`.finding .show-chain`))); err != nil {
+	// the injection-provenance finding when there is one (the agent
+	// story), else the first
+	card := `.finding[data-code="injection-provenance"]`
+	if !eval0(b, `document.querySelector('`+card+`') !== null`) {
+		card = `.finding`
+	}
+	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS(card+` .show-chain`))); err != nil {
 		return err
 	}
-	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.getElementById("findings").scrollIntoView(), true`)); err != nil {
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.querySelector('`+card+`').scrollIntoView(), true`)); err != nil {
 		return err
 	}
 	return shot(strings.TrimSuffix(out, ext) + "-findings" + ext)
+}
+
+// eval0 evaluates a boolean, false on error.
+func eval0(b *browser, js string) bool {
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](js))
+	return err == nil && v
 }
 
 // TestBrowserLoadTime measures, for the report WITNESS_REPORT_BENCH names

@@ -1,10 +1,11 @@
 package report
 
 import (
-	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/why"
 )
 
 // Chain is the causal chain of a finding: the nodes that led to it, oldest
@@ -20,6 +21,7 @@ type Chain struct {
 type Step struct {
 	Node  string `json:"node"`
 	Event string `json:"event,omitempty"` // the event id ("e7") of the node, if an event made it
+	Ref   string `json:"ref,omitempty"`   // what `witness why` calls it: LOGNAME:EVENT ("fs:e7"), or EVENT with one log
 	Seq   int64  `json:"seq"`             // the event's position in its log; -1 for none
 	Label string `json:"label"`
 	Kind  string `json:"kind"` // activity, entity, agent
@@ -35,90 +37,69 @@ type Link struct {
 }
 
 // Explainer gives the causal chain of a node: what `witness why` prints.
-// GraphExplainer implements it from the graph's links; the `why` package
-// (issue 15) will implement it with its own reasoning, and the command
-// picks one.
+// WhyExplainer, the default, is package why's answer.
 type Explainer interface {
 	Explain(g *graph.Graph, node string) (*Chain, error)
 }
 
-// GraphExplainer walks the graph's causal relations (graph.CausalRelations:
-// used, wasGeneratedBy, wasInformedBy, wasDerivedFrom, wasInfluencedBy and
-// the ambiguous candidates) back from the node, breadth first, and keeps
-// at most MaxSteps nodes (default 24), nearest causes first.
-type GraphExplainer struct {
+// WhyExplainer explains with why.Explain (the chain `witness why` prints,
+// across the channels of a joined run) and keeps at most MaxSteps nodes
+// (default 24), nearest causes first.
+type WhyExplainer struct {
 	MaxSteps int
 }
 
 // Explain implements Explainer.
-func (x GraphExplainer) Explain(g *graph.Graph, node string) (*Chain, error) {
-	start := g.Node(node)
-	if start == nil {
-		return nil, fmt.Errorf("explain: no node %s in the graph", node)
-	}
+func (x WhyExplainer) Explain(g *graph.Graph, node string) (*Chain, error) {
 	max := x.MaxSteps
 	if max <= 0 {
 		max = 24
 	}
-	rels := graph.CausalRelations()
-	type hop struct{ from, to, rel string }
-	seen := map[string]bool{node: true}
-	order := []string{node}
-	var hops []hop
-	truncated := false
-	for i := 0; i < len(order); i++ {
-		n := g.Node(order[i])
-		if n == nil {
+	wc, err := why.Explain(g, node, why.Options{MaxSteps: max + 1})
+	if err != nil {
+		return nil, err
+	}
+	return FromWhy(g, wc, max), nil
+}
+
+// FromWhy turns why's chain (the node first, then its causes, nearest
+// first) into a report chain: the causes farthest first, the node last,
+// each step linked to the causes why reached from it. At most max steps
+// are kept (max <= 0: all).
+func FromWhy(g *graph.Graph, wc *why.Chain, max int) *Chain {
+	steps := wc.Chain
+	c := &Chain{Node: wc.Node}
+	if len(steps) > 0 {
+		c.Node = steps[0].IRI
+	}
+	if max > 0 && len(steps) > max {
+		steps, c.Truncated = steps[:max], true
+	}
+	n := len(steps)
+	idx := make(map[string]int, n)
+	for i := n - 1; i >= 0; i-- {
+		ws := steps[i]
+		st := Step{Node: ws.IRI, Ref: ws.Ref(), Seq: -1, Label: ws.Kind + " " + ws.Ref(), Kind: "entity"}
+		if gn := g.Node(ws.IRI); gn != nil {
+			st.Event, st.Seq, st.Label, st.Kind = graph.NodeEvent(gn), graph.NodeSeq(gn), graph.NodeLabel(gn), graph.DrawKind(gn)
+		}
+		idx[ws.IRI] = len(c.Steps)
+		c.Steps = append(c.Steps, st)
+	}
+	for _, ws := range steps {
+		f, ok1 := idx[ws.From]
+		t, ok2 := idx[ws.IRI]
+		if ws.From == "" || !ok1 || !ok2 || f == t {
 			continue
 		}
-		for _, r := range rels {
-			for _, to := range n.Refs(r.Pred) {
-				t := g.Node(to)
-				if t == nil || graph.DrawKind(t) == "" || graph.DrawKind(t) == "agent" {
-					continue
-				}
-				hops = append(hops, hop{n.ID, to, r.Label})
-				if seen[to] {
-					continue
-				}
-				if len(order) >= max {
-					truncated = true
-					continue
-				}
-				seen[to] = true
-				order = append(order, to)
-			}
+		rel := ws.Via
+		if i := strings.IndexByte(rel, ':'); i >= 0 {
+			rel = rel[i+1:]
 		}
-	}
-	nodes := make([]*graph.Node, 0, len(order))
-	for _, id := range order {
-		nodes = append(nodes, g.Node(id))
-	}
-	// oldest first: by event position, then IRI; the explained node last
-	sort.SliceStable(nodes, func(i, j int) bool {
-		a, b := nodes[i], nodes[j]
-		if (a.ID == node) != (b.ID == node) {
-			return b.ID == node
+		if ws.Maybe {
+			rel += "?"
 		}
-		sa, sb := graph.NodeSeq(a), graph.NodeSeq(b)
-		if sa != sb {
-			return sa < sb
-		}
-		return a.ID < b.ID
-	})
-	idx := make(map[string]int, len(nodes))
-	c := &Chain{Node: node, Truncated: truncated}
-	for i, n := range nodes {
-		idx[n.ID] = i
-		c.Steps = append(c.Steps, Step{Node: n.ID, Event: graph.NodeEvent(n), Seq: graph.NodeSeq(n), Label: graph.NodeLabel(n), Kind: graph.DrawKind(n)})
-	}
-	for _, h := range hops {
-		f, ok1 := idx[h.from]
-		t, ok2 := idx[h.to]
-		if !ok1 || !ok2 || f == t {
-			continue
-		}
-		c.Steps[f].Links = append(c.Steps[f].Links, Link{Rel: h.rel, To: t})
+		c.Steps[f].Links = append(c.Steps[f].Links, Link{Rel: rel, To: t})
 	}
 	for i := range c.Steps {
 		ls := c.Steps[i].Links
@@ -129,5 +110,5 @@ func (x GraphExplainer) Explain(g *graph.Graph, node string) (*Chain, error) {
 			return ls[a].Rel < ls[b].Rel
 		})
 	}
-	return c, nil
+	return c
 }

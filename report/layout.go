@@ -73,33 +73,37 @@ func classRank(c string) int {
 
 // layout draws the graphs of the logs in time order, or summarises them
 // above MaxGraphNodes.
-func layout(logs []*logState, lanes *interner, o Options) Picture {
+func layout(run *runState, logs []*logState, lanes *interner, o Options) Picture {
 	var ns []gnode
+	classes := map[[2]any]string{} // (log, event) → worst finding class
+	laneOfEv := map[[2]any]int{}
 	for li, ls := range logs {
-		if ls.g == nil {
-			continue
-		}
-		classes := map[string]string{}
-		for _, f := range ls.rep.Findings {
-			if f.EventID != "" && (classes[f.EventID] == "" || classRank(string(f.Class)) > classRank(classes[f.EventID])) {
-				classes[f.EventID] = string(f.Class)
+		for _, f := range ls.findings {
+			k := [2]any{li, f.EventID}
+			if f.EventID != "" && (classes[k] == "" || classRank(string(f.Class)) > classRank(classes[k])) {
+				classes[k] = string(f.Class)
 			}
 		}
-		laneOfEv := map[string]int{}
 		for _, e := range ls.events {
-			laneOfEv[e.ID] = lanes.id(laneOf(e, ls.server))
+			laneOfEv[[2]any{li, e.ID}] = lanes.id(laneOf(e, ls.server))
 		}
-		for _, n := range ls.g.Nodes {
+	}
+	if run != nil {
+		for _, n := range run.g.Nodes {
 			k := graph.DrawKind(n)
 			if k != "activity" && k != "entity" {
 				continue
 			}
+			li := run.logOf(n.ID)
+			if li < 0 {
+				continue
+			}
 			ev := graph.NodeEvent(n)
-			r, ok := ls.rowOf[ev]
+			r, ok := logs[li].rowOf[ev]
 			if !ok {
 				continue
 			}
-			ns = append(ns, gnode{n: n, log: li, row: r, lane: laneOfEv[ev], class: classes[ev]})
+			ns = append(ns, gnode{n: n, log: li, row: r, lane: laneOfEv[[2]any{li, ev}], class: classes[[2]any{li, ev}]})
 		}
 	}
 	sort.SliceStable(ns, func(i, j int) bool {
@@ -122,7 +126,7 @@ func layout(logs []*logState, lanes *interner, o Options) Picture {
 }
 
 func drawFull(p *Picture, ns []gnode, logs []*logState) {
-	idx := map[[2]any]int{}
+	idx := map[string]int{}
 	col, lastRow := -1, -1
 	stack := map[int]int{} // lane → nodes stacked in the current column
 	for i, g := range ns {
@@ -134,13 +138,13 @@ func drawFull(p *Picture, ns []gnode, logs []*logState) {
 		y := g.lane*laneH + 18 + stack[g.lane]*stackH
 		stack[g.lane]++
 		p.Nodes = append(p.Nodes, PNode{X: margin + col*colW + colW/2, Y: y, Label: graph.NodeLabel(g.n), Kind: graph.DrawKind(g.n), Class: g.class, Row: g.row})
-		idx[[2]any{g.log, g.n.ID}] = i
+		idx[g.n.ID] = i
 	}
 	p.W = margin + (col+1)*colW + 40
 	for i, g := range ns {
 		for _, r := range graph.CausalRelations() {
 			for _, to := range g.n.Refs(r.Pred) {
-				if j, ok := idx[[2]any{g.log, to}]; ok && j != i {
+				if j, ok := idx[to]; ok && j != i {
 					p.Edges = append(p.Edges, PEdge{From: i, To: j, Rel: r.Label, Dashed: r.Ambiguous})
 				}
 			}
@@ -153,7 +157,7 @@ func drawSummary(p *Picture, ns []gnode, logs []*logState, windows int) {
 	size := (maxRow + windows - 1) / windows
 	type key struct{ w, lane int }
 	box := map[key]int{}
-	of := map[[2]any]int{}
+	of := map[string]int{}
 	var keys []key
 	count := map[key]int{}
 	class := map[key]string{}
@@ -181,7 +185,7 @@ func drawSummary(p *Picture, ns []gnode, logs []*logState, windows int) {
 			Label: fmt.Sprintf("%d nodes\nevents %d–%d", count[k], lo, hi)})
 	}
 	for _, g := range ns {
-		of[[2]any{g.log, g.n.ID}] = box[key{g.row / size, g.lane}]
+		of[g.n.ID] = box[key{g.row / size, g.lane}]
 	}
 	type ek struct {
 		from, to int
@@ -189,10 +193,10 @@ func drawSummary(p *Picture, ns []gnode, logs []*logState, windows int) {
 	}
 	agg := map[ek]int{}
 	for _, g := range ns {
-		f := of[[2]any{g.log, g.n.ID}]
+		f := of[g.n.ID]
 		for _, r := range graph.CausalRelations() {
 			for _, to := range g.n.Refs(r.Pred) {
-				if t, ok := of[[2]any{g.log, to}]; ok && t != f {
+				if t, ok := of[to]; ok && t != f {
 					agg[ek{f, t, r.Label}]++
 				}
 			}

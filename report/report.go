@@ -37,17 +37,20 @@ const (
 
 // Options say what to report on and how big the page may grow.
 type Options struct {
-	// Events are the event logs (at least one). Each is verified alone;
-	// the timeline merges them in log order.
+	// Events are the event logs of one run (at least one): the model
+	// channel and one log per MCP server. They are judged as one run, as
+	// `witness verify --events A --events B` does (verify.Options.RunEvents),
+	// each log's own integrity is shown beside, the graph is their join
+	// (graph.BuildRun) and the timeline merges them in log order.
 	Events []string
-	// Verify is the template of each log's verification (seal file, keys,
-	// AllowUnsigned); Build sets EventsFile. Without a SealFile the logs
-	// are checked for integrity only.
+	// Verify is the template of the verification (seal file, keys,
+	// AllowUnsigned); Build sets EventsFile and RunEvents. Without a
+	// SealFile the logs are checked for integrity only.
 	Verify verify.Options
 	// FirewallAudit is an audit snapshot verified with AuditKeys.
 	FirewallAudit string
 	AuditOptions  firewall.AuditVerifyOptions
-	// Explainer gives each finding's causal chain (default GraphExplainer).
+	// Explainer gives each finding's causal chain (default WhyExplainer).
 	Explainer Explainer
 	// Generated is the generation time printed in the page ("" for none).
 	Generated string
@@ -71,7 +74,7 @@ func (o *Options) defaults() {
 	def(&o.GraphWindows, DefaultGraphWindows)
 	def(&o.TopRank, DefaultTopRank)
 	if o.Explainer == nil {
-		o.Explainer = GraphExplainer{}
+		o.Explainer = WhyExplainer{}
 	}
 }
 
@@ -95,7 +98,8 @@ type Data struct {
 	Notes     []string  `json:"notes,omitempty"`
 }
 
-// Verdict is the worst verdict over the logs.
+// Verdict is the run's verdict (one verify.Run of all the logs), or a
+// log's own when that is worse.
 type Verdict struct {
 	Verdict  string `json:"verdict"`
 	ExitCode int    `json:"exit_code"`
@@ -227,12 +231,32 @@ type AuditCheck struct {
 }
 
 type logState struct {
-	file   string
-	events []*eventlog.Event
-	g      *graph.Graph
-	rep    *verify.Report
-	rowOf  map[string]int // event id → timeline row
-	server string
+	file     string
+	events   []*eventlog.Event
+	rep      *verify.Report   // the log's own verification (its integrity, with several logs)
+	findings []verify.Finding // the run's findings about this log
+	rowOf    map[string]int   // event id → timeline row
+	server   string
+}
+
+// runState is the run the logs make: its joined graph and which log each
+// node comes from.
+type runState struct {
+	g    *graph.Graph
+	logs []graph.RunLog
+}
+
+// logOf returns the index of the log node iri belongs to (0 with one log).
+func (r *runState) logOf(iri string) int {
+	if r == nil || len(r.logs) < 2 {
+		return 0
+	}
+	for i, l := range r.logs {
+		if l.Base != "" && strings.HasPrefix(iri, l.Base+"/") {
+			return i
+		}
+	}
+	return -1
 }
 
 // Build reads the inputs and returns the report's data. It fails (with an
@@ -261,24 +285,51 @@ func Build(o Options) (*Data, error) {
 	for _, l := range []string{"user", "agent", "model"} {
 		lanes.id(l)
 	}
+	// the run's verdict: one verification of all the logs, as `witness
+	// verify --events A --events B` gives it
+	runOpts := o.Verify
+	runOpts.EventsFile = o.Events[0]
+	runOpts.RunEvents = append([]string(nil), o.Events[1:]...)
+	runRep, err := verify.Run(runOpts)
+	if err != nil {
+		return nil, err
+	}
 	var logs []*logState
-	worst := verify.Verified
-	for li, file := range o.Events {
-		ls := &logState{file: file, rowOf: map[string]int{}}
+	var inputs []graph.LogInput
+	for _, file := range o.Events {
+		ls := &logState{file: file, rowOf: map[string]int{}, rep: runRep}
 		logs = append(logs, ls)
-		vo := o.Verify
-		vo.EventsFile = file
-		rep, err := verify.Run(vo)
-		if err != nil {
-			return nil, err
+		if len(o.Events) > 1 {
+			// each log's own integrity (its chain, signatures, end)
+			vo := o.Verify
+			vo.EventsFile, vo.SealFile, vo.RunEvents = file, "", nil
+			rep, err := verify.Run(vo)
+			if err != nil {
+				return nil, err
+			}
+			ls.rep = rep
 		}
-		ls.rep = rep
-		if rank(rep.Verdict) > rank(worst) {
-			worst = rep.Verdict
-		}
+		rep := ls.rep
 		lg := Log{File: filepath.Base(file), Session: rep.Evidence.Session, Verdict: string(rep.Verdict), ExitCode: int(rep.Code()),
 			Line: rep.VerdictLine(), Qualifiers: rep.Qualifiers, Seal: rep.Seal.Digest, Signers: rep.Seal.Signers, Provenance: rep.Evidence.Provenance}
+		if len(o.Events) > 1 {
+			lg.File = file
+		}
+		sealedRun := len(o.Events) > 1 && o.Verify.SealFile != ""
+		if sealedRun {
+			// the log alone shows its integrity; the seal judged the run
+			lg.Seal, lg.Signers, lg.Qualifiers = runRep.Seal.Digest, runRep.Seal.Signers, nil
+			for _, q := range rep.Qualifiers {
+				if q != verify.IntegrityOnly {
+					lg.Qualifiers = append(lg.Qualifiers, q)
+				}
+			}
+			lg.Qualifiers = append(lg.Qualifiers, "this log on its own: its integrity (hash chain, signed end); the seal's checks judge the run (the verdict above)")
+		}
 		for _, c := range rep.Checks {
+			if sealedRun && c.Status == verify.StatusNotCheckable && c.Reason == verify.IntegrityOnly {
+				continue
+			}
 			lg.Checks = append(lg.Checks, Check{ID: c.ID, Title: c.Title, Status: string(c.Status), Reason: c.Reason})
 		}
 		evs, rerr := readEvents(file)
@@ -306,29 +357,64 @@ func Build(o Options) (*Data, error) {
 		if ls.server == "" {
 			ls.server = "server"
 		}
-		if len(o.Events) > 1 {
-			ls.server = fmt.Sprintf("%s (log %d)", ls.server, li+1)
-		}
 		lg.Server = ls.server
 		lg.Events = len(evs)
-		if g, err := graph.BuildEvents(evs, graph.Options{}); err == nil {
-			ls.g = g
-		} else {
-			d.Notes = append(d.Notes, fmt.Sprintf("%s: no causal graph: %v", lg.File, err))
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, exitcode.Input("read events", err, "check the path given to --events")
 		}
+		inputs = append(inputs, graph.LogInput{Name: file, Data: data})
 		d.Logs = append(d.Logs, lg)
 	}
-	// lanes: user, agent, model, one per server, effects, witness
+	// the run's findings, each with the log it is about (the seal's and
+	// the run's own go with the first log, the model channel)
+	for _, f := range runRep.Findings {
+		li := 0
+		for i, file := range o.Events {
+			if f.File == file {
+				li = i
+				break
+			}
+		}
+		logs[li].findings = append(logs[li].findings, f)
+	}
+	var run *runState
+	if r, err := graph.BuildRun(inputs, graph.Options{}); err == nil {
+		run = &runState{g: r.Graph, logs: r.Logs}
+		if len(o.Events) > 1 {
+			// a server's lane is named by its log (LOGNAME: its folder)
+			for li, ls := range logs {
+				ls.server = r.Logs[li].Label
+				d.Logs[li].Server = ls.server
+			}
+		}
+	} else if len(o.Events) > 1 && exitcode.Of(err) == exitcode.Usage {
+		// the same log twice, or two logs of one session: not one run
+		return nil, err
+	} else {
+		d.Notes = append(d.Notes, fmt.Sprintf("no causal graph: %v", err))
+	}
+	// lanes: user, agent, model, one per server that has events, effects,
+	// witness
 	for _, ls := range logs {
-		lanes.id("server: " + ls.server)
+		for _, e := range ls.events {
+			if l := laneOf(e, ls.server); strings.HasPrefix(l, "server: ") {
+				lanes.id(l)
+				break
+			}
+		}
 	}
 	lanes.id("effects")
 	lanes.id("witness")
-	d.Verdict = Verdict{Verdict: string(worst), ExitCode: int(worst.ExitCode()), Class: worst.ExitCode().Name()}
-	if len(logs) == 1 {
-		d.Verdict.Line = logs[0].rep.VerdictLine()
-	} else {
-		d.Verdict.Line = fmt.Sprintf("%s: the worst of %d logs", worst, len(logs))
+	worst := runRep.Verdict
+	for _, ls := range logs {
+		if rank(ls.rep.Verdict) > rank(worst) {
+			worst = ls.rep.Verdict
+		}
+	}
+	d.Verdict = Verdict{Verdict: string(worst), ExitCode: int(worst.ExitCode()), Class: worst.ExitCode().Name(), Line: runRep.VerdictLine()}
+	if worst != runRep.Verdict {
+		d.Verdict.Line = fmt.Sprintf("%s: a log of the run is %s on its own; the run: %s", worst, worst, runRep.VerdictLine())
 	}
 
 	// timeline rows: logs merged by time, then by log and position
@@ -355,7 +441,7 @@ func Build(o Options) (*Data, error) {
 	}
 	findingEvents := map[string]bool{}
 	for li, ls := range logs {
-		for _, f := range ls.rep.Findings {
+		for _, f := range ls.findings {
 			if f.EventID != "" {
 				findingEvents[fmt.Sprintf("%d/%s", li, f.EventID)] = true
 			}
@@ -390,16 +476,16 @@ func Build(o Options) (*Data, error) {
 
 	// findings, chains, counterfactuals
 	detailRows := map[int]bool{}
-	for li, ls := range logs {
-		var eng *replay.Engine
-		if ls.g != nil {
-			if e, err := replay.NewEngine(ls.g); err == nil {
-				eng = e
-			} else {
-				d.Notes = append(d.Notes, fmt.Sprintf("%s: no counterfactuals: %v", d.Logs[li].File, err))
-			}
+	var eng *replay.Engine
+	if run != nil {
+		if e, err := replay.NewEngine(run.g); err == nil {
+			eng = e
+		} else {
+			d.Notes = append(d.Notes, fmt.Sprintf("no counterfactuals: %v", err))
 		}
-		for _, f := range ls.rep.Findings {
+	}
+	for li, ls := range logs {
+		for _, f := range ls.findings {
 			if len(d.Findings) >= maxFindings {
 				d.Notes = append(d.Notes, fmt.Sprintf("only the first %d findings are shown", maxFindings))
 				break
@@ -409,25 +495,26 @@ func Build(o Options) (*Data, error) {
 				df.Row = r
 				detailRows[r] = true
 			}
-			if f.EventID != "" && ls.g != nil {
-				node := primaryNode(ls.g, f.EventID)
+			if f.EventID != "" && run != nil {
+				node := primaryNode(run, li, f.EventID)
 				if node == "" {
 					df.ChainNote = "the graph has no node for " + f.EventID
-				} else if c, err := o.Explainer.Explain(ls.g, node); err != nil {
+				} else if c, err := o.Explainer.Explain(run.g, node); err != nil {
 					df.ChainNote = err.Error()
 				} else {
 					df.Chain = c
 					for _, s := range c.Steps {
-						r, ok := ls.rowOf[s.Event]
-						if !ok || s.Event == "" {
-							r = -1
-						} else {
-							detailRows[r] = true
+						r := -1
+						if sl := run.logOf(s.Node); sl >= 0 && s.Event != "" {
+							if rr, ok := logs[sl].rowOf[s.Event]; ok {
+								r = rr
+								detailRows[r] = true
+							}
 						}
 						df.ChainRows = append(df.ChainRows, r)
 					}
 					if eng != nil {
-						df.Removing = whatIf(eng, ls.g, c)
+						df.Removing = whatIf(eng, run.g, c)
 					}
 				}
 			} else if f.EventID == "" {
@@ -435,16 +522,16 @@ func Build(o Options) (*Data, error) {
 			}
 			d.Findings = append(d.Findings, df)
 		}
-		if eng != nil {
-			rr := eng.Rank(o.TopRank)
-			for _, e := range rr.Ranking {
-				label := e.Activity
-				if n := ls.g.Node(e.Activity); n != nil {
-					label = graph.NodeLabel(n)
-				}
-				d.Rank = append(d.Rank, Ranked{Log: li, Rank: e.Rank, Activity: e.Activity, Label: label, Tool: e.Tool,
-					Size: e.CompensationSize, Activities: e.CompensationActivities, NotReplayable: e.NotReplayable, Residual: e.SynergyResidual})
+	}
+	if eng != nil {
+		rr := eng.Rank(o.TopRank)
+		for _, e := range rr.Ranking {
+			label := e.Activity
+			if n := run.g.Node(e.Activity); n != nil {
+				label = graph.NodeLabel(n)
 			}
+			d.Rank = append(d.Rank, Ranked{Log: max(run.logOf(e.Activity), 0), Rank: e.Rank, Activity: e.Activity, Label: label, Tool: e.Tool,
+				Size: e.CompensationSize, Activities: e.CompensationActivities, NotReplayable: e.NotReplayable, Residual: e.SynergyResidual})
 		}
 	}
 
@@ -472,7 +559,7 @@ func Build(o Options) (*Data, error) {
 		d.Notes = append(d.Notes, fmt.Sprintf("payloads and wire bytes are embedded for %d of %d events (the findings' events and chains first, then the earliest); the others are in the event log and its cassette", len(d.Details), len(all)))
 	}
 
-	d.Graph = layout(logs, lanes, o)
+	d.Graph = layout(run, logs, lanes, o)
 	if o.FirewallAudit != "" {
 		fw, err := auditChecks(o.FirewallAudit, o.AuditOptions)
 		if err != nil {
@@ -568,12 +655,12 @@ func eventLabel(e *eventlog.Event) string {
 	return string(e.Kind)
 }
 
-// primaryNode is the node an event id names (replay's rule: the activity,
-// else the first entity).
-func primaryNode(g *graph.Graph, ev string) string {
+// primaryNode is the node an event id of log li names (replay's rule: the
+// activity, else the first entity).
+func primaryNode(run *runState, li int, ev string) string {
 	var ent string
-	for _, n := range g.Nodes {
-		if n.Value(graph.WEventID) != ev {
+	for _, n := range run.g.Nodes {
+		if n.Value(graph.WEventID) != ev || run.logOf(n.ID) != li {
 			continue
 		}
 		switch graph.DrawKind(n) {

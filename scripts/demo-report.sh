@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# `make demo`, last block (issue 16): the incident report of the demo's
-# story. The capture of part 20 (greet, add, a failing call, delete_file
-# with its external effect) judged against a seal that leaves delete_file
-# out, written as one self-contained HTML page that outlives the demo's
-# temporary folder. Prints the path to open.
+# `make demo`, last block (issue 16): the incident reports of the demo's
+# stories, each one self-contained HTML page that outlives the demo's
+# temporary folder. First the capture of part 20 (greet, add, a failing
+# call, delete_file with its external effect) judged against a seal that
+# leaves delete_file out; then the agent story of part 60 (testdata/demo/
+# agent, the openai-agents run): its three logs judged as one run against
+# the seal of agent.json, the injection-provenance finding's chain drawn
+# back to the poisoned read. Prints the paths to open.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO_DIR="$PWD"
 WITNESS="$PWD/bin/witness"
 out="$PWD/bin/demo-report"
 rm -rf "$out"
@@ -35,4 +39,17 @@ echo "== report: the incident report of the story =="
 	echo "\$ witness report --events rec/events.jsonl --seal seal.json --out report.html"
 	"$WITNESS" report --events rec/events.jsonl --seal seal.json --out report.html
 )
+echo
+echo "== report: the incident report of the agent story (part 60) =="
+(
+	cd "$out"
+	rm -rf agent
+	cp -R "$REPO_DIR/testdata/demo/agent" agent
+	cd agent
+	"$WITNESS" seal --spec agent.json --out agent-seal.json >/dev/null
+	logs=(--events openai-agents/model/events.jsonl --events openai-agents/fs/events.jsonl --events openai-agents/everything/events.jsonl)
+	echo "\$ witness report --events openai-agents/model/events.jsonl --events openai-agents/fs/events.jsonl --events openai-agents/everything/events.jsonl --seal agent-seal.json --trust trust.json --out report.html"
+	"$WITNESS" report "${logs[@]}" --seal agent-seal.json --trust trust.json --out report.html
+)
 echo "open it: $out/report.html"
+echo "open it: $out/agent/report.html (the agent story: click the injection-provenance finding's \"show chain\")"

@@ -35,21 +35,24 @@ func newReportCmd(a *app) *cobra.Command {
 JavaScript and SVG are inline and a Content-Security-Policy forbids every
 request (docs/formats/report.md, docs/design/report.md). It shows:
 
-  - the verdict of each log (witness verify, against --seal when given,
-    else integrity only) with its exit class and the integrity of the
-    evidence: chain, signatures, imported or unsigned warnings;
+  - the verdict of the run (witness verify, against --seal when given,
+    else integrity only) with its exit class, and the integrity of each
+    log's evidence: chain, signatures, imported or unsigned warnings;
   - a timeline with one lane per actor (user, agent, model, each MCP
     server, effects); click an event for its payload, sha256 and the exact
     wire bytes from the cassette beside the log;
-  - each finding with its causal chain, drawn;
+  - each finding with its causal chain (what 'witness why' prints), drawn;
   - the causal graph in time order (a summary per time window above
     --max-graph-nodes);
   - counterfactuals: the top blast-radius actions (replay --rank) and what
     removing each finding's cause changes;
   - the firewall's checks when --firewall-audit is given.
 
---events may be repeated; each log is verified alone and the timeline
-merges them by time. Above --max-timeline events the timeline shows
+--events may be repeated for the logs of one run (the model channel and one
+log per MCP server): they are judged as one run, as 'witness verify' judges
+several --events (injection-provenance, unrequested-tool-call, ...), the
+graph joins them across channels, each MCP server's lane is named by its
+log's folder, and the timeline merges them by time. Above --max-timeline events the timeline shows
 buckets and the event list is virtualised; payloads and wire bytes are
 embedded for --max-details events (findings and their chains first).
 
@@ -58,7 +61,7 @@ the file is written, whatever the verdict (use 'witness verify' for an
 exit code that says it). Same inputs, same bytes (set ATW_WITNESS_TS to
 freeze the time printed in the page).`,
 		Example: `  witness report --events rec/events.jsonl --seal seal.json --out report.html
-  witness report --events a/events.jsonl --events b/events.jsonl --out report.html
+  witness report --events model/events.jsonl --events fs/events.jsonl --seal seal.json --out report.html
   witness report --events rec/events.jsonl --firewall-audit audit.ndjson --out report.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,6 +99,7 @@ func runReport(a *app, o reportOptions) error {
 		Events:        o.Events,
 		Verify:        verify.Options{SealFile: o.Seal, SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned},
 		FirewallAudit: o.FirewallAudit,
+		Explainer:     report.WhyExplainer{},
 		Generated:     a.getenv("ATW_WITNESS_TS"),
 		Version:       version.Version,
 		MaxTimeline:   o.MaxTimeline, MaxGraphNodes: o.MaxGraphNodes, MaxDetails: o.MaxDetails,

@@ -216,7 +216,7 @@
     var ol = el("ol", { cls: "chain-steps" });
     st.forEach(function (s, i) {
       var r = f.chain_rows[i];
-      var item = el("li", {}, [s.label.replace(/\n/g, " · "), (s.links || []).length ? el("span", { cls: "muted", text: "  ← " + s.links.map(function (l) { return l.rel + " " + (st[l.to].event || st[l.to].label.split("\n")[0]); }).join(", ") }) : null]);
+      var item = el("li", {}, [(s.ref ? s.ref + " · " : "") + s.label.replace(/\n/g, " · "), (s.links || []).length ? el("span", { cls: "muted", text: "  ← " + s.links.map(function (l) { return l.rel + " " + (st[l.to].ref || st[l.to].event || st[l.to].label.split("\n")[0]); }).join(", ") }) : null]);
       if (r >= 0) {
         var b = el("button", { type: "button", text: "event" });
         b.addEventListener("click", function () { showEvent(r); scrollList(r); });

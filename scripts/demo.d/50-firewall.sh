@@ -11,8 +11,8 @@ echo "== 50 firewall: message-policy files, offline re-evaluation, audit snapsho
 	echo "\$ witness firewall policy check policy-code.json"
 	"$WITNESS" firewall policy check policy-code.json
 	echo
-	echo "\$ witness firewall evaluate --policy policy-code.json --events messages.events.jsonl --out audit.ndjson"
-	"$WITNESS" firewall evaluate --policy policy-code.json --events messages.events.jsonl --out audit.ndjson | cut -c1-110
+	echo "\$ witness firewall evaluate --policy policy-code.json --events messages.events.jsonl --out \$PWD/audit.ndjson   # an audit snapshot goes to an absolute path"
+	"$WITNESS" firewall evaluate --policy policy-code.json --events messages.events.jsonl --out "$PWD/audit.ndjson" | cut -c1-110
 	echo
 	echo "\$ witness firewall audit verify audit.ndjson"
 	"$WITNESS" firewall audit verify audit.ndjson

@@ -6,7 +6,9 @@
 # overwrite precious.txt, and does. Each log verifies on its own (signed by
 # the recording's key: its public half is trust.json); then the three logs
 # of one run are judged as one: verify's injection-provenance finding, why
-# the overwrite happened, and replay without the poisoned read.
+# the overwrite happened, and replay without the poisoned read. The
+# incident report of the openai-agents run is written at the end of `make
+# demo` (scripts/demo-report.sh).
 echo
 echo "== 60 agent: a real agent reads a poisoned file and overwrites another =="
 (
@@ -29,31 +31,26 @@ echo "== 60 agent: a real agent reads a poisoned file and overwrites another =="
 		done
 	done
 	echo
-	if ! "$WITNESS" why --help >/dev/null 2>&1; then
-		echo "TODO(i15core): the joined verify, witness why and replay across channels are not in this build;"
-		echo "after the merge this part prints them (docs/design/agent-e2e.md)."
-	else
-		"$WITNESS" seal --spec agent.json --out agent-seal.json >/dev/null
-		for fw in openai-agents anthropic-toolrunner; do
-			logs=(--events "$fw/model/events.jsonl" --events "$fw/fs/events.jsonl" --events "$fw/everything/events.jsonl")
-			write=$(evid "$fw/fs/events.jsonl" write_file)
-			read=$(evid "$fw/fs/events.jsonl" read_text_file)
-			echo "-- $fw: the three logs as one run --"
-			echo "\$ witness verify --events $fw/model/events.jsonl --events $fw/fs/events.jsonl --events $fw/everything/events.jsonl --seal agent-seal.json --trust trust.json"
-			"$WITNESS" verify "${logs[@]}" --seal agent-seal.json --trust trust.json 2>&1 | grep -v ': notice: '
-			echo "exit code: ${PIPESTATUS[0]}"
-			echo
-			echo "\$ witness why fs:$write --events ... (the same three logs)"
-			"$WITNESS" why "fs:$write" "${logs[@]}" --seal agent-seal.json
-			echo "exit code: $?"
-			echo
-			echo "\$ witness replay --events ... --remove fs:$read --seal agent-seal.json --format text   # (excerpt)"
-			# the summary lines, the overwrite's, and the findings that resolve
-			"$WITNESS" replay "${logs[@]}" --remove "fs:$read" --seal agent-seal.json --format text 2>&1 |
-				grep -E "^(witness|remove|compensation set|not replayable|verdict|drift)|/call/$write |/call/$write:|^  resolved"
-			echo "exit code: ${PIPESTATUS[0]}"
-			echo
-		done
-	fi
+	"$WITNESS" seal --spec agent.json --out agent-seal.json >/dev/null
+	for fw in openai-agents anthropic-toolrunner; do
+		logs=(--events "$fw/model/events.jsonl" --events "$fw/fs/events.jsonl" --events "$fw/everything/events.jsonl")
+		write=$(evid "$fw/fs/events.jsonl" write_file)
+		read=$(evid "$fw/fs/events.jsonl" read_text_file)
+		echo "-- $fw: the three logs as one run --"
+		echo "\$ witness verify --events $fw/model/events.jsonl --events $fw/fs/events.jsonl --events $fw/everything/events.jsonl --seal agent-seal.json --trust trust.json"
+		"$WITNESS" verify "${logs[@]}" --seal agent-seal.json --trust trust.json 2>&1 | grep -v ': notice: '
+		echo "exit code: ${PIPESTATUS[0]}"
+		echo
+		echo "\$ witness why fs:$write --events ... (the same three logs)"
+		"$WITNESS" why "fs:$write" "${logs[@]}" --seal agent-seal.json
+		echo "exit code: $?"
+		echo
+		echo "\$ witness replay --events ... --remove fs:$read --seal agent-seal.json --format text   # (excerpt)"
+		# the summary lines, the overwrite's, and the findings that resolve
+		"$WITNESS" replay "${logs[@]}" --remove "fs:$read" --seal agent-seal.json --format text 2>&1 |
+			grep -E "^(witness|remove|compensation set|not replayable|verdict|drift)|/call/$write |/call/$write:|^  resolved"
+		echo "exit code: ${PIPESTATUS[0]}"
+		echo
+	done
 	set -e
 )
