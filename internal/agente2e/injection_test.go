@@ -10,8 +10,7 @@ import (
 )
 
 // TestAgentInjection judges one run of each framework as one run across
-// its three logs (issue 15's shared contract; these assertions need the
-// i15core verbs and fail before they are merged):
+// its three logs (issue 15, docs/design/causal-join.md):
 //
 //   - `witness verify --events model --events fs --events everything
 //     --seal S` is a violation (exit 1) with an injection-provenance
