@@ -3,6 +3,7 @@ package tlog
 import (
 	"context"
 	"fmt"
+	"github.com/agent-trace-witness/witness/internal/mysqltest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -30,11 +31,11 @@ func benchLog(b *testing.B, kind string) *Log {
 		}
 		st = Storage{"posix", dir}
 	case "mysql":
-		dsn := os.Getenv(EnvMySQLDSN)
+		dsn := os.Getenv(mysqltest.EnvDSN)
 		if dsn == "" {
-			b.Skipf("%s not set (scripts/bench.d/60-tlog.sh starts MariaDB through .ci/with-services)", EnvMySQLDSN)
+			b.Skipf("%s not set (scripts/bench.d/60-tlog.sh starts MariaDB through .ci/with-services)", mysqltest.EnvDSN)
 		}
-		st = Storage{"mysql", freshDatabaseTB(b, dsn)}
+		st = Storage{"mysql", mysqltest.FreshDatabase(b, dsn, "witness_t")}
 	}
 	l, err := Open(ctx, st, Options{Origin: "example.test/bench", Signer: s})
 	if err != nil {

@@ -2,70 +2,17 @@ package tlog
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/agent-trace-witness/witness/internal/mysqltest"
 	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/tlog/bundle"
 )
-
-// EnvMySQLDSN names the DSN of the MySQL/MariaDB server of the MySQL
-// driver test (.ci/with-services sets it).
-const EnvMySQLDSN = "WITNESS_TEST_MYSQL_DSN"
-
-// mysqlDSN returns the test server's DSN; without one the test skips,
-// except under CI=true, where it fails.
-func mysqlDSN(t *testing.T) string {
-	dsn := os.Getenv(EnvMySQLDSN)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set under CI=true: run the tests through .ci/with-services", EnvMySQLDSN)
-		}
-		t.Skipf("%s not set (run through .ci/with-services to start MariaDB)", EnvMySQLDSN)
-	}
-	return dsn
-}
-
-// freshDatabase creates an empty database on the server and returns a DSN
-// naming it; it is dropped when the test ends.
-func freshDatabase(t *testing.T, dsn string) string { return freshDatabaseTB(t, dsn) }
-
-func freshDatabaseTB(t testing.TB, dsn string) string {
-	t.Helper()
-	i := strings.LastIndex(dsn, ")/")
-	if i < 0 {
-		t.Fatalf("%s: want user:pass@unix(SOCKET)/DB or @tcp(HOST)/DB", EnvMySQLDSN)
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	name := fmt.Sprintf("witness_t%d", time.Now().UnixNano())
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db, err := sql.Open("mysql", dsn)
-		if err == nil {
-			db.Exec("DROP DATABASE " + name)
-			db.Close()
-		}
-	})
-	rest := dsn[i+2:]
-	params := ""
-	if j := strings.IndexByte(rest, '?'); j >= 0 {
-		params = rest[j:]
-	}
-	return dsn[:i+2] + name + params
-}
 
 const (
 	envHelperDSN     = "WITNESS_TLOG_HELPER_DSN"
@@ -123,7 +70,7 @@ func TestMySQLHelperProcess(t *testing.T) {
 // once; the log read back is one consistent tree holding every entry of
 // both, each once.
 func TestMySQLTwoProcesses(t *testing.T) {
-	dsn := freshDatabase(t, mysqlDSN(t))
+	dsn := mysqltest.FreshDatabase(t, mysqltest.DSN(t), "witness_t")
 	_, kp := testSigner(t, "log")
 	const n = 25
 	var wg sync.WaitGroup

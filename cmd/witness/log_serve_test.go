@@ -3,9 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"database/sql"
 	"errors"
-	"fmt"
+	"github.com/agent-trace-witness/witness/internal/mysqltest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +16,6 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
-
-// envLogMySQLDSN names the MySQL/MariaDB server of the served log's MySQL
-// test (.ci/with-services sets it; the tlog package's test reads it too).
-const envLogMySQLDSN = "WITNESS_TEST_MYSQL_DSN"
 
 // TestLogServeWitness runs the real binary as a transparency log server
 // (`log serve --storage posix:DIR`) and two witnesses (`log witness`), all
@@ -43,14 +38,7 @@ func TestLogServeWitness(t *testing.T) {
 // or MariaDB (`log serve --storage mysql:DSN`). Without
 // WITNESS_TEST_MYSQL_DSN it skips, except under CI=true, where it fails.
 func TestLogServeWitnessMySQL(t *testing.T) {
-	dsn := os.Getenv(envLogMySQLDSN)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set under CI=true: run the tests through .ci/with-services", envLogMySQLDSN)
-		}
-		t.Skipf("%s not set (run through .ci/with-services to start MariaDB)", envLogMySQLDSN)
-	}
-	dsn = freshMySQLDatabase(t, dsn)
+	dsn := mysqltest.FreshDatabase(t, mysqltest.DSN(t), "witness_cli")
 	h := newServedLog(t)
 	vk := h.logKey("example.test/mysql")
 	w1, w2 := h.startWitness("w1", vk), h.startWitness("w2", vk)
@@ -60,36 +48,6 @@ func TestLogServeWitnessMySQL(t *testing.T) {
 		t.Fatalf("log serve with mysql says log key %q, 'log init' with the same keyring %q", got, vk)
 	}
 	h.checkAnchoring(url, false)
-}
-
-// freshMySQLDatabase creates an empty database on the server dsn names and
-// returns a DSN naming it; it is dropped when the test ends.
-func freshMySQLDatabase(t *testing.T, dsn string) string {
-	t.Helper()
-	i := strings.LastIndex(dsn, ")/")
-	if i < 0 {
-		t.Fatalf("%s: want user:pass@unix(SOCKET)/DB or @tcp(HOST)/DB", envLogMySQLDSN)
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	name := fmt.Sprintf("witness_cli%d", time.Now().UnixNano())
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if db, err := sql.Open("mysql", dsn); err == nil {
-			db.Exec("DROP DATABASE " + name)
-			db.Close()
-		}
-	})
-	rest, params := dsn[i+2:], ""
-	if j := strings.IndexByte(rest, '?'); j >= 0 {
-		params = rest[j:]
-	}
-	return dsn[:i+2] + name + params
 }
 
 // servedLog runs witness commands in one folder and keeps the daemons it

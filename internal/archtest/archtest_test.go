@@ -35,6 +35,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"internal/testrepo", testkit},
 	{"internal/adversary", testkit},
 	{"internal/realpeers", testkit},
+	{"internal/mysqltest", testkit},
 	{"internal/agente2e", testkit},
 	{"internal/archtest", testkit},
 	{"internal", plumbing},
