@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -165,5 +166,63 @@ func TestEngineJSONLDErrors(t *testing.T) {
 	}
 	if eng.CounterfactualGraph(r) != nil {
 		t.Error("CounterfactualGraph without a graph: not nil")
+	}
+}
+
+// TestEngineJSONLDMemory: the engine read without the graph keeps much
+// less than the graph it replaces (heap in use after a GC, a generous
+// bound: under 60% of ReadJSONLD's graph plus NewEngine's index).
+func TestEngineJSONLDMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 20k-event graph")
+	}
+	var syn bytes.Buffer
+	if err := synthlog.Generate(&syn, 20000, 3, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(eventlog.NewReader(&syn, "mem.jsonl"), graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc bytes.Buffer
+	if err := g.WriteJSONLD(&doc); err != nil {
+		t.Fatal(err)
+	}
+	g = nil
+	held := func(build func() any) uint64 {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		v := build()
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		runtime.KeepAlive(v)
+		if m1.HeapAlloc < m0.HeapAlloc {
+			return 0
+		}
+		return m1.HeapAlloc - m0.HeapAlloc
+	}
+	whole := held(func() any {
+		g, err := graph.ReadJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := NewEngine(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+	streamed := held(func() any {
+		e, err := NewEngineJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+	runtime.KeepAlive(doc.Bytes()) // the document stays in both measurements
+	t.Logf("heap held: graph and engine %d KiB, engine read straight %d KiB", whole>>10, streamed>>10)
+	if streamed*10 > whole*6 {
+		t.Errorf("engine read straight holds %d KiB, graph and engine %d KiB", streamed>>10, whole>>10)
 	}
 }
