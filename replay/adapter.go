@@ -74,6 +74,22 @@ type recordBuilder struct {
 	// event id shorthand of --remove, when kept (keepEvents).
 	keepEvents bool
 	events     []eventRef
+	// names, when set, interns node IRIs: a node's IRI and every
+	// reference to it share one string (NewEngineJSONLD, where the
+	// strings of the records are most of what is held).
+	names map[string]string
+}
+
+// name returns the interned copy of iri (iri itself without names).
+func (rb *recordBuilder) name(iri string) string {
+	if rb.names == nil {
+		return iri
+	}
+	if s, ok := rb.names[iri]; ok {
+		return s
+	}
+	rb.names[iri] = iri
+	return iri
 }
 
 // eventRef is one witness:eventId literal of a node.
@@ -95,7 +111,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 		}
 		rb.defs[n.ID] = f
 	}
-	r := Record{ID: n.ID, Kind: kindOf(n)}
+	r := Record{ID: rb.name(n.ID), Kind: kindOf(n)}
 	effect := false
 	for _, t := range n.Types {
 		if t == graph.WExternalEffect {
@@ -127,7 +143,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 			}
 			for _, t := range vals {
 				if t.IRI != "" {
-					maybe = append(maybe, Dep{Edge: e, On: t.IRI})
+					maybe = append(maybe, Dep{Edge: e, On: rb.name(t.IRI)})
 				}
 			}
 			continue
@@ -144,7 +160,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 			if rb.keepEvents {
 				for _, t := range vals {
 					if t.IRI == "" {
-						rb.events = append(rb.events, eventRef{event: t.Lex, node: n.ID})
+						rb.events = append(rb.events, eventRef{event: t.Lex, node: r.ID})
 					}
 				}
 			}
@@ -156,7 +172,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 			if t.IRI == "" {
 				continue
 			}
-			rb.slab = append(rb.slab, Dep{Edge: edge, On: t.IRI})
+			rb.slab = append(rb.slab, Dep{Edge: edge, On: rb.name(t.IRI)})
 		}
 	}
 	if len(rb.slab) > start {

@@ -150,7 +150,7 @@ func NewEngine(g *graph.Graph) (*Engine, error) {
 // for the same graph; what needs the graph itself (a Judge, verdict
 // Sources, WriteDOT, CounterfactualGraph) is refused or nil.
 func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
-	rb := recordBuilder{keepEvents: true}
+	rb := recordBuilder{keepEvents: true, names: map[string]string{}}
 	err := graph.ScanJSONLD(r, name, func(n *graph.Node) error {
 		rb.add(n)
 		return nil
@@ -159,9 +159,15 @@ func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
 		return nil, err
 	}
 	recs := rb.finish()
+	rb.names, rb.slab, rb.defs = nil, nil, nil
 	ix, err := buildIndex(recs)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("index graph: %w", err), "")
+	}
+	// The index holds the dependencies as integers: the edges' strings
+	// (the records' slab) can go.
+	for i := range ix.recs {
+		ix.recs[i].Deps, ix.recs[i].Maybe = nil, nil
 	}
 	return &Engine{ix: ix, events: rb.events}, nil
 }
