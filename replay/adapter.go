@@ -78,7 +78,14 @@ type recordBuilder struct {
 	// reference to it share one string (NewEngineJSONLD, where the
 	// strings of the records are most of what is held).
 	names map[string]string
+	// chunk > 0: the slab is a series of chunks of about chunk
+	// dependencies instead of one slice that doubles (a growing append
+	// holds the old and the new copy at once).
+	chunk int
 }
+
+// slabChunk is the size of a chunk of the dependency slab (chunked).
+const slabChunk = 1 << 16
 
 // name returns the interned copy of iri (iri itself without names).
 func (rb *recordBuilder) name(iri string) string {
@@ -148,7 +155,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 			}
 			continue
 		case graph.OtelToolName:
-			r.Tool = firstLiteral(vals)
+			r.Tool = rb.name(firstLiteral(vals))
 			continue
 		case graph.WEffectOp:
 			op = firstLiteral(vals)
@@ -177,6 +184,11 @@ func (rb *recordBuilder) add(n *graph.Node) {
 	}
 	if len(rb.slab) > start {
 		r.Deps = rb.slab[start:len(rb.slab):len(rb.slab)]
+		if rb.chunk > 0 && len(rb.slab) >= rb.chunk {
+			// a fresh chunk: the full one stays as the records' windows,
+			// never copied by a growing append
+			rb.slab = make([]Dep, 0, rb.chunk+rb.chunk/8)
+		}
 	}
 	r.Maybe = maybe
 	if r.Kind == KindEntity && effect {

@@ -150,7 +150,14 @@ func NewEngine(g *graph.Graph) (*Engine, error) {
 // for the same graph; what needs the graph itself (a Judge, verdict
 // Sources, WriteDOT, CounterfactualGraph) is refused or nil.
 func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
-	rb := recordBuilder{keepEvents: true, names: map[string]string{}}
+	return newEngineJSONLD(r, name, slabChunk)
+}
+
+// newEngineJSONLD is NewEngineJSONLD with chunks of the dependency slab of
+// about chunk dependencies.
+func newEngineJSONLD(r io.Reader, name string, chunk int) (*Engine, error) {
+	rb := recordBuilder{keepEvents: true, names: map[string]string{}, chunk: chunk}
+	rb.slab = make([]Dep, 0, chunk+chunk/8)
 	err := graph.ScanJSONLD(r, name, func(n *graph.Node) error {
 		rb.add(n)
 		return nil
