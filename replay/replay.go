@@ -179,6 +179,16 @@ func newEngineJSONLD(r io.Reader, name string, chunk int) (*Engine, error) {
 	return &Engine{ix: ix, events: rb.events}, nil
 }
 
+// MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that
+// `witness replay` sets when it reads a graph with NewEngineJSONLD and
+// GOMEMLIMIT is unset. At a million events the engine's live heap is
+// about 680 MB but the collector's default target (twice the live heap)
+// let the process reach 1.3 GiB; under the limit it collects earlier, so
+// the peak RSS stays under 1 GiB at the cost of more collections
+// (docs/design/scale.md). A larger graph goes over the limit: the
+// collector then bounds its own CPU share and the heap grows as needed.
+const MemoryLimit = 800 << 20
+
 // errNoGraph is returned by the methods that need the graph on an engine
 // made by NewEngineJSONLD.
 var errNoGraph = errors.New("replay engine read without its graph (NewEngineJSONLD): judges, verdict sources and DOT need NewEngine")

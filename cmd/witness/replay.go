@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -167,6 +168,10 @@ func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 			return nil, exitcode.Input("read graph", err, "check the path given to --graph; make the graph with 'witness graph --events FILE --out FILE'")
 		}
 		defer f.Close()
+		if os.Getenv("GOMEMLIMIT") == "" {
+			// the live heap is the engine: collect before the heap doubles it
+			debug.SetMemoryLimit(replay.MemoryLimit)
+		}
 		eng, err := replay.NewEngineJSONLD(f, filepath.Base(o.graphFile))
 		if err != nil {
 			if exitcode.Of(err) == exitcode.Tampered && strings.HasPrefix(err.Error(), "index graph:") {
