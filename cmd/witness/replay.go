@@ -173,13 +173,14 @@ func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 			debug.SetMemoryLimit(replay.MemoryLimit)
 		}
 		eng, err := replay.NewEngineJSONLD(f, filepath.Base(o.graphFile))
-		if err != nil {
-			if exitcode.Of(err) == exitcode.Tampered && strings.HasPrefix(err.Error(), "index graph:") {
-				return nil, fmt.Errorf("replay %s: %w", o.graphFile, err)
-			}
+		switch {
+		case err == nil:
+			return eng, nil
+		case exitcode.Of(err) != exitcode.Tampered || !strings.HasPrefix(err.Error(), "index graph:"):
 			return nil, err
 		}
-		return eng, nil
+		// a repeated IRI the scan could not see (an unsorted document):
+		// read the graph whole, which names the element
 	}
 	var g *graph.Graph
 	var err error
