@@ -202,6 +202,54 @@ func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
 	return g, nil
 }
 
+// ScanJSONLD reads a graph document as ReadJSONLD does and gives each node
+// to fn, so that a caller can keep what it needs of a node instead of the
+// whole *Graph. A document that begins as WriteJSONLD writes it is
+// streamed: fn sees the nodes in document order (sorted, for a graph
+// witness wrote), one at a time, and only two consecutive nodes with the
+// same IRI are refused here (as ReadJSONLD refuses them); a caller that
+// needs unique IRIs checks them itself. Any other document is read whole
+// (ReadJSONLD) and its nodes given in ID order. The read errors are
+// ReadJSONLD's; an error of fn ends the scan and is returned unchanged.
+func ScanJSONLD(r io.Reader, name string, fn func(*Node) error) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	prev := ""
+	err := scanStream(br, func(i int, n *Node) error {
+		if i > 0 && n.ID == prev {
+			return nodeError(i, " ("+n.ID+")", atPath(jsonpath.Member("", "@id"), errors.New("duplicate node")))
+		}
+		prev = n.ID
+		if err := fn(n); err != nil {
+			return callerError{err}
+		}
+		return nil
+	})
+	var ce callerError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return ce.err
+	case err != errNotStreamed:
+		return readError(err, name)
+	}
+	g, err := ReadJSONLD(br, name)
+	if err != nil {
+		return err
+	}
+	for _, n := range g.Nodes {
+		if err := fn(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callerError carries an error of ScanJSONLD's fn through the reader.
+type callerError struct{ err error }
+
+func (e callerError) Error() string { return e.err.Error() }
+
 // readError places an error of the graph document name and gives it exit
 // code Tampered.
 func readError(err error, name string) error {

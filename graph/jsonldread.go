@@ -39,49 +39,69 @@ type graphReader struct {
 // readStream reads the document from br, which must begin with canonHead
 // (else errNotStreamed, nothing consumed).
 func readStream(br *bufio.Reader) (*Graph, error) {
+	g := New()
+	err := scanStream(br, func(i int, n *Node) error {
+		if g.index[n.ID] != nil {
+			return nodeError(i, " ("+n.ID+")", atPath(jsonpath.Member("", "@id"), errors.New("duplicate node")))
+		}
+		g.index[n.ID] = n
+		g.Nodes = append(g.Nodes, n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !slices.IsSortedFunc(g.Nodes, func(a, b *Node) int { return cmpID(a.ID, b.ID) }) {
+		sortNodes(g.Nodes)
+	}
+	return g, nil
+}
+
+// scanStream reads the document from br, which must begin with canonHead
+// (else errNotStreamed, nothing consumed), and gives each node to fn with
+// its index in @graph, in document order. An error of fn ends the scan and
+// is returned as is.
+func scanStream(br *bufio.Reader, fn func(i int, n *Node) error) error {
 	head, err := br.Peek(len(canonHead))
 	if err != nil || !bytes.Equal(head, canonHead) {
-		return nil, errNotStreamed
+		return errNotStreamed
 	}
 	gr := &graphReader{br: br}
 	gr.fast.intern = map[string]string{}
 	if _, err := gr.take(len(canonHead)); err != nil {
-		return nil, err
+		return err
 	}
-	g := New()
 	for i := 0; ; i++ {
 		c, err := gr.skipSpace()
 		if err != nil {
-			return nil, gr.syntax(err)
+			return gr.syntax(err)
 		}
 		if c == ']' && i == 0 {
 			gr.take(1)
 			break
 		}
 		if err := gr.element(); err != nil {
-			return nil, err
+			return err
 		}
 		n, err := gr.node(i)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if g.index[n.ID] != nil {
-			return nil, nodeError(i, " ("+n.ID+")", atPath(jsonpath.Member("", "@id"), errors.New("duplicate node")))
+		if err := fn(i, n); err != nil {
+			return err
 		}
-		g.index[n.ID] = n
-		g.Nodes = append(g.Nodes, n)
 		c, err = gr.skipSpace()
 		if err != nil {
-			return nil, gr.syntax(err)
+			return gr.syntax(err)
 		}
 		if _, err := gr.take(1); err != nil {
-			return nil, err
+			return err
 		}
 		if c == ']' {
 			break
 		}
 		if c != ',' {
-			return nil, gr.syntax(syntaxError(fmt.Sprintf("invalid character %q after a @graph element", c)))
+			return gr.syntax(syntaxError(fmt.Sprintf("invalid character %q after a @graph element", c)))
 		}
 	}
 	c, err := gr.skipSpace()
@@ -89,19 +109,16 @@ func readStream(br *bufio.Reader) (*Graph, error) {
 		if err == nil {
 			err = syntaxError(`expected "}" after @graph`)
 		}
-		return nil, gr.syntax(err)
+		return gr.syntax(err)
 	}
 	gr.take(1)
 	if c, err := gr.skipSpace(); err != io.EOF {
 		if err == nil {
 			err = syntaxError(fmt.Sprintf("invalid character %q after top-level value", c))
 		}
-		return nil, gr.syntax(err)
+		return gr.syntax(err)
 	}
-	if !slices.IsSortedFunc(g.Nodes, func(a, b *Node) int { return cmpID(a.ID, b.ID) }) {
-		sortNodes(g.Nodes)
-	}
-	return g, nil
+	return nil
 }
 
 func cmpID(a, b string) int {

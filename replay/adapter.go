@@ -47,16 +47,64 @@ type toolHints struct {
 // values count (destructiveHint true, idempotentHint false), and neither
 // when the tool is marked readOnlyHint true.
 func recordsOf(g *graph.Graph) []Record {
-	recs := make([]Record, len(g.Nodes))
-	type flags struct{ destructive, notIdempotent bool }
-	// Tool definitions first (a small map): a call's prov:used targets are
-	// then checked against it instead of the whole graph.
-	defs := map[string]flags{}
+	var rb recordBuilder
+	rb.recs = make([]Record, 0, len(g.Nodes))
+	rb.slab = make([]Dep, 0, len(g.Nodes)*2)
 	for _, n := range g.Nodes {
-		if !n.HasType(graph.WToolDefinition) {
-			continue
-		}
-		var f flags
+		rb.add(n)
+	}
+	return rb.finish()
+}
+
+// toolFlags are the explicit hints of one tool definition.
+type toolFlags struct{ destructive, notIdempotent bool }
+
+// recordBuilder turns nodes into records one at a time (the graph need
+// not be held: see NewEngineJSONLD), then gives activities the hints of
+// the tool definitions they used.
+type recordBuilder struct {
+	recs []Record
+	// Dependencies of all nodes share one growing slab; each record keeps
+	// a capped window of it (older windows stay valid when it grows).
+	slab []Dep
+	// defs are the tool definitions (a small map): a call's prov:used
+	// targets are checked against it at the end.
+	defs map[string]toolFlags
+	// events are the witness:eventId literals of the nodes, for the
+	// event id shorthand of --remove, when kept (keepEvents).
+	keepEvents bool
+	events     []eventRef
+	// names, when set, interns node IRIs: a node's IRI and every
+	// reference to it share one string (NewEngineJSONLD, where the
+	// strings of the records are most of what is held).
+	names map[string]string
+	// chunk > 0: the slab is a series of chunks of about chunk
+	// dependencies instead of one slice that doubles (a growing append
+	// holds the old and the new copy at once).
+	chunk int
+}
+
+// slabChunk is the size of a chunk of the dependency slab (chunked).
+const slabChunk = 1 << 16
+
+// name returns the interned copy of iri (iri itself without names).
+func (rb *recordBuilder) name(iri string) string {
+	if rb.names == nil {
+		return iri
+	}
+	if s, ok := rb.names[iri]; ok {
+		return s
+	}
+	rb.names[iri] = iri
+	return iri
+}
+
+// eventRef is one witness:eventId literal of a node.
+type eventRef struct{ event, node string }
+
+func (rb *recordBuilder) add(n *graph.Node) {
+	if n.HasType(graph.WToolDefinition) {
+		var f toolFlags
 		var h toolHints
 		// MCP: destructiveHint and idempotentHint are meaningful only when
 		// readOnlyHint is false; a read-only tool changes nothing, whatever
@@ -65,89 +113,112 @@ func recordsOf(g *graph.Graph) []Record {
 			f.destructive = h.Destructive != nil && *h.Destructive
 			f.notIdempotent = h.Idempotent != nil && !*h.Idempotent
 		}
-		defs[n.ID] = f
-	}
-	// Dependencies of all nodes share one growing slab; each record keeps
-	// a capped window of it (older windows stay valid when it grows).
-	slab := make([]Dep, 0, len(g.Nodes)*2)
-	for i, n := range g.Nodes {
-		r := Record{ID: n.ID, Kind: kindOf(n)}
-		effect := false
-		for _, t := range n.Types {
-			if t == graph.WExternalEffect {
-				effect = true
-			}
+		if rb.defs == nil {
+			rb.defs = map[string]toolFlags{}
 		}
-		var op, target string
-		var uses []string
-		var maybe []Dep
-		start := len(slab)
-		// One pass over the properties (their order does not matter: the
-		// index sorts dependents and keeps the smallest edge of a pair).
-		for p, vals := range n.Props {
-			var edge Edge
-			switch p {
-			case graph.ProvUsed:
-				edge = EdgeUsed
-			case graph.ProvWasGeneratedBy:
-				edge = EdgeWasGeneratedBy
-			case graph.ProvWasInformedBy:
-				edge = EdgeWasInformedBy
-			case graph.ProvWasDerivedFrom:
-				edge = EdgeWasDerivedFrom
-			case graph.ProvWasInfluencedBy:
-				edge = EdgeWasInfluencedBy
-			case graph.WDuringCandidate, graph.WPossiblyInfluencedBy:
-				e := EdgeDuringCandidate
-				if p == graph.WPossiblyInfluencedBy {
-					e = EdgePossiblyInfluencedBy
-				}
-				for _, t := range vals {
-					if t.IRI != "" {
-						maybe = append(maybe, Dep{Edge: e, On: t.IRI})
-					}
-				}
-				continue
-			case graph.OtelToolName:
-				r.Tool = firstLiteral(vals)
-				continue
-			case graph.WEffectOp:
-				op = firstLiteral(vals)
-				continue
-			case graph.WEffectTarget:
-				target = firstLiteral(vals)
-				continue
-			default:
-				continue
+		rb.defs[n.ID] = f
+	}
+	r := Record{ID: rb.name(n.ID), Kind: kindOf(n)}
+	effect := false
+	for _, t := range n.Types {
+		if t == graph.WExternalEffect {
+			effect = true
+		}
+	}
+	var op, target string
+	var maybe []Dep
+	start := len(rb.slab)
+	// One pass over the properties (their order does not matter: the
+	// index sorts dependents and keeps the smallest edge of a pair).
+	for p, vals := range n.Props {
+		var edge Edge
+		switch p {
+		case graph.ProvUsed:
+			edge = EdgeUsed
+		case graph.ProvWasGeneratedBy:
+			edge = EdgeWasGeneratedBy
+		case graph.ProvWasInformedBy:
+			edge = EdgeWasInformedBy
+		case graph.ProvWasDerivedFrom:
+			edge = EdgeWasDerivedFrom
+		case graph.ProvWasInfluencedBy:
+			edge = EdgeWasInfluencedBy
+		case graph.WDuringCandidate, graph.WPossiblyInfluencedBy:
+			e := EdgeDuringCandidate
+			if p == graph.WPossiblyInfluencedBy {
+				e = EdgePossiblyInfluencedBy
 			}
 			for _, t := range vals {
-				if t.IRI == "" {
-					continue
-				}
-				slab = append(slab, Dep{Edge: edge, On: t.IRI})
-				if edge == EdgeUsed {
-					uses = append(uses, t.IRI)
+				if t.IRI != "" {
+					maybe = append(maybe, Dep{Edge: e, On: rb.name(t.IRI)})
 				}
 			}
-		}
-		if len(slab) > start {
-			r.Deps = slab[start:len(slab):len(slab)]
-		}
-		r.Maybe = maybe
-		if r.Kind == KindEntity && effect {
-			r.Effect = &EffectFact{Op: op, Target: target}
-		}
-		if r.Kind == KindActivity {
-			for _, u := range uses {
-				if f, ok := defs[u]; ok {
-					r.Destructive = r.Destructive || f.destructive
-					r.NotIdempotent = r.NotIdempotent || f.notIdempotent
+			continue
+		case graph.OtelToolName:
+			r.Tool = rb.name(firstLiteral(vals))
+			continue
+		case graph.WEffectOp:
+			op = firstLiteral(vals)
+			continue
+		case graph.WEffectTarget:
+			target = firstLiteral(vals)
+			continue
+		case graph.WEventID:
+			if rb.keepEvents {
+				for _, t := range vals {
+					if t.IRI == "" {
+						rb.events = append(rb.events, eventRef{event: t.Lex, node: r.ID})
+					}
 				}
 			}
+			continue
+		default:
+			continue
 		}
-		recs[i] = r
+		for _, t := range vals {
+			if t.IRI == "" {
+				continue
+			}
+			rb.slab = append(rb.slab, Dep{Edge: edge, On: rb.name(t.IRI)})
+		}
 	}
-	return recs
+	if len(rb.slab) > start {
+		r.Deps = rb.slab[start:len(rb.slab):len(rb.slab)]
+		if rb.chunk > 0 && len(rb.slab) >= rb.chunk {
+			// a fresh chunk: the full one stays as the records' windows,
+			// never copied by a growing append
+			rb.slab = make([]Dep, 0, rb.chunk+rb.chunk/8)
+		}
+	}
+	r.Maybe = maybe
+	if r.Kind == KindEntity && effect {
+		r.Effect = &EffectFact{Op: op, Target: target}
+	}
+	rb.recs = append(rb.recs, r)
+}
+
+// finish gives each activity the hints of the tool definitions it used
+// (its prov:used dependencies) and returns the records.
+func (rb *recordBuilder) finish() []Record {
+	if len(rb.defs) == 0 {
+		return rb.recs
+	}
+	for i := range rb.recs {
+		r := &rb.recs[i]
+		if r.Kind != KindActivity {
+			continue
+		}
+		for _, d := range r.Deps {
+			if d.Edge != EdgeUsed {
+				continue
+			}
+			if f, ok := rb.defs[d.On]; ok {
+				r.Destructive = r.Destructive || f.destructive
+				r.NotIdempotent = r.NotIdempotent || f.notIdempotent
+			}
+		}
+	}
+	return rb.recs
 }
 
 // firstLiteral is the first literal's lexical form among vals (the node's

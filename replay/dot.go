@@ -22,6 +22,9 @@ const (
 // removed through ambiguous links in class "ambiguous" (orange, dashed). The title names what
 // was removed and the counts. Same input, same bytes.
 func (e *Engine) WriteDOT(w io.Writer, r *Result) error {
+	if e.g == nil {
+		return errNoGraph
+	}
 	classes := make(map[string]string, len(r.CompensationSet)+len(r.PossiblyRemoved))
 	for _, m := range r.PossiblyRemoved {
 		classes[m.Node] = ClassAmbiguous

@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -125,8 +127,10 @@ type NotReplayable struct {
 // Engine holds a graph indexed for replay; build it once to run several
 // counterfactuals or a ranking.
 type Engine struct {
-	g  *graph.Graph
+	g  *graph.Graph // nil for an engine read by NewEngineJSONLD
 	ix *index
+	// events are the witness:eventId literals of the nodes when g is nil.
+	events []eventRef
 }
 
 // NewEngine indexes g. The graph must have unique node ids (graph.Graph
@@ -138,6 +142,56 @@ func NewEngine(g *graph.Graph) (*Engine, error) {
 	}
 	return &Engine{g: g, ix: ix}, nil
 }
+
+// NewEngineJSONLD reads a graph document (as graph.ReadJSONLD does, with
+// its errors) straight into replay's index, node by node, without holding
+// the *graph.Graph: the records, the dependency arrays and the event ids
+// are all it keeps. Counterfactuals and rankings are those NewEngine gives
+// for the same graph; what needs the graph itself (a Judge, verdict
+// Sources, WriteDOT, CounterfactualGraph) is refused or nil.
+func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
+	return newEngineJSONLD(r, name, slabChunk)
+}
+
+// newEngineJSONLD is NewEngineJSONLD with chunks of the dependency slab of
+// about chunk dependencies.
+func newEngineJSONLD(r io.Reader, name string, chunk int) (*Engine, error) {
+	rb := recordBuilder{keepEvents: true, names: map[string]string{}, chunk: chunk}
+	rb.slab = make([]Dep, 0, chunk+chunk/8)
+	err := graph.ScanJSONLD(r, name, func(n *graph.Node) error {
+		rb.add(n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	recs := rb.finish()
+	rb.names, rb.slab, rb.defs = nil, nil, nil
+	ix, err := buildIndex(recs)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("index graph: %w", err), "")
+	}
+	// The index holds the dependencies as integers: the edges' strings
+	// (the records' slab) can go.
+	for i := range ix.recs {
+		ix.recs[i].Deps, ix.recs[i].Maybe = nil, nil
+	}
+	return &Engine{ix: ix, events: rb.events}, nil
+}
+
+// MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that
+// `witness replay` sets when it reads a graph with NewEngineJSONLD and
+// GOMEMLIMIT is unset. At a million events the engine's live heap is
+// about 680 MB but the collector's default target (twice the live heap)
+// let the process reach 1.3 GiB; under the limit it collects earlier, so
+// the peak RSS stays under 1 GiB at the cost of more collections
+// (docs/design/scale.md). A larger graph goes over the limit: the
+// collector then bounds its own CPU share and the heap grows as needed.
+const MemoryLimit = 800 << 20
+
+// errNoGraph is returned by the methods that need the graph on an engine
+// made by NewEngineJSONLD.
+var errNoGraph = errors.New("replay engine read without its graph (NewEngineJSONLD): judges, verdict sources and DOT need NewEngine")
 
 // resolve maps each --remove value to a node index.
 func (e *Engine) resolve(reqs []string) ([]int32, []Removed, error) {
@@ -165,7 +219,14 @@ func (e *Engine) resolveOne(q string) (int32, error) {
 	if !ok && q != "" && !strings.Contains(q, ":") {
 		// event id shorthand
 		var hits []int32
-		for _, n := range e.g.Nodes {
+		if e.g == nil {
+			for _, ev := range e.events {
+				if ev.event == q {
+					hits = append(hits, ix.pos[ev.node])
+				}
+			}
+		}
+		for _, n := range e.nodes() {
 			for _, v := range n.Props[graph.WEventID] {
 				if v.IRI == "" && v.Lex == q {
 					hits = append(hits, ix.pos[n.ID])
@@ -259,6 +320,9 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 	res.Ambiguous, res.PossiblyRemoved = ix.ambiguous(c.in)
 	if opts.Judge == nil && len(opts.Sources) == 0 {
 		return res, nil
+	}
+	if e.g == nil {
+		return nil, errNoGraph
 	}
 	cf := counterfactualGraph(e.g, res.Removes)
 	v := &Verdicts{Nodes: []NodeVerdicts{}}
@@ -355,7 +419,11 @@ func (r *Result) Removes(id string) bool {
 }
 
 // CounterfactualGraph returns the graph of the counterfactual run.
+// It is nil for an engine made by NewEngineJSONLD.
 func (e *Engine) CounterfactualGraph(r *Result) *graph.Graph {
+	if e.g == nil {
+		return nil
+	}
 	return counterfactualGraph(e.g, r.Removes)
 }
 
@@ -390,4 +458,12 @@ func (e *Engine) Rank(top int) *RankResult {
 		res.Ranking = []RankEntry{}
 	}
 	return res
+}
+
+// nodes are the graph's nodes, none when the engine holds no graph.
+func (e *Engine) nodes() []*graph.Node {
+	if e.g == nil {
+		return nil
+	}
+	return e.g.Nodes
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -114,24 +116,9 @@ func runReplay(a *app, o *replayOptions) error {
 	if err := o.output.Check(a); err != nil {
 		return err
 	}
-	var g *graph.Graph
-	var err error
-	if len(o.events) > 0 {
-		g, err = replayRunGraph(o)
-	} else {
-		g, err = replayReadGraph(o.graphFile)
-	}
-	if err != nil {
+	eng, err := replayEngine(a, o)
+	if eng == nil || err != nil {
 		return err
-	}
-	if o.whatIfPolicy != "" {
-		if done, err := applyWhatIfPolicy(a, o, g); done || err != nil {
-			return err
-		}
-	}
-	eng, err := replay.NewEngine(g)
-	if err != nil {
-		return fmt.Errorf("replay %s: %w", o.graphFile, err)
 	}
 	var buf bytes.Buffer
 	if o.rank {
@@ -167,6 +154,54 @@ func runReplay(a *app, o *replayOptions) error {
 	}
 	// a device or pipe (/dev/null, /dev/stdout) is written in place
 	return o.output.Write(a, buf.Bytes())
+}
+
+// replayEngine reads the graph or the run into a replay engine. A graph
+// file replayed without a seal, a judge, verdict sources, a what-if policy
+// or a DOT picture is read straight into replay's index
+// (replay.NewEngineJSONLD), without holding the graph. A nil engine and a
+// nil error: the what-if policy has answered.
+func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
+	if len(o.events) == 0 && o.whatIfPolicy == "" && o.sealFile == "" && o.judge == nil && len(o.sources) == 0 && o.format != "dot" {
+		f, err := os.Open(o.graphFile)
+		if err != nil {
+			return nil, exitcode.Input("read graph", err, "check the path given to --graph; make the graph with 'witness graph --events FILE --out FILE'")
+		}
+		defer f.Close()
+		if os.Getenv("GOMEMLIMIT") == "" {
+			// the live heap is the engine: collect before the heap doubles it
+			debug.SetMemoryLimit(replay.MemoryLimit)
+		}
+		eng, err := replay.NewEngineJSONLD(f, filepath.Base(o.graphFile))
+		switch {
+		case err == nil:
+			return eng, nil
+		case exitcode.Of(err) != exitcode.Tampered || !strings.HasPrefix(err.Error(), "index graph:"):
+			return nil, err
+		}
+		// a repeated IRI the scan could not see (an unsorted document):
+		// read the graph whole, which names the element
+	}
+	var g *graph.Graph
+	var err error
+	if len(o.events) > 0 {
+		g, err = replayRunGraph(o)
+	} else {
+		g, err = replayReadGraph(o.graphFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.whatIfPolicy != "" {
+		if done, err := applyWhatIfPolicy(a, o, g); done || err != nil {
+			return nil, err
+		}
+	}
+	eng, err := replay.NewEngine(g)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", o.graphFile, err)
+	}
+	return eng, nil
 }
 
 // replayRunGraph joins the logs of a run (--events) and resolves the

@@ -1,0 +1,80 @@
+package graph
+
+import (
+	"bytes"
+	"testing"
+)
+
+// checkScan holds ScanJSONLD to ReadJSONLD on doc: the same nodes when
+// ReadJSONLD reads it, the same error when ScanJSONLD refuses it, and
+// when only ReadJSONLD refuses it, a repeated IRI (left to the caller).
+func checkScan(t *testing.T, doc []byte) {
+	t.Helper()
+	w, werr := ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
+	var nodes []*Node
+	serr := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(n *Node) error {
+		nodes = append(nodes, n)
+		return nil
+	})
+	switch {
+	case serr != nil:
+		if werr == nil || werr.Error() != serr.Error() {
+			t.Fatalf("%q: scan error %v, read error %v", doc, serr, werr)
+		}
+		return
+	case werr != nil:
+		seen := map[string]bool{}
+		for _, n := range nodes {
+			if seen[n.ID] {
+				return
+			}
+			seen[n.ID] = true
+		}
+		t.Fatalf("%q: scan read what ReadJSONLD refused: %v", doc, werr)
+	}
+	s := &Graph{Nodes: nodes}
+	sortNodes(s.Nodes)
+	sd, _ := s.JSONLD()
+	wd, _ := w.JSONLD()
+	if !bytes.Equal(sd, wd) {
+		t.Fatalf("%q: scan and read differ:\n%s\n%s", doc, sd, wd)
+	}
+}
+
+func TestScanJSONLD(t *testing.T) {
+	g := buildBytes(t, sampleLog(t), Options{})
+	doc, err := g.JSONLD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := string(canonHead)
+	for _, d := range []string{
+		string(doc), " " + string(doc), string(doc[:len(doc)/2]), head + `]}`,
+		head + `{"@id":"urn:x:b"},{"@id":"urn:x:b"}]}`,
+		head + `{"@id":"urn:x:b"},{"@id":"urn:x:a"},{"@id":"urn:x:b"}]}`,
+		head + `{"@id":"urn:x:b"},{"@id":"urn:x:a"}]}`,
+	} {
+		checkScan(t, []byte(d))
+	}
+	stop := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(*Node) error { return errStop })
+	if stop != errStop {
+		t.Errorf("fn's error came back as %v", stop)
+	}
+}
+
+type stopError struct{}
+
+func (stopError) Error() string { return "stop" }
+
+var errStop error = stopError{}
+
+func FuzzScanJSONLD(f *testing.F) {
+	g := buildBytes(f, sampleLog(f), Options{})
+	doc, _ := g.JSONLD()
+	f.Add(doc[len(canonHead):])
+	f.Add([]byte(`{"@id":"urn:x:b"},{"@id":"urn:x:a"},{"@id":"urn:x:b"}]}`))
+	f.Add([]byte(`{"@id":"urn:x:a","prov:value":"\u001f\t","http://www.w3.org/ns/prov#value":"b"}]}`))
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		checkScan(t, append(bytes.Clone(canonHead), tail...))
+	})
+}

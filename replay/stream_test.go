@@ -1,0 +1,236 @@
+package replay
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
+)
+
+// streamFixtures are the graph documents both engines read: the session
+// graph, the committed fixture, graphs of recorded logs and a synthetic
+// log, each as WriteJSONLD writes it (streamed) and re-indented (read
+// whole).
+func streamFixtures(t *testing.T) map[string][]byte {
+	t.Helper()
+	docs := map[string][]byte{}
+	add := func(name string, g *graph.Graph) {
+		var buf bytes.Buffer
+		if err := g.WriteJSONLD(&buf); err != nil {
+			t.Fatal(err)
+		}
+		docs[name] = buf.Bytes()
+		var ind bytes.Buffer
+		ind.WriteString(" ")
+		ind.Write(buf.Bytes())
+		docs[name+" (indented)"] = ind.Bytes()
+	}
+	add("session", sessionGraph(t))
+	fixture, err := os.ReadFile(filepath.Join("testdata", "session.jsonld"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs["testdata/session.jsonld"] = fixture
+	logs := []string{
+		"../graph/testdata/captured/server-everything.jsonl",
+		"../graph/testdata/mcp/surface.jsonl",
+	}
+	demo, _ := filepath.Glob("../testdata/demo/agent/*/*/events.jsonl")
+	logs = append(logs, demo...)
+	for _, p := range logs {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := graph.Build(eventlog.NewReader(f, filepath.Base(p)), graph.Options{})
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		add(p, g)
+	}
+	var syn bytes.Buffer
+	if err := synthlog.Generate(&syn, 400, 7, "syn"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(eventlog.NewReader(&syn, "syn.jsonl"), graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("synthetic", g)
+	return docs
+}
+
+// render is every output replay gives for an engine: the ranking (JSON and
+// text) and the counterfactual of each node and of a few event ids (JSON
+// and text, or the error).
+func render(t *testing.T, e *Engine, queries []string) string {
+	t.Helper()
+	var b strings.Builder
+	r := e.Rank(0)
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		res, err := e.Counterfactual(Options{Remove: []string{q}})
+		if err != nil {
+			b.WriteString("error: " + err.Error() + "\n")
+			continue
+		}
+		if err := WriteJSON(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		if err := res.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// TestEngineJSONLDEqualsEngine holds NewEngineJSONLD (no graph held) to
+// NewEngine on ReadJSONLD's graph: the same bytes for every ranking and
+// counterfactual, and the same read errors.
+func TestEngineJSONLDEqualsEngine(t *testing.T) {
+	docs := streamFixtures(t)
+	compared := 0
+	for name, doc := range docs {
+		g, err := graph.ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		old, err := NewEngine(g)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		eng, err := NewEngineJSONLD(bytes.NewReader(doc), "g.jsonld")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		queries := []string{"e1", "e3", "e6", "e99999", "nope"}
+		for _, n := range g.Nodes {
+			queries = append(queries, n.ID)
+		}
+		want, got := render(t, old, queries), render(t, eng, queries)
+		if got != want {
+			t.Errorf("%s: outputs differ (%d bytes stream, %d bytes graph)", name, len(got), len(want))
+		}
+		// small chunks of the dependency slab: many chunk boundaries
+		small, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 5)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := render(t, small, queries); got != want {
+			t.Errorf("%s: outputs differ with chunks of 5 dependencies", name)
+		}
+		compared += len(queries)
+	}
+	if compared < 500 {
+		t.Fatalf("only %d counterfactuals compared", compared)
+	}
+}
+
+// TestEngineJSONLDErrors: a damaged document is refused with ReadJSONLD's
+// error, and what needs the graph is refused, not wrong.
+func TestEngineJSONLDErrors(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sessionGraph(t).WriteJSONLD(&buf); err != nil {
+		t.Fatal(err)
+	}
+	doc := buf.Bytes()
+	first := bytes.Index(doc, []byte(`{"@id":`))
+	second := first + 1 + bytes.Index(doc[first+1:], []byte(`{"@id":`))
+	end := bytes.Index(doc[second:], []byte(`},{"@id":`)) + second + 1
+	dup := append(append(append([]byte{}, doc[:end]...), ','), doc[second:]...)
+	cut := doc[:len(doc)/2]
+	for name, d := range map[string][]byte{"duplicate": dup, "cut": cut, "not json": []byte("{]")} {
+		_, want := graph.ReadJSONLD(bytes.NewReader(d), "g.jsonld")
+		_, got := NewEngineJSONLD(bytes.NewReader(d), "g.jsonld")
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("%s: got %v, want %v", name, got, want)
+		}
+	}
+	eng, err := NewEngineJSONLD(bytes.NewReader(doc), "g.jsonld")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eng.Counterfactual(Options{Remove: []string{"e6"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.WriteDOT(&bytes.Buffer{}, r); err == nil {
+		t.Error("WriteDOT without a graph: no error")
+	}
+	if _, err := eng.Counterfactual(Options{Remove: []string{"e6"}, Judge: fakeJudge{}}); err == nil {
+		t.Error("Judge without a graph: no error")
+	}
+	if eng.CounterfactualGraph(r) != nil {
+		t.Error("CounterfactualGraph without a graph: not nil")
+	}
+}
+
+// TestEngineJSONLDMemory: the engine read without the graph keeps much
+// less than the graph it replaces (heap in use after a GC, a generous
+// bound: under 60% of ReadJSONLD's graph plus NewEngine's index).
+func TestEngineJSONLDMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 20k-event graph")
+	}
+	var syn bytes.Buffer
+	if err := synthlog.Generate(&syn, 20000, 3, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(eventlog.NewReader(&syn, "mem.jsonl"), graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc bytes.Buffer
+	if err := g.WriteJSONLD(&doc); err != nil {
+		t.Fatal(err)
+	}
+	g = nil
+	held := func(build func() any) uint64 {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		v := build()
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		runtime.KeepAlive(v)
+		if m1.HeapAlloc < m0.HeapAlloc {
+			return 0
+		}
+		return m1.HeapAlloc - m0.HeapAlloc
+	}
+	whole := held(func() any {
+		g, err := graph.ReadJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := NewEngine(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+	streamed := held(func() any {
+		e, err := NewEngineJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+	runtime.KeepAlive(doc.Bytes()) // the document stays in both measurements
+	t.Logf("heap held: graph and engine %d KiB, engine read straight %d KiB", whole>>10, streamed>>10)
+	if streamed*10 > whole*6 {
+		t.Errorf("engine read straight holds %d KiB, graph and engine %d KiB", streamed>>10, whole>>10)
+	}
+}
