@@ -5,16 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/internal/daemontest"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -268,12 +266,12 @@ func (k *kit) runStory(t *testing.T, fw framework, work, out string) *agentRun {
 	}
 	r.stdout, r.stderr = strings.TrimSpace(stdout.String()), stderr.String()
 	for _, d := range []*daemon{mp, ep} {
-		if code := d.stop(t); code != 0 {
-			t.Errorf("%v: exit %d at SIGTERM\n%s", d.cmd.Args, code, tail(d.stderr.String()))
+		if code := d.Stop(t); code != 0 {
+			t.Errorf("%v: exit %d at SIGTERM\n%s", d.Cmd.Args, code, tail(d.Stderr.String()))
 		}
 	}
-	ms.stop(t)
-	ev.stop(t)
+	ms.Stop(t)
+	ev.Stop(t)
 	if r.code != 0 {
 		t.Fatalf("%s: exit %d\n%s%s", fw.program, r.code, tail(r.stderr), stdioWire(out))
 	}
@@ -371,113 +369,16 @@ func toolCalls(t *testing.T, path string) (names, ids []string) {
 	return names, ids
 }
 
-// lockedBuffer is a bytes.Buffer a process writes to while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// daemon is a long-running peer (internal/daemontest).
+type daemon = daemontest.Daemon
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// listening matches the line the model server and the proxy print.
-var listening = regexp.MustCompile(`listening on (http://[0-9.]+:[0-9]+)`)
-
-// daemon is a long-running process: a server or a proxy.
-type daemon struct {
-	cmd    *exec.Cmd
-	stderr *lockedBuffer
-	done   chan struct{}
-	err    error
-	URL    string
-}
-
-// startDaemon starts argv and waits until it listens: on port when port
-// is not 0, else at the URL it prints on stderr.
+// startDaemon starts argv and waits until it listens (daemontest.Start).
 func startDaemon(t *testing.T, argv, env []string, port int) *daemon {
-	t.Helper()
-	d := &daemon{stderr: &lockedBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(argv[0], argv[1:]...)
-	d.cmd.Dir = t.TempDir()
-	d.cmd.Env = env
-	d.cmd.Stderr = d.stderr
-	d.cmd.Stdout = d.stderr
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("%v: %v", argv, err)
-	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			d.cmd.Process.Kill()
-			<-d.done
-		}
-	})
-	deadline := time.Now().Add(runLimit)
-	for time.Now().Before(deadline) {
-		select {
-		case <-d.done:
-			t.Fatalf("%v ended before it listened: %v\n%s", argv, d.err, tail(d.stderr.String()))
-		default:
-		}
-		if port == 0 {
-			if m := listening.FindStringSubmatch(d.stderr.String()); m != nil {
-				d.URL = m[1]
-				return d
-			}
-		} else if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			c.Close()
-			d.URL = "http://127.0.0.1:" + strconv.Itoa(port)
-			return d
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%v did not listen within %v\n%s", argv, runLimit, tail(d.stderr.String()))
-	return nil
+	return daemontest.Start(t, argv, env, port, runLimit)
 }
 
-// stop sends SIGTERM and returns the exit code (-1: ended by a signal).
-func (d *daemon) stop(t *testing.T) int {
-	t.Helper()
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(runLimit):
-		d.cmd.Process.Kill()
-		<-d.done
-		t.Fatalf("%v did not stop at SIGTERM\n%s", d.cmd.Args, tail(d.stderr.String()))
-	}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(d.err, &ee):
-		return ee.ExitCode()
-	case d.err != nil:
-		t.Fatalf("%v: %v", d.cmd.Args, d.err)
-	}
-	return 0
-}
-
-// freePort returns a loopback port nobody listens on (server-everything
-// takes its port from $PORT).
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freePort returns a loopback port nobody listens on.
+func freePort(t *testing.T) int { return daemontest.FreePort(t) }
 
 // firstDiff describes where two byte strings first differ.
 func firstDiff(a, b []byte) string {

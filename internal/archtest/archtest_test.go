@@ -36,6 +36,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"internal/adversary", testkit},
 	{"internal/realpeers", testkit},
 	{"internal/mysqltest", testkit},
+	{"internal/daemontest", testkit},
 	{"internal/agente2e", testkit},
 	{"internal/archtest", testkit},
 	{"internal", plumbing},

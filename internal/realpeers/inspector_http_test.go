@@ -5,127 +5,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"github.com/agent-trace-witness/witness/internal/daemontest"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 )
 
-// lockedBuffer is a bytes.Buffer a process writes to while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// daemon is a long-running peer (internal/daemontest).
+type daemon = daemontest.Daemon
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// listening matches the line both listening commands print on stderr.
-var listening = regexp.MustCompile(`listening on (http://[0-9.]+:[0-9]+)`)
-
-// daemon is a long-running peer: server-everything over HTTP, `witness
-// proxy --listen` or `witness serve --listen`.
-type daemon struct {
-	cmd    *exec.Cmd
-	stderr *lockedBuffer
-	done   chan struct{}
-	err    error
-	URL    string
-}
-
-// startDaemon starts argv with env and waits until it listens: on port when
-// port is not 0, else at the URL it prints on stderr ("listening on ...").
+// startDaemon starts argv and waits until it listens (daemontest.Start).
 func startDaemon(t *testing.T, argv, env []string, port int) *daemon {
-	t.Helper()
-	d := &daemon{stderr: &lockedBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(argv[0], argv[1:]...)
-	d.cmd.Dir = t.TempDir()
-	d.cmd.Env = env
-	d.cmd.Stderr = d.stderr
-	d.cmd.Stdout = d.stderr
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("%v: %v", argv, err)
-	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			d.cmd.Process.Kill()
-			<-d.done
-		}
-	})
-	deadline := time.Now().Add(runLimit)
-	for time.Now().Before(deadline) {
-		select {
-		case <-d.done:
-			t.Fatalf("%v ended before it listened: %v\n%s", argv, d.err, tail(d.stderr.String()))
-		default:
-		}
-		if port == 0 {
-			if m := listening.FindStringSubmatch(d.stderr.String()); m != nil {
-				d.URL = m[1]
-				return d
-			}
-		} else if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			c.Close()
-			d.URL = "http://127.0.0.1:" + strconv.Itoa(port)
-			return d
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%v did not listen within %v\n%s", argv, runLimit, tail(d.stderr.String()))
-	return nil
+	return daemontest.Start(t, argv, env, port, runLimit)
 }
 
-// stop sends SIGTERM and returns the exit code.
-func (d *daemon) stop(t *testing.T) int {
-	t.Helper()
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(runLimit):
-		d.cmd.Process.Kill()
-		<-d.done
-		t.Fatalf("%v did not stop at SIGTERM\n%s", d.cmd.Args, tail(d.stderr.String()))
-	}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(d.err, &ee):
-		return ee.ExitCode()
-	case d.err != nil:
-		t.Fatalf("%v: %v", d.cmd.Args, d.err)
-	}
-	return 0
-}
-
-// freePort returns a loopback port nobody listens on (server-everything
-// takes its port from $PORT and prints no address).
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freePort returns a loopback port nobody listens on.
+func freePort(t *testing.T) int { return daemontest.FreePort(t) }
 
 // runWitness runs a witness verb to its end and returns its exit code and
 // output.
@@ -200,8 +98,8 @@ func TestInspectorHTTP(t *testing.T) {
 			t.Errorf("%s: the Inspector printed different bytes through the proxy %s", m.name, firstDiff(direct[i].stdout, via.stdout))
 		}
 	}
-	if code := proxy.stop(t); code != 0 {
-		t.Fatalf("proxy: exit %d at SIGTERM\n%s", code, tail(proxy.stderr.String()))
+	if code := proxy.Stop(t); code != 0 {
+		t.Fatalf("proxy: exit %d at SIGTERM\n%s", code, tail(proxy.Stderr.String()))
 	}
 	if code, out := runWitness(t, wit, wenv, "verify", "--events", filepath.Join(rec, "events.jsonl"), "--keyring", keys); code != 0 {
 		t.Errorf("witness verify --events (the proxy's own log): exit %d\n%s", code, out)
@@ -229,9 +127,9 @@ func TestInspectorHTTP(t *testing.T) {
 
 			serve := startDaemon(t, []string{wit, "serve", "--cassette", cas, "--listen", "127.0.0.1:0", "--require-all"}, wenv, 0)
 			replayed := p.runInspector(t, []string{serve.URL + "/mcp", "--transport", "http"}, m.method)
-			code := serve.stop(t)
+			code := serve.Stop(t)
 			if replayed.code != 0 || code != 0 {
-				t.Errorf("exit: the Inspector %d, serve %d\n%s\n%s", replayed.code, code, tail(replayed.stderr), tail(serve.stderr.String()))
+				t.Errorf("exit: the Inspector %d, serve %d\n%s\n%s", replayed.code, code, tail(replayed.stderr), tail(serve.Stderr.String()))
 			}
 			if !bytes.Equal(direct[i].stdout, replayed.stdout) {
 				t.Errorf("the Inspector printed different bytes from serve %s", firstDiff(direct[i].stdout, replayed.stdout))
