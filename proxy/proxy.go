@@ -234,19 +234,22 @@ func (s *forwarding) closeHostStdout() {
 // blocked reading the host's stdin after the server is gone; it ends when
 // the host closes it, or when Run returns if pollable could reopen it.
 func (s *forwarding) startPumps() {
+	go func() {
+		if s.stdin != nil {
+			pumpLines(s.inW, s.stdin, C2S, s.rec, s.maxLine)
+		}
+		_ = s.rec.eof(C2S)
+		_ = s.rec.life(cassette.Record{Life: cassette.LifeStdinClosed})
+		s.closeServerStdin() // EOF from the host: close the server's stdin
+		close(s.hostEOF)
+	}()
 	s.pumps.Add(2)
-	if !(s.f.SoleChild && s.startSpinning()) {
-		go func() {
-			if s.stdin != nil {
-				pumpLines(s.inW, s.stdin, C2S, s.rec, s.maxLine)
-			}
-			s.hostEnded()
-		}()
-		go func() {
-			pumpLines(s.f.Stdout, s.outR, S2C, s.rec, s.maxLine)
-			s.serverEnded()
-		}()
-	}
+	go func() {
+		defer s.pumps.Done()
+		pumpLines(s.f.Stdout, s.outR, S2C, s.rec, s.maxLine)
+		_ = s.rec.eof(S2C)
+		s.closeHostStdout() // EOF from the server: close the host's stdout
+	}()
 	go func() {
 		defer s.pumps.Done()
 		pumpChunks(s.stderr, s.errR, s.rec)
@@ -256,23 +259,6 @@ func (s *forwarding) startPumps() {
 		_ = s.cmd.Wait()
 		close(s.exited)
 	}()
-}
-
-// hostEnded follows the end of the host -> server stream: EOF from the
-// host closes the server's stdin.
-func (s *forwarding) hostEnded() {
-	_ = s.rec.eof(C2S)
-	_ = s.rec.life(cassette.Record{Life: cassette.LifeStdinClosed})
-	s.closeServerStdin()
-	close(s.hostEOF)
-}
-
-// serverEnded follows the end of the server -> host stream: EOF from the
-// server closes the host's stdout.
-func (s *forwarding) serverEnded() {
-	defer s.pumps.Done()
-	_ = s.rec.eof(S2C)
-	s.closeHostStdout()
 }
 
 // supervise returns once the server has exited. Meanwhile it ends the
@@ -697,66 +683,37 @@ func (r *recorder) result() (failure string, err error) {
 // blocks and everything is still recorded. A recording error stops the
 // pump: nothing unrecorded is ever forwarded.
 func pumpLines(dst io.Writer, src io.Reader, dir Dir, rec *recorder, maxLine int) {
-	newLinePump(dst, dir, rec, maxLine).run(src, make([]byte, 64<<10))
-}
-
-// linePump is the state of one line stream between reads: the split of
-// the bytes read so far into lines, and whether the destination still
-// takes writes. pumpLines drives it from one reader; the binary's spinning
-// loop (spin_linux.go) drives two of them from one goroutine.
-type linePump struct {
-	dst     io.Writer
-	sp      lineSplitter
-	writeOK bool
-	rec     *recorder
-}
-
-// newLinePump starts a stream in direction dir, to dst.
-func newLinePump(dst io.Writer, dir Dir, rec *recorder, maxLine int) *linePump {
-	return &linePump{dst: dst, sp: lineSplitter{max: maxLine, dir: dir, rec: rec}, writeOK: dst != nil, rec: rec}
-}
-
-// forward writes pieces already recorded on to dst.
-func (p *linePump) forward(pre, post []byte) {
-	for _, b := range [][]byte{pre, post} {
-		if len(b) > 0 && p.writeOK {
-			if _, err := p.dst.Write(b); err != nil {
-				p.writeOK = false
+	buf := make([]byte, 64<<10)
+	sp := lineSplitter{max: maxLine, dir: dir, rec: rec}
+	writeOK := dst != nil
+	forward := func(pre, post []byte) {
+		for _, b := range [][]byte{pre, post} {
+			if len(b) > 0 && writeOK {
+				if _, err := dst.Write(b); err != nil {
+					writeOK = false
+				}
 			}
 		}
 	}
-}
-
-// take records and forwards the complete lines in b (and the pieces of
-// an over-limit line); false on a recording error: the stream stops.
-func (p *linePump) take(b []byte) bool {
-	pre, post, err := p.sp.feed(b)
-	if err != nil {
-		return false
-	}
-	p.forward(pre, post)
-	return p.rec.forwarded(p.sp.lent()) == nil
-}
-
-// end records and forwards what is left at the end of the input.
-func (p *linePump) end() {
-	pre, err := p.sp.flush()
-	if err != nil {
-		return
-	}
-	p.forward(pre, nil)
-	_ = p.rec.settle()
-}
-
-// run reads src into buf until it ends or recording fails.
-func (p *linePump) run(src io.Reader, buf []byte) {
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.take(buf[:n]) {
-			return
+		if n > 0 {
+			pre, post, rerr := sp.feed(buf[:n])
+			if rerr != nil {
+				return
+			}
+			forward(pre, post)
+			if rec.forwarded(sp.lent()) != nil {
+				return
+			}
 		}
 		if err != nil {
-			p.end()
+			pre, rerr := sp.flush()
+			if rerr != nil {
+				return
+			}
+			forward(pre, nil)
+			_ = rec.settle()
 			return
 		}
 	}
