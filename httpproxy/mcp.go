@@ -198,25 +198,30 @@ func (t *mcpTracker) count() int {
 }
 
 // splitMessages returns the JSON-RPC messages of a body: the body itself,
-// or the elements of a batch (2025-03-26); rpc says whether any of them
-// is JSON-RPC.
-func splitMessages(body []byte) (msgs [][]byte, rpc bool) {
+// or the elements of a batch (2025-03-26). It does not parse them: the
+// session's deriver does, once (anyRPC tells JSON-RPC from other bodies
+// while an exchange is not yet known to be MCP).
+func splitMessages(body []byte) [][]byte {
 	b := bytes.TrimSpace(body)
 	if len(b) == 0 {
-		return nil, false
+		return nil
 	}
 	if mcp.IsBatch(b) && json.Valid(b) && jsonlimit.Check(b) == nil {
+		var msgs [][]byte
 		mcp.ForElements(b, func(el json.RawMessage) { msgs = append(msgs, el) })
-	} else {
-		msgs = [][]byte{b}
+		return msgs
 	}
+	return [][]byte{b}
+}
+
+// anyRPC says whether any of msgs is a JSON-RPC message.
+func anyRPC(msgs [][]byte) bool {
 	for _, m := range msgs {
 		if pm, err := mcp.Parse(m); pm != nil && (err == nil || pm.Kind != mcp.KindInvalid) {
-			rpc = true
-			break
+			return true
 		}
 	}
-	return msgs, rpc
+	return false
 }
 
 // mediaType is the media type of a Content-Type value, lower case.
@@ -316,8 +321,8 @@ func (e *mcpExchange) reqEnd() {
 			return
 		}
 	}
-	msgs, rpc := splitMessages(body)
-	if !rpc && !e.isMCP {
+	msgs := splitMessages(body)
+	if !e.isMCP && !anyRPC(msgs) {
 		return // not MCP (a model API request, a form, nothing)
 	}
 	e.isMCP = true
@@ -437,7 +442,7 @@ func (e *mcpExchange) event(ev modelapi.SSEEvent) {
 	if ev.Type != "" && ev.Type != "message" {
 		return // not a JSON-RPC message (the standard's default event type is message)
 	}
-	msgs, _ := splitMessages(ev.Data)
+	msgs := splitMessages(ev.Data)
 	for _, m := range msgs {
 		e.t.feed(e.sess, cassette.S2C, m)
 	}
@@ -586,7 +591,7 @@ func (e *mcpExchange) end(detail string) {
 		}
 		if body != nil {
 			if e.json {
-				msgs, _ := splitMessages(body)
+				msgs := splitMessages(body)
 				for _, m := range msgs {
 					e.t.feed(e.sess, cassette.S2C, m)
 				}

@@ -625,7 +625,7 @@ func FuzzMCPExchange(f *testing.F) {
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"x"}]`), 3)
 	up, _ := url.Parse("http://up.example/base")
 	f.Fuzz(func(t *testing.T, body []byte, cut int) {
-		msgs, _ := splitMessages(body)
+		msgs := splitMessages(body)
 		for _, m := range msgs {
 			if len(m) > len(body) {
 				t.Fatal("a message longer than its body")

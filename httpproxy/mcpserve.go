@@ -401,7 +401,7 @@ func (ms *mcpServer) post(w http.ResponseWriter, r *http.Request, sid string, s 
 		jsonRPCError(w, http.StatusRequestEntityTooLarge, -32600, "witness serve: request body too large")
 		return
 	}
-	msgs, _ := splitMessages(body)
+	msgs := splitMessages(body)
 	var ids []string
 	initialize := false
 	for _, m := range msgs {

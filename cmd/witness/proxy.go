@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -162,6 +163,13 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	}
 	o.Output.Reads(o.Seal, o.Keys.Input(a), o.Redact.RulesFile, o.Redact.KeyFile)
 	notes := startWarnings(a, len(signers) > 0)
+	// a hidden switch for measuring the proxy (scripts/bench.d/28-mcp-http.sh):
+	// $WITNESS_CPUPROFILE names a file for a CPU profile of the session
+	if path := a.getenv("WITNESS_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)

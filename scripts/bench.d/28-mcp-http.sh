@@ -9,7 +9,9 @@
 # run. $WITNESS_BIN_BASE (comma-separated witness binaries) adds rows
 # base, base2, ... for A/B comparisons. $MCP_BENCH_N calls per mode per run,
 # $MCP_BENCH_COUNT runs; each cell is the median over runs, in µs. Target:
-# proxy p50 within 15% of direct.
+# proxy p50 within 15% of direct. With MCP_BENCH_COUNT=1,
+# WITNESS_CPUPROFILE=FILE has the binary write a CPU profile of its session
+# to FILE (go tool pprof -top bin/witness FILE).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n="${MCP_BENCH_N:-1000}"
