@@ -352,7 +352,7 @@ func (s *forwarding) endTree() {
 	if s.f.SoleChild {
 		s.endAll()
 	} else {
-		if proctree.Alive(s.pid) {
+		if s.stillAlive(func() bool { return proctree.Alive(s.pid) }) {
 			s.out.Leftovers = true
 			s.out.Killed = true
 			_ = s.rec.life(cassette.Record{Life: cassette.LifeSignal, Signal: "SIGKILL", Detail: "processes the server started outlived it"})
@@ -372,14 +372,44 @@ func (s *forwarding) endTree() {
 	}
 }
 
+// dyingWait bounds how long endTree lets processes that the proxy's own
+// SIGKILL already reached finish dying before it counts them as
+// leftovers: a killed process closes its pipes before the kernel shows it
+// as a zombie, so right after the drain it can still look alive.
+const dyingWait = 250 * time.Millisecond
+
+// stillAlive reports alive(), and when the proxy already sent SIGKILL (so
+// every process it reached is dying) asks again until alive() says no or
+// dyingWait passes: only what outlives the kill is a leftover.
+func (s *forwarding) stillAlive(alive func() bool) bool {
+	if !alive() {
+		return false
+	}
+	if !s.out.Killed {
+		return true
+	}
+	deadline := time.Now().Add(min(dyingWait, s.drainWait))
+	for time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		if !alive() {
+			return false
+		}
+	}
+	return true
+}
+
 // endAll is endTree's sweep when the proxy is the server's only starter
 // (Forwarder.SoleChild): every descendant of the process is the server's,
 // whatever process group or session it moved to, and is ended. The
 // record says so, and says when one had moved into the proxy's own
 // process group (where signals meant for the proxy reach it).
 func (s *forwarding) endAll() {
-	alive, joined := proctree.Descendants(s.pid)
-	if !alive {
+	var joined bool
+	if !s.stillAlive(func() bool {
+		var alive bool
+		alive, joined = proctree.Descendants(s.pid)
+		return alive
+	}) {
 		return
 	}
 	s.out.Leftovers = true
