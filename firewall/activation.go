@@ -767,20 +767,12 @@ func evaluateOverTime(path, eventsDigest string, opts EvaluateOptions) (*Summary
 			return exitcode.New(exitcode.Tampered, fmt.Errorf("%s: %w", path, err), "")
 		}
 		for _, chk := range chks {
-			sum.Checks++
-			sum.Dispositions[chk.Decision.Disposition]++
-			sum.Reasons[chk.Decision.Reason]++
-			if aw != nil {
-				ai := AuditInstall{ActiveRevision: eng.Revision(), Mode: step.Policy.Mode, DecisionProvider: step.Policy.DecisionProvider,
+			install := func() AuditInstall {
+				return AuditInstall{ActiveRevision: eng.Revision(), Mode: step.Policy.Mode, DecisionProvider: step.Policy.DecisionProvider,
 					Provider: eng.Provider.Provenance(), Chain: eng.Chain(chk.Input.Direction)}
-				if err := aw.Check(chk, ai); err != nil {
-					return exitcode.New(exitcode.Failure, err, "")
-				}
 			}
-			if opts.Each != nil {
-				if err := opts.Each(chk); err != nil {
-					return err
-				}
+			if err := emitCheck(sum, aw, install, opts.Each, chk); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -221,22 +221,14 @@ func Evaluate(r io.Reader, name, eventsDigest string, opts EvaluateOptions) (*Su
 			return exitcode.New(exitcode.Tampered, fmt.Errorf("%s: %w", name, err), "")
 		}
 		for _, chk := range chks {
-			sum.Checks++
-			sum.Dispositions[chk.Decision.Disposition]++
-			sum.Reasons[chk.Decision.Reason]++
-			if aw != nil {
-				ai := instIn
+			install := func() AuditInstall {
 				if chk.Input.Direction == Outgoing {
-					ai = instOut
+					return instOut
 				}
-				if err := aw.Check(chk, ai); err != nil {
-					return exitcode.New(exitcode.Failure, err, "")
-				}
+				return instIn
 			}
-			if opts.Each != nil {
-				if err := opts.Each(chk); err != nil {
-					return err
-				}
+			if err := emitCheck(sum, aw, install, opts.Each, chk); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -262,6 +254,24 @@ func Evaluate(r io.Reader, name, eventsDigest string, opts EvaluateOptions) (*Su
 		}
 	}
 	return sum, nil
+}
+
+// emitCheck counts a check in the summary, writes it to the audit (when
+// one is written) under the installation install names, and hands it to
+// each: the one ending of every evaluation loop.
+func emitCheck(sum *Summary, aw *AuditWriter, install func() AuditInstall, each func(*Check) error, chk *Check) error {
+	sum.Checks++
+	sum.Dispositions[chk.Decision.Disposition]++
+	sum.Reasons[chk.Decision.Reason]++
+	if aw != nil {
+		if err := aw.Check(chk, install()); err != nil {
+			return exitcode.New(exitcode.Failure, err, "")
+		}
+	}
+	if each != nil {
+		return each(chk)
+	}
+	return nil
 }
 
 func unixMillis(ts string) int64 {
