@@ -257,6 +257,14 @@ func (d *Deriver) feed(r *cassette.Record) error {
 	} else if perr != nil {
 		return d.invalid(r, perr, ts, wire)
 	}
+	if (m.Kind == mcp.KindRequest || m.Kind == mcp.KindNotification) && m.Method == "" {
+		// no method to act on or to name an event by: kept with its bytes
+		err := errors.New(`"method" is an empty string`)
+		if r.Dir == cassette.C2S {
+			return d.ambiguous(r, m, err, ts, wire)
+		}
+		return d.invalid(r, err, ts, wire)
+	}
 	w := wireMsg{m: m, dir: r.Dir, ts: ts, wire: wire, seq: r.Seq, redacted: r.Redacted}
 	switch m.Kind {
 	case mcp.KindRequest:
