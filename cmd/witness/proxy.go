@@ -166,7 +166,17 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	// a hidden switch for measuring the proxy (scripts/bench.d/28-mcp-http.sh):
 	// $WITNESS_CPUPROFILE names a file for a CPU profile of the session
 	if path := a.getenv("WITNESS_CPUPROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+		// a profile never replaces a file, and a failure is said, not hidden
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+			if err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(a.stderr, "witness: warning: no CPU profile: %v\n", err)
+		} else {
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
 	}
