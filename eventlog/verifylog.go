@@ -798,12 +798,13 @@ func readAhead(rd *Reader, workers int) *reader {
 	return ra
 }
 
-// readBatch reads the next batch of lines. The lines of a batch share one
-// buffer; no event keeps a reference to its line (the decoders copy).
+// readBatch reads the next batch of lines. Each line is a fresh slice
+// (readLine's), kept for the checks of that line only: no event keeps a
+// reference to its line (the decoders copy).
 func readBatch(rd *Reader) *aheadBatch {
-	b := &aheadBatch{done: make(chan struct{})}
-	var buf []byte
-	for len(b.lines) < aheadBatchLines && len(buf) < aheadBatchBytes {
+	b := &aheadBatch{lines: make([]aheadLine, 0, aheadBatchLines), done: make(chan struct{})}
+	n := 0
+	for len(b.lines) < aheadBatchLines && n < aheadBatchBytes {
 		line, err := rd.readLine()
 		if err != nil {
 			var perr *ParseError
@@ -816,16 +817,8 @@ func readBatch(rd *Reader) *aheadBatch {
 			continue
 		}
 		rd.line++
-		if buf == nil {
-			buf = make([]byte, 0, max(aheadBatchBytes+aheadBatchBytes/4, len(line)))
-		}
-		if len(buf)+len(line) > cap(buf) {
-			// the rest of the batch in a buffer of its own
-			buf = make([]byte, 0, max(aheadBatchBytes, len(line)))
-		}
-		start := len(buf)
-		buf = append(buf, line...)
-		b.lines = append(b.lines, aheadLine{no: rd.line, raw: buf[start:len(buf):len(buf)], partial: rd.partial})
+		n += len(line)
+		b.lines = append(b.lines, aheadLine{no: rd.line, raw: line, partial: rd.partial})
 	}
 	return b
 }
