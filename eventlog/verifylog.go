@@ -853,7 +853,7 @@ func decodeAhead(rd *Reader, l *aheadLine) {
 	}
 	l.ev = ev
 	if len(ev.Payload) > 0 {
-		if _, h, err := PayloadDigest(ev.Payload); err == nil {
+		if h, err := payloadSHA256(ev.Payload); err == nil {
 			l.payload = payloadCheck{sha256: h, ok: true}
 		}
 	}
