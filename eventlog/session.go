@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/version"
@@ -105,6 +106,194 @@ func PayloadDigest(payload []byte) (json.RawMessage, string, error) {
 	}
 	sum := sha256.Sum256(c)
 	return c, hex.EncodeToString(sum[:]), nil
+}
+
+// payloadSHA256 is PayloadDigest's hash alone (the same hex, an error
+// exactly when PayloadDigest fails): a payload that is already in
+// canonical form (isCanonical, the common case of a line witness wrote) is
+// hashed as it is, without re-encoding it.
+func payloadSHA256(payload []byte) (string, error) {
+	if isCanonical(payload) {
+		sum := sha256.Sum256(payload)
+		return hex.EncodeToString(sum[:]), nil
+	}
+	_, h, err := PayloadDigest(payload)
+	return h, err
+}
+
+// canonFastDepth bounds isCanonical's nesting; deeper payloads take
+// canon.Transform, which applies the one nesting limit.
+const canonFastDepth = 64
+
+// isCanonical reports whether b is JSON text that canon.Transform returns
+// unchanged. It is conservative: true only for text with no whitespace,
+// strings with canonical escapes and valid UTF-8, integers of at most 15
+// digits (no -0), literals, and objects whose keys are ASCII without
+// escapes in strictly increasing order; anything else (floats, other
+// keys, deep nesting, any doubt) is false and goes to canon.Transform.
+func isCanonical(b []byte) bool {
+	i, ok := canonValue(b, 0, 0)
+	return ok && i == len(b)
+}
+
+// canonValue checks the value at b[i:] and returns the index after it.
+func canonValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) || depth > canonFastDepth {
+		return i, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return canonString(b, i)
+	case c == '{':
+		i++
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		var prev []byte
+		for first := true; ; first = false {
+			ks := i
+			ke, ok := canonKey(b, i)
+			if !ok {
+				return i, false
+			}
+			key := b[ks+1 : ke-1]
+			if !first && bytes.Compare(prev, key) >= 0 {
+				return i, false
+			}
+			prev = key
+			if ke >= len(b) || b[ke] != ':' {
+				return i, false
+			}
+			if i, ok = canonValue(b, ke+1, depth+1); !ok {
+				return i, false
+			}
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i++
+			case '}':
+				return i + 1, true
+			default:
+				return i, false
+			}
+		}
+	case c == '[':
+		i++
+		if i < len(b) && b[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = canonValue(b, i, depth+1); !ok || i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i++
+			case ']':
+				return i + 1, true
+			default:
+				return i, false
+			}
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		s := i
+		if c == '-' {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		n := i - d
+		switch {
+		case n == 0 || n > 15:
+			return i, false
+		case b[d] == '0' && (n > 1 || d > s): // leading zero, or -0
+			return i, false
+		case i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E'):
+			return i, false
+		}
+		return i, true
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if bytes.HasPrefix(b[i:], []byte(lit)) {
+			return i + len(lit), true
+		}
+	}
+	return i, false
+}
+
+// canonKey checks an object key: a string of printable ASCII without
+// escapes (UTF-16 order is then byte order).
+func canonKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return i, false
+		}
+	}
+	return i, false
+}
+
+// canonString checks a string: valid UTF-8, no raw control characters,
+// only the escapes canon writes (\" \\ \b \f \n \r \t, and \u00xx in
+// lowercase hex for the other controls).
+func canonString(b []byte, i int) (int, bool) {
+	s := i + 1
+	ascii := true
+	for i++; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			if !ascii && !utf8.Valid(b[s:i]) {
+				return i, false
+			}
+			return i + 1, true
+		case c < 0x20:
+			return i, false
+		case c >= 0x80:
+			ascii = false
+		case c == '\\':
+			if i+1 >= len(b) {
+				return i, false
+			}
+			switch b[i+1] {
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+5 >= len(b) || b[i+2] != '0' || b[i+3] != '0' || (b[i+4] != '0' && b[i+4] != '1') {
+					return i, false
+				}
+				h := b[i+5]
+				var v byte
+				switch {
+				case h >= '0' && h <= '9':
+					v = h - '0'
+				case h >= 'a' && h <= 'f':
+					v = h - 'a' + 10
+				default:
+					return i, false
+				}
+				v += (b[i+4] - '0') << 4
+				switch v {
+				case '\b', '\f', '\n', '\r', '\t':
+					return i, false // canon writes the short escape
+				}
+				i += 5
+			default:
+				return i, false
+			}
+		}
+	}
+	return i, false
 }
 
 // SetPayload stores v (any JSON-marshalable value, or JSON text as

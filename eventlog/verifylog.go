@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -159,6 +160,10 @@ type VerifyLogOptions struct {
 	// OnEvent, when set, is called with every line that parsed, in order,
 	// after it was checked (e.g. to collect ids while verifying).
 	OnEvent func(line int64, e *Event)
+	// OnParseError, when set, is called with every line that is not a
+	// valid event, in order with OnEvent (e.g. to stop a second consumer
+	// of the events where a reader of the log would stop).
+	OnParseError func(line int64, err *ParseError)
 }
 
 // kind codes kept per event for link checks: one byte per event.
@@ -195,22 +200,29 @@ func verifyLog(r io.Reader, name string, opts VerifyLogOptions, fast bool) (*Log
 	if opts.MaxLine > 0 {
 		rd.SetMaxLine(opts.MaxLine)
 	}
+	// the lines are read ahead and decoded and hashed in parallel
+	// (readAhead); the rules are applied here, in order
+	ra := readAhead(rd, 0)
+	defer ra.stop()
 	for {
-		ev, err := rd.Next()
+		it, err := ra.next()
 		if err == io.EOF {
 			break
 		}
-		var perr *ParseError
-		if err != nil && !errors.As(err, &perr) {
+		if err != nil {
 			v.rep.Status = StatusTampered
 			return v.rep, exitcode.New(exitcode.Failure, fmt.Errorf("verify event log: %w", err), "")
 		}
-		v.line(rd.Line(), rd.Raw(), rd.Partial())
-		if perr != nil {
-			v.checkUnparsed(perr)
+		v.line(it.no, it.raw, it.partial)
+		v.hash, v.payload = it.hash, it.payload
+		if it.perr != nil {
+			v.checkUnparsed(it.perr)
+			if opts.OnParseError != nil {
+				opts.OnParseError(it.no, it.perr)
+			}
 			continue
 		}
-		v.checkEvent(ev)
+		v.checkEvent(it.ev)
 	}
 	v.checkEnded()
 	v.rep.Status = v.status()
@@ -222,10 +234,13 @@ type logVerifier struct {
 	opts VerifyLogOptions
 	rep  *LogReport
 
-	// the line being checked
+	// the line being checked, its LineHash and its payload's digest
+	// (computed ahead, readAhead)
 	lineNo  int64
 	raw     []byte
 	partial bool
+	hash    string
+	payload payloadCheck
 
 	prevHash string // sha256 of the previous line; "" when it cannot be known
 	lastSeq  int64
@@ -282,7 +297,7 @@ func (v *logVerifier) checkUnparsed(perr *ParseError) {
 		if !v.partial { // a cut-off line is reported as partial only
 			v.add(v.lineNo, "", FindParse, SevTampered, "%s", strings.TrimPrefix(perr.Error(), fmt.Sprintf("%s:%d: ", v.rep.File, v.lineNo)))
 		}
-		v.prevHash = LineHash(v.raw)
+		v.prevHash = v.hash
 	}
 	v.lastSeq++
 	v.kinds = append(v.kinds, kcOther)
@@ -398,7 +413,7 @@ func (v *logVerifier) checkPayloadHash(ev *Event) {
 	if len(ev.Payload) == 0 {
 		return
 	}
-	if _, h, err := PayloadDigest(ev.Payload); err != nil || h != ev.PayloadSHA256 {
+	if h := v.payload.sha256; !v.payload.ok || h != ev.PayloadSHA256 {
 		v.add(v.lineNo, ev.ID, FindPayload, SevTampered, "payload_sha256 %q does not match the payload (sha256 %s)", ev.PayloadSHA256, h)
 	}
 }
@@ -536,7 +551,7 @@ func (v *logVerifier) record(ev *Event) {
 	if v.partial {
 		v.prevHash = ""
 	} else {
-		v.prevHash = LineHash(v.raw)
+		v.prevHash = v.hash
 		v.rep.Head = v.prevHash
 	}
 }
@@ -690,4 +705,181 @@ func parseEventID(id string) (int64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// payloadCheck is PayloadDigest's verdict on a line's payload: its sha256
+// hex, and whether the payload could be made canonical at all.
+type payloadCheck struct {
+	sha256 string
+	ok     bool
+}
+
+// aheadLine is one line read ahead for VerifyLog: its number, bytes and
+// partial flag as Reader.Next gives them, then (computed by a worker) the
+// event or the parse error, the line's hash and the payload's digest.
+type aheadLine struct {
+	no      int64
+	raw     []byte
+	partial bool
+	ev      *Event
+	perr    *ParseError
+	hash    string
+	payload payloadCheck
+}
+
+// aheadBatch is a run of consecutive lines; err (an I/O error, or io.EOF)
+// follows its lines. done is closed when a worker has decoded them.
+type aheadBatch struct {
+	lines []aheadLine
+	err   error
+	done  chan struct{}
+}
+
+// Read-ahead bounds: a batch ends after aheadBatchLines lines or
+// aheadBatchBytes bytes, and at most aheadBatches batches are in flight, so
+// memory is bounded by aheadBatches×aheadBatchBytes plus the longest line.
+const (
+	aheadBatchLines = 256
+	aheadBatchBytes = 256 << 10
+	aheadBatches    = 8
+)
+
+// reader is the read-ahead pipeline of VerifyLog: one goroutine reads the
+// lines in order (exactly as Reader.Next does: numbering, the partial last
+// line, over-long and blank lines), workers decode and hash each batch
+// (the work that depends on a line alone), and next hands the lines back in
+// order.
+type reader struct {
+	order   chan *aheadBatch
+	quit    chan struct{}
+	stopped chan struct{} // closed when the reading goroutine has returned
+	cur     *aheadBatch
+	i       int
+}
+
+// readAhead starts reading rd with workers decoding goroutines (0: one per
+// available CPU, at most 4).
+func readAhead(rd *Reader, workers int) *reader {
+	if workers <= 0 {
+		workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	ra := &reader{order: make(chan *aheadBatch, aheadBatches), quit: make(chan struct{}), stopped: make(chan struct{})}
+	work := make(chan *aheadBatch, aheadBatches)
+	for range workers {
+		go func() {
+			for b := range work {
+				for i := range b.lines {
+					decodeAhead(rd, &b.lines[i])
+				}
+				close(b.done)
+			}
+		}()
+	}
+	go func() {
+		defer close(ra.stopped)
+		defer close(work)
+		for {
+			b := readBatch(rd)
+			select {
+			case work <- b:
+			case <-ra.quit:
+				return
+			}
+			select {
+			case ra.order <- b:
+			case <-ra.quit:
+				return
+			}
+			if b.err != nil {
+				return
+			}
+		}
+	}()
+	return ra
+}
+
+// readBatch reads the next batch of lines. Each line is a fresh slice
+// (readLine's), kept for the checks of that line only: no event keeps a
+// reference to its line (the decoders copy).
+func readBatch(rd *Reader) *aheadBatch {
+	b := &aheadBatch{lines: make([]aheadLine, 0, aheadBatchLines), done: make(chan struct{})}
+	n := 0
+	for len(b.lines) < aheadBatchLines && n < aheadBatchBytes {
+		line, err := rd.readLine()
+		if err != nil {
+			var perr *ParseError
+			if !errors.As(err, &perr) {
+				b.err = err
+				break
+			}
+			// an over-long line: readLine counted it
+			b.lines = append(b.lines, aheadLine{no: rd.line, perr: perr})
+			continue
+		}
+		rd.line++
+		n += len(line)
+		b.lines = append(b.lines, aheadLine{no: rd.line, raw: line, partial: rd.partial})
+	}
+	return b
+}
+
+// decodeAhead decodes one line as Reader.Next does and computes what
+// VerifyLog's rules need of its bytes alone: LineHash and the payload's
+// digest.
+func decodeAhead(rd *Reader, l *aheadLine) {
+	if l.perr != nil {
+		return // over-long: no bytes kept
+	}
+	l.hash = LineHash(l.raw)
+	if len(bytes.TrimSpace(l.raw)) == 0 {
+		l.perr = &ParseError{File: rd.name, Line: l.no, Err: errors.New("blank line")}
+		return
+	}
+	var ev *Event
+	var perr *ParseError
+	if rd.fast {
+		ev, perr = DecodeEventFast(l.raw)
+		if perr == nil && ev.Kind == KindSessionEnd {
+			// whole (Wire too): its canonical form is checked and signed
+			ev, perr = DecodeEvent(l.raw)
+		}
+	} else {
+		ev, perr = DecodeEvent(l.raw)
+	}
+	if perr != nil {
+		perr.Locate(rd.name, l.no)
+		l.perr = perr
+		return
+	}
+	l.ev = ev
+	if len(ev.Payload) > 0 {
+		if h, err := payloadSHA256(ev.Payload); err == nil {
+			l.payload = payloadCheck{sha256: h, ok: true}
+		}
+	}
+}
+
+// next returns the next line in order, or the read error (io.EOF at the
+// end) after the last line.
+func (ra *reader) next() (*aheadLine, error) {
+	for ra.cur == nil || ra.i >= len(ra.cur.lines) {
+		if ra.cur != nil && ra.cur.err != nil {
+			return nil, ra.cur.err
+		}
+		b, ok := <-ra.order
+		if !ok {
+			return nil, io.EOF
+		}
+		<-b.done
+		ra.cur, ra.i = b, 0
+	}
+	ra.i++
+	return &ra.cur.lines[ra.i-1], nil
+}
+
+// stop ends the pipeline and waits until the reading goroutine no longer
+// reads the log (the workers end when their batches are done).
+func (ra *reader) stop() {
+	close(ra.quit)
+	<-ra.stopped
 }

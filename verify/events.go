@@ -41,8 +41,8 @@ type EventOptions struct {
 // against plan and adds its findings to r. The log is read and decoded once:
 // eventlog.VerifyLog checks the hash chain and the signed end and hands every
 // line that parsed to the checks against the seal (VerifyLogOptions.OnEvent);
-// with GraphDigest the same bytes also stream, through a pipe, into the
-// canonical N-Quads of the log's graph. Memory is bounded by the longest
+// with GraphDigest the same events also stream, in batches to another
+// goroutine, into the canonical N-Quads of the log's graph. Memory is bounded by the longest
 // line, one byte per event for the chain's link checks, one small entry per
 // call of a scoped tool, and the graph stream's bounded runs. rd may be a
 // pipe (stdin).
@@ -54,13 +54,14 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		max = 100
 	}
 
-	src := rd
-	var gw *io.PipeWriter
+	// the graph digest's stream is fed the events VerifyLog decoded (one
+	// decode per line), in batches, until the first line that is not an
+	// event: there a reader of the log stops too, and the log gets no
+	// digest
+	var feed *eventFeed
 	gdone := make(chan string, 1)
 	if opts.GraphDigest {
-		var gr *io.PipeReader
-		gr, gw = io.Pipe()
-		src = io.TeeReader(rd, gw)
+		feed = newEventFeed()
 		gopts := graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}
 		if opts.IntegrityOnly {
 			gopts = graph.Options{}
@@ -69,10 +70,10 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 			gopts = *opts.GraphOptions
 		}
 		go func() {
-			st, err := graph.StreamNQuads(graph.NewEventSource(gr, name), io.Discard, gopts, graph.StreamOptions{})
-			// the stream may stop early on a line it cannot map; keep
+			st, err := graph.StreamNQuads(feed, io.Discard, gopts, graph.StreamOptions{})
+			// the stream may stop early on an event it cannot map; keep
 			// draining so the chain pass never blocks
-			io.Copy(io.Discard, gr)
+			feed.drain()
 			if err != nil {
 				gdone <- ""
 				return
@@ -89,9 +90,17 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		verifier = watch
 	}
 	revokedEnds := map[int64]bool{}
-	lr, lerr := eventlog.VerifyLog(src, name, eventlog.VerifyLogOptions{
+	var onParseError func(int64, *eventlog.ParseError)
+	if feed != nil {
+		onParseError = func(_ int64, perr *eventlog.ParseError) { feed.fail(perr) }
+	}
+	lr, lerr := eventlog.VerifyLog(rd, name, eventlog.VerifyLogOptions{
 		Verifier: verifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max,
+		OnParseError: onParseError,
 		OnEvent: func(line int64, ev *eventlog.Event) {
+			if feed != nil {
+				feed.add(ev)
+			}
 			r.Evidence.addSource(string(ev.Source))
 			if ev.Kind == eventlog.KindSessionEnd {
 				if f, inferred := eventlog.EndFailure(ev.End); f != "" {
@@ -118,12 +127,11 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	})
 	failed := lr == nil || (lerr != nil && exitcode.Of(lerr) == exitcode.Failure)
 	digest := ""
-	if gw != nil {
+	if feed != nil {
 		if failed {
-			gw.CloseWithError(errors.New("the event log could not be read"))
-		} else {
-			gw.Close()
+			feed.fail(errors.New("the event log could not be read"))
 		}
+		feed.close()
 		digest = <-gdone
 	}
 	if failed {
@@ -219,4 +227,89 @@ func chainFinding(f eventlog.Finding, file string, allowUnsigned, revoked bool) 
 		}
 	}
 	return out
+}
+
+// feedBatch is the number of events handed to the graph stream at once.
+const feedBatch = 512
+
+// eventFeed hands the events VerifyLog decoded to the graph digest's
+// stream (a graph.EventSource read in another goroutine), in batches over a
+// bounded channel. After fail, nothing more is fed: the stream sees the
+// error where a reader of the log would have stopped.
+type eventFeed struct {
+	ch chan []eventOrErr
+	// the feeding side (VerifyLog's goroutine)
+	cur    []eventOrErr
+	failed bool
+	// the reading side (the stream's)
+	got []eventOrErr
+	i   int
+	err error
+}
+
+type eventOrErr struct {
+	ev  *eventlog.Event
+	err error
+}
+
+func newEventFeed() *eventFeed {
+	return &eventFeed{ch: make(chan []eventOrErr, 4)}
+}
+
+// add feeds one event.
+func (f *eventFeed) add(ev *eventlog.Event) {
+	if f.failed {
+		return
+	}
+	f.cur = append(f.cur, eventOrErr{ev: ev})
+	if len(f.cur) == feedBatch {
+		f.ch <- f.cur
+		f.cur = make([]eventOrErr, 0, feedBatch)
+	}
+}
+
+// fail feeds the error the stream stops at, once.
+func (f *eventFeed) fail(err error) {
+	if f.failed {
+		return
+	}
+	f.cur = append(f.cur, eventOrErr{err: err})
+	f.failed = true
+}
+
+// close hands on what is left; the stream then reads io.EOF.
+func (f *eventFeed) close() {
+	if len(f.cur) > 0 {
+		f.ch <- f.cur
+	}
+	f.cur = nil
+	close(f.ch)
+}
+
+// Next implements graph.EventSource.
+func (f *eventFeed) Next() (*eventlog.Event, error) {
+	for f.i >= len(f.got) {
+		if f.err != nil {
+			return nil, f.err
+		}
+		b, ok := <-f.ch
+		if !ok {
+			f.err = io.EOF
+			return nil, f.err
+		}
+		f.got, f.i = b, 0
+	}
+	e := f.got[f.i]
+	f.i++
+	if e.err != nil {
+		f.err = e.err
+		return nil, e.err
+	}
+	return e.ev, nil
+}
+
+// drain reads what is still fed after the stream stopped.
+func (f *eventFeed) drain() {
+	for range f.ch {
+	}
 }
