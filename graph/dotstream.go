@@ -77,12 +77,11 @@ type dotStream struct {
 	sum  dotSummary
 	cls  map[string]int32        // class name -> index in sum.names
 	memo map[string]dotKindClass // sorted types, '\n'-joined -> kind, class
-	// the IRIs of the drawn nodes, in order, end to end: ids[ends[i-1]:ends[i]]
-	ids  []byte
-	ends []int
-	// causal edges from drawn nodes, resolved once every drawn node is known
+	// the IRIs of the drawn nodes, in order
+	ids iriList
+	// causal edges to nodes not read yet (a later IRI), resolved at the end
 	pend    []dotPending
-	targets []byte
+	targets iriList
 	// the blocks, while the picture may be drawn in full
 	keep bool
 	kept [][]byte
@@ -96,9 +95,8 @@ type dotStream struct {
 }
 
 type dotPending struct {
-	from     int32
-	rel      uint8
-	off, end int // the target IRI: targets[off:end]
+	from int32 // the drawn node the edge leaves; its target is the same entry of targets
+	rel  uint8
 }
 
 type dotRel struct {
@@ -278,12 +276,21 @@ func (d *dotStream) block(blk []byte) error {
 			seq = eventSeq(nev)
 		}
 		d.sum.add(seq, kc.kind, kc.class, d.cls)
-		d.ids = append(d.ids, id...)
-		d.ends = append(d.ends, len(d.ids))
+		d.ids.add(id)
 		for _, r := range d.rels {
-			off := len(d.targets)
-			d.targets = append(d.targets, r.to...)
-			d.pend = append(d.pend, dotPending{from: node, rel: r.rel, off: off, end: len(d.targets)})
+			// blocks come in IRI order: a target before this node was read
+			// already, and is a drawn node now or never
+			switch c := bytes.Compare(r.to, id); {
+			case c < 0:
+				if t := d.ids.find(r.to); t >= 0 {
+					d.sum.edges = append(d.sum.edges, dotEdge{from: node, to: t, rel: r.rel})
+				}
+			case c == 0:
+				d.sum.edges = append(d.sum.edges, dotEdge{from: node, to: node, rel: r.rel})
+			default:
+				d.targets.add(r.to)
+				d.pend = append(d.pend, dotPending{from: node, rel: r.rel})
+			}
 		}
 		if d.keep && len(d.sum.seq) > d.opts.MaxNodes {
 			d.keep, d.kept = false, nil
@@ -333,29 +340,97 @@ func (d *dotStream) kindClass() (dotKindClass, error) {
 	return kc, nil
 }
 
-// drawnIndex returns the index of the drawn node with IRI id, or -1.
-func (d *dotStream) drawnIndex(id []byte) int32 {
-	lo, hi := 0, len(d.ends)
+// iriList holds IRIs end to end, most of them as the rest after one
+// shared prefix (the session's "urn:witness:<session>/", taken from the
+// first IRI): a few bytes each.
+type iriList struct {
+	prefix  []byte
+	set     bool
+	data    []byte
+	ends    []uint32 // end of each IRI in data
+	scratch [2][]byte
+}
+
+// iriShort marks an IRI kept as its rest after the prefix; an IRI starts
+// with a letter.
+const iriShort = 1
+
+func (l *iriList) encode(dst, iri []byte) []byte {
+	if len(l.prefix) > 0 && bytes.HasPrefix(iri, l.prefix) {
+		return append(append(dst, iriShort), iri[len(l.prefix):]...)
+	}
+	return append(dst, iri...)
+}
+
+func (l *iriList) add(iri []byte) {
+	if !l.set {
+		l.set = true
+		if c := bytes.IndexByte(iri, ':'); c >= 0 {
+			if s := bytes.IndexByte(iri[c:], '/'); s >= 0 {
+				l.prefix = bytes.Clone(iri[:c+s+1])
+			}
+		}
+	}
+	l.data = l.encode(l.data, iri)
+	l.ends = append(l.ends, uint32(len(l.data)))
+}
+
+func (l *iriList) len() int { return len(l.ends) }
+
+// at returns the i-th IRI in its kept form.
+func (l *iriList) at(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = l.ends[i-1]
+	}
+	return l.data[start:l.ends[i]]
+}
+
+// iri appends the i-th IRI to dst.
+func (l *iriList) iri(dst []byte, i int) []byte {
+	k := l.at(i)
+	if len(k) > 0 && k[0] == iriShort {
+		return append(append(dst, l.prefix...), k[1:]...)
+	}
+	return append(dst, k...)
+}
+
+// compare compares two IRIs in their kept forms (of one list's prefix)
+// as IRIs.
+func (l *iriList) compare(a, b []byte) int {
+	sa, sb := len(a) > 0 && a[0] == iriShort, len(b) > 0 && b[0] == iriShort
+	switch {
+	case sa && sb:
+		return bytes.Compare(a[1:], b[1:])
+	case sa:
+		l.scratch[0] = append(append(l.scratch[0][:0], l.prefix...), a[1:]...)
+		return bytes.Compare(l.scratch[0], b)
+	case sb:
+		l.scratch[0] = append(append(l.scratch[0][:0], l.prefix...), b[1:]...)
+		return bytes.Compare(a, l.scratch[0])
+	}
+	return bytes.Compare(a, b)
+}
+
+// find returns the index of iri in the list (sorted), or -1.
+func (l *iriList) find(iri []byte) int32 {
+	l.scratch[1] = l.encode(l.scratch[1][:0], iri)
+	return l.findKept(l.scratch[1])
+}
+
+// findKept is find for an IRI in its kept form.
+func (l *iriList) findKept(k []byte) int32 {
+	lo, hi := 0, l.len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		start := 0
-		if m > 0 {
-			start = d.ends[m-1]
-		}
-		if bytes.Compare(d.ids[start:d.ends[m]], id) < 0 {
+		if l.compare(l.at(m), k) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < len(d.ends) {
-		start := 0
-		if lo > 0 {
-			start = d.ends[lo-1]
-		}
-		if bytes.Equal(d.ids[start:d.ends[lo]], id) {
-			return int32(lo)
-		}
+	if lo < l.len() && l.compare(l.at(lo), k) == 0 {
+		return int32(lo)
 	}
 	return -1
 }
@@ -374,13 +449,14 @@ func (d *dotStream) write(w io.Writer) error {
 		return g.WriteDOT(w, d.opts)
 	}
 	s := &d.sum
-	s.edges = make([]dotEdge, 0, len(d.pend))
-	for _, p := range d.pend {
-		if t := d.drawnIndex(d.targets[p.off:p.end]); t >= 0 {
+	var to []byte
+	for i, p := range d.pend {
+		to = d.targets.iri(to[:0], i)
+		if t := d.ids.find(to); t >= 0 {
 			s.edges = append(s.edges, dotEdge{from: p.from, to: t, rel: p.rel})
 		}
 	}
-	d.pend, d.targets = nil, nil
+	d.pend, d.targets = nil, iriList{}
 	// as resolveClasses: a key is a node IRI, else an event id; a node's
 	// IRI wins over its event id
 	resolved := make(map[string]string, len(d.opts.Classes))

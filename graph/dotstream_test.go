@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -245,5 +246,52 @@ func sortStrings(s []string) {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
+	}
+}
+
+// BenchmarkStreamDOT100k: the streamed summary of a 100k-event log.
+func BenchmarkStreamDOT100k(b *testing.B) {
+	log := synthetic(b, 100000, 1)
+	b.SetBytes(int64(len(log)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := StreamDOT(NewEventSource(bytes.NewReader(log), "bench"), io.Discard, Options{}, DOTOptions{}, StreamOptions{TempDir: b.TempDir()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// TestIRIList: IRIs kept after a shared prefix (taken from the first
+// IRI), or whole when they do not have it, are found in IRI order, and
+// absent ones are not, whichever IRI comes first.
+func TestIRIList(t *testing.T) {
+	ids := []string{"urn:witness:s/a", "urn:witness:s/args/e1", "urn:witness:s/args/e10", "urn:witness:s/args/e2",
+		"urn:witness:s;x", "urn:witness:s/call/e1", "urn:witness:r/call/e1", "urn:witness:s", "urn:witness:s0/a", "urn:witness:s/", "urn:z", "a:b", "urn:witness:s/\x7f"}
+	sortStrings(ids)
+	prefixes := map[string]bool{}
+	for k := range ids {
+		in := ids[k:]
+		var l iriList
+		for _, id := range in {
+			l.add([]byte(id))
+		}
+		prefixes[string(l.prefix)] = true
+		for i, id := range in {
+			if got := l.find([]byte(id)); got != int32(i) {
+				t.Errorf("prefix %q: find %q = %d, want %d", l.prefix, id, got, i)
+			}
+			if got := string(l.iri(nil, i)); got != id {
+				t.Errorf("prefix %q: iri %d = %q, want %q", l.prefix, i, got, id)
+			}
+		}
+		for _, id := range append([]string{"urn:witness:s/args/e3", "urn:witness:s/b", "urn:witness:", "urn:witness:s/call", "zz:z", "A:b"}, ids[:k]...) {
+			if got := l.find([]byte(id)); got != -1 {
+				t.Errorf("prefix %q: find absent %q = %d", l.prefix, id, got)
+			}
+		}
+	}
+	if !prefixes["urn:witness:s/"] || !prefixes["urn:witness:r/"] {
+		t.Fatalf("prefixes tried: %v", prefixes)
 	}
 }
