@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -49,7 +50,11 @@ func TestStreamDOTEqualsWriteDOT(t *testing.T) {
 		{"synthetic-300", synthetic(t, 300, 7)}, {"synthetic-1500", synthetic(t, 1500, 8)}, {"synthetic-4000", synthetic(t, 4000, 9)}}
 	summaries := 0
 	for _, l := range logs {
-		for _, opts := range []Options{{}, {OmitPayloads: true}} {
+		sealed := Options{Seal: &SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "w-1"}}
+		for _, opts := range []Options{{}, {OmitPayloads: true}, sealed} {
+			if opts.Seal != nil && len(l.log) > 1<<20 {
+				continue
+			}
 			g := buildBytes(t, l.log, opts)
 			var nq bytes.Buffer
 			wd, err := g.WriteNQuads(&nq)
@@ -300,5 +305,26 @@ func TestIRIList(t *testing.T) {
 	}
 	if !prefixes["urn:witness:s/"] || !prefixes["urn:witness:r/"] {
 		t.Fatalf("prefixes tried: %v", prefixes)
+	}
+}
+
+// BenchmarkStreamDOTFile: the streamed summary of the log named by
+// $WITNESS_BENCH_EVENTS (skipped without it), for profiles at scale.
+func BenchmarkStreamDOTFile(b *testing.B) {
+	name := os.Getenv("WITNESS_BENCH_EVENTS")
+	if name == "" {
+		b.Skip("set WITNESS_BENCH_EVENTS to an event log")
+	}
+	for i := 0; i < b.N; i++ {
+		f, err := os.Open(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := StreamDOT(NewEventSource(f, name), io.Discard, Options{}, DOTOptions{}, StreamOptions{TempDir: b.TempDir()})
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(st.Events), "events")
 	}
 }
