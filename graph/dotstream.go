@@ -91,7 +91,6 @@ type dotStream struct {
 	types [][]byte
 	tkey  []byte
 	rels  []dotRel
-	lex   []byte
 }
 
 type dotPending struct {
@@ -126,7 +125,7 @@ func splitQuadLine(line []byte) (p, obj []byte, err error) {
 	return line[2 : 2+pe], obj, nil
 }
 
-// blockID returns the subject IRI of a block, checking its key.
+// checkedBlockID returns the subject IRI of a block, checking its key.
 func checkedBlockID(blk []byte) ([]byte, error) {
 	k := lineKey(blk)
 	if len(k) < 2 || k[0] != '<' {
@@ -241,13 +240,10 @@ func (d *dotStream) block(blk []byte) error {
 			}
 		}
 	}
-	kc, err := d.kindClass()
-	if err != nil {
-		return err
-	}
+	kc := d.kindClass()
 	var ev string
 	if evLit != nil {
-		lex, _, err := literalLex(d.lex, evLit)
+		lex, _, err := literalLex(nil, evLit)
 		if err != nil {
 			return err
 		}
@@ -258,7 +254,7 @@ func (d *dotStream) block(blk []byte) error {
 		node = int32(len(d.sum.seq))
 		seq := int64(-2)
 		if seqLit != nil {
-			lex, _, err := literalLex(d.lex, seqLit)
+			lex, _, err := literalLex(nil, seqLit)
 			if err != nil {
 				return err
 			}
@@ -320,7 +316,7 @@ func (d *dotStream) block(blk []byte) error {
 
 // kindClass returns the drawing kind and class name of the types in
 // d.types, computed once per set of types.
-func (d *dotStream) kindClass() (dotKindClass, error) {
+func (d *dotStream) kindClass() dotKindClass {
 	slices.SortFunc(d.types, bytes.Compare)
 	d.tkey = d.tkey[:0]
 	for _, t := range d.types {
@@ -328,7 +324,7 @@ func (d *dotStream) kindClass() (dotKindClass, error) {
 		d.tkey = append(d.tkey, '\n')
 	}
 	if kc, ok := d.memo[string(d.tkey)]; ok {
-		return kc, nil
+		return kc
 	}
 	n := &Node{}
 	for _, t := range d.types {
@@ -337,7 +333,7 @@ func (d *dotStream) kindClass() (dotKindClass, error) {
 	n.Types = slices.Compact(n.Types)
 	kc := dotKindClass{kind: kindOf(n), class: className(n)}
 	d.memo[string(d.tkey)] = kc
-	return kc, nil
+	return kc
 }
 
 // iriList holds IRIs end to end, most of them as the rest after one
