@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -290,13 +291,13 @@ func digits(v string) int64 {
 	return x
 }
 
-// resolveClasses maps event-id keys to node IRIs.
+// resolveClasses maps event-id keys to node IRIs. A node named both by
+// its IRI and by its event id takes the class given for its IRI.
 func (g *Graph) resolveClasses(classes map[string]string) map[string]string {
 	out := make(map[string]string, len(classes))
 	var byEvent map[string]string
-	for k, v := range classes {
+	for k := range classes {
 		if g.Node(k) != nil {
-			out[k] = v
 			continue
 		}
 		if byEvent == nil {
@@ -308,7 +309,12 @@ func (g *Graph) resolveClasses(classes map[string]string) map[string]string {
 			}
 		}
 		if id, ok := byEvent[k]; ok {
-			out[id] = v
+			out[id] = classes[k]
+		}
+	}
+	for k, v := range classes {
+		if g.Node(k) != nil {
+			out[k] = v
 		}
 	}
 	return out
@@ -336,11 +342,7 @@ func (g *Graph) WriteDOT(w io.Writer, opts DOTOptions) error {
 		}
 	}
 	bw := bufio.NewWriter(w)
-	title := opts.Title
-	if title == "" {
-		title = "witness PROV graph"
-	}
-	fmt.Fprintf(bw, "digraph witness {\n  graph [rankdir=LR, newrank=true, fontname=\"Helvetica\", label=%s, labelloc=t];\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n", dotQuote(title))
+	writeDOTHead(bw, opts.Title)
 	if len(drawn) > opts.MaxNodes {
 		g.writeSummary(bw, drawn, classes, opts.MaxNodes)
 	} else {
@@ -348,6 +350,15 @@ func (g *Graph) WriteDOT(w io.Writer, opts DOTOptions) error {
 	}
 	bw.WriteString("}\n")
 	return bw.Flush()
+}
+
+// writeDOTHead opens the picture: the graph, node and edge defaults and
+// the title.
+func writeDOTHead(bw *bufio.Writer, title string) {
+	if title == "" {
+		title = "witness PROV graph"
+	}
+	fmt.Fprintf(bw, "digraph witness {\n  graph [rankdir=LR, newrank=true, fontname=\"Helvetica\", label=%s, labelloc=t];\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n", dotQuote(title))
 }
 
 // nodeAttrs returns the attributes of a drawn node, each key once: the
@@ -475,18 +486,99 @@ func className(n *Node) string {
 const summaryWindows = 12
 
 func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string]string, max int) {
+	s := &dotSummary{max: max}
+	of := make(map[string]int32, len(drawn))
+	cls := map[string]int32{}
+	for i, n := range drawn {
+		of[n.ID] = int32(i)
+		s.add(NodeSeq(n), kindOf(n), className(n), cls)
+	}
+	for i, n := range drawn {
+		for r, e := range drawnEdges {
+			for _, to := range n.Refs(e.pred) {
+				if t, ok := of[to]; ok {
+					s.edges = append(s.edges, dotEdge{from: int32(i), to: t, rel: uint8(r)})
+				}
+			}
+		}
+	}
+	for id, c := range classes {
+		if k, ok := of[id]; ok {
+			s.found = append(s.found, dotFinding{id: id, node: k, n: drawn[k], class: c})
+		}
+	}
+	s.write(bw)
+}
+
+// dotKinds are the drawing kinds a summary keeps per node, by index.
+var dotKinds = []string{"", "entity", "activity", "agent"}
+
+func kindIndex(kind string) uint8 {
+	for i, k := range dotKinds {
+		if k == kind {
+			return uint8(i)
+		}
+	}
+	return 1
+}
+
+// dotSummary is what a summary needs of the drawn nodes, without the nodes:
+// per node (in node IRI order) its time step, drawing kind and class name;
+// the causal edges between drawn nodes; the classified drawn nodes. The
+// in-memory WriteDOT and the streamed StreamDOT both fill one and draw it
+// with write, so their bytes are the same.
+type dotSummary struct {
+	max   int
+	seq   []int64  // NodeSeq of each drawn node
+	kind  []uint8  // index in dotKinds
+	class []int32  // index in names
+	names []string // class names, by first appearance
+	edges []dotEdge
+	found []dotFinding
+}
+
+type dotEdge struct {
+	from, to int32 // drawn node indexes
+	rel      uint8 // index in drawnEdges
+}
+
+// dotFinding is a classified drawn node, drawn beside its window's class.
+type dotFinding struct {
+	id    string
+	node  int32
+	n     *Node
+	class string
+}
+
+// add appends a drawn node; cls interns the class names.
+func (s *dotSummary) add(seq int64, kind, class string, cls map[string]int32) {
+	c, ok := cls[class]
+	if !ok {
+		c = int32(len(s.names))
+		cls[class] = c
+		s.names = append(s.names, class)
+	}
+	s.seq = append(s.seq, seq)
+	s.kind = append(s.kind, kindIndex(kind))
+	s.class = append(s.class, c)
+}
+
+// write draws the summary: one cluster per time window (summaryWindows of
+// them, whatever the number of events), one node per class in it with its
+// count, edges aggregated, and the classified nodes.
+func (s *dotSummary) write(bw *bufio.Writer) {
 	type cls struct {
-		kind  string
+		kind  uint8
 		count int
 	}
-	seqs, by := timeSteps(drawn)
+	seqs := slices.Clone(s.seq)
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
 	windows := summaryWindows
 	if len(seqs) < windows {
 		windows = len(seqs)
 	}
 	per := (len(seqs) + windows - 1) / windows
-	// window of each drawn node, by its time step
-	win := make([]int, len(drawn))
 	lo := make([]int64, windows)
 	hi := make([]int64, windows)
 	for si, q := range seqs {
@@ -495,48 +587,48 @@ func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string
 			lo[w] = q
 		}
 		hi[w] = q
-		for _, k := range by[q] {
-			win[k] = w
-		}
 	}
 	windows = (len(seqs) + per - 1) / per
+	// the window of each drawn node, by its time step
+	winOf := func(q int64) int {
+		si, _ := slices.BinarySearch(seqs, q)
+		return si / per
+	}
 	type key struct {
 		w int
-		c string
+		c int32
 	}
 	counts := map[key]*cls{}
-	total := map[string]int{}
-	of := make(map[string]key, len(drawn))
-	for i, n := range drawn {
-		k := key{win[i], className(n)}
-		of[n.ID] = k
+	total := make([]int, len(s.names))
+	of := make([]key, len(s.seq))
+	for i, q := range s.seq {
+		k := key{winOf(q), s.class[i]}
+		of[i] = k
 		if counts[k] == nil {
-			counts[k] = &cls{kind: kindOf(n)}
+			counts[k] = &cls{kind: s.kind[i]}
 		}
 		counts[k].count++
 		total[k.c]++
+	}
+	less := func(a, b key) bool {
+		if a.w != b.w {
+			return a.w < b.w
+		}
+		return s.names[a.c] < s.names[b.c]
 	}
 	keys := make([]key, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].w != keys[j].w {
-			return keys[i].w < keys[j].w
-		}
-		return keys[i].c < keys[j].c
-	})
-	name := func(k key) string { return dotQuote(fmt.Sprintf("w%d:%s", k.w, k.c)) }
-	names := make([]string, 0, len(total))
-	for c := range total {
-		names = append(names, c)
-	}
+	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
+	name := func(k key) string { return dotQuote(fmt.Sprintf("w%d:%s", k.w, s.names[k.c])) }
+	names := slices.Clone(s.names)
 	sort.Strings(names)
 	var tot []string
 	for _, c := range names {
-		tot = append(tot, fmt.Sprintf("%s × %d", c, total[c]))
+		tot = append(tot, fmt.Sprintf("%s × %d", c, total[slices.Index(s.names, c)]))
 	}
-	fmt.Fprintf(bw, "  summary [shape=note, label=%s];\n", dotQuote(fmt.Sprintf("summary: %d nodes, more than the %d that can be drawn;\none cluster per time window, one node per class in it, edges aggregated\n%s", len(drawn), max, strings.Join(tot, ", "))))
+	fmt.Fprintf(bw, "  summary [shape=note, label=%s];\n", dotQuote(fmt.Sprintf("summary: %d nodes, more than the %d that can be drawn;\none cluster per time window, one node per class in it, edges aggregated\n%s", len(s.seq), s.max, strings.Join(tot, ", "))))
 	i := 0
 	for w := 0; w < windows; w++ {
 		label := fmt.Sprintf("events seq %d–%d", lo[w], hi[w])
@@ -546,7 +638,7 @@ func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string
 		fmt.Fprintf(bw, "  subgraph cluster_w%d {\n    label=%s; style=rounded; color=\"#999999\";\n    w%d [shape=point, style=invis, width=0];\n", w, dotQuote(label), w)
 		for ; i < len(keys) && keys[i].w == w; i++ {
 			k := keys[i]
-			fmt.Fprintf(bw, "    %s [%s];\n", name(k), nodeAttrs(fmt.Sprintf("%s\n× %d", k.c, counts[k].count), counts[k].kind, ""))
+			fmt.Fprintf(bw, "    %s [%s];\n", name(k), nodeAttrs(fmt.Sprintf("%s\n× %d", s.names[k.c], counts[k].count), dotKinds[counts[k].kind], ""))
 		}
 		bw.WriteString("  }\n")
 		if w > 0 {
@@ -558,24 +650,12 @@ func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string
 		label    string
 	}
 	ecount := map[edge]int{}
-	for _, n := range drawn {
-		for _, e := range drawnEdges {
-			for _, to := range n.Refs(e.pred) {
-				if tk, ok := of[to]; ok {
-					ecount[edge{of[n.ID], tk, e.label}]++
-				}
-			}
-		}
+	for _, e := range s.edges {
+		ecount[edge{of[e.from], of[e.to], drawnEdges[e.rel].label}]++
 	}
 	edges := make([]edge, 0, len(ecount))
 	for e := range ecount {
 		edges = append(edges, e)
-	}
-	less := func(a, b key) bool {
-		if a.w != b.w {
-			return a.w < b.w
-		}
-		return a.c < b.c
 	}
 	sort.Slice(edges, func(i, j int) bool {
 		a, b := edges[i], edges[j]
@@ -592,21 +672,15 @@ func (g *Graph) writeSummary(bw *bufio.Writer, drawn []*Node, classes map[string
 	}
 	// findings stay visible: the classified nodes, up to 50, beside their
 	// window's class node
-	var found []string
-	for id := range classes {
-		if _, ok := of[id]; ok {
-			found = append(found, id)
-		}
-	}
-	sort.Strings(found)
+	found := slices.Clone(s.found)
+	sort.Slice(found, func(i, j int) bool { return found[i].id < found[j].id })
 	more := 0
 	if len(found) > 50 {
 		more = len(found) - 50
 		found = found[:50]
 	}
-	for i, id := range found {
-		n := g.Node(id)
-		fmt.Fprintf(bw, "  f%d [%s];\n  f%d -> %s [style=dotted, arrowhead=none];\n", i, nodeAttrs(nodeLabel(n), kindOf(n), classes[id]), i, name(of[id]))
+	for i, f := range found {
+		fmt.Fprintf(bw, "  f%d [%s];\n  f%d -> %s [style=dotted, arrowhead=none];\n", i, nodeAttrs(nodeLabel(f.n), kindOf(f.n), f.class), i, name(of[f.node]))
 	}
 	if more > 0 {
 		fmt.Fprintf(bw, "  more_findings [shape=plaintext, label=%s];\n", dotQuote(fmt.Sprintf("… and %d more classified nodes", more)))

@@ -50,7 +50,8 @@ session and event ids: no blank nodes.
 --format jsonld (default) writes one canonical JSON-LD document with an
 embedded context (nothing is ever fetched). --format nquads writes RDFC-1.0
 canonical N-Quads. Both are streamed with bounded memory (external sort)
-for long logs (one log; a joined run is built in memory). --format dot writes a Graphviz picture (entities ellipses, activities
+for long logs (one log; a joined run is built in memory), and so is the
+summary of --format dot. --format dot writes a Graphviz picture (entities ellipses, activities
 boxes, agents houses), time left to right: one rank per event, causal
 edges from each node to its causes; graphs above --max-nodes are drawn as
 a summary, one cluster per time window. With --seal, the findings of
@@ -87,7 +88,7 @@ whatever the format.`,
 	f.IntVar(&o.MaxNodes, "max-nodes", graph.DefaultDOTMaxNodes, "dot: draw a summary above this many nodes")
 	f.StringVar(&o.Classes, "classes", "", "dot: JSON object of event id or node IRI -> class (violation, tampered, incomplete, warning, notice, removed, highlight)")
 	f.StringVar(&o.Title, "title", "", "dot: picture title")
-	f.StringVar(&o.TempDir, "tmp", "", "jsonld, nquads: directory for the sorted runs of long logs (default: the system temporary directory)")
+	f.StringVar(&o.TempDir, "tmp", "", "jsonld, nquads, dot: directory for the sorted runs of long logs (default: the system temporary directory)")
 	o.Keys.AddFlags(c, keyUse{Legacy: true, Trust: true})
 	f.BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "dot with --seal: accept an event log whose end carries no signature the keyring can check")
 	f.StringVar(&o.FirewallAudit, "firewall-audit", "", "firewall audit snapshot (org.social-harness/firewall-audit/v4): add each check as an activity that used its message")
@@ -168,6 +169,14 @@ func runGraph(a *app, o graphOptions) error {
 		}
 		if o.Format == "nquads" && o.FirewallAudit == "" && src != nil {
 			st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
+			if err != nil {
+				return err
+			}
+			digest, quads = st.Digest, st.Quads
+			return nil
+		}
+		if o.Format == "dot" && o.FirewallAudit == "" && src != nil {
+			st, err := graph.StreamDOT(src, out, opts, graph.DOTOptions{Classes: classes, MaxNodes: o.MaxNodes, Title: o.Title}, graph.StreamOptions{TempDir: o.TempDir})
 			if err != nil {
 				return err
 			}
