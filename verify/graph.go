@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -28,6 +29,40 @@ func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 	mergeNotCheckable(r, map[string]string{
 		CheckChain: "a graph carries no hash chain or signed end; verify the event log with --events for them",
 	})
+	if rs, ok := rd.(io.ReadSeeker); ok {
+		start, err := rs.Seek(0, io.SeekCurrent)
+		if err == nil {
+			return checkGraphOrReread(r, plan, name, rs, func() (io.Reader, func(), error) {
+				_, err := rs.Seek(start, io.SeekStart)
+				return rs, func() {}, err
+			})
+		}
+	}
+	return checkGraphWhole(r, plan, name, rd)
+}
+
+// checkGraphOrReread is CheckGraph on a document scanned, not held
+// (checkGraphStream), from rd; when the scan cannot judge it as the whole
+// read would, reopen gives the document again (and a function closing it),
+// and it is read whole.
+func checkGraphOrReread(r *Report, plan Plan, name string, rd io.Reader, reopen func() (io.Reader, func(), error)) error {
+	err := checkGraphStream(r, plan, name, rd)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errGraphReread):
+		rd2, closeFn, err := reopen()
+		if err != nil {
+			return fmt.Errorf("graph %s: read again: %w", name, err)
+		}
+		defer closeFn()
+		return checkGraphWhole(r, plan, name, rd2)
+	}
+	return err
+}
+
+// checkGraphWhole is CheckGraph on the graph read whole (ReadJSONLD).
+func checkGraphWhole(r *Report, plan Plan, name string, rd io.Reader) error {
 	g, err := graph.ReadJSONLD(rd, name)
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{
