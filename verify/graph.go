@@ -24,11 +24,6 @@ import (
 // adds the graph-unauthenticated finding when a graph is verified without
 // its event log.
 func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
-	r.Evidence.Kind = "graph"
-	r.Evidence.File = name
-	mergeNotCheckable(r, map[string]string{
-		CheckChain: "a graph carries no hash chain or signed end; verify the event log with --events for them",
-	})
 	if rs, ok := rd.(io.ReadSeeker); ok {
 		start, err := rs.Seek(0, io.SeekCurrent)
 		if err == nil {
@@ -38,7 +33,29 @@ func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 			})
 		}
 	}
+	graphEvidence(r, name)
 	return checkGraphWhole(r, plan, name, rd)
+}
+
+// checkGraphFile is CheckGraph on the graph file name, opened as f by
+// openGraph: scanned, and opened again if it must be read whole.
+func checkGraphFile(r *Report, plan Plan, name string, f io.Reader) error {
+	return checkGraphOrReread(r, plan, name, f, func() (io.Reader, func(), error) {
+		g, err := openGraph(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return g, func() { g.Close() }, nil
+	})
+}
+
+// graphEvidence names the graph as the evidence; a graph has no chain.
+func graphEvidence(r *Report, name string) {
+	r.Evidence.Kind = "graph"
+	r.Evidence.File = name
+	mergeNotCheckable(r, map[string]string{
+		CheckChain: "a graph carries no hash chain or signed end; verify the event log with --events for them",
+	})
 }
 
 // checkGraphOrReread is CheckGraph on a document scanned, not held
@@ -46,6 +63,7 @@ func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 // read would, reopen gives the document again (and a function closing it),
 // and it is read whole.
 func checkGraphOrReread(r *Report, plan Plan, name string, rd io.Reader, reopen func() (io.Reader, func(), error)) error {
+	graphEvidence(r, name)
 	err := checkGraphStream(r, plan, name, rd)
 	switch {
 	case err == nil:

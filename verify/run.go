@@ -160,13 +160,7 @@ func Run(o Options) (*Report, error) {
 			return nil, err
 		}
 		defer f.Close()
-		if err := checkGraphOrReread(r, plan, o.GraphFile, f, func() (io.Reader, func(), error) {
-			g, err := openGraph(o.GraphFile)
-			if err != nil {
-				return nil, nil, err
-			}
-			return g, func() { g.Close() }, nil
-		}); err != nil {
+		if err := checkGraphFile(r, plan, o.GraphFile, f); err != nil {
 			return nil, err
 		}
 		// Alone, a graph cannot be authenticated: say so as a finding that
