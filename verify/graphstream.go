@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
@@ -20,62 +21,68 @@ import (
 // node IRIs (one byte arena, sorted, since a canonical document's nodes
 // come in IRI order), the event nodes' fields as eventsFromGraph reads
 // them, the values of argument entities, the tool definitions, the
-// references not yet checkable (to IRIs after the current one) and the
-// graph digest's running hash. The results are those of checkGraph on
-// the graph ReadJSONLD would read; where the projection cannot say that
-// (nodes out of order, join statements, untrusted sources in the plan)
-// the document is read again the old way.
+// distinct IRIs referenced ahead of the current node and not yet seen
+// (nodes come in IRI order, so a reference is settled when the scan
+// reaches or passes its target) and the graph digest's running hash. The
+// results are those of checkGraph on the graph ReadJSONLD would read;
+// where the projection cannot say that (nodes out of order, a dangling
+// reference, join statements, untrusted sources in the plan) the document
+// is read again the old way.
 
 // errGraphReread ends a scan whose document the projection cannot judge
 // as checkGraph would: the caller reads the document again, whole.
 var errGraphReread = errors.New("graph needs the whole read")
 
+// graphKinds are the event kinds of graphEvent.kind; 0 is a node with an
+// event id but no event type (not an event).
+var graphKinds = []eventlog.Kind{"", eventlog.KindSessionStart, eventlog.KindToolCall, eventlog.KindExternalEffect,
+	eventlog.KindModelInput, eventlog.KindModelOutput, eventlog.KindNotification, eventlog.KindAmbiguous}
+
+const (
+	gkNone uint8 = iota
+	gkSession
+	gkCall
+	gkEffect
+	gkModelInput
+	gkModelOutput
+	gkNotification
+	gkAmbiguous
+)
+
 // graphEvent is one event node, as eventsFromGraph reads it.
 type graphEvent struct {
 	seq     int64
 	id      string
-	kind    eventlog.Kind // "" for an event node of no event type (not an event)
-	a, b, c string        // call: tool, rpc id; effect: tool, op, target; message: role; notification: method; session: session, imported-from, bound seal
-	legacy  string
-	payload string   // message, ambiguous line: its valid JSON value
+	a, b, c string   // call: tool, rpc id; effect: tool, op, target; message: role, -, payload; notification: method; ambiguous: -, -, payload; session: session, imported-from, bound seal
 	refs    []string // call: prov:used; effect: prov:wasGeneratedBy
-	effect  bool
+	kind    uint8    // index in graphKinds
+	effect  bool     // an effect with an op
 }
 
-// laterRef is a reference to an IRI after its node's, checked at the end.
-type laterRef struct {
-	off, n int    // target in graphScan.later
-	node   int32  // index of the node holding it
-	pred   string // interned
-	seq    int    // position among the references, for the findings' order
-}
+// eventChunk is the number of graphEvents in one chunk: the records grow
+// by chunks, never by a doubling copy.
+const eventChunk = 1 << 12
 
 // graphScan is the projection of a graph document.
 type graphScan struct {
 	ids    []byte  // node IRIs, in order
 	offs   []int   // ids[offs[i]:offs[i+1]] is node i's IRI
-	evOf   []int32 // node index → 1 + index in evs, 0 for a node without event id
-	evs    []graphEvent
+	evOf   []int32 // node index → 1 + index of its event, 0 for a node without event id
+	evs    [][]graphEvent
+	nev    int
+	legacy map[int32]string // event index → witness:legacySealRef
 	args   map[int32]string // argument entity node → its valid JSON value
 	tools  []eventlog.ToolDef
-	later  []byte
-	refs   []laterRef
-	dangl  []danglingAt
-	nref   int
+	ahead  map[string]struct{} // IRIs referenced, after the current node's, not yet seen
 	srcs   map[string]int64
 	names  map[string]string
 	digest *graph.NQuadsDigest
 	seqErr error
 }
 
-// danglingAt is a dangling reference with its position among references.
-type danglingAt struct {
-	dangling
-	seq int
-}
-
 func newGraphScan() *graphScan {
-	return &graphScan{args: map[int32]string{}, srcs: map[string]int64{}, names: map[string]string{}, digest: graph.NewNQuadsDigest(), offs: []int{0}}
+	return &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, ahead: map[string]struct{}{}, srcs: map[string]int64{},
+		names: map[string]string{}, digest: graph.NewNQuadsDigest(), offs: []int{0}}
 }
 
 // intern returns one shared copy of a short, repeated string.
@@ -91,6 +98,9 @@ func (s *graphScan) intern(v string) string {
 
 // id returns node i's IRI.
 func (s *graphScan) id(i int) []byte { return s.ids[s.offs[i]:s.offs[i+1]] }
+
+// ev returns event i.
+func (s *graphScan) ev(i int) *graphEvent { return &s.evs[i/eventChunk][i%eventChunk] }
 
 // find returns the index of the node with IRI iri among the first n, or -1.
 func (s *graphScan) find(iri []byte, n int) int {
@@ -113,26 +123,24 @@ func (s *graphScan) add(n *graph.Node) error {
 	if err := s.digest.Add(n); err != nil {
 		return err
 	}
+	// a reference ahead to this node is settled; one to an IRI it passes
+	// stays, and is dangling at the end
+	delete(s.ahead, n.ID)
 	s.ids = append(s.ids, n.ID...)
 	s.offs = append(s.offs, len(s.ids))
 	s.evOf = append(s.evOf, 0)
-	eventID := n.Value(graph.WEventID)
-	for _, p := range n.Predicates() {
-		for _, t := range n.Props[p] {
-			if !t.IsIRI() {
-				continue
-			}
-			s.nref++
+	for _, vals := range n.Props {
+		for _, t := range vals {
 			switch {
-			case t.IRI == n.ID:
+			case !t.IsIRI() || t.IRI == n.ID:
 			case t.IRI < n.ID:
 				if s.find([]byte(t.IRI), k) < 0 {
-					s.dangl = append(s.dangl, danglingAt{dangling{node: n.ID, pred: p, target: t.IRI, eventID: eventID}, s.nref})
+					return errGraphReread // dangling: the whole read lists them
 				}
 			default:
-				off := len(s.later)
-				s.later = append(s.later, t.IRI...)
-				s.refs = append(s.refs, laterRef{off: off, n: len(t.IRI), node: int32(k), pred: s.intern(p), seq: s.nref})
+				if _, ok := s.ahead[t.IRI]; !ok {
+					s.ahead[strings.Clone(t.IRI)] = struct{}{}
+				}
 			}
 		}
 	}
@@ -144,6 +152,7 @@ func (s *graphScan) add(n *graph.Node) error {
 	if n.HasType(graph.WToolDefinition) {
 		s.tools = append(s.tools, eventlog.ToolDef{Name: n.Value(graph.OtelToolName), SHA256: n.Value(graph.WDefinitionSHA256)})
 	}
+	eventID := n.Value(graph.WEventID)
 	if eventID == "" {
 		return nil
 	}
@@ -152,25 +161,25 @@ func (s *graphScan) add(n *graph.Node) error {
 	if err != nil && s.seqErr == nil {
 		s.seqErr = fmt.Errorf("node %s: field witness:seq: %q is not an integer", n.ID, n.Value(graph.WSeq))
 	}
-	e := graphEvent{seq: seq, id: eventID, legacy: n.Value(graph.WLegacySealRef)}
+	e := graphEvent{seq: seq, id: eventID}
 	payload := func() {
 		if v := n.Value(graph.ProvValue); v != "" && json.Valid([]byte(v)) {
-			e.payload = v
+			e.c = v
 		}
 	}
 	switch {
 	case n.HasType(graph.WCaptureSession):
-		e.kind = eventlog.KindSessionStart
+		e.kind = gkSession
 		e.a, e.b, e.c = n.Value(graph.WSession), n.Value(graph.WImportedFrom), n.Value(graph.WBoundSeal)
 	case n.HasType(graph.WToolCall):
-		e.kind = eventlog.KindToolCall
+		e.kind = gkCall
 		e.a = s.intern(n.Value(graph.OtelToolName))
 		if rid := n.Value(graph.WRPCIDJSON); rid != "" && json.Valid([]byte(rid)) {
 			e.b = rid
 		}
 		e.refs = n.Refs(graph.ProvUsed)
 	case n.HasType(graph.WExternalEffect):
-		e.kind = eventlog.KindExternalEffect
+		e.kind = gkEffect
 		e.a = s.intern(n.Value(graph.OtelToolName))
 		if op := n.Value(graph.WEffectOp); op != "" {
 			e.effect, e.b, e.c = true, s.intern(op), n.Value(graph.WEffectTarget)
@@ -178,59 +187,55 @@ func (s *graphScan) add(n *graph.Node) error {
 		e.refs = n.Refs(graph.ProvWasGeneratedBy)
 	case n.HasType(graph.WModelMessage):
 		if len(n.Refs(graph.ProvWasGeneratedBy)) > 0 {
-			e.kind = eventlog.KindModelOutput
+			e.kind = gkModelOutput
 		} else {
-			e.kind = eventlog.KindModelInput
+			e.kind = gkModelInput
 		}
 		e.a = s.intern(n.Value(graph.WRole))
 		payload()
 	case n.HasType(graph.WNotification):
-		e.kind = eventlog.KindNotification
+		e.kind = gkNotification
 		e.a = s.intern(n.Value(graph.OtelMCPMethodName))
 	case n.HasType(graph.WAmbiguousLine):
-		e.kind = eventlog.KindAmbiguous
+		e.kind = gkAmbiguous
 		payload()
 	}
-	s.evs = append(s.evs, e)
-	s.evOf[k] = int32(len(s.evs))
+	if l := n.Value(graph.WLegacySealRef); l != "" {
+		s.legacy[int32(s.nev)] = l
+	}
+	if s.nev%eventChunk == 0 {
+		s.evs = append(s.evs, make([]graphEvent, 0, eventChunk))
+	}
+	s.evs[len(s.evs)-1] = append(s.evs[len(s.evs)-1], e)
+	s.nev++
+	s.evOf[k] = int32(s.nev)
 	return nil
 }
 
-// danglingRefs returns what danglingRefs returns for the graph read.
-func (s *graphScan) danglingRefs() []dangling {
-	n := len(s.offs) - 1
-	all := s.dangl
-	for _, r := range s.refs {
-		t := s.later[r.off : r.off+r.n]
-		if s.find(t, n) >= 0 {
-			continue
-		}
-		ev := ""
-		if e := s.evOf[r.node]; e > 0 {
-			ev = s.evs[e-1].id
-		}
-		all = append(all, danglingAt{dangling{node: string(s.id(int(r.node))), pred: r.pred, target: string(t), eventID: ev}, r.seq})
+// finish settles the references ahead: any left is dangling.
+func (s *graphScan) finish() error {
+	if len(s.ahead) > 0 {
+		return errGraphReread
 	}
-	slices.SortFunc(all, func(a, b danglingAt) int { return a.seq - b.seq })
-	out := make([]dangling, len(all))
-	for i, d := range all {
-		out[i] = d.dangling
-	}
-	return out
+	return nil
 }
 
-// event returns the event of e as eventsFromGraph builds it.
-func (s *graphScan) event(e *graphEvent) *eventlog.Event {
+// event returns event i as eventsFromGraph builds it.
+func (s *graphScan) event(i int) *eventlog.Event {
 	n := len(s.offs) - 1
-	ev := &eventlog.Event{ID: e.id, Seq: e.seq, Kind: e.kind}
-	if e.legacy != "" {
-		ev.Legacy = &eventlog.Legacy{SealRef: e.legacy}
-	}
-	if e.payload != "" {
-		ev.Payload = json.RawMessage(e.payload)
+	e := s.ev(i)
+	ev := &eventlog.Event{ID: e.id, Seq: e.seq, Kind: graphKinds[e.kind]}
+	if l, ok := s.legacy[int32(i)]; ok {
+		ev.Legacy = &eventlog.Legacy{SealRef: l}
 	}
 	switch e.kind {
-	case eventlog.KindSessionStart:
+	case gkModelInput, gkModelOutput, gkAmbiguous:
+		if e.c != "" {
+			ev.Payload = json.RawMessage(e.c)
+		}
+	}
+	switch e.kind {
+	case gkSession:
 		h := &eventlog.Header{ImportedFrom: e.b}
 		if e.c != "" {
 			h.Seal = &eventlog.SealRef{Digest: e.c}
@@ -240,7 +245,7 @@ func (s *graphScan) event(e *graphEvent) *eventlog.Event {
 			sort.SliceStable(h.Server.Tools, func(i, j int) bool { return h.Server.Tools[i].Name < h.Server.Tools[j].Name })
 		}
 		ev.Header = h
-	case eventlog.KindToolCall:
+	case gkCall:
 		ev.Tool = e.a
 		if e.b != "" {
 			ev.RPCID = json.RawMessage(e.b)
@@ -252,7 +257,7 @@ func (s *graphScan) event(e *graphEvent) *eventlog.Event {
 				}
 			}
 		}
-	case eventlog.KindExternalEffect:
+	case gkEffect:
 		ev.Tool = e.a
 		if e.effect {
 			ev.Effect = &eventlog.Effect{Op: e.b, Target: e.c}
@@ -260,12 +265,12 @@ func (s *graphScan) event(e *graphEvent) *eventlog.Event {
 		for _, c := range e.refs {
 			ev.Call = ""
 			if i := s.find([]byte(c), n); i >= 0 && s.evOf[i] > 0 {
-				ev.Call = s.evs[s.evOf[i]-1].id
+				ev.Call = s.ev(int(s.evOf[i] - 1)).id
 			}
 		}
-	case eventlog.KindModelInput, eventlog.KindModelOutput:
+	case gkModelInput, gkModelOutput:
 		ev.Role = e.a
-	case eventlog.KindNotification:
+	case gkNotification:
 		ev.Method = e.a
 	}
 	return ev
@@ -279,7 +284,11 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 		return errGraphReread // injection-provenance walks the graph
 	}
 	s := newGraphScan()
-	if err := graph.ScanJSONLD(rd, name, s.add); err != nil {
+	err := graph.ScanJSONLD(rd, name, s.add)
+	if err == nil {
+		err = s.finish()
+	}
+	if err != nil {
 		if errors.Is(err, errGraphReread) {
 			return err
 		}
@@ -293,25 +302,9 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("graph %s: canonical n-quads: %w", name, err)
 	}
-	s.digest = nil
+	s.digest, s.ahead = nil, nil
 	r.Evidence.GraphDigest = digest
 	r.Evidence.Lines = int64(len(s.offs) - 1)
-	dangling := s.danglingRefs()
-	s.later, s.refs, s.dangl = nil, nil, nil
-	for i, d := range dangling {
-		if i == maxDanglingFindings {
-			r.Findings = append(r.Findings, Finding{
-				Check: CheckChain, Code: "findings-dropped", Severity: SevNotice, Class: ClassNotice, File: name,
-				Message: fmt.Sprintf("%d more graph-dangling findings were not listed", len(dangling)-i),
-			})
-			break
-		}
-		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-dangling", Severity: SevError, Class: ClassTampered, File: name,
-			EventID: d.eventID,
-			Message: fmt.Sprintf("graph %s: node %s: %s names %s, which the graph does not hold", name, d.node, d.pred, d.target),
-		})
-	}
 	if s.seqErr != nil {
 		r.Findings = append(r.Findings, Finding{
 			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
@@ -319,19 +312,20 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 		})
 		return nil
 	}
-	order := make([]int32, 0, len(s.evs))
+	order := make([]int32, 0, s.nev)
 	session := ""
-	for i := range s.evs {
-		if s.evs[i].kind == "" {
+	for i := 0; i < s.nev; i++ {
+		e := s.ev(i)
+		if e.kind == gkNone {
 			continue
 		}
-		if s.evs[i].kind == eventlog.KindSessionStart {
-			session = s.evs[i].a
+		if e.kind == gkSession {
+			session = e.a
 		}
 		order = append(order, int32(i))
 	}
 	slices.SortStableFunc(order, func(a, b int32) int {
-		x, y := s.evs[a].seq, s.evs[b].seq
+		x, y := s.ev(int(a)).seq, s.ev(int(b)).seq
 		switch {
 		case x < y:
 			return -1
@@ -350,7 +344,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 	r.Evidence.finishProvenance()
 	c := newChecker(plan, name)
 	for _, i := range order {
-		e := s.event(&s.evs[i])
+		e := s.event(int(i))
 		if e.Kind == eventlog.KindSessionStart {
 			if e.Header != nil {
 				r.Evidence.ImportedFrom = e.Header.ImportedFrom

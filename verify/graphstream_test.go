@@ -301,24 +301,39 @@ func TestGraphScanMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := writeDoc(t, g)
+	// read from a file, as verify does: a reader over bytes in memory may
+	// share them
+	p := filepath.Join(t.TempDir(), "g.jsonld")
+	if err := os.WriteFile(p, writeDoc(t, g), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	g = nil
-	scan := heapHeld(func() any {
+	read := func(f func(io.Reader) any) func() any {
+		return func() any {
+			fd, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fd.Close()
+			return f(fd)
+		}
+	}
+	scan := heapHeld(read(func(rd io.Reader) any {
 		s := newGraphScan()
-		if err := graph.ScanJSONLD(bytes.NewReader(doc), "g", s.add); err != nil {
+		if err := graph.ScanJSONLD(rd, "g", s.add); err != nil {
 			t.Fatal(err)
 		}
 		return s
-	})
-	whole := heapHeld(func() any {
-		g, err := graph.ReadJSONLD(bytes.NewReader(doc), "g")
+	}))
+	whole := heapHeld(read(func(rd io.Reader) any {
+		g, err := graph.ReadJSONLD(rd, "g")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return g
-	})
-	t.Logf("document %d bytes, %d events; heap held: graph %d KiB, scan %d KiB", len(doc), bytes.Count(b.Bytes(), []byte("\n")), whole>>10, scan>>10)
-	if whole == 0 || scan > whole*4/10 {
-		t.Errorf("scan holds %d KiB, more than 40%% of the graph's %d KiB", scan>>10, whole>>10)
+	}))
+	t.Logf("10000 events; heap held: graph %d KiB, scan %d KiB", whole>>10, scan>>10)
+	if whole == 0 || scan > whole/4 {
+		t.Errorf("scan holds %d KiB, more than a quarter of the graph's %d KiB", scan>>10, whole>>10)
 	}
 }
