@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,10 +102,18 @@ func (s *graphScan) id(i int) []byte { return s.ids[s.offs[i]:s.offs[i+1]] }
 func (s *graphScan) ev(i int) *graphEvent { return &s.evs[i/eventChunk][i%eventChunk] }
 
 // find returns the index of the node with IRI iri among the first n, or -1.
-func (s *graphScan) find(iri []byte, n int) int {
-	i := sort.Search(n, func(i int) bool { return bytes.Compare(s.id(i), iri) >= 0 })
-	if i < n && bytes.Equal(s.id(i), iri) {
-		return i
+func (s *graphScan) find(iri string, n int) int {
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if string(s.id(m)) < iri {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < n && string(s.id(lo)) == iri {
+		return lo
 	}
 	return -1
 }
@@ -134,7 +141,7 @@ func (s *graphScan) add(n *graph.Node) error {
 			switch {
 			case !t.IsIRI() || t.IRI == n.ID:
 			case t.IRI < n.ID:
-				if s.find([]byte(t.IRI), k) < 0 {
+				if s.find(t.IRI, k) < 0 {
 					return errGraphReread // dangling: the whole read lists them
 				}
 			default:
@@ -251,7 +258,7 @@ func (s *graphScan) event(i int) *eventlog.Event {
 			ev.RPCID = json.RawMessage(e.b)
 		}
 		for _, u := range e.refs {
-			if i := s.find([]byte(u), n); i >= 0 {
+			if i := s.find(u, n); i >= 0 {
 				if v, ok := s.args[int32(i)]; ok {
 					ev.Payload = json.RawMessage(v)
 				}
@@ -264,7 +271,7 @@ func (s *graphScan) event(i int) *eventlog.Event {
 		}
 		for _, c := range e.refs {
 			ev.Call = ""
-			if i := s.find([]byte(c), n); i >= 0 && s.evOf[i] > 0 {
+			if i := s.find(c, n); i >= 0 && s.evOf[i] > 0 {
 				ev.Call = s.ev(int(s.evOf[i] - 1)).id
 			}
 		}
