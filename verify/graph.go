@@ -23,6 +23,10 @@ import (
 // CheckGraph judges what the graph says, not whether it is authentic: Run
 // adds the graph-unauthenticated finding when a graph is verified without
 // its event log.
+//
+// A reader that can seek is scanned node by node and the graph never held
+// (checkGraphStream); it is sought back and read whole when the scan cannot
+// judge it alike (docs/design/scale.md). Any other reader is read whole.
 func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 	if rs, ok := rd.(io.ReadSeeker); ok {
 		start, err := rs.Seek(0, io.SeekCurrent)
