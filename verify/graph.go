@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -22,12 +23,68 @@ import (
 // CheckGraph judges what the graph says, not whether it is authentic: Run
 // adds the graph-unauthenticated finding when a graph is verified without
 // its event log.
+//
+// A reader that can seek is scanned node by node and the graph never held
+// (checkGraphStream); it is sought back and read whole when the scan cannot
+// judge it alike (docs/design/scale.md). Any other reader is read whole.
 func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
+	if rs, ok := rd.(io.ReadSeeker); ok {
+		start, err := rs.Seek(0, io.SeekCurrent)
+		if err == nil {
+			return checkGraphOrReread(r, plan, name, rs, func() (io.Reader, func(), error) {
+				_, err := rs.Seek(start, io.SeekStart)
+				return rs, func() {}, err
+			})
+		}
+	}
+	graphEvidence(r, name)
+	return checkGraphWhole(r, plan, name, rd)
+}
+
+// checkGraphFile is CheckGraph on the graph file name, opened as f by
+// openGraph: scanned, and opened again if it must be read whole.
+func checkGraphFile(r *Report, plan Plan, name string, f io.Reader) error {
+	return checkGraphOrReread(r, plan, name, f, func() (io.Reader, func(), error) {
+		g, err := openGraph(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return g, func() { g.Close() }, nil
+	})
+}
+
+// graphEvidence names the graph as the evidence; a graph has no chain.
+func graphEvidence(r *Report, name string) {
 	r.Evidence.Kind = "graph"
 	r.Evidence.File = name
 	mergeNotCheckable(r, map[string]string{
 		CheckChain: "a graph carries no hash chain or signed end; verify the event log with --events for them",
 	})
+}
+
+// checkGraphOrReread is CheckGraph on a document scanned, not held
+// (checkGraphStream), from rd; when the scan cannot judge it as the whole
+// read would, reopen gives the document again (and a function closing it),
+// and it is read whole.
+func checkGraphOrReread(r *Report, plan Plan, name string, rd io.Reader, reopen func() (io.Reader, func(), error)) error {
+	graphEvidence(r, name)
+	err := checkGraphStream(r, plan, name, rd)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errGraphReread):
+		rd2, closeFn, err := reopen()
+		if err != nil {
+			return fmt.Errorf("graph %s: read again: %w", name, err)
+		}
+		defer closeFn()
+		return checkGraphWhole(r, plan, name, rd2)
+	}
+	return err
+}
+
+// checkGraphWhole is CheckGraph on the graph read whole (ReadJSONLD).
+func checkGraphWhole(r *Report, plan Plan, name string, rd io.Reader) error {
 	g, err := graph.ReadJSONLD(rd, name)
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{

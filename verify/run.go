@@ -160,7 +160,7 @@ func Run(o Options) (*Report, error) {
 			return nil, err
 		}
 		defer f.Close()
-		if err := CheckGraph(r, plan, o.GraphFile, f); err != nil {
+		if err := checkGraphFile(r, plan, o.GraphFile, f); err != nil {
 			return nil, err
 		}
 		// Alone, a graph cannot be authenticated: say so as a finding that

@@ -1,0 +1,91 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"slices"
+)
+
+// NQuadsDigest computes the graph digest (WriteNQuads' sha256 of the
+// canonical N-Quads) of a graph given one node at a time, in strictly
+// increasing ID order, the order of a canonical document's @graph (what
+// ScanJSONLD gives). The N-Quads come in "<subject>" order instead; the two
+// orders differ only where an IRI is a prefix of the next, which nqReorder
+// holds back (a chain of prefixes, so memory stays at a few nodes' lines).
+type NQuadsDigest struct {
+	h     hash.Hash
+	bw    *bufio.Writer
+	re    nqReorder
+	prev  string
+	any   bool
+	buf   []byte
+	offs  []int
+	lines [][]byte
+	blk   []byte
+}
+
+// NewNQuadsDigest returns an empty digest.
+func NewNQuadsDigest() *NQuadsDigest {
+	d := &NQuadsDigest{h: sha256.New()}
+	d.bw = bufio.NewWriterSize(d.h, 64<<10)
+	d.re.w = d.bw
+	return d
+}
+
+// Add adds the quads of n. Its ID must follow the previous node's in byte
+// order (no duplicates): WriteNQuads' order is derived from that one.
+func (d *NQuadsDigest) Add(n *Node) error {
+	if d.any && n.ID <= d.prev {
+		return fmt.Errorf("node %s: not after %s in IRI order", n.ID, d.prev)
+	}
+	d.any, d.prev = true, n.ID
+	d.buf, d.offs, d.lines = d.buf[:0], d.offs[:0], d.lines[:0]
+	add := func(p string, o Term) {
+		d.offs = append(d.offs, len(d.buf))
+		d.buf = appendQuad(d.buf, n.ID, p, o)
+	}
+	for _, t := range n.Types {
+		add(RDFType, Ref(t))
+	}
+	for p, vals := range n.Props {
+		for _, v := range vals {
+			add(p, v)
+		}
+	}
+	for k, off := range d.offs {
+		end := len(d.buf)
+		if k+1 < len(d.offs) {
+			end = d.offs[k+1]
+		}
+		d.lines = append(d.lines, d.buf[off:end])
+	}
+	if len(d.lines) == 0 {
+		return nil // a node without statements has no lines
+	}
+	slices.SortFunc(d.lines, bytes.Compare)
+	d.lines = slices.CompactFunc(d.lines, bytes.Equal)
+	// a block: the "<subject>" key, then each line without it
+	k := len(n.ID) + 2
+	d.blk = append(d.blk[:0], d.lines[0][:k]...)
+	for _, l := range d.lines {
+		d.blk = append(d.blk, l[k:]...)
+	}
+	_, err := d.re.push(d.blk)
+	return err
+}
+
+// Sum writes the held lines and returns the digest, lower-case hex. The
+// digest takes no more nodes after it.
+func (d *NQuadsDigest) Sum() (string, error) {
+	if _, err := d.re.finish(); err != nil {
+		return "", err
+	}
+	if err := d.bw.Flush(); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(d.h.Sum(nil)), nil
+}
