@@ -21,9 +21,9 @@ import (
 // written.
 func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) (StreamStats, error) {
 	h := sha256.New()
-	hw := newAsyncWriter(h, 1<<20)
+	hw := newAsyncWriter(1<<20, h)
 	cw := &countWriter{w: w}
-	jw := newAsyncWriter(cw, 1<<20)
+	jw := newAsyncWriter(1<<20, cw)
 	// nothing is written before every event mapped: the head comes with
 	// the first node (or the end)
 	head := []byte(`{"@context":` + ContextJSON + `,"@graph":[`)
@@ -77,7 +77,7 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 // the following IRIs extend it that way; the held blocks form a chain of
 // prefixes, so the stack is at most as deep as an IRI is long.
 type nqReorder struct {
-	w     io.Writer
+	w     *asyncWriter
 	stack [][]byte // held blocks, each a copy; each key a prefix of the next
 	spare [][]byte // buffers of popped blocks, for reuse
 }
@@ -116,7 +116,7 @@ func (r *nqReorder) push(blk []byte) (int64, error) {
 func (r *nqReorder) pop() (int64, error) {
 	top := r.stack[len(r.stack)-1]
 	r.stack = r.stack[:len(r.stack)-1]
-	n, err := writeBlock(r.w, top)
+	n, err := r.w.block(top)
 	r.spare = append(r.spare, top)
 	return n, err
 }
@@ -144,8 +144,14 @@ type jsonldNode struct {
 }
 
 type jsonldGroup struct {
-	key  string   // compact predicate
-	objs [][]byte // N-Quads objects, in line order (the canonical order)
+	key  string      // compact predicate
+	objs []jsonldObj // objects, in line order (the canonical order)
+}
+
+// jsonldObj is an object of a compact line: an IRI "<iri>" or a literal
+// "\"lex\"" (N-Quads escapes), and its datatype (nil: xsd:string).
+type jsonldObj struct {
+	o, dt []byte
 }
 
 // append appends the canonical JSON object (appendNodeJSON's bytes) of the
@@ -167,19 +173,12 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 		if e < 0 {
 			return b, errors.New("block line without newline")
 		}
-		line := rest[:e]
+		p, obj, dt, err := splitLine(rest[:e+1])
+		if err != nil {
+			return b, err
+		}
 		rest = rest[e+1:]
-		// " <p> OBJECT ."
-		if len(line) < 6 || line[0] != ' ' || line[1] != '<' || !bytes.HasSuffix(line, []byte(" .")) {
-			return b, fmt.Errorf("unexpected quad line %q", line)
-		}
-		pe := bytes.IndexByte(line[2:], '>')
-		if pe < 0 {
-			return b, fmt.Errorf("unexpected quad line %q", line)
-		}
-		p := line[2 : 2+pe]
-		obj := line[2+pe+2 : len(line)-2]
-		if string(p) == RDFType && len(obj) > 0 && obj[0] == '<' {
+		if dt == nil && string(p) == RDFType && obj[0] == '<' {
 			j.types = append(j.types, obj[1:len(obj)-1])
 			continue
 		}
@@ -198,7 +197,7 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 			lastP = p
 		}
 		g := &j.groups[len(j.groups)-1]
-		g.objs = append(g.objs, obj)
+		g.objs = append(g.objs, jsonldObj{obj, dt})
 	}
 	// types by IRI (line order puts "<a/x>" after "<a/x1>")
 	slices.SortFunc(j.types, bytes.Compare)
@@ -246,7 +245,7 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = j.appendObject(b, o); err != nil {
+			if b, err = j.appendObject(b, o.o, o.dt); err != nil {
 				return b, err
 			}
 		}
@@ -273,33 +272,25 @@ func lessKey(a, b string) bool {
 }
 
 // appendObject appends the JSON value (appendJSONValue's bytes) of one
-// canonical N-Quads object.
-func (j *jsonldNode) appendObject(b, o []byte) ([]byte, error) {
+// object of a compact line.
+func (j *jsonldNode) appendObject(b, o, dt []byte) ([]byte, error) {
 	var err error
 	if o[0] == '<' {
 		b = append(b, `{"@id":`...)
 		b, err = appendJSONString(b, string(o[1:len(o)-1]))
 		return append(b, '}'), err
 	}
-	if o[0] != '"' {
+	if o[0] != '"' || len(o) < 2 || o[len(o)-1] != '"' {
 		return b, fmt.Errorf("unexpected object %q", o)
 	}
-	end := closingQuote(o)
-	if end < 0 {
-		return b, fmt.Errorf("unterminated literal %q", o)
-	}
-	if j.lex, err = unescapeNQuads(j.lex[:0], o[1:end]); err != nil {
+	if j.lex, err = unescapeNQuads(j.lex[:0], o[1:len(o)-1]); err != nil {
 		return b, err
 	}
-	dt := o[end+1:]
-	if len(dt) == 0 {
+	if dt == nil {
 		return appendJSONString(b, string(j.lex))
 	}
-	if !bytes.HasPrefix(dt, []byte("^^<")) || dt[len(dt)-1] != '>' {
-		return b, fmt.Errorf("unexpected literal %q", o)
-	}
 	b = append(b, `{"@type":`...)
-	if b, err = appendJSONString(b, compact(string(dt[3:len(dt)-1]))); err != nil {
+	if b, err = appendJSONString(b, compact(string(dt))); err != nil {
 		return b, err
 	}
 	b = append(b, `,"@value":`...)

@@ -54,13 +54,17 @@ func TestStreamJSONLDEqualsInMemory(t *testing.T) {
 func TestNQReorder(t *testing.T) {
 	ids := []string{"u:a", "u:a!", "u:a!x", "u:a-1", "u:a-10", "u:a-2", "u:a?", "u:ab", "u:b", "u:b1", "u:c"}
 	var out bytes.Buffer
-	r := &nqReorder{w: &out}
+	aw := newAsyncWriter(1<<10, &out)
+	r := &nqReorder{w: aw}
 	for _, id := range ids {
-		if _, err := r.push([]byte("<" + id + "> <u:p> \"v\" .\n")); err != nil {
+		if _, err := r.push(appendLine([]byte("<"+id+">"), "u:p", Str("v"))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := r.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := aw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	var want []byte

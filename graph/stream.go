@@ -48,9 +48,9 @@ const DefaultRunBytes = 64 << 20
 // per block.
 func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) (StreamStats, error) {
 	h := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(w, h)}
-	aw := newAsyncWriter(cw, 1<<20)
-	stats, err := streamBlocks(src, opts, so, false, func(blk []byte) (int64, error) { return writeBlock(aw, blk) })
+	cw := &countWriter{w: w}
+	aw := newAsyncWriter(1<<20, h, cw)
+	stats, err := streamBlocks(src, opts, so, false, aw.block)
 	if cerr := aw.Close(); err == nil {
 		err = cerr
 	}
@@ -192,69 +192,86 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// evLines collects the quad lines of one event.
+// evLines collects the compact quad lines (streamline.go) of one event,
+// by subject.
 type evLines struct {
-	buf  []byte
-	offs []int32 // start of each line; lines end with '\n'
-	idx  []int
+	subs  []string // the event's subjects, in the order first seen
+	last  int      // index in subs of the last subject
+	buf   []byte
+	lines []evLine
+	idx   []int
+	key   []byte
 }
 
-func (e *evLines) reset() { e.buf, e.offs = e.buf[:0], e.offs[:0] }
+type evLine struct {
+	sub      int32
+	off, end int32
+}
+
+func (e *evLines) reset() { e.subs, e.last, e.buf, e.lines = e.subs[:0], 0, e.buf[:0], e.lines[:0] }
 
 func (e *evLines) add(s, p string, o Term) {
-	e.offs = append(e.offs, int32(len(e.buf)))
-	e.buf = appendQuad(e.buf, s, p, o)
+	si := e.last
+	if si >= len(e.subs) || e.subs[si] != s {
+		si = -1
+		for i, x := range e.subs {
+			if x == s {
+				si = i
+				break
+			}
+		}
+		if si < 0 {
+			si = len(e.subs)
+			e.subs = append(e.subs, s)
+		}
+		e.last = si
+	}
+	off := len(e.buf)
+	e.buf = appendLine(e.buf, p, o)
+	e.lines = append(e.lines, evLine{sub: int32(si), off: int32(off), end: int32(len(e.buf))})
 }
 
 func (e *evLines) line(i int) []byte {
-	end := len(e.buf)
-	if i+1 < len(e.offs) {
-		end = int(e.offs[i+1])
-	}
-	return e.buf[e.offs[i]:end]
+	l := e.lines[i]
+	return e.buf[l.off:l.end]
 }
 
-// flushInto sorts the event's lines, drops duplicates and appends one block
-// per subject to r, copying each line once, straight into the run.
+// flushInto appends one block per subject to r: its "<subject>" key, then
+// its sorted, distinct lines, copied once, straight into the run.
 func (e *evLines) flushInto(r *run) {
-	n := len(e.offs)
-	if n == 0 {
-		return
-	}
-	idx := e.idx[:0]
-	for i := 0; i < n; i++ {
-		idx = append(idx, i)
-	}
-	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
-	// drop duplicates
-	w := 1
-	for i := 1; i < len(idx); i++ {
-		if !bytes.Equal(e.line(idx[i]), e.line(idx[w-1])) {
-			idx[w] = idx[i]
-			w++
-		}
-	}
-	idx = idx[:w]
-	e.idx = idx
-	for i := 0; i < len(idx); {
-		key := lineKey(e.line(idx[i]))
-		j, size := i, 0
-		for j < len(idx) {
-			l := e.line(idx[j])
-			if !bytes.HasPrefix(l, key) || l[len(key)] != ' ' {
-				break
+	for si, s := range e.subs {
+		idx := e.idx[:0]
+		for i, l := range e.lines {
+			if int(l.sub) == si {
+				idx = append(idx, i)
 			}
-			size += len(l) - len(key)
-			j++
 		}
-		// a block is its "<subject>" key once, then its lines without it
-		dst := r.reserve(len(key)+size, len(key))
-		dst = append(dst, key...)
-		r.setKey(key)
-		for k := i; k < j; k++ {
-			dst = append(dst, e.line(idx[k])[len(key):]...)
+		if len(idx) > 1 {
+			slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
+			// drop duplicates
+			w := 1
+			for i := 1; i < len(idx); i++ {
+				if !bytes.Equal(e.line(idx[i]), e.line(idx[w-1])) {
+					idx[w] = idx[i]
+					w++
+				}
+			}
+			idx = idx[:w]
 		}
-		i = j
+		e.idx = idx
+		size := len(s) + 2
+		for _, i := range idx {
+			l := e.lines[i]
+			size += int(l.end - l.off)
+		}
+		dst := r.reserve(size, len(s)+2)
+		dst = append(dst, '<')
+		dst = append(dst, s...)
+		dst = append(dst, '>')
+		r.setKey(dst)
+		for _, i := range idx {
+			dst = append(dst, e.line(i)...)
+		}
 	}
 }
 
@@ -492,26 +509,6 @@ func (f *fileIter) next() ([]byte, bool) {
 	return f.buf, true
 }
 
-// writeBlock writes the lines of a block, each with its subject, and
-// returns how many.
-func writeBlock(w io.Writer, blk []byte) (int64, error) {
-	k := len(lineKey(blk))
-	key, rest := blk[:k], blk[k:]
-	var n int64
-	for len(rest) > 0 {
-		e := bytes.IndexByte(rest, '\n') + 1
-		if _, err := w.Write(key); err != nil {
-			return n, err
-		}
-		if _, err := w.Write(rest[:e]); err != nil {
-			return n, err
-		}
-		rest = rest[e:]
-		n++
-	}
-	return n, nil
-}
-
 // mergeBlocks merges two blocks of one subject (key, then sorted,
 // distinct lines without the key) into dst, dropping duplicates.
 func mergeBlocks(dst, a, b []byte) []byte {
@@ -642,39 +639,61 @@ func (st *streamer) merge(last *run, sink func([]byte) (int64, error)) (int64, e
 	return count, nil
 }
 
-// asyncWriter hashes and writes in its own goroutine while the merge goes
-// on: full buffers go over a channel, empty ones come back.
+// asyncWriter hashes and writes in goroutines of their own while the
+// merge goes on: full buffers go through one goroutine per writer in turn
+// (a pipeline: the hash of one buffer overlaps the write of the one
+// before), then come back empty.
 type asyncWriter struct {
 	buf   []byte
+	size  int
 	full  chan []byte
 	empty chan []byte
 	done  chan error
+	n     int // writers
 }
 
-func newAsyncWriter(w io.Writer, size int) *asyncWriter {
-	a := &asyncWriter{buf: make([]byte, 0, size), full: make(chan []byte, 2), empty: make(chan []byte, 3), done: make(chan error, 1)}
-	a.empty <- make([]byte, 0, size)
-	a.empty <- make([]byte, 0, size)
-	go func() {
-		var err error
-		for b := range a.full {
-			if err == nil {
-				_, err = w.Write(b)
-			}
-			a.empty <- b[:0]
+const asyncBuffers = 4
+
+func newAsyncWriter(size int, ws ...io.Writer) *asyncWriter {
+	a := &asyncWriter{buf: make([]byte, 0, size), size: size, full: make(chan []byte, asyncBuffers),
+		empty: make(chan []byte, asyncBuffers), done: make(chan error, len(ws)), n: len(ws)}
+	for i := 1; i < asyncBuffers; i++ {
+		a.empty <- make([]byte, 0, size)
+	}
+	in := a.full
+	for i, w := range ws {
+		var out chan []byte
+		if i < len(ws)-1 {
+			out = make(chan []byte, asyncBuffers)
 		}
-		a.done <- err
-	}()
+		go func(w io.Writer, in, out chan []byte) {
+			var err error
+			for b := range in {
+				if err == nil {
+					_, err = w.Write(b)
+				}
+				if out != nil {
+					out <- b
+				} else {
+					a.empty <- b[:0]
+				}
+			}
+			if out != nil {
+				close(out)
+			}
+			a.done <- err
+		}(w, in, out)
+		in = out
+	}
 	return a
 }
 
 func (a *asyncWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		room := cap(a.buf) - len(a.buf)
-		if room == 0 {
-			a.full <- a.buf
-			a.buf = <-a.empty
+		room := a.size - len(a.buf)
+		if room <= 0 {
+			a.flush()
 			continue
 		}
 		k := min(room, len(p))
@@ -684,11 +703,34 @@ func (a *asyncWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close flushes, waits for the writer and returns its first error.
+func (a *asyncWriter) flush() {
+	a.full <- a.buf
+	a.buf = <-a.empty
+}
+
+// block writes the N-Quads lines of a block (a "<subject>" key, then
+// compact lines) and returns how many.
+func (a *asyncWriter) block(blk []byte) (int64, error) {
+	var n int64
+	var err error
+	a.buf, n, err = appendNQuadsBlock(a.buf, blk)
+	if len(a.buf) >= a.size {
+		a.flush()
+	}
+	return n, err
+}
+
+// Close flushes, waits for the writers and returns the first error.
 func (a *asyncWriter) Close() error {
 	if len(a.buf) > 0 {
 		a.full <- a.buf
 	}
 	close(a.full)
-	return <-a.done
+	var first error
+	for i := 0; i < a.n; i++ {
+		if err := <-a.done; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
