@@ -74,11 +74,18 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 		so.RunBytes = DefaultRunBytes
 	}
 	st := &streamer{so: so, byID: byID, runCh: make(chan *run, 1), done: make(chan error, 1), free: make(chan *run, 2)}
-	st.free <- &run{}
-	st.free <- &run{}
+	// a run's records, sized for blocks of ~100 bytes: growing them by
+	// copies costs more than the memory
+	st.free <- &run{recs: make([]rec, 0, so.RunBytes/100)}
+	st.free <- &run{recs: make([]rec, 0, so.RunBytes/100)}
 	go st.sorter()
 	defer st.cleanup()
 
+	// the mapper keeps copies of the few strings it keeps (the lines
+	// become garbage once mapped)
+	if fr, ok := src.(*eventlog.FastReader); ok {
+		fr.ShareLines(true)
+	}
 	// events are decoded in their own goroutine, in batches
 	type batch struct {
 		evs []*eventlog.Event
@@ -111,43 +118,49 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 		}
 	}()
 
-	cur := <-st.free
-	cur.reset()
-	var ev evLines
+	// the mapped lines of a batch of events are packed into runs in a
+	// goroutine of their own
+	pk := &packer{st: st, runBytes: so.RunBytes, byID: byID, in: make(chan *evLines, 2), free: make(chan *evLines, 3), out: make(chan *run, 1)}
+	for i := 0; i < 3; i++ {
+		pk.free <- &evLines{}
+	}
+	go pk.loop()
+	stopPacker := func() *run {
+		close(pk.in)
+		return <-pk.out
+	}
+	var ev *evLines
 	m := newMapper(opts, func(s, p string, o Term) error {
 		ev.add(s, p, o)
 		return nil
 	})
 	var stats StreamStats
 	var srcErr error
-	var prefix []byte
 	for b := range bch {
+		ev = <-pk.free
+		ev.reset()
+		if ev.prefix == nil && m.base != "" {
+			ev.prefix = []byte("<" + m.base + "/")
+		}
 		for _, e := range b.evs {
-			ev.reset()
 			if err := m.event(e); err != nil {
+				stopPacker()
 				st.abort()
 				return stats, evidenceError(placeEventError(src, err, false))
 			}
 			stats.Events++
-			if prefix == nil {
-				prefix = []byte("<" + m.base + "/")
-				cur.prefix, cur.byID = prefix, byID
+			if ev.prefix == nil {
+				ev.prefix = []byte("<" + m.base + "/")
 			}
-			ev.flushInto(cur)
-			if cur.size >= so.RunBytes {
-				if err := st.send(cur); err != nil {
-					return stats, err
-				}
-				cur = <-st.free
-				cur.reset()
-				cur.prefix, cur.byID = prefix, byID
-			}
+			ev.endEvent()
 		}
+		pk.in <- ev
 		if b.err != nil && b.err != io.EOF {
 			srcErr = b.err
 			break
 		}
 	}
+	cur := stopPacker()
 	if srcErr != nil {
 		st.abort()
 		var pe *eventlog.ParseError
@@ -157,14 +170,13 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 		return stats, srcErr
 	}
 	// what needs the whole log (the session's one end time)
-	ev.reset()
+	ev = &evLines{}
 	if err := m.finish(); err != nil {
 		st.abort()
 		return stats, evidenceError(err)
 	}
-	if prefix != nil {
-		ev.flushInto(cur)
-	}
+	ev.endEvent()
+	ev.flushInto(cur)
 	// the last run stays in memory
 	close(st.runCh)
 	if err := <-st.done; err != nil {
@@ -192,15 +204,18 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// evLines collects the compact quad lines (streamline.go) of one event,
-// by subject.
+// evLines collects the compact quad lines (streamline.go) of a batch of
+// events, by subject.
 type evLines struct {
-	subs  []string // the event's subjects, in the order first seen
-	last  int      // index in subs of the last subject
-	buf   []byte
-	lines []evLine
-	idx   []int
-	key   []byte
+	prefix   []byte   // "<" + the session base + "/", once known
+	subs     []string // the subjects of the events, in the order first seen
+	subStart int      // first subject of the current event
+	last     int      // index in subs of the last subject
+	buf      []byte
+	lines    []evLine
+	lineEnd  int // first line of the current event
+	evs      []evSpan
+	idx      []int
 }
 
 type evLine struct {
@@ -208,14 +223,21 @@ type evLine struct {
 	off, end int32
 }
 
-func (e *evLines) reset() { e.subs, e.last, e.buf, e.lines = e.subs[:0], 0, e.buf[:0], e.lines[:0] }
+// evSpan is one event of a batch: its subjects and lines.
+type evSpan struct {
+	s0, s1, l0, l1 int32
+}
+
+func (e *evLines) reset() {
+	e.subs, e.subStart, e.last, e.buf, e.lines, e.lineEnd, e.evs = e.subs[:0], 0, 0, e.buf[:0], e.lines[:0], 0, e.evs[:0]
+}
 
 func (e *evLines) add(s, p string, o Term) {
 	si := e.last
-	if si >= len(e.subs) || e.subs[si] != s {
+	if si < e.subStart || si >= len(e.subs) || e.subs[si] != s {
 		si = -1
-		for i, x := range e.subs {
-			if x == s {
+		for i := e.subStart; i < len(e.subs); i++ {
+			if e.subs[i] == s {
 				si = i
 				break
 			}
@@ -231,19 +253,27 @@ func (e *evLines) add(s, p string, o Term) {
 	e.lines = append(e.lines, evLine{sub: int32(si), off: int32(off), end: int32(len(e.buf))})
 }
 
+// endEvent closes the current event.
+func (e *evLines) endEvent() {
+	e.evs = append(e.evs, evSpan{int32(e.subStart), int32(len(e.subs)), int32(e.lineEnd), int32(len(e.lines))})
+	e.subStart, e.lineEnd = len(e.subs), len(e.lines)
+}
+
 func (e *evLines) line(i int) []byte {
 	l := e.lines[i]
 	return e.buf[l.off:l.end]
 }
 
-// flushInto appends one block per subject to r: its "<subject>" key, then
-// its sorted, distinct lines, copied once, straight into the run.
-func (e *evLines) flushInto(r *run) {
-	for si, s := range e.subs {
+// flushInto appends to r one block per subject of event x: its
+// "<subject>" key, then its sorted, distinct lines, copied once, straight
+// into the run.
+func (e *evLines) flushInto1(r *run, x evSpan) {
+	for si := x.s0; si < x.s1; si++ {
+		s := e.subs[si]
 		idx := e.idx[:0]
-		for i, l := range e.lines {
-			if int(l.sub) == si {
-				idx = append(idx, i)
+		for i := x.l0; i < x.l1; i++ {
+			if e.lines[i].sub == si {
+				idx = append(idx, int(i))
 			}
 		}
 		if len(idx) > 1 {
@@ -275,6 +305,49 @@ func (e *evLines) flushInto(r *run) {
 	}
 }
 
+// flushInto appends the blocks of every event of e to r.
+func (e *evLines) flushInto(r *run) {
+	if r.prefix == nil {
+		r.prefix = e.prefix
+	}
+	for _, x := range e.evs {
+		e.flushInto1(r, x)
+	}
+}
+
+// packer packs batches of mapped events into runs and hands full runs to
+// the sorter; on closing its input it hands back the run being filled.
+type packer struct {
+	st       *streamer
+	runBytes int
+	byID     bool
+	in       chan *evLines
+	free     chan *evLines
+	out      chan *run
+}
+
+func (p *packer) loop() {
+	cur := <-p.st.free
+	cur.reset()
+	cur.byID = p.byID
+	for ev := range p.in {
+		for _, x := range ev.evs {
+			if cur.prefix == nil {
+				cur.prefix = ev.prefix
+			}
+			ev.flushInto1(cur, x)
+			if cur.size >= p.runBytes {
+				p.st.send(cur)
+				cur = <-p.st.free
+				cur.reset()
+				cur.byID, cur.prefix = p.byID, ev.prefix
+			}
+		}
+		p.free <- ev
+	}
+	p.out <- cur
+}
+
 // lineKey returns "<subject>" of a quad line.
 func lineKey(l []byte) []byte {
 	return l[:bytes.IndexByte(l, '>')+1]
@@ -286,7 +359,7 @@ func lineKey(l []byte) []byte {
 type rec struct {
 	c         int32
 	off, n, k int32  // k: length of the "<subject>" key
-	p         uint64 // 8 key bytes after the session prefix, big-endian: a fast first comparison
+	p, p2     uint64 // 16 key bytes after the session prefix, big-endian: a fast first comparison
 	hp        bool   // the key starts with the session prefix
 }
 
@@ -345,9 +418,9 @@ func (r *run) setKey(key []byte) {
 	if r.byID {
 		rest = rest[:len(rest)-1]
 	}
-	var b [8]byte
+	var b [16]byte
 	copy(b[:], rest)
-	x.p, x.hp = binary.BigEndian.Uint64(b[:]), true
+	x.p, x.p2, x.hp = binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), true
 }
 
 func (r *run) block(i int) []byte {
@@ -366,11 +439,19 @@ func (r *run) sortRecords(byID bool) {
 	// blocks of one subject are merged whatever their order: no need for a
 	// stable sort
 	slices.SortFunc(r.recs, func(a, b rec) int {
-		if a.hp && b.hp && a.p != b.p {
-			if a.p < b.p {
-				return -1
+		if a.hp && b.hp {
+			if a.p != b.p {
+				if a.p < b.p {
+					return -1
+				}
+				return 1
 			}
-			return 1
+			if a.p2 != b.p2 {
+				if a.p2 < b.p2 {
+					return -1
+				}
+				return 1
+			}
 		}
 		return bytes.Compare(r.chunks[a.c][a.off:a.off+a.k-drop], r.chunks[b.c][b.off:b.off+b.k-drop])
 	})
