@@ -31,7 +31,12 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	var jn jsonldNode
 	var buf []byte
 	first := true
-	stats, err := streamBlocks(src, opts, so, true, func(blk []byte) (int64, error) {
+	stats, err := streamBlocks(src, opts, so, true, func(pre, blk []byte) (int64, error) {
+		// the block, its key expanded, held by nq until written
+		n, blk, nerr := nq.push(pre, blk)
+		if nerr != nil {
+			return n, nerr
+		}
 		buf = buf[:0]
 		if first {
 			buf = append(buf, head...)
@@ -44,7 +49,7 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 			return 0, fmt.Errorf("write json-ld: node %s: %w", lineKey(blk), err)
 		}
 		jw.Write(buf)
-		return nq.push(blk)
+		return n, nil
 	})
 	if err == nil {
 		var n int64
@@ -87,10 +92,21 @@ func blockID(blk []byte) []byte {
 	return k[1 : len(k)-1]
 }
 
-// push takes the next block in IRI order and returns the lines written
-// since the last call.
-func (r *nqReorder) push(blk []byte) (int64, error) {
-	id := blockID(blk)
+// push takes the next block in IRI order (pre: what a key beginning with
+// keyMark stands for, streamBlocks) and returns the lines written since
+// the last call, and its copy (key expanded), valid until the next call.
+func (r *nqReorder) push(pre, blk []byte) (int64, []byte, error) {
+	var c []byte
+	if len(r.spare) > 0 {
+		c = r.spare[len(r.spare)-1][:0]
+		r.spare = r.spare[:len(r.spare)-1]
+	}
+	if pre != nil {
+		c = append(c, pre...)
+		blk = blk[1:]
+	}
+	c = append(c, blk...)
+	id := blockID(c)
 	var n int64
 	for len(r.stack) > 0 {
 		top := r.stack[len(r.stack)-1]
@@ -101,22 +117,17 @@ func (r *nqReorder) push(blk []byte) (int64, error) {
 		k, err := r.pop()
 		n += k
 		if err != nil {
-			return n, err
+			return n, c, err
 		}
 	}
-	var c []byte
-	if len(r.spare) > 0 {
-		c = r.spare[len(r.spare)-1][:0]
-		r.spare = r.spare[:len(r.spare)-1]
-	}
-	r.stack = append(r.stack, append(c, blk...))
-	return n, nil
+	r.stack = append(r.stack, c)
+	return n, c, nil
 }
 
 func (r *nqReorder) pop() (int64, error) {
 	top := r.stack[len(r.stack)-1]
 	r.stack = r.stack[:len(r.stack)-1]
-	n, err := r.w.block(top)
+	n, err := r.w.block(nil, top)
 	r.spare = append(r.spare, top)
 	return n, err
 }

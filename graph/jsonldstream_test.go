@@ -57,7 +57,7 @@ func TestNQReorder(t *testing.T) {
 	aw := newAsyncWriter(1<<10, &out)
 	r := &nqReorder{w: aw}
 	for _, id := range ids {
-		if _, err := r.push(appendLine([]byte("<"+id+">"), "u:p", Str("v"))); err != nil {
+		if _, _, err := r.push(nil, appendLine([]byte("<"+id+">"), "u:p", Str("v"))); err != nil {
 			t.Fatal(err)
 		}
 	}

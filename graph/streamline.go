@@ -151,13 +151,17 @@ func splitLine(l []byte) (p, obj, dt []byte, err error) {
 	return nil, nil, nil, errCompact
 }
 
-// appendNQuadsLine appends the N-Quads line of subject key ("<s>") and
-// the compact line l. A line that is not compact (never written by
-// appendLine) is an error.
-func appendNQuadsLine(b, key, l []byte) ([]byte, error) {
+// appendNQuadsLine appends the N-Quads line of subject key ("<s>", or
+// keyMark standing for pre and the rest of "<s>") and the compact line l.
+// A line that is not compact (never written by appendLine) is an error.
+func appendNQuadsLine(b, pre, key, l []byte) ([]byte, error) {
 	p, obj, dt, err := splitLine(l)
 	if err != nil {
 		return b, err
+	}
+	if pre != nil {
+		b = append(b, pre...)
+		key = key[1:]
 	}
 	b = append(b, key...)
 	b = append(b, ' ', '<')
@@ -173,8 +177,9 @@ func appendNQuadsLine(b, key, l []byte) ([]byte, error) {
 }
 
 // appendNQuadsBlock appends the N-Quads lines of a block (its "<subject>"
-// key, then compact lines) and returns how many.
-func appendNQuadsBlock(b, blk []byte) ([]byte, int64, error) {
+// key, then compact lines) and returns how many. pre: what a key beginning
+// with keyMark stands for (streamBlocks).
+func appendNQuadsBlock(b, pre, blk []byte) ([]byte, int64, error) {
 	k := len(lineKey(blk))
 	key, rest := blk[:k], blk[k:]
 	var n int64
@@ -184,7 +189,7 @@ func appendNQuadsBlock(b, blk []byte) ([]byte, int64, error) {
 			return b, n, errCompact
 		}
 		var err error
-		if b, err = appendNQuadsLine(b, key, rest[:e]); err != nil {
+		if b, err = appendNQuadsLine(b, pre, key, rest[:e]); err != nil {
 			return b, n, err
 		}
 		rest = rest[e:]
