@@ -151,6 +151,11 @@ type jsonldNode struct {
 	types  [][]byte
 	groups []jsonldGroup
 	keys   map[string]string // predicate IRI -> compact JSON key
+	// the order of the groups by key, by the sequence of their predicate
+	// codes (known predicates only): nodes of one kind share it
+	perms  map[string][]int
+	sig    []byte
+	sorted []jsonldGroup
 	lex    []byte
 }
 
@@ -176,6 +181,8 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 		j.groups[i].objs = j.groups[i].objs[:0]
 	}
 	j.groups = j.groups[:0]
+	j.sig = j.sig[:0]
+	sigOK := true
 	key := lineKey(blk)
 	id := key[1 : len(key)-1]
 	var lastP []byte
@@ -184,6 +191,7 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 		if e < 0 {
 			return b, errors.New("block line without newline")
 		}
+		code := rest[0]
 		p, obj, dt, err := splitLine(rest[:e+1])
 		if err != nil {
 			return b, err
@@ -206,24 +214,18 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 				j.groups = append(j.groups, jsonldGroup{key: k})
 			}
 			lastP = p
+			j.sig = append(j.sig, code)
+			sigOK = sigOK && (code-predBase)%2 == 0
 		}
 		g := &j.groups[len(j.groups)-1]
 		g.objs = append(g.objs, jsonldObj{obj, dt})
 	}
 	// types by IRI (line order puts "<a/x>" after "<a/x1>")
 	slices.SortFunc(j.types, bytes.Compare)
-	slices.SortFunc(j.groups, func(x, y jsonldGroup) int {
-		if x.key == y.key {
-			return 0
-		}
-		if lessKey(x.key, y.key) {
-			return -1
-		}
-		return 1
-	})
+	groups := j.sortGroups(sigOK)
 	var err error
 	b = append(b, `{"@id":`...)
-	if b, err = appendJSONString(b, string(id)); err != nil {
+	if b, err = appendJSONBytes(b, id); err != nil {
 		return b, err
 	}
 	if len(j.types) > 0 {
@@ -235,7 +237,7 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendJSONString(b, compact(string(t))); err != nil {
+			if b, err = appendJSONString(b, j.compact(t)); err != nil {
 				return b, err
 			}
 		}
@@ -243,7 +245,7 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 			b = append(b, ']')
 		}
 	}
-	for _, g := range j.groups {
+	for _, g := range groups {
 		b = append(b, ',')
 		if b, err = appendJSONString(b, g.key); err != nil {
 			return b, err
@@ -288,25 +290,158 @@ func (j *jsonldNode) appendObject(b, o, dt []byte) ([]byte, error) {
 	var err error
 	if o[0] == '<' {
 		b = append(b, `{"@id":`...)
-		b, err = appendJSONString(b, string(o[1:len(o)-1]))
+		b, err = appendJSONBytes(b, o[1:len(o)-1])
 		return append(b, '}'), err
 	}
 	if o[0] != '"' || len(o) < 2 || o[len(o)-1] != '"' {
 		return b, fmt.Errorf("unexpected object %q", o)
 	}
-	if j.lex, err = unescapeNQuads(j.lex[:0], o[1:len(o)-1]); err != nil {
+	if dt != nil {
+		b = append(b, `{"@type":`...)
+		if b, err = appendJSONString(b, j.compact(dt)); err != nil {
+			return b, err
+		}
+		b = append(b, `,"@value":`...)
+	}
+	if b, err = j.appendLiteral(b, o[1:len(o)-1]); err != nil {
 		return b, err
 	}
-	if dt == nil {
-		return appendJSONString(b, string(j.lex))
+	if dt != nil {
+		b = append(b, '}')
 	}
-	b = append(b, `{"@type":`...)
-	if b, err = appendJSONString(b, compact(string(dt))); err != nil {
+	return b, nil
+}
+
+// sortGroups returns the groups ordered by key (UTF-16 order), through the
+// remembered permutation of their predicate sequence when cached.
+func (j *jsonldNode) sortGroups(cached bool) []jsonldGroup {
+	byKey := func(x, y jsonldGroup) int {
+		if x.key == y.key {
+			return 0
+		}
+		if lessKey(x.key, y.key) {
+			return -1
+		}
+		return 1
+	}
+	// a bounded cache, whatever the log
+	if !cached || len(j.perms) >= 4096 && j.perms[string(j.sig)] == nil {
+		slices.SortFunc(j.groups, byKey)
+		return j.groups
+	}
+	if j.perms == nil {
+		j.perms = map[string][]int{}
+	}
+	perm, ok := j.perms[string(j.sig)]
+	if !ok {
+		perm = make([]int, len(j.groups))
+		for i := range perm {
+			perm[i] = i
+		}
+		slices.SortFunc(perm, func(a, b int) int { return byKey(j.groups[a], j.groups[b]) })
+		j.perms[string(j.sig)] = perm
+	}
+	j.sorted = j.sorted[:0]
+	for _, i := range perm {
+		j.sorted = append(j.sorted, j.groups[i])
+	}
+	return j.sorted
+}
+
+// compact is compact(iri), remembered.
+func (j *jsonldNode) compact(iri []byte) string {
+	k, ok := j.keys[string(iri)]
+	if !ok {
+		k = compact(string(iri))
+		j.keys[string(iri)] = k
+	}
+	return k
+}
+
+// appendJSONBytes is appendJSONString(b, string(s)) without the copy when
+// s needs no escape (printable ASCII but '"' and '\\').
+func appendJSONBytes(b, s []byte) ([]byte, error) {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return appendJSONString(b, string(s))
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
+}
+
+// appendLiteral appends the JSON string (appendJSONString's bytes) of the
+// literal whose N-Quads body (AppendEscaped's escapes) is body, straight
+// from one escaping to the other: the short escapes are the same in both
+// but for JSON's raw DEL, \u00XX is \u00xx. A body that is not valid
+// UTF-8 or holds another escape goes the long way (unescape, then
+// appendJSONString), which decides.
+func (j *jsonldNode) appendLiteral(b, body []byte) ([]byte, error) {
+	start := len(b)
+	b = append(b, '"')
+	valid := false // the body from the first non-ASCII byte on is valid UTF-8
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c >= 0x80 {
+			if !valid {
+				if !utf8.Valid(body[i:]) {
+					return j.appendLiteralSlow(b[:start], body)
+				}
+				valid = true
+			}
+			b = append(b, c)
+			continue
+		}
+		if c != '\\' {
+			if c < 0x20 || c == '"' {
+				return j.appendLiteralSlow(b[:start], body)
+			}
+			b = append(b, c)
+			continue
+		}
+		if i+1 >= len(body) {
+			return j.appendLiteralSlow(b[:start], body)
+		}
+		switch e := body[i+1]; e {
+		case 'b', 't', 'n', 'f', 'r', '"', '\\':
+			b = append(b, '\\', e)
+			i++
+		case 'u':
+			if i+5 >= len(body) || body[i+2] != '0' || body[i+3] != '0' {
+				return j.appendLiteralSlow(b[:start], body)
+			}
+			h, l := body[i+4], body[i+5]
+			switch {
+			case h == '7' && l == 'F':
+				b = append(b, 0x7f)
+			case (h == '0' || h == '1') && (l >= '0' && l <= '9' || l >= 'A' && l <= 'F') &&
+				!(h == '0' && (l == '8' || l == '9' || l == 'A' || l == 'C' || l == 'D')): // those have short escapes
+				b = append(b, '\\', 'u', '0', '0', h, l|0x20*byte(boolInt(l >= 'A')))
+			default:
+				return j.appendLiteralSlow(b[:start], body)
+			}
+			i += 5
+		default:
+			return j.appendLiteralSlow(b[:start], body)
+		}
+	}
+	return append(b, '"'), nil
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func (j *jsonldNode) appendLiteralSlow(b, body []byte) ([]byte, error) {
+	var err error
+	if j.lex, err = unescapeNQuads(j.lex[:0], body); err != nil {
 		return b, err
 	}
-	b = append(b, `,"@value":`...)
-	b, err = appendJSONString(b, string(j.lex))
-	return append(b, '}'), err
+	return appendJSONString(b, string(j.lex))
 }
 
 // closingQuote returns the index of the unescaped '"' that closes the
