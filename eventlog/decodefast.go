@@ -20,7 +20,12 @@ var errSlow = errors.New("slow path")
 // does not use the wire field, so the fast path skips it (after checking it
 // is valid JSON) and leaves Event.Wire nil.
 func DecodeEventFast(line []byte) (*Event, *ParseError) {
-	e, err := decodeFast(line)
+	return decodeEventFast(line, false)
+}
+
+// decodeEventFast is DecodeEventFast; shared as decodeFast's.
+func decodeEventFast(line []byte, shared bool) (*Event, *ParseError) {
+	e, err := decodeFast(line, shared)
 	if err == nil {
 		if pe := checkEnvelope(e); pe == nil {
 			return e, nil
@@ -52,6 +57,10 @@ const fastMaxDepth = 200
 type scanner struct {
 	b []byte
 	i int
+	// shared: the line is valid UTF-8 and ls is it as a string; unescaped
+	// strings are cut out of ls instead of copied one by one
+	shared bool
+	ls     string
 }
 
 func (s *scanner) peek() byte {
@@ -68,10 +77,15 @@ func (s *scanner) str() (string, error) {
 		return "", err
 	}
 	if !esc {
-		if !utf8.Valid(raw[1 : len(raw)-1]) {
+		body := raw[1 : len(raw)-1]
+		if s.shared {
+			end := s.i - 1
+			return s.ls[end-len(body) : end], nil
+		}
+		if !utf8.Valid(body) {
 			return "", errSlow
 		}
-		return string(raw[1 : len(raw)-1]), nil
+		return string(body), nil
 	}
 	var v string
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -361,8 +375,18 @@ const (
 	kConcerns
 )
 
-func decodeFast(line []byte) (*Event, error) {
+// decodeFast decodes a canonical line the quick way, or returns errSlow.
+// shared: the strings of the event share one copy of the line (one
+// allocation instead of one per field); for readers whose events do not
+// outlive their use, since any one string keeps the whole line alive.
+func decodeFast(line []byte, shared bool) (*Event, error) {
 	s := &scanner{b: line}
+	if shared {
+		if !utf8.Valid(line) {
+			return nil, errSlow
+		}
+		s.shared, s.ls = true, string(line)
+	}
 	if s.peek() != '{' {
 		return nil, errSlow
 	}
@@ -525,7 +549,7 @@ func decodeFast(line []byte) (*Event, error) {
 	if s.i != len(line) {
 		return nil, errSlow
 	}
-	if len(e.Payload) > 0 && !utf8.Valid(e.Payload) {
+	if !shared && len(e.Payload) > 0 && !utf8.Valid(e.Payload) {
 		return nil, errSlow
 	}
 	return e, nil
@@ -541,7 +565,14 @@ type FastReader struct {
 	buf  []byte
 	// partial: the line last read had no newline
 	partial bool
+	shared  bool
 }
+
+// ShareLines makes the strings of each event Next returns share one copy
+// of its line: one allocation per event instead of one per field. Any
+// one string then keeps the whole line alive, so it is for callers that
+// let events go once used and copy (strings.Clone) what they keep.
+func (l *FastReader) ShareLines(on bool) { l.shared = on }
 
 // NewFastReader returns a FastReader over the event log r (name is used in
 // errors).
@@ -566,7 +597,7 @@ func (l *FastReader) Next() (*Event, error) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return nil, &ParseError{File: l.name, Line: l.line, Err: errors.New("blank line")}
 	}
-	e, pe := DecodeEventFast(line)
+	e, pe := decodeEventFast(line, l.shared)
 	if pe != nil {
 		if l.partial {
 			pe.Err = fmt.Errorf("%w: %w", ErrCutOff, pe.Err)

@@ -11,11 +11,17 @@ import (
 	"github.com/agent-trace-witness/witness/internal/synthlog"
 )
 
-// sameDecode checks that eventlog.DecodeEventFast agrees with eventlog.DecodeEvent
-// (Wire aside, which the fast path skips).
+// sameDecode checks that eventlog.DecodeEventFast, and FastReader's
+// decoding, agree with eventlog.DecodeEvent (Wire aside, which the fast
+// path skips).
 func sameDecode(t *testing.T, line []byte) {
+	sameDecodeBy(t, line, eventlog.DecodeEventFast)
+	sameDecodeBy(t, line, eventlog.DecodeEventFastShared)
+}
+
+func sameDecodeBy(t *testing.T, line []byte, fast func([]byte) (*eventlog.Event, *eventlog.ParseError)) {
 	want, werr := eventlog.DecodeEvent(line)
-	got, gerr := eventlog.DecodeEventFast(line)
+	got, gerr := fast(line)
 	if (werr == nil) != (gerr == nil) {
 		t.Fatalf("line %q: capture err %v, fast err %v", line, werr, gerr)
 	}

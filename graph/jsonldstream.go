@@ -21,9 +21,9 @@ import (
 // written.
 func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) (StreamStats, error) {
 	h := sha256.New()
-	hw := newAsyncWriter(h, 1<<20)
+	hw := newAsyncWriter(1<<20, h)
 	cw := &countWriter{w: w}
-	jw := newAsyncWriter(cw, 1<<20)
+	jw := newAsyncWriter(1<<20, cw)
 	// nothing is written before every event mapped: the head comes with
 	// the first node (or the end)
 	head := []byte(`{"@context":` + ContextJSON + `,"@graph":[`)
@@ -31,7 +31,12 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	var jn jsonldNode
 	var buf []byte
 	first := true
-	stats, err := streamBlocks(src, opts, so, true, func(blk []byte) (int64, error) {
+	stats, err := streamBlocks(src, opts, so, true, func(pre, blk []byte) (int64, error) {
+		// the block, its key expanded, held by nq until written
+		n, blk, nerr := nq.push(pre, blk)
+		if nerr != nil {
+			return n, nerr
+		}
 		buf = buf[:0]
 		if first {
 			buf = append(buf, head...)
@@ -44,7 +49,7 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 			return 0, fmt.Errorf("write json-ld: node %s: %w", lineKey(blk), err)
 		}
 		jw.Write(buf)
-		return nq.push(blk)
+		return n, nil
 	})
 	if err == nil {
 		var n int64
@@ -77,7 +82,7 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 // the following IRIs extend it that way; the held blocks form a chain of
 // prefixes, so the stack is at most as deep as an IRI is long.
 type nqReorder struct {
-	w     io.Writer
+	w     *asyncWriter
 	stack [][]byte // held blocks, each a copy; each key a prefix of the next
 	spare [][]byte // buffers of popped blocks, for reuse
 }
@@ -87,10 +92,21 @@ func blockID(blk []byte) []byte {
 	return k[1 : len(k)-1]
 }
 
-// push takes the next block in IRI order and returns the lines written
-// since the last call.
-func (r *nqReorder) push(blk []byte) (int64, error) {
-	id := blockID(blk)
+// push takes the next block in IRI order (pre: what a key beginning with
+// keyMark stands for, streamBlocks) and returns the lines written since
+// the last call, and its copy (key expanded), valid until the next call.
+func (r *nqReorder) push(pre, blk []byte) (int64, []byte, error) {
+	var c []byte
+	if len(r.spare) > 0 {
+		c = r.spare[len(r.spare)-1][:0]
+		r.spare = r.spare[:len(r.spare)-1]
+	}
+	if pre != nil {
+		c = append(c, pre...)
+		blk = blk[1:]
+	}
+	c = append(c, blk...)
+	id := blockID(c)
 	var n int64
 	for len(r.stack) > 0 {
 		top := r.stack[len(r.stack)-1]
@@ -101,22 +117,17 @@ func (r *nqReorder) push(blk []byte) (int64, error) {
 		k, err := r.pop()
 		n += k
 		if err != nil {
-			return n, err
+			return n, c, err
 		}
 	}
-	var c []byte
-	if len(r.spare) > 0 {
-		c = r.spare[len(r.spare)-1][:0]
-		r.spare = r.spare[:len(r.spare)-1]
-	}
-	r.stack = append(r.stack, append(c, blk...))
-	return n, nil
+	r.stack = append(r.stack, c)
+	return n, c, nil
 }
 
 func (r *nqReorder) pop() (int64, error) {
 	top := r.stack[len(r.stack)-1]
 	r.stack = r.stack[:len(r.stack)-1]
-	n, err := writeBlock(r.w, top)
+	n, err := r.w.block(nil, top)
 	r.spare = append(r.spare, top)
 	return n, err
 }
@@ -140,12 +151,23 @@ type jsonldNode struct {
 	types  [][]byte
 	groups []jsonldGroup
 	keys   map[string]string // predicate IRI -> compact JSON key
+	// the order of the groups by key, by the sequence of their predicate
+	// codes (known predicates only): nodes of one kind share it
+	perms  map[string][]int
+	sig    []byte
+	sorted []jsonldGroup
 	lex    []byte
 }
 
 type jsonldGroup struct {
-	key  string   // compact predicate
-	objs [][]byte // N-Quads objects, in line order (the canonical order)
+	key  string      // compact predicate
+	objs []jsonldObj // objects, in line order (the canonical order)
+}
+
+// jsonldObj is an object of a compact line: an IRI "<iri>" or a literal
+// "\"lex\"" (N-Quads escapes), and its datatype (nil: xsd:string).
+type jsonldObj struct {
+	o, dt []byte
 }
 
 // append appends the canonical JSON object (appendNodeJSON's bytes) of the
@@ -159,6 +181,8 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 		j.groups[i].objs = j.groups[i].objs[:0]
 	}
 	j.groups = j.groups[:0]
+	j.sig = j.sig[:0]
+	sigOK := true
 	key := lineKey(blk)
 	id := key[1 : len(key)-1]
 	var lastP []byte
@@ -167,19 +191,13 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 		if e < 0 {
 			return b, errors.New("block line without newline")
 		}
-		line := rest[:e]
+		code := rest[0]
+		p, obj, dt, err := splitLine(rest[:e+1])
+		if err != nil {
+			return b, err
+		}
 		rest = rest[e+1:]
-		// " <p> OBJECT ."
-		if len(line) < 6 || line[0] != ' ' || line[1] != '<' || !bytes.HasSuffix(line, []byte(" .")) {
-			return b, fmt.Errorf("unexpected quad line %q", line)
-		}
-		pe := bytes.IndexByte(line[2:], '>')
-		if pe < 0 {
-			return b, fmt.Errorf("unexpected quad line %q", line)
-		}
-		p := line[2 : 2+pe]
-		obj := line[2+pe+2 : len(line)-2]
-		if string(p) == RDFType && len(obj) > 0 && obj[0] == '<' {
+		if dt == nil && string(p) == RDFType && obj[0] == '<' {
 			j.types = append(j.types, obj[1:len(obj)-1])
 			continue
 		}
@@ -196,24 +214,18 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 				j.groups = append(j.groups, jsonldGroup{key: k})
 			}
 			lastP = p
+			j.sig = append(j.sig, code)
+			sigOK = sigOK && (code-predBase)%2 == 0
 		}
 		g := &j.groups[len(j.groups)-1]
-		g.objs = append(g.objs, obj)
+		g.objs = append(g.objs, jsonldObj{obj, dt})
 	}
 	// types by IRI (line order puts "<a/x>" after "<a/x1>")
 	slices.SortFunc(j.types, bytes.Compare)
-	slices.SortFunc(j.groups, func(x, y jsonldGroup) int {
-		if x.key == y.key {
-			return 0
-		}
-		if lessKey(x.key, y.key) {
-			return -1
-		}
-		return 1
-	})
+	groups := j.sortGroups(sigOK)
 	var err error
 	b = append(b, `{"@id":`...)
-	if b, err = appendJSONString(b, string(id)); err != nil {
+	if b, err = appendJSONBytes(b, id); err != nil {
 		return b, err
 	}
 	if len(j.types) > 0 {
@@ -225,7 +237,7 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendJSONString(b, compact(string(t))); err != nil {
+			if b, err = appendJSONString(b, j.compact(t)); err != nil {
 				return b, err
 			}
 		}
@@ -233,7 +245,7 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 			b = append(b, ']')
 		}
 	}
-	for _, g := range j.groups {
+	for _, g := range groups {
 		b = append(b, ',')
 		if b, err = appendJSONString(b, g.key); err != nil {
 			return b, err
@@ -246,7 +258,7 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = j.appendObject(b, o); err != nil {
+			if b, err = j.appendObject(b, o.o, o.dt); err != nil {
 				return b, err
 			}
 		}
@@ -273,38 +285,163 @@ func lessKey(a, b string) bool {
 }
 
 // appendObject appends the JSON value (appendJSONValue's bytes) of one
-// canonical N-Quads object.
-func (j *jsonldNode) appendObject(b, o []byte) ([]byte, error) {
+// object of a compact line.
+func (j *jsonldNode) appendObject(b, o, dt []byte) ([]byte, error) {
 	var err error
 	if o[0] == '<' {
 		b = append(b, `{"@id":`...)
-		b, err = appendJSONString(b, string(o[1:len(o)-1]))
+		b, err = appendJSONBytes(b, o[1:len(o)-1])
 		return append(b, '}'), err
 	}
-	if o[0] != '"' {
+	if o[0] != '"' || len(o) < 2 || o[len(o)-1] != '"' {
 		return b, fmt.Errorf("unexpected object %q", o)
 	}
-	end := closingQuote(o)
-	if end < 0 {
-		return b, fmt.Errorf("unterminated literal %q", o)
+	if dt != nil {
+		b = append(b, `{"@type":`...)
+		if b, err = appendJSONString(b, j.compact(dt)); err != nil {
+			return b, err
+		}
+		b = append(b, `,"@value":`...)
 	}
-	if j.lex, err = unescapeNQuads(j.lex[:0], o[1:end]); err != nil {
+	if b, err = j.appendLiteral(b, o[1:len(o)-1]); err != nil {
 		return b, err
 	}
-	dt := o[end+1:]
-	if len(dt) == 0 {
-		return appendJSONString(b, string(j.lex))
+	if dt != nil {
+		b = append(b, '}')
 	}
-	if !bytes.HasPrefix(dt, []byte("^^<")) || dt[len(dt)-1] != '>' {
-		return b, fmt.Errorf("unexpected literal %q", o)
+	return b, nil
+}
+
+// sortGroups returns the groups ordered by key (UTF-16 order), through the
+// remembered permutation of their predicate sequence when cached.
+func (j *jsonldNode) sortGroups(cached bool) []jsonldGroup {
+	byKey := func(x, y jsonldGroup) int {
+		if x.key == y.key {
+			return 0
+		}
+		if lessKey(x.key, y.key) {
+			return -1
+		}
+		return 1
 	}
-	b = append(b, `{"@type":`...)
-	if b, err = appendJSONString(b, compact(string(dt[3:len(dt)-1]))); err != nil {
+	// a bounded cache, whatever the log
+	if !cached || len(j.perms) >= 4096 && j.perms[string(j.sig)] == nil {
+		slices.SortFunc(j.groups, byKey)
+		return j.groups
+	}
+	if j.perms == nil {
+		j.perms = map[string][]int{}
+	}
+	perm, ok := j.perms[string(j.sig)]
+	if !ok {
+		perm = make([]int, len(j.groups))
+		for i := range perm {
+			perm[i] = i
+		}
+		slices.SortFunc(perm, func(a, b int) int { return byKey(j.groups[a], j.groups[b]) })
+		j.perms[string(j.sig)] = perm
+	}
+	j.sorted = j.sorted[:0]
+	for _, i := range perm {
+		j.sorted = append(j.sorted, j.groups[i])
+	}
+	return j.sorted
+}
+
+// compact is compact(iri), remembered.
+func (j *jsonldNode) compact(iri []byte) string {
+	k, ok := j.keys[string(iri)]
+	if !ok {
+		k = compact(string(iri))
+		j.keys[string(iri)] = k
+	}
+	return k
+}
+
+// appendJSONBytes is appendJSONString(b, string(s)) without the copy when
+// s needs no escape (printable ASCII but '"' and '\\').
+func appendJSONBytes(b, s []byte) ([]byte, error) {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return appendJSONString(b, string(s))
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
+}
+
+// appendLiteral appends the JSON string (appendJSONString's bytes) of the
+// literal whose N-Quads body (AppendEscaped's escapes) is body, straight
+// from one escaping to the other: the short escapes are the same in both
+// but for JSON's raw DEL, \u00XX is \u00xx. A body that is not valid
+// UTF-8 or holds another escape goes the long way (unescape, then
+// appendJSONString), which decides.
+func (j *jsonldNode) appendLiteral(b, body []byte) ([]byte, error) {
+	start := len(b)
+	b = append(b, '"')
+	valid := false // the body from the first non-ASCII byte on is valid UTF-8
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c >= 0x80 {
+			if !valid {
+				if !utf8.Valid(body[i:]) {
+					return j.appendLiteralSlow(b[:start], body)
+				}
+				valid = true
+			}
+			b = append(b, c)
+			continue
+		}
+		if c != '\\' {
+			if c < 0x20 || c == '"' {
+				return j.appendLiteralSlow(b[:start], body)
+			}
+			b = append(b, c)
+			continue
+		}
+		if i+1 >= len(body) {
+			return j.appendLiteralSlow(b[:start], body)
+		}
+		switch e := body[i+1]; e {
+		case 'b', 't', 'n', 'f', 'r', '"', '\\':
+			b = append(b, '\\', e)
+			i++
+		case 'u':
+			if i+5 >= len(body) || body[i+2] != '0' || body[i+3] != '0' {
+				return j.appendLiteralSlow(b[:start], body)
+			}
+			h, l := body[i+4], body[i+5]
+			switch {
+			case h == '7' && l == 'F':
+				b = append(b, 0x7f)
+			case (h == '0' || h == '1') && (l >= '0' && l <= '9' || l >= 'A' && l <= 'F') &&
+				!(h == '0' && (l == '8' || l == '9' || l == 'A' || l == 'C' || l == 'D')): // those have short escapes
+				b = append(b, '\\', 'u', '0', '0', h, l|0x20*byte(boolInt(l >= 'A')))
+			default:
+				return j.appendLiteralSlow(b[:start], body)
+			}
+			i += 5
+		default:
+			return j.appendLiteralSlow(b[:start], body)
+		}
+	}
+	return append(b, '"'), nil
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func (j *jsonldNode) appendLiteralSlow(b, body []byte) ([]byte, error) {
+	var err error
+	if j.lex, err = unescapeNQuads(j.lex[:0], body); err != nil {
 		return b, err
 	}
-	b = append(b, `,"@value":`...)
-	b, err = appendJSONString(b, string(j.lex))
-	return append(b, '}'), err
+	return appendJSONString(b, string(j.lex))
 }
 
 // closingQuote returns the index of the unescaped '"' that closes the

@@ -54,13 +54,17 @@ func TestStreamJSONLDEqualsInMemory(t *testing.T) {
 func TestNQReorder(t *testing.T) {
 	ids := []string{"u:a", "u:a!", "u:a!x", "u:a-1", "u:a-10", "u:a-2", "u:a?", "u:ab", "u:b", "u:b1", "u:c"}
 	var out bytes.Buffer
-	r := &nqReorder{w: &out}
+	aw := newAsyncWriter(1<<10, &out)
+	r := &nqReorder{w: aw}
 	for _, id := range ids {
-		if _, err := r.push([]byte("<" + id + "> <u:p> \"v\" .\n")); err != nil {
+		if _, _, err := r.push(nil, appendLine([]byte("<"+id+">"), "u:p", Str("v"))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := r.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := aw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	var want []byte
@@ -171,4 +175,38 @@ func TestStreamJSONLDWritesNothingOnError(t *testing.T) {
 	if err == nil || out.Len() != 0 {
 		t.Fatalf("error %v, %d bytes written", err, out.Len())
 	}
+}
+
+// checkLiteral: the direct N-Quads to JSON transcoding of a literal body
+// equals unescaping it and writing the JSON string, error for error.
+func checkLiteral(t *testing.T, body []byte) {
+	t.Helper()
+	var j jsonldNode
+	got, gerr := j.appendLiteral([]byte("x"), body)
+	lex, err := unescapeNQuads(nil, body)
+	var want []byte
+	if err == nil {
+		want, err = appendJSONString([]byte("x"), string(lex))
+	}
+	if (err == nil) != (gerr == nil) || (err == nil && !bytes.Equal(got, want)) {
+		t.Fatalf("body %q: got %q, %v; want %q, %v", body, got, gerr, want, err)
+	}
+}
+
+func TestAppendLiteral(t *testing.T) {
+	for _, s := range []string{"", "plain", "q\"uote", "tab\tnl\nbs\\ del\x7f nul\x00 \x1f é 日本語 🙂", "{\"a\":\"b\\\\c\"}", "\u2028"} {
+		checkLiteral(t, AppendEscaped(nil, s))
+	}
+	for _, s := range []string{`\u0008`, `\u007f`, `\U0001F642`, `\x`, `\`, "\"", "\xff", "a\xffb", `\u00`, `\u001G`, "é\\u001F"} {
+		checkLiteral(t, []byte(s))
+	}
+}
+
+func FuzzAppendLiteral(f *testing.F) {
+	f.Add([]byte(`tab\tq\"u\u001F\u007F é`))
+	f.Add([]byte("\xff"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkLiteral(t, body)
+		checkLiteral(t, AppendEscaped(nil, string(body)))
+	})
 }

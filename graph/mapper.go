@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -55,7 +56,10 @@ type mapper struct {
 	plan     string // seal IRI, "" when no plan is known
 	tools    map[string]bool
 	seen     map[string]evInfo // events whose id is not "e<n>"
-	byNum    []evInfo          // events with id "e<n>", at n (kind "" = unseen)
+	byNum    [][]evInfo        // events with id "e<n>", at n, in chunks of numChunk (kind "" = unseen)
+	nNum     int               // 1 + the largest n remembered in byNum
+	agentIRI string            // the agent's IRI once declared (agent)
+	srvIRI   string            // the server's IRI once declared (server)
 	declared map[string]bool   // agent nodes whose types were emitted
 	started  bool
 	// serverReqs: the during link of each server request (mcp_request or
@@ -112,6 +116,14 @@ func (e *EventError) Unwrap() error { return e.Err }
 // DateTime returns the canonical xsd:dateTime form of an RFC 3339 time: UTC,
 // "Z", fractional seconds with trailing zeros trimmed.
 func DateTime(ts string) (string, error) {
+	if canonicalDateTime(ts) {
+		return ts, nil
+	}
+	return parseDateTime(ts)
+}
+
+// parseDateTime is DateTime the long way, for any RFC 3339 time.
+func parseDateTime(ts string) (string, error) {
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {
 		return "", fmt.Errorf("not an RFC 3339 time: %q", ts)
@@ -140,13 +152,27 @@ func (m *mapper) declareAgent(iri string, class string) error {
 }
 
 func (m *mapper) agent() (string, error) {
+	if m.agentIRI != "" {
+		return m.agentIRI, nil
+	}
 	a := AgentIRI(m.base)
-	return a, m.declareAgent(a, WAIAgent)
+	if err := m.declareAgent(a, WAIAgent); err != nil {
+		return a, err
+	}
+	m.agentIRI = a
+	return a, nil
 }
 
 func (m *mapper) server() (string, error) {
+	if m.srvIRI != "" {
+		return m.srvIRI, nil
+	}
 	s := ServerIRI(m.base)
-	return s, m.declareAgent(s, WMCPServer)
+	if err := m.declareAgent(s, WMCPServer); err != nil {
+		return s, err
+	}
+	m.srvIRI = s
+	return s, nil
 }
 
 func (m *mapper) setPlan(ref *SealRef) error {
@@ -337,9 +363,10 @@ func (m *mapper) event1(e *eventlog.Event) error {
 	if err != nil {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "ts", Err: err}
 	}
-	info := evInfo{kind: e.Kind}
+	info := evInfo{kind: kindConst(e.Kind)}
 	if e.Kind == eventlog.KindModelInput || e.Kind == eventlog.KindModelOutput {
-		info.ts = ts
+		// kept: a copy, not a window on the event's line (FastReader)
+		info.ts = strings.Clone(ts)
 	}
 	defer m.remember(e.ID, info)
 	return m.kindStep(e, Lit(ts, XSDDateTime))
@@ -997,25 +1024,84 @@ func idNum(id string) int {
 	return n
 }
 
+// kindConst returns the constant equal to k, not a window on the event's
+// line (FastReader.ShareLines): the record of an event outlives its line.
+func kindConst(k eventlog.Kind) eventlog.Kind {
+	for _, c := range [...]eventlog.Kind{eventlog.KindToolCall, eventlog.KindToolResponse, eventlog.KindModelInput,
+		eventlog.KindModelOutput, eventlog.KindExternalEffect, eventlog.KindNotification, eventlog.KindMessage,
+		eventlog.KindAmbiguous, eventlog.KindSessionStart, eventlog.KindSessionEnd, eventlog.KindMCPRequest,
+		eventlog.KindMCPResponse, eventlog.KindUserInput} {
+		if k == c {
+			return c
+		}
+	}
+	return eventlog.Kind(strings.Clone(string(k)))
+}
+
+// numChunk is the size of a chunk of mapper.byNum: the record of every
+// event grows without copying what it holds.
+const numChunk = 1 << 16
+
 // lookup returns what was remembered of event id.
 func (m *mapper) lookup(id string) (evInfo, bool) {
-	if n := idNum(id); n >= 0 && n < len(m.byNum) && m.byNum[n].kind != "" {
-		return m.byNum[n], true
+	if n := idNum(id); n >= 0 && n < m.nNum {
+		if info := m.byNum[n/numChunk][n%numChunk]; info.kind != "" {
+			return info, true
+		}
 	}
 	info, ok := m.seen[id]
 	return info, ok
 }
 
 // remember records event id. Ids "e<n>" (every log witness writes) go to
-// a slice, others to a map.
+// chunks by number, others to a map.
 func (m *mapper) remember(id string, info evInfo) {
-	// the slice grows with the log, never by a jump a crafted id asks for
-	if n := idNum(id); n >= 0 && n < len(m.byNum)+1<<16 {
-		for n >= len(m.byNum) {
-			m.byNum = append(m.byNum, evInfo{})
+	// the chunks grow with the log, never by a jump a crafted id asks for
+	if n := idNum(id); n >= 0 && n < m.nNum+1<<16 {
+		for n/numChunk >= len(m.byNum) {
+			m.byNum = append(m.byNum, make([]evInfo, numChunk))
 		}
-		m.byNum[n] = info
+		m.byNum[n/numChunk][n%numChunk] = info
+		m.nNum = max(m.nNum, n+1)
 		return
 	}
-	m.seen[id] = info
+	m.seen[strings.Clone(id)] = info
+}
+
+// canonicalDateTime reports whether ts is already what DateTime returns
+// for it: YYYY-MM-DDTHH:MM:SS[.fraction]Z, a valid time (year 1000 and
+// after), the fraction of 1 to 9 digits without a trailing zero.
+func canonicalDateTime(ts string) bool {
+	if len(ts) < 20 || len(ts) == 21 || len(ts) > 30 || ts[len(ts)-1] != 'Z' {
+		return false
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range []byte(ts[i : i+n]) {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	if ts[4] != '-' || ts[7] != '-' || ts[10] != 'T' || ts[13] != ':' || ts[16] != ':' {
+		return false
+	}
+	y, mo, d, h, mi, sec := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
+	if y < 1000 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 {
+		return false
+	}
+	days := [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[mo-1]
+	if mo == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+		days = 29
+	}
+	if d > days {
+		return false
+	}
+	if len(ts) == 20 {
+		return true
+	}
+	frac := ts[20 : len(ts)-1]
+	return ts[19] == '.' && num(20, len(frac)) >= 0 && frac[len(frac)-1] != '0'
 }

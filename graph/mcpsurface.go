@@ -2,6 +2,7 @@ package graph
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
@@ -149,7 +150,7 @@ func (m *mapper) serverRequestLinks(e *eventlog.Event, primary, act, content, co
 			if err := m.add(content, contentPred, Ref(c)); err != nil {
 				return err
 			}
-			sr.during = e.During
+			sr.during = strings.Clone(e.During) // kept: not a window on the line
 		} else if err := m.unresolved(primary, "during", e.During); err != nil {
 			return err
 		}
@@ -167,7 +168,7 @@ func (m *mapper) serverRequestLinks(e *eventlog.Event, primary, act, content, co
 		sr.cands = append(sr.cands, id)
 	}
 	if sr.during != "" || len(sr.cands) > 0 {
-		m.serverReqs[e.ID] = sr
+		m.serverReqs[strings.Clone(e.ID)] = sr
 	}
 	return nil
 }

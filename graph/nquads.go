@@ -35,6 +35,13 @@ func AppendEscaped(b []byte, s string) []byte {
 	const hexd = "0123456789ABCDEF"
 	start := 0
 	for i := 0; i < len(s); i++ {
+		// runs of plain bytes at once
+		for i < len(s) && plainNQ[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		var esc string
 		switch c {
@@ -67,6 +74,14 @@ func AppendEscaped(b []byte, s string) []byte {
 	}
 	return append(b, s[start:]...)
 }
+
+// plainNQ: the bytes AppendEscaped copies as they are.
+var plainNQ = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\' && c != 0x7f
+	}
+	return t
+}()
 
 // appendQuad appends one canonical N-Quads line (default graph) with its
 // newline.

@@ -48,9 +48,9 @@ const DefaultRunBytes = 64 << 20
 // per block.
 func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) (StreamStats, error) {
 	h := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(w, h)}
-	aw := newAsyncWriter(cw, 1<<20)
-	stats, err := streamBlocks(src, opts, so, false, func(blk []byte) (int64, error) { return writeBlock(aw, blk) })
+	cw := &countWriter{w: w}
+	aw := newAsyncWriter(1<<20, h, cw)
+	stats, err := streamBlocks(src, opts, so, false, aw.block)
 	if cerr := aw.Close(); err == nil {
 		err = cerr
 	}
@@ -67,18 +67,27 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 // "<subject>" key, then its sorted, distinct lines without the key), in
 // "<subject>" order, or, byID, in subject IRI order (the JSON-LD @graph
 // order: "<a/e1>" follows "<a/e10>" but a/e1 precedes a/e10). sink returns
-// the number of lines it wrote. Stats.Bytes and Digest are left to the
-// caller.
-func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, sink func([]byte) (int64, error)) (StreamStats, error) {
+// the number of lines it wrote. A block whose key begins with keyMark
+// stands for "<" + the session base + "/" (pre, passed beside it) + the
+// rest of its key; other blocks come with a nil pre. Stats.Bytes and
+// Digest are left to the caller.
+func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, sink blockSink) (StreamStats, error) {
 	if so.RunBytes <= 0 {
 		so.RunBytes = DefaultRunBytes
 	}
 	st := &streamer{so: so, byID: byID, runCh: make(chan *run, 1), done: make(chan error, 1), free: make(chan *run, 2)}
-	st.free <- &run{}
-	st.free <- &run{}
+	// a run's records, sized for blocks of ~100 bytes: growing them by
+	// copies costs more than the memory
+	st.free <- &run{recs: make([]rec, 0, so.RunBytes/100)}
+	st.free <- &run{recs: make([]rec, 0, so.RunBytes/100)}
 	go st.sorter()
 	defer st.cleanup()
 
+	// the mapper keeps copies of the few strings it keeps (the lines
+	// become garbage once mapped)
+	if fr, ok := src.(*eventlog.FastReader); ok {
+		fr.ShareLines(true)
+	}
 	// events are decoded in their own goroutine, in batches
 	type batch struct {
 		evs []*eventlog.Event
@@ -111,43 +120,49 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 		}
 	}()
 
-	cur := <-st.free
-	cur.reset()
-	var ev evLines
+	// the mapped lines of a batch of events are packed into runs in a
+	// goroutine of their own
+	pk := &packer{st: st, runBytes: so.RunBytes, byID: byID, in: make(chan *evLines, 2), free: make(chan *evLines, 3), out: make(chan *run, 1)}
+	for i := 0; i < 3; i++ {
+		pk.free <- &evLines{}
+	}
+	go pk.loop()
+	stopPacker := func() *run {
+		close(pk.in)
+		return <-pk.out
+	}
+	var ev *evLines
 	m := newMapper(opts, func(s, p string, o Term) error {
 		ev.add(s, p, o)
 		return nil
 	})
 	var stats StreamStats
 	var srcErr error
-	var prefix []byte
 	for b := range bch {
+		ev = <-pk.free
+		ev.reset()
+		if ev.prefix == nil && m.base != "" {
+			ev.prefix = []byte("<" + m.base + "/")
+		}
 		for _, e := range b.evs {
-			ev.reset()
 			if err := m.event(e); err != nil {
+				stopPacker()
 				st.abort()
 				return stats, evidenceError(placeEventError(src, err, false))
 			}
 			stats.Events++
-			if prefix == nil {
-				prefix = []byte("<" + m.base + "/")
-				cur.prefix, cur.byID = prefix, byID
+			if ev.prefix == nil {
+				ev.prefix = []byte("<" + m.base + "/")
 			}
-			ev.flushInto(cur)
-			if cur.size >= so.RunBytes {
-				if err := st.send(cur); err != nil {
-					return stats, err
-				}
-				cur = <-st.free
-				cur.reset()
-				cur.prefix, cur.byID = prefix, byID
-			}
+			ev.endEvent()
 		}
+		pk.in <- ev
 		if b.err != nil && b.err != io.EOF {
 			srcErr = b.err
 			break
 		}
 	}
+	cur := stopPacker()
 	if srcErr != nil {
 		st.abort()
 		var pe *eventlog.ParseError
@@ -157,14 +172,13 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 		return stats, srcErr
 	}
 	// what needs the whole log (the session's one end time)
-	ev.reset()
+	ev = &evLines{}
 	if err := m.finish(); err != nil {
 		st.abort()
 		return stats, evidenceError(err)
 	}
-	if prefix != nil {
-		ev.flushInto(cur)
-	}
+	ev.endEvent()
+	ev.flushInto(cur)
 	// the last run stays in memory
 	close(st.runCh)
 	if err := <-st.done; err != nil {
@@ -192,70 +206,189 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// evLines collects the quad lines of one event.
+// evLines collects the compact quad lines (streamline.go) of a batch of
+// events, by subject.
 type evLines struct {
-	buf  []byte
-	offs []int32 // start of each line; lines end with '\n'
-	idx  []int
+	prefix   []byte   // "<" + the session base + "/", once known
+	subs     []string // the subjects of the events, in the order first seen
+	subStart int      // first subject of the current event
+	last     int      // index in subs of the last subject
+	buf      []byte
+	lines    []evLine
+	lineEnd  int // first line of the current event
+	evs      []evSpan
+	idx      []int
 }
 
-func (e *evLines) reset() { e.buf, e.offs = e.buf[:0], e.offs[:0] }
+type evLine struct {
+	sub      int32
+	off, end int32
+}
+
+// evSpan is one event of a batch: its subjects and lines.
+type evSpan struct {
+	s0, s1, l0, l1 int32
+}
+
+func (e *evLines) reset() {
+	e.subs, e.subStart, e.last, e.buf, e.lines, e.lineEnd, e.evs = e.subs[:0], 0, 0, e.buf[:0], e.lines[:0], 0, e.evs[:0]
+}
 
 func (e *evLines) add(s, p string, o Term) {
-	e.offs = append(e.offs, int32(len(e.buf)))
-	e.buf = appendQuad(e.buf, s, p, o)
+	si := e.last
+	if si < e.subStart || si >= len(e.subs) || e.subs[si] != s {
+		si = -1
+		for i := e.subStart; i < len(e.subs); i++ {
+			if e.subs[i] == s {
+				si = i
+				break
+			}
+		}
+		if si < 0 {
+			si = len(e.subs)
+			e.subs = append(e.subs, s)
+		}
+		e.last = si
+	}
+	off := len(e.buf)
+	e.buf = appendLine(e.buf, p, o)
+	e.lines = append(e.lines, evLine{sub: int32(si), off: int32(off), end: int32(len(e.buf))})
+}
+
+// endEvent closes the current event.
+func (e *evLines) endEvent() {
+	e.evs = append(e.evs, evSpan{int32(e.subStart), int32(len(e.subs)), int32(e.lineEnd), int32(len(e.lines))})
+	e.subStart, e.lineEnd = len(e.subs), len(e.lines)
 }
 
 func (e *evLines) line(i int) []byte {
-	end := len(e.buf)
-	if i+1 < len(e.offs) {
-		end = int(e.offs[i+1])
-	}
-	return e.buf[e.offs[i]:end]
+	l := e.lines[i]
+	return e.buf[l.off:l.end]
 }
 
-// flushInto sorts the event's lines, drops duplicates and appends one block
-// per subject to r, copying each line once, straight into the run.
-func (e *evLines) flushInto(r *run) {
-	n := len(e.offs)
-	if n == 0 {
-		return
-	}
-	idx := e.idx[:0]
-	for i := 0; i < n; i++ {
-		idx = append(idx, i)
-	}
-	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
-	// drop duplicates
-	w := 1
-	for i := 1; i < len(idx); i++ {
-		if !bytes.Equal(e.line(idx[i]), e.line(idx[w-1])) {
-			idx[w] = idx[i]
-			w++
-		}
-	}
-	idx = idx[:w]
-	e.idx = idx
-	for i := 0; i < len(idx); {
-		key := lineKey(e.line(idx[i]))
-		j, size := i, 0
-		for j < len(idx) {
-			l := e.line(idx[j])
-			if !bytes.HasPrefix(l, key) || l[len(key)] != ' ' {
-				break
+// flushInto appends to r one block per subject of event x: its
+// "<subject>" key, then its sorted, distinct lines, copied once, straight
+// into the run.
+func (e *evLines) flushInto1(r *run, x evSpan) {
+	for si := x.s0; si < x.s1; si++ {
+		s := e.subs[si]
+		idx := e.idx[:0]
+		for i := x.l0; i < x.l1; i++ {
+			if e.lines[i].sub == si {
+				idx = append(idx, int(i))
 			}
-			size += len(l) - len(key)
-			j++
 		}
-		// a block is its "<subject>" key once, then its lines without it
-		dst := r.reserve(len(key)+size, len(key))
-		dst = append(dst, key...)
-		r.setKey(key)
-		for k := i; k < j; k++ {
-			dst = append(dst, e.line(idx[k])[len(key):]...)
+		if len(idx) > 1 {
+			slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
+			// drop duplicates
+			w := 1
+			for i := 1; i < len(idx); i++ {
+				if !bytes.Equal(e.line(idx[i]), e.line(idx[w-1])) {
+					idx[w] = idx[i]
+					w++
+				}
+			}
+			idx = idx[:w]
 		}
-		i = j
+		e.idx = idx
+		ks := s // the key: '<' + s + '>', or keyMark + s after the prefix + '>'
+		mark := byte('<')
+		if pl := len(r.prefix) - 1; pl > 0 && len(s) >= pl && s[:pl] == string(r.prefix[1:]) {
+			ks, mark = s[pl:], keyMark
+		}
+		size := len(ks) + 2
+		for _, i := range idx {
+			l := e.lines[i]
+			size += int(l.end - l.off)
+		}
+		dst := r.reserve(size, len(ks)+2)
+		dst = append(dst, mark)
+		dst = append(dst, ks...)
+		dst = append(dst, '>')
+		r.setKey(dst)
+		for _, i := range idx {
+			dst = append(dst, e.line(i)...)
+		}
 	}
+}
+
+// flushInto appends the blocks of every event of e to r.
+func (e *evLines) flushInto(r *run) {
+	if r.prefix == nil {
+		r.prefix = e.prefix
+	}
+	for _, x := range e.evs {
+		e.flushInto1(r, x)
+	}
+}
+
+// packer packs batches of mapped events into runs and hands full runs to
+// the sorter; on closing its input it hands back the run being filled.
+type packer struct {
+	st       *streamer
+	runBytes int
+	byID     bool
+	in       chan *evLines
+	free     chan *evLines
+	out      chan *run
+}
+
+func (p *packer) loop() {
+	cur := <-p.st.free
+	cur.reset()
+	cur.byID = p.byID
+	for ev := range p.in {
+		for _, x := range ev.evs {
+			if cur.prefix == nil {
+				cur.prefix = ev.prefix
+			}
+			ev.flushInto1(cur, x)
+			if cur.size >= p.runBytes {
+				p.st.send(cur)
+				cur = <-p.st.free
+				cur.reset()
+				cur.byID, cur.prefix = p.byID, ev.prefix
+			}
+		}
+		p.free <- ev
+	}
+	p.out <- cur
+}
+
+// blockSink receives the merged blocks; see streamBlocks.
+type blockSink func(pre, blk []byte) (int64, error)
+
+// keyMark begins the key of a block whose subject IRI begins with the
+// session base and '/': the key is keyMark, the rest of the IRI, '>'.
+// (Run memory, spills and merges carry ~27 bytes less per block.)
+const keyMark = 0x01
+
+// cmpKey orders two sort keys, either of which may begin with keyMark
+// standing for pre, as the keys they stand for.
+func cmpKey(a, b, pre []byte) int {
+	am, bm := len(a) > 0 && a[0] == keyMark, len(b) > 0 && b[0] == keyMark
+	switch {
+	case am && bm:
+		return bytes.Compare(a[1:], b[1:])
+	case !am && !bm:
+		return bytes.Compare(a, b)
+	case am:
+		return cmpExpanded(pre, a[1:], b)
+	default:
+		return -cmpExpanded(pre, b[1:], a)
+	}
+}
+
+// cmpExpanded compares pre+rest with raw.
+func cmpExpanded(pre, rest, raw []byte) int {
+	n := min(len(pre), len(raw))
+	if c := bytes.Compare(pre[:n], raw[:n]); c != 0 {
+		return c
+	}
+	if len(raw) < len(pre) {
+		return 1
+	}
+	return bytes.Compare(rest, raw[len(pre):])
 }
 
 // lineKey returns "<subject>" of a quad line.
@@ -269,8 +402,8 @@ func lineKey(l []byte) []byte {
 type rec struct {
 	c         int32
 	off, n, k int32  // k: length of the "<subject>" key
-	p         uint64 // 8 key bytes after the session prefix, big-endian: a fast first comparison
-	hp        bool   // the key starts with the session prefix
+	p, p2     uint64 // 16 key bytes after keyMark, big-endian: a fast first comparison
+	hp        bool   // the key starts with keyMark
 }
 
 // chunkSize is the unit of run memory: blocks never straddle chunks, so a
@@ -321,16 +454,16 @@ func (r *run) reserve(size, key int) []byte {
 // setKey records the fast comparison prefix of the last reserved block.
 func (r *run) setKey(key []byte) {
 	x := r.pending
-	if len(r.prefix) == 0 || !bytes.HasPrefix(key, r.prefix) {
+	if key[0] != keyMark {
 		return
 	}
-	rest := key[len(r.prefix):]
+	rest := key[1:]
 	if r.byID {
 		rest = rest[:len(rest)-1]
 	}
-	var b [8]byte
+	var b [16]byte
 	copy(b[:], rest)
-	x.p, x.hp = binary.BigEndian.Uint64(b[:]), true
+	x.p, x.p2, x.hp = binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), true
 }
 
 func (r *run) block(i int) []byte {
@@ -349,13 +482,21 @@ func (r *run) sortRecords(byID bool) {
 	// blocks of one subject are merged whatever their order: no need for a
 	// stable sort
 	slices.SortFunc(r.recs, func(a, b rec) int {
-		if a.hp && b.hp && a.p != b.p {
-			if a.p < b.p {
-				return -1
+		if a.hp && b.hp {
+			if a.p != b.p {
+				if a.p < b.p {
+					return -1
+				}
+				return 1
 			}
-			return 1
+			if a.p2 != b.p2 {
+				if a.p2 < b.p2 {
+					return -1
+				}
+				return 1
+			}
 		}
-		return bytes.Compare(r.chunks[a.c][a.off:a.off+a.k-drop], r.chunks[b.c][b.off:b.off+b.k-drop])
+		return cmpKey(r.chunks[a.c][a.off:a.off+a.k-drop], r.chunks[b.c][b.off:b.off+b.k-drop], r.prefix)
 	})
 }
 
@@ -492,26 +633,6 @@ func (f *fileIter) next() ([]byte, bool) {
 	return f.buf, true
 }
 
-// writeBlock writes the lines of a block, each with its subject, and
-// returns how many.
-func writeBlock(w io.Writer, blk []byte) (int64, error) {
-	k := len(lineKey(blk))
-	key, rest := blk[:k], blk[k:]
-	var n int64
-	for len(rest) > 0 {
-		e := bytes.IndexByte(rest, '\n') + 1
-		if _, err := w.Write(key); err != nil {
-			return n, err
-		}
-		if _, err := w.Write(rest[:e]); err != nil {
-			return n, err
-		}
-		rest = rest[e:]
-		n++
-	}
-	return n, nil
-}
-
 // mergeBlocks merges two blocks of one subject (key, then sorted,
 // distinct lines without the key) into dst, dropping duplicates.
 func mergeBlocks(dst, a, b []byte) []byte {
@@ -546,6 +667,7 @@ func mergeBlocks(dst, a, b []byte) []byte {
 }
 
 type mergeItem struct {
+	pre      []byte // what keyMark stands for
 	blk, key []byte
 	sk       []byte // the sort key: key, or key without '>' (byID)
 	it       blockIter
@@ -555,7 +677,7 @@ type mergeHeap []*mergeItem
 
 func (h mergeHeap) Len() int { return len(h) }
 func (h mergeHeap) Less(i, j int) bool {
-	return bytes.Compare(h[i].sk, h[j].sk) < 0
+	return cmpKey(h[i].sk, h[j].sk, h[i].pre) < 0
 }
 func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 
@@ -580,7 +702,14 @@ func (h *mergeHeap) Pop() any {
 // merge passes the union of the spilled runs and the in-memory run to
 // sink, in order, blocks of one subject merged, and returns the number of
 // lines sink wrote. A block passed to sink is only valid during the call.
-func (st *streamer) merge(last *run, sink func([]byte) (int64, error)) (int64, error) {
+func (st *streamer) merge(last *run, sink blockSink) (int64, error) {
+	pre := last.prefix
+	preOf := func(blk []byte) []byte {
+		if blk[0] == keyMark {
+			return pre
+		}
+		return nil
+	}
 	its := []blockIter{&memIter{r: last}}
 	var fits []*fileIter
 	for _, f := range st.files {
@@ -592,7 +721,7 @@ func (st *streamer) merge(last *run, sink func([]byte) (int64, error)) (int64, e
 	for _, it := range its {
 		if blk, ok := it.next(); ok {
 			k := lineKey(blk)
-			h = append(h, &mergeItem{blk: blk, key: k, sk: sortKey(k, st.byID), it: it})
+			h = append(h, &mergeItem{pre: pre, blk: blk, key: k, sk: sortKey(k, st.byID), it: it})
 		}
 	}
 	heap.Init(&h)
@@ -611,7 +740,7 @@ func (st *streamer) merge(last *run, sink func([]byte) (int64, error)) (int64, e
 		}
 		if !h.secondHas(top.key) {
 			// the common case: no other run holds this subject
-			n, err := sink(top.blk)
+			n, err := sink(preOf(top.blk), top.blk)
 			count += n
 			if err != nil {
 				return count, err
@@ -628,7 +757,7 @@ func (st *streamer) merge(last *run, sink func([]byte) (int64, error)) (int64, e
 			acc, alt = alt, acc
 			advance(h[0])
 		}
-		n, err := sink(acc)
+		n, err := sink(preOf(acc), acc)
 		count += n
 		if err != nil {
 			return count, err
@@ -642,39 +771,61 @@ func (st *streamer) merge(last *run, sink func([]byte) (int64, error)) (int64, e
 	return count, nil
 }
 
-// asyncWriter hashes and writes in its own goroutine while the merge goes
-// on: full buffers go over a channel, empty ones come back.
+// asyncWriter hashes and writes in goroutines of their own while the
+// merge goes on: full buffers go through one goroutine per writer in turn
+// (a pipeline: the hash of one buffer overlaps the write of the one
+// before), then come back empty.
 type asyncWriter struct {
 	buf   []byte
+	size  int
 	full  chan []byte
 	empty chan []byte
 	done  chan error
+	n     int // writers
 }
 
-func newAsyncWriter(w io.Writer, size int) *asyncWriter {
-	a := &asyncWriter{buf: make([]byte, 0, size), full: make(chan []byte, 2), empty: make(chan []byte, 3), done: make(chan error, 1)}
-	a.empty <- make([]byte, 0, size)
-	a.empty <- make([]byte, 0, size)
-	go func() {
-		var err error
-		for b := range a.full {
-			if err == nil {
-				_, err = w.Write(b)
-			}
-			a.empty <- b[:0]
+const asyncBuffers = 4
+
+func newAsyncWriter(size int, ws ...io.Writer) *asyncWriter {
+	a := &asyncWriter{buf: make([]byte, 0, size), size: size, full: make(chan []byte, asyncBuffers),
+		empty: make(chan []byte, asyncBuffers), done: make(chan error, len(ws)), n: len(ws)}
+	for i := 1; i < asyncBuffers; i++ {
+		a.empty <- make([]byte, 0, size)
+	}
+	in := a.full
+	for i, w := range ws {
+		var out chan []byte
+		if i < len(ws)-1 {
+			out = make(chan []byte, asyncBuffers)
 		}
-		a.done <- err
-	}()
+		go func(w io.Writer, in, out chan []byte) {
+			var err error
+			for b := range in {
+				if err == nil {
+					_, err = w.Write(b)
+				}
+				if out != nil {
+					out <- b
+				} else {
+					a.empty <- b[:0]
+				}
+			}
+			if out != nil {
+				close(out)
+			}
+			a.done <- err
+		}(w, in, out)
+		in = out
+	}
 	return a
 }
 
 func (a *asyncWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		room := cap(a.buf) - len(a.buf)
-		if room == 0 {
-			a.full <- a.buf
-			a.buf = <-a.empty
+		room := a.size - len(a.buf)
+		if room <= 0 {
+			a.flush()
 			continue
 		}
 		k := min(room, len(p))
@@ -684,11 +835,34 @@ func (a *asyncWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close flushes, waits for the writer and returns its first error.
+func (a *asyncWriter) flush() {
+	a.full <- a.buf
+	a.buf = <-a.empty
+}
+
+// block writes the N-Quads lines of a block (a "<subject>" key, then
+// compact lines) and returns how many.
+func (a *asyncWriter) block(pre, blk []byte) (int64, error) {
+	var n int64
+	var err error
+	a.buf, n, err = appendNQuadsBlock(a.buf, pre, blk)
+	if len(a.buf) >= a.size {
+		a.flush()
+	}
+	return n, err
+}
+
+// Close flushes, waits for the writers and returns the first error.
 func (a *asyncWriter) Close() error {
 	if len(a.buf) > 0 {
 		a.full <- a.buf
 	}
 	close(a.full)
-	return <-a.done
+	var first error
+	for i := 0; i < a.n; i++ {
+		if err := <-a.done; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -40,7 +40,7 @@ func TestStreamEqualsInMemory(t *testing.T) {
 				if st.Digest != wd || st.Bytes != int64(want.Len()) || st.Quads != int64(bytes.Count(want.Bytes(), []byte("\n"))) {
 					t.Fatalf("stats %+v, want digest %s", st, wd)
 				}
-				if rb*4 < len(want.Bytes()) && st.Runs < 3 {
+				if rb*8 < len(want.Bytes()) && st.Runs < 3 { // runs hold compact lines, 2-3x smaller
 					t.Fatalf("expected spilled runs, got %d", st.Runs)
 				}
 			})

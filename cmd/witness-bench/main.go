@@ -46,6 +46,7 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 	MaxRSS  int64   `json:"max_rss_mib"`
 	Digest  string  `json:"digest,omitempty"`
+	Runs    int     `json:"runs,omitempty"` // stream, jsonld: sorted runs (1: nothing spilled)
 }
 
 func run(args []string) error {
@@ -120,7 +121,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		r.Events, r.Quads, r.Bytes, r.Digest = st.Events, st.Quads, st.Bytes, st.Digest
+		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs
 	case "jsonld":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: witness-bench jsonld FILE OUT")
@@ -141,7 +142,7 @@ func run(args []string) error {
 		if err := out.Close(); err != nil {
 			return err
 		}
-		r.Events, r.Quads, r.Bytes, r.Digest = st.Events, st.Quads, st.Bytes, st.Digest
+		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs
 	case "readgraph":
 		f, err := os.Open(args[1])
 		if err != nil {

@@ -1,0 +1,199 @@
+package graph
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+)
+
+// The external sort of StreamNQuads and StreamJSONLD keeps the quad lines
+// of a subject in a compact, private form (docs/design/scale.md, writing):
+//
+//	PRED OBJECT '\n'
+//
+// PRED is one byte naming a known predicate (streamPreds) or, for any
+// other predicate, one byte followed by the predicate IRI and '>'. OBJECT
+// is the N-Quads object without the " ." that ends every line, with a
+// literal's "^^<datatype>" replaced by one byte (streamTypes) or one byte
+// followed by "datatype>". The codes are ranks, so comparing two compact
+// lines byte by byte gives the order of the N-Quads lines they stand for
+// (RDFC-1.0's code point order): a known IRI i gets the even rank 2i+2, an
+// unknown one the odd rank 2j+1, j the number of known IRIs below it
+// (compared, as in the line, with the '>' that closes them). A plain
+// literal ends in '"' and '\n' (" ." sorts before "^^"); datatype codes are
+// 0x80 and above, never '"', '>' or '\n'. Lines never hold a raw '\n'
+// (literals escape it, IRIs have none), so blocks stay '\n'-separated.
+
+// streamPreds are the predicates a compact line names in one byte.
+var streamPreds = sortedTable(RDFType,
+	ProvUsed, ProvWasGeneratedBy, ProvWasAssociatedWith, ProvWasInformedBy, ProvWasDerivedFrom,
+	ProvWasInfluencedBy, ProvWasAttributedTo, ProvQualifiedAssociation, ProvAgentProp, ProvHadPlan,
+	ProvStartedAtTime, ProvEndedAtTime, ProvGeneratedAtTime, ProvValue,
+	WEventID, WSeq, WSource, WSession, WPayloadSHA256, WRole, WIsError, WRPCError, WRPCIDJSON,
+	WEffectOp, WEffectTarget, WEffectReason, WDefinitionSHA256, WAnnotations, WToolsSHA256,
+	WServerName, WServerVersion, WServerCommand, WServerArgv, WWitnessVersion, WSealDigest,
+	WWitnessID, WBoundSeal, WImportedFrom, WPairing, WNote, WRedactionRule, WEventCount,
+	WChainHead, WEndReason, WSignatureKeyID, WUnresolvedLink, WRedacted, WLegacyFormat,
+	WLegacyLine, WLegacySealRef, WLegacyUnsealed, WLegacyOrphan, WDirection, WConversation,
+	WSender, WRecipient, WText, WOperation, WAuthorAgentID, WPostID, WDuringCandidate,
+	WPossiblyInfluencedBy, WElicitationAction,
+	OtelOperationName, OtelToolName, OtelMCPMethodName, OtelMCPProtocolVer, OtelJSONRPCRequestID,
+	OtelErrorType, OtelRPCStatusCode, OtelMCPResourceURI, OtelPromptName, OtelResponseModel,
+	WJoin, WJoinCandidate, WModelCallID, WLogName, WLogSHA256)
+
+// streamTypes are the literal datatypes a compact line names in one byte.
+var streamTypes = sortedTable(XSDDateTime, XSDInteger, XSDBoolean)
+
+const (
+	predBase = 0x10 // PRED byte = predBase + rank
+	typeBase = 0x80 // datatype byte = typeBase + rank
+)
+
+// codeTable maps IRIs to ranks.
+type codeTable struct {
+	iris []string // sorted as "iri>"
+	raw  [][]byte // iris as bytes
+	code map[string]byte
+}
+
+func sortedTable(iris ...string) *codeTable {
+	slices.SortFunc(iris, func(a, b string) int { return bytes.Compare([]byte(a+">"), []byte(b+">")) })
+	iris = slices.Compact(iris)
+	t := &codeTable{iris: iris, code: make(map[string]byte, len(iris))}
+	for i, s := range iris {
+		t.code[s] = byte(2*i + 2)
+		t.raw = append(t.raw, []byte(s))
+	}
+	return t
+}
+
+// rank returns the rank of iri and whether it is known.
+func (t *codeTable) rank(iri string) (byte, bool) {
+	if c, ok := t.code[iri]; ok {
+		return c, true
+	}
+	j, _ := slices.BinarySearchFunc(t.iris, iri, func(k, x string) int { return compareKey(k, x) })
+	return byte(2*j + 1), false
+}
+
+// appendCoded appends the code of iri (base + rank), then for an unknown
+// IRI the IRI and '>'.
+func (t *codeTable) appendCoded(b []byte, base byte, iri string) []byte {
+	r, known := t.rank(iri)
+	b = append(b, base+r)
+	if !known {
+		b = append(b, iri...)
+		b = append(b, '>')
+	}
+	return b
+}
+
+// appendLine appends the compact line of (p, o), '\n' included.
+func appendLine(b []byte, p string, o Term) []byte {
+	b = streamPreds.appendCoded(b, predBase, p)
+	if o.IRI != "" {
+		b = append(b, '<')
+		b = append(b, o.IRI...)
+		b = append(b, '>', '\n')
+		return b
+	}
+	b = append(b, '"')
+	b = AppendEscaped(b, o.Lex)
+	b = append(b, '"')
+	if dt := o.datatype(); dt != XSDString {
+		b = streamTypes.appendCoded(b, typeBase, dt)
+	}
+	return append(b, '\n')
+}
+
+var errCompact = errors.New("graph: corrupt compact quad line")
+
+// splitLine returns the predicate IRI, and the object of a compact line
+// (without its '\n') with its datatype: "" for xsd:string.
+func splitLine(l []byte) (p, obj, dt []byte, err error) {
+	if len(l) < 3 || l[len(l)-1] != '\n' || l[0] < predBase {
+		return nil, nil, nil, errCompact
+	}
+	r := l[0] - predBase
+	rest := l[1 : len(l)-1]
+	if r%2 == 0 && r > 0 && int(r/2-1) < len(streamPreds.iris) {
+		p = streamPreds.raw[r/2-1]
+	} else {
+		e := bytes.IndexByte(rest, '>')
+		if e < 0 {
+			return nil, nil, nil, errCompact
+		}
+		p, rest = rest[:e], rest[e+1:]
+	}
+	if len(rest) < 2 {
+		return nil, nil, nil, errCompact
+	}
+	if rest[0] == '<' {
+		return p, rest, nil, nil
+	}
+	last := rest[len(rest)-1]
+	switch {
+	case last == '"':
+		return p, rest, nil, nil
+	case last >= typeBase:
+		r := last - typeBase
+		if r%2 != 0 || r == 0 || int(r/2-1) >= len(streamTypes.iris) {
+			return nil, nil, nil, errCompact
+		}
+		return p, rest[:len(rest)-1], streamTypes.raw[r/2-1], nil
+	case last == '>':
+		q := closingQuote(rest)
+		if q < 0 || q+2 >= len(rest) {
+			return nil, nil, nil, errCompact
+		}
+		return p, rest[:q+1], rest[q+2 : len(rest)-1], nil
+	}
+	return nil, nil, nil, errCompact
+}
+
+// appendNQuadsLine appends the N-Quads line of subject key ("<s>", or
+// keyMark standing for pre and the rest of "<s>") and the compact line l.
+// A line that is not compact (never written by appendLine) is an error.
+func appendNQuadsLine(b, pre, key, l []byte) ([]byte, error) {
+	p, obj, dt, err := splitLine(l)
+	if err != nil {
+		return b, err
+	}
+	if pre != nil {
+		b = append(b, pre...)
+		key = key[1:]
+	}
+	b = append(b, key...)
+	b = append(b, ' ', '<')
+	b = append(b, p...)
+	b = append(b, '>', ' ')
+	b = append(b, obj...)
+	if dt != nil {
+		b = append(b, '^', '^', '<')
+		b = append(b, dt...)
+		b = append(b, '>')
+	}
+	return append(b, ' ', '.', '\n'), nil
+}
+
+// appendNQuadsBlock appends the N-Quads lines of a block (its "<subject>"
+// key, then compact lines) and returns how many. pre: what a key beginning
+// with keyMark stands for (streamBlocks).
+func appendNQuadsBlock(b, pre, blk []byte) ([]byte, int64, error) {
+	k := len(lineKey(blk))
+	key, rest := blk[:k], blk[k:]
+	var n int64
+	for len(rest) > 0 {
+		e := bytes.IndexByte(rest, '\n') + 1
+		if e == 0 {
+			return b, n, errCompact
+		}
+		var err error
+		if b, err = appendNQuadsLine(b, pre, key, rest[:e]); err != nil {
+			return b, n, err
+		}
+		rest = rest[e:]
+		n++
+	}
+	return b, n, nil
+}
