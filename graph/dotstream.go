@@ -28,14 +28,19 @@ func StreamDOT(src EventSource, w io.Writer, opts Options, do DOTOptions, so Str
 		do.MaxNodes = DefaultDOTMaxNodes
 	}
 	h := sha256.New()
-	hw := newAsyncWriter(h, 1<<20)
+	hw := newAsyncWriter(1<<20, h)
 	nq := &nqReorder{w: hw}
 	d := newDotStream(do)
-	stats, err := streamBlocks(src, opts, so, true, func(blk []byte) (int64, error) {
-		if err := d.block(blk); err != nil {
-			return 0, fmt.Errorf("graph: dot: node %s: %w", lineKey(blk), err)
+	stats, err := streamBlocks(src, opts, so, true, func(pre, blk []byte) (int64, error) {
+		// the block, its key expanded, held by nq until written
+		n, blk, err := nq.push(pre, blk)
+		if err != nil {
+			return n, err
 		}
-		return nq.push(blk)
+		if err := d.block(blk); err != nil {
+			return n, fmt.Errorf("graph: dot: node %s: %w", lineKey(blk), err)
+		}
+		return n, nil
 	})
 	if err == nil {
 		var n int64
@@ -108,23 +113,6 @@ func newDotStream(do DOTOptions) *dotStream {
 		direct: map[string]dotCandidate{}, byEvent: map[string]dotCandidate{}}
 }
 
-// splitQuadLine splits a block line " <p> OBJECT ." into p (without its
-// brackets) and the object's N-Quads form.
-func splitQuadLine(line []byte) (p, obj []byte, err error) {
-	if len(line) < 6 || line[0] != ' ' || line[1] != '<' || !bytes.HasSuffix(line, []byte(" .")) {
-		return nil, nil, fmt.Errorf("unexpected quad line %q", line)
-	}
-	pe := bytes.IndexByte(line[2:], '>')
-	if pe < 0 || 2+pe+2 > len(line)-2 || line[2+pe+1] != ' ' {
-		return nil, nil, fmt.Errorf("unexpected quad line %q", line)
-	}
-	obj = line[2+pe+2 : len(line)-2]
-	if len(obj) < 2 || (obj[0] != '<' || obj[len(obj)-1] != '>') && obj[0] != '"' {
-		return nil, nil, fmt.Errorf("unexpected object in quad line %q", line)
-	}
-	return line[2 : 2+pe], obj, nil
-}
-
 // checkedBlockID returns the subject IRI of a block, checking its key.
 func checkedBlockID(blk []byte) ([]byte, error) {
 	k := lineKey(blk)
@@ -157,8 +145,8 @@ func literalLex(buf, obj []byte) (lex, dt []byte, err error) {
 	return lex, dt, err
 }
 
-// parseBlock reads a merged block (its "<subject>" key, then its
-// canonical N-Quads lines without the subject) into a canonical node.
+// parseBlock reads a merged block (its "<subject>" key, then its sorted
+// compact lines, streamline.go) into a canonical node.
 func parseBlock(blk []byte) (*Node, error) {
 	id, err := checkedBlockID(blk)
 	if err != nil {
@@ -170,7 +158,7 @@ func parseBlock(blk []byte) (*Node, error) {
 		if e < 0 {
 			return nil, errors.New("block line without newline")
 		}
-		p, obj, err := splitQuadLine(rest[:e])
+		p, obj, dt, err := splitLine(rest[:e+1])
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +171,7 @@ func parseBlock(blk []byte) (*Node, error) {
 			n.Props[string(p)] = append(n.Props[string(p)], Term{IRI: string(obj[1 : len(obj)-1])})
 			continue
 		}
-		lex, dt, err := literalLex(nil, obj)
+		lex, _, err := literalLex(nil, obj)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +198,7 @@ func (d *dotStream) block(blk []byte) error {
 		if e < 0 {
 			return errors.New("block line without newline")
 		}
-		p, obj, err := splitQuadLine(rest[:e])
+		p, obj, _, err := splitLine(rest[:e+1])
 		if err != nil {
 			return err
 		}

@@ -82,9 +82,16 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 // the following IRIs extend it that way; the held blocks form a chain of
 // prefixes, so the stack is at most as deep as an IRI is long.
 type nqReorder struct {
-	w     *asyncWriter
+	w     blockWriter
 	stack [][]byte // held blocks, each a copy; each key a prefix of the next
 	spare [][]byte // buffers of popped blocks, for reuse
+}
+
+// blockWriter writes the N-Quads lines of a block (a "<subject>" key, then
+// compact lines; pre: what a key beginning with keyMark stands for) and
+// returns how many: asyncWriter, or hashBlocks for NQuadsDigest.
+type blockWriter interface {
+	block(pre, blk []byte) (int64, error)
 }
 
 func blockID(blk []byte) []byte {

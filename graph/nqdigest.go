@@ -18,7 +18,7 @@ import (
 // holds back (a chain of prefixes, so memory stays at a few nodes' lines).
 type NQuadsDigest struct {
 	h     hash.Hash
-	bw    *bufio.Writer
+	bw    *hashBlocks
 	re    nqReorder
 	prev  string
 	any   bool
@@ -31,7 +31,7 @@ type NQuadsDigest struct {
 // NewNQuadsDigest returns an empty digest.
 func NewNQuadsDigest() *NQuadsDigest {
 	d := &NQuadsDigest{h: sha256.New()}
-	d.bw = bufio.NewWriterSize(d.h, 64<<10)
+	d.bw = &hashBlocks{w: bufio.NewWriterSize(d.h, 64<<10)}
 	d.re.w = d.bw
 	return d
 }
@@ -46,7 +46,7 @@ func (d *NQuadsDigest) Add(n *Node) error {
 	d.buf, d.offs, d.lines = d.buf[:0], d.offs[:0], d.lines[:0]
 	add := func(p string, o Term) {
 		d.offs = append(d.offs, len(d.buf))
-		d.buf = appendQuad(d.buf, n.ID, p, o)
+		d.buf = appendLine(d.buf, p, o)
 	}
 	for _, t := range n.Types {
 		add(RDFType, Ref(t))
@@ -68,13 +68,13 @@ func (d *NQuadsDigest) Add(n *Node) error {
 	}
 	slices.SortFunc(d.lines, bytes.Compare)
 	d.lines = slices.CompactFunc(d.lines, bytes.Equal)
-	// a block: the "<subject>" key, then each line without it
-	k := len(n.ID) + 2
-	d.blk = append(d.blk[:0], d.lines[0][:k]...)
+	// a block: the "<subject>" key, then its compact lines (whose byte
+	// order is that of the N-Quads lines they stand for)
+	d.blk = append(append(append(d.blk[:0], '<'), n.ID...), '>')
 	for _, l := range d.lines {
-		d.blk = append(d.blk, l[k:]...)
+		d.blk = append(d.blk, l...)
 	}
-	_, err := d.re.push(d.blk)
+	_, _, err := d.re.push(nil, d.blk)
 	return err
 }
 
@@ -84,8 +84,26 @@ func (d *NQuadsDigest) Sum() (string, error) {
 	if _, err := d.re.finish(); err != nil {
 		return "", err
 	}
-	if err := d.bw.Flush(); err != nil {
+	if err := d.bw.w.Flush(); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(d.h.Sum(nil)), nil
+}
+
+// hashBlocks is the blockWriter of NQuadsDigest: each block's N-Quads
+// lines, written in order to w.
+type hashBlocks struct {
+	w   *bufio.Writer
+	buf []byte
+}
+
+func (h *hashBlocks) block(pre, blk []byte) (int64, error) {
+	var n int64
+	var err error
+	h.buf, n, err = appendNQuadsBlock(h.buf[:0], pre, blk)
+	if err != nil {
+		return n, err
+	}
+	_, err = h.w.Write(h.buf)
+	return n, err
 }
