@@ -62,6 +62,37 @@ func readStream(br *bufio.Reader) (*Graph, error) {
 // its index in @graph, in document order. An error of fn ends the scan and
 // is returned as is.
 func scanStream(br *bufio.Reader, fn func(i int, n *Node) error) error {
+	return scanElements(br, func(gr *graphReader, i int) error {
+		n, err := gr.node(i)
+		if err != nil {
+			return err
+		}
+		return fn(i, n)
+	})
+}
+
+// scanViews is scanStream giving each node as a view (valid during the
+// call only): a canonical element is read without a *Node.
+func scanViews(br *bufio.Reader, fn func(i int, v *NodeView) error) error {
+	var v NodeView
+	return scanElements(br, func(gr *graphReader, i int) error {
+		if fv, ok := gr.fast.parseView(gr.elem); ok {
+			return fn(i, fv)
+		}
+		n, err := gr.node(i)
+		if err != nil {
+			return err
+		}
+		viewOf(&v, n)
+		return fn(i, &v)
+	})
+}
+
+// scanElements cuts the @graph elements of the document out of br, which
+// must begin with canonHead (else errNotStreamed, nothing consumed), and
+// gives each, in gr.elem, to each with its index. An error of each ends
+// the scan and is returned as is.
+func scanElements(br *bufio.Reader, each func(gr *graphReader, i int) error) error {
 	head, err := br.Peek(len(canonHead))
 	if err != nil || !bytes.Equal(head, canonHead) {
 		return errNotStreamed
@@ -83,11 +114,7 @@ func scanStream(br *bufio.Reader, fn func(i int, n *Node) error) error {
 		if err := gr.element(); err != nil {
 			return err
 		}
-		n, err := gr.node(i)
-		if err != nil {
-			return err
-		}
-		if err := fn(i, n); err != nil {
+		if err := each(gr, i); err != nil {
 			return err
 		}
 		c, err = gr.skipSpace()
@@ -277,4 +304,46 @@ func (gr *graphReader) node(i int) (*Node, error) {
 		return nil, nodeError(i, idHint(obj), err)
 	}
 	return n, nil
+}
+
+// ScanJSONLDView is ScanJSONLD giving each node as a NodeView, valid only
+// during the call of fn: a node in the canonical form WriteJSONLD writes
+// is checked as ReadJSONLD checks it and given without building a *Node
+// (no copy of its strings), for a caller that keeps a little of each node.
+// Everything else (the order of the nodes, the errors, a repeated IRI, a
+// document that is read whole) is as ScanJSONLD.
+func ScanJSONLDView(r io.Reader, name string, fn func(*NodeView) error) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var prev []byte
+	err := scanViews(br, func(i int, v *NodeView) error {
+		if i > 0 && bytes.Equal(v.ID, prev) {
+			return nodeError(i, " ("+string(v.ID)+")", atPath(jsonpath.Member("", "@id"), errors.New("duplicate node")))
+		}
+		prev = append(prev[:0], v.ID...)
+		if err := fn(v); err != nil {
+			return callerError{err}
+		}
+		return nil
+	})
+	var ce callerError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return ce.err
+	case err != errNotStreamed:
+		return readError(err, name)
+	}
+	g, err := ReadJSONLD(br, name)
+	if err != nil {
+		return err
+	}
+	var v NodeView
+	for _, n := range g.Nodes {
+		viewOf(&v, n)
+		if err := fn(&v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

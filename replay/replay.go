@@ -3,7 +3,6 @@ package replay
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -130,7 +129,7 @@ type Engine struct {
 	g  *graph.Graph // nil for an engine read by NewEngineJSONLD
 	ix *index
 	// events are the witness:eventId literals of the nodes when g is nil.
-	events []eventRef
+	events *eventTable
 }
 
 // NewEngine indexes g. The graph must have unique node ids (graph.Graph
@@ -141,42 +140,6 @@ func NewEngine(g *graph.Graph) (*Engine, error) {
 		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("index graph: %w", err), "")
 	}
 	return &Engine{g: g, ix: ix}, nil
-}
-
-// NewEngineJSONLD reads a graph document (as graph.ReadJSONLD does, with
-// its errors) straight into replay's index, node by node, without holding
-// the *graph.Graph: the records, the dependency arrays and the event ids
-// are all it keeps. Counterfactuals and rankings are those NewEngine gives
-// for the same graph; what needs the graph itself (a Judge, verdict
-// Sources, WriteDOT, CounterfactualGraph) is refused or nil.
-func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
-	return newEngineJSONLD(r, name, slabChunk)
-}
-
-// newEngineJSONLD is NewEngineJSONLD with chunks of the dependency slab of
-// about chunk dependencies.
-func newEngineJSONLD(r io.Reader, name string, chunk int) (*Engine, error) {
-	rb := recordBuilder{keepEvents: true, names: map[string]string{}, chunk: chunk}
-	rb.slab = make([]Dep, 0, chunk+chunk/8)
-	err := graph.ScanJSONLD(r, name, func(n *graph.Node) error {
-		rb.add(n)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	recs := rb.finish()
-	rb.names, rb.slab, rb.defs = nil, nil, nil
-	ix, err := buildIndex(recs)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("index graph: %w", err), "")
-	}
-	// The index holds the dependencies as integers: the edges' strings
-	// (the records' slab) can go.
-	for i := range ix.recs {
-		ix.recs[i].Deps, ix.recs[i].Maybe = nil, nil
-	}
-	return &Engine{ix: ix, events: rb.events}, nil
 }
 
 // MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that
@@ -215,21 +178,15 @@ func (e *Engine) resolve(reqs []string) ([]int32, []Removed, error) {
 
 func (e *Engine) resolveOne(q string) (int32, error) {
 	ix := e.ix
-	i, ok := ix.pos[q]
+	i, ok := ix.lookup(q)
 	if !ok && q != "" && !strings.Contains(q, ":") {
 		// event id shorthand
-		var hits []int32
-		if e.g == nil {
-			for _, ev := range e.events {
-				if ev.event == q {
-					hits = append(hits, ix.pos[ev.node])
-				}
-			}
-		}
+		hits := e.events.find(q)
 		for _, n := range e.nodes() {
 			for _, v := range n.Props[graph.WEventID] {
 				if v.IRI == "" && v.Lex == q {
-					hits = append(hits, ix.pos[n.ID])
+					j, _ := ix.lookup(n.ID)
+					hits = append(hits, j)
 				}
 			}
 		}
@@ -414,7 +371,7 @@ func (r *Result) Removes(id string) bool {
 	if r.ix == nil {
 		return false
 	}
-	i, ok := r.ix.pos[id]
+	i, ok := r.ix.lookup(id)
 	return ok && r.in[i]
 }
 
