@@ -1,30 +1,35 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
-// nameTable interns IRIs as numbers: their bytes in one arena and an
-// open-addressing hash table of their numbers, so that a million IRIs are
-// three pointer-free slices the collector never scans (a map of strings
-// would be a million objects to allocate and to mark).
+// nameTable interns IRIs as numbers: their bytes in chunks of an arena
+// (never copied as it grows) and an open-addressing hash table of their
+// numbers, so that a million IRIs are a few pointer-free slices the
+// collector never scans (a map of strings would be a million objects to
+// allocate and to mark).
 type nameTable struct {
-	seed  maphash.Seed
-	arena []byte
-	off   []uint32 // name k is arena[off[k]:off[k+1]]
-	slots []int32  // name number + 1, 0 for an empty slot
+	seed   maphash.Seed
+	chunks [][]byte
+	at     []uint64 // name k is chunks[at[k]>>32][at[k]&0xffffffff:][:size[k]]
+	size   []uint32
+	slots  []int32 // name number + 1, 0 for an empty slot
 }
 
+// nameChunk is the size of a chunk of the name arena.
+const nameChunk = 1 << 20
+
 func newNameTable(size int) *nameTable {
-	t := &nameTable{seed: maphash.MakeSeed(), off: []uint32{0}}
+	t := &nameTable{seed: maphash.MakeSeed()}
 	n := 16
 	for n < size {
 		n <<= 1
@@ -33,9 +38,13 @@ func newNameTable(size int) *nameTable {
 	return t
 }
 
-func (t *nameTable) len() int { return len(t.off) - 1 }
+func (t *nameTable) len() int { return len(t.at) }
 
-func (t *nameTable) bytes(k int32) []byte { return t.arena[t.off[k]:t.off[k+1]] }
+func (t *nameTable) bytes(k int32) []byte {
+	a := t.at[k]
+	off := uint32(a)
+	return t.chunks[a>>32][off : off+t.size[k]]
+}
 
 // intern returns the number of name b, adding it when new.
 func (t *nameTable) intern(b []byte) int32 {
@@ -44,8 +53,7 @@ func (t *nameTable) intern(b []byte) int32 {
 		s := t.slots[h]
 		if s == 0 {
 			k := int32(t.len())
-			t.arena = append(t.arena, b...)
-			t.off = append(t.off, uint32(len(t.arena)))
+			t.store(b)
 			t.slots[h] = k + 1
 			if 2*t.len() > len(t.slots) {
 				t.grow()
@@ -58,6 +66,21 @@ func (t *nameTable) intern(b []byte) int32 {
 	}
 }
 
+// store adds the bytes of a new name.
+func (t *nameTable) store(b []byte) {
+	last := len(t.chunks) - 1
+	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < len(b) {
+		t.chunks = append(t.chunks, make([]byte, 0, max(nameChunk, len(b))))
+		last++
+	}
+	c := t.chunks[last]
+	t.at = growBy(t.at, 1)
+	t.size = growBy(t.size, 1)
+	t.at = append(t.at, uint64(last)<<32|uint64(len(c)))
+	t.size = append(t.size, uint32(len(b)))
+	t.chunks[last] = append(c, b...)
+}
+
 func (t *nameTable) grow() {
 	t.slots = make([]int32, 2*len(t.slots))
 	mask := uint64(len(t.slots) - 1)
@@ -68,6 +91,31 @@ func (t *nameTable) grow() {
 		}
 		t.slots[h] = k + 1
 	}
+}
+
+// strings returns the names as strings, windows of one string per chunk.
+func (t *nameTable) strings() []string {
+	text := make([]string, len(t.chunks))
+	for i, c := range t.chunks {
+		text[i] = string(c)
+	}
+	out := make([]string, t.len())
+	for k, a := range t.at {
+		off := uint32(a)
+		out[k] = text[a>>32][off : off+t.size[k]]
+	}
+	return out
+}
+
+// growBy makes room for n more elements in s, doubling its capacity when
+// it must grow (append grows large slices by a quarter: many more copies).
+func growBy[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	c := make([]T, len(s), 2*cap(s)+n+64)
+	copy(c, s)
+	return c
 }
 
 // eventTable is the witness:eventId literals of the nodes of an engine
@@ -129,9 +177,9 @@ type effectOf struct {
 // same node.
 func (vb *viewBuilder) add(v *graph.NodeView) {
 	i := int32(len(vb.node))
-	vb.node = append(vb.node, vb.names.intern(v.ID))
+	vb.node = append(growBy(vb.node, 1), vb.names.intern(v.ID))
 	kind := kindOfTypes(v.Types)
-	vb.kind = append(vb.kind, kind)
+	vb.kind = append(growBy(vb.kind, 1), kind)
 	if v.HasType(graph.WToolDefinition) {
 		var f toolFlags
 		for _, p := range v.Props {
@@ -188,8 +236,8 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 			for _, t := range p.Vals {
 				if len(t.IRI) == 0 {
 					start := uint32(len(vb.evText))
-					vb.evText = append(vb.evText, t.Lex...)
-					vb.events = append(vb.events, eventRef{start: start, end: uint32(len(vb.evText)), node: i})
+					vb.evText = append(growBy(vb.evText, len(t.Lex)), t.Lex...)
+					vb.events = append(growBy(vb.events, 1), eventRef{start: start, end: uint32(len(vb.evText)), node: i})
 				}
 			}
 			continue
@@ -198,13 +246,13 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 		}
 		for _, t := range p.Vals {
 			if len(t.IRI) > 0 {
-				vb.depOn = append(vb.depOn, vb.names.intern(t.IRI))
-				vb.depEdge = append(vb.depEdge, edge)
+				vb.depOn = append(growBy(vb.depOn, 1), vb.names.intern(t.IRI))
+				vb.depEdge = append(growBy(vb.depEdge, 1), edge)
 			}
 		}
 	}
-	vb.tool = append(vb.tool, tool)
-	vb.depOff = append(vb.depOff, int32(len(vb.depOn)))
+	vb.tool = append(growBy(vb.tool, 1), tool)
+	vb.depOff = append(growBy(vb.depOff, 1), int32(len(vb.depOn)))
 	if effect {
 		vb.effects = append(vb.effects, effectOf{node: i, fact: fact})
 	}
@@ -249,12 +297,12 @@ func (vb *viewBuilder) index() (*index, *eventTable, error) {
 	}
 	if !sorted {
 		slices.SortStableFunc(order, func(a, b int32) int {
-			return strings.Compare(string(names.bytes(vb.node[a])), string(names.bytes(vb.node[b])))
+			return bytes.Compare(names.bytes(vb.node[a]), names.bytes(vb.node[b]))
 		})
 	}
-	// the IRIs in one string: ids are windows of it
-	all := string(names.arena)
-	id := func(k int32) string { return all[names.off[k]:names.off[k+1]] }
+	// the IRIs as strings: ids are windows of one string per chunk
+	all := names.strings()
+	id := func(k int32) string { return all[k] }
 	at := make([]int32, names.len()) // name number -> node index, -1: not a node
 	for k := range at {
 		at[k] = -1
