@@ -76,10 +76,10 @@ type canonNodeParser struct {
 	b      []byte
 	i      int
 	intern map[string]string // expanded keys, types and datatypes, checked
-	// unesc holds the unescaped strings of the element; it is given the
-	// element's length at the start, so that it never moves while views
-	// point into it.
+	// unesc holds the unescaped strings of the element (of every element
+	// since keep was set: views of earlier elements point into it).
 	unesc []byte
+	keep  bool
 	prev  []byte // N-Quads form of the previous value of a key
 	cur   []byte
 	view  NodeView
@@ -119,10 +119,9 @@ func (t TermView) term() Term {
 // parseView reads elem into the parser's view.
 func (p *canonNodeParser) parseView(elem []byte) (*NodeView, bool) {
 	p.b, p.i = elem, 0
-	if cap(p.unesc) < len(elem) {
-		p.unesc = make([]byte, 0, len(elem)+len(elem)/2)
+	if !p.keep {
+		p.unesc = p.unesc[:0]
 	}
-	p.unesc = p.unesc[:0]
 	if !p.lit(`{"@id":`) {
 		return nil, false
 	}
@@ -336,8 +335,8 @@ func (p *canonNodeParser) string() ([]byte, bool) {
 }
 
 // escaped finishes a string that starts at start and has an escape at p.i,
-// unescaping it at the end of p.unesc (never beyond its capacity: the
-// unescaped strings of an element are shorter than the element).
+// unescaping it at the end of p.unesc (when it grows, the strings before
+// stay where they are, in the array they were written to).
 func (p *canonNodeParser) escaped(start int) ([]byte, bool) {
 	from := len(p.unesc)
 	s := append(p.unesc, p.b[start:p.i]...)

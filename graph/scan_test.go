@@ -92,12 +92,20 @@ func FuzzScanJSONLD(f *testing.F) {
 // (a view copied into a Node) and the same error.
 func checkScanView(t *testing.T, doc []byte) {
 	t.Helper()
+	for _, batch := range []int{viewBatchNodes, 1, 3} {
+		checkScanViewIn(t, doc, batch)
+	}
+}
+
+// checkScanViewIn is checkScanView with batches of batch elements.
+func checkScanViewIn(t *testing.T, doc []byte, batch int) {
+	t.Helper()
 	var want, got []*Node
 	werr := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(n *Node) error {
 		want = append(want, n)
 		return nil
 	})
-	gerr := ScanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(v *NodeView) error {
+	gerr := scanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(v *NodeView) error {
 		n := &Node{ID: string(v.ID), Props: map[string][]Term{}}
 		for _, tp := range v.Types {
 			n.AddType(tp)
@@ -115,7 +123,7 @@ func checkScanView(t *testing.T, doc []byte) {
 		}
 		got = append(got, n)
 		return nil
-	})
+	}, batch)
 	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
 		t.Fatalf("%q: view scan error %v, scan error %v", doc, gerr, werr)
 	}
@@ -151,9 +159,17 @@ func TestScanJSONLDView(t *testing.T) {
 	} {
 		checkScanView(t, []byte(d))
 	}
-	stop := ScanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(*NodeView) error { return errStop })
-	if stop != errStop {
-		t.Errorf("fn's error came back as %v", stop)
+	for _, batch := range []int{viewBatchNodes, 1, 3} {
+		calls := 0
+		stop := scanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(*NodeView) error {
+			if calls++; calls == 5 {
+				return errStop
+			}
+			return nil
+		}, batch)
+		if stop != errStop || calls != 5 {
+			t.Errorf("batches of %d: fn's error came back as %v after %d calls", batch, stop, calls)
+		}
 	}
 }
 
