@@ -403,24 +403,39 @@ func (gr *graphReader) element() error {
 			continue
 		}
 		end := -1
+		qAt := -1 // the next '"' in chunk at or after i when >= i (found once per string, not once per escape)
 	scan:
-		for i, c := range chunk {
+		for i := 0; i < len(chunk); {
+			if esc {
+				esc = false
+				i++
+				continue
+			}
 			if inStr {
-				switch {
-				case esc:
-					esc = false
-				case c == '\\':
-					esc = true
-				case c == '"':
-					inStr = false
-					if depth == 0 {
-						end, done = i+1, true
-						break scan
+				// to the closing quote or the next escape at once
+				if qAt < i {
+					qAt = len(chunk)
+					if q := bytes.IndexByte(chunk[i:], '"'); q >= 0 {
+						qAt = i + q
 					}
+				}
+				if bs := bytes.IndexByte(chunk[i:qAt], '\\'); bs >= 0 {
+					i += bs + 1
+					esc = true
+					continue
+				}
+				if qAt == len(chunk) {
+					break
+				}
+				i = qAt + 1
+				inStr = false
+				if depth == 0 {
+					end, done = i, true
+					break scan
 				}
 				continue
 			}
-			switch c {
+			switch chunk[i] {
 			case '"':
 				inStr = true
 			case '{', '[':
@@ -441,6 +456,7 @@ func (gr *graphReader) element() error {
 					break scan
 				}
 			}
+			i++
 		}
 		if end < 0 {
 			end = len(chunk)

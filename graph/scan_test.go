@@ -2,7 +2,9 @@ package graph
 
 import (
 	"bytes"
+	"io"
 	"testing"
+	"testing/iotest"
 )
 
 // checkScan holds ScanJSONLD to ReadJSONLD on doc: the same nodes when
@@ -93,19 +95,22 @@ func FuzzScanJSONLD(f *testing.F) {
 func checkScanView(t *testing.T, doc []byte) {
 	t.Helper()
 	for _, batch := range []int{viewBatchNodes, 1, 3} {
-		checkScanViewIn(t, doc, batch)
+		checkScanViewIn(t, doc, batch, bytes.NewReader(doc))
 	}
+	// the document a byte at a time: every element cut across reads
+	checkScanViewIn(t, doc, viewBatchNodes, iotest.OneByteReader(bytes.NewReader(doc)))
 }
 
-// checkScanViewIn is checkScanView with batches of batch elements.
-func checkScanViewIn(t *testing.T, doc []byte, batch int) {
+// checkScanViewIn is checkScanView with batches of batch elements, reading
+// the document from r.
+func checkScanViewIn(t *testing.T, doc []byte, batch int, r io.Reader) {
 	t.Helper()
 	var want, got []*Node
 	werr := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(n *Node) error {
 		want = append(want, n)
 		return nil
 	})
-	gerr := scanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(v *NodeView) error {
+	gerr := scanJSONLDView(r, "g.jsonld", func(v *NodeView) error {
 		n := &Node{ID: string(v.ID), Props: map[string][]Term{}}
 		for _, tp := range v.Types {
 			n.AddType(tp)
@@ -156,6 +161,7 @@ func TestScanJSONLDView(t *testing.T) {
 		head + `{"@id":"urn:x:b"},{"@id":"urn:x:a"}]}`,
 		head + `{"@id":"urn:x:a","@type":["prov:Entity","prov:Agent"],"prov:value":["a\"b","c\u0001"],"prov:used":[{"@id":"urn:x:c"},{"@id":"urn:x:b"}]}]}`,
 		head + `{"@id":"urn:x:a","prov:value":["a\\b","a\nb"],"witness:eventId":"e\t1"}]}`,
+		head + `{"@id":"urn:x:a","prov:value":"\\\\\"\\\"\\\\\\","witness:eventId":"\"]},{"}]}`,
 	} {
 		checkScanView(t, []byte(d))
 	}
