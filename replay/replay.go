@@ -170,7 +170,7 @@ func (e *Engine) resolve(reqs []string) ([]int32, []Removed, error) {
 		}
 		r := e.ix.recs[i]
 		seeds = append(seeds, i)
-		rm = append(rm, Removed{Requested: q, Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool})
+		rm = append(rm, Removed{Requested: q, Node: e.ix.ids[i], Kind: r.Kind.String(), Tool: r.Tool})
 	}
 	sort.SliceStable(rm, func(i, j int) bool { return rm[i].Node < rm[j].Node })
 	return seeds, rm, nil
@@ -244,20 +244,21 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		in:                      c.in,
 	}
 	res.Graph.Nodes = ix.n()
-	for i, r := range ix.recs {
+	for i := range ix.recs {
+		r, id := &ix.recs[i], ix.ids[i]
 		if r.Kind == KindActivity {
 			res.Graph.Actions++
 		}
 		if r.Effect != nil {
 			res.Graph.ExternalEffects++
 			if !c.in[i] {
-				res.ResidualExternalEffects = append(res.ResidualExternalEffects, EffectRef{Node: r.ID, Op: r.Effect.Op, Target: r.Effect.Target, Tool: r.Tool})
+				res.ResidualExternalEffects = append(res.ResidualExternalEffects, EffectRef{Node: id, Op: r.Effect.Op, Target: r.Effect.Target, Tool: r.Tool})
 			}
 		}
 		if !c.in[i] {
 			continue
 		}
-		m := Member{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool}
+		m := Member{Node: id, Kind: r.Kind.String(), Tool: r.Tool}
 		if c.via[i] >= 0 {
 			m.Via = &Via{Edge: c.edge[i].Name(), On: ix.ids[c.via[i]]}
 		}
@@ -266,7 +267,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 			res.CompensationActions++
 		}
 		if reasons := ix.notRep[i]; len(reasons) > 0 {
-			nr := NotReplayable{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool, Reasons: reasons}
+			nr := NotReplayable{Node: id, Kind: r.Kind.String(), Tool: r.Tool, Reasons: reasons}
 			if r.Effect != nil {
 				nr.Op, nr.Target = r.Effect.Op, r.Effect.Target
 			}
@@ -353,8 +354,8 @@ func (ix *index) ambiguous(in []bool) ([]Ambiguous, []Member) {
 		if !member {
 			continue
 		}
-		r := ix.recs[i]
-		m := Member{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool}
+		r := &ix.recs[i]
+		m := Member{Node: ix.ids[i], Kind: r.Kind.String(), Tool: r.Tool}
 		if c.via[i] >= 0 {
 			m.Via = &Via{Edge: c.edge[i].Name(), On: ix.ids[c.via[i]]}
 		} else {
@@ -400,7 +401,8 @@ func (e *Engine) Rank(top int) *RankResult {
 	entries, st := e.ix.rank(rankBudgetWords)
 	res := &RankResult{Format: RankFormat, V: Version, Method: st, Total: len(entries), Ranking: entries}
 	res.Graph.Nodes = e.ix.n()
-	for _, r := range e.ix.recs {
+	for i := range e.ix.recs {
+		r := &e.ix.recs[i]
 		if r.Kind == KindActivity {
 			res.Graph.Actions++
 		}

@@ -307,7 +307,7 @@ func (vb *viewBuilder) index() (*index, *eventTable, error) {
 	for k := range at {
 		at[k] = -1
 	}
-	ix := &index{ids: make([]string, n), recs: make([]Record, n)}
+	ix := &index{ids: make([]string, n), recs: make([]nodeInfo, n)}
 	for k, d := range order {
 		ix.ids[k] = id(vb.node[d])
 		if k > 0 && ix.ids[k-1] == ix.ids[k] {
@@ -318,7 +318,7 @@ func (vb *viewBuilder) index() (*index, *eventTable, error) {
 	l := links{off: make([]int32, n+1), target: make([]int32, 0, len(vb.depOn)), edge: make([]Edge, 0, len(vb.depOn))}
 	for k, d := range order {
 		r := &ix.recs[k]
-		r.ID, r.Kind, r.Tool = ix.ids[k], vb.kind[d], vb.tool[d]
+		r.Kind, r.Tool = vb.kind[d], vb.tool[d]
 		from := int32(0)
 		if d > 0 {
 			from = vb.depOff[d-1]
