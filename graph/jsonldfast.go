@@ -126,7 +126,7 @@ func (p *canonNodeParser) parseView(elem []byte) (*NodeView, bool) {
 		return nil, false
 	}
 	id, ok := p.string()
-	if !ok || CheckIRI(string(id)) != nil {
+	if !ok || checkIRI(id) != nil {
 		return nil, false
 	}
 	v := &p.view
@@ -276,7 +276,7 @@ func (p *canonNodeParser) value() (TermView, bool) {
 	}
 	if p.lit(`{"@id":`) {
 		s, ok := p.string()
-		if !ok || CheckIRI(string(s)) != nil || !p.lit("}") {
+		if !ok || checkIRI(s) != nil || !p.lit("}") {
 			return TermView{}, false
 		}
 		return TermView{IRI: s}, true

@@ -189,3 +189,15 @@ func FuzzScanJSONLDView(f *testing.F) {
 		checkScanView(t, append(bytes.Clone(canonHead), tail...))
 	})
 }
+
+// TestCheckIRIBytes: the reader's check of IRI bytes answers as CheckIRI,
+// message included.
+func TestCheckIRIBytes(t *testing.T) {
+	for _, s := range []string{"", ":", "urn:x:a", "urn:", "http://", "http://a", "prov:x", "1a:b", "a b:c", "urn:a b",
+		"urn:a\x7f", "urn:a<", "urn:é", "urn:\xff", "ht-tp+.1:x", "-a:b", "urn:a\\b", "urn:`"} {
+		want, got := CheckIRI(s), checkIRI([]byte(s))
+		if (want == nil) != (got == nil) || want != nil && want.Error() != got.Error() {
+			t.Errorf("%q: bytes %v, string %v", s, got, want)
+		}
+	}
+}
