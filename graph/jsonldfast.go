@@ -19,6 +19,8 @@ type NodeView struct {
 	// Props are the node's properties, one per predicate (rdf:type
 	// excluded), each with at least one value.
 	Props []PropView
+	// node is the Node the general way read, for a non-canonical element.
+	node *Node
 }
 
 // PropView is one property of a NodeView.
@@ -44,6 +46,7 @@ func (v *NodeView) HasType(t string) bool { return slices.Contains(v.Types, t) }
 // viewOf fills v with n's content (predicates sorted), for the nodes the
 // general way reads.
 func viewOf(v *NodeView, n *Node) {
+	v.node = n
 	v.ID = []byte(n.ID)
 	v.Types = n.Types
 	v.Props = v.Props[:0]
@@ -88,12 +91,8 @@ type canonNodeParser struct {
 	ends  []int      // end of each prop's values in vals
 }
 
-// parse reads elem into a new Node.
-func (p *canonNodeParser) parse(elem []byte) (*Node, bool) {
-	v, ok := p.parseView(elem)
-	if !ok {
-		return nil, false
-	}
+// nodeOfView is the Node of a view of a canonical element.
+func nodeOfView(v *NodeView) *Node {
 	n := &Node{ID: string(v.ID), Props: make(map[string][]Term, len(v.Props))}
 	if len(v.Types) > 0 {
 		n.Types = slices.Clone(v.Types)
@@ -105,7 +104,7 @@ func (p *canonNodeParser) parse(elem []byte) (*Node, bool) {
 		}
 		n.Props[pv.Pred] = vals
 	}
-	return n, true
+	return n
 }
 
 // term is t as a Term (its strings copied).

@@ -28,13 +28,14 @@ var errNotStreamed = errors.New("not a streamed document")
 // holds one element's text and the graph, never the document or its tree.
 // Each element gets the checks the whole-document reader gives it: valid
 // JSON without duplicate keys (canon.Transform), then parseNode; a
-// canonical element takes parseCanonicalNode's shortcut to the same node.
+// canonical element takes canonNodeParser's shortcut to the same node (in
+// the parse workers of scanViewsIn, which every streamed read goes
+// through).
 type graphReader struct {
 	br    *bufio.Reader
 	limit jsonlimit.Checker
 	elem  []byte
 	off   int64 // bytes consumed
-	fast  canonNodeParser
 }
 
 // readStream reads the document from br, which must begin with canonHead
@@ -63,13 +64,13 @@ func readStream(br *bufio.Reader) (*Graph, error) {
 // its index in @graph, in document order. An error of fn ends the scan and
 // is returned as is.
 func scanStream(br *bufio.Reader, fn func(i int, n *Node) error) error {
-	return scanElements(br, func(gr *graphReader, i int) error {
-		n, err := gr.node(i)
-		if err != nil {
-			return err
+	return scanViewsIn(br, func(i int, v *NodeView) error {
+		n := v.node
+		if n == nil {
+			n = nodeOfView(v)
 		}
 		return fn(i, n)
-	})
+	}, viewBatchNodes)
 }
 
 // scanViewsIn is scanStream giving each node as a view (valid during the
@@ -270,7 +271,6 @@ func scanElements(br *bufio.Reader, each func(gr *graphReader, i int) error) err
 		return errNotStreamed
 	}
 	gr := &graphReader{br: br}
-	gr.fast.intern = map[string]string{}
 	if _, err := gr.take(len(canonHead)); err != nil {
 		return err
 	}
@@ -467,14 +467,6 @@ func (gr *graphReader) element() error {
 		}
 	}
 	return nil
-}
-
-// node decodes element i of @graph.
-func (gr *graphReader) node(i int) (*Node, error) {
-	if n, ok := gr.fast.parse(gr.elem); ok {
-		return n, nil
-	}
-	return generalNode(gr.elem, i)
 }
 
 // generalNode decodes element i of @graph, elem, the general way.
