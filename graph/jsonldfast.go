@@ -2,36 +2,135 @@ package graph
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 )
 
+// NodeView is one @graph node as ScanJSONLDView gives it: the node
+// ReadJSONLD would read, without a *Node. Its byte slices and slices point
+// into the reader's buffers and are valid only during the call that gives
+// the view; a caller keeps what it needs by copying it.
+type NodeView struct {
+	// ID is the node's IRI.
+	ID []byte
+	// Types are the node's rdf:type IRIs (expanded), sorted, without
+	// duplicates.
+	Types []string
+	// Props are the node's properties, one per predicate (rdf:type
+	// excluded), each with at least one value.
+	Props []PropView
+	// node is the Node the general way read, for a non-canonical element.
+	node *Node
+}
+
+// PropView is one property of a NodeView.
+type PropView struct {
+	// Pred is the expanded predicate IRI.
+	Pred string
+	// Vals are the values in the node's canonical order, without
+	// duplicates.
+	Vals []TermView
+}
+
+// TermView is one value of a PropView: a resource (IRI set, never empty)
+// or a literal (Lex and Datatype, XSDString for a plain string).
+type TermView struct {
+	IRI      []byte
+	Lex      []byte
+	Datatype string
+}
+
+// HasType reports whether v has the rdf:type t.
+func (v *NodeView) HasType(t string) bool { return slices.Contains(v.Types, t) }
+
+// viewOf fills v with n's content (predicates sorted), for the nodes the
+// general way reads.
+func viewOf(v *NodeView, n *Node) {
+	v.node = n
+	v.ID = []byte(n.ID)
+	v.Types = n.Types
+	v.Props = v.Props[:0]
+	for _, p := range n.Predicates() {
+		pv := PropView{Pred: p}
+		for _, t := range n.Props[p] {
+			tv := TermView{Lex: []byte(t.Lex), Datatype: t.datatype()}
+			if t.IRI != "" {
+				tv = TermView{IRI: []byte(t.IRI)}
+			}
+			pv.Vals = append(pv.Vals, tv)
+		}
+		v.Props = append(v.Props, pv)
+	}
+}
+
 // canonNodeParser reads one @graph element in the exact canonical form
 // appendNodeJSON writes ({"@id":..., "@type":..., then keys in UTF-16
-// order, strings with RFC 8785 escapes only}) straight into a Node, with
-// the checks parseNode makes (IRIs, keywords, datatypes, lexical forms).
-// Anything else, valid or not, makes parse report false, and the element
-// goes the general way (canon.Transform, encoding/json, parseNode), which
-// accepts or names the error: the shortcut never accepts what the general
-// way refuses, and gives the same node.
+// order, strings with RFC 8785 escapes only}) straight into a NodeView (or
+// a Node), with the checks parseNode makes (IRIs, keywords, datatypes,
+// lexical forms). Anything else, valid or not, makes parse report false,
+// and the element goes the general way (canon.Transform, encoding/json,
+// parseNode), which accepts or names the error: the shortcut never accepts
+// what the general way refuses, and gives the same node.
+//
+// The view it fills reuses the parser's buffers: parsing allocates only
+// for a predicate, type or datatype not seen before, and the Node that
+// parse returns.
 type canonNodeParser struct {
 	b      []byte
 	i      int
 	intern map[string]string // expanded keys, types and datatypes, checked
-	str    []byte
-	prev   []byte // N-Quads form of the previous value of a key
-	cur    []byte
+	// unesc holds the unescaped strings of the element (of every element
+	// since keep was set: views of earlier elements point into it).
+	unesc []byte
+	keep  bool
+	prev  []byte // N-Quads form of the previous value of a key
+	cur   []byte
+	view  NodeView
+	types []string
+	vals  []TermView // every value of the element; props cut windows of it
+	ends  []int      // end of each prop's values in vals
 }
 
-func (p *canonNodeParser) parse(elem []byte) (*Node, bool) {
+// nodeOfView is the Node of a view of a canonical element.
+func nodeOfView(v *NodeView) *Node {
+	n := &Node{ID: string(v.ID), Props: make(map[string][]Term, len(v.Props))}
+	if len(v.Types) > 0 {
+		n.Types = slices.Clone(v.Types)
+	}
+	for _, pv := range v.Props {
+		vals := make([]Term, len(pv.Vals))
+		for j, t := range pv.Vals {
+			vals[j] = t.term()
+		}
+		n.Props[pv.Pred] = vals
+	}
+	return n
+}
+
+// term is t as a Term (its strings copied).
+func (t TermView) term() Term {
+	if len(t.IRI) > 0 {
+		return Term{IRI: string(t.IRI)}
+	}
+	return Term{Lex: string(t.Lex), Datatype: t.Datatype}
+}
+
+// parseView reads elem into the parser's view.
+func (p *canonNodeParser) parseView(elem []byte) (*NodeView, bool) {
 	p.b, p.i = elem, 0
+	if !p.keep {
+		p.unesc = p.unesc[:0]
+	}
 	if !p.lit(`{"@id":`) {
 		return nil, false
 	}
 	id, ok := p.string()
-	if !ok || CheckIRI(id) != nil {
+	if !ok || checkIRI(id) != nil {
 		return nil, false
 	}
-	n := &Node{ID: id}
+	v := &p.view
+	v.ID = id
+	p.types = p.types[:0]
 	if p.lit(`,"@type":`) {
 		if p.peek() == '[' {
 			p.i++
@@ -43,9 +142,12 @@ func (p *canonNodeParser) parse(elem []byte) (*Node, bool) {
 				if !ok {
 					return nil, false
 				}
-				n.AddType(t)
+				// as Node.AddType: sorted, a repeated type once
+				if i, found := slices.BinarySearch(p.types, t); !found {
+					p.types = slices.Insert(p.types, i, t)
+				}
 			}
-			if !p.lit("]") || len(n.Types) < 2 {
+			if !p.lit("]") || len(p.types) < 2 {
 				return nil, false
 			}
 		} else {
@@ -53,23 +155,30 @@ func (p *canonNodeParser) parse(elem []byte) (*Node, bool) {
 			if !ok {
 				return nil, false
 			}
-			n.Types = []string{t}
+			p.types = append(p.types, t)
 		}
 	}
-	n.Props = map[string][]Term{}
-	lastKey := ""
+	v.Types = p.types
+	v.Props = v.Props[:0]
+	p.vals, p.ends = p.vals[:0], p.ends[:0]
+	var lastKey []byte
 	for p.lit(",") {
 		k, ok := p.string()
-		if !ok || k == "" || k[0] == '@' || (lastKey != "" && !lessKey(lastKey, k)) || !p.lit(":") {
+		if !ok || len(k) == 0 || k[0] == '@' || (lastKey != nil && !lessKey(string(lastKey), string(k))) || !p.lit(":") {
 			return nil, false
 		}
 		lastKey = k
 		pred, ok := p.expanded(k)
-		if !ok || pred == RDFType || n.Props[pred] != nil {
-			// (two keys that expand alike: their values merge, the general way)
+		if !ok || pred == RDFType {
 			return nil, false
 		}
-		var vals []Term
+		for _, q := range v.Props {
+			if q.Pred == pred {
+				// (two keys that expand alike: their values merge, the general way)
+				return nil, false
+			}
+		}
+		start := len(p.vals)
 		if p.peek() == '[' {
 			p.i++
 			for j := 0; ; j++ {
@@ -80,33 +189,39 @@ func (p *canonNodeParser) parse(elem []byte) (*Node, bool) {
 				if !ok {
 					return nil, false
 				}
-				vals = append(vals, t)
+				p.vals = append(p.vals, t)
 			}
-			if !p.lit("]") || len(vals) < 2 {
+			if !p.lit("]") || len(p.vals)-start < 2 {
 				return nil, false
+			}
+			// the canonical order, without duplicates: what Node.Add keeps
+			p.prev = p.prev[:0]
+			for j, t := range p.vals[start:] {
+				p.cur = appendTerm(p.cur[:0], t.term())
+				if j > 0 && bytes.Compare(p.prev, p.cur) >= 0 {
+					return nil, false
+				}
+				p.prev, p.cur = p.cur, p.prev
 			}
 		} else {
 			t, ok := p.value()
 			if !ok {
 				return nil, false
 			}
-			vals = []Term{t}
+			p.vals = append(p.vals, t)
 		}
-		// the canonical order, without duplicates: what Node.Add keeps
-		p.prev = p.prev[:0]
-		for j, t := range vals {
-			p.cur = appendTerm(p.cur[:0], t)
-			if j > 0 && bytes.Compare(p.prev, p.cur) >= 0 {
-				return nil, false
-			}
-			p.prev, p.cur = p.cur, p.prev
-		}
-		n.Props[pred] = vals
+		v.Props = append(v.Props, PropView{Pred: pred})
+		p.ends = append(p.ends, len(p.vals))
 	}
 	if !p.lit("}") || p.i != len(p.b) {
 		return nil, false
 	}
-	return n, true
+	start := 0
+	for k := range v.Props {
+		v.Props[k].Vals = p.vals[start:p.ends[k]:p.ends[k]]
+		start = p.ends[k]
+	}
+	return v, true
 }
 
 func (p *canonNodeParser) peek() byte {
@@ -126,16 +241,16 @@ func (p *canonNodeParser) lit(s string) bool {
 
 // expanded expands and checks a compact key, type or datatype, once per
 // distinct text.
-func (p *canonNodeParser) expanded(k string) (string, bool) {
-	if full, ok := p.intern[k]; ok {
+func (p *canonNodeParser) expanded(k []byte) (string, bool) {
+	if full, ok := p.intern[string(k)]; ok {
 		return full, true
 	}
-	full := expand(k)
+	full := expand(string(k))
 	if CheckIRI(full) != nil {
 		return "", false
 	}
 	if len(p.intern) < 4096 {
-		p.intern[k] = full
+		p.intern[string(k)] = full
 	}
 	return full, true
 }
@@ -149,87 +264,101 @@ func (p *canonNodeParser) iriKey() (string, bool) {
 }
 
 // value reads a string, {"@id":IRI} or {"@type":DT,"@value":LEX}.
-func (p *canonNodeParser) value() (Term, bool) {
+func (p *canonNodeParser) value() (TermView, bool) {
 	switch p.peek() {
 	case '"':
 		s, ok := p.string()
-		return Term{Lex: s, Datatype: XSDString}, ok
+		return TermView{Lex: s, Datatype: XSDString}, ok
 	case '{':
 	default:
-		return Term{}, false
+		return TermView{}, false
 	}
 	if p.lit(`{"@id":`) {
 		s, ok := p.string()
-		if !ok || CheckIRI(s) != nil || !p.lit("}") {
-			return Term{}, false
+		if !ok || checkIRI(s) != nil || !p.lit("}") {
+			return TermView{}, false
 		}
-		return Term{IRI: s}, true
+		return TermView{IRI: s}, true
 	}
 	if !p.lit(`{"@type":`) {
-		return Term{}, false
+		return TermView{}, false
 	}
 	dt, ok := p.iriKey()
 	if !ok || !p.lit(`,"@value":`) {
-		return Term{}, false
+		return TermView{}, false
 	}
 	lex, ok := p.string()
-	if !ok || !p.lit("}") || checkLexical(lex, dt) != nil {
-		return Term{}, false
+	if !ok || !p.lit("}") || !p.lexicalOK(lex, dt) {
+		return TermView{}, false
 	}
-	return Term{Lex: lex, Datatype: dt}, true
+	return TermView{Lex: lex, Datatype: dt}, true
+}
+
+// lexicalOK is checkLexical for the lexical form lex of datatype dt.
+func (p *canonNodeParser) lexicalOK(lex []byte, dt string) bool {
+	switch dt {
+	case XSDDateTime, XSDBoolean, XSDInteger:
+		return checkLexical(string(lex), dt) == nil
+	}
+	return true
 }
 
 // string reads a JSON string with the escapes RFC 8785 writes (\" \\ \b
-// \f \n \r \t, \u00XX for other controls) and valid UTF-8.
-func (p *canonNodeParser) string() (string, bool) {
+// \f \n \r \t, \u00XX for other controls) and valid UTF-8. The bytes are
+// the element's own, or, with escapes, their unescaped copy in p.unesc.
+func (p *canonNodeParser) string() ([]byte, bool) {
 	if p.peek() != '"' {
-		return "", false
+		return nil, false
 	}
 	p.i++
 	start := p.i
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		if c == '"' {
-			raw := p.b[start:p.i]
+			raw := p.b[start:p.i:p.i]
 			p.i++
 			if !utf8.Valid(raw) {
-				return "", false
+				return nil, false
 			}
-			return string(raw), true
+			return raw, true
 		}
 		if c == '\\' {
 			return p.escaped(start)
 		}
 		if c < 0x20 {
-			return "", false
+			return nil, false
 		}
 		p.i++
 	}
-	return "", false
+	return nil, false
 }
 
-// escaped finishes a string that starts at start and has an escape at p.i.
-func (p *canonNodeParser) escaped(start int) (string, bool) {
-	s := append(p.str[:0], p.b[start:p.i]...)
+// escaped finishes a string that starts at start and has an escape at p.i,
+// unescaping it at the end of p.unesc (when it grows, the strings before
+// stay where they are, in the array they were written to).
+func (p *canonNodeParser) escaped(start int) ([]byte, bool) {
+	from := len(p.unesc)
+	s := append(p.unesc, p.b[start:p.i]...)
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
 			p.i++
-			p.str = s
-			if !utf8.Valid(s) {
-				return "", false
+			p.unesc = s
+			out := s[from:len(s):len(s)]
+			if !utf8.Valid(out) {
+				return nil, false
 			}
-			return string(s), true
+			return out, true
 		case c < 0x20:
-			return "", false
+			return nil, false
 		case c != '\\':
 			s = append(s, c)
 			p.i++
 			continue
 		}
 		if p.i+1 >= len(p.b) {
-			return "", false
+			return nil, false
 		}
 		switch e := p.b[p.i+1]; e {
 		case '"', '\\':
@@ -246,21 +375,21 @@ func (p *canonNodeParser) escaped(start int) (string, bool) {
 			s = append(s, '\t')
 		case 'u':
 			if p.i+6 > len(p.b) || p.b[p.i+2] != '0' || p.b[p.i+3] != '0' {
-				return "", false
+				return nil, false
 			}
 			hi, lo := hexVal(p.b[p.i+4]), hexVal(p.b[p.i+5])
 			if hi < 0 || lo < 0 || hi > 1 {
-				return "", false
+				return nil, false
 			}
 			s = append(s, byte(hi<<4|lo))
 			p.i += 6
 			continue
 		default:
-			return "", false
+			return nil, false
 		}
 		p.i += 2
 	}
-	return "", false
+	return nil, false
 }
 
 func hexVal(c byte) int {

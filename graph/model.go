@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Term is the object of a statement: a resource when IRI is set, otherwise a
@@ -306,11 +307,21 @@ func checkTerm(t Term) error {
 // CheckIRI refuses what is not an absolute IRI the graph can emit verbatim in
 // N-Quads and JSON-LD: a scheme, then no space, control, '<', '>', '"', '{',
 // '}', '|', '^', '`' or '\'; and no scheme equal to a context prefix.
-func CheckIRI(s string) error {
-	if s == "" {
+func CheckIRI(s string) error { return checkIRI(s) }
+
+// checkIRI is CheckIRI for the text of a string or of bytes (the JSON-LD
+// reader checks IRIs in its buffer without a copy).
+func checkIRI[T string | []byte](s T) error {
+	if len(s) == 0 {
 		return errors.New("empty IRI")
 	}
-	colon := strings.IndexByte(s, ':')
+	colon := -1
+	for i := 0; i < len(s); i++ {
+		if s[i] == ':' {
+			colon = i
+			break
+		}
+	}
 	if colon <= 0 {
 		return fmt.Errorf("IRI %q has no scheme", s)
 	}
@@ -323,20 +334,22 @@ func CheckIRI(s string) error {
 	}
 	scheme := s[:colon]
 	for _, p := range prefixes {
-		if scheme == p.name {
+		if string(scheme) == p.name {
 			return fmt.Errorf("IRI %q uses the context prefix %q as a scheme", s, p.name)
 		}
 	}
-	if strings.HasPrefix(s[colon+1:], "//") && colon+3 == len(s) {
+	if colon+3 == len(s) && s[colon+1] == '/' && s[colon+2] == '/' {
 		return fmt.Errorf("IRI %q has an empty authority", s)
 	}
+	ascii := true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c <= 0x20 || c == 0x7f || strings.IndexByte("<>\"{}|^`\\", c) >= 0 {
 			return fmt.Errorf("IRI %q contains the character %q", s, c)
 		}
+		ascii = ascii && c < utf8.RuneSelf
 	}
-	if !validUTF8(s) {
+	if !ascii && !utf8.Valid([]byte(s)) {
 		return fmt.Errorf("IRI %q is not valid UTF-8", s)
 	}
 	return nil

@@ -2,7 +2,9 @@ package graph
 
 import (
 	"bytes"
+	"io"
 	"testing"
+	"testing/iotest"
 )
 
 // checkScan holds ScanJSONLD to ReadJSONLD on doc: the same nodes when
@@ -86,4 +88,116 @@ func FuzzScanJSONLD(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		checkScan(t, append(bytes.Clone(canonHead), tail...))
 	})
+}
+
+// checkScanView holds ScanJSONLDView to ScanJSONLD on doc: the same nodes
+// (a view copied into a Node) and the same error.
+func checkScanView(t *testing.T, doc []byte) {
+	t.Helper()
+	for _, batch := range []int{viewBatchNodes, 1, 3} {
+		checkScanViewIn(t, doc, batch, bytes.NewReader(doc))
+	}
+	// the document a byte at a time: every element cut across reads
+	checkScanViewIn(t, doc, viewBatchNodes, iotest.OneByteReader(bytes.NewReader(doc)))
+}
+
+// checkScanViewIn is checkScanView with batches of batch elements, reading
+// the document from r.
+func checkScanViewIn(t *testing.T, doc []byte, batch int, r io.Reader) {
+	t.Helper()
+	var want, got []*Node
+	werr := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(n *Node) error {
+		want = append(want, n)
+		return nil
+	})
+	gerr := scanJSONLDView(r, "g.jsonld", func(v *NodeView) error {
+		n := &Node{ID: string(v.ID), Props: map[string][]Term{}}
+		for _, tp := range v.Types {
+			n.AddType(tp)
+		}
+		if len(n.Types) != len(v.Types) {
+			t.Fatalf("%q: view types %q not sorted and unique", doc, v.Types)
+		}
+		for _, p := range v.Props {
+			if len(p.Vals) == 0 || n.Props[p.Pred] != nil {
+				t.Fatalf("%q: view property %s empty or repeated", doc, p.Pred)
+			}
+			for _, tv := range p.Vals {
+				n.Props[p.Pred] = append(n.Props[p.Pred], tv.term())
+			}
+		}
+		got = append(got, n)
+		return nil
+	}, batch)
+	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+		t.Fatalf("%q: view scan error %v, scan error %v", doc, gerr, werr)
+	}
+	if werr != nil {
+		return
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%q: view scan gave %d nodes, scan %d", doc, len(got), len(want))
+	}
+	for i := range want {
+		wd, _ := (&Graph{Nodes: want[i : i+1]}).JSONLD()
+		gd, _ := (&Graph{Nodes: got[i : i+1]}).JSONLD()
+		if !bytes.Equal(wd, gd) {
+			t.Fatalf("%q: node %d differs:\n%s\n%s", doc, i, gd, wd)
+		}
+	}
+}
+
+func TestScanJSONLDView(t *testing.T) {
+	g := buildBytes(t, sampleLog(t), Options{})
+	doc, err := g.JSONLD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := string(canonHead)
+	for _, d := range []string{
+		string(doc), " " + string(doc), string(doc[:len(doc)/2]), head + `]}`,
+		head + `{"@id":"urn:x:b"},{"@id":"urn:x:b"}]}`,
+		head + `{"@id":"urn:x:b"},{"@id":"urn:x:a"},{"@id":"urn:x:b"}]}`,
+		head + `{"@id":"urn:x:b"},{"@id":"urn:x:a"}]}`,
+		head + `{"@id":"urn:x:a","@type":["prov:Entity","prov:Agent"],"prov:value":["a\"b","c\u0001"],"prov:used":[{"@id":"urn:x:c"},{"@id":"urn:x:b"}]}]}`,
+		head + `{"@id":"urn:x:a","prov:value":["a\\b","a\nb"],"witness:eventId":"e\t1"}]}`,
+		head + `{"@id":"urn:x:a","prov:value":"\\\\\"\\\"\\\\\\","witness:eventId":"\"]},{"}]}`,
+	} {
+		checkScanView(t, []byte(d))
+	}
+	for _, batch := range []int{viewBatchNodes, 1, 3} {
+		calls := 0
+		stop := scanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(*NodeView) error {
+			if calls++; calls == 5 {
+				return errStop
+			}
+			return nil
+		}, batch)
+		if stop != errStop || calls != 5 {
+			t.Errorf("batches of %d: fn's error came back as %v after %d calls", batch, stop, calls)
+		}
+	}
+}
+
+func FuzzScanJSONLDView(f *testing.F) {
+	g := buildBytes(f, sampleLog(f), Options{})
+	doc, _ := g.JSONLD()
+	f.Add(doc[len(canonHead):])
+	f.Add([]byte(`{"@id":"urn:x:b"},{"@id":"urn:x:a"},{"@id":"urn:x:b"}]}`))
+	f.Add([]byte(`{"@id":"urn:x:a","prov:value":["a\"b","c\u0001"],"prov:used":[{"@id":"urn:x:c"},{"@id":"urn:x:b"}]}]}`))
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		checkScanView(t, append(bytes.Clone(canonHead), tail...))
+	})
+}
+
+// TestCheckIRIBytes: the reader's check of IRI bytes answers as CheckIRI,
+// message included.
+func TestCheckIRIBytes(t *testing.T) {
+	for _, s := range []string{"", ":", "urn:x:a", "urn:", "http://", "http://a", "prov:x", "1a:b", "a b:c", "urn:a b",
+		"urn:a\x7f", "urn:a<", "urn:é", "urn:\xff", "ht-tp+.1:x", "-a:b", "urn:a\\b", "urn:`"} {
+		want, got := CheckIRI(s), checkIRI([]byte(s))
+		if (want == nil) != (got == nil) || want != nil && want.Error() != got.Error() {
+			t.Errorf("%q: bytes %v, string %v", s, got, want)
+		}
+	}
 }

@@ -1,38 +1,13 @@
 package replay
 
 import (
-	"encoding/json"
-
 	"github.com/agent-trace-witness/witness/graph"
 )
 
 // kindOf classifies a graph node. The capture session activity is the run
 // itself, not an action of it, and the seal is its plan: neither is
 // removable nor counted as an action.
-func kindOf(n *graph.Node) Kind {
-	var act, ent, agent bool
-	for _, t := range n.Types {
-		switch t {
-		case graph.WCaptureSession, graph.ProvPlan:
-			return KindOther
-		case graph.ProvActivity:
-			act = true
-		case graph.ProvEntity:
-			ent = true
-		case graph.ProvAgent, graph.ProvSoftwareAgent:
-			agent = true
-		}
-	}
-	switch {
-	case act:
-		return KindActivity
-	case agent:
-		return KindAgent
-	case ent:
-		return KindEntity
-	}
-	return KindOther
-}
+func kindOf(n *graph.Node) Kind { return kindOfTypes(n.Types) }
 
 // toolHints are the explicit MCP annotations replay reads.
 type toolHints struct {
@@ -59,9 +34,8 @@ func recordsOf(g *graph.Graph) []Record {
 // toolFlags are the explicit hints of one tool definition.
 type toolFlags struct{ destructive, notIdempotent bool }
 
-// recordBuilder turns nodes into records one at a time (the graph need
-// not be held: see NewEngineJSONLD), then gives activities the hints of
-// the tool definitions they used.
+// recordBuilder turns nodes into records one at a time, then gives
+// activities the hints of the tool definitions they used.
 type recordBuilder struct {
 	recs []Record
 	// Dependencies of all nodes share one growing slab; each record keeps
@@ -70,55 +44,16 @@ type recordBuilder struct {
 	// defs are the tool definitions (a small map): a call's prov:used
 	// targets are checked against it at the end.
 	defs map[string]toolFlags
-	// events are the witness:eventId literals of the nodes, for the
-	// event id shorthand of --remove, when kept (keepEvents).
-	keepEvents bool
-	events     []eventRef
-	// names, when set, interns node IRIs: a node's IRI and every
-	// reference to it share one string (NewEngineJSONLD, where the
-	// strings of the records are most of what is held).
-	names map[string]string
-	// chunk > 0: the slab is a series of chunks of about chunk
-	// dependencies instead of one slice that doubles (a growing append
-	// holds the old and the new copy at once).
-	chunk int
 }
-
-// slabChunk is the size of a chunk of the dependency slab (chunked).
-const slabChunk = 1 << 16
-
-// name returns the interned copy of iri (iri itself without names).
-func (rb *recordBuilder) name(iri string) string {
-	if rb.names == nil {
-		return iri
-	}
-	if s, ok := rb.names[iri]; ok {
-		return s
-	}
-	rb.names[iri] = iri
-	return iri
-}
-
-// eventRef is one witness:eventId literal of a node.
-type eventRef struct{ event, node string }
 
 func (rb *recordBuilder) add(n *graph.Node) {
 	if n.HasType(graph.WToolDefinition) {
-		var f toolFlags
-		var h toolHints
-		// MCP: destructiveHint and idempotentHint are meaningful only when
-		// readOnlyHint is false; a read-only tool changes nothing, whatever
-		// the other hints say.
-		if raw := n.Value(graph.WAnnotations); raw != "" && json.Unmarshal([]byte(raw), &h) == nil && (h.ReadOnly == nil || !*h.ReadOnly) {
-			f.destructive = h.Destructive != nil && *h.Destructive
-			f.notIdempotent = h.Idempotent != nil && !*h.Idempotent
-		}
 		if rb.defs == nil {
 			rb.defs = map[string]toolFlags{}
 		}
-		rb.defs[n.ID] = f
+		rb.defs[n.ID] = toolFlagsOf([]byte(n.Value(graph.WAnnotations)))
 	}
-	r := Record{ID: rb.name(n.ID), Kind: kindOf(n)}
+	r := Record{ID: n.ID, Kind: kindOf(n)}
 	effect := false
 	for _, t := range n.Types {
 		if t == graph.WExternalEffect {
@@ -150,27 +85,18 @@ func (rb *recordBuilder) add(n *graph.Node) {
 			}
 			for _, t := range vals {
 				if t.IRI != "" {
-					maybe = append(maybe, Dep{Edge: e, On: rb.name(t.IRI)})
+					maybe = append(maybe, Dep{Edge: e, On: t.IRI})
 				}
 			}
 			continue
 		case graph.OtelToolName:
-			r.Tool = rb.name(firstLiteral(vals))
+			r.Tool = firstLiteral(vals)
 			continue
 		case graph.WEffectOp:
 			op = firstLiteral(vals)
 			continue
 		case graph.WEffectTarget:
 			target = firstLiteral(vals)
-			continue
-		case graph.WEventID:
-			if rb.keepEvents {
-				for _, t := range vals {
-					if t.IRI == "" {
-						rb.events = append(rb.events, eventRef{event: t.Lex, node: r.ID})
-					}
-				}
-			}
 			continue
 		default:
 			continue
@@ -179,16 +105,11 @@ func (rb *recordBuilder) add(n *graph.Node) {
 			if t.IRI == "" {
 				continue
 			}
-			rb.slab = append(rb.slab, Dep{Edge: edge, On: rb.name(t.IRI)})
+			rb.slab = append(rb.slab, Dep{Edge: edge, On: t.IRI})
 		}
 	}
 	if len(rb.slab) > start {
 		r.Deps = rb.slab[start:len(rb.slab):len(rb.slab)]
-		if rb.chunk > 0 && len(rb.slab) >= rb.chunk {
-			// a fresh chunk: the full one stays as the records' windows,
-			// never copied by a growing append
-			rb.slab = make([]Dep, 0, rb.chunk+rb.chunk/8)
-		}
 	}
 	r.Maybe = maybe
 	if r.Kind == KindEntity && effect {

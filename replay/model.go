@@ -115,9 +115,8 @@ var irreversibleOps = map[string]string{
 // index is the compact form replay computes on: node ids sorted and numbered,
 // dependents in CSR form (for node u, the nodes that depend on u).
 type index struct {
-	ids    []string
-	pos    map[string]int32
-	recs   []Record
+	ids    []string // sorted
+	recs   []nodeInfo
 	depOff []int32 // len n+1
 	dep    []int32 // dependents, sorted per node
 	depVia []Edge  // edge by which dep[i] depends on its owner
@@ -128,10 +127,32 @@ type index struct {
 	maybe []maybeLink
 }
 
+// nodeInfo is what the index keeps of a Record besides its id and
+// dependencies: a third of a Record's size, a million times.
+type nodeInfo struct {
+	Tool          string
+	Effect        *EffectFact
+	Kind          Kind
+	Destructive   bool
+	NotIdempotent bool
+}
+
+// infoOf is r's nodeInfo.
+func infoOf(r *Record) nodeInfo {
+	return nodeInfo{Tool: r.Tool, Effect: r.Effect, Kind: r.Kind, Destructive: r.Destructive, NotIdempotent: r.NotIdempotent}
+}
+
 // maybeLink is an ambiguous link: node from may depend on node on.
 type maybeLink struct {
 	from, on int32
 	edge     Edge
+}
+
+// lookup returns the index of the node id (binary search of the sorted
+// ids: no map of a million strings to hold).
+func (ix *index) lookup(id string) (int32, bool) {
+	i, found := slices.BinarySearch(ix.ids, id)
+	return int32(i), found
 }
 
 // buildIndex numbers the records by id. Duplicate ids are an error; edges to
@@ -145,31 +166,66 @@ func buildIndex(recs []Record) (*index, error) {
 		sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	}
 	n := len(sorted)
-	ix := &index{ids: make([]string, n), pos: make(map[string]int32, n), recs: sorted, notRep: make([][]string, n)}
-	for i, r := range sorted {
+	ix := &index{ids: make([]string, n), recs: make([]nodeInfo, n)}
+	pos := make(map[string]int32, n)
+	for i := range sorted {
+		r := &sorted[i]
 		if i > 0 && sorted[i-1].ID == r.ID {
 			return nil, fmt.Errorf("node %q appears twice", r.ID)
 		}
 		ix.ids[i] = r.ID
-		ix.pos[r.ID] = int32(i)
+		ix.recs[i] = infoOf(r)
+		pos[r.ID] = int32(i)
 	}
-	// Resolve every dependency target once (-1: not a node, or the node
-	// itself).
+	// Resolve every dependency target once (-1: not a node).
 	total := 0
 	for i := range sorted {
 		total += len(sorted[i].Deps)
 	}
-	target := make([]int32, 0, total)
-	counts := make([]int32, n+1)
+	l := links{off: make([]int32, n+1), target: make([]int32, 0, total), edge: make([]Edge, 0, total)}
 	for i := range sorted {
 		for _, d := range sorted[i].Deps {
-			j, ok := ix.pos[d.On]
-			if !ok || j == int32(i) {
+			j, ok := pos[d.On]
+			if !ok {
 				j = -1
-			} else {
+			}
+			l.target = append(l.target, j)
+			l.edge = append(l.edge, d.Edge)
+		}
+		l.off[i+1] = int32(len(l.target))
+		for _, d := range sorted[i].Maybe {
+			if j, ok := pos[d.On]; ok {
+				l.maybe = append(l.maybe, maybeLink{from: int32(i), on: j, edge: d.Edge})
+			}
+		}
+	}
+	ix.link(l)
+	return ix, nil
+}
+
+// links are the resolved dependencies of the nodes of an index, in node
+// order: node i depends on target[off[i]:off[i+1]] (-1: not a node)
+// through edge[...]; maybe are its ambiguous links, in any order.
+type links struct {
+	off    []int32
+	target []int32
+	edge   []Edge
+	maybe  []maybeLink
+}
+
+// link fills the dependents (CSR, sorted, one edge per pair: the smallest),
+// the not-replayable reasons and the ambiguous links of ix, whose ids and
+// recs are set. A link of a node to itself is dropped.
+func (ix *index) link(l links) {
+	n := len(ix.ids)
+	counts := make([]int32, n+1)
+	for i := 0; i < n; i++ {
+		for k := l.off[i]; k < l.off[i+1]; k++ {
+			if j := l.target[k]; j == int32(i) {
+				l.target[k] = -1
+			} else if j >= 0 {
 				counts[j+1]++
 			}
-			target = append(target, j)
 		}
 	}
 	for i := 0; i < n; i++ {
@@ -180,16 +236,14 @@ func buildIndex(recs []Record) (*index, error) {
 	ix.depVia = make([]Edge, counts[n])
 	fill := make([]int32, n)
 	copy(fill, counts[:n])
-	k := 0
-	for i := range sorted { // i ascending: each dependents list comes out sorted
-		for _, d := range sorted[i].Deps {
-			j := target[k]
-			k++
+	for i := 0; i < n; i++ { // i ascending: each dependents list comes out sorted
+		for k := l.off[i]; k < l.off[i+1]; k++ {
+			j := l.target[k]
 			if j < 0 {
 				continue
 			}
 			ix.dep[fill[j]] = int32(i)
-			ix.depVia[fill[j]] = d.Edge
+			ix.depVia[fill[j]] = l.edge[k]
 			fill[j]++
 		}
 	}
@@ -216,23 +270,23 @@ func buildIndex(recs []Record) (*index, error) {
 	}
 	ix.dep = ix.dep[:w]
 	ix.depVia = ix.depVia[:w]
-	for i, r := range sorted {
-		ix.notRep[i] = notReplayableReasons(r)
-		for _, d := range r.Maybe {
-			if j, ok := ix.pos[d.On]; ok && j != int32(i) {
-				ix.maybe = append(ix.maybe, maybeLink{from: int32(i), on: j, edge: d.Edge})
-			}
+	ix.notRep = make([][]string, n)
+	for i := range ix.recs {
+		ix.notRep[i] = notReplayableReasons(&ix.recs[i])
+	}
+	for _, m := range l.maybe {
+		if m.on != m.from {
+			ix.maybe = append(ix.maybe, m)
 		}
 	}
 	slices.SortFunc(ix.maybe, func(a, b maybeLink) int {
 		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.edge, b.edge), cmp.Compare(a.on, b.on))
 	})
 	ix.maybe = slices.Compact(ix.maybe)
-	return ix, nil
 }
 
 // notReplayableReasons lists why the node's effects cannot be undone.
-func notReplayableReasons(r Record) []string {
+func notReplayableReasons(r *nodeInfo) []string {
 	var out []string
 	if r.Kind == KindEntity && r.Effect != nil {
 		if why, ok := irreversibleOps[r.Effect.Op]; ok {

@@ -3,7 +3,6 @@ package replay
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -130,7 +129,7 @@ type Engine struct {
 	g  *graph.Graph // nil for an engine read by NewEngineJSONLD
 	ix *index
 	// events are the witness:eventId literals of the nodes when g is nil.
-	events []eventRef
+	events *eventTable
 }
 
 // NewEngine indexes g. The graph must have unique node ids (graph.Graph
@@ -143,50 +142,16 @@ func NewEngine(g *graph.Graph) (*Engine, error) {
 	return &Engine{g: g, ix: ix}, nil
 }
 
-// NewEngineJSONLD reads a graph document (as graph.ReadJSONLD does, with
-// its errors) straight into replay's index, node by node, without holding
-// the *graph.Graph: the records, the dependency arrays and the event ids
-// are all it keeps. Counterfactuals and rankings are those NewEngine gives
-// for the same graph; what needs the graph itself (a Judge, verdict
-// Sources, WriteDOT, CounterfactualGraph) is refused or nil.
-func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
-	return newEngineJSONLD(r, name, slabChunk)
-}
-
-// newEngineJSONLD is NewEngineJSONLD with chunks of the dependency slab of
-// about chunk dependencies.
-func newEngineJSONLD(r io.Reader, name string, chunk int) (*Engine, error) {
-	rb := recordBuilder{keepEvents: true, names: map[string]string{}, chunk: chunk}
-	rb.slab = make([]Dep, 0, chunk+chunk/8)
-	err := graph.ScanJSONLD(r, name, func(n *graph.Node) error {
-		rb.add(n)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	recs := rb.finish()
-	rb.names, rb.slab, rb.defs = nil, nil, nil
-	ix, err := buildIndex(recs)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("index graph: %w", err), "")
-	}
-	// The index holds the dependencies as integers: the edges' strings
-	// (the records' slab) can go.
-	for i := range ix.recs {
-		ix.recs[i].Deps, ix.recs[i].Maybe = nil, nil
-	}
-	return &Engine{ix: ix, events: rb.events}, nil
-}
-
 // MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that
 // `witness replay` sets when it reads a graph with NewEngineJSONLD and
-// GOMEMLIMIT is unset. At a million events the engine's live heap is
-// about 680 MB but the collector's default target (twice the live heap)
-// let the process reach 1.3 GiB; under the limit it collects earlier, so
-// the peak RSS stays under 1 GiB at the cost of more collections
-// (docs/design/scale.md). A larger graph goes over the limit: the
-// collector then bounds its own CPU share and the heap grows as needed.
+// GOMEMLIMIT is unset. At a million events the engine's live heap peaks
+// at about 420 MB (name table, per-node arrays and the index being built;
+// it was 680 MB with a record of strings per node, when the collector's
+// default target, twice the live heap, let the process reach 1.3 GiB).
+// Under the limit it collects earlier, so the peak RSS stays under 1 GiB
+// at the cost of more collections (docs/design/scale.md). A larger graph
+// goes over the limit: the collector then bounds its own CPU share and the
+// heap grows as needed.
 const MemoryLimit = 800 << 20
 
 // errNoGraph is returned by the methods that need the graph on an engine
@@ -207,7 +172,7 @@ func (e *Engine) resolve(reqs []string) ([]int32, []Removed, error) {
 		}
 		r := e.ix.recs[i]
 		seeds = append(seeds, i)
-		rm = append(rm, Removed{Requested: q, Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool})
+		rm = append(rm, Removed{Requested: q, Node: e.ix.ids[i], Kind: r.Kind.String(), Tool: r.Tool})
 	}
 	sort.SliceStable(rm, func(i, j int) bool { return rm[i].Node < rm[j].Node })
 	return seeds, rm, nil
@@ -215,21 +180,15 @@ func (e *Engine) resolve(reqs []string) ([]int32, []Removed, error) {
 
 func (e *Engine) resolveOne(q string) (int32, error) {
 	ix := e.ix
-	i, ok := ix.pos[q]
+	i, ok := ix.lookup(q)
 	if !ok && q != "" && !strings.Contains(q, ":") {
 		// event id shorthand
-		var hits []int32
-		if e.g == nil {
-			for _, ev := range e.events {
-				if ev.event == q {
-					hits = append(hits, ix.pos[ev.node])
-				}
-			}
-		}
+		hits := e.events.find(q)
 		for _, n := range e.nodes() {
 			for _, v := range n.Props[graph.WEventID] {
 				if v.IRI == "" && v.Lex == q {
-					hits = append(hits, ix.pos[n.ID])
+					j, _ := ix.lookup(n.ID)
+					hits = append(hits, j)
 				}
 			}
 		}
@@ -287,20 +246,21 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		in:                      c.in,
 	}
 	res.Graph.Nodes = ix.n()
-	for i, r := range ix.recs {
+	for i := range ix.recs {
+		r, id := &ix.recs[i], ix.ids[i]
 		if r.Kind == KindActivity {
 			res.Graph.Actions++
 		}
 		if r.Effect != nil {
 			res.Graph.ExternalEffects++
 			if !c.in[i] {
-				res.ResidualExternalEffects = append(res.ResidualExternalEffects, EffectRef{Node: r.ID, Op: r.Effect.Op, Target: r.Effect.Target, Tool: r.Tool})
+				res.ResidualExternalEffects = append(res.ResidualExternalEffects, EffectRef{Node: id, Op: r.Effect.Op, Target: r.Effect.Target, Tool: r.Tool})
 			}
 		}
 		if !c.in[i] {
 			continue
 		}
-		m := Member{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool}
+		m := Member{Node: id, Kind: r.Kind.String(), Tool: r.Tool}
 		if c.via[i] >= 0 {
 			m.Via = &Via{Edge: c.edge[i].Name(), On: ix.ids[c.via[i]]}
 		}
@@ -309,7 +269,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 			res.CompensationActions++
 		}
 		if reasons := ix.notRep[i]; len(reasons) > 0 {
-			nr := NotReplayable{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool, Reasons: reasons}
+			nr := NotReplayable{Node: id, Kind: r.Kind.String(), Tool: r.Tool, Reasons: reasons}
 			if r.Effect != nil {
 				nr.Op, nr.Target = r.Effect.Op, r.Effect.Target
 			}
@@ -396,8 +356,8 @@ func (ix *index) ambiguous(in []bool) ([]Ambiguous, []Member) {
 		if !member {
 			continue
 		}
-		r := ix.recs[i]
-		m := Member{Node: r.ID, Kind: r.Kind.String(), Tool: r.Tool}
+		r := &ix.recs[i]
+		m := Member{Node: ix.ids[i], Kind: r.Kind.String(), Tool: r.Tool}
 		if c.via[i] >= 0 {
 			m.Via = &Via{Edge: c.edge[i].Name(), On: ix.ids[c.via[i]]}
 		} else {
@@ -414,7 +374,7 @@ func (r *Result) Removes(id string) bool {
 	if r.ix == nil {
 		return false
 	}
-	i, ok := r.ix.pos[id]
+	i, ok := r.ix.lookup(id)
 	return ok && r.in[i]
 }
 
@@ -443,7 +403,8 @@ func (e *Engine) Rank(top int) *RankResult {
 	entries, st := e.ix.rank(rankBudgetWords)
 	res := &RankResult{Format: RankFormat, V: Version, Method: st, Total: len(entries), Ranking: entries}
 	res.Graph.Nodes = e.ix.n()
-	for _, r := range e.ix.recs {
+	for i := range e.ix.recs {
+		r := &e.ix.recs[i]
 		if r.Kind == KindActivity {
 			res.Graph.Actions++
 		}

@@ -288,7 +288,7 @@ func TestErrorsAreCoded(t *testing.T) {
 		t.Fatal("duplicate ids accepted")
 	}
 	var ce *exitcode.Error
-	_, err = (&Engine{ix: &index{pos: map[string]int32{}}, g: graph.New()}).Counterfactual(Options{Remove: []string{"x"}})
+	_, err = (&Engine{ix: &index{}, g: graph.New()}).Counterfactual(Options{Remove: []string{"x"}})
 	if !errors.As(err, &ce) || ce.Code != exitcode.Usage || !strings.Contains(ce.Hint, "no activity or entity") {
 		t.Fatalf("empty graph: %v", err)
 	}
