@@ -72,20 +72,16 @@ func classRank(c string) int {
 }
 
 // layout draws the graphs of the logs in time order, or summarises them
-// above MaxGraphNodes.
-func layout(run *runState, logs []*logState, lanes *interner, o Options) Picture {
+// above MaxGraphNodes; laneAt gives the lane of a node's event.
+func layout(run *runState, logs []*logState, lanes *interner, laneAt func(log int, ev string, row int) int, o Options) Picture {
 	var ns []gnode
 	classes := map[[2]any]string{} // (log, event) → worst finding class
-	laneOfEv := map[[2]any]int{}
 	for li, ls := range logs {
 		for _, f := range ls.findings {
 			k := [2]any{li, f.EventID}
 			if f.EventID != "" && (classes[k] == "" || classRank(string(f.Class)) > classRank(classes[k])) {
 				classes[k] = string(f.Class)
 			}
-		}
-		for _, e := range ls.events {
-			laneOfEv[[2]any{li, e.ID}] = lanes.id(laneOf(e, ls.server))
 		}
 	}
 	if run != nil {
@@ -103,7 +99,7 @@ func layout(run *runState, logs []*logState, lanes *interner, o Options) Picture
 			if !ok {
 				continue
 			}
-			ns = append(ns, gnode{n: n, log: li, row: r, lane: laneOfEv[[2]any{li, ev}], class: classes[[2]any{li, ev}]})
+			ns = append(ns, gnode{n: n, log: li, row: r, lane: laneAt(li, ev, r), class: classes[[2]any{li, ev}]})
 		}
 	}
 	sort.SliceStable(ns, func(i, j int) bool {
