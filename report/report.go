@@ -58,6 +58,11 @@ type Options struct {
 	Version string
 
 	MaxTimeline, Buckets, MaxDetails, MaxExcerpt, MaxGraphNodes, GraphWindows, TopRank int
+
+	// CompactAbove: a single log of more events than this is reported
+	// from compact projections of its streamed graph, not the whole graph
+	// in memory (0: DefaultCompactAbove; negative: always).
+	CompactAbove int
 }
 
 func (o *Options) defaults() {
@@ -242,8 +247,25 @@ type logState struct {
 // runState is the run the logs make: its joined graph and which log each
 // node comes from.
 type runState struct {
-	g    *graph.Graph
+	g    *graph.Graph // the whole graph; compact: the subgraph of the chains
 	logs []graph.RunLog
+
+	// a compact run (compactGraph) also holds what the scan kept
+	compact bool
+	primary map[string]string // event id → its node
+	labels  map[string]string // activity IRI → label
+	ns      []gnode           // the picture's nodes
+	eng     *replay.Engine
+	engErr  error
+}
+
+// label is the label of node iri, if the run knows it.
+func (r *runState) label(iri string) (string, bool) {
+	if n := r.g.Node(iri); n != nil {
+		return graph.NodeLabel(n), true
+	}
+	l, ok := r.labels[iri]
+	return l, ok
 }
 
 // logOf returns the index of the log node iri belongs to (0 with one log).
@@ -591,6 +613,9 @@ func eventLabel(e *eventlog.Event) string {
 // primaryNode is the node an event id of log li names (replay's rule: the
 // activity, else the first entity).
 func primaryNode(run *runState, li int, ev string) string {
+	if run.compact {
+		return run.primary[ev]
+	}
 	var ent string
 	for _, n := range run.g.Nodes {
 		if n.Value(graph.WEventID) != ev || run.logOf(n.ID) != li {
@@ -610,7 +635,7 @@ func primaryNode(run *runState, li int, ev string) string {
 
 // whatIf removes the chain's first removable cause and says what goes with
 // it.
-func whatIf(eng *replay.Engine, g *graph.Graph, c *Chain) *What {
+func whatIf(eng *replay.Engine, run *runState, c *Chain) *What {
 	for _, s := range c.Steps {
 		if s.Kind != "activity" {
 			continue
@@ -628,8 +653,8 @@ func whatIf(eng *replay.Engine, g *graph.Graph, c *Chain) *What {
 			}
 			if t == "" {
 				t = e.Node
-				if n := g.Node(e.Node); n != nil {
-					t = strings.ReplaceAll(graph.NodeLabel(n), "\n", " ")
+				if l, ok := run.label(e.Node); ok {
+					t = strings.ReplaceAll(l, "\n", " ")
 				}
 			}
 			if len(e.Reasons) > 0 {

@@ -70,6 +70,7 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	}
 	var codes []uint8
 	var rerr error
+	links := map[string][]string{} // event id → the events it links to
 	r := eventlog.NewReader(f, file)
 	for {
 		e, err := r.Next()
@@ -89,6 +90,9 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		}
 		if e.Wire != nil && e.Wire.Cassette != "" && lg.Cassette == "" {
 			lg.Cassette = e.Wire.Cassette
+		}
+		if l := eventLinks(e); len(l) > 0 {
+			links[e.ID] = l
 		}
 		i := len(codes)
 		codes = append(codes, laneCode(e))
@@ -113,11 +117,19 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	lg.Events = len(codes)
 	d.Logs = append(d.Logs, lg)
 
+	above := o.CompactAbove
+	if above == 0 {
+		above = DefaultCompactAbove
+	}
+	compact := above < 0 || len(codes) > above
 	var run *runState
-	if g, err := buildGraph(file); err == nil {
-		run = &runState{g: g}
-	} else {
-		d.Notes = append(d.Notes, fmt.Sprintf("no causal graph: %v", err))
+	if !compact {
+		links = nil
+		if g, err := buildGraph(file); err == nil {
+			run = &runState{g: g}
+		} else {
+			d.Notes = append(d.Notes, fmt.Sprintf("no causal graph: %v", err))
+		}
 	}
 	// lanes: user, agent, model, the server if it has events, effects,
 	// witness
@@ -153,10 +165,24 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		}
 	}
 	codes = nil
+	laneAt := func(_ int, _ string, row int) int { return int(d.Timeline.Rows[row][2]) }
+	if compact {
+		var start []string
+		for _, f := range ls.findings {
+			start = append(start, f.EventID)
+		}
+		want, whole := chainEvents(start, links)
+		links = nil
+		var notes []string
+		run, notes = compactGraph(file, logs, want, laneAt, o)
+		d.Notes = append(d.Notes, notes...)
+		if !whole && run != nil {
+			d.Notes = append(d.Notes, fmt.Sprintf("%d events: the findings' chains are drawn from the nodes of the %d events their events link to, not from the whole graph", total, maxChainEvents))
+		}
+	}
 
 	detailRows := map[int]bool{}
 	graphParts(d, o, logs, run, detailRows)
-	laneAt := func(_ int, _ string, row int) int { return int(d.Timeline.Rows[row][2]) }
 	eventsAt := func(rows []int) ([]eventRef, error) { return reread(file, rows) }
 	if err := finish(d, o, logs, run, lanes, detailRows, eventsAt, laneAt); err != nil {
 		return nil, err
@@ -213,7 +239,11 @@ func reread(file string, rows []int) ([]eventRef, error) {
 // the blast-radius ranking, and marks the rows whose details to embed.
 func graphParts(d *Data, o Options, logs []*logState, run *runState, detailRows map[int]bool) {
 	var eng *replay.Engine
-	if run != nil {
+	if run != nil && run.compact {
+		if eng = run.eng; eng == nil {
+			d.Notes = append(d.Notes, fmt.Sprintf("no counterfactuals: %v", run.engErr))
+		}
+	} else if run != nil {
 		if e, err := replay.NewEngine(run.g); err == nil {
 			eng = e
 		} else {
@@ -250,7 +280,7 @@ func graphParts(d *Data, o Options, logs []*logState, run *runState, detailRows 
 						df.ChainRows = append(df.ChainRows, r)
 					}
 					if eng != nil {
-						df.Removing = whatIf(eng, run.g, c)
+						df.Removing = whatIf(eng, run, c)
 					}
 				}
 			} else if f.EventID == "" {
@@ -263,8 +293,8 @@ func graphParts(d *Data, o Options, logs []*logState, run *runState, detailRows 
 		rr := eng.Rank(o.TopRank)
 		for _, e := range rr.Ranking {
 			label := e.Activity
-			if n := run.g.Node(e.Activity); n != nil {
-				label = graph.NodeLabel(n)
+			if l, ok := run.label(e.Activity); ok {
+				label = l
 			}
 			d.Rank = append(d.Rank, Ranked{Log: max(run.logOf(e.Activity), 0), Rank: e.Rank, Activity: e.Activity, Label: label, Tool: e.Tool,
 				Size: e.CompensationSize, Activities: e.CompensationActivities, NotReplayable: e.NotReplayable, Residual: e.SynergyResidual})
@@ -304,7 +334,12 @@ func finish(d *Data, o Options, logs []*logState, run *runState, lanes *interner
 		d.Notes = append(d.Notes, fmt.Sprintf("payloads and wire bytes are embedded for %d of %d events (the findings' events and chains first, then the earliest); the others are in the event log and its cassette", len(d.Details), d.Timeline.Total))
 	}
 
-	d.Graph = layout(run, logs, lanes, laneAt, o)
+	if run != nil && run.compact {
+		d.Graph = draw(run.ns, lanes, o)
+		run.ns = nil
+	} else {
+		d.Graph = layout(run, logs, lanes, laneAt, o)
+	}
 	if o.FirewallAudit != "" {
 		fw, err := auditChecks(o.FirewallAudit, o.AuditOptions)
 		if err != nil {
@@ -313,4 +348,15 @@ func finish(d *Data, o Options, logs []*logState, run *runState, lanes *interner
 		d.Firewall = fw
 	}
 	return nil
+}
+
+// eventLinks are the events e links to.
+func eventLinks(e *eventlog.Event) []string {
+	var out []string
+	for _, l := range []string{e.Call, e.Input, e.Cause, e.During, e.Concerns} {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return append(out, e.DuringCandidates...)
 }
