@@ -31,8 +31,10 @@ const maxChainEvents = 4096
 //   - the nodes of the events the findings' chains can reach (want: event
 //     ids), as a subgraph why.Explain walks;
 //   - the node each finding's event names (activity, else first entity);
-//   - the label of each activity (for the ranking);
-//   - the picture's projection of the drawn nodes (gnode).
+//   - the label of each drawn activity (for the ranking);
+//   - the picture: the drawn nodes (activities and entities of an event
+//     with a timeline row, so at most maxEventRows events' nodes) with
+//     their IRIs interned and their edges as index pairs.
 func compactGraph(file string, logs []*logState, want map[string]bool, laneAt func(int, string, int) int, o Options) (*runState, []string) {
 	var notes []string
 	prA, pwA := io.Pipe()
@@ -47,11 +49,10 @@ func compactGraph(file string, logs []*logState, want map[string]bool, laneAt fu
 		eng, engErr = replay.NewEngineJSONLD(prA, name)
 		_, _ = io.Copy(io.Discard, prA) // the rest, so that the stream never blocks
 	}()
-	run := &runState{compact: true, primary: map[string]string{}, labels: map[string]string{}}
+	run := &runState{compact: true, primary: map[string]string{}, labels: map[string]string{}, pic: &picture{ids: map[string]int32{}}}
 	var sub []*graph.Node
 	ents := map[string]string{}
 	classes := nodeClasses(logs)
-	drawLabels := true
 	go func() {
 		defer wg.Done()
 		scanErr = graph.ScanJSONLD(prB, name, func(n *graph.Node) error {
@@ -68,17 +69,12 @@ func compactGraph(file string, logs []*logState, want map[string]bool, laneAt fu
 			} else if ev == "" && pathWanted(n.ID, want) {
 				sub = append(sub, n)
 			}
-			if kind == "activity" {
-				run.labels[n.ID] = graph.NodeLabel(n)
-			}
-			if g, ok := projectNode(n, 0, logs, classes, laneAt, drawLabels); ok {
-				run.ns = append(run.ns, g)
-				if drawLabels && len(run.ns) > o.MaxGraphNodes {
-					// a summary draws no node labels
-					drawLabels = false
-					for i := range run.ns {
-						run.ns[i].label = ""
-					}
+			if g, ok := projectNode(n, 0, logs, classes, laneAt, run.pic.drawn < o.MaxGraphNodes+1); ok {
+				run.pic.add(g, o.MaxGraphNodes)
+				if kind == "activity" {
+					// the ranking's labels, of the activities with a
+					// timeline row (bounded as the rows are)
+					run.labels[n.ID] = graph.NodeLabel(n)
 				}
 			}
 			return nil
@@ -90,7 +86,7 @@ func compactGraph(file string, logs []*logState, want map[string]bool, laneAt fu
 	if err != nil {
 		err = exitcode.Input("read events", err, "check the path given to --events")
 	} else {
-		_, err = graph.StreamJSONLD(graph.NewEventSource(f, file), io.MultiWriter(pwA, pwB), graph.Options{}, graph.StreamOptions{})
+		_, err = graph.StreamJSONLD(graph.NewEventSource(f, file), io.MultiWriter(pwA, pwB), graph.Options{}, o.Stream)
 		f.Close()
 	}
 	pwA.CloseWithError(err)
@@ -155,4 +151,49 @@ func chainEvents(start []string, links map[string][]string) (map[string]bool, bo
 		}
 	}
 	return want, true
+}
+
+// picture is the compact projection of the drawn nodes: up to
+// MaxGraphNodes of them whole (drawn one by one), above that only what a
+// summary needs.
+type picture struct {
+	ids   map[string]int32
+	nodes []snode
+	edges []sedge
+	full  []gnode
+	drawn int
+}
+
+func (pc *picture) intern(id string) int32 {
+	if i, ok := pc.ids[id]; ok {
+		return i
+	}
+	i := int32(len(pc.nodes))
+	pc.ids[id] = i
+	pc.nodes = append(pc.nodes, snode{row: -1})
+	return i
+}
+
+func (pc *picture) add(g gnode, maxFull int) {
+	pc.drawn++
+	if pc.drawn <= maxFull {
+		pc.full = append(pc.full, g)
+	} else {
+		pc.full = nil
+	}
+	i := pc.intern(g.id)
+	pc.nodes[i] = snode{row: int32(g.row), lane: int32(g.lane), class: g.class}
+	for _, e := range g.edges {
+		pc.edges = append(pc.edges, sedge{from: i, to: pc.intern(e.to), rel: int32(e.rel)})
+	}
+}
+
+// draw lays the picture out as draw does the whole graph's nodes.
+func (pc *picture) draw(lanes *interner, o Options) Picture {
+	if pc.drawn <= o.MaxGraphNodes {
+		return draw(pc.full, lanes, o)
+	}
+	p := frame(pc.drawn, lanes)
+	drawSummary(&p, pc.nodes, pc.edges, o.GraphWindows)
+	return p
 }

@@ -144,16 +144,23 @@ func draw(ns []gnode, lanes *interner, o Options) Picture {
 		}
 		return ns[i].id < ns[j].id
 	})
-	p := Picture{Total: len(ns), LaneH: laneH}
+	p := frame(len(ns), lanes)
+	if len(ns) <= o.MaxGraphNodes {
+		drawFull(&p, ns)
+	} else {
+		sn, se := summaryOf(ns)
+		drawSummary(&p, sn, se, o.GraphWindows)
+	}
+	return p
+}
+
+// frame is an empty picture of total nodes with one band per lane.
+func frame(total int, lanes *interner) Picture {
+	p := Picture{Total: total, LaneH: laneH}
 	for i := range lanes.list {
 		p.Lanes = append(p.Lanes, i*laneH)
 	}
 	p.H = len(lanes.list) * laneH
-	if len(ns) <= o.MaxGraphNodes {
-		drawFull(&p, ns)
-	} else {
-		drawSummary(&p, ns, o.GraphWindows)
-	}
 	return p
 }
 
@@ -184,17 +191,59 @@ func drawFull(p *Picture, ns []gnode) {
 	}
 }
 
-func drawSummary(p *Picture, ns []gnode, windows int) {
-	maxRow := ns[len(ns)-1].row + 1
+// snode is a drawn node of a summary: its row, lane and finding class.
+type snode struct {
+	row   int32 // -1: not drawn (only the target of an edge)
+	lane  int32
+	class string
+}
+
+// sedge is a causal relation between two snodes.
+type sedge struct {
+	from, to int32
+	rel      int32 // index into graph.CausalRelations
+}
+
+// summaryOf indexes projected nodes for drawSummary.
+func summaryOf(ns []gnode) ([]snode, []sedge) {
+	idx := make(map[string]int32, len(ns))
+	out := make([]snode, 0, len(ns))
+	for i, g := range ns {
+		idx[g.id] = int32(i)
+		out = append(out, snode{row: int32(g.row), lane: int32(g.lane), class: g.class})
+	}
+	var es []sedge
+	for i, g := range ns {
+		for _, e := range g.edges {
+			if j, ok := idx[e.to]; ok {
+				es = append(es, sedge{from: int32(i), to: j, rel: int32(e.rel)})
+			}
+		}
+	}
+	return out, es
+}
+
+// drawSummary draws one box per lane and time window of the drawn nodes
+// (row >= 0), with the edges between boxes aggregated.
+func drawSummary(p *Picture, ns []snode, es []sedge, windows int) {
+	maxRow, drawn := 0, 0
+	for _, g := range ns {
+		if g.row >= 0 {
+			maxRow = max(maxRow, int(g.row)+1)
+			drawn++
+		}
+	}
 	size := (maxRow + windows - 1) / windows
 	type key struct{ w, lane int }
 	box := map[key]int{}
-	of := map[string]int{}
 	var keys []key
 	count := map[key]int{}
 	class := map[key]string{}
 	for _, g := range ns {
-		k := key{g.row / size, g.lane}
+		if g.row < 0 {
+			continue
+		}
+		k := key{int(g.row) / size, int(g.lane)}
 		if _, ok := count[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -216,21 +265,20 @@ func drawSummary(p *Picture, ns []gnode, windows int) {
 		p.Nodes = append(p.Nodes, PNode{X: margin + k.w*w + w/2, Y: k.lane*laneH + laneH/2, Kind: "window", Count: count[k], Class: class[k], Row: lo,
 			Label: fmt.Sprintf("%d nodes\nevents %d–%d", count[k], lo, hi)})
 	}
-	for _, g := range ns {
-		of[g.id] = box[key{g.row / size, g.lane}]
-	}
+	boxOf := func(g snode) int { return box[key{int(g.row) / size, int(g.lane)}] }
 	type ek struct {
 		from, to int
 		rel      string
 	}
 	agg := map[ek]int{}
 	rels := graph.CausalRelations()
-	for _, g := range ns {
-		f := of[g.id]
-		for _, e := range g.edges {
-			if t, ok := of[e.to]; ok && t != f {
-				agg[ek{f, t, rels[e.rel].Label}]++
-			}
+	for _, e := range es {
+		a, b := ns[e.from], ns[e.to]
+		if a.row < 0 || b.row < 0 {
+			continue
+		}
+		if f, t := boxOf(a), boxOf(b); t != f {
+			agg[ek{f, t, rels[e.rel].Label}]++
 		}
 	}
 	eks := make([]ek, 0, len(agg))
@@ -251,5 +299,5 @@ func drawSummary(p *Picture, ns []gnode, windows int) {
 		p.Edges = append(p.Edges, PEdge{From: e.from, To: e.to, Rel: e.rel, N: agg[e]})
 	}
 	p.W = margin + (windows+1)*w
-	p.Summary = fmt.Sprintf("%d nodes, more than can be drawn one by one: one box per actor and time window of %d events (its node count), edges aggregated between boxes; red boxes hold a finding", len(ns), size)
+	p.Summary = fmt.Sprintf("%d nodes, more than can be drawn one by one: one box per actor and time window of %d events (its node count), edges aggregated between boxes; red boxes hold a finding", drawn, size)
 }

@@ -63,6 +63,9 @@ type Options struct {
 	// from compact projections of its streamed graph, not the whole graph
 	// in memory (0: DefaultCompactAbove; negative: always).
 	CompactAbove int
+	// Stream is the external sort of the compact path's graph stream
+	// (graph.StreamOptions; zero: its defaults).
+	Stream graph.StreamOptions
 }
 
 func (o *Options) defaults() {
@@ -254,7 +257,7 @@ type runState struct {
 	compact bool
 	primary map[string]string // event id → its node
 	labels  map[string]string // activity IRI → label
-	ns      []gnode           // the picture's nodes
+	pic     *picture          // the picture's projection
 	eng     *replay.Engine
 	engErr  error
 }

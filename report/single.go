@@ -291,13 +291,19 @@ func graphParts(d *Data, o Options, logs []*logState, run *runState, detailRows 
 	}
 	if eng != nil {
 		rr := eng.Rank(o.TopRank)
+		unnamed := 0
 		for _, e := range rr.Ranking {
 			label := e.Activity
 			if l, ok := run.label(e.Activity); ok {
 				label = l
+			} else if run.compact {
+				unnamed++
 			}
 			d.Rank = append(d.Rank, Ranked{Log: max(run.logOf(e.Activity), 0), Rank: e.Rank, Activity: e.Activity, Label: label, Tool: e.Tool,
 				Size: e.CompensationSize, Activities: e.CompensationActivities, NotReplayable: e.NotReplayable, Residual: e.SynergyResidual})
+		}
+		if unnamed > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("%d of the ranked actions are named by their IRI: at this size the report keeps the labels of the first %d events' actions only", unnamed, maxEventRows))
 		}
 	}
 }
@@ -335,8 +341,8 @@ func finish(d *Data, o Options, logs []*logState, run *runState, lanes *interner
 	}
 
 	if run != nil && run.compact {
-		d.Graph = draw(run.ns, lanes, o)
-		run.ns = nil
+		d.Graph = run.pic.draw(lanes, o)
+		run.pic = nil
 	} else {
 		d.Graph = layout(run, logs, lanes, laneAt, o)
 	}
