@@ -3,10 +3,12 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
 	"github.com/agent-trace-witness/witness/verify"
 )
@@ -78,5 +80,36 @@ func TestCompactSameAsInMemory(t *testing.T) {
 	}
 	if chains == 0 {
 		t.Error("no finding with a chain: the comparison shows nothing about chains")
+	}
+}
+
+// TestReread: the events of the embedded details are the log's, whether
+// the first pass kept them or they are read again.
+func TestReread(t *testing.T) {
+	var b bytes.Buffer
+	if err := synthlog.Generate(&b, 300, 3, "reread"); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows := []int{0, 1, 7, 150, 151, 299}
+	all, err := reread(p, rows, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[int]*eventlog.Event{1: all[1].ev, 150: all[3].ev}
+	mixed, err := reread(p, rows, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		if want := fmt.Sprintf("e%d", r); all[i].ev.ID != want || mixed[i].ev.ID != want {
+			t.Errorf("row %d: read %s, mixed %s, want %s", r, all[i].ev.ID, mixed[i].ev.ID, want)
+		}
+	}
+	if _, err := reread(p, []int{300}, nil); err == nil {
+		t.Error("a row past the log's end: no error")
 	}
 }

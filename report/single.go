@@ -71,6 +71,7 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	var codes []uint8
 	var rerr error
 	links := map[string][]string{} // event id → the events it links to
+	kept := map[int]*eventlog.Event{}
 	r := eventlog.NewReader(f, file)
 	for {
 		e, err := r.Next()
@@ -96,6 +97,11 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		}
 		i := len(codes)
 		codes = append(codes, laneCode(e))
+		if i < o.MaxDetails || (findingEvents[e.ID] && i < maxEventRows && len(kept) < o.MaxDetails+keepFindingEvents) {
+			// the events whose details are likely embedded: the earliest
+			// and the findings' (the chains' are re-read)
+			kept[i] = e
+		}
 		if i < maxEventRows {
 			var flags int64
 			if findingEvents[e.ID] {
@@ -183,7 +189,7 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 
 	detailRows := map[int]bool{}
 	graphParts(d, o, logs, run, detailRows)
-	eventsAt := func(rows []int) ([]eventRef, error) { return reread(file, rows) }
+	eventsAt := func(rows []int) ([]eventRef, error) { return reread(file, rows, kept) }
 	if err := finish(d, o, logs, run, lanes, detailRows, eventsAt, laneAt); err != nil {
 		return nil, err
 	}
@@ -210,11 +216,24 @@ func buildGraph(file string) (*graph.Graph, error) {
 	return graph.Build(graph.NewEventSource(f, file), graph.Options{})
 }
 
-// reread reads a log again and returns the events at rows (sorted, of the
-// first pass), stopping after the last.
-func reread(file string, rows []int) ([]eventRef, error) {
-	out := make([]eventRef, 0, len(rows))
-	if len(rows) == 0 {
+// keepFindingEvents bounds the findings' events the first pass keeps
+// beyond the earliest MaxDetails.
+const keepFindingEvents = 2 * maxFindings
+
+// reread returns the events at rows (sorted, of the first pass): those the
+// first pass kept, the others read again from the log, which is read only
+// up to the last of them.
+func reread(file string, rows []int, kept map[int]*eventlog.Event) ([]eventRef, error) {
+	out := make([]eventRef, len(rows))
+	var missing []int // indexes into rows
+	for i, r := range rows {
+		if e := kept[r]; e != nil {
+			out[i] = eventRef{0, e}
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
 		return out, nil
 	}
 	f, err := os.Open(file)
@@ -223,13 +242,14 @@ func reread(file string, rows []int) ([]eventRef, error) {
 	}
 	defer f.Close()
 	r := eventlog.NewReader(f, file)
-	for i := 0; len(out) < len(rows); i++ {
+	for row := 0; len(missing) > 0; row++ {
 		e, err := r.Next()
 		if err != nil {
 			return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("%s changed while the report was written: %w", file, err), "")
 		}
-		if i == rows[len(out)] {
-			out = append(out, eventRef{0, e})
+		if row == rows[missing[0]] {
+			out[missing[0]] = eventRef{0, e}
+			missing = missing[1:]
 		}
 	}
 	return out, nil
