@@ -23,11 +23,12 @@ type wireKey struct {
 // addDetails fills d.Details for the given timeline rows: payload and
 // sha256 from the event, exact wire bytes from the cassette beside the log
 // (the WireRef's file, relative to the log), each cut at MaxExcerpt bytes.
-func addDetails(d *Data, logs []*logState, all []eventRef, rows []int, o Options) error {
+// refs[i] is the event of rows[i].
+func addDetails(d *Data, logs []*logState, refs []eventRef, rows []int, o Options) error {
 	// which wire lines each log needs
 	need := make([]map[string]map[wireKey]bool, len(logs))
-	for _, r := range rows {
-		li, e := all[r].log, all[r].ev
+	for _, ref := range refs {
+		li, e := ref.log, ref.ev
 		if e.Wire == nil || e.Wire.Cassette == "" || len(e.Wire.Offsets) == 0 {
 			continue
 		}
@@ -57,8 +58,8 @@ func addDetails(d *Data, logs []*logState, all []eventRef, rows []int, o Options
 			wires[li][name] = c
 		}
 	}
-	for _, r := range rows {
-		li, e := all[r].log, all[r].ev
+	for i, r := range rows {
+		li, e := refs[i].log, refs[i].ev
 		det := Detail{Row: r, ID: e.ID, Kind: string(e.Kind), TS: e.TS, Source: string(e.Source), Tool: e.Tool, Method: e.Method,
 			RPCID: string(e.RPCID), SHA256: e.PayloadSHA256, Links: links(e)}
 		if len(logs) > 1 {

@@ -49,12 +49,61 @@ const (
 	margin = 120
 )
 
+// gnode is what the picture needs of one graph node: kept instead of the
+// node, so that a large graph is drawn from this projection.
 type gnode struct {
-	n     *graph.Node
+	id    string
+	label string // "" in a summary (not drawn)
+	kind  string
+	edges []gedge // causal relations, in graph.CausalRelations order
 	log   int
 	row   int
 	lane  int
 	class string
+}
+
+// gedge is one causal relation of a gnode.
+type gedge struct {
+	rel int // index into graph.CausalRelations
+	to  string
+}
+
+// nodeClasses gives the worst finding class of each (log, event).
+func nodeClasses(logs []*logState) map[[2]any]string {
+	classes := map[[2]any]string{}
+	for li, ls := range logs {
+		for _, f := range ls.findings {
+			k := [2]any{li, f.EventID}
+			if f.EventID != "" && (classes[k] == "" || classRank(string(f.Class)) > classRank(classes[k])) {
+				classes[k] = string(f.Class)
+			}
+		}
+	}
+	return classes
+}
+
+// projectNode is n as the picture draws it, or false when n is not drawn
+// (not an activity or entity, or its event has no timeline row).
+func projectNode(n *graph.Node, li int, logs []*logState, classes map[[2]any]string, laneAt func(log int, ev string, row int) int, labels bool) (gnode, bool) {
+	k := graph.DrawKind(n)
+	if (k != "activity" && k != "entity") || li < 0 {
+		return gnode{}, false
+	}
+	ev := graph.NodeEvent(n)
+	r, ok := logs[li].rowOf[ev]
+	if !ok {
+		return gnode{}, false
+	}
+	g := gnode{id: n.ID, kind: k, log: li, row: r, lane: laneAt(li, ev, r), class: classes[[2]any{li, ev}]}
+	if labels {
+		g.label = graph.NodeLabel(n)
+	}
+	for ri, rel := range graph.CausalRelations() {
+		for _, to := range n.Refs(rel.Pred) {
+			g.edges = append(g.edges, gedge{rel: ri, to: to})
+		}
+	}
+	return g, true
 }
 
 func classRank(c string) int {
@@ -72,60 +121,50 @@ func classRank(c string) int {
 }
 
 // layout draws the graphs of the logs in time order, or summarises them
-// above MaxGraphNodes.
-func layout(run *runState, logs []*logState, lanes *interner, o Options) Picture {
+// above MaxGraphNodes; laneAt gives the lane of a node's event.
+func layout(run *runState, logs []*logState, lanes *interner, laneAt func(log int, ev string, row int) int, o Options) Picture {
 	var ns []gnode
-	classes := map[[2]any]string{} // (log, event) → worst finding class
-	laneOfEv := map[[2]any]int{}
-	for li, ls := range logs {
-		for _, f := range ls.findings {
-			k := [2]any{li, f.EventID}
-			if f.EventID != "" && (classes[k] == "" || classRank(string(f.Class)) > classRank(classes[k])) {
-				classes[k] = string(f.Class)
-			}
-		}
-		for _, e := range ls.events {
-			laneOfEv[[2]any{li, e.ID}] = lanes.id(laneOf(e, ls.server))
-		}
-	}
 	if run != nil {
+		classes := nodeClasses(logs)
 		for _, n := range run.g.Nodes {
-			k := graph.DrawKind(n)
-			if k != "activity" && k != "entity" {
-				continue
+			if g, ok := projectNode(n, run.logOf(n.ID), logs, classes, laneAt, true); ok {
+				ns = append(ns, g)
 			}
-			li := run.logOf(n.ID)
-			if li < 0 {
-				continue
-			}
-			ev := graph.NodeEvent(n)
-			r, ok := logs[li].rowOf[ev]
-			if !ok {
-				continue
-			}
-			ns = append(ns, gnode{n: n, log: li, row: r, lane: laneOfEv[[2]any{li, ev}], class: classes[[2]any{li, ev}]})
 		}
 	}
+	return draw(ns, lanes, o)
+}
+
+// draw lays out the projected nodes: one by one up to MaxGraphNodes, else
+// a summary per time window.
+func draw(ns []gnode, lanes *interner, o Options) Picture {
 	sort.SliceStable(ns, func(i, j int) bool {
 		if ns[i].row != ns[j].row {
 			return ns[i].row < ns[j].row
 		}
-		return ns[i].n.ID < ns[j].n.ID
+		return ns[i].id < ns[j].id
 	})
-	p := Picture{Total: len(ns), LaneH: laneH}
-	for i := range lanes.list {
-		p.Lanes = append(p.Lanes, i*laneH)
-	}
-	p.H = len(lanes.list) * laneH
+	p := frame(len(ns), lanes)
 	if len(ns) <= o.MaxGraphNodes {
-		drawFull(&p, ns, logs)
+		drawFull(&p, ns)
 	} else {
-		drawSummary(&p, ns, logs, o.GraphWindows)
+		sn, se := summaryOf(ns)
+		drawSummary(&p, sn, se, o.GraphWindows)
 	}
 	return p
 }
 
-func drawFull(p *Picture, ns []gnode, logs []*logState) {
+// frame is an empty picture of total nodes with one band per lane.
+func frame(total int, lanes *interner) Picture {
+	p := Picture{Total: total, LaneH: laneH}
+	for i := range lanes.list {
+		p.Lanes = append(p.Lanes, i*laneH)
+	}
+	p.H = len(lanes.list) * laneH
+	return p
+}
+
+func drawFull(p *Picture, ns []gnode) {
 	idx := map[string]int{}
 	col, lastRow := -1, -1
 	stack := map[int]int{} // lane → nodes stacked in the current column
@@ -137,32 +176,74 @@ func drawFull(p *Picture, ns []gnode, logs []*logState) {
 		}
 		y := g.lane*laneH + 18 + stack[g.lane]*stackH
 		stack[g.lane]++
-		p.Nodes = append(p.Nodes, PNode{X: margin + col*colW + colW/2, Y: y, Label: graph.NodeLabel(g.n), Kind: graph.DrawKind(g.n), Class: g.class, Row: g.row})
-		idx[g.n.ID] = i
+		p.Nodes = append(p.Nodes, PNode{X: margin + col*colW + colW/2, Y: y, Label: g.label, Kind: g.kind, Class: g.class, Row: g.row})
+		idx[g.id] = i
 	}
 	p.W = margin + (col+1)*colW + 40
+	rels := graph.CausalRelations()
 	for i, g := range ns {
-		for _, r := range graph.CausalRelations() {
-			for _, to := range g.n.Refs(r.Pred) {
-				if j, ok := idx[to]; ok && j != i {
-					p.Edges = append(p.Edges, PEdge{From: i, To: j, Rel: r.Label, Dashed: r.Ambiguous})
-				}
+		for _, e := range g.edges {
+			if j, ok := idx[e.to]; ok && j != i {
+				r := rels[e.rel]
+				p.Edges = append(p.Edges, PEdge{From: i, To: j, Rel: r.Label, Dashed: r.Ambiguous})
 			}
 		}
 	}
 }
 
-func drawSummary(p *Picture, ns []gnode, logs []*logState, windows int) {
-	maxRow := ns[len(ns)-1].row + 1
+// snode is a drawn node of a summary: its row, lane and finding class.
+type snode struct {
+	row   int32 // -1: not drawn (only the target of an edge)
+	lane  int32
+	class string
+}
+
+// sedge is a causal relation between two snodes.
+type sedge struct {
+	from, to int32
+	rel      int32 // index into graph.CausalRelations
+}
+
+// summaryOf indexes projected nodes for drawSummary.
+func summaryOf(ns []gnode) ([]snode, []sedge) {
+	idx := make(map[string]int32, len(ns))
+	out := make([]snode, 0, len(ns))
+	for i, g := range ns {
+		idx[g.id] = int32(i)
+		out = append(out, snode{row: int32(g.row), lane: int32(g.lane), class: g.class})
+	}
+	var es []sedge
+	for i, g := range ns {
+		for _, e := range g.edges {
+			if j, ok := idx[e.to]; ok {
+				es = append(es, sedge{from: int32(i), to: j, rel: int32(e.rel)})
+			}
+		}
+	}
+	return out, es
+}
+
+// drawSummary draws one box per lane and time window of the drawn nodes
+// (row >= 0), with the edges between boxes aggregated.
+func drawSummary(p *Picture, ns []snode, es []sedge, windows int) {
+	maxRow, drawn := 0, 0
+	for _, g := range ns {
+		if g.row >= 0 {
+			maxRow = max(maxRow, int(g.row)+1)
+			drawn++
+		}
+	}
 	size := (maxRow + windows - 1) / windows
 	type key struct{ w, lane int }
 	box := map[key]int{}
-	of := map[string]int{}
 	var keys []key
 	count := map[key]int{}
 	class := map[key]string{}
 	for _, g := range ns {
-		k := key{g.row / size, g.lane}
+		if g.row < 0 {
+			continue
+		}
+		k := key{int(g.row) / size, int(g.lane)}
 		if _, ok := count[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -184,22 +265,20 @@ func drawSummary(p *Picture, ns []gnode, logs []*logState, windows int) {
 		p.Nodes = append(p.Nodes, PNode{X: margin + k.w*w + w/2, Y: k.lane*laneH + laneH/2, Kind: "window", Count: count[k], Class: class[k], Row: lo,
 			Label: fmt.Sprintf("%d nodes\nevents %d–%d", count[k], lo, hi)})
 	}
-	for _, g := range ns {
-		of[g.n.ID] = box[key{g.row / size, g.lane}]
-	}
+	boxOf := func(g snode) int { return box[key{int(g.row) / size, int(g.lane)}] }
 	type ek struct {
 		from, to int
 		rel      string
 	}
 	agg := map[ek]int{}
-	for _, g := range ns {
-		f := of[g.n.ID]
-		for _, r := range graph.CausalRelations() {
-			for _, to := range g.n.Refs(r.Pred) {
-				if t, ok := of[to]; ok && t != f {
-					agg[ek{f, t, r.Label}]++
-				}
-			}
+	rels := graph.CausalRelations()
+	for _, e := range es {
+		a, b := ns[e.from], ns[e.to]
+		if a.row < 0 || b.row < 0 {
+			continue
+		}
+		if f, t := boxOf(a), boxOf(b); t != f {
+			agg[ek{f, t, rels[e.rel].Label}]++
 		}
 	}
 	eks := make([]ek, 0, len(agg))
@@ -220,5 +299,5 @@ func drawSummary(p *Picture, ns []gnode, logs []*logState, windows int) {
 		p.Edges = append(p.Edges, PEdge{From: e.from, To: e.to, Rel: e.rel, N: agg[e]})
 	}
 	p.W = margin + (windows+1)*w
-	p.Summary = fmt.Sprintf("%d nodes, more than can be drawn one by one: one box per actor and time window of %d events (its node count), edges aggregated between boxes; red boxes hold a finding", len(ns), size)
+	p.Summary = fmt.Sprintf("%d nodes, more than can be drawn one by one: one box per actor and time window of %d events (its node count), edges aggregated between boxes; red boxes hold a finding", drawn, size)
 }

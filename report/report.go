@@ -58,6 +58,14 @@ type Options struct {
 	Version string
 
 	MaxTimeline, Buckets, MaxDetails, MaxExcerpt, MaxGraphNodes, GraphWindows, TopRank int
+
+	// CompactAbove: a single log of more events than this is reported
+	// from compact projections of its streamed graph, not the whole graph
+	// in memory (0: DefaultCompactAbove; negative: always).
+	CompactAbove int
+	// Stream is the external sort of the compact path's graph stream
+	// (graph.StreamOptions; zero: its defaults).
+	Stream graph.StreamOptions
 }
 
 func (o *Options) defaults() {
@@ -242,8 +250,25 @@ type logState struct {
 // runState is the run the logs make: its joined graph and which log each
 // node comes from.
 type runState struct {
-	g    *graph.Graph
+	g    *graph.Graph // the whole graph; compact: the subgraph of the chains
 	logs []graph.RunLog
+
+	// a compact run (compactGraph) also holds what the scan kept
+	compact bool
+	primary map[string]string // event id → its node
+	labels  map[string]string // activity IRI → label
+	pic     *picture          // the picture's projection
+	eng     *replay.Engine
+	engErr  error
+}
+
+// label is the label of node iri, if the run knows it.
+func (r *runState) label(iri string) (string, bool) {
+	if n := r.g.Node(iri); n != nil {
+		return graph.NodeLabel(n), true
+	}
+	l, ok := r.labels[iri]
+	return l, ok
 }
 
 // logOf returns the index of the log node iri belongs to (0 with one log).
@@ -294,6 +319,11 @@ func Build(o Options) (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(o.Events) == 1 {
+		return buildSingle(o, d, lanes, kinds, labels, runRep)
+	}
+	// a joined run keeps its events and builds its graph in memory
+	// (graph.BuildRun needs every log's bytes); docs/design/report.md
 	var logs []*logState
 	var inputs []graph.LogInput
 	for _, file := range o.Events {
@@ -476,96 +506,24 @@ func Build(o Options) (*Data, error) {
 
 	// findings, chains, counterfactuals
 	detailRows := map[int]bool{}
-	var eng *replay.Engine
-	if run != nil {
-		if e, err := replay.NewEngine(run.g); err == nil {
-			eng = e
-		} else {
-			d.Notes = append(d.Notes, fmt.Sprintf("no counterfactuals: %v", err))
-		}
-	}
+	graphParts(d, o, logs, run, detailRows)
+
+	laneOfEv := map[[2]any]int{}
 	for li, ls := range logs {
-		for _, f := range ls.findings {
-			if len(d.Findings) >= maxFindings {
-				d.Notes = append(d.Notes, fmt.Sprintf("only the first %d findings are shown", maxFindings))
-				break
-			}
-			df := Finding{Log: li, Code: f.Code, Class: string(f.Class), Severity: string(f.Severity), Message: f.Message, Event: f.EventID, Tool: f.Tool, Row: -1}
-			if r, ok := ls.rowOf[f.EventID]; ok && f.EventID != "" {
-				df.Row = r
-				detailRows[r] = true
-			}
-			if f.EventID != "" && run != nil {
-				node := primaryNode(run, li, f.EventID)
-				if node == "" {
-					df.ChainNote = "the graph has no node for " + f.EventID
-				} else if c, err := o.Explainer.Explain(run.g, node); err != nil {
-					df.ChainNote = err.Error()
-				} else {
-					df.Chain = c
-					for _, s := range c.Steps {
-						r := -1
-						if sl := run.logOf(s.Node); sl >= 0 && s.Event != "" {
-							if rr, ok := logs[sl].rowOf[s.Event]; ok {
-								r = rr
-								detailRows[r] = true
-							}
-						}
-						df.ChainRows = append(df.ChainRows, r)
-					}
-					if eng != nil {
-						df.Removing = whatIf(eng, run.g, c)
-					}
-				}
-			} else if f.EventID == "" {
-				df.ChainNote = "this finding is about the whole " + findingScope(f) + ", not one event"
-			}
-			d.Findings = append(d.Findings, df)
+		for _, e := range ls.events {
+			laneOfEv[[2]any{li, e.ID}] = lanes.id(laneOf(e, ls.server))
 		}
 	}
-	if eng != nil {
-		rr := eng.Rank(o.TopRank)
-		for _, e := range rr.Ranking {
-			label := e.Activity
-			if n := run.g.Node(e.Activity); n != nil {
-				label = graph.NodeLabel(n)
-			}
-			d.Rank = append(d.Rank, Ranked{Log: max(run.logOf(e.Activity), 0), Rank: e.Rank, Activity: e.Activity, Label: label, Tool: e.Tool,
-				Size: e.CompensationSize, Activities: e.CompensationActivities, NotReplayable: e.NotReplayable, Residual: e.SynergyResidual})
+	laneAt := func(li int, ev string, _ int) int { return laneOfEv[[2]any{li, ev}] }
+	eventsAt := func(rows []int) ([]eventRef, error) {
+		refs := make([]eventRef, len(rows))
+		for i, r := range rows {
+			refs[i] = all[r]
 		}
+		return refs, nil
 	}
-
-	// what breaks the rules first, notices last
-	sort.SliceStable(d.Findings, func(i, j int) bool {
-		return (d.Findings[i].Class == string(verify.ClassNotice)) != (d.Findings[j].Class == string(verify.ClassNotice)) && d.Findings[j].Class == string(verify.ClassNotice)
-	})
-
-	// details: finding and chain events first, then the earliest events
-	for i := 0; i < len(d.Timeline.Rows) && len(detailRows) < o.MaxDetails; i++ {
-		detailRows[i] = true
-	}
-	rows := make([]int, 0, len(detailRows))
-	for r := range detailRows {
-		rows = append(rows, r)
-	}
-	sort.Ints(rows)
-	if err := addDetails(d, logs, all, rows, o); err != nil {
+	if err := finish(d, o, logs, run, lanes, detailRows, eventsAt, laneAt); err != nil {
 		return nil, err
-	}
-	for i := range d.Details {
-		d.Timeline.Rows[d.Details[i].Row][5] |= 2
-	}
-	if len(d.Timeline.Rows) > len(d.Details) {
-		d.Notes = append(d.Notes, fmt.Sprintf("payloads and wire bytes are embedded for %d of %d events (the findings' events and chains first, then the earliest); the others are in the event log and its cassette", len(d.Details), len(all)))
-	}
-
-	d.Graph = layout(run, logs, lanes, o)
-	if o.FirewallAudit != "" {
-		fw, err := auditChecks(o.FirewallAudit, o.AuditOptions)
-		if err != nil {
-			return nil, err
-		}
-		d.Firewall = fw
 	}
 	d.Lanes, d.Kinds, d.Labels = lanes.list, kinds.list, labels.list
 	return d, nil
@@ -658,6 +616,9 @@ func eventLabel(e *eventlog.Event) string {
 // primaryNode is the node an event id of log li names (replay's rule: the
 // activity, else the first entity).
 func primaryNode(run *runState, li int, ev string) string {
+	if run.compact {
+		return run.primary[ev]
+	}
 	var ent string
 	for _, n := range run.g.Nodes {
 		if n.Value(graph.WEventID) != ev || run.logOf(n.ID) != li {
@@ -677,7 +638,7 @@ func primaryNode(run *runState, li int, ev string) string {
 
 // whatIf removes the chain's first removable cause and says what goes with
 // it.
-func whatIf(eng *replay.Engine, g *graph.Graph, c *Chain) *What {
+func whatIf(eng *replay.Engine, run *runState, c *Chain) *What {
 	for _, s := range c.Steps {
 		if s.Kind != "activity" {
 			continue
@@ -695,8 +656,8 @@ func whatIf(eng *replay.Engine, g *graph.Graph, c *Chain) *What {
 			}
 			if t == "" {
 				t = e.Node
-				if n := g.Node(e.Node); n != nil {
-					t = strings.ReplaceAll(graph.NodeLabel(n), "\n", " ")
+				if l, ok := run.label(e.Node); ok {
+					t = strings.ReplaceAll(l, "\n", " ")
 				}
 			}
 			if len(e.Reasons) > 0 {

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/firewall"
 	"github.com/agent-trace-witness/witness/internal/version"
 	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/agent-trace-witness/witness/replay"
 	"github.com/agent-trace-witness/witness/report"
 	"github.com/agent-trace-witness/witness/verify"
 )
@@ -106,6 +108,11 @@ func runReport(a *app, o reportOptions) error {
 	}
 	if vo.Keyring != nil || vo.Trust != nil {
 		ro.AuditOptions = firewall.AuditVerifyOptions{Keys: keyring.NewVerifier(vo.Keyring, vo.Trust, nil)}
+	}
+	if a.getenv("GOMEMLIMIT") == "" {
+		// a large log's report holds replay's index (report.CompactAbove):
+		// collect before the heap doubles it, as replay does
+		debug.SetMemoryLimit(replay.MemoryLimit)
 	}
 	d, err := report.Build(ro)
 	if err != nil {

@@ -1,0 +1,199 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/replay"
+)
+
+// DefaultCompactAbove is the number of events of a single log above which
+// the graph-derived parts of the page (chains, counterfactuals, ranking,
+// picture) are computed from compact projections of the streamed graph
+// instead of the whole *graph.Graph (docs/design/report.md).
+const DefaultCompactAbove = 50000
+
+// Bounds of the subgraph a compact report explains the findings on: the
+// events the findings' events link to (call, input, cause, during,
+// concerns), transitively, at most maxChainEvents of them.
+const maxChainEvents = 4096
+
+// compactGraph streams the graph of one log (graph.StreamJSONLD, bounded
+// by its external sort) once, to two readers at the same time: the replay
+// engine (replay.NewEngineJSONLD, which keeps its index, not the graph)
+// and a scan that keeps only what the page needs of the graph:
+//   - the nodes of the events the findings' chains can reach (want: event
+//     ids), as a subgraph why.Explain walks;
+//   - the node each finding's event names (activity, else first entity);
+//   - the label of each drawn activity (for the ranking);
+//   - the picture: the drawn nodes (activities and entities of an event
+//     with a timeline row, so at most maxEventRows events' nodes) with
+//     their IRIs interned and their edges as index pairs.
+func compactGraph(file string, logs []*logState, want map[string]bool, laneAt func(int, string, int) int, o Options) (*runState, []string) {
+	var notes []string
+	prA, pwA := io.Pipe()
+	prB, pwB := io.Pipe()
+	var wg sync.WaitGroup
+	var eng *replay.Engine
+	var engErr, scanErr error
+	name := filepath.Base(file)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		eng, engErr = replay.NewEngineJSONLD(prA, name)
+		_, _ = io.Copy(io.Discard, prA) // the rest, so that the stream never blocks
+	}()
+	run := &runState{compact: true, primary: map[string]string{}, labels: map[string]string{}, pic: &picture{ids: map[string]int32{}}}
+	var sub []*graph.Node
+	ents := map[string]string{}
+	classes := nodeClasses(logs)
+	go func() {
+		defer wg.Done()
+		scanErr = graph.ScanJSONLD(prB, name, func(n *graph.Node) error {
+			ev := n.Value(graph.WEventID)
+			kind := graph.DrawKind(n)
+			if ev != "" && want[ev] {
+				sub = append(sub, n)
+				switch {
+				case kind == "activity" && run.primary[ev] == "":
+					run.primary[ev] = n.ID
+				case kind == "entity" && ents[ev] == "":
+					ents[ev] = n.ID
+				}
+			} else if ev == "" && pathWanted(n.ID, want) {
+				sub = append(sub, n)
+			}
+			if g, ok := projectNode(n, 0, logs, classes, laneAt, run.pic.drawn < o.MaxGraphNodes+1); ok {
+				run.pic.add(g, o.MaxGraphNodes)
+				if kind == "activity" {
+					// the ranking's labels, of the activities with a
+					// timeline row (bounded as the rows are)
+					run.labels[n.ID] = graph.NodeLabel(n)
+				}
+			}
+			return nil
+		})
+		_, _ = io.Copy(io.Discard, prB)
+	}()
+	var err error
+	f, err := os.Open(file)
+	if err != nil {
+		err = exitcode.Input("read events", err, "check the path given to --events")
+	} else {
+		_, err = graph.StreamJSONLD(graph.NewEventSource(f, file), io.MultiWriter(pwA, pwB), graph.Options{}, o.Stream)
+		f.Close()
+	}
+	pwA.CloseWithError(err)
+	pwB.CloseWithError(err)
+	wg.Wait()
+	if err == nil {
+		err = scanErr
+	}
+	if err != nil {
+		return nil, append(notes, fmt.Sprintf("no causal graph: %v", err))
+	}
+	for ev, id := range ents {
+		if run.primary[ev] == "" {
+			run.primary[ev] = id
+		}
+	}
+	run.g = &graph.Graph{Nodes: sub}
+	if engErr != nil {
+		run.engErr = engErr
+	} else {
+		run.eng = eng
+	}
+	return run, notes
+}
+
+// pathWanted reports whether an IRI without an event id names a wanted
+// event in one of its segments (a model turn's tool call:
+// ".../msg/e4/tool-call/0").
+func pathWanted(iri string, want map[string]bool) bool {
+	for _, s := range strings.Split(iri, "/") {
+		if want[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// chainEvents are the events whose nodes a finding's chain can reach: the
+// findings' events and, transitively, the events they link to, at most
+// maxChainEvents (false when the bound cut the closure).
+func chainEvents(start []string, links map[string][]string) (map[string]bool, bool) {
+	want := map[string]bool{}
+	queue := []string{}
+	for _, ev := range start {
+		if ev != "" && !want[ev] {
+			want[ev] = true
+			queue = append(queue, ev)
+		}
+	}
+	for len(queue) > 0 {
+		ev := queue[0]
+		queue = queue[1:]
+		for _, l := range links[ev] {
+			if want[l] {
+				continue
+			}
+			if len(want) >= maxChainEvents {
+				return want, false
+			}
+			want[l] = true
+			queue = append(queue, l)
+		}
+	}
+	return want, true
+}
+
+// picture is the compact projection of the drawn nodes: up to
+// MaxGraphNodes of them whole (drawn one by one), above that only what a
+// summary needs.
+type picture struct {
+	ids   map[string]int32
+	nodes []snode
+	edges []sedge
+	full  []gnode
+	drawn int
+}
+
+func (pc *picture) intern(id string) int32 {
+	if i, ok := pc.ids[id]; ok {
+		return i
+	}
+	i := int32(len(pc.nodes))
+	pc.ids[id] = i
+	pc.nodes = append(pc.nodes, snode{row: -1})
+	return i
+}
+
+func (pc *picture) add(g gnode, maxFull int) {
+	pc.drawn++
+	if pc.drawn <= maxFull {
+		pc.full = append(pc.full, g)
+	} else {
+		pc.full = nil
+	}
+	i := pc.intern(g.id)
+	pc.nodes[i] = snode{row: int32(g.row), lane: int32(g.lane), class: g.class}
+	for _, e := range g.edges {
+		pc.edges = append(pc.edges, sedge{from: i, to: pc.intern(e.to), rel: int32(e.rel)})
+	}
+}
+
+// draw lays the picture out as draw does the whole graph's nodes.
+func (pc *picture) draw(lanes *interner, o Options) Picture {
+	if pc.drawn <= o.MaxGraphNodes {
+		return draw(pc.full, lanes, o)
+	}
+	p := frame(pc.drawn, lanes)
+	drawSummary(&p, pc.nodes, pc.edges, o.GraphWindows)
+	return p
+}

@@ -1,0 +1,115 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
+	"github.com/agent-trace-witness/witness/verify"
+)
+
+// TestCompactSameAsInMemory: the compact path (the streamed graph's
+// projections) gives the page the in-memory graph gives, on the fixture,
+// a cut log, the demo's agent logs one by one, the injection run's logs
+// and synthetic logs judged against the fixture's seal, which leaves their tools out (findings
+// with chains and counterfactuals).
+func TestCompactSameAsInMemory(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fx := fixtureOptions(t)
+	raw, err := os.ReadFile(fx.Events[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := fx
+	cut.Events = []string{write("cut.jsonl", raw[:len(raw)*2/3])}
+	cases := map[string]Options{"fixture": fx, "cut": cut}
+	for _, ch := range []string{"model", "fs", "everything"} {
+		cases["agent-"+ch] = Options{Events: []string{filepath.Join("..", "testdata", "demo", "agent", "openai-agents", ch, "events.jsonl")}, Verify: verify.Options{AllowUnsigned: true}}
+	}
+	model, mcp := synthlog.InjectionRun("2026-08-30T14:33:00+00:00")
+	cases["injection-model"] = Options{Events: []string{write("model.jsonl", model)}, Verify: verify.Options{AllowUnsigned: true}}
+	cases["injection-mcp"] = Options{Events: []string{write("mcp.jsonl", mcp)}, Verify: verify.Options{AllowUnsigned: true}}
+	for _, n := range []int{40, 3000} {
+		var b bytes.Buffer
+		if err := synthlog.Generate(&b, n, uint64(n), "compact"); err != nil {
+			t.Fatal(err)
+		}
+		p := write(filepath.Base(t.Name())+string(rune('a'+len(cases)))+".jsonl", b.Bytes())
+		cases["synth-"+string(rune('0'+len(cases)))] = Options{Events: []string{p}, Verify: fx.Verify, MaxGraphNodes: 200, MaxDetails: 50}
+	}
+	chains := 0
+	for name, o := range cases {
+		o.Generated = "2026-08-30T14:33:00+00:00"
+		o.CompactAbove = 1 << 30
+		mem, err := Build(o)
+		if err != nil {
+			t.Fatalf("%s: in memory: %v", name, err)
+		}
+		o.CompactAbove = -1
+		cmp, err := Build(o)
+		if err != nil {
+			t.Fatalf("%s: compact: %v", name, err)
+		}
+		a, _ := json.Marshal(mem)
+		b, _ := json.Marshal(cmp)
+		if !bytes.Equal(a, b) {
+			i := 0
+			for i < len(a) && i < len(b) && a[i] == b[i] {
+				i++
+			}
+			lo := max(i-200, 0)
+			t.Errorf("%s: compact differs at byte %d:\n in memory: %s\n compact:   %s", name, i, a[lo:min(i+200, len(a))], b[lo:min(i+200, len(b))])
+		}
+		for _, f := range mem.Findings {
+			if f.Chain != nil {
+				chains++
+			}
+		}
+	}
+	if chains == 0 {
+		t.Error("no finding with a chain: the comparison shows nothing about chains")
+	}
+}
+
+// TestReread: the events of the embedded details are the log's, whether
+// the first pass kept them or they are read again.
+func TestReread(t *testing.T) {
+	var b bytes.Buffer
+	if err := synthlog.Generate(&b, 300, 3, "reread"); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows := []int{0, 1, 7, 150, 151, 299}
+	all, err := reread(p, rows, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[int]*eventlog.Event{1: all[1].ev, 150: all[3].ev}
+	mixed, err := reread(p, rows, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		if want := fmt.Sprintf("e%d", r); all[i].ev.ID != want || mixed[i].ev.ID != want {
+			t.Errorf("row %d: read %s, mixed %s, want %s", r, all[i].ev.ID, mixed[i].ev.ID, want)
+		}
+	}
+	if _, err := reread(p, []int{300}, nil); err == nil {
+		t.Error("a row past the log's end: no error")
+	}
+}

@@ -1,0 +1,388 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/replay"
+	"github.com/agent-trace-witness/witness/verify"
+)
+
+// lane codes of a single log's events, kept one byte per event for the
+// timeline's buckets (the lane ids are only known once the server's name
+// is read)
+const (
+	laneUser = iota
+	laneAgent
+	laneModel
+	laneServer
+	laneEffects
+	laneWitness
+)
+
+func laneCode(e *eventlog.Event) uint8 {
+	switch l := laneOf(e, ""); {
+	case l == "user":
+		return laneUser
+	case l == "agent":
+		return laneAgent
+	case l == "model":
+		return laneModel
+	case strings.HasPrefix(l, "server: "):
+		return laneServer
+	case l == "effects":
+		return laneEffects
+	}
+	return laneWitness
+}
+
+// buildSingle reports on one log without keeping its events: one pass
+// keeps the timeline rows (at most maxEventRows), one lane byte per event
+// for the buckets and the log's summary; a second pass re-reads the few
+// events whose details are embedded (docs/design/report.md).
+func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *verify.Report) (*Data, error) {
+	file := o.Events[0]
+	ls := &logState{file: file, rowOf: map[string]int{}, rep: runRep, findings: runRep.Findings}
+	logs := []*logState{ls}
+	rep := runRep
+	lg := Log{File: filepath.Base(file), Session: rep.Evidence.Session, Verdict: string(rep.Verdict), ExitCode: int(rep.Code()),
+		Line: rep.VerdictLine(), Qualifiers: rep.Qualifiers, Seal: rep.Seal.Digest, Signers: rep.Seal.Signers, Provenance: rep.Evidence.Provenance}
+	for _, c := range rep.Checks {
+		lg.Checks = append(lg.Checks, Check{ID: c.ID, Title: c.Title, Status: string(c.Status), Reason: c.Reason})
+	}
+	findingEvents := map[string]bool{}
+	for _, f := range ls.findings {
+		if f.EventID != "" {
+			findingEvents[f.EventID] = true
+		}
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, exitcode.Input("read events", err, "check the path given to --events")
+	}
+	var codes []uint8
+	var rerr error
+	links := map[string][]string{} // event id → the events it links to
+	kept := map[int]*eventlog.Event{}
+	r := eventlog.NewReader(f, file)
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				rerr = exitcode.New(exitcode.Tampered, err, "")
+			}
+			break
+		}
+		if e.Header != nil && e.Header.Server != nil {
+			ls.server = e.Header.Server.Name
+		}
+		if e.End != nil {
+			for _, s := range e.End.Signatures {
+				lg.EndSigned = append(lg.EndSigned, s.KeyID)
+			}
+		}
+		if e.Wire != nil && e.Wire.Cassette != "" && lg.Cassette == "" {
+			lg.Cassette = e.Wire.Cassette
+		}
+		if l := eventLinks(e); len(l) > 0 {
+			links[e.ID] = l
+		}
+		i := len(codes)
+		codes = append(codes, laneCode(e))
+		if i < o.MaxDetails || (findingEvents[e.ID] && i < maxEventRows && len(kept) < o.MaxDetails+keepFindingEvents) {
+			// the events whose details are likely embedded: the earliest
+			// and the findings' (the chains' are re-read)
+			kept[i] = e
+		}
+		if i < maxEventRows {
+			var flags int64
+			if findingEvents[e.ID] {
+				flags |= 1
+			}
+			ls.rowOf[e.ID] = i
+			d.Timeline.Rows = append(d.Timeline.Rows, [6]int64{0, e.Seq, 0, int64(kinds.id(string(e.Kind))), int64(labels.id(eventLabel(e))), flags})
+		}
+	}
+	f.Close()
+	if rerr != nil {
+		lg.ReadError = rerr.Error()
+		d.Notes = append(d.Notes, fmt.Sprintf("%s: read %d events, then: %v", lg.File, len(codes), rerr))
+	}
+	if ls.server == "" {
+		ls.server = "server"
+	}
+	lg.Server = ls.server
+	lg.Events = len(codes)
+	d.Logs = append(d.Logs, lg)
+
+	above := o.CompactAbove
+	if above == 0 {
+		above = DefaultCompactAbove
+	}
+	compact := above < 0 || len(codes) > above
+	var run *runState
+	if !compact {
+		links = nil
+		if g, err := buildGraph(file); err == nil {
+			run = &runState{g: g}
+		} else {
+			d.Notes = append(d.Notes, fmt.Sprintf("no causal graph: %v", err))
+		}
+	}
+	// lanes: user, agent, model, the server if it has events, effects,
+	// witness
+	if hasCode(codes, laneServer) {
+		lanes.id("server: " + ls.server)
+	}
+	lanes.id("effects")
+	lanes.id("witness")
+	var laneID [laneWitness + 1]int
+	for c, l := range []string{"user", "agent", "model", "server: " + ls.server, "effects", "witness"} {
+		laneID[c] = lanes.ix[l]
+	}
+	d.Verdict = Verdict{Verdict: string(runRep.Verdict), ExitCode: int(runRep.Verdict.ExitCode()), Class: runRep.Verdict.ExitCode().Name(), Line: runRep.VerdictLine()}
+
+	total := len(codes)
+	if total > maxEventRows {
+		d.Notes = append(d.Notes, fmt.Sprintf("the event list keeps the first %d of %d events; the timeline counts all of them", maxEventRows, total))
+	}
+	d.Timeline.Total = total
+	for i := range d.Timeline.Rows {
+		d.Timeline.Rows[i][2] = int64(laneID[codes[i]])
+	}
+	if total > o.MaxTimeline {
+		size := (total + o.Buckets - 1) / o.Buckets
+		d.Timeline.Size = size
+		nb := (total + size - 1) / size
+		d.Timeline.Buckets = make([][]int, len(lanes.list))
+		for l := range d.Timeline.Buckets {
+			d.Timeline.Buckets[l] = make([]int, nb)
+		}
+		for i, c := range codes {
+			d.Timeline.Buckets[laneID[c]][i/size]++
+		}
+	}
+	codes = nil
+	laneAt := func(_ int, _ string, row int) int { return int(d.Timeline.Rows[row][2]) }
+	if compact {
+		var start []string
+		for _, f := range ls.findings {
+			start = append(start, f.EventID)
+		}
+		want, whole := chainEvents(start, links)
+		links = nil
+		var notes []string
+		run, notes = compactGraph(file, logs, want, laneAt, o)
+		d.Notes = append(d.Notes, notes...)
+		if !whole && run != nil {
+			d.Notes = append(d.Notes, fmt.Sprintf("%d events: the findings' chains are drawn from the nodes of the %d events their events link to, not from the whole graph", total, maxChainEvents))
+		}
+	}
+
+	detailRows := map[int]bool{}
+	graphParts(d, o, logs, run, detailRows)
+	eventsAt := func(rows []int) ([]eventRef, error) { return reread(file, rows, kept) }
+	if err := finish(d, o, logs, run, lanes, detailRows, eventsAt, laneAt); err != nil {
+		return nil, err
+	}
+	d.Lanes, d.Kinds, d.Labels = lanes.list, kinds.list, labels.list
+	return d, nil
+}
+
+func hasCode(codes []uint8, c uint8) bool {
+	for _, x := range codes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// buildGraph builds the graph of one log, reading it as a stream.
+func buildGraph(file string) (*graph.Graph, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, exitcode.Input("read events", err, "check the path given to --events")
+	}
+	defer f.Close()
+	return graph.Build(graph.NewEventSource(f, file), graph.Options{})
+}
+
+// keepFindingEvents bounds the findings' events the first pass keeps
+// beyond the earliest MaxDetails.
+const keepFindingEvents = 2 * maxFindings
+
+// reread returns the events at rows (sorted, of the first pass): those the
+// first pass kept, the others read again from the log, which is read only
+// up to the last of them.
+func reread(file string, rows []int, kept map[int]*eventlog.Event) ([]eventRef, error) {
+	out := make([]eventRef, len(rows))
+	var missing []int // indexes into rows
+	for i, r := range rows {
+		if e := kept[r]; e != nil {
+			out[i] = eventRef{0, e}
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, exitcode.Input("read events", err, "check the path given to --events")
+	}
+	defer f.Close()
+	r := eventlog.NewReader(f, file)
+	for row := 0; len(missing) > 0; row++ {
+		e, err := r.Next()
+		if err != nil {
+			return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("%s changed while the report was written: %w", file, err), "")
+		}
+		if row == rows[missing[0]] {
+			out[missing[0]] = eventRef{0, e}
+			missing = missing[1:]
+		}
+	}
+	return out, nil
+}
+
+// graphParts adds the findings with their chains and counterfactuals and
+// the blast-radius ranking, and marks the rows whose details to embed.
+func graphParts(d *Data, o Options, logs []*logState, run *runState, detailRows map[int]bool) {
+	var eng *replay.Engine
+	if run != nil && run.compact {
+		if eng = run.eng; eng == nil {
+			d.Notes = append(d.Notes, fmt.Sprintf("no counterfactuals: %v", run.engErr))
+		}
+	} else if run != nil {
+		if e, err := replay.NewEngine(run.g); err == nil {
+			eng = e
+		} else {
+			d.Notes = append(d.Notes, fmt.Sprintf("no counterfactuals: %v", err))
+		}
+	}
+	for li, ls := range logs {
+		for _, f := range ls.findings {
+			if len(d.Findings) >= maxFindings {
+				d.Notes = append(d.Notes, fmt.Sprintf("only the first %d findings are shown", maxFindings))
+				break
+			}
+			df := Finding{Log: li, Code: f.Code, Class: string(f.Class), Severity: string(f.Severity), Message: f.Message, Event: f.EventID, Tool: f.Tool, Row: -1}
+			if r, ok := ls.rowOf[f.EventID]; ok && f.EventID != "" {
+				df.Row = r
+				detailRows[r] = true
+			}
+			if f.EventID != "" && run != nil {
+				node := primaryNode(run, li, f.EventID)
+				if node == "" {
+					df.ChainNote = "the graph has no node for " + f.EventID
+				} else if c, err := o.Explainer.Explain(run.g, node); err != nil {
+					df.ChainNote = err.Error()
+				} else {
+					df.Chain = c
+					for _, s := range c.Steps {
+						r := -1
+						if sl := run.logOf(s.Node); sl >= 0 && s.Event != "" {
+							if rr, ok := logs[sl].rowOf[s.Event]; ok {
+								r = rr
+								detailRows[r] = true
+							}
+						}
+						df.ChainRows = append(df.ChainRows, r)
+					}
+					if eng != nil {
+						df.Removing = whatIf(eng, run, c)
+					}
+				}
+			} else if f.EventID == "" {
+				df.ChainNote = "this finding is about the whole " + findingScope(f) + ", not one event"
+			}
+			d.Findings = append(d.Findings, df)
+		}
+	}
+	if eng != nil {
+		rr := eng.Rank(o.TopRank)
+		unnamed := 0
+		for _, e := range rr.Ranking {
+			label := e.Activity
+			if l, ok := run.label(e.Activity); ok {
+				label = l
+			} else if run.compact {
+				unnamed++
+			}
+			d.Rank = append(d.Rank, Ranked{Log: max(run.logOf(e.Activity), 0), Rank: e.Rank, Activity: e.Activity, Label: label, Tool: e.Tool,
+				Size: e.CompensationSize, Activities: e.CompensationActivities, NotReplayable: e.NotReplayable, Residual: e.SynergyResidual})
+		}
+		if unnamed > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("%d of the ranked actions are named by their IRI: at this size the report keeps the labels of the first %d events' actions only", unnamed, maxEventRows))
+		}
+	}
+}
+
+// finish orders the findings, embeds the details, lays the graph out and
+// reads the firewall audit.
+func finish(d *Data, o Options, logs []*logState, run *runState, lanes *interner, detailRows map[int]bool,
+	eventsAt func(rows []int) ([]eventRef, error), laneAt func(log int, ev string, row int) int) error {
+	// what breaks the rules first, notices last
+	sort.SliceStable(d.Findings, func(i, j int) bool {
+		return (d.Findings[i].Class == string(verify.ClassNotice)) != (d.Findings[j].Class == string(verify.ClassNotice)) && d.Findings[j].Class == string(verify.ClassNotice)
+	})
+
+	// details: finding and chain events first, then the earliest events
+	for i := 0; i < len(d.Timeline.Rows) && len(detailRows) < o.MaxDetails; i++ {
+		detailRows[i] = true
+	}
+	rows := make([]int, 0, len(detailRows))
+	for r := range detailRows {
+		rows = append(rows, r)
+	}
+	sort.Ints(rows)
+	refs, err := eventsAt(rows)
+	if err != nil {
+		return err
+	}
+	if err := addDetails(d, logs, refs, rows, o); err != nil {
+		return err
+	}
+	for i := range d.Details {
+		d.Timeline.Rows[d.Details[i].Row][5] |= 2
+	}
+	if len(d.Timeline.Rows) > len(d.Details) {
+		d.Notes = append(d.Notes, fmt.Sprintf("payloads and wire bytes are embedded for %d of %d events (the findings' events and chains first, then the earliest); the others are in the event log and its cassette", len(d.Details), d.Timeline.Total))
+	}
+
+	if run != nil && run.compact {
+		d.Graph = run.pic.draw(lanes, o)
+		run.pic = nil
+	} else {
+		d.Graph = layout(run, logs, lanes, laneAt, o)
+	}
+	if o.FirewallAudit != "" {
+		fw, err := auditChecks(o.FirewallAudit, o.AuditOptions)
+		if err != nil {
+			return err
+		}
+		d.Firewall = fw
+	}
+	return nil
+}
+
+// eventLinks are the events e links to.
+func eventLinks(e *eventlog.Event) []string {
+	var out []string
+	for _, l := range []string{e.Call, e.Input, e.Cause, e.During, e.Concerns} {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return append(out, e.DuringCandidates...)
+}
