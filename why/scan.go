@@ -85,25 +85,46 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 		max = 1000
 	}
 	keep := ix.keep(ix.ids[start], max)
+	want := 0
+	for k := range keep {
+		if ix.flags[k]&flagNode != 0 {
+			want++
+		}
+	}
 	ix.ids, ix.flags, ix.first, ix.count, ix.edges, ix.aux = idsOnly(ix.ids, keep), nil, nil, nil, nil, nil
 	if _, err := r.Seek(at, io.SeekStart); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
 	}
-	sub := graph.New()
+	// the session nodes of the first pass name the logs; the second pass
+	// ends at the last node kept (the first pass has read the document
+	// to its end)
+	sub := sessions
 	err = graph.ScanJSONLD(r, name, func(n *graph.Node) error {
-		if n.HasType(graph.WCaptureSession) {
-			return sub.AddNode(n)
+		if _, ok := ix.ids[n.ID]; !ok {
+			return nil
 		}
-		if _, ok := ix.ids[n.ID]; ok && sub.Node(n.ID) == nil {
-			return sub.AddNode(n)
+		want--
+		if sub.Node(n.ID) == nil {
+			if err := sub.AddNode(n); err != nil {
+				return err
+			}
+		}
+		if want == 0 {
+			return errAllFound
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && err != errAllFound {
 		return nil, err
+	}
+	if want != 0 {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %d nodes of the first reading are not in the second (the file changed?)", name, want), "")
 	}
 	return sub, nil
 }
+
+// errAllFound ends the second pass of Subgraph.
+var errAllFound = errors.New("all nodes found")
 
 // idsOnly returns the IRIs of ids whose number keep holds.
 func idsOnly(ids map[string]int32, keep map[int32]bool) map[string]int32 {
