@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,14 +85,16 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 	if max <= 0 {
 		max = 1000
 	}
-	keep := ix.keep(ix.ids[start], max)
+	startK, _ := ix.ids.Lookup(start)
+	keep := ix.keep(startK, max)
 	want := 0
 	for k := range keep {
 		if ix.flags[k]&flagNode != 0 {
 			want++
 		}
 	}
-	ix.ids, ix.flags, ix.first, ix.count, ix.edges, ix.aux = idsOnly(ix.ids, keep), nil, nil, nil, nil, nil
+	kept := idsOnly(ix.ids, keep)
+	ix = nil
 	if _, err := r.Seek(at, io.SeekStart); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
 	}
@@ -100,7 +103,7 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 	// to its end)
 	sub := sessions
 	err = graph.ScanJSONLD(r, name, func(n *graph.Node) error {
-		if _, ok := ix.ids[n.ID]; !ok {
+		if _, ok := kept[n.ID]; !ok {
 			return nil
 		}
 		want--
@@ -127,12 +130,10 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 var errAllFound = errors.New("all nodes found")
 
 // idsOnly returns the IRIs of ids whose number keep holds.
-func idsOnly(ids map[string]int32, keep map[int32]bool) map[string]int32 {
+func idsOnly(ids *iriTable, keep map[int32]bool) map[string]int32 {
 	out := make(map[string]int32, len(keep))
-	for s, k := range ids {
-		if keep[k] {
-			out[s] = k
-		}
+	for k := range keep {
+		out[string(ids.bytes(k))] = k
 	}
 	return out
 }
@@ -148,25 +149,25 @@ const (
 // IRIs interned to int32, flags, and the causal targets in Explain's
 // order (predicate by predicate in causal's order, sorted within one).
 type causalIndex struct {
-	ids   map[string]int32
-	flags []uint8
-	edges []int32
-	first []int32 // the targets of node k start at edges[first[k]], count[k] of them
-	count []int32
-	aux   map[int32]int32 // a model turn: its output message, where its excerpt comes from
+	ids     *iriTable
+	flags   []uint8
+	edges   []int32
+	first   []int32 // the targets of node k start at edges[first[k]], count[k] of them
+	count   []int32
+	scratch []string
+	aux     map[int32]int32 // a model turn: its output message, where its excerpt comes from
 }
 
 func newCausalIndex() *causalIndex {
-	return &causalIndex{ids: map[string]int32{}, aux: map[int32]int32{}}
+	return &causalIndex{ids: newIRITable(), aux: map[int32]int32{}}
 }
 
 // intern returns the number of iri, giving it the next one if it is new.
 func (ix *causalIndex) intern(iri string) int32 {
-	if k, ok := ix.ids[iri]; ok {
+	k := ix.ids.Intern(iri)
+	if int(k) < len(ix.flags) {
 		return k
 	}
-	k := int32(len(ix.flags))
-	ix.ids[iri] = k
 	ix.flags = append(ix.flags, 0)
 	ix.first = append(ix.first, 0)
 	ix.count = append(ix.count, 0)
@@ -195,11 +196,17 @@ func (ix *causalIndex) add(n *graph.Node) error {
 	ix.flags[k] |= f
 	ix.first[k] = int32(len(ix.edges))
 	for _, p := range causal {
-		refs := n.Refs(p)
-		sort.Strings(refs)
+		refs := ix.scratch[:0]
+		for _, t := range n.Props[p] {
+			if t.IRI != "" {
+				refs = append(refs, t.IRI)
+			}
+		}
+		slices.Sort(refs)
 		for _, r := range refs {
 			ix.edges = append(ix.edges, ix.intern(r))
 		}
+		ix.scratch = refs[:0]
 	}
 	ix.count[k] = int32(len(ix.edges)) - ix.first[k]
 	if n.HasType(graph.WModelTurn) {
