@@ -1,9 +1,11 @@
 package why
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -238,4 +240,37 @@ func (ix *causalIndex) keep(start int32, max int) map[int32]bool {
 	}
 	walk(start, max, isNode, isTransparent, edges, func(walkItem[int32], int) {})
 	return keep
+}
+
+// ExplainLog is Explain on the graph of one event log, read from r (name
+// is the path as given), without holding the graph: the log is streamed
+// into a JSON-LD document in a temporary file of tempDir
+// (graph.StreamRunJSONLD; "" is the system's), which ExplainJSONLD reads;
+// the steps are named by the log as BuildRun names it. The chain is the
+// one Explain gives on BuildRun's graph of the log.
+func ExplainLog(r io.Reader, name, node string, gopts graph.Options, tempDir string, opts Options) (*Chain, error) {
+	f, err := os.CreateTemp(tempDir, "witness-why-*.jsonld")
+	if err != nil {
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("why: temporary graph: %w", err), "give a writable directory with --tmp DIR")
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	rl, _, err := graph.StreamRunJSONLD(r, name, bw, gopts, graph.StreamOptions{TempDir: tempDir})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		if errors.As(err, new(*exitcode.Error)) {
+			return nil, err
+		}
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("why: temporary graph: %w", err), "")
+	}
+	if len(opts.Logs) == 0 {
+		opts.Logs = []graph.RunLog{rl}
+	}
+	return ExplainJSONLD(f, name, node, opts)
 }

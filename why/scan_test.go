@@ -240,3 +240,45 @@ func (p *peakReader) Read(b []byte) (int, error) {
 }
 
 func (p *peakReader) Seek(off int64, whence int) (int64, error) { return p.r.Seek(off, whence) }
+
+// TestExplainLogEqualsExplain: the chain of one log streamed into a
+// temporary graph and read in two passes is the chain of Explain on
+// BuildRun's graph of the log, named by the log as BuildRun names it, for
+// every node with an event id and refs that do not resolve; a damaged log
+// is refused with the same exit code.
+func TestExplainLogEqualsExplain(t *testing.T) {
+	tmp := t.TempDir()
+	for name, logs := range runs(t) {
+		if len(logs) != 1 {
+			continue
+		}
+		r, err := graph.BuildRun(logs, graph.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		refs := []string{"e99999", "nolog:e1", r.Logs[0].Label + ":e1"}
+		for i, n := range r.Graph.Nodes {
+			if id := n.Value(graph.WEventID); id != "" && i%3 == 0 {
+				refs = append(refs, id, n.ID)
+			}
+		}
+		for _, ref := range refs {
+			want := answer(why.Explain(r.Graph, ref, why.Options{Logs: r.Logs}))
+			got := answer(why.ExplainLog(bytes.NewReader(logs[0].Data), logs[0].Name, ref, graph.Options{}, tmp, why.Options{}))
+			if got != want {
+				t.Fatalf("%s: why %q:\n--- streamed\n%s\n--- BuildRun\n%s", name, ref, got, want)
+			}
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "*"))
+	if len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+	_, mcp := synthlog.InjectionRun(frozen)
+	bad := append(append([]byte{}, mcp...), "{not json\n"...)
+	_, werr := graph.BuildRun([]graph.LogInput{{Name: "fs/events.jsonl", Data: bad}}, graph.Options{})
+	_, gerr := why.ExplainLog(bytes.NewReader(bad), "fs/events.jsonl", "e3", graph.Options{}, tmp, why.Options{})
+	if werr == nil || exitcode.Of(gerr) != exitcode.Of(werr) {
+		t.Fatalf("damaged log: BuildRun %v, streamed %v", werr, gerr)
+	}
+}
