@@ -20,7 +20,13 @@ type whyOptions struct {
 	Graph  string
 	Seal   string
 	JSON   bool
+	Tmp    string
 }
+
+// whyStreamBytes is the size from which one --events log is streamed into
+// a temporary graph and read in two passes (why.ExplainLog) instead of
+// built in memory: the same chain, in bounded memory.
+const whyStreamBytes = 64 << 20
 
 func newWhyCmd(a *app) *cobra.Command {
 	var o whyOptions
@@ -47,7 +53,11 @@ chain is the one --events gives for the same logs. NODE takes the same
 forms. A joined graph carries each log's LOGNAME (witness:logName on the
 log's capture session node, next to the sha256 of the log) and the IRIs of
 each log's nodes are scoped by that log; a graph of one log carries no
-name, so its steps are printed with bare event ids (e7, not LOGNAME:e7).`,
+name, so its steps are printed with bare event ids (e7, not LOGNAME:e7).
+
+One --events log of 64 MiB or more is written as a graph to a temporary
+file (in --tmp DIR) and read the same way, in bounded memory; the chain is
+the same.`,
 		Example: `  witness why fs:e3 --events model/events.jsonl --events fs/events.jsonl
   witness why e7 --events rec/events.jsonl --json
   witness why fs:e3 --graph run.jsonld`,
@@ -61,6 +71,7 @@ name, so its steps are printed with bare event ids (e7, not LOGNAME:e7).`,
 	f.StringVar(&o.Graph, "graph", "", "witness graph (JSON-LD, from 'witness graph') in place of --events")
 	f.StringVar(&o.Seal, "seal", "", "seal file: the plan of the run (default: the seal each log header names); with --events")
 	f.BoolVar(&o.JSON, "json", false, "print the chain as JSON")
+	f.StringVar(&o.Tmp, "tmp", "", "directory for the temporary graph and sorted runs of one long --events log (default: the system temporary directory)")
 	return c
 }
 
@@ -111,10 +122,6 @@ func whyFromGraph(path, node string) (*why.Chain, error) {
 
 // whyFromEvents joins the logs of a run and explains node.
 func whyFromEvents(o whyOptions, node string) (*why.Chain, error) {
-	logs, err := readRunLogs(o.Events)
-	if err != nil {
-		return nil, err
-	}
 	opts := graph.Options{}
 	if o.Seal != "" {
 		s, err := seal.Load(o.Seal)
@@ -122,6 +129,20 @@ func whyFromEvents(o whyOptions, node string) (*why.Chain, error) {
 			return nil, err
 		}
 		opts.Seal = &graph.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
+	}
+	if len(o.Events) == 1 {
+		if fi, err := os.Stat(o.Events[0]); err == nil && fi.Size() >= whyStreamBytes {
+			f, err := os.Open(o.Events[0])
+			if err != nil {
+				return nil, exitcode.Input("read events", err, "check the path given to --events")
+			}
+			defer f.Close()
+			return why.ExplainLog(f, o.Events[0], node, opts, o.Tmp, why.Options{})
+		}
+	}
+	logs, err := readRunLogs(o.Events)
+	if err != nil {
+		return nil, err
 	}
 	run, err := graph.BuildRun(logs, opts)
 	if err != nil {
