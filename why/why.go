@@ -79,53 +79,79 @@ func Explain(g *graph.Graph, node string, opts Options) (*Chain, error) {
 		max = 1000
 	}
 	ch := &Chain{Node: node, Chain: []Step{}, Sources: []string{}}
-	seen := map[string]bool{start: true}
-	type item struct {
-		iri, via, from string
-		maybe          bool
-	}
-	queue := []item{{iri: start}}
-	for len(queue) > 0 && len(ch.Chain) < max {
-		it := queue[0]
-		queue = queue[1:]
-		n := g.Node(it.iri)
-		if n == nil {
-			continue
-		}
-		// children of a transparent node hang from the printed step that
-		// led to it
-		from := it.iri
-		if transparent(n) && it.iri != start {
-			from = it.from
-		}
-		deps := 0
+	edges := func(iri string, fn func(to, pred string)) {
+		n := g.Node(iri)
 		for _, p := range causal {
 			refs := n.Refs(p)
 			sort.Strings(refs)
 			for _, r := range refs {
-				t := g.Node(r)
-				if t == nil || !followed(t) {
-					continue
+				if t := g.Node(r); t != nil && followed(t) {
+					fn(r, p)
 				}
-				deps++
-				if seen[r] {
-					continue
-				}
-				seen[r] = true
-				queue = append(queue, item{iri: r, via: compact(p), from: from, maybe: it.maybe || p == graph.WPossiblyInfluencedBy})
 			}
 		}
-		if transparent(n) && it.iri != start {
-			continue
-		}
-		st := step(g, n, logs)
+	}
+	isNode := func(iri string) bool { return g.Node(iri) != nil }
+	isTransparent := func(iri string) bool { return transparent(g.Node(iri)) }
+	walk(start, max, isNode, isTransparent, edges, func(it walkItem[string], deps int) {
+		st := step(g, g.Node(it.at), logs)
 		st.Via, st.From, st.Maybe = it.via, it.from, it.maybe
 		ch.Chain = append(ch.Chain, st)
 		if deps == 0 || isSource(st.Kind) {
 			ch.Sources = append(ch.Sources, st.Ref())
 		}
-	}
+	})
 	return ch, nil
+}
+
+// walkItem is a node on the walk's queue: the relation that reached it
+// (compacted) from the printed step from.
+type walkItem[K comparable] struct {
+	at, from K
+	via      string
+	maybe    bool
+}
+
+// walk is Explain's breadth-first walk from start, over node keys K (IRIs
+// on a *graph.Graph, interned numbers on a causal index): isNode says
+// whether a key is a node of the graph, isTransparent whether a node is
+// walked through without being printed, edges gives a node's followed
+// targets (nodes that are not context), predicate by predicate in causal's
+// order and sorted within one. printed is called for each printed step, at
+// most max times, with the number of its followed targets. One walk for
+// both, so that the nodes a causal index keeps are the nodes Explain reads.
+func walk[K comparable](start K, max int, isNode, isTransparent func(K) bool, edges func(K, func(to K, pred string)), printed func(it walkItem[K], deps int)) {
+	seen := map[K]bool{start: true}
+	queue := []walkItem[K]{{at: start}}
+	steps := 0
+	for len(queue) > 0 && steps < max {
+		it := queue[0]
+		queue = queue[1:]
+		if !isNode(it.at) {
+			continue
+		}
+		through := isTransparent(it.at) && it.at != start
+		// children of a transparent node hang from the printed step that
+		// led to it
+		from := it.at
+		if through {
+			from = it.from
+		}
+		deps := 0
+		edges(it.at, func(to K, pred string) {
+			deps++
+			if seen[to] {
+				return
+			}
+			seen[to] = true
+			queue = append(queue, walkItem[K]{at: to, via: compact(pred), from: from, maybe: it.maybe || pred == graph.WPossiblyInfluencedBy})
+		})
+		if through {
+			continue
+		}
+		steps++
+		printed(it, deps)
+	}
 }
 
 // followed reports whether a chain goes on to node t: not to definitions,
@@ -199,19 +225,35 @@ func Resolve(g *graph.Graph, ref string, logs []graph.RunLog) (string, error) {
 	if g.Node(ref) != nil {
 		return ref, nil
 	}
-	logName, id := "", ref
-	if i := strings.LastIndexByte(ref, ':'); i >= 0 {
-		logName, id = ref[:i], ref[i+1:]
-	}
-	var hits []string
+	_, id := splitRef(ref)
+	var cands []string
 	for _, n := range g.Nodes {
-		if n.Value(graph.WEventID) != id {
-			continue
+		if n.Value(graph.WEventID) == id {
+			cands = append(cands, n.ID)
 		}
+	}
+	return resolveAmong(ref, cands, logs)
+}
+
+// splitRef splits LOGNAME:eN at its last colon; a ref without one has no
+// log name.
+func splitRef(ref string) (logName, id string) {
+	if i := strings.LastIndexByte(ref, ':'); i >= 0 {
+		return ref[:i], ref[i+1:]
+	}
+	return "", ref
+}
+
+// resolveAmong is Resolve once ref is known not to be a node's IRI: cands
+// are the IRIs of the nodes whose event id is ref's, in ID order.
+func resolveAmong(ref string, cands []string, logs []graph.RunLog) (string, error) {
+	logName, id := splitRef(ref)
+	var hits []string
+	for _, c := range cands {
 		if logName != "" {
 			ok := false
 			for _, l := range logs {
-				if (l.Label == logName || l.Name == logName) && strings.HasPrefix(n.ID, l.Base+"/") {
+				if (l.Label == logName || l.Name == logName) && strings.HasPrefix(c, l.Base+"/") {
 					ok = true
 				}
 			}
@@ -219,7 +261,7 @@ func Resolve(g *graph.Graph, ref string, logs []graph.RunLog) (string, error) {
 				continue
 			}
 		}
-		hits = append(hits, n.ID)
+		hits = append(hits, c)
 	}
 	switch len(hits) {
 	case 1:

@@ -103,6 +103,7 @@ var notEvidenceOutputs = map[string]string{
 	"revoke-key --out": "hidden 0.1.0 spelling of --keyring",
 	"list-keys --out":  "hidden 0.1.0 spelling of --keyring (read only)",
 	"graph --tmp":      "a folder for sorted runs, removed after use",
+	"why --tmp":        "a folder for the temporary graph and sorted runs of a long log, removed after use",
 }
 
 // TestEvidenceOutputs runs every command with an output flag against the

@@ -37,6 +37,7 @@ func inputCases(stub string) []inputCase {
 		{"replay --graph", []string{"replay", "--graph", "MISSING", "--rank"}, "check the path given to --graph"},
 		{"replay --events", []string{"replay", "--events", "MISSING", "--rank"}, "check the path given to --events"},
 		{"why --events", []string{"why", "e1", "--events", "F/events.jsonl", "--events", "MISSING"}, "check the path given to --events"},
+		{"why --graph", []string{"why", "e1", "--graph", "MISSING"}, "check the path given to --graph"},
 		{"why --seal", []string{"why", "e1", "--events", "F/events.jsonl", "--seal", "MISSING"}, "check the path of the seal file"},
 		{"report --events", []string{"report", "--events", "MISSING", "--out", "F/r.html"}, "check the path given to --events"},
 		{"report --seal", []string{"report", "--events", "F/events.jsonl", "--seal", "MISSING", "--keyring", "F/keys.json", "--out", "F/r.html"}, "check the path of the seal file"},

@@ -1,0 +1,284 @@
+package why_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"testing"
+
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
+	"github.com/agent-trace-witness/witness/why"
+)
+
+// runs are the graphs of the equivalence test: fixtures of one log, the
+// joined demo runs, the synthetic injection run and synthetic logs.
+func runs(t *testing.T) map[string][]graph.LogInput {
+	t.Helper()
+	out := map[string][]graph.LogInput{}
+	read := func(p string) graph.LogInput {
+		b, err := os.ReadFile(filepath.Join("..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return graph.LogInput{Name: p, Data: b}
+	}
+	singles, _ := filepath.Glob("../testdata/firewall/*.events.jsonl")
+	singles = append(singles, "../graph/testdata/captured/server-everything.jsonl", "../graph/testdata/mcp/surface.jsonl")
+	for _, p := range singles {
+		p, _ = filepath.Rel("..", p)
+		out[p] = []graph.LogInput{read(p)}
+	}
+	demos, _ := filepath.Glob("../testdata/demo/agent/*")
+	for _, d := range demos {
+		logs, _ := filepath.Glob(filepath.Join(d, "*", "events.jsonl"))
+		var in []graph.LogInput
+		for _, p := range logs {
+			p, _ = filepath.Rel("..", p)
+			in = append(in, read(p))
+		}
+		if len(in) > 0 {
+			d, _ = filepath.Rel("..", d)
+			out[d] = in
+			out[d+"/first"] = in[:1]
+		}
+	}
+	if len(out) < 5 {
+		t.Fatalf("only %d fixture runs found", len(out))
+	}
+	model, mcp := synthlog.InjectionRun(frozen)
+	out["injection"] = []graph.LogInput{{Name: "model/events.jsonl", Data: model}, {Name: "fs/events.jsonl", Data: mcp}}
+	for i, n := range []int{50, 150} {
+		var b bytes.Buffer
+		if err := synthlog.Generate(&b, n, uint64(i+1), "synth"); err != nil {
+			t.Fatal(err)
+		}
+		out["synth-"+string(rune('a'+i))] = []graph.LogInput{{Name: "synth/events.jsonl", Data: b.Bytes()}}
+	}
+	return out
+}
+
+// answer is a chain as text and JSON, or the error's code and text.
+func answer(c *why.Chain, err error) string {
+	if err != nil {
+		return fmt.Sprintf("error %d: %s", exitcode.Of(err), err.Error())
+	}
+	var b bytes.Buffer
+	if err := c.WriteText(&b); err != nil {
+		return "write: " + err.Error()
+	}
+	j, _ := json.MarshalIndent(c, "", "  ")
+	return b.String() + string(j)
+}
+
+// TestExplainJSONLDEqualsExplain: the chain read from a graph document in
+// two passes is the chain of Explain on the whole graph, for every node
+// with an event id (as its IRI, its qualified and its bare event id) and a
+// few refs that do not resolve, on canonical documents and (one ref in
+// five) on an indented document, which is read whole, with the default
+// and a short step bound.
+func TestExplainJSONLDEqualsExplain(t *testing.T) {
+	for name, logs := range runs(t) {
+		r, err := graph.BuildRun(logs, graph.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		g := r.Graph
+		doc, err := g.JSONLD()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, doc, "", " "); err != nil {
+			t.Fatal(err)
+		}
+		// the graph as a reader of its document sees it (LogsOf)
+		g, err = graph.ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs := []string{"e99999", "nolog:e1", "urn:witness:nothing", ""}
+		labels := map[string]bool{}
+		for _, l := range why.LogsOf(g) {
+			labels[l.Label] = true
+		}
+		for _, n := range g.Nodes {
+			id := n.Value(graph.WEventID)
+			if id == "" {
+				continue
+			}
+			refs = append(refs, n.ID, id)
+			for l := range labels {
+				refs = append(refs, l+":"+id)
+			}
+		}
+		sort.Strings(refs)
+		checked, chains := 0, 0
+		for ri, ref := range refs {
+			for _, max := range []int{0, 2} {
+				opts := why.Options{MaxSteps: max}
+				want := answer(why.Explain(g, ref, opts))
+				for di, d := range [][]byte{doc, indented.Bytes()} {
+					if di == 1 && (max != 0 || ri%5 != 0) {
+						continue
+					}
+					got := answer(why.ExplainJSONLD(bytes.NewReader(d), "g.jsonld", ref, opts))
+					if got != want {
+						t.Fatalf("%s: why %q (max %d, document %d):\n--- two passes\n%s\n--- whole graph\n%s", name, ref, max, di, got, want)
+					}
+					checked++
+				}
+				if want[:5] != "error" {
+					chains++
+				}
+			}
+		}
+		if chains == 0 {
+			t.Errorf("%s: no chain compared", name)
+		}
+		t.Logf("%s: %d nodes, %d answers compared, %d chains", name, len(g.Nodes), checked, chains)
+	}
+}
+
+// TestSubgraphSmall: the subgraph of a chain in a long synthetic log is a
+// small part of the graph.
+func TestSubgraphSmall(t *testing.T) {
+	var b bytes.Buffer
+	if err := synthlog.Generate(&b, 2000, 7, "synth"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(graph.NewEventSource(bytes.NewReader(b.Bytes()), "events.jsonl"), graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := g.JSONLD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := why.Subgraph(bytes.NewReader(doc), "g.jsonld", "e1500", why.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sub.Nodes) == 0 || len(sub.Nodes)*20 > len(g.Nodes) {
+		t.Fatalf("subgraph of e1500: %d nodes of %d", len(sub.Nodes), len(g.Nodes))
+	}
+}
+
+// TestExplainJSONLDBoundedMemory: the two passes over the graph of a
+// synthetic log hold much less heap than the graph itself.
+func TestExplainJSONLDBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 20k-event graph")
+	}
+	var b bytes.Buffer
+	if err := synthlog.Generate(&b, 20000, 3, "synth"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(graph.NewEventSource(bytes.NewReader(b.Bytes()), "events.jsonl"), graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := g.JSONLD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	// little garbage, so that the heap in use is about the live heap
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	before := heapInuse()
+	whole, err := graph.ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	wholeHeap := heapInuse() - before
+	runtime.KeepAlive(whole)
+	whole, g = nil, nil
+	runtime.GC()
+
+	before = heapInuse()
+	pr := &peakReader{r: bytes.NewReader(doc)}
+	c, err := why.ExplainJSONLD(pr, "g.jsonld", "e15000", why.Options{})
+	if err != nil || len(c.Chain) == 0 {
+		t.Fatalf("%v %v", c, err)
+	}
+	if pr.n < 8 {
+		t.Fatalf("only %d heap samples", pr.n)
+	}
+	used := pr.peak - min(pr.peak, before)
+	t.Logf("%d nodes, %d KiB document: whole graph %d KiB in use; two passes %d KiB at the peak (%d samples)",
+		len(c.Chain), len(doc)>>10, wholeHeap>>10, used>>10, pr.n)
+	if used*3 > wholeHeap {
+		t.Fatalf("two passes grew the heap by %d KiB, a third of the whole graph's %d KiB or more", used>>10, wholeHeap>>10)
+	}
+}
+
+func heapInuse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// peakReader reads r and samples the heap in use at each read.
+type peakReader struct {
+	r    *bytes.Reader
+	n    int
+	peak uint64
+}
+
+func (p *peakReader) Read(b []byte) (int, error) {
+	p.n++
+	p.peak = max(p.peak, heapInuse())
+	return p.r.Read(b)
+}
+
+func (p *peakReader) Seek(off int64, whence int) (int64, error) { return p.r.Seek(off, whence) }
+
+// TestExplainLogEqualsExplain: the chain of one log streamed into a
+// temporary graph and read in two passes is the chain of Explain on
+// BuildRun's graph of the log, named by the log as BuildRun names it, for
+// every node with an event id and refs that do not resolve; a damaged log
+// is refused with the same exit code.
+func TestExplainLogEqualsExplain(t *testing.T) {
+	tmp := t.TempDir()
+	for name, logs := range runs(t) {
+		if len(logs) != 1 {
+			continue
+		}
+		r, err := graph.BuildRun(logs, graph.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		refs := []string{"e99999", "nolog:e1", r.Logs[0].Label + ":e1"}
+		for i, n := range r.Graph.Nodes {
+			if id := n.Value(graph.WEventID); id != "" && i%3 == 0 {
+				refs = append(refs, id, n.ID)
+			}
+		}
+		for _, ref := range refs {
+			want := answer(why.Explain(r.Graph, ref, why.Options{Logs: r.Logs}))
+			got := answer(why.ExplainLog(bytes.NewReader(logs[0].Data), logs[0].Name, ref, graph.Options{}, tmp, why.Options{}))
+			if got != want {
+				t.Fatalf("%s: why %q:\n--- streamed\n%s\n--- BuildRun\n%s", name, ref, got, want)
+			}
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "*"))
+	if len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+	_, mcp := synthlog.InjectionRun(frozen)
+	bad := append(append([]byte{}, mcp...), "{not json\n"...)
+	_, werr := graph.BuildRun([]graph.LogInput{{Name: "fs/events.jsonl", Data: bad}}, graph.Options{})
+	_, gerr := why.ExplainLog(bytes.NewReader(bad), "fs/events.jsonl", "e3", graph.Options{}, tmp, why.Options{})
+	if werr == nil || exitcode.Of(gerr) != exitcode.Of(werr) {
+		t.Fatalf("damaged log: BuildRun %v, streamed %v", werr, gerr)
+	}
+}
