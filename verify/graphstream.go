@@ -65,9 +65,9 @@ const eventChunk = 1 << 12
 
 // graphScan is the projection of a graph document.
 type graphScan struct {
-	ids    []byte  // node IRIs, in order
-	offs   []int   // ids[offs[i]:offs[i+1]] is node i's IRI
-	evOf   []int32 // node index → 1 + index of its event, 0 for a node without event id
+	ids    [][]byte // node IRIs, in order, in chunks of about idChunk bytes
+	at     []idAt   // where node i's IRI is in ids
+	evOf   []int32  // node index → 1 + index of its event, 0 for a node without event id
 	evs    [][]graphEvent
 	nev    int
 	legacy map[int32]string // event index → witness:legacySealRef
@@ -83,7 +83,7 @@ type graphScan struct {
 
 func newGraphScan() *graphScan {
 	return &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, ahead: map[string]struct{}{}, srcs: map[string]int64{},
-		names: map[string]string{}, digest: graph.NewNQuadsDigest(), offs: []int{0}}
+		names: map[string]string{}, digest: graph.NewNQuadsDigest()}
 }
 
 // intern returns one shared copy of a short, repeated string.
@@ -99,7 +99,27 @@ func (s *graphScan) intern(b []byte) string {
 }
 
 // id returns node i's IRI.
-func (s *graphScan) id(i int) []byte { return s.ids[s.offs[i]:s.offs[i+1]] }
+func (s *graphScan) id(i int) []byte {
+	a := s.at[i]
+	return s.ids[a.chunk][a.off : a.off+a.len]
+}
+
+// idAt is where an IRI is in graphScan.ids.
+type idAt struct{ chunk, off, len uint32 }
+
+// idChunk is the size of one chunk of IRIs: the arena grows by chunks,
+// never by a doubling copy.
+const idChunk = 1 << 20
+
+// addID appends node IRI id.
+func (s *graphScan) addID(id []byte) {
+	if len(s.ids) == 0 || cap(s.ids[len(s.ids)-1])-len(s.ids[len(s.ids)-1]) < len(id) {
+		s.ids = append(s.ids, make([]byte, 0, max(idChunk, len(id))))
+	}
+	c := len(s.ids) - 1
+	s.at = append(s.at, idAt{chunk: uint32(c), off: uint32(len(s.ids[c])), len: uint32(len(id))})
+	s.ids[c] = append(s.ids[c], id...)
+}
 
 // ev returns event i.
 func (s *graphScan) ev(i int) *graphEvent { return &s.evs[i/eventChunk][i%eventChunk] }
@@ -207,7 +227,7 @@ func validJSON(b []byte) string {
 // add projects the node of view v, the next in IRI order. It keeps
 // nothing of v's bytes: what it keeps, it copies.
 func (s *graphScan) add(v *graph.NodeView) error {
-	k := len(s.offs) - 1
+	k := len(s.at)
 	if k > 0 && string(v.ID) <= string(s.id(k-1)) {
 		return errGraphReread // out of order: ReadJSONLD sorts (or refuses a duplicate)
 	}
@@ -224,8 +244,7 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	if _, ok := s.ahead[string(v.ID)]; ok {
 		delete(s.ahead, string(v.ID))
 	}
-	s.ids = append(s.ids, v.ID...)
-	s.offs = append(s.offs, len(s.ids))
+	s.addID(v.ID)
 	s.evOf = append(s.evOf, 0)
 	for _, p := range v.Props {
 		for _, t := range p.Vals {
@@ -312,7 +331,7 @@ func (s *graphScan) finish() error {
 
 // event returns event i as eventsFromGraph builds it.
 func (s *graphScan) event(i int) *eventlog.Event {
-	n := len(s.offs) - 1
+	n := len(s.at)
 	e := s.ev(i)
 	ev := &eventlog.Event{ID: e.id, Seq: e.seq, Kind: graphKinds[e.kind]}
 	if l, ok := s.legacy[int32(i)]; ok {
@@ -394,7 +413,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 	}
 	s.digest, s.ahead = nil, nil
 	r.Evidence.GraphDigest = digest
-	r.Evidence.Lines = int64(len(s.offs) - 1)
+	r.Evidence.Lines = int64(len(s.at))
 	if s.seqErr != nil {
 		r.Findings = append(r.Findings, Finding{
 			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
