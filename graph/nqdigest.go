@@ -20,7 +20,7 @@ type NQuadsDigest struct {
 	h     hash.Hash
 	bw    *hashBlocks
 	re    nqReorder
-	prev  string
+	prev  []byte
 	any   bool
 	buf   []byte
 	offs  []int
@@ -39,23 +39,56 @@ func NewNQuadsDigest() *NQuadsDigest {
 // Add adds the quads of n. Its ID must follow the previous node's in byte
 // order (no duplicates): WriteNQuads' order is derived from that one.
 func (d *NQuadsDigest) Add(n *Node) error {
-	if d.any && n.ID <= d.prev {
-		return fmt.Errorf("node %s: not after %s in IRI order", n.ID, d.prev)
+	if err := next(d, n.ID); err != nil {
+		return err
 	}
-	d.any, d.prev = true, n.ID
-	d.buf, d.offs, d.lines = d.buf[:0], d.offs[:0], d.lines[:0]
-	add := func(p string, o Term) {
-		d.offs = append(d.offs, len(d.buf))
-		d.buf = appendLine(d.buf, p, o)
-	}
+	d.buf, d.offs = d.buf[:0], d.offs[:0]
 	for _, t := range n.Types {
-		add(RDFType, Ref(t))
+		d.offs = append(d.offs, len(d.buf))
+		d.buf = appendLine(d.buf, RDFType, Ref(t))
 	}
 	for p, vals := range n.Props {
 		for _, v := range vals {
-			add(p, v)
+			d.offs = append(d.offs, len(d.buf))
+			d.buf = appendLine(d.buf, p, v)
 		}
 	}
+	return d.block()
+}
+
+// AddView is Add of the node a view of ScanJSONLDView stands for: the
+// same lines, without building the *Node.
+func (d *NQuadsDigest) AddView(v *NodeView) error {
+	if err := next(d, v.ID); err != nil {
+		return err
+	}
+	d.buf, d.offs = d.buf[:0], d.offs[:0]
+	for _, t := range v.Types {
+		d.offs = append(d.offs, len(d.buf))
+		d.buf = appendLine(d.buf, RDFType, Ref(t))
+	}
+	for _, p := range v.Props {
+		for _, t := range p.Vals {
+			d.offs = append(d.offs, len(d.buf))
+			d.buf = appendLineView(d.buf, p.Pred, t)
+		}
+	}
+	return d.block()
+}
+
+// next checks that id follows the previous node's IRI, and keeps it.
+func next[S string | []byte](d *NQuadsDigest, id S) error {
+	if d.any && string(id) <= string(d.prev) {
+		return fmt.Errorf("node %s: not after %s in IRI order", id, d.prev)
+	}
+	d.any, d.prev = true, append(d.prev[:0], id...)
+	return nil
+}
+
+// block sorts the node's compact lines in d.buf (cut at d.offs) and hands
+// them to the reorder buffer as one block.
+func (d *NQuadsDigest) block() error {
+	d.lines = d.lines[:0]
 	for k, off := range d.offs {
 		end := len(d.buf)
 		if k+1 < len(d.offs) {
@@ -70,7 +103,7 @@ func (d *NQuadsDigest) Add(n *Node) error {
 	d.lines = slices.CompactFunc(d.lines, bytes.Equal)
 	// a block: the "<subject>" key, then its compact lines (whose byte
 	// order is that of the N-Quads lines they stand for)
-	d.blk = append(append(append(d.blk[:0], '<'), n.ID...), '>')
+	d.blk = append(append(append(d.blk[:0], '<'), d.prev...), '>')
 	for _, l := range d.lines {
 		d.blk = append(d.blk, l...)
 	}
@@ -106,4 +139,21 @@ func (h *hashBlocks) block(pre, blk []byte) (int64, error) {
 	}
 	_, err = h.w.Write(h.buf)
 	return n, err
+}
+
+// appendLineView is appendLine of a view's value.
+func appendLineView(b []byte, p string, o TermView) []byte {
+	b = streamPreds.appendCoded(b, predBase, p)
+	if len(o.IRI) > 0 {
+		b = append(b, '<')
+		b = append(b, o.IRI...)
+		return append(b, '>', '\n')
+	}
+	b = append(b, '"')
+	b = appendEscaped(b, o.Lex)
+	b = append(b, '"')
+	if dt := o.Datatype; dt != XSDString && dt != "" {
+		b = streamTypes.appendCoded(b, typeBase, dt)
+	}
+	return append(b, '\n')
 }

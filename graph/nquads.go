@@ -31,7 +31,10 @@ func appendTerm(b []byte, t Term) []byte {
 // literal body: \b \t \n \f \r \" \\ as short escapes, every other
 // character in U+0000..U+001F and U+007F as \u00XX (upper-case hex), and
 // everything else as raw UTF-8.
-func AppendEscaped(b []byte, s string) []byte {
+func AppendEscaped(b []byte, s string) []byte { return appendEscaped(b, s) }
+
+// appendEscaped is AppendEscaped of a string or of bytes (a NodeView's).
+func appendEscaped[S string | []byte](b []byte, s S) []byte {
 	const hexd = "0123456789ABCDEF"
 	start := 0
 	for i := 0; i < len(s); i++ {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,15 +9,15 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 )
 
 // This file is CheckGraph without the graph (docs/design/scale.md, "verify
-// --graph"): one graph.ScanJSONLD of the document projects each node at
-// once into what checkGraph reads of it, and drops the node. Kept: the
+// --graph"): one graph.ScanJSONLDView of the document projects each node
+// at once into what checkGraph reads of it, from the view (no *graph.Node
+// is built for a canonical element), copying only what it keeps. Kept: the
 // node IRIs (one byte arena, sorted, since a canonical document's nodes
 // come in IRI order), the event nodes' fields as eventsFromGraph reads
 // them, the values of argument entities, the tool definitions, the
@@ -64,9 +65,9 @@ const eventChunk = 1 << 12
 
 // graphScan is the projection of a graph document.
 type graphScan struct {
-	ids    []byte  // node IRIs, in order
-	offs   []int   // ids[offs[i]:offs[i+1]] is node i's IRI
-	evOf   []int32 // node index → 1 + index of its event, 0 for a node without event id
+	ids    [][]byte // node IRIs, in order, in chunks of about idChunk bytes
+	at     []idAt   // where node i's IRI is in ids
+	evOf   []int32  // node index → 1 + index of its event, 0 for a node without event id
 	evs    [][]graphEvent
 	nev    int
 	legacy map[int32]string // event index → witness:legacySealRef
@@ -77,18 +78,20 @@ type graphScan struct {
 	names  map[string]string
 	digest *graph.NQuadsDigest
 	seqErr error
+	fields nodeFields // the current node's (add)
 }
 
 func newGraphScan() *graphScan {
 	return &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, ahead: map[string]struct{}{}, srcs: map[string]int64{},
-		names: map[string]string{}, digest: graph.NewNQuadsDigest(), offs: []int{0}}
+		names: map[string]string{}, digest: graph.NewNQuadsDigest()}
 }
 
 // intern returns one shared copy of a short, repeated string.
-func (s *graphScan) intern(v string) string {
-	if w, ok := s.names[v]; ok {
+func (s *graphScan) intern(b []byte) string {
+	if w, ok := s.names[string(b)]; ok {
 		return w
 	}
+	v := string(b)
 	if len(s.names) < 1<<16 {
 		s.names[v] = v
 	}
@@ -96,119 +99,218 @@ func (s *graphScan) intern(v string) string {
 }
 
 // id returns node i's IRI.
-func (s *graphScan) id(i int) []byte { return s.ids[s.offs[i]:s.offs[i+1]] }
+func (s *graphScan) id(i int) []byte {
+	a := s.at[i]
+	return s.ids[a.chunk][a.off : a.off+a.len]
+}
+
+// idAt is where an IRI is in graphScan.ids.
+type idAt struct{ chunk, off, len uint32 }
+
+// idChunk is the size of one chunk of IRIs: the arena grows by chunks,
+// never by a doubling copy.
+const idChunk = 1 << 20
+
+// addID appends node IRI id.
+func (s *graphScan) addID(id []byte) {
+	if len(s.ids) == 0 || cap(s.ids[len(s.ids)-1])-len(s.ids[len(s.ids)-1]) < len(id) {
+		s.ids = append(s.ids, make([]byte, 0, max(idChunk, len(id))))
+	}
+	c := len(s.ids) - 1
+	s.at = append(s.at, idAt{chunk: uint32(c), off: uint32(len(s.ids[c])), len: uint32(len(id))})
+	s.ids[c] = append(s.ids[c], id...)
+}
 
 // ev returns event i.
 func (s *graphScan) ev(i int) *graphEvent { return &s.evs[i/eventChunk][i%eventChunk] }
 
-// find returns the index of the node with IRI iri among the first n, or -1.
-func (s *graphScan) find(iri string, n int) int {
+// find returns the index of the node with IRI iri among the first n of s,
+// or -1.
+func find[S string | []byte](s *graphScan, iri S, n int) int {
 	lo, hi := 0, n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if string(s.id(m)) < iri {
+		if string(s.id(m)) < string(iri) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < n && string(s.id(lo)) == iri {
+	if lo < n && string(s.id(lo)) == string(iri) {
 		return lo
 	}
 	return -1
 }
 
-// add projects node n, the next in IRI order.
-func (s *graphScan) add(n *graph.Node) error {
-	k := len(s.offs) - 1
-	if k > 0 && n.ID <= string(s.id(k-1)) {
+// nodeFields are the first literals (nil: none) of the predicates add
+// reads, and the values of the two it follows, in one view.
+type nodeFields struct {
+	join, value, toolName, defSHA, eventID, source, seq, session, imported, bound []byte
+	rpcID, effectOp, effectTarget, role, method, legacy                           []byte
+	used, generatedBy                                                             []graph.TermView
+}
+
+// fieldsOf reads the fields of v, as Node.Value and Node.Refs would.
+func fieldsOf(f *nodeFields, v *graph.NodeView) {
+	*f = nodeFields{}
+	for _, p := range v.Props {
+		var dst *[]byte
+		switch p.Pred {
+		case graph.ProvUsed:
+			f.used = p.Vals
+		case graph.ProvWasGeneratedBy:
+			f.generatedBy = p.Vals
+		case graph.WJoin:
+			dst = &f.join
+		case graph.ProvValue:
+			dst = &f.value
+		case graph.OtelToolName:
+			dst = &f.toolName
+		case graph.WDefinitionSHA256:
+			dst = &f.defSHA
+		case graph.WEventID:
+			dst = &f.eventID
+		case graph.WSource:
+			dst = &f.source
+		case graph.WSeq:
+			dst = &f.seq
+		case graph.WSession:
+			dst = &f.session
+		case graph.WImportedFrom:
+			dst = &f.imported
+		case graph.WBoundSeal:
+			dst = &f.bound
+		case graph.WRPCIDJSON:
+			dst = &f.rpcID
+		case graph.WEffectOp:
+			dst = &f.effectOp
+		case graph.WEffectTarget:
+			dst = &f.effectTarget
+		case graph.WRole:
+			dst = &f.role
+		case graph.OtelMCPMethodName:
+			dst = &f.method
+		case graph.WLegacySealRef:
+			dst = &f.legacy
+		}
+		if dst == nil {
+			continue
+		}
+		for _, t := range p.Vals {
+			if len(t.IRI) == 0 {
+				*dst = t.Lex
+				break
+			}
+		}
+	}
+}
+
+// refsOf is Node.Refs of the values vals, copied.
+func refsOf(vals []graph.TermView) []string {
+	var out []string
+	for _, t := range vals {
+		if len(t.IRI) > 0 {
+			out = append(out, string(t.IRI))
+		}
+	}
+	return out
+}
+
+// validJSON returns b as a string when it is valid, non-empty JSON, else "".
+func validJSON(b []byte) string {
+	if len(b) > 0 && json.Valid(b) {
+		return string(b)
+	}
+	return ""
+}
+
+// add projects the node of view v, the next in IRI order. It keeps
+// nothing of v's bytes: what it keeps, it copies.
+func (s *graphScan) add(v *graph.NodeView) error {
+	k := len(s.at)
+	if k > 0 && string(v.ID) <= string(s.id(k-1)) {
 		return errGraphReread // out of order: ReadJSONLD sorts (or refuses a duplicate)
 	}
-	if n.Value(graph.WJoin) != "" {
+	f := &s.fields
+	fieldsOf(f, v)
+	if len(f.join) > 0 {
 		return errGraphReread // CheckRun's join check explains steps on the graph
 	}
-	if err := s.digest.Add(n); err != nil {
+	if err := s.digest.AddView(v); err != nil {
 		return err
 	}
 	// a reference ahead to this node is settled; one to an IRI it passes
 	// stays, and is dangling at the end
-	delete(s.ahead, n.ID)
-	s.ids = append(s.ids, n.ID...)
-	s.offs = append(s.offs, len(s.ids))
+	if _, ok := s.ahead[string(v.ID)]; ok {
+		delete(s.ahead, string(v.ID))
+	}
+	s.addID(v.ID)
 	s.evOf = append(s.evOf, 0)
-	for _, vals := range n.Props {
-		for _, t := range vals {
-			switch {
-			case !t.IsIRI() || t.IRI == n.ID:
-			case t.IRI < n.ID:
-				if s.find(t.IRI, k) < 0 {
+	for _, p := range v.Props {
+		for _, t := range p.Vals {
+			switch c := bytes.Compare(t.IRI, v.ID); {
+			case len(t.IRI) == 0 || c == 0:
+			case c < 0:
+				if find(s, t.IRI, k) < 0 {
 					return errGraphReread // dangling: the whole read lists them
 				}
 			default:
-				if _, ok := s.ahead[t.IRI]; !ok {
-					s.ahead[strings.Clone(t.IRI)] = struct{}{}
+				if _, ok := s.ahead[string(t.IRI)]; !ok {
+					s.ahead[string(t.IRI)] = struct{}{}
 				}
 			}
 		}
 	}
-	if n.HasType(graph.WArguments) {
-		if v := n.Value(graph.ProvValue); v != "" && json.Valid([]byte(v)) {
-			s.args[int32(k)] = v
+	if v.HasType(graph.WArguments) {
+		if j := validJSON(f.value); j != "" {
+			s.args[int32(k)] = j
 		}
 	}
-	if n.HasType(graph.WToolDefinition) {
-		s.tools = append(s.tools, eventlog.ToolDef{Name: n.Value(graph.OtelToolName), SHA256: n.Value(graph.WDefinitionSHA256)})
+	if v.HasType(graph.WToolDefinition) {
+		s.tools = append(s.tools, eventlog.ToolDef{Name: string(f.toolName), SHA256: string(f.defSHA)})
 	}
-	eventID := n.Value(graph.WEventID)
-	if eventID == "" {
+	if len(f.eventID) == 0 {
 		return nil
 	}
-	s.srcs[s.intern(n.Value(graph.WSource))]++
-	seq, err := strconv.ParseInt(n.Value(graph.WSeq), 10, 64)
+	s.srcs[s.intern(f.source)]++
+	seq, err := strconv.ParseInt(string(f.seq), 10, 64)
 	if err != nil && s.seqErr == nil {
-		s.seqErr = fmt.Errorf("node %s: field witness:seq: %q is not an integer", n.ID, n.Value(graph.WSeq))
+		s.seqErr = fmt.Errorf("node %s: field witness:seq: %q is not an integer", v.ID, f.seq)
 	}
-	e := graphEvent{seq: seq, id: eventID}
-	payload := func() {
-		if v := n.Value(graph.ProvValue); v != "" && json.Valid([]byte(v)) {
-			e.c = v
-		}
-	}
+	e := graphEvent{seq: seq, id: string(f.eventID)}
 	switch {
-	case n.HasType(graph.WCaptureSession):
+	case v.HasType(graph.WCaptureSession):
 		e.kind = gkSession
-		e.a, e.b, e.c = n.Value(graph.WSession), n.Value(graph.WImportedFrom), n.Value(graph.WBoundSeal)
-	case n.HasType(graph.WToolCall):
+		e.a, e.b, e.c = string(f.session), string(f.imported), string(f.bound)
+	case v.HasType(graph.WToolCall):
 		e.kind = gkCall
-		e.a = s.intern(n.Value(graph.OtelToolName))
-		if rid := n.Value(graph.WRPCIDJSON); rid != "" && json.Valid([]byte(rid)) {
-			e.b = rid
-		}
-		e.refs = n.Refs(graph.ProvUsed)
-	case n.HasType(graph.WExternalEffect):
+		e.a = s.intern(f.toolName)
+		e.b = validJSON(f.rpcID)
+		e.refs = refsOf(f.used)
+	case v.HasType(graph.WExternalEffect):
 		e.kind = gkEffect
-		e.a = s.intern(n.Value(graph.OtelToolName))
-		if op := n.Value(graph.WEffectOp); op != "" {
-			e.effect, e.b, e.c = true, s.intern(op), n.Value(graph.WEffectTarget)
+		e.a = s.intern(f.toolName)
+		if len(f.effectOp) > 0 {
+			e.effect, e.b, e.c = true, s.intern(f.effectOp), string(f.effectTarget)
 		}
-		e.refs = n.Refs(graph.ProvWasGeneratedBy)
-	case n.HasType(graph.WModelMessage):
-		if len(n.Refs(graph.ProvWasGeneratedBy)) > 0 {
+		e.refs = refsOf(f.generatedBy)
+	case v.HasType(graph.WModelMessage):
+		if slices.ContainsFunc(f.generatedBy, func(t graph.TermView) bool { return len(t.IRI) > 0 }) {
 			e.kind = gkModelOutput
 		} else {
 			e.kind = gkModelInput
 		}
-		e.a = s.intern(n.Value(graph.WRole))
-		payload()
-	case n.HasType(graph.WNotification):
+		e.a = s.intern(f.role)
+		e.c = validJSON(f.value)
+	case v.HasType(graph.WNotification):
 		e.kind = gkNotification
-		e.a = s.intern(n.Value(graph.OtelMCPMethodName))
-	case n.HasType(graph.WAmbiguousLine):
+		e.a = s.intern(f.method)
+	case v.HasType(graph.WAmbiguousLine):
 		e.kind = gkAmbiguous
-		payload()
+		e.c = validJSON(f.value)
 	}
-	if l := n.Value(graph.WLegacySealRef); l != "" {
-		s.legacy[int32(s.nev)] = l
+	if len(f.legacy) > 0 {
+		s.legacy[int32(s.nev)] = string(f.legacy)
 	}
 	if s.nev%eventChunk == 0 {
 		s.evs = append(s.evs, make([]graphEvent, 0, eventChunk))
@@ -229,7 +331,7 @@ func (s *graphScan) finish() error {
 
 // event returns event i as eventsFromGraph builds it.
 func (s *graphScan) event(i int) *eventlog.Event {
-	n := len(s.offs) - 1
+	n := len(s.at)
 	e := s.ev(i)
 	ev := &eventlog.Event{ID: e.id, Seq: e.seq, Kind: graphKinds[e.kind]}
 	if l, ok := s.legacy[int32(i)]; ok {
@@ -258,7 +360,7 @@ func (s *graphScan) event(i int) *eventlog.Event {
 			ev.RPCID = json.RawMessage(e.b)
 		}
 		for _, u := range e.refs {
-			if i := s.find(u, n); i >= 0 {
+			if i := find(s, u, n); i >= 0 {
 				if v, ok := s.args[int32(i)]; ok {
 					ev.Payload = json.RawMessage(v)
 				}
@@ -271,7 +373,7 @@ func (s *graphScan) event(i int) *eventlog.Event {
 		}
 		for _, c := range e.refs {
 			ev.Call = ""
-			if i := s.find(c, n); i >= 0 && s.evOf[i] > 0 {
+			if i := find(s, c, n); i >= 0 && s.evOf[i] > 0 {
 				ev.Call = s.ev(int(s.evOf[i] - 1)).id
 			}
 		}
@@ -291,7 +393,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 		return errGraphReread // injection-provenance walks the graph
 	}
 	s := newGraphScan()
-	err := graph.ScanJSONLD(rd, name, s.add)
+	err := graph.ScanJSONLDView(rd, name, s.add)
 	if err == nil {
 		err = s.finish()
 	}
@@ -311,7 +413,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 	}
 	s.digest, s.ahead = nil, nil
 	r.Evidence.GraphDigest = digest
-	r.Evidence.Lines = int64(len(s.offs) - 1)
+	r.Evidence.Lines = int64(len(s.at))
 	if s.seqErr != nil {
 		r.Findings = append(r.Findings, Finding{
 			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,

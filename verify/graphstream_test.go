@@ -279,6 +279,15 @@ func TestNQuadsDigestScan(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("%s: digest %s (%v), want %s", name, got, err, want)
 		}
+		// and from the views of a scan
+		d = graph.NewNQuadsDigest()
+		if err := graph.ScanJSONLDView(bytes.NewReader(doc), name, d.AddView); err != nil {
+			t.Fatal(err)
+		}
+		got, err = d.Sum()
+		if err != nil || got != want {
+			t.Errorf("%s: digest of the views %s (%v), want %s", name, got, err, want)
+		}
 	}
 }
 
@@ -326,7 +335,7 @@ func TestGraphScanMemory(t *testing.T) {
 	}
 	scan := heapHeld(read(func(rd io.Reader) any {
 		s := newGraphScan()
-		if err := graph.ScanJSONLD(rd, "g", s.add); err != nil {
+		if err := graph.ScanJSONLDView(rd, "g", s.add); err != nil {
 			t.Fatal(err)
 		}
 		return s
