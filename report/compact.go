@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -55,7 +57,12 @@ func compactGraph(file string, logs []*logState, want map[string]bool, laneAt fu
 	classes := nodeClasses(logs)
 	go func() {
 		defer wg.Done()
-		scanErr = graph.ScanJSONLD(prB, name, func(n *graph.Node) error {
+		rowOf := logs[0].rowOf
+		scanErr = graph.ScanJSONLDView(prB, name, func(v *graph.NodeView) error {
+			if !viewNeeded(v, want, rowOf) {
+				return nil
+			}
+			n := nodeOfView(v)
 			ev := n.Value(graph.WEventID)
 			kind := graph.DrawKind(n)
 			if ev != "" && want[ev] {
@@ -110,6 +117,80 @@ func compactGraph(file string, logs []*logState, want map[string]bool, laneAt fu
 		run.eng = eng
 	}
 	return run, notes
+}
+
+// viewNeeded reports whether the scan can use the node v: a node of a
+// wanted event (its witness:eventId, else a segment of its IRI, as
+// pathWanted reads it) or one the picture may draw (its event, as
+// graph.NodeEvent reads it, has a timeline row). It is a cheap superset
+// of the nodes the scan keeps: only those become a *graph.Node.
+func viewNeeded(v *graph.NodeView, want map[string]bool, rowOf map[string]int) bool {
+	if ev := viewValue(v, graph.WEventID); len(ev) > 0 {
+		_, row := rowOf[string(ev)]
+		return row || want[string(ev)]
+	}
+	id := v.ID
+	last := id
+	if i := bytes.LastIndexByte(id, '/'); i >= 0 && i+1 < len(id) {
+		last = id[i+1:]
+	}
+	_, row := rowOf[string(last)]
+	_, noID := rowOf[""]
+	if row || noID {
+		return true
+	}
+	for {
+		i := bytes.IndexByte(id, '/')
+		seg := id
+		if i >= 0 {
+			seg = id[:i]
+		}
+		if want[string(seg)] {
+			return true
+		}
+		if i < 0 {
+			return false
+		}
+		id = id[i+1:]
+	}
+}
+
+// viewValue is the first literal of v under pred (graph.Node.Value of the
+// view's node), nil when it has none.
+func viewValue(v *graph.NodeView, pred string) []byte {
+	for _, p := range v.Props {
+		if p.Pred != pred {
+			continue
+		}
+		for _, t := range p.Vals {
+			if len(t.IRI) == 0 {
+				return t.Lex
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// nodeOfView is the *graph.Node of a view, its strings copied (the view
+// is valid only during the scan's call).
+func nodeOfView(v *graph.NodeView) *graph.Node {
+	n := &graph.Node{ID: string(v.ID), Props: make(map[string][]graph.Term, len(v.Props))}
+	if len(v.Types) > 0 {
+		n.Types = slices.Clone(v.Types)
+	}
+	for _, p := range v.Props {
+		vals := make([]graph.Term, len(p.Vals))
+		for j, t := range p.Vals {
+			if len(t.IRI) > 0 {
+				vals[j] = graph.Term{IRI: string(t.IRI)}
+			} else {
+				vals[j] = graph.Term{Lex: string(t.Lex), Datatype: t.Datatype}
+			}
+		}
+		n.Props[p.Pred] = vals
+	}
+	return n
 }
 
 // pathWanted reports whether an IRI without an event id names a wanted
