@@ -315,12 +315,20 @@ func Build(o Options) (*Data, error) {
 	runOpts := o.Verify
 	runOpts.EventsFile = o.Events[0]
 	runOpts.RunEvents = append([]string(nil), o.Events[1:]...)
+	var cs *compactStream
+	if len(o.Events) == 1 && compactLikely(o.Events[0], o) {
+		// the graph stream maps the log while it is verified and read
+		cs = startCompact(o.Events[0], o)
+	}
 	runRep, err := verify.Run(runOpts)
 	if err != nil {
+		if cs != nil {
+			cs.cancel()
+		}
 		return nil, err
 	}
 	if len(o.Events) == 1 {
-		return buildSingle(o, d, lanes, kinds, labels, runRep)
+		return buildSingle(o, d, lanes, kinds, labels, runRep, cs)
 	}
 	// a joined run keeps its events and builds its graph in memory
 	// (graph.BuildRun needs every log's bytes); docs/design/report.md

@@ -48,7 +48,7 @@ func laneCode(e *eventlog.Event) uint8 {
 // keeps the timeline rows (at most maxEventRows), one lane byte per event
 // for the buckets and the log's summary; a second pass re-reads the few
 // events whose details are embedded (docs/design/report.md).
-func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *verify.Report) (*Data, error) {
+func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *verify.Report, cs *compactStream) (*Data, error) {
 	file := o.Events[0]
 	ls := &logState{file: file, rowOf: map[string]int{}, rep: runRep, findings: runRep.Findings}
 	logs := []*logState{ls}
@@ -66,6 +66,9 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	}
 	f, err := os.Open(file)
 	if err != nil {
+		if cs != nil {
+			cs.cancel()
+		}
 		return nil, exitcode.Input("read events", err, "check the path given to --events")
 	}
 	var codes []uint8
@@ -129,6 +132,10 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	}
 	compact := above < 0 || len(codes) > above
 	var run *runState
+	if !compact && cs != nil {
+		cs.cancel()
+		cs = nil
+	}
 	if !compact {
 		links = nil
 		if g, err := buildGraph(file); err == nil {
@@ -180,7 +187,10 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		want, whole := chainEvents(start, links)
 		links = nil
 		var notes []string
-		run, notes = compactGraph(file, logs, want, laneAt, o)
+		if cs == nil {
+			cs = startCompact(file, o)
+		}
+		run, notes = cs.finish(logs, want, laneAt)
 		d.Notes = append(d.Notes, notes...)
 		if !whole && run != nil {
 			d.Notes = append(d.Notes, fmt.Sprintf("%d events: the findings' chains are drawn from the nodes of the %d events their events link to, not from the whole graph", total, maxChainEvents))
