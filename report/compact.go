@@ -1,12 +1,16 @@
 package report
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
@@ -35,7 +39,13 @@ const maxChainEvents = 4096
 //   - the picture: the drawn nodes (activities and entities of an event
 //     with a timeline row, so at most maxEventRows events' nodes) with
 //     their IRIs interned and their edges as index pairs.
-func compactGraph(file string, logs []*logState, want map[string]bool, laneAt func(int, string, int) int, o Options) (*runState, []string) {
+//
+// The stream starts before the scan's inputs are known (startCompact): it
+// maps and sorts every event before it writes a node, so that work runs
+// beside the verification and the first pass over the log; the scan waits
+// for its inputs (in) before it reads, and a closed in cancels it. The
+// result depends only on the inputs, never on when they come.
+func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string) {
 	var notes []string
 	prA, pwA := io.Pipe()
 	prB, pwB := io.Pipe()
@@ -52,10 +62,24 @@ func compactGraph(file string, logs []*logState, want map[string]bool, laneAt fu
 	run := &runState{compact: true, primary: map[string]string{}, labels: map[string]string{}, pic: &picture{ids: map[string]int32{}}}
 	var sub []*graph.Node
 	ents := map[string]string{}
-	classes := nodeClasses(logs)
+	var stop atomic.Bool
 	go func() {
 		defer wg.Done()
-		scanErr = graph.ScanJSONLD(prB, name, func(n *graph.Node) error {
+		args, ok := <-in
+		if !ok {
+			stop.Store(true)
+			scanErr = errCanceled
+			prB.CloseWithError(errCanceled)
+			return
+		}
+		logs, want, laneAt := args.logs, args.want, args.laneAt
+		classes := nodeClasses(logs)
+		rowOf := logs[0].rowOf
+		scanErr = graph.ScanJSONLDView(prB, name, func(v *graph.NodeView) error {
+			if !viewNeeded(v, want, rowOf) {
+				return nil
+			}
+			n := nodeOfView(v)
 			ev := n.Value(graph.WEventID)
 			kind := graph.DrawKind(n)
 			if ev != "" && want[ev] {
@@ -86,7 +110,7 @@ func compactGraph(file string, logs []*logState, want map[string]bool, laneAt fu
 	if err != nil {
 		err = exitcode.Input("read events", err, "check the path given to --events")
 	} else {
-		_, err = graph.StreamJSONLD(graph.NewEventSource(f, file), io.MultiWriter(pwA, pwB), graph.Options{}, o.Stream)
+		_, err = graph.StreamJSONLD(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), io.MultiWriter(pwA, pwB), graph.Options{}, o.Stream)
 		f.Close()
 	}
 	pwA.CloseWithError(err)
@@ -110,6 +134,157 @@ func compactGraph(file string, logs []*logState, want map[string]bool, laneAt fu
 		run.eng = eng
 	}
 	return run, notes
+}
+
+// viewNeeded reports whether the scan can use the node v: a node of a
+// wanted event (its witness:eventId, else a segment of its IRI, as
+// pathWanted reads it) or one the picture may draw (its event, as
+// graph.NodeEvent reads it, has a timeline row). It is a cheap superset
+// of the nodes the scan keeps: only those become a *graph.Node.
+func viewNeeded(v *graph.NodeView, want map[string]bool, rowOf map[string]int) bool {
+	if ev := viewValue(v, graph.WEventID); len(ev) > 0 {
+		_, row := rowOf[string(ev)]
+		return row || want[string(ev)]
+	}
+	id := v.ID
+	last := id
+	if i := bytes.LastIndexByte(id, '/'); i >= 0 && i+1 < len(id) {
+		last = id[i+1:]
+	}
+	_, row := rowOf[string(last)]
+	_, noID := rowOf[""]
+	if row || noID {
+		return true
+	}
+	for {
+		i := bytes.IndexByte(id, '/')
+		seg := id
+		if i >= 0 {
+			seg = id[:i]
+		}
+		if want[string(seg)] {
+			return true
+		}
+		if i < 0 {
+			return false
+		}
+		id = id[i+1:]
+	}
+}
+
+// viewValue is the first literal of v under pred (graph.Node.Value of the
+// view's node), nil when it has none.
+func viewValue(v *graph.NodeView, pred string) []byte {
+	for _, p := range v.Props {
+		if p.Pred != pred {
+			continue
+		}
+		for _, t := range p.Vals {
+			if len(t.IRI) == 0 {
+				return t.Lex
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// nodeOfView is the *graph.Node of a view, its strings copied (the view
+// is valid only during the scan's call).
+func nodeOfView(v *graph.NodeView) *graph.Node {
+	n := &graph.Node{ID: string(v.ID), Props: make(map[string][]graph.Term, len(v.Props))}
+	if len(v.Types) > 0 {
+		n.Types = slices.Clone(v.Types)
+	}
+	for _, p := range v.Props {
+		vals := make([]graph.Term, len(p.Vals))
+		for j, t := range p.Vals {
+			if len(t.IRI) > 0 {
+				vals[j] = graph.Term{IRI: string(t.IRI)}
+			} else {
+				vals[j] = graph.Term{Lex: string(t.Lex), Datatype: t.Datatype}
+			}
+		}
+		n.Props[p.Pred] = vals
+	}
+	return n
+}
+
+// stopReader reads r until stop is set, then fails: a canceled stream
+// stops mapping events.
+type stopReader struct {
+	r    io.Reader
+	stop *atomic.Bool
+}
+
+func (s *stopReader) Read(p []byte) (int, error) {
+	if s.stop.Load() {
+		return 0, errCanceled
+	}
+	return s.r.Read(p)
+}
+
+// compactLikely reports whether the single log file is likely to be
+// reported compactly (more than CompactAbove events): a log of more than
+// 256 bytes per event of that bound. It only decides whether the graph
+// stream starts early (startCompact, canceled when the count says no),
+// never what the page shows.
+func compactLikely(file string, o Options) bool {
+	above := o.CompactAbove
+	if above == 0 {
+		above = DefaultCompactAbove
+	}
+	if above < 0 {
+		return true
+	}
+	fi, err := os.Stat(file)
+	return err == nil && fi.Size()/256 > int64(above)
+}
+
+// scanIn are the inputs of compactGraph's scan: the logs (their timeline
+// rows), the wanted events and the lane of a row.
+type scanIn struct {
+	logs   []*logState
+	want   map[string]bool
+	laneAt func(int, string, int) int
+}
+
+// errCanceled ends the graph stream of a report that does not need it.
+var errCanceled = errors.New("report: graph stream canceled")
+
+// compactStream is a compactGraph under way (startCompact).
+type compactStream struct {
+	in  chan scanIn
+	out chan compactOut
+}
+
+type compactOut struct {
+	run   *runState
+	notes []string
+}
+
+// startCompact starts compactGraph on file; finish gives it its inputs
+// and returns its result, cancel ends it. One of the two must be called.
+func startCompact(file string, o Options) *compactStream {
+	cs := &compactStream{in: make(chan scanIn, 1), out: make(chan compactOut, 1)}
+	go func() {
+		run, notes := compactGraph(file, cs.in, o)
+		cs.out <- compactOut{run: run, notes: notes}
+	}()
+	return cs
+}
+
+// finish gives the scan its inputs and waits for the graph.
+func (cs *compactStream) finish(logs []*logState, want map[string]bool, laneAt func(int, string, int) int) (*runState, []string) {
+	cs.in <- scanIn{logs: logs, want: want, laneAt: laneAt}
+	r := <-cs.out
+	return r.run, r.notes
+}
+
+// cancel ends a stream whose graph is not needed and waits for its end.
+func (cs *compactStream) cancel() {
+	close(cs.in)
+	<-cs.out
 }
 
 // pathWanted reports whether an IRI without an event id names a wanted

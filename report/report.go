@@ -315,12 +315,34 @@ func Build(o Options) (*Data, error) {
 	runOpts := o.Verify
 	runOpts.EventsFile = o.Events[0]
 	runOpts.RunEvents = append([]string(nil), o.Events[1:]...)
+	var cs *compactStream
+	if len(o.Events) == 1 && compactLikely(o.Events[0], o) {
+		// the graph stream maps the log while it is verified and read
+		cs = startCompact(o.Events[0], o)
+	}
+	var fp *firstPass
+	var passDone chan struct{}
+	if len(o.Events) == 1 {
+		// the log's first pass needs no verdict: it runs beside verify.Run
+		// (the interners are the pass's alone until it ends)
+		passDone = make(chan struct{})
+		go func() {
+			defer close(passDone)
+			fp = readFirst(o.Events[0], o, kinds, labels)
+		}()
+	}
 	runRep, err := verify.Run(runOpts)
+	if passDone != nil {
+		<-passDone
+	}
 	if err != nil {
+		if cs != nil {
+			cs.cancel()
+		}
 		return nil, err
 	}
 	if len(o.Events) == 1 {
-		return buildSingle(o, d, lanes, kinds, labels, runRep)
+		return buildSingle(o, d, lanes, kinds, labels, runRep, fp, cs)
 	}
 	// a joined run keeps its events and builds its graph in memory
 	// (graph.BuildRun needs every log's bytes); docs/design/report.md

@@ -48,7 +48,7 @@ func laneCode(e *eventlog.Event) uint8 {
 // keeps the timeline rows (at most maxEventRows), one lane byte per event
 // for the buckets and the log's summary; a second pass re-reads the few
 // events whose details are embedded (docs/design/report.md).
-func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *verify.Report) (*Data, error) {
+func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *verify.Report, fp *firstPass, cs *compactStream) (*Data, error) {
 	file := o.Events[0]
 	ls := &logState{file: file, rowOf: map[string]int{}, rep: runRep, findings: runRep.Findings}
 	logs := []*logState{ls}
@@ -64,54 +64,22 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 			findingEvents[f.EventID] = true
 		}
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, exitcode.Input("read events", err, "check the path given to --events")
+	if fp.openErr != nil {
+		if cs != nil {
+			cs.cancel()
+		}
+		return nil, fp.openErr
 	}
-	var codes []uint8
-	var rerr error
-	links := map[string][]string{} // event id → the events it links to
-	kept := map[int]*eventlog.Event{}
-	r := eventlog.NewReader(f, file)
-	for {
-		e, err := r.Next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				rerr = exitcode.New(exitcode.Tampered, err, "")
-			}
-			break
-		}
-		if e.Header != nil && e.Header.Server != nil {
-			ls.server = e.Header.Server.Name
-		}
-		if e.End != nil {
-			for _, s := range e.End.Signatures {
-				lg.EndSigned = append(lg.EndSigned, s.KeyID)
-			}
-		}
-		if e.Wire != nil && e.Wire.Cassette != "" && lg.Cassette == "" {
-			lg.Cassette = e.Wire.Cassette
-		}
-		if l := eventLinks(e); len(l) > 0 {
-			links[e.ID] = l
-		}
-		i := len(codes)
-		codes = append(codes, laneCode(e))
-		if i < o.MaxDetails || (findingEvents[e.ID] && i < maxEventRows && len(kept) < o.MaxDetails+keepFindingEvents) {
-			// the events whose details are likely embedded: the earliest
-			// and the findings' (the chains' are re-read)
-			kept[i] = e
-		}
-		if i < maxEventRows {
-			var flags int64
-			if findingEvents[e.ID] {
-				flags |= 1
-			}
-			ls.rowOf[e.ID] = i
-			d.Timeline.Rows = append(d.Timeline.Rows, [6]int64{0, e.Seq, 0, int64(kinds.id(string(e.Kind))), int64(labels.id(eventLabel(e))), flags})
+	ls.server, ls.rowOf = fp.server, fp.rowOf
+	lg.EndSigned, lg.Cassette = fp.endSigned, fp.cassette
+	links, codes, kept, rerr := fp.links, fp.codes, fp.kept, fp.rerr
+	d.Timeline.Rows = fp.rows
+	for i, id := range fp.rowIDs {
+		if findingEvents[id] {
+			d.Timeline.Rows[i][5] |= 1
 		}
 	}
-	f.Close()
+	fp = nil
 	if rerr != nil {
 		lg.ReadError = rerr.Error()
 		d.Notes = append(d.Notes, fmt.Sprintf("%s: read %d events, then: %v", lg.File, len(codes), rerr))
@@ -129,6 +97,10 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	}
 	compact := above < 0 || len(codes) > above
 	var run *runState
+	if !compact && cs != nil {
+		cs.cancel()
+		cs = nil
+	}
 	if !compact {
 		links = nil
 		if g, err := buildGraph(file); err == nil {
@@ -180,7 +152,10 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		want, whole := chainEvents(start, links)
 		links = nil
 		var notes []string
-		run, notes = compactGraph(file, logs, want, laneAt, o)
+		if cs == nil {
+			cs = startCompact(file, o)
+		}
+		run, notes = cs.finish(logs, want, laneAt)
 		d.Notes = append(d.Notes, notes...)
 		if !whole && run != nil {
 			d.Notes = append(d.Notes, fmt.Sprintf("%d events: the findings' chains are drawn from the nodes of the %d events their events link to, not from the whole graph", total, maxChainEvents))
@@ -216,9 +191,69 @@ func buildGraph(file string) (*graph.Graph, error) {
 	return graph.Build(graph.NewEventSource(f, file), graph.Options{})
 }
 
-// keepFindingEvents bounds the findings' events the first pass keeps
-// beyond the earliest MaxDetails.
-const keepFindingEvents = 2 * maxFindings
+// firstPass is what the first pass over a single log keeps (readFirst).
+type firstPass struct {
+	server, cassette string
+	endSigned        []string
+	links            map[string][]string // event id → the events it links to
+	codes            []uint8             // a lane code per event
+	kept             map[int]*eventlog.Event
+	rows             [][6]int64 // the timeline rows, flags not set
+	rowIDs           []string   // the event id of each row
+	rowOf            map[string]int
+	rerr             error // the read's error (not io.EOF)
+	openErr          error
+}
+
+// readFirst reads the log once, without the verdict (it runs beside
+// verify.Run): the timeline rows (their finding flags are set once the
+// findings are known), a lane byte per event, the log's summary, each
+// event's links and the earliest MaxDetails events (the findings' events
+// that are not among them are re-read, as the chains' are).
+func readFirst(file string, o Options, kinds, labels *interner) *firstPass {
+	fp := &firstPass{links: map[string][]string{}, kept: map[int]*eventlog.Event{}, rowOf: map[string]int{}}
+	f, err := os.Open(file)
+	if err != nil {
+		fp.openErr = exitcode.Input("read events", err, "check the path given to --events")
+		return fp
+	}
+	defer f.Close()
+	r := eventlog.NewReader(f, file)
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				fp.rerr = exitcode.New(exitcode.Tampered, err, "")
+			}
+			break
+		}
+		if e.Header != nil && e.Header.Server != nil {
+			fp.server = e.Header.Server.Name
+		}
+		if e.End != nil {
+			for _, s := range e.End.Signatures {
+				fp.endSigned = append(fp.endSigned, s.KeyID)
+			}
+		}
+		if e.Wire != nil && e.Wire.Cassette != "" && fp.cassette == "" {
+			fp.cassette = e.Wire.Cassette
+		}
+		if l := eventLinks(e); len(l) > 0 {
+			fp.links[e.ID] = l
+		}
+		i := len(fp.codes)
+		fp.codes = append(fp.codes, laneCode(e))
+		if i < o.MaxDetails {
+			fp.kept[i] = e
+		}
+		if i < maxEventRows {
+			fp.rowOf[e.ID] = i
+			fp.rowIDs = append(fp.rowIDs, e.ID)
+			fp.rows = append(fp.rows, [6]int64{0, e.Seq, 0, int64(kinds.id(string(e.Kind))), int64(labels.id(eventLabel(e))), 0})
+		}
+	}
+	return fp
+}
 
 // reread returns the events at rows (sorted, of the first pass): those the
 // first pass kept, the others read again from the log, which is read only
