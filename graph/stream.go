@@ -242,6 +242,8 @@ func decodeParallel(fr *eventlog.FastReader, stop <-chan struct{}) <-chan evBatc
 			case lb.buf = <-free:
 				lb.buf = lb.buf[:0]
 			default:
+				// room for a batch of typical (~400 byte) lines
+				lb.buf = make([]byte, 0, decodeBatch*512)
 			}
 			for len(lb.ends) < decodeBatch {
 				line, num, partial, err := fr.ReadLine()
