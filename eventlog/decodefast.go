@@ -589,20 +589,40 @@ func (l *FastReader) Name() string { return l.name }
 // Next returns the next event, or io.EOF at the end. A line that is not a
 // valid event yields a *ParseError.
 func (l *FastReader) Next() (*Event, error) {
-	line, err := l.readLine()
+	line, num, partial, err := l.ReadLine()
 	if err != nil {
 		return nil, err
 	}
+	return l.DecodeLine(line, num, partial)
+}
+
+// ReadLine reads the next line for a caller that decodes it with
+// DecodeLine, perhaps in other goroutines: the line without its newline
+// (valid until the next call), its 1-based number and whether it had no
+// newline (the log's cut-off last line). Its errors are Next's reading
+// errors (io.EOF at the end, a *ParseError for a line too long).
+func (l *FastReader) ReadLine() (line []byte, num int64, partial bool, err error) {
+	line, err = l.readLine()
+	if err != nil {
+		return nil, l.line, false, err
+	}
 	l.line++
+	return line, l.line, l.partial, nil
+}
+
+// DecodeLine decodes a line ReadLine returned as Next does (same event,
+// same *ParseError). It only reads the FastReader's settings, so several
+// goroutines may call it at once.
+func (l *FastReader) DecodeLine(line []byte, num int64, partial bool) (*Event, error) {
 	if len(bytes.TrimSpace(line)) == 0 {
-		return nil, &ParseError{File: l.name, Line: l.line, Err: errors.New("blank line")}
+		return nil, &ParseError{File: l.name, Line: num, Err: errors.New("blank line")}
 	}
 	e, pe := decodeEventFast(line, l.shared)
 	if pe != nil {
-		if l.partial {
+		if partial {
 			pe.Err = fmt.Errorf("%w: %w", ErrCutOff, pe.Err)
 		}
-		pe.Locate(l.name, l.line)
+		pe.Locate(l.name, num)
 		return nil, pe
 	}
 	return e, nil

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 
 	"github.com/agent-trace-witness/witness/eventlog"
@@ -88,37 +89,15 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 	if fr, ok := src.(*eventlog.FastReader); ok {
 		fr.ShareLines(true)
 	}
-	// events are decoded in their own goroutine, in batches
-	type batch struct {
-		evs []*eventlog.Event
-		err error
-	}
-	bch := make(chan batch, 4)
+	// events are decoded in goroutines of their own, in batches, in order
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() {
-		defer close(bch)
-		for {
-			evs := make([]*eventlog.Event, 0, 512)
-			var err error
-			for len(evs) < 512 {
-				var e *eventlog.Event
-				e, err = src.Next()
-				if err != nil {
-					break
-				}
-				evs = append(evs, e)
-			}
-			select {
-			case bch <- batch{evs, err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	var bch <-chan evBatch
+	if fr, ok := src.(*eventlog.FastReader); ok {
+		bch = decodeParallel(fr, stop)
+	} else {
+		bch = decodeSerial(src, stop)
+	}
 
 	// the mapped lines of a batch of events are packed into runs in a
 	// goroutine of their own
@@ -189,6 +168,160 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 	n, err := st.merge(cur, sink)
 	stats.Quads = n
 	return stats, err
+}
+
+// evBatch is a batch of decoded events, then the error that ended the
+// log (io.EOF) or its decoding, if any.
+type evBatch struct {
+	evs []*eventlog.Event
+	err error
+}
+
+// decodeBatch is how many events a batch holds.
+const decodeBatch = 512
+
+// decodeSerial decodes the events of src in a goroutine, in batches.
+func decodeSerial(src EventSource, stop <-chan struct{}) <-chan evBatch {
+	bch := make(chan evBatch, 4)
+	go func() {
+		defer close(bch)
+		for {
+			evs := make([]*eventlog.Event, 0, decodeBatch)
+			var err error
+			for len(evs) < decodeBatch {
+				var e *eventlog.Event
+				e, err = src.Next()
+				if err != nil {
+					break
+				}
+				evs = append(evs, e)
+			}
+			select {
+			case bch <- evBatch{evs, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return bch
+}
+
+// lineBatch is a batch of raw lines read for the decoders: line i is
+// buf[ends[i-1]:ends[i]] (from 0 for i=0), numbered first+i; the last
+// may lack its newline (partial); err ended the reading after them.
+type lineBatch struct {
+	buf     []byte
+	ends    []int
+	first   int64
+	partial bool
+	err     error
+	res     chan evBatch
+}
+
+// decodeParallel reads the lines of fr in one goroutine and decodes them
+// in several (the mapper is sequential, decoding is not), and delivers
+// the events in log order with the errors Next would return, where it
+// would return them.
+func decodeParallel(fr *eventlog.FastReader, stop <-chan struct{}) <-chan evBatch {
+	workers := runtime.GOMAXPROCS(0)
+	if workers > 4 {
+		workers = 4
+	}
+	jobs := make(chan *lineBatch, workers)
+	order := make(chan *lineBatch, 2*workers+2)
+	free := make(chan []byte, 2*workers+4)
+	go func() {
+		defer close(jobs)
+		defer close(order)
+		for {
+			lb := &lineBatch{res: make(chan evBatch, 1), ends: make([]int, 0, decodeBatch)}
+			select {
+			case lb.buf = <-free:
+				lb.buf = lb.buf[:0]
+			default:
+				// room for a batch of typical (~400 byte) lines
+				lb.buf = make([]byte, 0, decodeBatch*512)
+			}
+			for len(lb.ends) < decodeBatch {
+				line, num, partial, err := fr.ReadLine()
+				if err != nil {
+					lb.err = err
+					break
+				}
+				if len(lb.ends) == 0 {
+					lb.first = num
+				}
+				lb.buf = append(lb.buf, line...)
+				lb.ends = append(lb.ends, len(lb.buf))
+				lb.partial = partial
+			}
+			select {
+			case order <- lb:
+			case <-stop:
+				return
+			}
+			select {
+			case jobs <- lb:
+			case <-stop:
+				return
+			}
+			if lb.err != nil {
+				return
+			}
+		}
+	}()
+	for i := 0; i < workers; i++ {
+		go func() {
+			for lb := range jobs {
+				evs := make([]*eventlog.Event, 0, len(lb.ends))
+				var err error
+				start := 0
+				for i, end := range lb.ends {
+					var e *eventlog.Event
+					e, err = fr.DecodeLine(lb.buf[start:end], lb.first+int64(i), lb.partial && i == len(lb.ends)-1)
+					if err != nil {
+						break
+					}
+					evs = append(evs, e)
+					start = end
+				}
+				if err == nil {
+					err = lb.err
+				}
+				// the events hold copies: the buffer is free
+				select {
+				case free <- lb.buf:
+				default:
+				}
+				lb.buf = nil
+				lb.res <- evBatch{evs, err}
+			}
+		}()
+	}
+	out := make(chan evBatch, 2)
+	go func() {
+		defer close(out)
+		for lb := range order {
+			var b evBatch
+			select {
+			case b = <-lb.res:
+			case <-stop:
+				return
+			}
+			select {
+			case out <- b:
+			case <-stop:
+				return
+			}
+			if b.err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 func evidenceError(err error) error {
