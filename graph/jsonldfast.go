@@ -91,8 +91,9 @@ type canonNodeParser struct {
 	ends  []int      // end of each prop's values in vals
 }
 
-// nodeOfView is the Node of a view of a canonical element.
-func nodeOfView(v *NodeView) *Node {
+// Node returns the Node of the view, its strings copied: it stays valid
+// after the view's bytes are reused.
+func (v *NodeView) Node() *Node {
 	n := &Node{ID: string(v.ID), Props: make(map[string][]Term, len(v.Props))}
 	if len(v.Types) > 0 {
 		n.Types = slices.Clone(v.Types)

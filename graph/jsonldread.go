@@ -67,7 +67,7 @@ func scanStream(br *bufio.Reader, fn func(i int, n *Node) error) error {
 	return scanViewsIn(br, func(i int, v *NodeView) error {
 		n := v.node
 		if n == nil {
-			n = nodeOfView(v)
+			n = v.Node()
 		}
 		return fn(i, n)
 	}, viewBatchNodes)

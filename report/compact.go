@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,7 +78,7 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 			if !viewNeeded(v, want, rowOf) {
 				return nil
 			}
-			n := nodeOfView(v)
+			n := v.Node()
 			ev := n.Value(graph.WEventID)
 			kind := graph.DrawKind(n)
 			if ev != "" && want[ev] {
@@ -187,27 +186,6 @@ func viewValue(v *graph.NodeView, pred string) []byte {
 		return nil
 	}
 	return nil
-}
-
-// nodeOfView is the *graph.Node of a view, its strings copied (the view
-// is valid only during the scan's call).
-func nodeOfView(v *graph.NodeView) *graph.Node {
-	n := &graph.Node{ID: string(v.ID), Props: make(map[string][]graph.Term, len(v.Props))}
-	if len(v.Types) > 0 {
-		n.Types = slices.Clone(v.Types)
-	}
-	for _, p := range v.Props {
-		vals := make([]graph.Term, len(p.Vals))
-		for j, t := range p.Vals {
-			if len(t.IRI) > 0 {
-				vals[j] = graph.Term{IRI: string(t.IRI)}
-			} else {
-				vals[j] = graph.Term{Lex: string(t.Lex), Datatype: t.Datatype}
-			}
-		}
-		n.Props[p.Pred] = vals
-	}
-	return n
 }
 
 // stopReader reads r until stop is set, then fails: a canceled stream
