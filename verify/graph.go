@@ -134,8 +134,18 @@ func checkGraph(r *Report, plan Plan, name string, g *graph.Graph) error {
 		}
 	}
 	r.Evidence.finishProvenance()
+	judgeGraphEvents(r, plan, name, len(evs), func(i int) *eventlog.Event { return evs[i] })
+	CheckRun(r, plan, g, nil)
+	return nil
+}
+
+// judgeGraphEvents runs the checker on the n events a graph carries, in
+// seq order (ev(i): the i-th), and adds its findings to r: the one feed of
+// the whole read (checkGraph) and of the scan (graphstream.go).
+func judgeGraphEvents(r *Report, plan Plan, name string, n int, ev func(int) *eventlog.Event) {
 	c := newChecker(plan, name)
-	for _, e := range evs {
+	for i := 0; i < n; i++ {
+		e := ev(i)
 		if e.Kind == eventlog.KindSessionStart {
 			if e.Header != nil {
 				r.Evidence.ImportedFrom = e.Header.ImportedFrom
@@ -150,8 +160,6 @@ func checkGraph(r *Report, plan Plan, name string, g *graph.Graph) error {
 	r.Findings = append(r.Findings, c.findings...)
 	mergeNotCheckable(r, c.notCheckable)
 	mergeUnrun(r, c.unrun)
-	CheckRun(r, plan, g, nil)
-	return nil
 }
 
 // maxDanglingFindings caps the graph-dangling findings listed.

@@ -452,23 +452,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 		}
 	}
 	r.Evidence.finishProvenance()
-	c := newChecker(plan, name)
-	for _, i := range order {
-		e := s.event(int(i))
-		if e.Kind == eventlog.KindSessionStart {
-			if e.Header != nil {
-				r.Evidence.ImportedFrom = e.Header.ImportedFrom
-			}
-			c.header(e, 0)
-			continue
-		}
-		r.Evidence.Events++
-		c.event(e, 0)
-	}
-	c.finish()
-	r.Findings = append(r.Findings, c.findings...)
-	mergeNotCheckable(r, c.notCheckable)
-	mergeUnrun(r, c.unrun)
+	judgeGraphEvents(r, plan, name, len(order), func(k int) *eventlog.Event { return s.event(int(order[k])) })
 	// CheckRun on a graph without join statements, with no untrusted
 	// source in the plan, judges nothing; it marks what it ran.
 	if r.ran == nil {
