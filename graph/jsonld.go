@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -305,7 +307,8 @@ func parseJSONLD(data []byte) (*Graph, error) {
 	if len(ctx) != len(want) {
 		return nil, atPath(`$["@context"]`, errors.New("not the witness context (other contexts are not fetched or processed)"))
 	}
-	for k, v := range want {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		v := want[k]
 		if ctx[k] != v {
 			return nil, atPath(jsonpath.Member(`$["@context"]`, k), fmt.Errorf("must be %q", v))
 		}
@@ -367,7 +370,10 @@ func parseNode(obj map[string]any) (*Node, error) {
 		return nil, atPath(`$["@id"]`, err)
 	}
 	n := NewNode(id)
-	for k, v := range obj {
+	// keys in sorted order, so that a node with several bad members is
+	// always refused at the same one (a map's order is random)
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		v := obj[k]
 		switch {
 		case k == "@id":
 		case k == "@type":
