@@ -3,7 +3,10 @@
 # 100k and 1M events (witness-bench gen, internal/synthlog), in ONE table:
 # wall seconds, CPU seconds (user+sys), peak RSS (/usr/bin/time, the
 # child's getrusage), events per second, and the ratio of the wall time to
-# the floor (reading the log and sha256-ing it, same run). Then the growth
+# the floor (reading the log and sha256-ing it, same run: witness-bench
+# floor, Go's sha256, which uses the CPU's SHA instructions), and the ratio
+# to coreutils' sha256sum of the log, the floor issue 17 measured (1.8 s,
+# 2 MB at 1M on its machine). Then the growth
 # of each verb from the smallest to the largest size (time and memory
 # ratios against the ratio of events: 1.00 is linear). Each cell is run
 # SCALE_RUNS times and the best (lowest) wall time is shown with the peak
@@ -17,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 sizes="${SCALE_SIZES:-10000 100000 1000000}"
-verbs="${SCALE_VERBS:-floor graph-nquads graph-jsonld graph-dot verify-log verify-graph replay-remove replay-rank why report}"
+verbs="${SCALE_VERBS:-floor sha256sum graph-nquads graph-jsonld graph-dot verify-log verify-graph replay-remove replay-rank why report}"
 dir="${SCALE_DIR:-}"
 if [ -z "$dir" ]; then
 	dir="$(mktemp -d "${TMPDIR:-/tmp}/witness-bench-scale.XXXXXX")"
@@ -53,6 +56,7 @@ cmd_of() { # verb size: the command line of a cell, or "" when the verb is pendi
 	local v="$1" n="$2" log="$dir/events-$2.jsonl" g="$dir/graph-$2.jsonld"
 	case "$v" in
 	floor) echo "$dir/witness-bench floor $log" ;;
+	sha256sum) command -v sha256sum >/dev/null && echo "sha256sum $log" ;;
 	graph-nquads) echo "$W graph --events $log --format nquads --out $dir/out.nq --force --tmp $dir" ;;
 	graph-jsonld) echo "$W graph --events $log --out $dir/out.jsonld --force --tmp $dir" ;;
 	graph-dot) echo "$W graph --events $log --format dot --out $dir/out.dot --force" ;;
@@ -66,30 +70,32 @@ cmd_of() { # verb size: the command line of a cell, or "" when the verb is pendi
 }
 
 declare -A WALL CPU RSS
-printf '%-14s %9s %9s %9s %9s %12s %8s  %s\n' verb events wall_s cpu_s peak_MiB events/s x_floor note
+printf '%-14s %9s %9s %9s %9s %12s %8s %8s  %s\n' verb events wall_s cpu_s peak_MiB events/s x_floor x_sum note
 for n in $sizes; do
 	log="$dir/events-$n.jsonl"
 	[ -s "$log" ] || "$dir/witness-bench" gen "$n" "$log" >/dev/null
 	[ -s "$dir/graph-$n.jsonld" ] || "$W" graph --events "$log" --out "$dir/graph-$n.jsonld" --tmp "$dir" 2>/dev/null
 	runs="${SCALE_RUNS:-3}"
 	[ -n "${SCALE_RUNS:-}" ] || [ "$n" -lt 1000000 ] || runs=1
-	floor=""
+	floor="" sum=""
 	for v in $verbs; do
 		c=$(cmd_of "$v" "$n" || true)
 		if [ -z "$c" ]; then
-			printf '%-14s %9s %9s %9s %9s %12s %8s  %s\n' "$v" "$n" - - - - - "pending (verb not in this build)"
+			printf '%-14s %9s %9s %9s %9s %12s %8s %8s  %s\n' "$v" "$n" - - - - - - "pending (not in this build or not installed)"
 			continue
 		fi
 		# shellcheck disable=SC2086
 		read -r wall cpu rss code < <(best "$runs" $c)
 		[ "$v" != floor ] || floor="$wall"
+		[ "$v" != sha256sum ] || sum="$wall"
 		WALL[$v,$n]=$wall CPU[$v,$n]=$cpu RSS[$v,$n]=$rss
 		note="exit $code"
 		[ "$v" != verify-log ] || note="$note (the synthetic session id is not derived: tampered verdict, every check runs)"
 		[ "$v" != verify-graph ] || note="$note (a graph alone is unauthenticated)"
-		awk -v v="$v" -v n="$n" -v w="$wall" -v c="$cpu" -v r="$rss" -v f="$floor" -v note="$note" 'BEGIN {
+		awk -v v="$v" -v n="$n" -v w="$wall" -v c="$cpu" -v r="$rss" -v f="$floor" -v s="$sum" -v note="$note" 'BEGIN {
 			ws = (w > 0 ? w : 0.01); fl = (f > 0 ? f : 0.01)
-			printf "%-14s %9d %9.2f %9.2f %9d %12.0f %8.1f  %s\n", v, n, w, c, r, n/ws, ws/fl, note }'
+			xs = (s > 0 ? sprintf("%8.1f", ws/s) : sprintf("%8s", "-"))
+			printf "%-14s %9d %9.2f %9.2f %9d %12.0f %8.1f %s  %s\n", v, n, w, c, r, n/ws, ws/fl, xs, note }'
 	done
 done
 
