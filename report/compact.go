@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/agent-trace-witness/witness/graph"
@@ -28,9 +27,10 @@ const DefaultCompactAbove = 50000
 const maxChainEvents = 4096
 
 // compactGraph streams the graph of one log (graph.StreamJSONLD, bounded
-// by its external sort) once, to two readers at the same time: the replay
-// engine (replay.NewEngineJSONLD, which keeps its index, not the graph)
-// and a scan that keeps only what the page needs of the graph:
+// by its external sort) once, to one scan (graph.ScanJSONLDView) that
+// feeds every node to replay's engine (replay.EngineBuilder, which keeps
+// its index, not the graph) and keeps only what the page needs of the
+// graph:
 //   - the nodes of the events the findings' chains can reach (want: event
 //     ids), as a subgraph why.Explain walks;
 //   - the node each finding's event names (activity, else first entity);
@@ -39,42 +39,41 @@ const maxChainEvents = 4096
 //     with a timeline row, so at most maxEventRows events' nodes) with
 //     their IRIs interned and their edges as index pairs.
 //
+// It also returns the stream's graph digest (the sha256 of the canonical
+// N-Quads of the same graph: verify.Run's digest of the log without a
+// seal), "" when the stream failed.
+//
 // The stream starts before the scan's inputs are known (startCompact): it
 // maps and sorts every event before it writes a node, so that work runs
 // beside the verification and the first pass over the log; the scan waits
 // for its inputs (in) before it reads, and a closed in cancels it. The
 // result depends only on the inputs, never on when they come.
-func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string) {
+func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string, string) {
 	var notes []string
-	prA, pwA := io.Pipe()
-	prB, pwB := io.Pipe()
-	var wg sync.WaitGroup
+	pr, pw := io.Pipe()
 	var eng *replay.Engine
 	var engErr, scanErr error
 	name := filepath.Base(file)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		eng, engErr = replay.NewEngineJSONLD(prA, name)
-		_, _ = io.Copy(io.Discard, prA) // the rest, so that the stream never blocks
-	}()
 	run := &runState{compact: true, primary: map[string]string{}, labels: map[string]string{}, pic: &picture{ids: map[string]int32{}}}
 	var sub []*graph.Node
 	ents := map[string]string{}
 	var stop atomic.Bool
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(done)
 		args, ok := <-in
 		if !ok {
 			stop.Store(true)
 			scanErr = errCanceled
-			prB.CloseWithError(errCanceled)
+			pr.CloseWithError(errCanceled)
 			return
 		}
 		logs, want, laneAt := args.logs, args.want, args.laneAt
 		classes := nodeClasses(logs)
 		rowOf := logs[0].rowOf
-		scanErr = graph.ScanJSONLDView(prB, name, func(v *graph.NodeView) error {
+		eb := replay.NewEngineBuilder()
+		scanErr = graph.ScanJSONLDView(pr, name, func(v *graph.NodeView) error {
+			eb.Add(v)
 			if !viewNeeded(v, want, rowOf) {
 				return nil
 			}
@@ -102,24 +101,33 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 			}
 			return nil
 		})
-		_, _ = io.Copy(io.Discard, prB)
+		// the rest, so that the stream never blocks and its digest is
+		// whole whatever the scan found
+		_, _ = io.Copy(io.Discard, pr)
+		if scanErr == nil {
+			eng, engErr = eb.Finish()
+		}
 	}()
 	var err error
+	digest := ""
 	f, err := os.Open(file)
 	if err != nil {
 		err = exitcode.Input("read events", err, "check the path given to --events")
 	} else {
-		_, err = graph.StreamJSONLD(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), io.MultiWriter(pwA, pwB), graph.Options{}, o.Stream)
+		var st graph.StreamStats
+		st, err = graph.StreamJSONLD(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), pw, graph.Options{}, o.Stream)
 		f.Close()
+		if err == nil {
+			digest = st.Digest
+		}
 	}
-	pwA.CloseWithError(err)
-	pwB.CloseWithError(err)
-	wg.Wait()
+	pw.CloseWithError(err)
+	<-done
 	if err == nil {
 		err = scanErr
 	}
 	if err != nil {
-		return nil, append(notes, fmt.Sprintf("no causal graph: %v", err))
+		return nil, append(notes, fmt.Sprintf("no causal graph: %v", err)), digest
 	}
 	for ev, id := range ents {
 		if run.primary[ev] == "" {
@@ -132,7 +140,7 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 	} else {
 		run.eng = eng
 	}
-	return run, notes
+	return run, notes, digest
 }
 
 // viewNeeded reports whether the scan can use the node v: a node of a
@@ -234,11 +242,16 @@ var errCanceled = errors.New("report: graph stream canceled")
 type compactStream struct {
 	in  chan scanIn
 	out chan compactOut
+	// owesDigest: verify.Run was told not to compute the log's graph
+	// digest (verify.Options.NoGraphDigest); the report fills it in
+	// (fillDigest)
+	owesDigest bool
 }
 
 type compactOut struct {
-	run   *runState
-	notes []string
+	run    *runState
+	notes  []string
+	digest string
 }
 
 // startCompact starts compactGraph on file; finish gives it its inputs
@@ -246,17 +259,18 @@ type compactOut struct {
 func startCompact(file string, o Options) *compactStream {
 	cs := &compactStream{in: make(chan scanIn, 1), out: make(chan compactOut, 1)}
 	go func() {
-		run, notes := compactGraph(file, cs.in, o)
-		cs.out <- compactOut{run: run, notes: notes}
+		run, notes, digest := compactGraph(file, cs.in, o)
+		cs.out <- compactOut{run: run, notes: notes, digest: digest}
 	}()
 	return cs
 }
 
-// finish gives the scan its inputs and waits for the graph.
-func (cs *compactStream) finish(logs []*logState, want map[string]bool, laneAt func(int, string, int) int) (*runState, []string) {
+// finish gives the scan its inputs and waits for the graph and the
+// graph digest ("" when the stream failed).
+func (cs *compactStream) finish(logs []*logState, want map[string]bool, laneAt func(int, string, int) int) (*runState, []string, string) {
 	cs.in <- scanIn{logs: logs, want: want, laneAt: laneAt}
 	r := <-cs.out
-	return r.run, r.notes
+	return r.run, r.notes, r.digest
 }
 
 // cancel ends a stream whose graph is not needed and waits for its end.
@@ -349,4 +363,22 @@ func (pc *picture) draw(lanes *interner, o Options) Picture {
 	p := frame(pc.drawn, lanes)
 	drawSummary(&p, pc.nodes, pc.edges, o.GraphWindows)
 	return p
+}
+
+// logDigest is the graph digest verify.Run gives a single log without a
+// seal: the sha256 of the canonical N-Quads of its graph (graph.Options{}),
+// "" when the log does not map to a graph. For the report whose graph
+// stream was canceled (a log of few events) but that told verify not to
+// compute it.
+func logDigest(file string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := graph.StreamNQuads(graph.NewEventSource(f, file), io.Discard, graph.Options{}, graph.StreamOptions{})
+	if err != nil {
+		return ""
+	}
+	return st.Digest
 }
