@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 
@@ -26,11 +25,11 @@ const DefaultCompactAbove = 50000
 // concerns), transitively, at most maxChainEvents of them.
 const maxChainEvents = 4096
 
-// compactGraph streams the graph of one log (graph.StreamJSONLD, bounded
-// by its external sort) once, to one scan (graph.ScanJSONLDView) that
-// feeds every node to replay's engine (replay.EngineBuilder, which keeps
-// its index, not the graph) and keeps only what the page needs of the
-// graph:
+// compactGraph streams the graph of one log once (graph.StreamViews:
+// StreamJSONLD's nodes, bounded by its external sort, as views, without
+// writing or parsing the JSON-LD document) to one scan that feeds every
+// node to replay's engine (replay.EngineBuilder, which keeps its index,
+// not the graph) and keeps only what the page needs of the graph:
 //   - the nodes of the events the findings' chains can reach (want: event
 //     ids), as a subgraph why.Explain walks;
 //   - the node each finding's event names (activity, else first entity);
@@ -44,90 +43,86 @@ const maxChainEvents = 4096
 // seal), "" when the stream failed.
 //
 // The stream starts before the scan's inputs are known (startCompact): it
-// maps and sorts every event before it writes a node, so that work runs
+// maps and sorts every event before it hands on a node, so that work runs
 // beside the verification and the first pass over the log; the scan waits
-// for its inputs (in) before it reads, and a closed in cancels it. The
+// for its inputs (in) at the first node, and a closed in cancels it. The
 // result depends only on the inputs, never on when they come.
 func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string, string) {
-	var notes []string
-	pr, pw := io.Pipe()
-	var eng *replay.Engine
-	var engErr, scanErr error
-	name := filepath.Base(file)
 	run := &runState{compact: true, primary: map[string]string{}, labels: map[string]string{}, pic: &picture{ids: map[string]int32{}}}
 	var sub []*graph.Node
 	ents := map[string]string{}
+	// the inputs, or the cancellation (which also stops the mapping)
 	var stop atomic.Bool
-	done := make(chan struct{})
+	got := make(chan scanIn, 1)
+	canceled := make(chan struct{})
 	go func() {
-		defer close(done)
 		args, ok := <-in
 		if !ok {
 			stop.Store(true)
-			scanErr = errCanceled
-			pr.CloseWithError(errCanceled)
+			close(canceled)
 			return
 		}
-		logs, want, laneAt := args.logs, args.want, args.laneAt
-		classes := nodeClasses(logs)
-		rowOf := logs[0].rowOf
-		eb := replay.NewEngineBuilder()
-		scanErr = graph.ScanJSONLDView(pr, name, func(v *graph.NodeView) error {
-			eb.Add(v)
-			if !viewNeeded(v, want, rowOf) {
-				return nil
-			}
-			n := v.Node()
-			ev := n.Value(graph.WEventID)
-			kind := graph.DrawKind(n)
-			if ev != "" && want[ev] {
-				sub = append(sub, n)
-				switch {
-				case kind == "activity" && run.primary[ev] == "":
-					run.primary[ev] = n.ID
-				case kind == "entity" && ents[ev] == "":
-					ents[ev] = n.ID
-				}
-			} else if ev == "" && pathWanted(n.ID, want) {
-				sub = append(sub, n)
-			}
-			if g, ok := projectNode(n, 0, logs, classes, laneAt, run.pic.drawn < o.MaxGraphNodes+1); ok {
-				run.pic.add(g, o.MaxGraphNodes)
-				if kind == "activity" {
-					// the ranking's labels, of the activities with a
-					// timeline row (bounded as the rows are)
-					run.labels[n.ID] = graph.NodeLabel(n)
-				}
-			}
-			return nil
-		})
-		// the rest, so that the stream never blocks and its digest is
-		// whole whatever the scan found
-		_, _ = io.Copy(io.Discard, pr)
-		if scanErr == nil {
-			eng, engErr = eb.Finish()
-		}
+		got <- args
 	}()
-	var err error
+	var args scanIn
+	var classes map[[2]any]string
+	var rowOf map[string]int
+	started := false
+	eb := replay.NewEngineBuilder()
+	scan := func(v *graph.NodeView) error {
+		if !started {
+			select {
+			case args = <-got:
+			case <-canceled:
+				return errCanceled
+			}
+			started = true
+			classes = nodeClasses(args.logs)
+			rowOf = args.logs[0].rowOf
+		}
+		eb.Add(v)
+		want := args.want
+		if !viewNeeded(v, want, rowOf) {
+			return nil
+		}
+		n := v.Node()
+		ev := n.Value(graph.WEventID)
+		kind := graph.DrawKind(n)
+		if ev != "" && want[ev] {
+			sub = append(sub, n)
+			switch {
+			case kind == "activity" && run.primary[ev] == "":
+				run.primary[ev] = n.ID
+			case kind == "entity" && ents[ev] == "":
+				ents[ev] = n.ID
+			}
+		} else if ev == "" && pathWanted(n.ID, want) {
+			sub = append(sub, n)
+		}
+		if g, ok := projectNode(n, 0, args.logs, classes, args.laneAt, run.pic.drawn < o.MaxGraphNodes+1); ok {
+			run.pic.add(g, o.MaxGraphNodes)
+			if kind == "activity" {
+				// the ranking's labels, of the activities with a
+				// timeline row (bounded as the rows are)
+				run.labels[n.ID] = graph.NodeLabel(n)
+			}
+		}
+		return nil
+	}
 	digest := ""
 	f, err := os.Open(file)
 	if err != nil {
 		err = exitcode.Input("read events", err, "check the path given to --events")
 	} else {
 		var st graph.StreamStats
-		st, err = graph.StreamJSONLD(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), pw, graph.Options{}, o.Stream)
+		st, err = graph.StreamViews(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), graph.Options{}, o.Stream, scan)
 		f.Close()
 		if err == nil {
 			digest = st.Digest
 		}
 	}
-	pw.CloseWithError(err)
-	<-done
-	if err == nil {
-		err = scanErr
-	}
 	if err != nil {
-		return nil, append(notes, fmt.Sprintf("no causal graph: %v", err)), digest
+		return nil, []string{fmt.Sprintf("no causal graph: %v", err)}, digest
 	}
 	for ev, id := range ents {
 		if run.primary[ev] == "" {
@@ -135,12 +130,12 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 		}
 	}
 	run.g = &graph.Graph{Nodes: sub}
-	if engErr != nil {
-		run.engErr = engErr
+	if eng, err := eb.Finish(); err != nil {
+		run.engErr = err
 	} else {
 		run.eng = eng
 	}
-	return run, notes, digest
+	return run, nil, digest
 }
 
 // viewNeeded reports whether the scan can use the node v: a node of a
