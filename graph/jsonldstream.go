@@ -185,12 +185,17 @@ func (r *nqReorder) finish() (int64, error) {
 	return n, nil
 }
 
+// jsonldKey is a predicate's or datatype's compact JSON key and its IRI.
+type jsonldKey struct {
+	key, iri string
+}
+
 // jsonldNode is the reusable scratch of one node's JSON object, read from
 // a merged block of canonical N-Quads lines.
 type jsonldNode struct {
 	types  [][]byte
 	groups []jsonldGroup
-	keys   map[string]string // predicate IRI -> compact JSON key
+	keys   map[string]jsonldKey // predicate or datatype IRI -> its compact JSON key
 	// the order of the groups by key, by the sequence of their predicate
 	// codes (known predicates only): nodes of one kind share it
 	perms  map[string][]int
@@ -206,7 +211,7 @@ type jsonldNode struct {
 
 type jsonldGroup struct {
 	key  string      // compact predicate
-	pred []byte      // the predicate IRI
+	pred string      // the predicate IRI
 	objs []jsonldObj // objects, in line order (the canonical order)
 }
 
@@ -221,7 +226,7 @@ type jsonldObj struct {
 // order (by compact key).
 func (j *jsonldNode) group(blk []byte) ([]byte, []jsonldGroup, error) {
 	if j.keys == nil {
-		j.keys = map[string]string{}
+		j.keys = map[string]jsonldKey{}
 	}
 	j.types = j.types[:0]
 	for i := range j.groups {
@@ -251,16 +256,16 @@ func (j *jsonldNode) group(blk []byte) ([]byte, []jsonldGroup, error) {
 		if lastP == nil || !bytes.Equal(p, lastP) {
 			k, ok := j.keys[string(p)]
 			if !ok {
-				k = compact(string(p))
+				k = jsonldKey{key: compact(string(p)), iri: string(p)}
 				j.keys[string(p)] = k
 			}
 			if len(j.groups) < cap(j.groups) {
 				j.groups = j.groups[:len(j.groups)+1]
-				j.groups[len(j.groups)-1].key = k
+				j.groups[len(j.groups)-1].key = k.key
 			} else {
-				j.groups = append(j.groups, jsonldGroup{key: k})
+				j.groups = append(j.groups, jsonldGroup{key: k.key})
 			}
-			j.groups[len(j.groups)-1].pred = p
+			j.groups[len(j.groups)-1].pred = k.iri
 			lastP = p
 			j.sig = append(j.sig, code)
 			sigOK = sigOK && (code-predBase)%2 == 0
@@ -405,10 +410,13 @@ func (j *jsonldNode) sortGroups(cached bool) []jsonldGroup {
 }
 
 // compact is compact(iri), remembered.
-func (j *jsonldNode) compact(iri []byte) string {
+func (j *jsonldNode) compact(iri []byte) string { return j.key(iri).key }
+
+// key is iri's jsonldKey, remembered.
+func (j *jsonldNode) key(iri []byte) jsonldKey {
 	k, ok := j.keys[string(iri)]
 	if !ok {
-		k = compact(string(iri))
+		k = jsonldKey{key: compact(string(iri)), iri: string(iri)}
 		j.keys[string(iri)] = k
 	}
 	return k
@@ -607,7 +615,7 @@ func (j *jsonldNode) view(v *NodeView, blk []byte) error {
 	}
 	for i, g := range groups {
 		p := &v.Props[i]
-		p.Pred = j.str(g.pred)
+		p.Pred = g.pred
 		p.Vals = vals[:len(g.objs):len(g.objs)]
 		vals = vals[len(g.objs):]
 		for k, o := range g.objs {
@@ -638,7 +646,7 @@ func (j *jsonldNode) view(v *NodeView, blk []byte) error {
 			}
 			t.Datatype = XSDString
 			if o.dt != nil {
-				t.Datatype = j.str(o.dt)
+				t.Datatype = j.key(o.dt).iri
 			}
 		}
 	}
