@@ -20,15 +20,36 @@ import (
 // the same sorted blocks), the number of quads, and the JSON-LD bytes
 // written.
 func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) (StreamStats, error) {
+	return streamJSONLD(src, w, nil, opts, so)
+}
+
+// StreamViews streams the graph of the event log src as StreamJSONLD
+// does, but hands each node to fn instead of writing the document: the
+// NodeView ScanJSONLDView gives for that node of StreamJSONLD's document,
+// in the document's order, valid only during the call. Nothing is
+// formatted or parsed as JSON. An error from fn stops the stream and is
+// returned. The stats carry the graph digest and the number of quads, as
+// StreamJSONLD's (Bytes is 0).
+func StreamViews(src EventSource, opts Options, so StreamOptions, fn func(*NodeView) error) (StreamStats, error) {
+	return streamJSONLD(src, nil, fn, opts, so)
+}
+
+// streamJSONLD is StreamJSONLD (w) or StreamViews (fn).
+func streamJSONLD(src EventSource, w io.Writer, fn func(*NodeView) error, opts Options, so StreamOptions) (StreamStats, error) {
 	h := sha256.New()
 	hw := newAsyncWriter(1<<20, h)
-	cw := &countWriter{w: w}
-	jw := newAsyncWriter(1<<20, cw)
+	cw := &countWriter{w: io.Discard}
+	var jw *asyncWriter
+	if w != nil {
+		cw.w = w
+		jw = newAsyncWriter(1<<20, cw)
+	}
 	// nothing is written before every event mapped: the head comes with
 	// the first node (or the end)
 	head := []byte(`{"@context":` + ContextJSON + `,"@graph":[`)
 	nq := &nqReorder{w: hw}
 	var jn jsonldNode
+	var view NodeView
 	var buf []byte
 	first := true
 	stats, err := streamBlocks(src, opts, so, true, func(pre, blk []byte) (int64, error) {
@@ -36,6 +57,12 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 		n, blk, nerr := nq.push(pre, blk)
 		if nerr != nil {
 			return n, nerr
+		}
+		if fn != nil {
+			if err := jn.view(&view, blk); err != nil {
+				return 0, fmt.Errorf("node view: node %s: %w", lineKey(blk), err)
+			}
+			return n, fn(&view)
 		}
 		buf = buf[:0]
 		if first {
@@ -55,12 +82,18 @@ func StreamJSONLD(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 		var n int64
 		n, err = nq.finish()
 		stats.Quads += n
-		if first {
-			jw.Write(head)
+		if jw != nil {
+			if first {
+				jw.Write(head)
+			}
+			jw.Write([]byte("]}\n"))
 		}
-		jw.Write([]byte("]}\n"))
 	}
-	herr, jerr := hw.Close(), jw.Close()
+	herr := hw.Close()
+	var jerr error
+	if jw != nil {
+		jerr = jw.Close()
+	}
 	if err == nil {
 		err = herr
 	}
@@ -152,22 +185,33 @@ func (r *nqReorder) finish() (int64, error) {
 	return n, nil
 }
 
+// jsonldKey is a predicate's or datatype's compact JSON key and its IRI.
+type jsonldKey struct {
+	key, iri string
+}
+
 // jsonldNode is the reusable scratch of one node's JSON object, read from
 // a merged block of canonical N-Quads lines.
 type jsonldNode struct {
 	types  [][]byte
 	groups []jsonldGroup
-	keys   map[string]string // predicate IRI -> compact JSON key
+	keys   map[string]jsonldKey // predicate or datatype IRI -> its compact JSON key
 	// the order of the groups by key, by the sequence of their predicate
 	// codes (known predicates only): nodes of one kind share it
 	perms  map[string][]int
 	sig    []byte
 	sorted []jsonldGroup
 	lex    []byte
+	// view's: the literals unescaped, the IRIs of types, predicates and
+	// datatypes as strings (few distinct; bounded)
+	vlex []byte
+	tv   []TermView
+	strs map[string]string
 }
 
 type jsonldGroup struct {
 	key  string      // compact predicate
+	pred string      // the predicate IRI
 	objs []jsonldObj // objects, in line order (the canonical order)
 }
 
@@ -177,11 +221,12 @@ type jsonldObj struct {
 	o, dt []byte
 }
 
-// append appends the canonical JSON object (appendNodeJSON's bytes) of the
-// node whose block is blk.
-func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
+// group reads the block blk of one node into j.types (sorted) and its
+// groups, and returns the node's IRI and the groups in the document's
+// order (by compact key).
+func (j *jsonldNode) group(blk []byte) ([]byte, []jsonldGroup, error) {
 	if j.keys == nil {
-		j.keys = map[string]string{}
+		j.keys = map[string]jsonldKey{}
 	}
 	j.types = j.types[:0]
 	for i := range j.groups {
@@ -196,12 +241,12 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 	for rest := blk[len(key):]; len(rest) > 0; {
 		e := bytes.IndexByte(rest, '\n')
 		if e < 0 {
-			return b, errors.New("block line without newline")
+			return nil, nil, errors.New("block line without newline")
 		}
 		code := rest[0]
 		p, obj, dt, err := splitLine(rest[:e+1])
 		if err != nil {
-			return b, err
+			return nil, nil, err
 		}
 		rest = rest[e+1:]
 		if dt == nil && string(p) == RDFType && obj[0] == '<' {
@@ -211,15 +256,16 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 		if lastP == nil || !bytes.Equal(p, lastP) {
 			k, ok := j.keys[string(p)]
 			if !ok {
-				k = compact(string(p))
+				k = jsonldKey{key: compact(string(p)), iri: string(p)}
 				j.keys[string(p)] = k
 			}
 			if len(j.groups) < cap(j.groups) {
 				j.groups = j.groups[:len(j.groups)+1]
-				j.groups[len(j.groups)-1].key = k
+				j.groups[len(j.groups)-1].key = k.key
 			} else {
-				j.groups = append(j.groups, jsonldGroup{key: k})
+				j.groups = append(j.groups, jsonldGroup{key: k.key})
 			}
+			j.groups[len(j.groups)-1].pred = k.iri
 			lastP = p
 			j.sig = append(j.sig, code)
 			sigOK = sigOK && (code-predBase)%2 == 0
@@ -229,8 +275,16 @@ func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
 	}
 	// types by IRI (line order puts "<a/x>" after "<a/x1>")
 	slices.SortFunc(j.types, bytes.Compare)
-	groups := j.sortGroups(sigOK)
-	var err error
+	return id, j.sortGroups(sigOK), nil
+}
+
+// append appends the canonical JSON object (appendNodeJSON's bytes) of the
+// node whose block is blk.
+func (j *jsonldNode) append(b, blk []byte) ([]byte, error) {
+	id, groups, err := j.group(blk)
+	if err != nil {
+		return b, err
+	}
 	b = append(b, `{"@id":`...)
 	if b, err = appendJSONBytes(b, id); err != nil {
 		return b, err
@@ -356,10 +410,13 @@ func (j *jsonldNode) sortGroups(cached bool) []jsonldGroup {
 }
 
 // compact is compact(iri), remembered.
-func (j *jsonldNode) compact(iri []byte) string {
+func (j *jsonldNode) compact(iri []byte) string { return j.key(iri).key }
+
+// key is iri's jsonldKey, remembered.
+func (j *jsonldNode) key(iri []byte) jsonldKey {
 	k, ok := j.keys[string(iri)]
 	if !ok {
-		k = compact(string(iri))
+		k = jsonldKey{key: compact(string(iri)), iri: string(iri)}
 		j.keys[string(iri)] = k
 	}
 	return k
@@ -518,4 +575,94 @@ func unescapeNQuads(dst, s []byte) ([]byte, error) {
 		}
 	}
 	return dst, nil
+}
+
+// view fills v with the NodeView ScanJSONLDView reads from the JSON object
+// append writes for the block blk: the IRI, the types (expanded, sorted),
+// one property per predicate in the object's order (by compact key), the
+// values in line order, literals unescaped with their datatype (XSDString
+// for a plain string). v's bytes are blk's or j's, valid until the next
+// call.
+func (j *jsonldNode) view(v *NodeView, blk []byte) error {
+	id, groups, err := j.group(blk)
+	if err != nil {
+		return err
+	}
+	if j.strs == nil {
+		j.strs = map[string]string{}
+	}
+	// unescaped literals are no longer than their escapes: one buffer of
+	// the block's size never moves while it is filled
+	if cap(j.vlex) < len(blk) {
+		j.vlex = make([]byte, 0, len(blk))
+	}
+	j.vlex = j.vlex[:0]
+	v.ID, v.node = id, nil
+	v.Types = v.Types[:0]
+	for _, t := range j.types {
+		v.Types = append(v.Types, j.str(t))
+	}
+	nv := 0
+	for _, g := range groups {
+		nv += len(g.objs)
+	}
+	v.Props = slices.Grow(v.Props[:0], len(groups))[:len(groups)]
+	j.tv = slices.Grow(j.tv[:0], nv)[:nv]
+	clear(j.tv)
+	vals := j.tv
+	if !utf8.Valid(id) {
+		return errInvalidUTF8
+	}
+	for i, g := range groups {
+		p := &v.Props[i]
+		p.Pred = g.pred
+		p.Vals = vals[:len(g.objs):len(g.objs)]
+		vals = vals[len(g.objs):]
+		for k, o := range g.objs {
+			t := &p.Vals[k]
+			if o.o[0] == '<' {
+				t.IRI = o.o[1 : len(o.o)-1]
+				if !utf8.Valid(t.IRI) {
+					return errInvalidUTF8
+				}
+				continue
+			}
+			if o.o[0] != '"' || len(o.o) < 2 || o.o[len(o.o)-1] != '"' {
+				return fmt.Errorf("unexpected object %q", o.o)
+			}
+			body := o.o[1 : len(o.o)-1]
+			if bytes.IndexByte(body, '\\') < 0 {
+				t.Lex = body
+			} else {
+				start := len(j.vlex)
+				if j.vlex, err = unescapeNQuads(j.vlex, body); err != nil {
+					return err
+				}
+				t.Lex = j.vlex[start:len(j.vlex):len(j.vlex)]
+			}
+			if !utf8.Valid(t.Lex) {
+				// the document cannot hold it either (canon.AppendString)
+				return errInvalidUTF8
+			}
+			t.Datatype = XSDString
+			if o.dt != nil {
+				t.Datatype = j.key(o.dt).iri
+			}
+		}
+	}
+	return nil
+}
+
+var errInvalidUTF8 = errors.New("invalid UTF-8 in a literal or IRI")
+
+// str is string(b), remembered (at most 4096 of them).
+func (j *jsonldNode) str(b []byte) string {
+	if s, ok := j.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(j.strs) < 4096 {
+		j.strs[s] = s
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -209,4 +210,76 @@ func FuzzAppendLiteral(f *testing.F) {
 		checkLiteral(t, body)
 		checkLiteral(t, AppendEscaped(nil, string(body)))
 	})
+}
+
+// TestStreamViewsEqualsScan: StreamViews hands fn the views
+// ScanJSONLDView reads from StreamJSONLD's document, node for node, with
+// the same digest and quad count, whatever the run size.
+func TestStreamViewsEqualsScan(t *testing.T) {
+	logs := map[string][]byte{"sample": sampleLog(t), "hansard": hansardLog(t), "surface": surfaceLog(t), "synthetic-3000": synthetic(t, 3000, 5), "empty": nil}
+	dump := func(b *bytes.Buffer, v *NodeView) {
+		fmt.Fprintf(b, "node %q types %q\n", v.ID, v.Types)
+		for _, p := range v.Props {
+			fmt.Fprintf(b, " %q:", p.Pred)
+			for _, x := range p.Vals {
+				if len(x.IRI) > 0 {
+					fmt.Fprintf(b, " <%q>", x.IRI)
+				} else {
+					fmt.Fprintf(b, " %q^^%q", x.Lex, x.Datatype)
+				}
+			}
+			b.WriteByte('\n')
+		}
+	}
+	nodes := 0
+	for name, log := range logs {
+		for _, opts := range []Options{{}, {OmitPayloads: true}} {
+			var doc bytes.Buffer
+			want, err := StreamJSONLD(NewEventSource(bytes.NewReader(log), name), &doc, opts, StreamOptions{TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var scanned bytes.Buffer
+			if err := ScanJSONLDView(bytes.NewReader(doc.Bytes()), name, func(v *NodeView) error {
+				dump(&scanned, v)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, rb := range []int{1, 256 << 10} {
+				var got bytes.Buffer
+				st, err := StreamViews(NewEventSource(bytes.NewReader(log), name), opts, StreamOptions{RunBytes: rb, TempDir: t.TempDir()}, func(v *NodeView) error {
+					nodes++
+					dump(&got, v)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.String() != scanned.String() {
+					a, b := got.Bytes(), scanned.Bytes()
+					i := 0
+					for i < len(a) && i < len(b) && a[i] == b[i] {
+						i++
+					}
+					t.Fatalf("%s/omit=%v/run%d: views differ at byte %d:\n got  %s\n scan %s", name, opts.OmitPayloads, rb, i, a[max(0, i-200):min(len(a), i+200)], b[max(0, i-200):min(len(b), i+200)])
+				}
+				if st.Digest != want.Digest || st.Quads != want.Quads {
+					t.Fatalf("%s: stats %+v, want %+v", name, st, want)
+				}
+			}
+		}
+	}
+	if nodes == 0 {
+		t.Fatal("no node seen")
+	}
+	// an error from fn stops the stream and is returned
+	stop := errors.New("stop")
+	calls := 0
+	if _, err := StreamViews(NewEventSource(bytes.NewReader(sampleLog(t)), "s"), Options{}, StreamOptions{TempDir: t.TempDir()}, func(*NodeView) error {
+		calls++
+		return stop
+	}); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("fn's error: got %v after %d calls", err, calls)
+	}
 }

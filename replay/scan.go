@@ -369,15 +369,45 @@ func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
 // newEngineJSONLD is NewEngineJSONLD with a name table of size slots at
 // first.
 func newEngineJSONLD(r io.Reader, name string, size int) (*Engine, error) {
-	vb := viewBuilder{names: newNameTable(size), depOff: make([]int32, 0, 1024), tools: map[string]string{}}
+	b := newEngineBuilder(size)
 	err := graph.ScanJSONLDView(r, name, func(v *graph.NodeView) error {
-		vb.add(v)
+		b.Add(v)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	ix, ev, err := vb.index()
+	return b.Finish()
+}
+
+// EngineBuilder builds the engine NewEngineJSONLD reads from the nodes of
+// a graph document a caller scans itself (graph.ScanJSONLDView), so that
+// one parse of the document feeds replay and the caller's own use of it.
+// Add every node of the document, in document order, then Finish. The
+// engine is NewEngineJSONLD's of the same document.
+type EngineBuilder struct {
+	vb viewBuilder
+}
+
+// NewEngineBuilder returns an empty EngineBuilder.
+func NewEngineBuilder() *EngineBuilder {
+	return newEngineBuilder(1 << 16)
+}
+
+func newEngineBuilder(size int) *EngineBuilder {
+	return &EngineBuilder{vb: viewBuilder{names: newNameTable(size), depOff: make([]int32, 0, 1024), tools: map[string]string{}}}
+}
+
+// Add keeps what replay needs of the node v (valid only during the call,
+// as ScanJSONLDView gives it).
+func (b *EngineBuilder) Add(v *graph.NodeView) { b.vb.add(v) }
+
+// Finish indexes the nodes added and returns the engine; a repeated node
+// IRI is a tampered graph, as in NewEngineJSONLD. The builder is not used
+// after.
+func (b *EngineBuilder) Finish() (*Engine, error) {
+	ix, ev, err := b.vb.index()
+	b.vb = viewBuilder{}
 	if err != nil {
 		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("index graph: %w", err), "")
 	}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/agent-trace-witness/witness/graph"
@@ -27,10 +25,11 @@ const DefaultCompactAbove = 50000
 // concerns), transitively, at most maxChainEvents of them.
 const maxChainEvents = 4096
 
-// compactGraph streams the graph of one log (graph.StreamJSONLD, bounded
-// by its external sort) once, to two readers at the same time: the replay
-// engine (replay.NewEngineJSONLD, which keeps its index, not the graph)
-// and a scan that keeps only what the page needs of the graph:
+// compactGraph streams the graph of one log once (graph.StreamViews:
+// StreamJSONLD's nodes, bounded by its external sort, as views, without
+// writing or parsing the JSON-LD document) to one scan that feeds every
+// node to replay's engine (replay.EngineBuilder, which keeps its index,
+// not the graph) and keeps only what the page needs of the graph:
 //   - the nodes of the events the findings' chains can reach (want: event
 //     ids), as a subgraph why.Explain walks;
 //   - the node each finding's event names (activity, else first entity);
@@ -39,87 +38,91 @@ const maxChainEvents = 4096
 //     with a timeline row, so at most maxEventRows events' nodes) with
 //     their IRIs interned and their edges as index pairs.
 //
+// It also returns the stream's graph digest (the sha256 of the canonical
+// N-Quads of the same graph: verify.Run's digest of the log without a
+// seal), "" when the stream failed.
+//
 // The stream starts before the scan's inputs are known (startCompact): it
-// maps and sorts every event before it writes a node, so that work runs
+// maps and sorts every event before it hands on a node, so that work runs
 // beside the verification and the first pass over the log; the scan waits
-// for its inputs (in) before it reads, and a closed in cancels it. The
+// for its inputs (in) at the first node, and a closed in cancels it. The
 // result depends only on the inputs, never on when they come.
-func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string) {
-	var notes []string
-	prA, pwA := io.Pipe()
-	prB, pwB := io.Pipe()
-	var wg sync.WaitGroup
-	var eng *replay.Engine
-	var engErr, scanErr error
-	name := filepath.Base(file)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		eng, engErr = replay.NewEngineJSONLD(prA, name)
-		_, _ = io.Copy(io.Discard, prA) // the rest, so that the stream never blocks
-	}()
+func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string, string) {
 	run := &runState{compact: true, primary: map[string]string{}, labels: map[string]string{}, pic: &picture{ids: map[string]int32{}}}
 	var sub []*graph.Node
 	ents := map[string]string{}
+	// the inputs, or the cancellation (which also stops the mapping)
 	var stop atomic.Bool
+	got := make(chan scanIn, 1)
+	canceled := make(chan struct{})
 	go func() {
-		defer wg.Done()
 		args, ok := <-in
 		if !ok {
 			stop.Store(true)
-			scanErr = errCanceled
-			prB.CloseWithError(errCanceled)
+			close(canceled)
 			return
 		}
-		logs, want, laneAt := args.logs, args.want, args.laneAt
-		classes := nodeClasses(logs)
-		rowOf := logs[0].rowOf
-		scanErr = graph.ScanJSONLDView(prB, name, func(v *graph.NodeView) error {
-			if !viewNeeded(v, want, rowOf) {
-				return nil
-			}
-			n := v.Node()
-			ev := n.Value(graph.WEventID)
-			kind := graph.DrawKind(n)
-			if ev != "" && want[ev] {
-				sub = append(sub, n)
-				switch {
-				case kind == "activity" && run.primary[ev] == "":
-					run.primary[ev] = n.ID
-				case kind == "entity" && ents[ev] == "":
-					ents[ev] = n.ID
-				}
-			} else if ev == "" && pathWanted(n.ID, want) {
-				sub = append(sub, n)
-			}
-			if g, ok := projectNode(n, 0, logs, classes, laneAt, run.pic.drawn < o.MaxGraphNodes+1); ok {
-				run.pic.add(g, o.MaxGraphNodes)
-				if kind == "activity" {
-					// the ranking's labels, of the activities with a
-					// timeline row (bounded as the rows are)
-					run.labels[n.ID] = graph.NodeLabel(n)
-				}
-			}
-			return nil
-		})
-		_, _ = io.Copy(io.Discard, prB)
+		got <- args
 	}()
-	var err error
+	var args scanIn
+	var classes map[[2]any]string
+	var rowOf map[string]int
+	started := false
+	eb := replay.NewEngineBuilder()
+	scan := func(v *graph.NodeView) error {
+		if !started {
+			select {
+			case args = <-got:
+			case <-canceled:
+				return errCanceled
+			}
+			started = true
+			classes = nodeClasses(args.logs)
+			rowOf = args.logs[0].rowOf
+		}
+		eb.Add(v)
+		want := args.want
+		if !viewNeeded(v, want, rowOf) {
+			return nil
+		}
+		n := v.Node()
+		ev := n.Value(graph.WEventID)
+		kind := graph.DrawKind(n)
+		if ev != "" && want[ev] {
+			sub = append(sub, n)
+			switch {
+			case kind == "activity" && run.primary[ev] == "":
+				run.primary[ev] = n.ID
+			case kind == "entity" && ents[ev] == "":
+				ents[ev] = n.ID
+			}
+		} else if ev == "" && pathWanted(n.ID, want) {
+			sub = append(sub, n)
+		}
+		if g, ok := projectNode(n, 0, args.logs, classes, args.laneAt, run.pic.drawn < o.MaxGraphNodes+1); ok {
+			run.pic.add(g, o.MaxGraphNodes)
+			if kind == "activity" {
+				// the ranking's labels, of the activities with a
+				// timeline row (bounded as the rows are)
+				run.labels[n.ID] = graph.NodeLabel(n)
+			}
+		}
+		return nil
+	}
+	digest := ""
 	f, err := os.Open(file)
 	if err != nil {
 		err = exitcode.Input("read events", err, "check the path given to --events")
 	} else {
-		_, err = graph.StreamJSONLD(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), io.MultiWriter(pwA, pwB), graph.Options{}, o.Stream)
+		var st graph.StreamStats
+		st, err = graph.StreamViews(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), graph.Options{}, o.Stream, scan)
 		f.Close()
-	}
-	pwA.CloseWithError(err)
-	pwB.CloseWithError(err)
-	wg.Wait()
-	if err == nil {
-		err = scanErr
+		if err == nil {
+			digest = st.Digest
+		}
 	}
 	if err != nil {
-		return nil, append(notes, fmt.Sprintf("no causal graph: %v", err))
+		return nil, []string{fmt.Sprintf("no causal graph: %v", err)}, digest
 	}
 	for ev, id := range ents {
 		if run.primary[ev] == "" {
@@ -127,12 +130,12 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 		}
 	}
 	run.g = &graph.Graph{Nodes: sub}
-	if engErr != nil {
-		run.engErr = engErr
+	if eng, err := eb.Finish(); err != nil {
+		run.engErr = err
 	} else {
 		run.eng = eng
 	}
-	return run, notes
+	return run, nil, digest
 }
 
 // viewNeeded reports whether the scan can use the node v: a node of a
@@ -234,11 +237,16 @@ var errCanceled = errors.New("report: graph stream canceled")
 type compactStream struct {
 	in  chan scanIn
 	out chan compactOut
+	// owesDigest: verify.Run was told not to compute the log's graph
+	// digest (verify.Options.NoGraphDigest); the report fills it in
+	// (fillDigest)
+	owesDigest bool
 }
 
 type compactOut struct {
-	run   *runState
-	notes []string
+	run    *runState
+	notes  []string
+	digest string
 }
 
 // startCompact starts compactGraph on file; finish gives it its inputs
@@ -246,17 +254,18 @@ type compactOut struct {
 func startCompact(file string, o Options) *compactStream {
 	cs := &compactStream{in: make(chan scanIn, 1), out: make(chan compactOut, 1)}
 	go func() {
-		run, notes := compactGraph(file, cs.in, o)
-		cs.out <- compactOut{run: run, notes: notes}
+		run, notes, digest := compactGraph(file, cs.in, o)
+		cs.out <- compactOut{run: run, notes: notes, digest: digest}
 	}()
 	return cs
 }
 
-// finish gives the scan its inputs and waits for the graph.
-func (cs *compactStream) finish(logs []*logState, want map[string]bool, laneAt func(int, string, int) int) (*runState, []string) {
+// finish gives the scan its inputs and waits for the graph and the
+// graph digest ("" when the stream failed).
+func (cs *compactStream) finish(logs []*logState, want map[string]bool, laneAt func(int, string, int) int) (*runState, []string, string) {
 	cs.in <- scanIn{logs: logs, want: want, laneAt: laneAt}
 	r := <-cs.out
-	return r.run, r.notes
+	return r.run, r.notes, r.digest
 }
 
 // cancel ends a stream whose graph is not needed and waits for its end.
@@ -349,4 +358,22 @@ func (pc *picture) draw(lanes *interner, o Options) Picture {
 	p := frame(pc.drawn, lanes)
 	drawSummary(&p, pc.nodes, pc.edges, o.GraphWindows)
 	return p
+}
+
+// logDigest is the graph digest verify.Run gives a single log without a
+// seal: the sha256 of the canonical N-Quads of its graph (graph.Options{}),
+// "" when the log does not map to a graph. For the report whose graph
+// stream was canceled (a log of few events) but that told verify not to
+// compute it.
+func logDigest(file string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := graph.StreamNQuads(graph.NewEventSource(f, file), io.Discard, graph.Options{}, graph.StreamOptions{})
+	if err != nil {
+		return ""
+	}
+	return st.Digest
 }

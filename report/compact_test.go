@@ -35,6 +35,15 @@ func TestCompactSameAsInMemory(t *testing.T) {
 	cut := fx
 	cut.Events = []string{write("cut.jsonl", raw[:len(raw)*2/3])}
 	cases := map[string]Options{"fixture": fx, "cut": cut}
+	// without a seal the report's graph stream gives the verdict's graph
+	// digest (verify.Options.NoGraphDigest): a whole log, a cut one (no
+	// digest) and one with a line that is not an event (no digest)
+	noSeal := verify.Options{AllowUnsigned: true}
+	cases["fixture-noseal"] = Options{Events: fx.Events, Verify: noSeal}
+	cases["cut-noseal"] = Options{Events: cut.Events, Verify: noSeal}
+	nl := bytes.IndexByte(raw[len(raw)/2:], '\n') + len(raw)/2 + 1
+	bad := append(append(append([]byte(nil), raw[:nl]...), "{\"not\":\"an event\"}\n"...), raw[nl:]...)
+	cases["badline-noseal"] = Options{Events: []string{write("bad.jsonl", bad)}, Verify: noSeal}
 	for _, ch := range []string{"model", "fs", "everything"} {
 		cases["agent-"+ch] = Options{Events: []string{filepath.Join("..", "testdata", "demo", "agent", "openai-agents", ch, "events.jsonl")}, Verify: verify.Options{AllowUnsigned: true}}
 	}
@@ -49,7 +58,7 @@ func TestCompactSameAsInMemory(t *testing.T) {
 		p := write(filepath.Base(t.Name())+string(rune('a'+len(cases)))+".jsonl", b.Bytes())
 		cases["synth-"+string(rune('0'+len(cases)))] = Options{Events: []string{p}, Verify: fx.Verify, MaxGraphNodes: 200, MaxDetails: 50}
 	}
-	chains := 0
+	chains, digests, none := 0, 0, 0
 	for name, o := range cases {
 		o.Generated = "2026-08-30T14:33:00+00:00"
 		o.CompactAbove = 1 << 30
@@ -77,9 +86,42 @@ func TestCompactSameAsInMemory(t *testing.T) {
 				chains++
 			}
 		}
+		// the verdict is verify's, graph digest included (or left out)
+		// exactly as verify.Run gives it
+		vo := o.Verify
+		vo.EventsFile = o.Events[0]
+		rep, err := verify.Run(vo)
+		if err != nil {
+			t.Fatalf("%s: verify: %v", name, err)
+		}
+		if cmp.Verdict.Line != rep.VerdictLine() || cmp.Logs[0].Line != rep.VerdictLine() {
+			t.Errorf("%s: verdict line\n compact: %s\n verify:  %s", name, cmp.Verdict.Line, rep.VerdictLine())
+		}
+		if rep.Evidence.GraphDigest != "" {
+			digests++
+		} else {
+			none++
+		}
+		// a log the stream starts on (its size) but that is too short
+		// to be reported compactly: the stream is canceled and the digest
+		// computed on its own
+		o.CompactAbove = mem.Logs[0].Events
+		if !compactLikely(o.Events[0], o) {
+			continue
+		}
+		few, err := Build(o)
+		if err != nil {
+			t.Fatalf("%s: canceled stream: %v", name, err)
+		}
+		if c, _ := json.Marshal(few); !bytes.Equal(a, c) {
+			t.Errorf("%s: canceled stream: the page differs from the in-memory one", name)
+		}
 	}
 	if chains == 0 {
 		t.Error("no finding with a chain: the comparison shows nothing about chains")
+	}
+	if digests == 0 || none == 0 {
+		t.Errorf("%d verdicts with a graph digest, %d without: the comparison shows nothing about one of them", digests, none)
 	}
 }
 

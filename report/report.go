@@ -319,6 +319,12 @@ func Build(o Options) (*Data, error) {
 	if len(o.Events) == 1 && compactLikely(o.Events[0], o) {
 		// the graph stream maps the log while it is verified and read
 		cs = startCompact(o.Events[0], o)
+		if o.Verify.SealFile == "" {
+			// the stream's digest is verify's (the graph without a
+			// seal): verify does not stream the log a second time
+			runOpts.NoGraphDigest = true
+			cs.owesDigest = true
+		}
 	}
 	var fp *firstPass
 	var passDone chan struct{}

@@ -99,6 +99,9 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	var run *runState
 	if !compact && cs != nil {
 		cs.cancel()
+		if cs.owesDigest {
+			fillDigest(d, runRep, logDigest(file))
+		}
 		cs = nil
 	}
 	if !compact {
@@ -155,7 +158,11 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		if cs == nil {
 			cs = startCompact(file, o)
 		}
-		run, notes = cs.finish(logs, want, laneAt)
+		var digest string
+		run, notes, digest = cs.finish(logs, want, laneAt)
+		if cs.owesDigest {
+			fillDigest(d, runRep, digest)
+		}
 		d.Notes = append(d.Notes, notes...)
 		if !whole && run != nil {
 			d.Notes = append(d.Notes, fmt.Sprintf("%d events: the findings' chains are drawn from the nodes of the %d events their events link to, not from the whole graph", total, maxChainEvents))
@@ -170,6 +177,18 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	}
 	d.Lanes, d.Kinds, d.Labels = lanes.list, kinds.list, labels.list
 	return d, nil
+}
+
+// fillDigest sets the graph digest of the log's verdict (verify.Run left
+// it to the report's graph stream: verify.Options.NoGraphDigest) and the
+// verdict lines that show it.
+func fillDigest(d *Data, runRep *verify.Report, digest string) {
+	runRep.Evidence.GraphDigest = digest
+	line := runRep.VerdictLine()
+	d.Logs[0].Line = line
+	if d.Verdict.Line != "" {
+		d.Verdict.Line = line
+	}
 }
 
 func hasCode(codes []uint8, c uint8) bool {

@@ -41,6 +41,14 @@ type Options struct {
 	// (CheckAnchoring); nil checks it only when bundles are beside the
 	// events.
 	Anchor *AnchorOptions
+	// NoGraphDigest leaves Evidence.GraphDigest of a single log checked
+	// without a seal empty instead of streaming the log a second time into
+	// its canonical N-Quads: for a caller that streams the same graph
+	// (graph.Options{}) itself and fills in that stream's digest, or none
+	// when the stream fails (the report). It changes nothing else, and
+	// nothing when a seal is given (that digest is of another graph: the
+	// seal as its plan).
+	NoGraphDigest bool
 }
 
 // PlanFromSeal returns what the checks need from a seal.
@@ -234,7 +242,7 @@ func runIntegrity(o Options) (*Report, error) {
 	}
 	defer closeFn()
 	if err := CheckEvents(r, Plan{}, o.EventsFile, rd, EventOptions{
-		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0, IntegrityOnly: true,
+		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0 && !o.NoGraphDigest, IntegrityOnly: true,
 	}); err != nil {
 		return nil, err
 	}
