@@ -219,6 +219,7 @@ func readFirst(file string, o Options, kinds, labels *interner) *firstPass {
 	}
 	defer f.Close()
 	r := eventlog.NewReader(f, file)
+	r.SetFastWhole(true)
 	for {
 		e, err := r.Next()
 		if err != nil {
@@ -277,6 +278,7 @@ func reread(file string, rows []int, kept map[int]*eventlog.Event) ([]eventRef, 
 	}
 	defer f.Close()
 	r := eventlog.NewReader(f, file)
+	r.SetFastWhole(true)
 	for row := 0; len(missing) > 0; row++ {
 		e, err := r.Next()
 		if err != nil {
