@@ -18,7 +18,7 @@ var errSlow = errors.New("slow path")
 // keys it knows. Anything else (unknown keys, escapes it does not handle,
 // nested headers, malformed input) goes to DecodeEvent. The graph
 // does not use the wire field, so the fast path skips it (after checking it
-// is valid JSON) and leaves Event.Wire nil.
+// as DecodeEvent would) and leaves Event.Wire nil.
 func DecodeEventFast(line []byte) (*Event, *ParseError) {
 	return decodeEventFast(line, false)
 }
@@ -328,6 +328,9 @@ func decodeObject[T any](s *scanner, dst **T) error {
 	if err != nil {
 		return err
 	}
+	if v[0] != '{' {
+		return errSlow // null leaves the field nil in DecodeEvent; the rest it refuses
+	}
 	*dst = new(T)
 	return strictUnmarshal(v, *dst)
 }
@@ -379,7 +382,11 @@ const (
 // shared: the strings of the event share one copy of the line (one
 // allocation instead of one per field); for readers whose events do not
 // outlive their use, since any one string keeps the whole line alive.
-func decodeFast(line []byte, shared bool) (*Event, error) {
+func decodeFast(line []byte, shared bool) (*Event, error) { return decodeFastKeep(line, shared, false) }
+
+// decodeFastKeep is decodeFast; wire: Event.Wire is decoded too
+// (decodeWire, decodewhole.go).
+func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 	s := &scanner{b: line}
 	if shared {
 		if !utf8.Valid(line) {
@@ -503,9 +510,10 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 			e.Redacted, err = s.boolean()
 		case "wire":
 			bit = kWire
-			var v []byte
-			if v, err = s.value(0); err == nil && (len(v) == 0 || v[0] != '{') {
-				return nil, errSlow
+			var w *WireRef
+			err = decodeWire(s, &w) // checked as DecodeEvent checks it, kept if asked
+			if wire {
+				e.Wire = w
 			}
 		case "effect":
 			bit = kEffect

@@ -148,6 +148,7 @@ type Reader struct {
 	max     int
 	partial bool
 	fast    bool // DecodeEventFast (the same events but Wire, the same errors) but for session ends
+	whole   bool // DecodeEventFastWhole (SetFastWhole)
 }
 
 // NewReader reads the log r; name is used in error messages.
@@ -186,7 +187,9 @@ func (r *Reader) Next() (*Event, error) {
 	}
 	var ev *Event
 	var perr *ParseError
-	if r.fast {
+	if r.whole {
+		ev, perr = DecodeEventFastWhole(line)
+	} else if r.fast {
 		ev, perr = DecodeEventFast(line)
 		if perr == nil && ev.Kind == KindSessionEnd {
 			// whole (Wire too): its canonical form is checked and signed

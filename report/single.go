@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
@@ -152,7 +154,7 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		for _, f := range ls.findings {
 			start = append(start, f.EventID)
 		}
-		want, whole := chainEvents(start, links)
+		want, whole := chainEvents(start, links.closure(start))
 		links = nil
 		var notes []string
 		if cs == nil {
@@ -214,8 +216,8 @@ func buildGraph(file string) (*graph.Graph, error) {
 type firstPass struct {
 	server, cassette string
 	endSigned        []string
-	links            map[string][]string // event id → the events it links to
-	codes            []uint8             // a lane code per event
+	links            *linkTable // event id → the events it links to
+	codes            []uint8    // a lane code per event
 	kept             map[int]*eventlog.Event
 	rows             [][6]int64 // the timeline rows, flags not set
 	rowIDs           []string   // the event id of each row
@@ -230,7 +232,7 @@ type firstPass struct {
 // event's links and the earliest MaxDetails events (the findings' events
 // that are not among them are re-read, as the chains' are).
 func readFirst(file string, o Options, kinds, labels *interner) *firstPass {
-	fp := &firstPass{links: map[string][]string{}, kept: map[int]*eventlog.Event{}, rowOf: map[string]int{}}
+	fp := &firstPass{links: &linkTable{}, kept: map[int]*eventlog.Event{}, rowOf: map[string]int{}}
 	f, err := os.Open(file)
 	if err != nil {
 		fp.openErr = exitcode.Input("read events", err, "check the path given to --events")
@@ -238,6 +240,7 @@ func readFirst(file string, o Options, kinds, labels *interner) *firstPass {
 	}
 	defer f.Close()
 	r := eventlog.NewReader(f, file)
+	r.SetFastWhole(true)
 	for {
 		e, err := r.Next()
 		if err != nil {
@@ -257,10 +260,8 @@ func readFirst(file string, o Options, kinds, labels *interner) *firstPass {
 		if e.Wire != nil && e.Wire.Cassette != "" && fp.cassette == "" {
 			fp.cassette = e.Wire.Cassette
 		}
-		if l := eventLinks(e); len(l) > 0 {
-			fp.links[e.ID] = l
-		}
 		i := len(fp.codes)
+		fp.links.add(i, e.ID, eventLinks(e))
 		fp.codes = append(fp.codes, laneCode(e))
 		if i < o.MaxDetails {
 			fp.kept[i] = e
@@ -296,6 +297,7 @@ func reread(file string, rows []int, kept map[int]*eventlog.Event) ([]eventRef, 
 	}
 	defer f.Close()
 	r := eventlog.NewReader(f, file)
+	r.SetFastWhole(true)
 	for row := 0; len(missing) > 0; row++ {
 		e, err := r.Next()
 		if err != nil {
@@ -439,4 +441,125 @@ func eventLinks(e *eventlog.Event) []string {
 		}
 	}
 	return append(out, e.DuringCandidates...)
+}
+
+// linkTable is what the first pass keeps of the events' links: for each
+// event id, the links of the last event of that id that has links (what a
+// map from id to links, set event by event, would hold), without a map
+// entry per event. An event whose id is "e<row>" (the writer's rule)
+// and whose links all have that form keeps them as row numbers; the
+// others (imported, repeated or odd ids) go to a map. At 1M events the
+// map from id to links was the first pass's largest live heap.
+type linkTable struct {
+	end []uint32 // per row: where its links end in to (they start where the row before's end)
+	to  []int32
+	odd map[string]oddLinks
+}
+
+type oddLinks struct {
+	row   int
+	links []string
+}
+
+// rowOfID is n when id is "e<n>" written as the writer writes it (no
+// sign, no leading zero) and n fits an int32.
+func rowOfID(id string) (int, bool) {
+	if len(id) < 2 || len(id) > 11 || id[0] != 'e' || (id[1] == '0' && len(id) > 2) {
+		return 0, false
+	}
+	n := 0
+	for i := 1; i < len(id); i++ {
+		c := id[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > math.MaxInt32 {
+		return 0, false
+	}
+	return n, true
+}
+
+// add records the links of the event at row (rows come in order, from 0).
+func (t *linkTable) add(row int, id string, links []string) {
+	if len(links) > 0 {
+		if n, ok := rowOfID(id); ok && n == row && t.addRows(links) {
+			t.end = append(t.end, uint32(len(t.to)))
+			return
+		}
+		if t.odd == nil {
+			t.odd = map[string]oddLinks{}
+		}
+		t.odd[id] = oddLinks{row, links}
+	}
+	t.end = append(t.end, uint32(len(t.to)))
+}
+
+// addRows appends links to to if they all have the form "e<n>".
+func (t *linkTable) addRows(links []string) bool {
+	start := len(t.to)
+	for _, l := range links {
+		n, ok := rowOfID(l)
+		if !ok || uint64(len(t.to)) >= math.MaxUint32 {
+			t.to = t.to[:start]
+			return false
+		}
+		t.to = append(t.to, int32(n))
+	}
+	return true
+}
+
+// lookup returns the links recorded for id (nil when none).
+func (t *linkTable) lookup(id string) []string {
+	var best []string
+	bestRow := -1
+	if o, ok := t.odd[id]; ok {
+		best, bestRow = o.links, o.row
+	}
+	if n, ok := rowOfID(id); ok && n < len(t.end) && n > bestRow {
+		start := uint32(0)
+		if n > 0 {
+			start = t.end[n-1]
+		}
+		if t.end[n] > start {
+			out := make([]string, 0, t.end[n]-start)
+			for _, m := range t.to[start:t.end[n]] {
+				out = append(out, "e"+strconv.Itoa(int(m)))
+			}
+			return out
+		}
+	}
+	return best
+}
+
+// closure is the part of the table chainEvents can reach from start: the
+// links of every event reachable from them (all of them, so chainEvents
+// gives what it gives on the whole table, whatever order it walks in).
+func (t *linkTable) closure(start []string) map[string][]string {
+	out := map[string][]string{}
+	seen := map[string]bool{}
+	queue := []string{}
+	for _, ev := range start {
+		if !seen[ev] {
+			seen[ev] = true
+			queue = append(queue, ev)
+		}
+	}
+	for len(queue) > 0 {
+		ev := queue[0]
+		queue = queue[1:]
+		l := t.lookup(ev)
+		if len(l) == 0 {
+			continue
+		}
+		out[ev] = l
+		for _, x := range l {
+			if !seen[x] {
+				seen[x] = true
+				queue = append(queue, x)
+			}
+		}
+	}
+	return out
 }
