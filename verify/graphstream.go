@@ -399,6 +399,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 		err = s.finish()
 	}
 	if err != nil {
+		s.digest.Close()
 		if errors.Is(err, errGraphReread) {
 			return err
 		}
