@@ -73,7 +73,7 @@ type graphScan struct {
 	legacy map[int32]string // event index → witness:legacySealRef
 	args   map[int32]string // argument entity node → its valid JSON value
 	tools  []eventlog.ToolDef
-	ahead  map[string]struct{} // IRIs referenced, after the current node's, not yet seen
+	refs   refCheck // the IRIs referenced, checked against the nodes' in sorted batches
 	srcs   map[string]int64
 	names  map[string]string
 	digest *graph.NQuadsDigest
@@ -82,8 +82,8 @@ type graphScan struct {
 }
 
 func newGraphScan() *graphScan {
-	return &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, ahead: map[string]struct{}{}, srcs: map[string]int64{},
-		names: map[string]string{}, digest: graph.NewNQuadsDigest()}
+	return &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, srcs: map[string]int64{},
+		names: map[string]string{}, digest: graph.NewNQuadsDigest(), refs: refCheck{batch: refBatch}}
 }
 
 // intern returns one shared copy of a short, repeated string.
@@ -239,27 +239,23 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	if err := s.digest.AddView(v); err != nil {
 		return err
 	}
-	// a reference ahead to this node is settled; one to an IRI it passes
-	// stays, and is dangling at the end
-	//lint:ignore S1033 the lookup converts v.ID without allocating; most nodes are not ahead
-	if _, ok := s.ahead[string(v.ID)]; ok {
-		delete(s.ahead, string(v.ID))
+	// a reference pending to an IRI this node reaches is settled; one to
+	// an IRI it passes is dangling
+	if err := s.refs.reach(v.ID); err != nil {
+		return err
 	}
 	s.addID(v.ID)
 	s.evOf = append(s.evOf, 0)
 	for _, p := range v.Props {
 		for _, t := range p.Vals {
-			switch c := bytes.Compare(t.IRI, v.ID); {
-			case len(t.IRI) == 0 || c == 0:
-			case c < 0:
-				if find(s, t.IRI, k) < 0 {
-					return errGraphReread // dangling: the whole read lists them
-				}
-			default:
-				if _, ok := s.ahead[string(t.IRI)]; !ok {
-					s.ahead[string(t.IRI)] = struct{}{}
-				}
+			if len(t.IRI) > 0 && !bytes.Equal(t.IRI, v.ID) {
+				s.refs.add(t.IRI)
 			}
+		}
+	}
+	if s.refs.full() {
+		if err := s.refs.sweep(s); err != nil {
+			return err
 		}
 	}
 	if v.HasType(graph.WArguments) {
@@ -322,12 +318,198 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	return nil
 }
 
-// finish settles the references ahead: any left is dangling.
+// finish settles the references: any left is dangling.
 func (s *graphScan) finish() error {
-	if len(s.ahead) > 0 {
+	if err := s.refs.sweep(s); err != nil {
+		return err
+	}
+	if len(s.refs.runs) > 0 {
 		return errGraphReread
 	}
 	return nil
+}
+
+// refCheck checks that every IRI a node references is some node's IRI
+// (else the reference is dangling and the whole read lists it), exactly,
+// without a set of strings: the nodes come in IRI order and their IRIs
+// are kept sorted (graphScan.ids). The references are gathered as they
+// come; a sweep, every refBatch of them, sorts them, drops repeats, looks
+// each one at or before the last node's IRI up among the nodes (one pass
+// of binary searches, each from the last one's place), and keeps the
+// others, ahead of the scan, as a sorted run. Each node reaching the
+// smallest pending IRI settles it in the runs it heads; a node passing a
+// pending IRI makes it dangling. Runs are merged (repeats dropped) while
+// one is no more than twice as long as the next, so there are few, and a
+// pending IRI is held about once.
+type refCheck struct {
+	text []byte  // the references since the last sweep, one after another
+	at   []refAt // where each is in text
+	runs []*refRun
+	min  []byte // the smallest head of the runs; nil without runs
+	// batch is the number of references gathered between sweeps
+	// (refBatch; tests make it small)
+	batch int
+}
+
+// refAt is where a reference is in refCheck.text.
+type refAt struct{ off, len uint32 }
+
+// refRun is a sorted run of distinct pending IRIs; those before head are
+// settled.
+type refRun struct {
+	text []byte
+	ends []uint32
+	head int
+}
+
+// refBatch is the number of references gathered between sweeps.
+const refBatch = 1 << 13
+
+func (r *refRun) at(k int) []byte {
+	start := uint32(0)
+	if k > 0 {
+		start = r.ends[k-1]
+	}
+	return r.text[start:r.ends[k]]
+}
+
+func (r *refRun) push(iri []byte) {
+	r.text = append(r.text, iri...)
+	r.ends = append(r.ends, uint32(len(r.text)))
+}
+
+func (r *refRun) left() int { return len(r.ends) - r.head }
+
+// add gathers the reference iri.
+func (c *refCheck) add(iri []byte) {
+	c.at = append(c.at, refAt{off: uint32(len(c.text)), len: uint32(len(iri))})
+	c.text = append(c.text, iri...)
+}
+
+func (c *refCheck) full() bool { return len(c.at) >= c.batch }
+
+// reach settles the pending IRIs equal to the next node's, id, and
+// refuses one it passes.
+func (c *refCheck) reach(id []byte) error {
+	if c.min == nil || bytes.Compare(id, c.min) < 0 {
+		return nil
+	}
+	runs := c.runs[:0]
+	for _, r := range c.runs {
+		if r.head < len(r.ends) {
+			switch bytes.Compare(r.at(r.head), id) {
+			case -1:
+				return errGraphReread // passed: dangling
+			case 0:
+				r.head++
+			}
+		}
+		if r.left() > 0 {
+			runs = append(runs, r)
+		}
+	}
+	clear(c.runs[len(runs):])
+	c.runs = runs
+	c.setMin()
+	return nil
+}
+
+func (c *refCheck) setMin() {
+	c.min = nil
+	for _, r := range c.runs {
+		if h := r.at(r.head); c.min == nil || bytes.Compare(h, c.min) < 0 {
+			c.min = h
+		}
+	}
+}
+
+func (c *refCheck) ref(a refAt) []byte { return c.text[a.off : a.off+a.len] }
+
+// sweep settles the references gathered since the last sweep that are at
+// or before the last node of s, and keeps the others as a run.
+func (c *refCheck) sweep(s *graphScan) error {
+	if len(c.at) == 0 {
+		return nil
+	}
+	slices.SortFunc(c.at, func(a, b refAt) int { return bytes.Compare(c.ref(a), c.ref(b)) })
+	n := len(s.at)
+	last := s.id(n - 1)
+	run := &refRun{}
+	lo := 0
+	var prev []byte
+	for k, a := range c.at {
+		e := c.ref(a)
+		if k > 0 && bytes.Equal(e, prev) {
+			continue
+		}
+		prev = e
+		if bytes.Compare(e, last) > 0 {
+			run.push(e)
+			continue
+		}
+		i := lowerBound(s, e, lo, n)
+		if i == n || !bytes.Equal(s.id(i), e) {
+			return errGraphReread // dangling
+		}
+		lo = i + 1
+	}
+	c.text, c.at = c.text[:0], c.at[:0]
+	if len(run.ends) == 0 {
+		return nil
+	}
+	c.runs = append(c.runs, run)
+	for k := len(c.runs); k >= 2 && c.runs[k-2].left() <= 2*c.runs[k-1].left(); k-- {
+		c.runs[k-2] = mergeRuns(c.runs[k-2], c.runs[k-1])
+		c.runs[k-1] = nil
+		c.runs = c.runs[:k-1]
+	}
+	c.setMin()
+	return nil
+}
+
+// mergeRuns merges what is left of two runs, repeats dropped.
+func mergeRuns(a, b *refRun) *refRun {
+	m := &refRun{text: make([]byte, 0, len(a.text)+len(b.text)), ends: make([]uint32, 0, a.left()+b.left())}
+	i, j := a.head, b.head
+	for i < len(a.ends) || j < len(b.ends) {
+		switch {
+		case j == len(b.ends):
+			m.push(a.at(i))
+			i++
+		case i == len(a.ends):
+			m.push(b.at(j))
+			j++
+		default:
+			x, y := a.at(i), b.at(j)
+			switch bytes.Compare(x, y) {
+			case -1:
+				m.push(x)
+				i++
+			case 1:
+				m.push(y)
+				j++
+			default:
+				m.push(x)
+				i, j = i+1, j+1
+			}
+		}
+	}
+	return m
+}
+
+// lowerBound returns the index of the first of the nodes lo..n-1 of s
+// whose IRI is not below iri (n if none).
+func lowerBound(s *graphScan, iri []byte, lo, n int) int {
+	hi := n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(s.id(m), iri) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // event returns event i as eventsFromGraph builds it.
@@ -413,7 +595,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("graph %s: canonical n-quads: %w", name, err)
 	}
-	s.digest, s.ahead = nil, nil
+	s.digest, s.refs = nil, refCheck{}
 	r.Evidence.GraphDigest = digest
 	r.Evidence.Lines = int64(len(s.at))
 	if s.seqErr != nil {
