@@ -568,6 +568,46 @@ func (s *graphScan) event(i int) *eventlog.Event {
 	return ev
 }
 
+// eventBatch is the number of events built ahead in one batch by
+// eventsInOrder.
+const eventBatch = 512
+
+// eventsInOrder returns the function giving event order[k] (as event
+// builds it) for k = 0, 1, 2...: another goroutine builds them, a batch
+// ahead of the checker, which judges them meanwhile. That goroutine stops
+// after the last event, or at its next batch once done is closed.
+func (s *graphScan) eventsInOrder(order []int32, done <-chan struct{}) func(int) *eventlog.Event {
+	ch := make(chan []*eventlog.Event, 4)
+	go func() {
+		defer close(ch)
+		for at := 0; at < len(order); at += eventBatch {
+			b := make([]*eventlog.Event, 0, eventBatch)
+			for _, i := range order[at:min(at+eventBatch, len(order))] {
+				b = append(b, s.event(int(i)))
+			}
+			select {
+			case ch <- b:
+			case <-done:
+				return
+			}
+		}
+	}()
+	var cur []*eventlog.Event
+	next := 0
+	return func(k int) *eventlog.Event {
+		if k != next { // not in order (judgeGraphEvents takes them in order): built here
+			return s.event(int(order[k]))
+		}
+		next++
+		if len(cur) == 0 {
+			cur = <-ch
+		}
+		e := cur[0]
+		cur = cur[1:]
+		return e
+	}
+}
+
 // checkGraphStream is checkGraph on the document in rd, scanned. It
 // returns errGraphReread, having changed nothing in r, when the document
 // must be read whole (checkGraph); any other error is the read's.
@@ -635,7 +675,9 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 		}
 	}
 	r.Evidence.finishProvenance()
-	judgeGraphEvents(r, plan, name, len(order), func(k int) *eventlog.Event { return s.event(int(order[k])) })
+	done := make(chan struct{})
+	defer close(done)
+	judgeGraphEvents(r, plan, name, len(order), s.eventsInOrder(order, done))
 	// CheckRun on a graph without join statements, with no untrusted
 	// source in the plan, judges nothing; it marks what it ran.
 	if r.ran == nil {
