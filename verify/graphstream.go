@@ -66,7 +66,8 @@ const eventChunk = 1 << 12
 // graphScan is the projection of a graph document.
 type graphScan struct {
 	ids    [][]byte // node IRIs, in order, in chunks of about idChunk bytes
-	at     []idAt   // where node i's IRI is in ids
+	at     [][]idAt // where node i's IRI is in ids, in chunks of atChunk
+	n      int      // nodes
 	evOf   []int32  // node index → 1 + index of its event, 0 for a node without event id
 	evs    [][]graphEvent
 	nev    int
@@ -100,16 +101,20 @@ func (s *graphScan) intern(b []byte) string {
 
 // id returns node i's IRI.
 func (s *graphScan) id(i int) []byte {
-	a := s.at[i]
+	a := s.at[i/atChunk][i%atChunk]
 	return s.ids[a.chunk][a.off : a.off+a.len]
 }
 
 // idAt is where an IRI is in graphScan.ids.
 type idAt struct{ chunk, off, len uint32 }
 
-// idChunk is the size of one chunk of IRIs: the arena grows by chunks,
-// never by a doubling copy.
-const idChunk = 1 << 20
+// idChunk is the size of one chunk of IRIs, atChunk the number of places
+// in one chunk of graphScan.at: they grow by chunks, never by a doubling
+// copy.
+const (
+	idChunk = 1 << 20
+	atChunk = 1 << 14
+)
 
 // addID appends node IRI id.
 func (s *graphScan) addID(id []byte) {
@@ -117,7 +122,11 @@ func (s *graphScan) addID(id []byte) {
 		s.ids = append(s.ids, make([]byte, 0, max(idChunk, len(id))))
 	}
 	c := len(s.ids) - 1
-	s.at = append(s.at, idAt{chunk: uint32(c), off: uint32(len(s.ids[c])), len: uint32(len(id))})
+	if s.n%atChunk == 0 {
+		s.at = append(s.at, make([]idAt, 0, atChunk))
+	}
+	s.at[len(s.at)-1] = append(s.at[len(s.at)-1], idAt{chunk: uint32(c), off: uint32(len(s.ids[c])), len: uint32(len(id))})
+	s.n++
 	s.ids[c] = append(s.ids[c], id...)
 }
 
@@ -227,7 +236,7 @@ func validJSON(b []byte) string {
 // add projects the node of view v, the next in IRI order. It keeps
 // nothing of v's bytes: what it keeps, it copies.
 func (s *graphScan) add(v *graph.NodeView) error {
-	k := len(s.at)
+	k := s.n
 	if k > 0 && string(v.ID) <= string(s.id(k-1)) {
 		return errGraphReread // out of order: ReadJSONLD sorts (or refuses a duplicate)
 	}
@@ -349,6 +358,11 @@ type refCheck struct {
 	// batch is the number of references gathered between sweeps
 	// (refBatch; tests make it small)
 	batch int
+	// recent are the last few distinct IRIs gathered: a reference to one
+	// of them is checked already (a few IRIs, the agent, the server, the
+	// seal, are most references)
+	recent [4][]byte
+	next   int
 }
 
 // refAt is where a reference is in refCheck.text.
@@ -380,8 +394,15 @@ func (r *refRun) push(iri []byte) {
 
 func (r *refRun) left() int { return len(r.ends) - r.head }
 
-// add gathers the reference iri.
+// add gathers the reference iri, unless it is one of the recent ones.
 func (c *refCheck) add(iri []byte) {
+	for _, r := range &c.recent {
+		if bytes.Equal(r, iri) {
+			return
+		}
+	}
+	c.recent[c.next] = append(c.recent[c.next][:0], iri...)
+	c.next = (c.next + 1) % len(c.recent)
 	c.at = append(c.at, refAt{off: uint32(len(c.text)), len: uint32(len(iri))})
 	c.text = append(c.text, iri...)
 }
@@ -432,7 +453,7 @@ func (c *refCheck) sweep(s *graphScan) error {
 		return nil
 	}
 	slices.SortFunc(c.at, func(a, b refAt) int { return bytes.Compare(c.ref(a), c.ref(b)) })
-	n := len(s.at)
+	n := s.n
 	last := s.id(n - 1)
 	run := &refRun{}
 	lo := 0
@@ -514,7 +535,7 @@ func lowerBound(s *graphScan, iri []byte, lo, n int) int {
 
 // event returns event i as eventsFromGraph builds it.
 func (s *graphScan) event(i int) *eventlog.Event {
-	n := len(s.at)
+	n := s.n
 	e := s.ev(i)
 	ev := &eventlog.Event{ID: e.id, Seq: e.seq, Kind: graphKinds[e.kind]}
 	if l, ok := s.legacy[int32(i)]; ok {
@@ -637,7 +658,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 	}
 	s.digest, s.refs = nil, refCheck{}
 	r.Evidence.GraphDigest = digest
-	r.Evidence.Lines = int64(len(s.at))
+	r.Evidence.Lines = int64(s.n)
 	if s.seqErr != nil {
 		r.Findings = append(r.Findings, Finding{
 			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
