@@ -358,11 +358,11 @@ type refCheck struct {
 	// batch is the number of references gathered between sweeps
 	// (refBatch; tests make it small)
 	batch int
-	// recent are the last few distinct IRIs gathered: a reference to one
-	// of them is checked already (a few IRIs, the agent, the server, the
-	// seal, are most references)
-	recent [4][]byte
-	next   int
+	// recent holds IRIs gathered, one per slot of a cheap hash (the last
+	// in it): a reference to one of them is checked already, by the one
+	// gathered (a few IRIs, the agent, the server, the seal, are many of
+	// the references)
+	recent [256][]byte
 }
 
 // refAt is where a reference is in refCheck.text.
@@ -394,15 +394,14 @@ func (r *refRun) push(iri []byte) {
 
 func (r *refRun) left() int { return len(r.ends) - r.head }
 
-// add gathers the reference iri, unless it is one of the recent ones.
+// add gathers the reference iri (not empty), unless it is in recent.
 func (c *refCheck) add(iri []byte) {
-	for _, r := range &c.recent {
-		if bytes.Equal(r, iri) {
-			return
-		}
+	n := len(iri)
+	r := &c.recent[(n*31+int(iri[n-1])*7+int(iri[n/2]))%len(c.recent)]
+	if bytes.Equal(*r, iri) {
+		return
 	}
-	c.recent[c.next] = append(c.recent[c.next][:0], iri...)
-	c.next = (c.next + 1) % len(c.recent)
+	*r = append((*r)[:0], iri...)
 	c.at = append(c.at, refAt{off: uint32(len(c.text)), len: uint32(len(iri))})
 	c.text = append(c.text, iri...)
 }
