@@ -10,7 +10,7 @@ import (
 // digestGraph is a graph whose IRIs chain as prefixes ("e1" before "e1/a"
 // before "e10") across any batch boundary, with escaped, typed and
 // repeated literals, types and references.
-func digestGraph(t *testing.T, n int) *Graph {
+func digestGraph(t testing.TB, n int) *Graph {
 	t.Helper()
 	g := New()
 	add := func(s, p string, o Term) {
@@ -37,7 +37,7 @@ func digestGraph(t *testing.T, n int) *Graph {
 	return g
 }
 
-func (g *Graph) mustEnsure(t *testing.T, id string) *Node {
+func (g *Graph) mustEnsure(t testing.TB, id string) *Node {
 	n, err := g.Ensure(id)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestNQuadsDigestClose(t *testing.T) {
 // scan's views, in batches of any size, is WriteNQuads'.
 func FuzzNQuadsDigest(f *testing.F) {
 	var doc bytes.Buffer
-	if err := digestGraph(&testing.T{}, 5).WriteJSONLD(&doc); err != nil {
+	if err := digestGraph(f, 5).WriteJSONLD(&doc); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(doc.Bytes(), uint8(1))
