@@ -21,9 +21,9 @@ import (
 // node IRIs (one byte arena, sorted, since a canonical document's nodes
 // come in IRI order), the event nodes' fields as eventsFromGraph reads
 // them, the values of argument entities, the tool definitions, the
-// distinct IRIs referenced ahead of the current node and not yet seen
-// (nodes come in IRI order, so a reference is settled when the scan
-// reaches or passes its target) and the graph digest's running hash. The
+// references not yet checked (refCheck: nodes come in IRI order, so a
+// reference is settled when the scan reaches or passes its target) and the
+// graph digest (hashed on its own goroutine). The
 // results are those of checkGraph on the graph ReadJSONLD would read;
 // where the projection cannot say that (nodes out of order, a dangling
 // reference, join statements, untrusted sources in the plan) the document
