@@ -21,9 +21,9 @@ import (
 // node IRIs (one byte arena, sorted, since a canonical document's nodes
 // come in IRI order), the event nodes' fields as eventsFromGraph reads
 // them, the values of argument entities, the tool definitions, the
-// distinct IRIs referenced ahead of the current node and not yet seen
-// (nodes come in IRI order, so a reference is settled when the scan
-// reaches or passes its target) and the graph digest's running hash. The
+// references not yet checked (refCheck: nodes come in IRI order, so a
+// reference is settled when the scan reaches or passes its target) and the
+// graph digest (hashed on its own goroutine). The
 // results are those of checkGraph on the graph ReadJSONLD would read;
 // where the projection cannot say that (nodes out of order, a dangling
 // reference, join statements, untrusted sources in the plan) the document
@@ -66,14 +66,15 @@ const eventChunk = 1 << 12
 // graphScan is the projection of a graph document.
 type graphScan struct {
 	ids    [][]byte // node IRIs, in order, in chunks of about idChunk bytes
-	at     []idAt   // where node i's IRI is in ids
+	at     [][]idAt // where node i's IRI is in ids, in chunks of atChunk
+	n      int      // nodes
 	evOf   []int32  // node index → 1 + index of its event, 0 for a node without event id
 	evs    [][]graphEvent
 	nev    int
 	legacy map[int32]string // event index → witness:legacySealRef
 	args   map[int32]string // argument entity node → its valid JSON value
 	tools  []eventlog.ToolDef
-	ahead  map[string]struct{} // IRIs referenced, after the current node's, not yet seen
+	refs   refCheck // the IRIs referenced, checked against the nodes' in sorted batches
 	srcs   map[string]int64
 	names  map[string]string
 	digest *graph.NQuadsDigest
@@ -82,8 +83,8 @@ type graphScan struct {
 }
 
 func newGraphScan() *graphScan {
-	return &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, ahead: map[string]struct{}{}, srcs: map[string]int64{},
-		names: map[string]string{}, digest: graph.NewNQuadsDigest()}
+	return &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, srcs: map[string]int64{},
+		names: map[string]string{}, digest: graph.NewNQuadsDigest(), refs: refCheck{batch: refBatch}}
 }
 
 // intern returns one shared copy of a short, repeated string.
@@ -100,16 +101,20 @@ func (s *graphScan) intern(b []byte) string {
 
 // id returns node i's IRI.
 func (s *graphScan) id(i int) []byte {
-	a := s.at[i]
+	a := s.at[i/atChunk][i%atChunk]
 	return s.ids[a.chunk][a.off : a.off+a.len]
 }
 
 // idAt is where an IRI is in graphScan.ids.
 type idAt struct{ chunk, off, len uint32 }
 
-// idChunk is the size of one chunk of IRIs: the arena grows by chunks,
-// never by a doubling copy.
-const idChunk = 1 << 20
+// idChunk is the size of one chunk of IRIs, atChunk the number of places
+// in one chunk of graphScan.at: they grow by chunks, never by a doubling
+// copy.
+const (
+	idChunk = 1 << 20
+	atChunk = 1 << 14
+)
 
 // addID appends node IRI id.
 func (s *graphScan) addID(id []byte) {
@@ -117,7 +122,11 @@ func (s *graphScan) addID(id []byte) {
 		s.ids = append(s.ids, make([]byte, 0, max(idChunk, len(id))))
 	}
 	c := len(s.ids) - 1
-	s.at = append(s.at, idAt{chunk: uint32(c), off: uint32(len(s.ids[c])), len: uint32(len(id))})
+	if s.n%atChunk == 0 {
+		s.at = append(s.at, make([]idAt, 0, atChunk))
+	}
+	s.at[len(s.at)-1] = append(s.at[len(s.at)-1], idAt{chunk: uint32(c), off: uint32(len(s.ids[c])), len: uint32(len(id))})
+	s.n++
 	s.ids[c] = append(s.ids[c], id...)
 }
 
@@ -227,7 +236,7 @@ func validJSON(b []byte) string {
 // add projects the node of view v, the next in IRI order. It keeps
 // nothing of v's bytes: what it keeps, it copies.
 func (s *graphScan) add(v *graph.NodeView) error {
-	k := len(s.at)
+	k := s.n
 	if k > 0 && string(v.ID) <= string(s.id(k-1)) {
 		return errGraphReread // out of order: ReadJSONLD sorts (or refuses a duplicate)
 	}
@@ -239,27 +248,23 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	if err := s.digest.AddView(v); err != nil {
 		return err
 	}
-	// a reference ahead to this node is settled; one to an IRI it passes
-	// stays, and is dangling at the end
-	//lint:ignore S1033 the lookup converts v.ID without allocating; most nodes are not ahead
-	if _, ok := s.ahead[string(v.ID)]; ok {
-		delete(s.ahead, string(v.ID))
+	// a reference pending to an IRI this node reaches is settled; one to
+	// an IRI it passes is dangling
+	if err := s.refs.reach(v.ID); err != nil {
+		return err
 	}
 	s.addID(v.ID)
 	s.evOf = append(s.evOf, 0)
 	for _, p := range v.Props {
 		for _, t := range p.Vals {
-			switch c := bytes.Compare(t.IRI, v.ID); {
-			case len(t.IRI) == 0 || c == 0:
-			case c < 0:
-				if find(s, t.IRI, k) < 0 {
-					return errGraphReread // dangling: the whole read lists them
-				}
-			default:
-				if _, ok := s.ahead[string(t.IRI)]; !ok {
-					s.ahead[string(t.IRI)] = struct{}{}
-				}
+			if len(t.IRI) > 0 && !bytes.Equal(t.IRI, v.ID) {
+				s.refs.add(t.IRI)
 			}
+		}
+	}
+	if s.refs.full() {
+		if err := s.refs.sweep(s); err != nil {
+			return err
 		}
 	}
 	if v.HasType(graph.WArguments) {
@@ -322,17 +327,214 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	return nil
 }
 
-// finish settles the references ahead: any left is dangling.
+// finish settles the references: any left is dangling.
 func (s *graphScan) finish() error {
-	if len(s.ahead) > 0 {
+	if err := s.refs.sweep(s); err != nil {
+		return err
+	}
+	if len(s.refs.runs) > 0 {
 		return errGraphReread
 	}
 	return nil
 }
 
+// refCheck checks that every IRI a node references is some node's IRI
+// (else the reference is dangling and the whole read lists it), exactly,
+// without a set of strings: the nodes come in IRI order and their IRIs
+// are kept sorted (graphScan.ids). The references are gathered as they
+// come; a sweep, every refBatch of them, sorts them, drops repeats, looks
+// each one at or before the last node's IRI up among the nodes (one pass
+// of binary searches, each from the last one's place), and keeps the
+// others, ahead of the scan, as a sorted run. Each node reaching the
+// smallest pending IRI settles it in the runs it heads; a node passing a
+// pending IRI makes it dangling. Runs are merged (repeats dropped) while
+// one is no more than twice as long as the next, so there are few, and a
+// pending IRI is held about once.
+type refCheck struct {
+	text []byte  // the references since the last sweep, one after another
+	at   []refAt // where each is in text
+	runs []*refRun
+	min  []byte // the smallest head of the runs; nil without runs
+	// batch is the number of references gathered between sweeps
+	// (refBatch; tests make it small)
+	batch int
+	// recent holds IRIs gathered, one per slot of a cheap hash (the last
+	// in it): a reference to one of them is checked already, by the one
+	// gathered (a few IRIs, the agent, the server, the seal, are many of
+	// the references)
+	recent [256][]byte
+}
+
+// refAt is where a reference is in refCheck.text.
+type refAt struct{ off, len uint32 }
+
+// refRun is a sorted run of distinct pending IRIs; those before head are
+// settled.
+type refRun struct {
+	text []byte
+	ends []uint32
+	head int
+}
+
+// refBatch is the number of references gathered between sweeps.
+const refBatch = 1 << 13
+
+func (r *refRun) at(k int) []byte {
+	start := uint32(0)
+	if k > 0 {
+		start = r.ends[k-1]
+	}
+	return r.text[start:r.ends[k]]
+}
+
+func (r *refRun) push(iri []byte) {
+	r.text = append(r.text, iri...)
+	r.ends = append(r.ends, uint32(len(r.text)))
+}
+
+func (r *refRun) left() int { return len(r.ends) - r.head }
+
+// add gathers the reference iri (not empty), unless it is in recent.
+func (c *refCheck) add(iri []byte) {
+	n := len(iri)
+	r := &c.recent[(n*31+int(iri[n-1])*7+int(iri[n/2]))%len(c.recent)]
+	if bytes.Equal(*r, iri) {
+		return
+	}
+	*r = append((*r)[:0], iri...)
+	c.at = append(c.at, refAt{off: uint32(len(c.text)), len: uint32(len(iri))})
+	c.text = append(c.text, iri...)
+}
+
+func (c *refCheck) full() bool { return len(c.at) >= c.batch }
+
+// reach settles the pending IRIs equal to the next node's, id, and
+// refuses one it passes.
+func (c *refCheck) reach(id []byte) error {
+	if c.min == nil || bytes.Compare(id, c.min) < 0 {
+		return nil
+	}
+	runs := c.runs[:0]
+	for _, r := range c.runs {
+		if r.head < len(r.ends) {
+			switch bytes.Compare(r.at(r.head), id) {
+			case -1:
+				return errGraphReread // passed: dangling
+			case 0:
+				r.head++
+			}
+		}
+		if r.left() > 0 {
+			runs = append(runs, r)
+		}
+	}
+	clear(c.runs[len(runs):])
+	c.runs = runs
+	c.setMin()
+	return nil
+}
+
+func (c *refCheck) setMin() {
+	c.min = nil
+	for _, r := range c.runs {
+		if h := r.at(r.head); c.min == nil || bytes.Compare(h, c.min) < 0 {
+			c.min = h
+		}
+	}
+}
+
+func (c *refCheck) ref(a refAt) []byte { return c.text[a.off : a.off+a.len] }
+
+// sweep settles the references gathered since the last sweep that are at
+// or before the last node of s, and keeps the others as a run.
+func (c *refCheck) sweep(s *graphScan) error {
+	if len(c.at) == 0 {
+		return nil
+	}
+	slices.SortFunc(c.at, func(a, b refAt) int { return bytes.Compare(c.ref(a), c.ref(b)) })
+	n := s.n
+	last := s.id(n - 1)
+	run := &refRun{}
+	lo := 0
+	var prev []byte
+	for k, a := range c.at {
+		e := c.ref(a)
+		if k > 0 && bytes.Equal(e, prev) {
+			continue
+		}
+		prev = e
+		if bytes.Compare(e, last) > 0 {
+			run.push(e)
+			continue
+		}
+		i := lowerBound(s, e, lo, n)
+		if i == n || !bytes.Equal(s.id(i), e) {
+			return errGraphReread // dangling
+		}
+		lo = i + 1
+	}
+	c.text, c.at = c.text[:0], c.at[:0]
+	if len(run.ends) == 0 {
+		return nil
+	}
+	c.runs = append(c.runs, run)
+	for k := len(c.runs); k >= 2 && c.runs[k-2].left() <= 2*c.runs[k-1].left(); k-- {
+		c.runs[k-2] = mergeRuns(c.runs[k-2], c.runs[k-1])
+		c.runs[k-1] = nil
+		c.runs = c.runs[:k-1]
+	}
+	c.setMin()
+	return nil
+}
+
+// mergeRuns merges what is left of two runs, repeats dropped.
+func mergeRuns(a, b *refRun) *refRun {
+	m := &refRun{text: make([]byte, 0, len(a.text)+len(b.text)), ends: make([]uint32, 0, a.left()+b.left())}
+	i, j := a.head, b.head
+	for i < len(a.ends) || j < len(b.ends) {
+		switch {
+		case j == len(b.ends):
+			m.push(a.at(i))
+			i++
+		case i == len(a.ends):
+			m.push(b.at(j))
+			j++
+		default:
+			x, y := a.at(i), b.at(j)
+			switch bytes.Compare(x, y) {
+			case -1:
+				m.push(x)
+				i++
+			case 1:
+				m.push(y)
+				j++
+			default:
+				m.push(x)
+				i, j = i+1, j+1
+			}
+		}
+	}
+	return m
+}
+
+// lowerBound returns the index of the first of the nodes lo..n-1 of s
+// whose IRI is not below iri (n if none).
+func lowerBound(s *graphScan, iri []byte, lo, n int) int {
+	hi := n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(s.id(m), iri) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // event returns event i as eventsFromGraph builds it.
 func (s *graphScan) event(i int) *eventlog.Event {
-	n := len(s.at)
+	n := s.n
 	e := s.ev(i)
 	ev := &eventlog.Event{ID: e.id, Seq: e.seq, Kind: graphKinds[e.kind]}
 	if l, ok := s.legacy[int32(i)]; ok {
@@ -386,6 +588,46 @@ func (s *graphScan) event(i int) *eventlog.Event {
 	return ev
 }
 
+// eventBatch is the number of events built ahead in one batch by
+// eventsInOrder.
+const eventBatch = 512
+
+// eventsInOrder returns the function giving event order[k] (as event
+// builds it) for k = 0, 1, 2...: another goroutine builds them, a batch
+// ahead of the checker, which judges them meanwhile. That goroutine stops
+// after the last event, or at its next batch once done is closed.
+func (s *graphScan) eventsInOrder(order []int32, done <-chan struct{}) func(int) *eventlog.Event {
+	ch := make(chan []*eventlog.Event, 4)
+	go func() {
+		defer close(ch)
+		for at := 0; at < len(order); at += eventBatch {
+			b := make([]*eventlog.Event, 0, eventBatch)
+			for _, i := range order[at:min(at+eventBatch, len(order))] {
+				b = append(b, s.event(int(i)))
+			}
+			select {
+			case ch <- b:
+			case <-done:
+				return
+			}
+		}
+	}()
+	var cur []*eventlog.Event
+	next := 0
+	return func(k int) *eventlog.Event {
+		if k != next { // not in order (judgeGraphEvents takes them in order): built here
+			return s.event(int(order[k]))
+		}
+		next++
+		if len(cur) == 0 {
+			cur = <-ch
+		}
+		e := cur[0]
+		cur = cur[1:]
+		return e
+	}
+}
+
 // checkGraphStream is checkGraph on the document in rd, scanned. It
 // returns errGraphReread, having changed nothing in r, when the document
 // must be read whole (checkGraph); any other error is the read's.
@@ -399,6 +641,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 		err = s.finish()
 	}
 	if err != nil {
+		s.digest.Close()
 		if errors.Is(err, errGraphReread) {
 			return err
 		}
@@ -412,9 +655,9 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("graph %s: canonical n-quads: %w", name, err)
 	}
-	s.digest, s.ahead = nil, nil
+	s.digest, s.refs = nil, refCheck{}
 	r.Evidence.GraphDigest = digest
-	r.Evidence.Lines = int64(len(s.at))
+	r.Evidence.Lines = int64(s.n)
 	if s.seqErr != nil {
 		r.Findings = append(r.Findings, Finding{
 			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
@@ -452,7 +695,9 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
 		}
 	}
 	r.Evidence.finishProvenance()
-	judgeGraphEvents(r, plan, name, len(order), func(k int) *eventlog.Event { return s.event(int(order[k])) })
+	done := make(chan struct{})
+	defer close(done)
+	judgeGraphEvents(r, plan, name, len(order), s.eventsInOrder(order, done))
 	// CheckRun on a graph without join statements, with no untrusted
 	// source in the plan, judges nothing; it marks what it ran.
 	if r.ran == nil {
