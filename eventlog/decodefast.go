@@ -322,11 +322,16 @@ func (s *scanner) number() error {
 	return nil
 }
 
-// decodeObject decodes the next value of s strictly into a new *T at dst.
+// decodeObject decodes the next value of s strictly into a new *T at dst;
+// anything but an object (null leaves *dst nil in DecodeEvent) goes to
+// the slow path.
 func decodeObject[T any](s *scanner, dst **T) error {
 	v, err := s.value(0)
 	if err != nil {
 		return err
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return errSlow
 	}
 	*dst = new(T)
 	return strictUnmarshal(v, *dst)
@@ -391,7 +396,11 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 		return nil, errSlow
 	}
 	s.i++
-	e := &Event{}
+	// the event, its is_error flag and its effect in one allocation
+	box := &eventBox{}
+	e := &box.e
+	// the raw JSON fields (payload, rpc_id), copied together at the end
+	var payload, rpcID []byte
 	var seen uint32
 	if s.peek() == '}' {
 		return nil, errSlow
@@ -479,7 +488,7 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 				if bytes.Equal(v, []byte("null")) {
 					return nil, errSlow
 				}
-				e.RPCID = append(json.RawMessage(nil), v...)
+				rpcID = v
 			}
 		case "payload":
 			bit = kPayload
@@ -488,13 +497,12 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 				if bytes.Equal(v, []byte("null")) {
 					return nil, errSlow
 				}
-				e.Payload = append(json.RawMessage(nil), v...)
+				payload = v
 			}
 		case "is_error":
 			bit = kIsError
-			var b bool
-			b, err = s.boolean()
-			e.IsError = &b
+			box.isError, err = s.boolean()
+			e.IsError = &box.isError
 		case "rpc_error":
 			bit = kRPCError
 			e.RPCError, err = s.boolean()
@@ -509,7 +517,7 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 			}
 		case "effect":
 			bit = kEffect
-			err = decodeObject(s, &e.Effect)
+			err = s.effect(e, &box.effect)
 		case "message":
 			bit = kMessage
 			err = decodeObject(s, &e.Message)
@@ -549,10 +557,90 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 	if s.i != len(line) {
 		return nil, errSlow
 	}
-	if !shared && len(e.Payload) > 0 && !utf8.Valid(e.Payload) {
+	if !shared && len(payload) > 0 && !utf8.Valid(payload) {
 		return nil, errSlow
 	}
+	if len(payload)+len(rpcID) > 0 {
+		raw := make([]byte, len(payload)+len(rpcID))
+		copy(raw, payload)
+		copy(raw[len(payload):], rpcID)
+		if payload != nil {
+			e.Payload = json.RawMessage(raw[:len(payload):len(payload)])
+		}
+		if rpcID != nil {
+			e.RPCID = json.RawMessage(raw[len(payload):])
+		}
+	}
 	return e, nil
+}
+
+// eventBox holds an event with what its pointers may point to, for one
+// allocation instead of three.
+type eventBox struct {
+	e       Event
+	isError bool
+	effect  Effect
+}
+
+// effect decodes an effect object into dst and points e.Effect at it: the
+// quick way for an object of string members op, target and reason, each at
+// most once, else as decodeObject does.
+func (s *scanner) effect(e *Event, dst *Effect) error {
+	start := s.i
+	if s.effectFast(dst) == nil {
+		e.Effect = dst
+		return nil
+	}
+	s.i = start
+	*dst = Effect{}
+	return decodeObject(s, &e.Effect)
+}
+
+func (s *scanner) effectFast(dst *Effect) error {
+	if s.peek() != '{' {
+		return errSlow
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	var seen uint8
+	for {
+		kraw, esc, err := s.strRaw()
+		if err != nil || esc || s.peek() != ':' {
+			return errSlow
+		}
+		s.i++
+		var f *string
+		var bit uint8
+		switch string(kraw[1 : len(kraw)-1]) {
+		case "op":
+			f, bit = &dst.Op, 1
+		case "target":
+			f, bit = &dst.Target, 2
+		case "reason":
+			f, bit = &dst.Reason, 4
+		default:
+			return errSlow
+		}
+		if seen&bit != 0 {
+			return errSlow
+		}
+		seen |= bit
+		if *f, err = s.str(); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+			continue
+		case '}':
+			s.i++
+			return nil
+		}
+		return errSlow
+	}
 }
 
 // FastReader streams an event log like Reader, decoding each line with
