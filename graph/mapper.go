@@ -1179,73 +1179,83 @@ func canonicalDateTime(ts string) bool {
 	return ts[19] == '.' && num(20, len(frac)) >= 0 && frac[len(frac)-1] != '0'
 }
 
-// evStrings builds the strings the statements of one event need (its
-// IRIs, its seq, its payload) in one buffer that becomes one string: one
-// allocation per event instead of one per string. A piece added after
-// the string was made makes it again (correct, one more allocation).
+// evStrings builds the strings the statements of events need (their
+// IRIs, seq, payload) in a strings.Builder that serves many events: the
+// strings it returns are windows on its buffer, never changed once
+// written, so an event's strings cost no allocation of their own (one
+// chunk of evChunk bytes serves a few hundred events).
 type evStrings struct {
-	b []byte
-	s string
+	sb strings.Builder
 }
 
-// piece is a string of an evStrings: b[i:j].
+// evChunk is the size of a chunk of evStrings.
+const evChunk = 64 << 10
+
+// piece is a string of an evStrings: sb.String()[i:j].
 type piece struct{ i, j int }
 
-func (x *evStrings) reset() { x.b, x.s = x.b[:0], "" }
+// reset starts the strings of a new event: in a new chunk when the
+// current one has less than a sixteenth left (a string that does not fit
+// makes the builder grow by a copy: correct, slower).
+func (x *evStrings) reset() {
+	if x.sb.Cap()-x.sb.Len() < evChunk/16 {
+		x.sb = strings.Builder{}
+		x.sb.Grow(evChunk)
+	}
+}
 
 // get returns piece p as a string.
-func (x *evStrings) get(p piece) string {
-	if p.j > len(x.s) {
-		x.s = string(x.b)
-	}
-	return x.s[p.i:p.j]
-}
+func (x *evStrings) get(p piece) string { return x.sb.String()[p.i:p.j] }
 
 // iri adds base + seg + PctEncode(id): the IRI of an event's node
 // (CallIRI, MsgIRI, ...).
 func (x *evStrings) iri(base, seg, id string) piece {
-	i := len(x.b)
-	x.b = append(x.b, base...)
-	x.b = append(x.b, seg...)
-	x.b = appendPct(x.b, id)
-	return piece{i, len(x.b)}
+	i := x.sb.Len()
+	x.sb.WriteString(base)
+	x.sb.WriteString(seg)
+	writePct(&x.sb, id)
+	return piece{i, x.sb.Len()}
 }
 
 // ext adds the string of p followed by suffix (in place when p is the
 // last piece).
 func (x *evStrings) ext(p piece, suffix string) piece {
-	if p.j != len(x.b) {
-		x.b = append(x.b, x.b[p.i:p.j]...)
-		p = piece{len(x.b) - (p.j - p.i), len(x.b)}
+	if p.j != x.sb.Len() {
+		i := x.sb.Len()
+		x.sb.WriteString(x.get(p))
+		p = piece{i, x.sb.Len()}
 	}
-	x.b = append(x.b, suffix...)
-	return piece{p.i, len(x.b)}
+	x.sb.WriteString(suffix)
+	return piece{p.i, x.sb.Len()}
 }
 
 // int adds the decimal form of n.
 func (x *evStrings) int(n int64) piece {
-	i := len(x.b)
-	x.b = strconv.AppendInt(x.b, n, 10)
-	return piece{i, len(x.b)}
+	var d [20]byte
+	return x.bytes(strconv.AppendInt(d[:0], n, 10))
 }
 
 // bytes adds b.
 func (x *evStrings) bytes(b []byte) piece {
-	i := len(x.b)
-	x.b = append(x.b, b...)
-	return piece{i, len(x.b)}
+	i := x.sb.Len()
+	x.sb.Write(b)
+	return piece{i, x.sb.Len()}
 }
 
-// appendPct appends PctEncode(s).
-func appendPct(b []byte, s string) []byte {
+// writePct writes PctEncode(s).
+func writePct(sb *strings.Builder, s string) {
 	const hex = "0123456789ABCDEF"
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if unreserved(c) {
-			b = append(b, c)
 			continue
 		}
-		b = append(b, '%', hex[c>>4], hex[c&15])
+		sb.WriteString(s[start:i])
+		sb.WriteByte('%')
+		sb.WriteByte(hex[c>>4])
+		sb.WriteByte(hex[c&15])
+		start = i + 1
 	}
-	return b
+	sb.WriteString(s[start:])
 }
