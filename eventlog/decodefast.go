@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -386,18 +388,23 @@ const (
 // outlive their use, since any one string keeps the whole line alive.
 func decodeFast(line []byte, shared bool) (*Event, error) {
 	s := &scanner{b: line}
+	var box *eventBox
 	if shared {
 		if !utf8.Valid(line) {
 			return nil, errSlow
 		}
-		s.shared, s.ls = true, string(line)
+		a := arenas.Get().(*decodeArena)
+		s.shared, s.ls = true, a.line(line)
+		box = a.box()
+		arenas.Put(a)
+	} else {
+		// the event, its is_error flag and its effect in one allocation
+		box = &eventBox{}
 	}
 	if s.peek() != '{' {
 		return nil, errSlow
 	}
 	s.i++
-	// the event, its is_error flag and its effect in one allocation
-	box := &eventBox{}
 	e := &box.e
 	// the raw JSON fields (payload, rpc_id), copied together at the end
 	var payload, rpcID []byte
@@ -572,6 +579,50 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 		}
 	}
 	return e, nil
+}
+
+// decodeArena is where the shared lines and the event boxes of
+// decodeFast(shared) come from: lines are copied into a strings.Builder
+// (the strings it returns are windows on its buffer, never changed once
+// written) and boxes taken from a slab, so a line costs no allocation of
+// its own. A chunk lives as long as one of its events: for the streams,
+// whose events die once mapped (FastReader.ShareLines).
+type decodeArena struct {
+	lines strings.Builder
+	boxes []eventBox
+}
+
+// arenas holds the decodeArenas of the goroutines that decode at once
+// (FastReader.DecodeLine may be called from several).
+var arenas = sync.Pool{New: func() any { return new(decodeArena) }}
+
+const (
+	arenaLineBytes = 128 << 10 // a chunk of lines
+	arenaBoxes     = 32        // a slab of event boxes
+)
+
+// line returns b as a string.
+func (a *decodeArena) line(b []byte) string {
+	if len(b) > arenaLineBytes/8 {
+		return string(b)
+	}
+	if a.lines.Cap()-a.lines.Len() < len(b) {
+		a.lines = strings.Builder{}
+		a.lines.Grow(arenaLineBytes)
+	}
+	n := a.lines.Len()
+	a.lines.Write(b)
+	return a.lines.String()[n:]
+}
+
+// box returns a new, zero eventBox.
+func (a *decodeArena) box() *eventBox {
+	if len(a.boxes) == 0 {
+		a.boxes = make([]eventBox, arenaBoxes)
+	}
+	b := &a.boxes[0]
+	a.boxes = a.boxes[1:]
+	return b
 }
 
 // eventBox holds an event with what its pointers may point to, for one
