@@ -707,10 +707,13 @@ type FastReader struct {
 	shared  bool
 }
 
-// ShareLines makes the strings of each event Next returns share one copy
-// of its line: one allocation per event instead of one per field. Any
-// one string then keeps the whole line alive, so it is for callers that
-// let events go once used and copy (strings.Clone) what they keep.
+// ShareLines makes the strings of each event Next returns windows on one
+// copy of its line, itself in a chunk shared with the lines decoded near
+// it (and the event in a slab shared with its neighbours): no allocation
+// per field, nor per line. Any one string (or event) then keeps its whole
+// chunk (up to 128 KiB of lines, or 32 events) alive, so it is for
+// callers that let events go once used and copy (strings.Clone) what
+// they keep.
 func (l *FastReader) ShareLines(on bool) { l.shared = on }
 
 // NewFastReader returns a FastReader over the event log r (name is used in
