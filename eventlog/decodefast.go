@@ -59,10 +59,9 @@ const fastMaxDepth = 200
 type scanner struct {
 	b []byte
 	i int
-	// shared: the line is valid UTF-8 and ls is it as a string; unescaped
-	// strings are cut out of ls instead of copied one by one
-	shared bool
-	ls     string
+	// arena, when set: unescaped strings are copied into it instead of
+	// allocated one by one
+	arena *decodeArena
 }
 
 func (s *scanner) peek() byte {
@@ -80,12 +79,11 @@ func (s *scanner) str() (string, error) {
 	}
 	if !esc {
 		body := raw[1 : len(raw)-1]
-		if s.shared {
-			end := s.i - 1
-			return s.ls[end-len(body) : end], nil
-		}
 		if !utf8.Valid(body) {
 			return "", errSlow
+		}
+		if s.arena != nil {
+			return s.arena.str(body), nil
 		}
 		return string(body), nil
 	}
@@ -383,20 +381,17 @@ const (
 )
 
 // decodeFast decodes a canonical line the quick way, or returns errSlow.
-// shared: the strings of the event share one copy of the line (one
-// allocation instead of one per field); for readers whose events do not
-// outlive their use, since any one string keeps the whole line alive.
+// shared: the strings of the event are copied into a chunk shared with
+// the events decoded near it, and the event comes from a slab
+// (decodeArena); for readers whose events do not outlive their use, since
+// any one string keeps its whole chunk alive.
 func decodeFast(line []byte, shared bool) (*Event, error) {
 	s := &scanner{b: line}
 	var box *eventBox
 	if shared {
-		if !utf8.Valid(line) {
-			return nil, errSlow
-		}
 		a := arenas.Get().(*decodeArena)
-		s.shared, s.ls = true, a.line(line)
-		box = a.box()
-		arenas.Put(a)
+		defer arenas.Put(a)
+		s.arena, box = a, a.box()
 	} else {
 		// the event, its is_error flag and its effect in one allocation
 		box = &eventBox{}
@@ -564,7 +559,7 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 	if s.i != len(line) {
 		return nil, errSlow
 	}
-	if !shared && len(payload) > 0 && !utf8.Valid(payload) {
+	if len(payload) > 0 && !utf8.Valid(payload) {
 		return nil, errSlow
 	}
 	if len(payload)+len(rpcID) > 0 {
@@ -581,8 +576,8 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 	return e, nil
 }
 
-// decodeArena is where the shared lines and the event boxes of
-// decodeFast(shared) come from: lines are copied into a strings.Builder
+// decodeArena is where the strings and the event boxes of
+// decodeFast(shared) come from: strings are copied into a strings.Builder
 // (the strings it returns are windows on its buffer, never changed once
 // written) and boxes taken from a slab, so a line costs no allocation of
 // its own. A chunk lives as long as one of its events: for the streams,
@@ -597,12 +592,12 @@ type decodeArena struct {
 var arenas = sync.Pool{New: func() any { return new(decodeArena) }}
 
 const (
-	arenaLineBytes = 128 << 10 // a chunk of lines
-	arenaBoxes     = 32        // a slab of event boxes
+	arenaLineBytes = 64 << 10 // a chunk of strings
+	arenaBoxes     = 32       // a slab of event boxes
 )
 
-// line returns b as a string.
-func (a *decodeArena) line(b []byte) string {
+// str returns b as a string.
+func (a *decodeArena) str(b []byte) string {
 	if len(b) > arenaLineBytes/8 {
 		return string(b)
 	}
@@ -707,13 +702,12 @@ type FastReader struct {
 	shared  bool
 }
 
-// ShareLines makes the strings of each event Next returns windows on one
-// copy of its line, itself in a chunk shared with the lines decoded near
-// it (and the event in a slab shared with its neighbours): no allocation
-// per field, nor per line. Any one string (or event) then keeps its whole
-// chunk (up to 128 KiB of lines, or 32 events) alive, so it is for
-// callers that let events go once used and copy (strings.Clone) what
-// they keep.
+// ShareLines makes the strings of each event Next returns windows on a
+// chunk shared with the events decoded near it (and the event itself
+// part of a slab shared with its neighbours): no allocation per field,
+// nor per line. Any one string (or event) then keeps its whole chunk (up
+// to 64 KiB of strings, or 32 events) alive, so it is for callers that
+// let events go once used and copy (strings.Clone) what they keep.
 func (l *FastReader) ShareLines(on bool) { l.shared = on }
 
 // NewFastReader returns a FastReader over the event log r (name is used in
