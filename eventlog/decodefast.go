@@ -563,7 +563,12 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 		return nil, errSlow
 	}
 	if len(payload)+len(rpcID) > 0 {
-		raw := make([]byte, len(payload)+len(rpcID))
+		var raw []byte
+		if s.arena != nil {
+			raw = s.arena.bytes(len(payload) + len(rpcID))
+		} else {
+			raw = make([]byte, len(payload)+len(rpcID))
+		}
 		copy(raw, payload)
 		copy(raw[len(payload):], rpcID)
 		if payload != nil {
@@ -585,6 +590,7 @@ func decodeFast(line []byte, shared bool) (*Event, error) {
 type decodeArena struct {
 	lines strings.Builder
 	boxes []eventBox
+	raw   []byte // what is left of a chunk for raw JSON fields
 }
 
 // arenas holds the decodeArenas of the goroutines that decode at once
@@ -608,6 +614,19 @@ func (a *decodeArena) str(b []byte) string {
 	n := a.lines.Len()
 	a.lines.Write(b)
 	return a.lines.String()[n:]
+}
+
+// bytes returns n bytes of its own (capacity n: an append copies).
+func (a *decodeArena) bytes(n int) []byte {
+	if n > arenaLineBytes/8 {
+		return make([]byte, n)
+	}
+	if len(a.raw) < n {
+		a.raw = make([]byte, arenaLineBytes)
+	}
+	b := a.raw[:n:n]
+	a.raw = a.raw[n:]
+	return b
 }
 
 // box returns a new, zero eventBox.
