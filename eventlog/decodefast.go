@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -57,10 +59,9 @@ const fastMaxDepth = 200
 type scanner struct {
 	b []byte
 	i int
-	// shared: the line is valid UTF-8 and ls is it as a string; unescaped
-	// strings are cut out of ls instead of copied one by one
-	shared bool
-	ls     string
+	// arena, when set: unescaped strings are copied into it instead of
+	// allocated one by one
+	arena *decodeArena
 }
 
 func (s *scanner) peek() byte {
@@ -78,12 +79,11 @@ func (s *scanner) str() (string, error) {
 	}
 	if !esc {
 		body := raw[1 : len(raw)-1]
-		if s.shared {
-			end := s.i - 1
-			return s.ls[end-len(body) : end], nil
-		}
 		if !utf8.Valid(body) {
 			return "", errSlow
+		}
+		if s.arena != nil {
+			return s.arena.str(body), nil
 		}
 		return string(body), nil
 	}
@@ -322,13 +322,15 @@ func (s *scanner) number() error {
 	return nil
 }
 
-// decodeObject decodes the next value of s strictly into a new *T at dst.
+// decodeObject decodes the next value of s strictly into a new *T at dst;
+// anything but an object (null leaves *dst nil in DecodeEvent) goes to
+// the slow path.
 func decodeObject[T any](s *scanner, dst **T) error {
 	v, err := s.value(0)
 	if err != nil {
 		return err
 	}
-	if v[0] != '{' {
+	if len(v) == 0 || v[0] != '{' {
 		return errSlow // null leaves the field nil in DecodeEvent; the rest it refuses
 	}
 	*dst = new(T)
@@ -379,26 +381,32 @@ const (
 )
 
 // decodeFast decodes a canonical line the quick way, or returns errSlow.
-// shared: the strings of the event share one copy of the line (one
-// allocation instead of one per field); for readers whose events do not
-// outlive their use, since any one string keeps the whole line alive.
+// shared: the strings of the event are copied into a chunk shared with
+// the events decoded near it, and the event comes from a slab
+// (decodeArena); for readers whose events do not outlive their use, since
+// any one string keeps its whole chunk alive.
 func decodeFast(line []byte, shared bool) (*Event, error) { return decodeFastKeep(line, shared, false) }
 
 // decodeFastKeep is decodeFast; wire: Event.Wire is decoded too
 // (decodeWire, decodewhole.go).
 func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 	s := &scanner{b: line}
+	var box *eventBox
 	if shared {
-		if !utf8.Valid(line) {
-			return nil, errSlow
-		}
-		s.shared, s.ls = true, string(line)
+		a := arenas.Get().(*decodeArena)
+		defer arenas.Put(a)
+		s.arena, box = a, a.box()
+	} else {
+		// the event, its is_error flag and its effect in one allocation
+		box = &eventBox{}
 	}
 	if s.peek() != '{' {
 		return nil, errSlow
 	}
 	s.i++
-	e := &Event{}
+	e := &box.e
+	// the raw JSON fields (payload, rpc_id), copied together at the end
+	var payload, rpcID []byte
 	var seen uint32
 	if s.peek() == '}' {
 		return nil, errSlow
@@ -486,7 +494,7 @@ func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 				if bytes.Equal(v, []byte("null")) {
 					return nil, errSlow
 				}
-				e.RPCID = append(json.RawMessage(nil), v...)
+				rpcID = v
 			}
 		case "payload":
 			bit = kPayload
@@ -495,13 +503,12 @@ func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 				if bytes.Equal(v, []byte("null")) {
 					return nil, errSlow
 				}
-				e.Payload = append(json.RawMessage(nil), v...)
+				payload = v
 			}
 		case "is_error":
 			bit = kIsError
-			var b bool
-			b, err = s.boolean()
-			e.IsError = &b
+			box.isError, err = s.boolean()
+			e.IsError = &box.isError
 		case "rpc_error":
 			bit = kRPCError
 			e.RPCError, err = s.boolean()
@@ -517,7 +524,7 @@ func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 			}
 		case "effect":
 			bit = kEffect
-			err = decodeObject(s, &e.Effect)
+			err = s.effect(e, &box.effect)
 		case "message":
 			bit = kMessage
 			err = decodeObject(s, &e.Message)
@@ -557,10 +564,153 @@ func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 	if s.i != len(line) {
 		return nil, errSlow
 	}
-	if !shared && len(e.Payload) > 0 && !utf8.Valid(e.Payload) {
+	if len(payload) > 0 && !utf8.Valid(payload) {
 		return nil, errSlow
 	}
+	if len(payload)+len(rpcID) > 0 {
+		var raw []byte
+		if s.arena != nil {
+			raw = s.arena.bytes(len(payload) + len(rpcID))
+		} else {
+			raw = make([]byte, len(payload)+len(rpcID))
+		}
+		copy(raw, payload)
+		copy(raw[len(payload):], rpcID)
+		if payload != nil {
+			e.Payload = json.RawMessage(raw[:len(payload):len(payload)])
+		}
+		if rpcID != nil {
+			e.RPCID = json.RawMessage(raw[len(payload):])
+		}
+	}
 	return e, nil
+}
+
+// decodeArena is where the strings and the event boxes of
+// decodeFast(shared) come from: strings are copied into a strings.Builder
+// (the strings it returns are windows on its buffer, never changed once
+// written) and boxes taken from a slab, so a line costs no allocation of
+// its own. A chunk lives as long as one of its events: for the streams,
+// whose events die once mapped (FastReader.ShareLines).
+type decodeArena struct {
+	lines strings.Builder
+	boxes []eventBox
+	raw   []byte // what is left of a chunk for raw JSON fields
+}
+
+// arenas holds the decodeArenas of the goroutines that decode at once
+// (FastReader.DecodeLine may be called from several).
+var arenas = sync.Pool{New: func() any { return new(decodeArena) }}
+
+const (
+	arenaLineBytes = 64 << 10 // a chunk of strings
+	arenaBoxes     = 32       // a slab of event boxes
+)
+
+// str returns b as a string.
+func (a *decodeArena) str(b []byte) string {
+	if len(b) > arenaLineBytes/8 {
+		return string(b)
+	}
+	if a.lines.Cap()-a.lines.Len() < len(b) {
+		a.lines = strings.Builder{}
+		a.lines.Grow(arenaLineBytes)
+	}
+	n := a.lines.Len()
+	a.lines.Write(b)
+	return a.lines.String()[n:]
+}
+
+// bytes returns n bytes of its own (capacity n: an append copies).
+func (a *decodeArena) bytes(n int) []byte {
+	if n > arenaLineBytes/8 {
+		return make([]byte, n)
+	}
+	if len(a.raw) < n {
+		a.raw = make([]byte, arenaLineBytes)
+	}
+	b := a.raw[:n:n]
+	a.raw = a.raw[n:]
+	return b
+}
+
+// box returns a new, zero eventBox.
+func (a *decodeArena) box() *eventBox {
+	if len(a.boxes) == 0 {
+		a.boxes = make([]eventBox, arenaBoxes)
+	}
+	b := &a.boxes[0]
+	a.boxes = a.boxes[1:]
+	return b
+}
+
+// eventBox holds an event with what its pointers may point to, for one
+// allocation instead of three.
+type eventBox struct {
+	e       Event
+	isError bool
+	effect  Effect
+}
+
+// effect decodes an effect object into dst and points e.Effect at it: the
+// quick way for an object of string members op, target and reason, each at
+// most once, else as decodeObject does.
+func (s *scanner) effect(e *Event, dst *Effect) error {
+	start := s.i
+	if s.effectFast(dst) == nil {
+		e.Effect = dst
+		return nil
+	}
+	s.i = start
+	*dst = Effect{}
+	return decodeObject(s, &e.Effect)
+}
+
+func (s *scanner) effectFast(dst *Effect) error {
+	if s.peek() != '{' {
+		return errSlow
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	var seen uint8
+	for {
+		kraw, esc, err := s.strRaw()
+		if err != nil || esc || s.peek() != ':' {
+			return errSlow
+		}
+		s.i++
+		var f *string
+		var bit uint8
+		switch string(kraw[1 : len(kraw)-1]) {
+		case "op":
+			f, bit = &dst.Op, 1
+		case "target":
+			f, bit = &dst.Target, 2
+		case "reason":
+			f, bit = &dst.Reason, 4
+		default:
+			return errSlow
+		}
+		if seen&bit != 0 {
+			return errSlow
+		}
+		seen |= bit
+		if *f, err = s.str(); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+			continue
+		case '}':
+			s.i++
+			return nil
+		}
+		return errSlow
+	}
 }
 
 // FastReader streams an event log like Reader, decoding each line with
@@ -576,9 +726,11 @@ type FastReader struct {
 	shared  bool
 }
 
-// ShareLines makes the strings of each event Next returns share one copy
-// of its line: one allocation per event instead of one per field. Any
-// one string then keeps the whole line alive, so it is for callers that
+// ShareLines makes the strings of each event Next returns windows on a
+// chunk shared with the events decoded near it (and the event itself
+// part of a slab shared with its neighbours): no allocation per field,
+// nor per line. Any one string (or event) then keeps its whole chunk (up
+// to 64 KiB of strings, or 32 events) alive, so it is for callers that
 // let events go once used and copy (strings.Clone) what they keep.
 func (l *FastReader) ShareLines(on bool) { l.shared = on }
 

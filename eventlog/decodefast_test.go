@@ -60,6 +60,13 @@ func TestDecodeEventFastAgrees(t *testing.T) {
 		`{"id":"e1","kind":"tool_call","numbers":{"$.a":1},"prev":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"session":"s","source":"observed","ts":"x","v":1}`,
 		`{"id":"e1","kind":"tool_call","numbers":[],"prev":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"session":"s","source":"observed","ts":"x","v":1}`,
 	}
+	// effects: the quick decoder's object of op, target and reason, and
+	// what it hands to encoding/json
+	for _, eff := range []string{`{}`, `{"op":"read"}`, `{"reason":"r","target":"t","op":"o"}`, `{"op":"a\u00e9\n"}`,
+		`{"op":"a","op":"b"}`, `{"OP":"a"}`, `{"op":null}`, `{"op":1}`, `{ "op":"a"}`, `{"op":"a",}`, `{"op":"a"`, `{"target":"t"}`,
+		`{"op":"a","extra":"b"}`, `null`, `[]`, `{"op":"a"}x`, "{\"op\":\"\xff\"}", `{"op":"a","reason":""}`} {
+		odd = append(odd, `{"effect":`+eff+`,"id":"e1","is_error":true,"kind":"external_effect","payload":{"a":1},"prev":"0000000000000000000000000000000000000000000000000000000000000000","rpc_id":"r","seq":1,"session":"s","source":"observed","ts":"x","v":1}`)
+	}
 	for _, l := range odd {
 		sameDecode(t, []byte(l))
 	}
@@ -71,6 +78,7 @@ func FuzzDecodeEventFast(f *testing.F) {
 	}
 	f.Add([]byte(`{"v":1,"seq":0,"id":"e0","session":"s","kind":"tool_call","ts":"x","source":"observed","prev":"0000000000000000000000000000000000000000000000000000000000000000","payload":{"a":[1,2.5e3]}}`))
 	f.Add([]byte(`{"id":"e1","kind":"ambiguous","numbers":{"$.a":"1.0"},"payload":{"text":"[1]"},"prev":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"session":"s","source":"observed","ts":"x","v":1}`))
+	f.Add([]byte(`{"effect":{"op":"write","reason":"r\u00e9","target":"/a"},"id":"e1","is_error":false,"kind":"external_effect","payload":{"a":1},"prev":"0000000000000000000000000000000000000000000000000000000000000000","rpc_id":7,"seq":1,"session":"s","source":"observed","ts":"x","v":1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		sameDecode(t, line)
 	})

@@ -49,19 +49,25 @@ type evInfo struct {
 // mapper turns events, in log order, into statements. It keeps one small
 // record per event id (to resolve causal links), nothing else.
 type mapper struct {
-	opts     Options
-	emit     emitFunc
-	session  string
-	base     string
-	plan     string // seal IRI, "" when no plan is known
-	tools    map[string]bool
-	seen     map[string]evInfo // events whose id is not "e<n>"
-	byNum    [][]evInfo        // events with id "e<n>", at n, in chunks of numChunk (kind "" = unseen)
-	nNum     int               // 1 + the largest n remembered in byNum
-	agentIRI string            // the agent's IRI once declared (agent)
-	srvIRI   string            // the server's IRI once declared (server)
-	declared map[string]bool   // agent nodes whose types were emitted
-	started  bool
+	opts    Options
+	emit    emitFunc
+	session string
+	base    string
+	plan    string            // seal IRI, "" when no plan is known
+	tools   map[string]string // the IRI of each tool the server listed, by name
+	// strs holds the strings of the event being mapped; seq and payload
+	// are its pieces for the envelope and the payload (ok: set)
+	strs      evStrings
+	seq       piece
+	payloadOK bool
+	payloadP  piece
+	seen      map[string]evInfo // events whose id is not "e<n>"
+	byNum     [][]evInfo        // events with id "e<n>", at n, in chunks of numChunk (kind "" = unseen)
+	nNum      int               // 1 + the largest n remembered in byNum
+	agentIRI  string            // the agent's IRI once declared (agent)
+	srvIRI    string            // the server's IRI once declared (server)
+	declared  map[string]bool   // agent nodes whose types were emitted
+	started   bool
 	// serverReqs: the during link of each server request (mcp_request or
 	// sampling model_input) that has one, by event id, for its answer.
 	serverReqs map[string]serverReq
@@ -86,7 +92,7 @@ func (m *mapper) finish() error {
 }
 
 func newMapper(opts Options, emit emitFunc) *mapper {
-	m := &mapper{opts: opts, emit: emit, tools: map[string]bool{}, seen: map[string]evInfo{}, declared: map[string]bool{},
+	m := &mapper{opts: opts, emit: emit, tools: map[string]string{}, seen: map[string]evInfo{}, declared: map[string]bool{},
 		serverReqs: map[string]serverReq{}, answered: map[string][]answerRef{}}
 	return m
 }
@@ -195,6 +201,16 @@ func (m *mapper) setPlan(ref *SealRef) error {
 // associate links activity to the AI agent, through a qualified association
 // whose plan is the seal when one is known.
 func (m *mapper) associate(activity string) error {
+	q := ""
+	if m.plan != "" {
+		q = AssocIRI(activity)
+	}
+	return m.associateQ(activity, q)
+}
+
+// associateQ is associate with the association's IRI (AssocIRI(activity))
+// given, "" when no plan is known.
+func (m *mapper) associateQ(activity, q string) error {
 	a, err := m.agent()
 	if err != nil {
 		return err
@@ -205,7 +221,6 @@ func (m *mapper) associate(activity string) error {
 	if m.plan == "" {
 		return nil
 	}
-	q := AssocIRI(activity)
 	return firstErr(
 		m.add(activity, ProvQualifiedAssociation, Ref(q)),
 		m.typ(q, ProvAssociation),
@@ -228,7 +243,7 @@ func (m *mapper) envelope(node string, e *eventlog.Event) error {
 	if err := m.add(node, WEventID, Str(e.ID)); err != nil {
 		return err
 	}
-	if err := m.add(node, WSeq, Lit(strconv.FormatInt(e.Seq, 10), XSDInteger)); err != nil {
+	if err := m.add(node, WSeq, Lit(m.strs.get(m.seq), XSDInteger)); err != nil {
 		return err
 	}
 	if e.Source != "" {
@@ -290,7 +305,21 @@ func (m *mapper) payload(node string, e *eventlog.Event) error {
 	if !utf8.Valid(p) {
 		return &EventError{ID: e.ID, Seq: e.Seq, Field: "payload", Err: errors.New("not valid UTF-8")}
 	}
-	return m.add(node, ProvValue, Str(string(p)))
+	if !m.payloadOK {
+		m.payloadP, m.payloadOK = m.strs.bytes(p), true
+	}
+	return m.add(node, ProvValue, Str(m.strs.get(m.payloadP)))
+}
+
+// startEvent begins the strings of event e: its seq and (unless omitted)
+// its payload, the first pieces of m.strs.
+func (m *mapper) startEvent(e *eventlog.Event) {
+	m.strs.reset()
+	m.seq = m.strs.int(e.Seq)
+	m.payloadOK = false
+	if len(e.Payload) > 0 && !m.opts.OmitPayloads {
+		m.payloadP, m.payloadOK = m.strs.bytes(bytes.TrimSpace(e.Payload)), true
+	}
 }
 
 // link resolves a causal link to an earlier event of one of the given kinds.
@@ -369,6 +398,7 @@ func (m *mapper) event1(e *eventlog.Event) error {
 		info.ts = strings.Clone(ts)
 	}
 	defer m.remember(e.ID, info)
+	m.startEvent(e)
 	return m.kindStep(e, Lit(ts, XSDDateTime))
 }
 
@@ -464,7 +494,7 @@ func (m *mapper) sessionEnd(e *eventlog.Event, dt Term) error {
 // sampling request observed on the wire is attributed to the server that
 // sent it, and linked to the host request it was made during.
 func (m *mapper) modelInput(e *eventlog.Event, dt Term) error {
-	n := MsgIRI(m.base, e.ID)
+	n := m.strs.get(m.strs.iri(m.base, "/msg/", e.ID))
 	attr := m.agent
 	if e.Direction == eventlog.DirS2C {
 		attr = m.server
@@ -490,7 +520,13 @@ func (m *mapper) modelInput(e *eventlog.Event, dt Term) error {
 // externalEffect: a side effect of a tool, attributed to the server and
 // generated by its call.
 func (m *mapper) externalEffect(e *eventlog.Event, dt Term) error {
-	n := EffectIRI(m.base, e.ID)
+	pn := m.strs.iri(m.base, "/effect/", e.ID)
+	_, linked := m.link(e, "call", e.Call, eventlog.KindToolCall)
+	var pc piece
+	if linked {
+		pc = m.strs.iri(m.base, "/call/", e.Call)
+	}
+	n := m.strs.get(pn)
 	srv, err := m.server()
 	if err != nil {
 		return err
@@ -508,9 +544,9 @@ func (m *mapper) externalEffect(e *eventlog.Event, dt Term) error {
 	if err := m.effect(n, e.Effect); err != nil {
 		return err
 	}
-	if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
+	if linked {
 		return firstErr(
-			m.add(n, ProvWasGeneratedBy, Ref(CallIRI(m.base, e.Call))),
+			m.add(n, ProvWasGeneratedBy, Ref(m.strs.get(pc))),
 			m.influences(n, e.Call),
 		)
 	} else if e.Call != "" {
@@ -541,7 +577,7 @@ func (m *mapper) effect(n string, eff *eventlog.Effect) error {
 // ambiguous: a wire line with more than one reading; its exact bytes,
 // reasons and readings are its payload.
 func (m *mapper) ambiguous(e *eventlog.Event, dt Term) error {
-	n := AmbiguousIRI(m.base, e.ID)
+	n := m.strs.get(m.strs.iri(m.base, "/ambiguous/", e.ID))
 	return firstErr(
 		m.typ(n, ProvEntity, WAmbiguousLine),
 		m.envelope(n, e),
@@ -554,7 +590,7 @@ func (m *mapper) ambiguous(e *eventlog.Event, dt Term) error {
 // attributed to the side that sent it (the server unless the direction is
 // c2s), influenced by the request it concerns.
 func (m *mapper) notification(e *eventlog.Event, dt Term) error {
-	n := NoteIRI(m.base, e.ID)
+	n := m.strs.get(m.strs.iri(m.base, "/note/", e.ID))
 	by, err := m.sender(e.Direction)
 	if err != nil {
 		return err
@@ -720,7 +756,7 @@ func (m *mapper) serverInfo(e *eventlog.Event, sv *eventlog.ServerInfo) error {
 // annotations as canonical JSON.
 func (m *mapper) toolDef(e *eventlog.Event, srv string, i int, td eventlog.ToolDef) error {
 	t := ToolIRI(m.base, td.Name)
-	m.tools[td.Name] = true
+	m.tools[strings.Clone(td.Name)] = t
 	if err := firstErr(
 		m.typ(t, ProvEntity, WToolDefinition),
 		m.add(t, OtelToolName, Str(td.Name)),
@@ -741,8 +777,18 @@ func (m *mapper) toolDef(e *eventlog.Event, srv string, i int, td eventlog.ToolD
 
 func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 	b := m.base
-	act := CallIRI(b, e.ID)
-	args := ArgsIRI(b, e.ID)
+	x := &m.strs
+	pAct := x.iri(b, "/call/", e.ID)
+	var pQ piece
+	if m.plan != "" {
+		pQ = x.ext(pAct, "/assoc")
+	}
+	pArgs := x.iri(b, "/args/", e.ID)
+	_, caused := m.link(e, "cause", e.Cause, eventlog.KindModelOutput)
+	var pTurn, pMsg piece
+	if caused {
+		pTurn, pMsg = x.iri(b, "/turn/", e.Cause), x.iri(b, "/msg/", e.Cause)
+	}
 	a, err := m.agent()
 	if err != nil {
 		return err
@@ -756,10 +802,15 @@ func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 	// output's time, never the call's later one (PROV-CONSTRAINTS:
 	// generation within the generating activity).
 	argsTime := dt
-	if _, ok := m.link(e, "cause", e.Cause, eventlog.KindModelOutput); ok {
+	if caused {
 		if out, ok := m.lookup(e.Cause); ok && out.ts != "" {
 			argsTime = Lit(out.ts, XSDDateTime)
 		}
+	}
+	act, args := x.get(pAct), x.get(pArgs)
+	q := ""
+	if m.plan != "" {
+		q = x.get(pQ)
 	}
 	if err := firstErr(
 		m.typ(act, ProvActivity, WToolCall),
@@ -768,7 +819,7 @@ func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 		m.add(act, OtelOperationName, Str("execute_tool")),
 		m.tool(act, e),
 		m.rpc(act, e),
-		m.associate(act),
+		m.associateQ(act, q),
 		m.add(act, ProvWasAssociatedWith, Ref(srv)),
 		m.add(act, ProvUsed, Ref(args)),
 		m.typ(args, ProvEntity, WArguments),
@@ -783,29 +834,30 @@ func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 			return err
 		}
 	}
-	if e.Tool != "" && m.tools[e.Tool] {
-		if err := m.add(act, ProvUsed, Ref(ToolIRI(b, e.Tool))); err != nil {
+	if t := m.tools[e.Tool]; e.Tool != "" && t != "" {
+		if err := m.add(act, ProvUsed, Ref(t)); err != nil {
 			return err
 		}
 	}
-	return m.callCause(e, act, args)
+	if caused {
+		return m.callCause(act, args, x.get(pTurn), x.get(pMsg))
+	} else if e.Cause != "" {
+		return m.unresolved(act, "cause", e.Cause)
+	}
+	return nil
 }
 
 // callCause links a tool call to the model turn that asked for it: the
 // call was informed by the turn, its arguments generated by the turn and
 // derived from the model's output.
-func (m *mapper) callCause(e *eventlog.Event, act, args string) error {
-	b := m.base
-	if _, ok := m.link(e, "cause", e.Cause, eventlog.KindModelOutput); ok {
-		return firstErr(
-			m.add(act, ProvWasInformedBy, Ref(TurnIRI(b, e.Cause))),
-			m.add(args, ProvWasGeneratedBy, Ref(TurnIRI(b, e.Cause))),
-			m.add(args, ProvWasDerivedFrom, Ref(MsgIRI(b, e.Cause))),
-		)
-	} else if e.Cause != "" {
-		return m.unresolved(act, "cause", e.Cause)
-	}
-	return nil
+// turn and msg: the turn and output message of the model_output named by
+// the call's cause.
+func (m *mapper) callCause(act, args, turn, msg string) error {
+	return firstErr(
+		m.add(act, ProvWasInformedBy, Ref(turn)),
+		m.add(args, ProvWasGeneratedBy, Ref(turn)),
+		m.add(args, ProvWasDerivedFrom, Ref(msg)),
+	)
 }
 
 // responseError emits whether a tool response is an error: isError, and
@@ -845,7 +897,13 @@ func (m *mapper) responseError(n string, e *eventlog.Event) error {
 // generated by the call, which ends when it is received.
 func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 	b := m.base
-	n := ResultIRI(b, e.ID)
+	pn := m.strs.iri(b, "/result/", e.ID)
+	_, linked := m.link(e, "call", e.Call, eventlog.KindToolCall)
+	var pc piece
+	if linked {
+		pc = m.strs.iri(b, "/call/", e.Call)
+	}
+	n := m.strs.get(pn)
 	srv, err := m.server()
 	if err != nil {
 		return err
@@ -864,8 +922,8 @@ func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 	if err := m.responseError(n, e); err != nil {
 		return err
 	}
-	if _, ok := m.link(e, "call", e.Call, eventlog.KindToolCall); ok {
-		act := CallIRI(b, e.Call)
+	if linked {
+		act := m.strs.get(pc)
 		return firstErr(
 			m.add(n, ProvWasGeneratedBy, Ref(act)),
 			m.add(act, ProvEndedAtTime, dt),
@@ -884,16 +942,31 @@ func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 // either way.
 func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 	b := m.base
-	turn := TurnIRI(b, e.ID)
-	out := MsgIRI(b, e.ID)
+	x := &m.strs
+	pTurn := x.iri(b, "/turn/", e.ID)
+	var pQ piece
+	if m.plan != "" {
+		pQ = x.ext(pTurn, "/assoc")
+	}
+	pOut := x.iri(b, "/msg/", e.ID)
+	_, hasInput := m.link(e, "input", e.Input, eventlog.KindModelInput)
+	var pIn piece
+	if hasInput {
+		pIn = x.iri(b, "/msg/", e.Input)
+	}
+	turn, out := x.get(pTurn), x.get(pOut)
+	q := ""
+	if m.plan != "" {
+		q = x.get(pQ)
+	}
 	a, err := m.agent()
 	if err != nil {
 		return err
 	}
 	start := dt
 	var input string
-	if _, ok := m.link(e, "input", e.Input, eventlog.KindModelInput); ok {
-		input = MsgIRI(b, e.Input)
+	if hasInput {
+		input = x.get(pIn)
 		in, _ := m.lookup(e.Input)
 		start = Lit(in.ts, XSDDateTime)
 	}
@@ -902,7 +975,7 @@ func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 		m.add(turn, OtelOperationName, Str("chat")),
 		m.add(turn, ProvStartedAtTime, start),
 		m.add(turn, ProvEndedAtTime, dt),
-		m.associate(turn),
+		m.associateQ(turn, q),
 		m.typ(out, ProvEntity, WModelMessage),
 		m.envelope(out, e),
 		m.add(out, ProvWasGeneratedBy, Ref(turn)),
@@ -932,7 +1005,7 @@ func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 // message: an application message between agents, derived from (or
 // generated by) the event that caused it.
 func (m *mapper) message(e *eventlog.Event, dt Term) error {
-	n := MessageIRI(m.base, e.ID)
+	n := m.strs.get(m.strs.iri(m.base, "/message/", e.ID))
 	if err := firstErr(
 		m.typ(n, ProvEntity, WAgentMessage),
 		m.envelope(n, e),
@@ -1104,4 +1177,85 @@ func canonicalDateTime(ts string) bool {
 	}
 	frac := ts[20 : len(ts)-1]
 	return ts[19] == '.' && num(20, len(frac)) >= 0 && frac[len(frac)-1] != '0'
+}
+
+// evStrings builds the strings the statements of events need (their
+// IRIs, seq, payload) in a strings.Builder that serves many events: the
+// strings it returns are windows on its buffer, never changed once
+// written, so an event's strings cost no allocation of their own (one
+// chunk of evChunk bytes serves a few hundred events).
+type evStrings struct {
+	sb strings.Builder
+}
+
+// evChunk is the size of a chunk of evStrings.
+const evChunk = 64 << 10
+
+// piece is a string of an evStrings: sb.String()[i:j].
+type piece struct{ i, j int }
+
+// reset starts the strings of a new event: in a new chunk when the
+// current one has less than a sixteenth left (a string that does not fit
+// makes the builder grow by a copy: correct, slower).
+func (x *evStrings) reset() {
+	if x.sb.Cap()-x.sb.Len() < evChunk/16 {
+		x.sb = strings.Builder{}
+		x.sb.Grow(evChunk)
+	}
+}
+
+// get returns piece p as a string.
+func (x *evStrings) get(p piece) string { return x.sb.String()[p.i:p.j] }
+
+// iri adds base + seg + PctEncode(id): the IRI of an event's node
+// (CallIRI, MsgIRI, ...).
+func (x *evStrings) iri(base, seg, id string) piece {
+	i := x.sb.Len()
+	x.sb.WriteString(base)
+	x.sb.WriteString(seg)
+	writePct(&x.sb, id)
+	return piece{i, x.sb.Len()}
+}
+
+// ext adds the string of p followed by suffix (in place when p is the
+// last piece).
+func (x *evStrings) ext(p piece, suffix string) piece {
+	if p.j != x.sb.Len() {
+		i := x.sb.Len()
+		x.sb.WriteString(x.get(p))
+		p = piece{i, x.sb.Len()}
+	}
+	x.sb.WriteString(suffix)
+	return piece{p.i, x.sb.Len()}
+}
+
+// int adds the decimal form of n.
+func (x *evStrings) int(n int64) piece {
+	var d [20]byte
+	return x.bytes(strconv.AppendInt(d[:0], n, 10))
+}
+
+// bytes adds b.
+func (x *evStrings) bytes(b []byte) piece {
+	i := x.sb.Len()
+	x.sb.Write(b)
+	return piece{i, x.sb.Len()}
+}
+
+// writePct writes PctEncode(s).
+func writePct(sb *strings.Builder, s string) {
+	const hex = "0123456789ABCDEF"
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) {
+			continue
+		}
+		sb.WriteString(s[start:i])
+		sb.WriteByte('%')
+		sb.WriteByte(hex[c>>4])
+		sb.WriteByte(hex[c&15])
+		start = i + 1
+	}
+	sb.WriteString(s[start:])
 }

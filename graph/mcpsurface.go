@@ -183,6 +183,7 @@ func (m *mapper) answer(reqID, iri, turn string) error {
 	if !ok {
 		return nil
 	}
+	iri = strings.Clone(iri) // kept: not a window on the mapper's strings (evStrings)
 	if sr.during != "" {
 		if turn != "" {
 			if err := m.add(turn, ProvWasInformedBy, Ref(m.requestNode(sr.during))); err != nil {
