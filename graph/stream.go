@@ -455,7 +455,7 @@ func (e *evLines) flushInto1(r *run, x evSpan) {
 			}
 		}
 		if len(idx) > 1 {
-			slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
+			e.sortLines(idx)
 			// drop duplicates
 			w := 1
 			for i := 1; i < len(idx); i++ {
@@ -486,6 +486,42 @@ func (e *evLines) flushInto1(r *run, x evSpan) {
 			dst = append(dst, e.line(i)...)
 		}
 	}
+}
+
+// sortLines sorts the lines idx of one subject (a handful: an insertion
+// sort, comparing first the 8 leading bytes of each line as a number).
+func (e *evLines) sortLines(idx []int) {
+	if len(idx) > 32 {
+		slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
+		return
+	}
+	var keys [32]uint64
+	for i, li := range idx {
+		keys[i] = linePrefix(e.line(li))
+	}
+	for i := 1; i < len(idx); i++ {
+		k, li := keys[i], idx[i]
+		j := i
+		for ; j > 0; j-- {
+			pk := keys[j-1]
+			if pk < k || (pk == k && bytes.Compare(e.line(idx[j-1]), e.line(li)) <= 0) {
+				break
+			}
+			keys[j], idx[j] = pk, idx[j-1]
+		}
+		keys[j], idx[j] = k, li
+	}
+}
+
+// linePrefix is the first 8 bytes of l as a big-endian number (zeros
+// after a shorter l): prefixes compare as the lines do, or are equal.
+func linePrefix(l []byte) uint64 {
+	if len(l) >= 8 {
+		return binary.BigEndian.Uint64(l)
+	}
+	var b [8]byte
+	copy(b[:], l)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // flushInto appends the blocks of every event of e to r.
@@ -765,6 +801,7 @@ type memIter struct {
 	r        *run
 	i        int
 	buf, alt []byte // merge buffers, swapped at each merge
+	key      []byte // the key of the blocks being merged
 }
 
 func (m *memIter) next() ([]byte, bool) {
@@ -772,18 +809,25 @@ func (m *memIter) next() ([]byte, bool) {
 		return nil, false
 	}
 	blk := m.r.block(m.i)
+	k := m.r.recs[m.i].k
 	m.i++
-	key := lineKey(blk)
-	if m.i >= len(m.r.recs) || !bytes.Equal(lineKey(m.r.block(m.i)), key) {
+	if m.i >= len(m.r.recs) || !m.sameKey(m.i, blk[:k]) {
 		return blk, true
 	}
+	m.key = append(m.key[:0], blk[:k]...)
 	m.buf = append(m.buf[:0], blk...)
-	for m.i < len(m.r.recs) && bytes.Equal(lineKey(m.r.block(m.i)), key) {
+	for m.i < len(m.r.recs) && m.sameKey(m.i, m.key) {
 		m.alt = mergeBlocks(m.alt[:0], m.buf, m.r.block(m.i))
 		m.buf, m.alt = m.alt, m.buf
 		m.i++
 	}
 	return m.buf, true
+}
+
+// sameKey reports whether block i of the run has the key key.
+func (m *memIter) sameKey(i int, key []byte) bool {
+	x := m.r.recs[i]
+	return int(x.k) == len(key) && bytes.Equal(m.r.chunks[x.c][x.off:x.off+x.k], key)
 }
 
 // fileIter reads a spilled run.
