@@ -832,18 +832,37 @@ func (m *memIter) sameKey(i int, key []byte) bool {
 
 // fileIter reads a spilled run.
 type fileIter struct {
-	br  *bufio.Reader
-	buf []byte
-	err error
+	br   *bufio.Reader
+	buf  []byte
+	pend int // bytes of the last block, peeked, to discard
+	err  error
 }
 
 func (f *fileIter) next() ([]byte, bool) {
+	if f.pend > 0 {
+		f.br.Discard(f.pend)
+		f.pend = 0
+	}
 	n, err := binary.ReadUvarint(f.br)
 	if err != nil {
 		if err != io.EOF {
 			f.err = err
 		}
 		return nil, false
+	}
+	// a block that fits in the reader's buffer is read in place (valid
+	// until the next call)
+	if n <= uint64(f.br.Size()) {
+		blk, err := f.br.Peek(int(n))
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			f.err = err
+			return nil, false
+		}
+		f.pend = int(n)
+		return blk, true
 	}
 	if cap(f.buf) < int(n) {
 		f.buf = make([]byte, n)
