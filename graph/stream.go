@@ -131,9 +131,10 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 	}
 
 	// the mapped lines of a batch of events are packed into runs in a
-	// goroutine of their own
-	pk := &packer{st: st, runBytes: so.RunBytes, byID: byID, in: make(chan *evLines, 2), free: make(chan *evLines, 3), out: make(chan *run, 1)}
-	for i := 0; i < 3; i++ {
+	// goroutine of their own; a few batches in flight (~300 KB each) let
+	// the mapper run ahead while the packer is descheduled
+	pk := &packer{st: st, runBytes: so.RunBytes, byID: byID, in: make(chan *evLines, packerBatches-1), free: make(chan *evLines, packerBatches), out: make(chan *run, 1)}
+	for i := 0; i < packerBatches; i++ {
 		pk.free <- &evLines{}
 	}
 	go pk.loop()
@@ -533,6 +534,10 @@ func (e *evLines) flushInto(r *run) {
 		e.flushInto1(r, x)
 	}
 }
+
+// packerBatches is how many batches of mapped events the mapper and the
+// packer share.
+const packerBatches = 8
 
 // packer packs batches of mapped events into runs and hands full runs to
 // the sorter; on closing its input it hands back the run being filled.
