@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 )
@@ -26,6 +27,24 @@ type StreamOptions struct {
 	// TempDir holds the spilled runs (default os.TempDir()); they are
 	// removed before StreamNQuads returns.
 	TempDir string
+	// Stages, if not nil, receives the wall times of the stream's stages
+	// (for benchmarks: they vary from run to run).
+	Stages *StreamStages
+}
+
+// StreamStages are the wall times of a stream: its two phases, and how
+// long a stage waited for the next one (a stage that waits is not the
+// one holding the pipeline up).
+type StreamStages struct {
+	Map   time.Duration // read, decode, map, pack, sort and spill, to the last run sorted
+	Merge time.Duration // merge the runs into the sink
+	Drain time.Duration // after the merge: the last bytes expanded, hashed and written
+
+	MapWaitIn    time.Duration // the mapper waiting for decoded events
+	MapWaitOut   time.Duration // the mapper waiting for the packer
+	PackWaitSort time.Duration // the packer waiting for the sorter (a free run)
+	MergeWaitOut time.Duration // the merge waiting for the expander (N-Quads)
+	ExpandWait   time.Duration // the expander waiting for the hash and the write
 }
 
 // StreamStats describes a streamed canonicalisation.
@@ -52,8 +71,15 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 	cw := &countWriter{w: w}
 	aw := newAsyncWriter(1<<20, h, cw)
 	stats, err := streamBlocks(src, opts, so, false, aw.block)
+	t := time.Now()
 	if cerr := aw.Close(); err == nil {
 		err = cerr
+	}
+	if so.Stages != nil {
+		so.Stages.Drain = time.Since(t)
+		if aw.ex != nil {
+			so.Stages.MergeWaitOut, so.Stages.ExpandWait = aw.ex.waitIn, aw.ex.waitOut
+		}
 	}
 	if err != nil {
 		return stats, err
@@ -75,6 +101,11 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, sink blockSink) (StreamStats, error) {
 	if so.RunBytes <= 0 {
 		so.RunBytes = DefaultRunBytes
+	}
+	var sg StreamStages
+	t0 := time.Now()
+	if so.Stages != nil {
+		defer func() { *so.Stages = sg }()
 	}
 	st := &streamer{so: so, byID: byID, runCh: make(chan *run, 1), done: make(chan error, 1), free: make(chan *run, 2)}
 	// a run's records, sized for blocks of ~100 bytes: growing them by
@@ -100,9 +131,10 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 	}
 
 	// the mapped lines of a batch of events are packed into runs in a
-	// goroutine of their own
-	pk := &packer{st: st, runBytes: so.RunBytes, byID: byID, in: make(chan *evLines, 2), free: make(chan *evLines, 3), out: make(chan *run, 1)}
-	for i := 0; i < 3; i++ {
+	// goroutine of their own; a few batches in flight (~300 KB each) let
+	// the mapper run ahead while the packer is descheduled
+	pk := &packer{st: st, runBytes: so.RunBytes, byID: byID, in: make(chan *evLines, packerBatches-1), free: make(chan *evLines, packerBatches), out: make(chan *run, 1)}
+	for i := 0; i < packerBatches; i++ {
 		pk.free <- &evLines{}
 	}
 	go pk.loop()
@@ -117,8 +149,16 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 	})
 	var stats StreamStats
 	var srcErr error
-	for b := range bch {
+	for {
+		t := time.Now()
+		b, ok := <-bch
+		t1 := time.Now()
+		sg.MapWaitIn += t1.Sub(t)
+		if !ok {
+			break
+		}
 		ev = <-pk.free
+		sg.MapWaitOut += time.Since(t1)
 		ev.reset()
 		if ev.prefix == nil && m.base != "" {
 			ev.prefix = []byte("<" + m.base + "/")
@@ -165,7 +205,11 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 	}
 	cur.sortRecords(byID)
 	stats.Runs = len(st.files) + 1
+	sg.PackWaitSort = pk.wait
+	t1 := time.Now()
+	sg.Map = t1.Sub(t0)
 	n, err := st.merge(cur, sink)
+	sg.Merge = time.Since(t1)
 	stats.Quads = n
 	return stats, err
 }
@@ -412,7 +456,7 @@ func (e *evLines) flushInto1(r *run, x evSpan) {
 			}
 		}
 		if len(idx) > 1 {
-			slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
+			e.sortLines(idx)
 			// drop duplicates
 			w := 1
 			for i := 1; i < len(idx); i++ {
@@ -445,6 +489,42 @@ func (e *evLines) flushInto1(r *run, x evSpan) {
 	}
 }
 
+// sortLines sorts the lines idx of one subject (a handful: an insertion
+// sort, comparing first the 8 leading bytes of each line as a number).
+func (e *evLines) sortLines(idx []int) {
+	if len(idx) > 32 {
+		slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(e.line(a), e.line(b)) })
+		return
+	}
+	var keys [32]uint64
+	for i, li := range idx {
+		keys[i] = linePrefix(e.line(li))
+	}
+	for i := 1; i < len(idx); i++ {
+		k, li := keys[i], idx[i]
+		j := i
+		for ; j > 0; j-- {
+			pk := keys[j-1]
+			if pk < k || (pk == k && bytes.Compare(e.line(idx[j-1]), e.line(li)) <= 0) {
+				break
+			}
+			keys[j], idx[j] = pk, idx[j-1]
+		}
+		keys[j], idx[j] = k, li
+	}
+}
+
+// linePrefix is the first 8 bytes of l as a big-endian number (zeros
+// after a shorter l): prefixes compare as the lines do, or are equal.
+func linePrefix(l []byte) uint64 {
+	if len(l) >= 8 {
+		return binary.BigEndian.Uint64(l)
+	}
+	var b [8]byte
+	copy(b[:], l)
+	return binary.BigEndian.Uint64(b[:])
+}
+
 // flushInto appends the blocks of every event of e to r.
 func (e *evLines) flushInto(r *run) {
 	if r.prefix == nil {
@@ -455,6 +535,10 @@ func (e *evLines) flushInto(r *run) {
 	}
 }
 
+// packerBatches is how many batches of mapped events the mapper and the
+// packer share.
+const packerBatches = 8
+
 // packer packs batches of mapped events into runs and hands full runs to
 // the sorter; on closing its input it hands back the run being filled.
 type packer struct {
@@ -464,6 +548,7 @@ type packer struct {
 	in       chan *evLines
 	free     chan *evLines
 	out      chan *run
+	wait     time.Duration // waiting for a free run (read after out)
 }
 
 func (p *packer) loop() {
@@ -477,8 +562,10 @@ func (p *packer) loop() {
 			}
 			ev.flushInto1(cur, x)
 			if cur.size >= p.runBytes {
+				t := time.Now()
 				p.st.send(cur)
 				cur = <-p.st.free
+				p.wait += time.Since(t)
 				cur.reset()
 				cur.byID, cur.prefix = p.byID, ev.prefix
 			}
@@ -719,6 +806,7 @@ type memIter struct {
 	r        *run
 	i        int
 	buf, alt []byte // merge buffers, swapped at each merge
+	key      []byte // the key of the blocks being merged
 }
 
 func (m *memIter) next() ([]byte, bool) {
@@ -726,13 +814,14 @@ func (m *memIter) next() ([]byte, bool) {
 		return nil, false
 	}
 	blk := m.r.block(m.i)
+	k := m.r.recs[m.i].k
 	m.i++
-	key := lineKey(blk)
-	if m.i >= len(m.r.recs) || !bytes.Equal(lineKey(m.r.block(m.i)), key) {
+	if m.i >= len(m.r.recs) || !m.sameKey(m.i, blk[:k]) {
 		return blk, true
 	}
+	m.key = append(m.key[:0], blk[:k]...)
 	m.buf = append(m.buf[:0], blk...)
-	for m.i < len(m.r.recs) && bytes.Equal(lineKey(m.r.block(m.i)), key) {
+	for m.i < len(m.r.recs) && m.sameKey(m.i, m.key) {
 		m.alt = mergeBlocks(m.alt[:0], m.buf, m.r.block(m.i))
 		m.buf, m.alt = m.alt, m.buf
 		m.i++
@@ -740,20 +829,45 @@ func (m *memIter) next() ([]byte, bool) {
 	return m.buf, true
 }
 
+// sameKey reports whether block i of the run has the key key.
+func (m *memIter) sameKey(i int, key []byte) bool {
+	x := m.r.recs[i]
+	return int(x.k) == len(key) && bytes.Equal(m.r.chunks[x.c][x.off:x.off+x.k], key)
+}
+
 // fileIter reads a spilled run.
 type fileIter struct {
-	br  *bufio.Reader
-	buf []byte
-	err error
+	br   *bufio.Reader
+	buf  []byte
+	pend int // bytes of the last block, peeked, to discard
+	err  error
 }
 
 func (f *fileIter) next() ([]byte, bool) {
+	if f.pend > 0 {
+		f.br.Discard(f.pend)
+		f.pend = 0
+	}
 	n, err := binary.ReadUvarint(f.br)
 	if err != nil {
 		if err != io.EOF {
 			f.err = err
 		}
 		return nil, false
+	}
+	// a block that fits in the reader's buffer is read in place (valid
+	// until the next call)
+	if n <= uint64(f.br.Size()) {
+		blk, err := f.br.Peek(int(n))
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			f.err = err
+			return nil, false
+		}
+		f.pend = int(n)
+		return blk, true
 	}
 	if cap(f.buf) < int(n) {
 		f.buf = make([]byte, n)
@@ -907,7 +1021,11 @@ func (st *streamer) merge(last *run, sink blockSink) (int64, error) {
 // asyncWriter hashes and writes in goroutines of their own while the
 // merge goes on: full buffers go through one goroutine per writer in turn
 // (a pipeline: the hash of one buffer overlaps the write of the one
-// before), then come back empty.
+// before), then come back empty. Blocks (block) are copied in their
+// compact form into batches that one more goroutine expands into N-Quads
+// lines (expander), so the merge, the expansion, the hash and the write
+// each have a goroutine; bytes passed to Write after a block follow it
+// through the expander, in order.
 type asyncWriter struct {
 	buf   []byte
 	size  int
@@ -915,6 +1033,7 @@ type asyncWriter struct {
 	empty chan []byte
 	done  chan error
 	n     int // writers
+	ex    *expander
 }
 
 const asyncBuffers = 4
@@ -954,6 +1073,14 @@ func newAsyncWriter(size int, ws ...io.Writer) *asyncWriter {
 }
 
 func (a *asyncWriter) Write(p []byte) (int, error) {
+	if a.ex != nil {
+		a.ex.raw(p)
+		return len(p), nil
+	}
+	return a.write(p), nil
+}
+
+func (a *asyncWriter) write(p []byte) int {
 	n := len(p)
 	for len(p) > 0 {
 		room := a.size - len(a.buf)
@@ -965,7 +1092,7 @@ func (a *asyncWriter) Write(p []byte) (int, error) {
 		a.buf = append(a.buf, p[:k]...)
 		p = p[k:]
 	}
-	return n, nil
+	return n
 }
 
 func (a *asyncWriter) flush() {
@@ -974,28 +1101,142 @@ func (a *asyncWriter) flush() {
 }
 
 // block writes the N-Quads lines of a block (a "<subject>" key, then
-// compact lines) and returns how many.
+// compact lines) and returns how many; the lines are expanded in the
+// expander's goroutine, and an error there (a line that is not compact)
+// comes from Close.
 func (a *asyncWriter) block(pre, blk []byte) (int64, error) {
-	var n int64
-	var err error
-	a.buf, n, err = appendNQuadsBlock(a.buf, pre, blk)
-	if len(a.buf) >= a.size {
-		a.flush()
+	if a.ex == nil {
+		a.ex = newExpander(a)
 	}
-	return n, err
+	a.ex.block(pre, blk)
+	// the key holds no '\n': one per line
+	return int64(bytes.Count(blk, []byte{'\n'})), nil
 }
 
 // Close flushes, waits for the writers and returns the first error.
 func (a *asyncWriter) Close() error {
+	var first error
+	if a.ex != nil {
+		first = a.ex.close()
+	}
 	if len(a.buf) > 0 {
 		a.full <- a.buf
 	}
 	close(a.full)
-	var first error
 	for i := 0; i < a.n; i++ {
 		if err := <-a.done; err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// expander turns batches of compact blocks into N-Quads lines in a
+// goroutine of its own, writing them to its asyncWriter's buffers.
+type expander struct {
+	cur   *exBatch
+	full  chan *exBatch
+	empty chan *exBatch
+	done  chan error
+	// waitIn: the caller waiting for an empty batch; waitOut: the
+	// goroutine waiting for an empty output buffer (read after close)
+	waitIn, waitOut time.Duration
+}
+
+// exBatch is a run of entries: data[ends[i-1]:ends[i]] (from 0 for i=0)
+// is what kinds[i] says.
+type exBatch struct {
+	pre   []byte // what a key beginning with keyMark stands for
+	data  []byte
+	ends  []int
+	kinds []uint8
+}
+
+// the kinds of an exBatch entry
+const (
+	exBlock    = iota // a block, its key not marked (pre nil)
+	exBlockPre        // a block whose key may begin with keyMark (pre)
+	exRaw             // bytes written as they are
+)
+
+const (
+	exBatchBytes = 1 << 20
+	exBatches    = 4
+)
+
+func newExpander(a *asyncWriter) *expander {
+	e := &expander{full: make(chan *exBatch, exBatches), empty: make(chan *exBatch, exBatches), done: make(chan error, 1)}
+	for i := 0; i < exBatches; i++ {
+		e.empty <- &exBatch{data: make([]byte, 0, exBatchBytes)}
+	}
+	e.cur = <-e.empty
+	go func() {
+		var err error
+		for b := range e.full {
+			start := 0
+			for i, end := range b.ends {
+				if err == nil {
+					switch k := b.kinds[i]; k {
+					case exRaw:
+						a.write(b.data[start:end])
+					default:
+						var pre []byte
+						if k == exBlockPre {
+							pre = b.pre
+						}
+						a.buf, _, err = appendNQuadsBlock(a.buf, pre, b.data[start:end])
+						if len(a.buf) >= a.size {
+							t := time.Now()
+							a.flush()
+							e.waitOut += time.Since(t)
+						}
+					}
+				}
+				start = end
+			}
+			b.data, b.ends, b.kinds, b.pre = b.data[:0], b.ends[:0], b.kinds[:0], nil
+			e.empty <- b
+		}
+		e.done <- err
+	}()
+	return e
+}
+
+func (e *expander) add(p []byte, kind uint8) {
+	e.cur.data = append(e.cur.data, p...)
+	e.cur.ends = append(e.cur.ends, len(e.cur.data))
+	e.cur.kinds = append(e.cur.kinds, kind)
+	if len(e.cur.data) >= exBatchBytes {
+		t := time.Now()
+		e.full <- e.cur
+		e.cur = <-e.empty
+		e.waitIn += time.Since(t)
+	}
+}
+
+func (e *expander) block(pre, blk []byte) {
+	if pre == nil {
+		e.add(blk, exBlock)
+		return
+	}
+	// one pre per batch (the merge has one)
+	if e.cur.pre != nil && !bytes.Equal(e.cur.pre, pre) {
+		e.full <- e.cur
+		e.cur = <-e.empty
+	}
+	e.cur.pre = pre
+	e.add(blk, exBlockPre)
+}
+
+func (e *expander) raw(p []byte) {
+	e.add(p, exRaw)
+}
+
+// close expands what is left and returns the first error.
+func (e *expander) close() error {
+	if len(e.cur.ends) > 0 {
+		e.full <- e.cur
+	}
+	close(e.full)
+	return <-e.done
 }

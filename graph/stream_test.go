@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -76,5 +77,32 @@ func TestStreamErrorCleansUp(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("%d temporary files left", len(left))
+	}
+}
+
+// TestSortLines: the packer's insertion sort on 8-byte prefixes orders a
+// subject's lines as bytes.Compare does, for lines sharing long prefixes,
+// shorter than 8 bytes, equal, and more than the insertion sort takes.
+func TestSortLines(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 3))
+	alpha := []string{"", "a", "ab", "abcdefgh", "abcdefghi", "abcdefghij", "\x01", "abcdefgh\x00", "b"}
+	for _, n := range []int{2, 3, 7, 31, 32, 33, 60} {
+		for round := 0; round < 50; round++ {
+			e := &evLines{}
+			idx := make([]int, n)
+			for i := range idx {
+				l := alpha[rng.IntN(len(alpha))] + alpha[rng.IntN(len(alpha))]
+				off := len(e.buf)
+				e.buf = append(e.buf, l...)
+				e.lines = append(e.lines, evLine{off: int32(off), end: int32(len(e.buf))})
+				idx[i] = i
+			}
+			e.sortLines(idx)
+			for i := 1; i < n; i++ {
+				if bytes.Compare(e.line(idx[i-1]), e.line(idx[i])) > 0 {
+					t.Fatalf("n=%d: line %d %q sorts after %q", n, i, e.line(idx[i-1]), e.line(idx[i]))
+				}
+			}
+		}
 	}
 }

@@ -5,7 +5,8 @@
 //
 //	witness-bench gen N FILE            write a synthetic log of N events
 //	witness-bench floor FILE            read FILE and sha256 it (the floor)
-//	witness-bench stream FILE           canonical N-Quads, streamed (witness graph --format nquads)
+//	witness-bench stream FILE           canonical N-Quads, streamed (witness graph --format nquads);
+//	                                    WITNESS_BENCH_STAGES=1 prints the stages' wall times to stderr
 //	witness-bench jsonld FILE OUT       the graph's JSON-LD, streamed (witness graph), to OUT
 //	witness-bench readgraph DOC.jsonld  read a graph file back (graph.ReadJSONLD; quads: its nodes)
 //	witness-bench jsongold DOC.jsonld   json-gold: ToRDF + URDNA2015 + serialise
@@ -117,9 +118,18 @@ func run(args []string) error {
 			return err
 		}
 		defer f.Close()
-		st, err := graph.StreamNQuads(graph.NewEventSource(f, args[1]), io.Discard, graph.Options{}, graph.StreamOptions{})
+		so := graph.StreamOptions{}
+		if os.Getenv("WITNESS_BENCH_STAGES") != "" {
+			so.Stages = &graph.StreamStages{}
+		}
+		st, err := graph.StreamNQuads(graph.NewEventSource(f, args[1]), io.Discard, graph.Options{}, so)
 		if err != nil {
 			return err
+		}
+		if g := so.Stages; g != nil {
+			fmt.Fprintf(os.Stderr, "stages (wall s): map %.2f merge %.2f drain %.2f; waits: mapper in %.2f out %.2f, packer %.2f, merge %.2f, expander %.2f\n",
+				g.Map.Seconds(), g.Merge.Seconds(), g.Drain.Seconds(), g.MapWaitIn.Seconds(), g.MapWaitOut.Seconds(),
+				g.PackWaitSort.Seconds(), g.MergeWaitOut.Seconds(), g.ExpandWait.Seconds())
 		}
 		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs
 	case "jsonld":
