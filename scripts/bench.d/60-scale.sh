@@ -36,8 +36,13 @@ export WITNESS_KEYRING="$dir/keys.json" ATW_WITNESS_TS=2026-08-30T14:33:00+00:00
 cp testdata/compat/atw-0.1.0/seal_without_damaging_tool.json "$dir/seal.json"
 has_verb() { "$W" "$1" --help >/dev/null 2>&1; }
 
-# timed CMD...: runs the command, prints "wall cpu rss_mib exit"
+# timed CMD...: runs the command, prints "wall cpu rss_mib exit". The
+# outputs of the cell before (a 2 GB N-Quads file at 1M) are removed and
+# the dirty pages written back first, so that no cell pays for another's
+# writeback and every verb writes a new file, as a user's first run does.
 timed() {
+	rm -f "$dir/out.nq" "$dir/out.jsonld" "$dir/out.dot" "$dir/report.out"
+	sync
 	/usr/bin/time -f '%e %U %S %M %x' -o "$dir/time" "$@" >/dev/null 2>"$dir/stderr" || true
 	tail -n1 "$dir/time" | awk '{ printf "%.2f %.2f %.0f %s\n", $1, $2+$3, $4/1024, $5 }'
 }
