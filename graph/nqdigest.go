@@ -319,20 +319,3 @@ func (h *hashBlocks) block(pre, blk []byte) (int64, error) {
 	_, err = h.w.Write(h.buf)
 	return n, err
 }
-
-// appendLineView is appendLine of a view's value.
-func appendLineView(b []byte, p string, o TermView) []byte {
-	b = streamPreds.appendCoded(b, predBase, p)
-	if len(o.IRI) > 0 {
-		b = append(b, '<')
-		b = append(b, o.IRI...)
-		return append(b, '>', '\n')
-	}
-	b = append(b, '"')
-	b = appendEscaped(b, o.Lex)
-	b = append(b, '"')
-	if dt := o.Datatype; dt != XSDString && dt != "" {
-		b = streamTypes.appendCoded(b, typeBase, dt)
-	}
-	return append(b, '\n')
-}
