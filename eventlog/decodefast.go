@@ -3,10 +3,12 @@ package eventlog
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -73,13 +75,13 @@ func (s *scanner) peek() byte {
 
 // str reads a JSON string and returns its value.
 func (s *scanner) str() (string, error) {
-	raw, esc, err := s.strRaw()
+	raw, esc, high, err := s.strScan()
 	if err != nil {
 		return "", err
 	}
 	if !esc {
 		body := raw[1 : len(raw)-1]
-		if !utf8.Valid(body) {
+		if high && !utf8.Valid(body) {
 			return "", errSlow
 		}
 		if s.arena != nil {
@@ -97,46 +99,80 @@ func (s *scanner) str() (string, error) {
 // strRaw returns the raw string token (quotes included) and whether it has
 // escapes.
 func (s *scanner) strRaw() ([]byte, bool, error) {
+	raw, esc, _, err := s.strScan()
+	return raw, esc, err
+}
+
+// SWAR constants of strScan: a byte in every lane of a word.
+const (
+	lanes1    = 0x0101010101010101
+	lanesHigh = 0x8080808080808080
+)
+
+// plainWord returns, for the 8 bytes of x (little-endian), a mask whose
+// lowest set bit is in the first byte that is '"', '\', below 0x20 or
+// 0x80 and above; zero when none is. (A lane above the first such byte
+// may be set wrongly by a borrow; the lowest never is.)
+func plainWord(x uint64) uint64 {
+	q := x ^ ('"' * lanes1)
+	bs := x ^ ('\\' * lanes1)
+	return ((q-lanes1)&^q | (bs-lanes1)&^bs | (x-0x20*lanes1)&^x | x) & lanesHigh
+}
+
+// strScan is strRaw, also saying whether the string has a byte of 0x80
+// or above (when not, it is ASCII, so valid UTF-8). Runs of plain bytes
+// are skipped eight at a time.
+func (s *scanner) strScan() (raw []byte, esc, high bool, err error) {
 	if s.peek() != '"' {
-		return nil, false, errSlow
+		return nil, false, false, errSlow
 	}
 	start := s.i
 	s.i++
-	esc := false
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	b := s.b
+	for {
+		for s.i+8 <= len(b) {
+			if m := plainWord(binary.LittleEndian.Uint64(b[s.i:])); m != 0 {
+				s.i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			s.i += 8
+		}
+		if s.i >= len(b) {
+			return nil, false, false, errSlow
+		}
+		c := b[s.i]
 		switch {
 		case c == '"':
 			s.i++
-			return s.b[start:s.i], esc, nil
+			return b[start:s.i], esc, high, nil
 		case c == '\\':
 			esc = true
-			if s.i+1 >= len(s.b) {
-				return nil, false, errSlow
+			if s.i+1 >= len(b) {
+				return nil, false, false, errSlow
 			}
-			switch s.b[s.i+1] {
+			switch b[s.i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.i += 2
 			case 'u':
-				if s.i+6 > len(s.b) {
-					return nil, false, errSlow
+				if s.i+6 > len(b) {
+					return nil, false, false, errSlow
 				}
-				for _, h := range s.b[s.i+2 : s.i+6] {
+				for _, h := range b[s.i+2 : s.i+6] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return nil, false, errSlow
+						return nil, false, false, errSlow
 					}
 				}
 				s.i += 6
 			default:
-				return nil, false, errSlow
+				return nil, false, false, errSlow
 			}
 		case c < 0x20:
-			return nil, false, errSlow
+			return nil, false, false, errSlow
 		default:
+			high = high || c >= 0x80
 			s.i++
 		}
 	}
-	return nil, false, errSlow
 }
 
 // integer reads a JSON integer without fraction or exponent.

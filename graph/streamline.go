@@ -53,15 +53,57 @@ const (
 type codeTable struct {
 	iris []string // sorted as "iri>"
 	raw  [][]byte // iris as bytes
-	code map[string]byte
+	// slots is an open-addressing table of the known IRIs, indexed by
+	// slotHash: a known IRI is found with a hash of its length and three
+	// of its bytes and one string comparison (pointer-equal for the
+	// mapper's constants), about a third of a map lookup's cost on the
+	// mapper's path (docs/design/scale.md, the mapper).
+	slots [codeSlots]codeSlot
+}
+
+// codeSlots is the size of codeTable.slots: a power of two, well above
+// the number of known IRIs so that a lookup almost always probes once.
+const codeSlots = 512
+
+type codeSlot struct {
+	iri  string
+	code byte
+}
+
+// slotHash is the first slot to probe for s: a multiplicative hash of
+// its length and its last eight bytes (fewer if shorter), where the
+// known IRIs differ (they share their namespace prefixes).
+func slotHash(s string) uint32 {
+	n := len(s)
+	x := uint64(n)
+	if n >= 8 {
+		t := s[n-8:]
+		x ^= uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+	} else {
+		for i := 0; i < n; i++ {
+			x ^= uint64(s[i]) << (8 * i)
+		}
+	}
+	x *= 0x9E3779B97F4A7C15
+	x ^= x >> 29
+	x *= 0xBF58476D1CE4E5B9
+	return uint32(x >> (64 - 9)) // codeSlots = 1<<9
 }
 
 func sortedTable(iris ...string) *codeTable {
 	slices.SortFunc(iris, func(a, b string) int { return bytes.Compare([]byte(a+">"), []byte(b+">")) })
 	iris = slices.Compact(iris)
-	t := &codeTable{iris: iris, code: make(map[string]byte, len(iris))}
+	if len(iris) >= codeSlots/2 {
+		panic("graph: code table too large") // a programming error, at init
+	}
+	t := &codeTable{iris: iris}
 	for i, s := range iris {
-		t.code[s] = byte(2*i + 2)
+		h := slotHash(s)
+		for t.slots[h].iri != "" {
+			h = (h + 1) % codeSlots
+		}
+		t.slots[h] = codeSlot{iri: s, code: byte(2*i + 2)}
 		t.raw = append(t.raw, []byte(s))
 	}
 	return t
@@ -69,8 +111,12 @@ func sortedTable(iris ...string) *codeTable {
 
 // rank returns the rank of iri and whether it is known.
 func (t *codeTable) rank(iri string) (byte, bool) {
-	if c, ok := t.code[iri]; ok {
-		return c, true
+	if iri != "" {
+		for h := slotHash(iri); t.slots[h].iri != ""; h = (h + 1) % codeSlots {
+			if t.slots[h].iri == iri {
+				return t.slots[h].code, true
+			}
+		}
 	}
 	j, _ := slices.BinarySearchFunc(t.iris, iri, func(k, x string) int { return compareKey(k, x) })
 	return byte(2*j + 1), false
