@@ -9,7 +9,10 @@
 // and column where the limit was crossed.
 package jsonlimit
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // MaxDepth is the deepest nesting of arrays and objects any witness reader
 // accepts. MCP messages, seals and events nest a few levels; 256 leaves
@@ -77,27 +80,51 @@ type Checker struct {
 // Reset makes the checker ready for a new document.
 func (c *Checker) Reset() { *c = Checker{} }
 
-// Write scans the next piece of the document.
+// Write scans the next piece of the document. The body of a string is
+// skipped with bytes.IndexByte to its closing quote or next escape (found
+// once per string, so a string of escapes stays linear); only the bytes
+// between strings are looked at one by one. Line and column advance as if
+// every byte were counted: a line feed in a string starts a line, an
+// escaped one does not.
 func (c *Checker) Write(p []byte) error {
 	if c.line == 0 {
 		c.line = 1
 	}
-	for _, b := range p {
-		c.col++
+	qAt := -1 // the next '"' in p at or after i when >= i
+	for i := 0; i < len(p); {
 		if c.inString {
-			switch {
-			case c.escape:
+			if c.escape {
 				c.escape = false
-			case b == '\\':
-				c.escape = true
-			case b == '"':
-				c.inString = false
-			case b == '\n':
-				c.line++
-				c.col = 0
+				c.col++
+				i++
+				continue
 			}
+			if qAt < i {
+				qAt = len(p)
+				if q := bytes.IndexByte(p[i:], '"'); q >= 0 {
+					qAt = i + q
+				}
+			}
+			stop := qAt
+			if bs := bytes.IndexByte(p[i:qAt], '\\'); bs >= 0 {
+				stop = i + bs
+			}
+			c.skip(p[i:stop])
+			if stop == len(p) {
+				return nil
+			}
+			c.col++
+			if p[stop] == '\\' {
+				c.escape = true
+			} else {
+				c.inString = false
+			}
+			i = stop + 1
 			continue
 		}
+		b := p[i]
+		i++
+		c.col++
 		switch b {
 		case '"':
 			c.inString = true
@@ -116,4 +143,14 @@ func (c *Checker) Write(p []byte) error {
 		}
 	}
 	return nil
+}
+
+// skip advances the position over s, the inside of a string.
+func (c *Checker) skip(s []byte) {
+	if n := bytes.Count(s, []byte{'\n'}); n > 0 {
+		c.line += n
+		c.col = len(s) - bytes.LastIndexByte(s, '\n') - 1
+		return
+	}
+	c.col += len(s)
 }
