@@ -80,22 +80,29 @@ type Checker struct {
 // Reset makes the checker ready for a new document.
 func (c *Checker) Reset() { *c = Checker{} }
 
-// Write scans the next piece of the document. The body of a string is
-// skipped with bytes.IndexByte to its closing quote or next escape (found
-// once per string, so a string of escapes stays linear); only the bytes
-// between strings are looked at one by one. Line and column advance as if
-// every byte were counted: a line feed in a string starts a line, an
-// escaped one does not.
+// Write scans the next piece of the document. Only the bytes between
+// strings are looked at one by one: the body of a string is skipped with
+// bytes.IndexByte to its closing quote, and the escapes are found the same
+// way (each search starts past the last one found, so a string of escapes
+// stays linear). Line and column advance as if every byte were counted (a
+// line feed starts a line, except an escaped one in a string), but they
+// are counted over whole runs of bytes with bytes.Count: at the end of p,
+// at an escaped line feed, and where the limit is crossed.
 func (c *Checker) Write(p []byte) error {
 	if c.line == 0 {
 		c.line = 1
 	}
-	qAt := -1 // the next '"' in p at or after i when >= i
+	from := 0           // p[from:i] is not yet in line and col
+	qAt, bsAt := -1, -1 // the next '"' and '\\' in p at or after i when >= i
 	for i := 0; i < len(p); {
 		if c.inString {
 			if c.escape {
 				c.escape = false
-				c.col++
+				if p[i] == '\n' { // not a new line: count it as a column
+					c.advance(p[from:i])
+					c.col++
+					from = i + 1
+				}
 				i++
 				continue
 			}
@@ -105,48 +112,47 @@ func (c *Checker) Write(p []byte) error {
 					qAt = i + q
 				}
 			}
-			stop := qAt
-			if bs := bytes.IndexByte(p[i:qAt], '\\'); bs >= 0 {
-				stop = i + bs
+			if bsAt < i {
+				bsAt = len(p)
+				if b := bytes.IndexByte(p[i:], '\\'); b >= 0 {
+					bsAt = i + b
+				}
 			}
-			c.skip(p[i:stop])
-			if stop == len(p) {
-				return nil
-			}
-			c.col++
-			if p[stop] == '\\' {
+			switch {
+			case bsAt < qAt:
 				c.escape = true
-			} else {
+				i = bsAt + 1
+			case qAt < len(p):
 				c.inString = false
+				i = qAt + 1
+			default:
+				i = len(p)
 			}
-			i = stop + 1
 			continue
 		}
-		b := p[i]
-		i++
-		c.col++
-		switch b {
+		switch p[i] {
 		case '"':
 			c.inString = true
 		case '[', '{':
 			c.depth++
 			if c.depth > MaxDepth {
+				c.advance(p[from : i+1])
 				return &Error{Line: c.line, Col: c.col, Depth: c.depth}
 			}
 		case ']', '}':
 			if c.depth > 0 {
 				c.depth--
 			}
-		case '\n':
-			c.line++
-			c.col = 0
 		}
+		i++
 	}
+	c.advance(p[from:])
 	return nil
 }
 
-// skip advances the position over s, the inside of a string.
-func (c *Checker) skip(s []byte) {
+// advance moves the position over s, in which every line feed starts a
+// line.
+func (c *Checker) advance(s []byte) {
 	if n := bytes.Count(s, []byte{'\n'}); n > 0 {
 		c.line += n
 		c.col = len(s) - bytes.LastIndexByte(s, '\n') - 1
