@@ -313,12 +313,13 @@ func (p *canonNodeParser) string() ([]byte, bool) {
 	}
 	p.i++
 	start := p.i
+	var high byte // the OR of the bytes: ASCII when < 0x80
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		if c == '"' {
 			raw := p.b[start:p.i:p.i]
 			p.i++
-			if !utf8.Valid(raw) {
+			if high >= utf8.RuneSelf && !utf8.Valid(raw) {
 				return nil, false
 			}
 			return raw, true
@@ -329,6 +330,7 @@ func (p *canonNodeParser) string() ([]byte, bool) {
 		if c < 0x20 {
 			return nil, false
 		}
+		high |= c
 		p.i++
 	}
 	return nil, false
