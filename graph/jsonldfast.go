@@ -304,6 +304,16 @@ func (p *canonNodeParser) lexicalOK(lex []byte, dt string) bool {
 	return true
 }
 
+// strStops marks the bytes that end the plain run of a string: the
+// closing quote, an escape, and the control characters JSON forbids.
+var strStops = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // string reads a JSON string with the escapes RFC 8785 writes (\" \\ \b
 // \f \n \r \t, \u00XX for other controls) and valid UTF-8. The bytes are
 // the element's own, or, with escapes, their unescaped copy in p.unesc.
@@ -313,12 +323,18 @@ func (p *canonNodeParser) string() ([]byte, bool) {
 	}
 	p.i++
 	start := p.i
+	var high byte // the OR of the bytes: ASCII when < 0x80
 	for p.i < len(p.b) {
 		c := p.b[p.i]
+		if !strStops[c] {
+			high |= c
+			p.i++
+			continue
+		}
 		if c == '"' {
 			raw := p.b[start:p.i:p.i]
 			p.i++
-			if !utf8.Valid(raw) {
+			if high >= utf8.RuneSelf && !utf8.Valid(raw) {
 				return nil, false
 			}
 			return raw, true
@@ -326,10 +342,7 @@ func (p *canonNodeParser) string() ([]byte, bool) {
 		if c == '\\' {
 			return p.escaped(start)
 		}
-		if c < 0x20 {
-			return nil, false
-		}
-		p.i++
+		return nil, false // a control character
 	}
 	return nil, false
 }

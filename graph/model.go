@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -309,9 +308,24 @@ func checkTerm(t Term) error {
 // '}', '|', '^', '`' or '\'; and no scheme equal to a context prefix.
 func CheckIRI(s string) error { return checkIRI(s) }
 
+// iriExcludedBytes marks the bytes an IRI may not contain: controls,
+// space, DEL and <>"{}|^`\ (a table: checkIRI runs on every IRI of a
+// graph that is read back).
+var iriExcludedBytes = func() (t [256]bool) {
+	for c := 0; c <= 0x20; c++ {
+		t[c] = true
+	}
+	t[0x7f] = true
+	for _, c := range []byte("<>\"{}|^`\\") {
+		t[c] = true
+	}
+	return t
+}()
+
 // checkIRI is CheckIRI for the text of a string or of bytes (the JSON-LD
 // reader checks IRIs in its buffer without a copy).
 func checkIRI[T string | []byte](s T) error {
+	iriExcluded := &iriExcludedBytes
 	if len(s) == 0 {
 		return errors.New("empty IRI")
 	}
@@ -344,7 +358,7 @@ func checkIRI[T string | []byte](s T) error {
 	ascii := true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c <= 0x20 || c == 0x7f || strings.IndexByte("<>\"{}|^`\\", c) >= 0 {
+		if iriExcluded[c] {
 			return fmt.Errorf("IRI %q contains the character %q", s, c)
 		}
 		ascii = ascii && c < utf8.RuneSelf

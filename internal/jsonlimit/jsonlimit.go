@@ -9,7 +9,10 @@
 // and column where the limit was crossed.
 package jsonlimit
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // MaxDepth is the deepest nesting of arrays and objects any witness reader
 // accepts. MCP messages, seals and events nest a few levels; 256 leaves
@@ -77,43 +80,83 @@ type Checker struct {
 // Reset makes the checker ready for a new document.
 func (c *Checker) Reset() { *c = Checker{} }
 
-// Write scans the next piece of the document.
+// Write scans the next piece of the document. Only the bytes between
+// strings are looked at one by one: the body of a string is skipped with
+// bytes.IndexByte to its closing quote, and the escapes are found the same
+// way (each search starts past the last one found, so a string of escapes
+// stays linear). Line and column advance as if every byte were counted (a
+// line feed starts a line, except an escaped one in a string), but they
+// are counted over whole runs of bytes with bytes.Count: at the end of p,
+// at an escaped line feed, and where the limit is crossed.
 func (c *Checker) Write(p []byte) error {
 	if c.line == 0 {
 		c.line = 1
 	}
-	for _, b := range p {
-		c.col++
+	from := 0           // p[from:i] is not yet in line and col
+	qAt, bsAt := -1, -1 // the next '"' and '\\' in p at or after i when >= i
+	for i := 0; i < len(p); {
 		if c.inString {
-			switch {
-			case c.escape:
+			if c.escape {
 				c.escape = false
-			case b == '\\':
+				if p[i] == '\n' { // not a new line: count it as a column
+					c.advance(p[from:i])
+					c.col++
+					from = i + 1
+				}
+				i++
+				continue
+			}
+			if qAt < i {
+				qAt = len(p)
+				if q := bytes.IndexByte(p[i:], '"'); q >= 0 {
+					qAt = i + q
+				}
+			}
+			if bsAt < i {
+				bsAt = len(p)
+				if b := bytes.IndexByte(p[i:], '\\'); b >= 0 {
+					bsAt = i + b
+				}
+			}
+			switch {
+			case bsAt < qAt:
 				c.escape = true
-			case b == '"':
+				i = bsAt + 1
+			case qAt < len(p):
 				c.inString = false
-			case b == '\n':
-				c.line++
-				c.col = 0
+				i = qAt + 1
+			default:
+				i = len(p)
 			}
 			continue
 		}
-		switch b {
+		switch p[i] {
 		case '"':
 			c.inString = true
 		case '[', '{':
 			c.depth++
 			if c.depth > MaxDepth {
+				c.advance(p[from : i+1])
 				return &Error{Line: c.line, Col: c.col, Depth: c.depth}
 			}
 		case ']', '}':
 			if c.depth > 0 {
 				c.depth--
 			}
-		case '\n':
-			c.line++
-			c.col = 0
 		}
+		i++
 	}
+	c.advance(p[from:])
 	return nil
+}
+
+// advance moves the position over s, in which every line feed starts a
+// line.
+func (c *Checker) advance(s []byte) {
+	if n := bytes.Count(s, []byte{'\n'}); n > 0 {
+		c.line += n
+		c.col = len(s) - bytes.LastIndexByte(s, '\n') - 1
+		return
+	}
+	c.col += len(s)
 }
