@@ -2,13 +2,13 @@ package why
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
@@ -49,27 +49,24 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 	var cands []string
 	sessions := graph.New()
 	count := 0
-	err = graph.ScanJSONLD(r, name, func(n *graph.Node) error {
-		if err := ix.add(n); err != nil {
+	err = graph.ScanJSONLDView(r, name, func(v *graph.NodeView) error {
+		if err := ix.add(v); err != nil {
 			return exitcode.New(exitcode.Tampered, fmt.Errorf("graph %w", &jsontree.Error{File: name,
-				Field: jsonpath.Member(jsonpath.Index(`$["@graph"]`, count), "@id"), Msg: err.Error() + " (" + n.ID + ")"}),
+				Field: jsonpath.Member(jsonpath.Index(`$["@graph"]`, count), "@id"), Msg: err.Error() + " (" + string(v.ID) + ")"}),
 				"the graph is not a witness PROV graph; regenerate it with 'witness graph --events FILE'")
 		}
 		count++
-		if n.ID == node {
+		if string(v.ID) == node {
 			refIsNode = true
 		}
-		if n.Value(graph.WEventID) == id {
-			cands = append(cands, n.ID)
+		if string(firstLiteral(v, graph.WEventID)) == id {
+			cands = append(cands, string(v.ID))
 		}
-		if n.HasType(graph.WCaptureSession) {
-			return sessions.AddNode(n)
+		if v.HasType(graph.WCaptureSession) {
+			return sessions.AddNode(v.Node())
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
 	logs := opts.Logs
 	if len(logs) == 0 {
 		logs = LogsOf(sessions)
@@ -104,13 +101,13 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 	// ends at the last node kept (the first pass has read the document
 	// to its end)
 	sub := sessions
-	err = graph.ScanJSONLD(r, name, func(n *graph.Node) error {
-		if _, ok := kept[n.ID]; !ok {
+	err = graph.ScanJSONLDView(r, name, func(v *graph.NodeView) error {
+		if _, ok := kept[string(v.ID)]; !ok {
 			return nil
 		}
 		want--
-		if sub.Node(n.ID) == nil {
-			if err := sub.AddNode(n); err != nil {
+		if sub.Node(string(v.ID)) == nil {
+			if err := sub.AddNode(v.Node()); err != nil {
 				return err
 			}
 		}
@@ -156,7 +153,8 @@ type causalIndex struct {
 	edges   []int32
 	first   []int32 // the targets of node k start at edges[first[k]], count[k] of them
 	count   []int32
-	scratch []string
+	scratch [][]byte
+	buf     []byte
 	aux     map[int32]int32 // a model turn: its output message, where its excerpt comes from
 }
 
@@ -164,9 +162,10 @@ func newCausalIndex() *causalIndex {
 	return &causalIndex{ids: newIRITable(), aux: map[int32]int32{}}
 }
 
-// intern returns the number of iri, giving it the next one if it is new.
-func (ix *causalIndex) intern(iri string) int32 {
-	k := ix.ids.Intern(iri)
+// internBytes returns the number of iri, giving it the next one if it is
+// new.
+func (ix *causalIndex) internBytes(iri []byte) int32 {
+	k := ix.ids.InternBytes(iri)
 	if int(k) < len(ix.flags) {
 		return k
 	}
@@ -179,41 +178,65 @@ func (ix *causalIndex) intern(iri string) int32 {
 // errDuplicate is the error of a node whose IRI an earlier node has.
 var errDuplicate = errors.New("duplicate node")
 
-// add indexes node n.
-func (ix *causalIndex) add(n *graph.Node) error {
+// add indexes the node of view v.
+func (ix *causalIndex) add(v *graph.NodeView) error {
 	if len(ix.flags) >= 1<<31-1 {
 		return errors.New("too many nodes for the causal index")
 	}
-	k := ix.intern(n.ID)
+	k := ix.internBytes(v.ID)
 	if ix.flags[k]&flagNode != 0 {
 		return errDuplicate
 	}
 	f := uint8(flagNode)
-	if followed(n) {
+	if followedTypes(v.Types) {
 		f |= flagFollowed
 	}
-	if transparent(n) {
+	if v.HasType(graph.WArguments) || v.HasType(graph.WRequestParams) { // transparent
 		f |= flagTransparent
 	}
 	ix.flags[k] |= f
 	ix.first[k] = int32(len(ix.edges))
 	for _, p := range causal {
 		refs := ix.scratch[:0]
-		for _, t := range n.Props[p] {
-			if t.IRI != "" {
+		for _, t := range propVals(v, p) {
+			if len(t.IRI) > 0 {
 				refs = append(refs, t.IRI)
 			}
 		}
-		slices.Sort(refs)
+		slices.SortFunc(refs, bytes.Compare)
 		for _, r := range refs {
-			ix.edges = append(ix.edges, ix.intern(r))
+			ix.edges = append(ix.edges, ix.internBytes(r))
 		}
+		clear(refs)
 		ix.scratch = refs[:0]
 	}
 	ix.count[k] = int32(len(ix.edges)) - ix.first[k]
-	if n.HasType(graph.WModelTurn) {
-		if i := strings.LastIndex(n.ID, "/turn/"); i >= 0 {
-			ix.aux[k] = ix.intern(n.ID[:i] + "/msg/" + n.ID[i+len("/turn/"):])
+	if v.HasType(graph.WModelTurn) {
+		if i := bytes.LastIndex(v.ID, []byte("/turn/")); i >= 0 {
+			msg := append(append(append(ix.buf[:0], v.ID[:i]...), "/msg/"...), v.ID[i+len("/turn/"):]...)
+			ix.aux[k] = ix.internBytes(msg)
+			ix.buf = msg[:0]
+		}
+	}
+	return nil
+}
+
+// propVals returns the values of v under pred (none without it).
+func propVals(v *graph.NodeView, pred string) []graph.TermView {
+	for _, p := range v.Props {
+		if p.Pred == pred {
+			return p.Vals
+		}
+	}
+	return nil
+}
+
+// firstLiteral is Node.Value on a view: the first literal of v under
+// pred, or nothing.
+func firstLiteral(v *graph.NodeView, pred string) []byte {
+	for _, t := range propVals(v, pred) {
+		if len(t.IRI) == 0 {
+			return t.Lex
 		}
 	}
 	return nil
