@@ -3,9 +3,11 @@ package why
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -93,15 +95,28 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 		}
 	}
 	kept := idsOnly(ix.ids, keep)
+	// the second pass reads the elements of the nodes kept, where the
+	// first found them, as a document of their own; a document read
+	// whole has no spans: the second pass reads it again, up to the last
+	// node kept
+	var src io.Reader = r
+	fromSpans := ix.spans
+	if fromSpans {
+		doc, err := ix.elements(r, at, keep)
+		if err != nil {
+			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
+		}
+		src = bytes.NewReader(doc)
+	}
 	ix = nil
 	if _, err := r.Seek(at, io.SeekStart); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
 	}
 	// the session nodes of the first pass name the logs; the second pass
 	// ends at the last node kept (the first pass has read the document
-	// to its end)
+	// to its end; the elements read at their spans are the nodes kept)
 	sub := sessions
-	err = graph.ScanJSONLDView(r, name, func(v *graph.NodeView) error {
+	err = graph.ScanJSONLDView(src, name, func(v *graph.NodeView) error {
 		if _, ok := kept[string(v.ID)]; !ok {
 			return nil
 		}
@@ -117,6 +132,9 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 		return nil
 	})
 	if err != nil && err != errAllFound {
+		if fromSpans { // the file changed since the first pass
+			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: the nodes of the first reading: %w (the file changed?)", name, err), "")
+		}
 		return nil, err
 	}
 	if want != 0 {
@@ -127,6 +145,35 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 
 // errAllFound ends the second pass of Subgraph.
 var errAllFound = errors.New("all nodes found")
+
+// elements reads the @graph elements of the document nodes of keep from
+// r (the document began at offset at), at the spans the first pass saw,
+// and returns them as a document of their own, in document order.
+func (ix *causalIndex) elements(r io.ReadSeeker, at int64, keep map[int32]bool) ([]byte, error) {
+	var ks []int32
+	for k := range keep {
+		if ix.flags[k]&flagNode != 0 {
+			ks = append(ks, k)
+		}
+	}
+	slices.SortFunc(ks, func(a, b int32) int { return cmp.Compare(ix.off[a], ix.off[b]) })
+	doc := []byte(`{"@context":` + graph.ContextJSON + `,"@graph":[`)
+	for j, k := range ks {
+		if j > 0 {
+			doc = append(doc, ',')
+		}
+		if _, err := r.Seek(at+ix.off[k], io.SeekStart); err != nil {
+			return nil, err
+		}
+		doc = slices.Grow(doc, int(ix.n[k]))
+		n := len(doc)
+		doc = doc[:n+int(ix.n[k])]
+		if _, err := io.ReadFull(r, doc[n:]); err != nil {
+			return nil, err
+		}
+	}
+	return append(doc, "]}"...), nil
+}
 
 // idsOnly returns the IRIs of ids whose number keep holds.
 func idsOnly(ids *iriTable, keep map[int32]bool) map[string]int32 {
@@ -156,10 +203,15 @@ type causalIndex struct {
 	scratch [][]byte
 	buf     []byte
 	aux     map[int32]int32 // a model turn: its output message, where its excerpt comes from
+	// off and n are where node k's element is in the document, when
+	// spans holds (every node came with its span)
+	off   []int64
+	n     []uint32
+	spans bool
 }
 
 func newCausalIndex() *causalIndex {
-	return &causalIndex{ids: newIRITable(), aux: map[int32]int32{}}
+	return &causalIndex{ids: newIRITable(), aux: map[int32]int32{}, spans: true}
 }
 
 // internBytes returns the number of iri, giving it the next one if it is
@@ -172,6 +224,8 @@ func (ix *causalIndex) internBytes(iri []byte) int32 {
 	ix.flags = append(ix.flags, 0)
 	ix.first = append(ix.first, 0)
 	ix.count = append(ix.count, 0)
+	ix.off = append(ix.off, 0)
+	ix.n = append(ix.n, 0)
 	return k
 }
 
@@ -195,6 +249,11 @@ func (ix *causalIndex) add(v *graph.NodeView) error {
 		f |= flagTransparent
 	}
 	ix.flags[k] |= f
+	if off, n := v.Span(); n > 0 && n <= math.MaxUint32 {
+		ix.off[k], ix.n[k] = off, uint32(n)
+	} else {
+		ix.spans = false
+	}
 	ix.first[k] = int32(len(ix.edges))
 	for _, p := range causal {
 		refs := ix.scratch[:0]
