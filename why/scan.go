@@ -69,6 +69,9 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	logs := opts.Logs
 	if len(logs) == 0 {
 		logs = LogsOf(sessions)

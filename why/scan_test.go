@@ -360,3 +360,24 @@ func TestSubgraphReadsSpans(t *testing.T) {
 		t.Errorf("%d chains compared, want at least 2", chains)
 	}
 }
+
+// TestExplainJSONLDBadGraph: a graph the reader refuses is refused with
+// the reader's error (exit 3), whatever the node asked for.
+func TestExplainJSONLDBadGraph(t *testing.T) {
+	head := `{"@context":` + graph.ContextJSON + `,"@graph":[`
+	for _, doc := range []string{
+		`{"@context":{},"@graph":[{"@id":"not an iri"}]}`,
+		head + `{"@id":"not an iri"}]}`,
+		head + `{"@id":"urn:x:a"},{"@id":"urn:x:a"}]}`,
+		head + `{"@id":"urn:x:a"}`,
+	} {
+		_, want := graph.ReadJSONLD(bytes.NewReader([]byte(doc)), "g.jsonld")
+		if want == nil {
+			t.Fatalf("%s: the reader takes it", doc)
+		}
+		_, err := why.ExplainJSONLD(bytes.NewReader([]byte(doc)), "g.jsonld", "e1", why.Options{})
+		if err == nil || err.Error() != want.Error() || exitcode.Of(err) != exitcode.Of(want) {
+			t.Errorf("%s: %v (exit %d), want %v (exit %d)", doc, err, exitcode.Of(err), want, exitcode.Of(want))
+		}
+	}
+}
