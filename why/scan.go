@@ -31,14 +31,17 @@ func ExplainJSONLD(r io.ReadSeeker, name, node string, opts Options) (*Chain, er
 	return Explain(sub, node, opts)
 }
 
-// Subgraph reads the graph document r twice (graph.ScanJSONLD, with its
-// errors) and returns the part of it that Explain(g, node, opts) reads on
-// the whole graph g: the capture session nodes (the logs' names), the nodes
-// the chain walks, the nodes they point to and the nodes their excerpts
-// come from. The first pass keeps a causal index (IRIs interned to int32,
-// the causal edges, which nodes are transparent or context) and resolves
-// node; the walk runs on the index (the walk Explain runs); the second pass
-// keeps the nodes found. An unknown or ambiguous node is Resolve's usage
+// Subgraph reads the graph document r in two passes (graph.ScanJSONLDView,
+// with its errors) and returns the part of it that Explain(g, node, opts)
+// reads on the whole graph g: the capture session nodes (the logs' names),
+// the nodes the chain walks, the nodes they point to and the nodes their
+// excerpts come from. The first pass keeps a causal index (IRIs interned
+// to int32, the causal edges, which nodes are transparent or context,
+// where each node's element is) and resolves node; the walk runs on the
+// index (the walk Explain runs); the second pass keeps the nodes found,
+// reading only their elements when the document was streamed
+// (graph.NodeView.Span), or the document again up to the last of them when
+// it was read whole. An unknown or ambiguous node is Resolve's usage
 // error. r is read from its current offset, then rewound to it.
 func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, error) {
 	at, err := r.Seek(0, io.SeekCurrent)
