@@ -21,7 +21,15 @@ type NodeView struct {
 	Props []PropView
 	// node is the Node the general way read, for a non-canonical element.
 	node *Node
+	// off and n locate the element in the stream read (n is 0 when the
+	// document was read whole).
+	off, n int64
 }
+
+// Span returns where the view's @graph element is in the document, from
+// where the reader began: its offset and length in bytes. A document
+// read whole (not in the form WriteJSONLD writes) has no spans: n is 0.
+func (v *NodeView) Span() (off, n int64) { return v.off, v.n }
 
 // PropView is one property of a NodeView.
 type PropView struct {

@@ -132,6 +132,7 @@ func scanViewsIn(br *bufio.Reader, fn func(i int, v *NodeView) error, batchNodes
 			}
 			b.text = append(b.text, gr.elem...)
 			b.ends = append(b.ends, len(b.text))
+			b.offs = append(b.offs, gr.off-int64(len(gr.elem)))
 			if len(b.text) >= viewBatchBytes || len(b.ends) >= batchNodes {
 				send()
 			}
@@ -163,6 +164,7 @@ func scanViewsIn(br *bufio.Reader, fn func(i int, v *NodeView) error, batchNodes
 		for k, end := range b.ends {
 			i := b.first + k
 			if b.ok[k] {
+				b.views[k].off, b.views[k].n = b.offs[k], int64(end-start)
 				if err := fn(i, &b.views[k]); err != nil {
 					return err
 				}
@@ -172,6 +174,7 @@ func scanViewsIn(br *bufio.Reader, fn func(i int, v *NodeView) error, batchNodes
 					return err
 				}
 				viewOf(&v, n)
+				v.off, v.n = b.offs[k], int64(end-start)
 				if err := fn(i, &v); err != nil {
 					return err
 				}
@@ -203,10 +206,11 @@ var errStopped = errors.New("scan stopped")
 // scanElements, and their views, parsed by a worker. Its views point into
 // its own buffers, which stay untouched until the batch is reused.
 type viewBatch struct {
-	first int    // index in @graph of the first element
-	text  []byte // the elements, one after another
-	ends  []int  // end of each element in text
-	err   error  // with last: the scan's end (nil, or its error)
+	first int     // index in @graph of the first element
+	text  []byte  // the elements, one after another
+	ends  []int   // end of each element in text
+	offs  []int64 // offset of each element in the stream
+	err   error   // with last: the scan's end (nil, or its error)
 	last  bool
 	ready chan struct{} // closed once parsed
 	ok    []bool        // element k parsed by the shortcut into views[k]
@@ -219,7 +223,7 @@ type viewBatch struct {
 
 func (b *viewBatch) reset() {
 	b.first, b.err, b.last = 0, nil, false
-	b.text, b.ends = b.text[:0], b.ends[:0]
+	b.text, b.ends, b.offs = b.text[:0], b.ends[:0], b.offs[:0]
 	b.ready = make(chan struct{})
 }
 

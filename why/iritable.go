@@ -1,6 +1,9 @@
 package why
 
-import "hash/maphash"
+import (
+	"bytes"
+	"hash/maphash"
+)
 
 // iriTable interns IRIs to dense int32 numbers without a pointer per IRI:
 // the bytes in fixed chunks, an open-addressing table of numbers, so that
@@ -46,6 +49,28 @@ func (t *iriTable) find(s string) int {
 	}
 }
 
+// findBytes is find for an IRI given as bytes.
+func (t *iriTable) findBytes(s []byte) int {
+	mask := len(t.slots) - 1
+	i := int(maphash.Bytes(t.seed, s)) & mask
+	for {
+		v := t.slots[i]
+		if v == 0 || bytes.Equal(t.bytes(v-1), s) {
+			return i
+		}
+		i = (i + 1) & mask
+	}
+}
+
+// InternBytes is Intern for an IRI given as bytes (copied when new).
+func (t *iriTable) InternBytes(s []byte) int32 {
+	i := t.findBytes(s)
+	if v := t.slots[i]; v != 0 {
+		return v - 1
+	}
+	return t.add(i, store(t, s))
+}
+
 // Lookup returns the number of s, if it has one.
 func (t *iriTable) Lookup(s string) (int32, bool) {
 	v := t.slots[t.find(s)]
@@ -58,8 +83,13 @@ func (t *iriTable) Intern(s string) int32 {
 	if v := t.slots[i]; v != 0 {
 		return v - 1
 	}
+	return t.add(i, store(t, s))
+}
+
+// add numbers the IRI stored at a, in the empty slot i.
+func (t *iriTable) add(i int, a iriAt) int32 {
 	k := int32(len(t.at))
-	t.at = append(t.at, t.store(s))
+	t.at = append(t.at, a)
 	t.slots[i] = k + 1
 	if 4*len(t.at) > 3*len(t.slots) {
 		t.grow()
@@ -67,8 +97,8 @@ func (t *iriTable) Intern(s string) int32 {
 	return k
 }
 
-// store copies s into the chunks.
-func (t *iriTable) store(s string) iriAt {
+// store copies s into the chunks of t.
+func store[S string | []byte](t *iriTable, s S) iriAt {
 	last := len(t.chunks) - 1
 	if last < 0 || len(t.chunks[last])+len(s) > cap(t.chunks[last]) {
 		t.chunks = append(t.chunks, make([]byte, 0, max(iriChunk, len(s))))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -291,5 +292,92 @@ func TestExplainLogEqualsExplain(t *testing.T) {
 	_, gerr := why.ExplainLog(bytes.NewReader(bad), "fs/events.jsonl", "e3", graph.Options{}, tmp, why.Options{})
 	if werr == nil || exitcode.Of(gerr) != exitcode.Of(werr) {
 		t.Fatalf("damaged log: BuildRun %v, streamed %v", werr, gerr)
+	}
+}
+
+// countingReader counts the bytes read from r; after swap is set, the
+// next seek to the start replaces r's content with other (a file changed
+// between the passes).
+type countingReader struct {
+	r     *bytes.Reader
+	read  int
+	other []byte
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.read += n
+	return n, err
+}
+
+func (c *countingReader) Seek(off int64, whence int) (int64, error) {
+	if c.other != nil && whence == io.SeekStart && off > 0 {
+		c.r, c.other = bytes.NewReader(c.other), nil
+	}
+	return c.r.Seek(off, whence)
+}
+
+// TestSubgraphReadsSpans: on a document as 'witness graph' writes it, the
+// second pass reads the kept nodes' elements only (at the spans the first
+// pass saw), not the document again; when the file changed between the
+// passes, the answer is a failure, not a wrong chain.
+func TestSubgraphReadsSpans(t *testing.T) {
+	var b bytes.Buffer
+	if err := synthlog.Generate(&b, 2000, 7, "synth"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(graph.NewEventSource(bytes.NewReader(b.Bytes()), "events.jsonl"), graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := g.JSONLD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains := 0
+	for _, ref := range []string{"e1500", "e1999", "e1998", "e3"} {
+		want := answer(why.Explain(g, ref, why.Options{}))
+		cr := &countingReader{r: bytes.NewReader(doc)}
+		got := answer(why.ExplainJSONLD(cr, "g.jsonld", ref, why.Options{}))
+		if got != want {
+			t.Fatalf("why %s:\n--- spans\n%s\n--- whole graph\n%s", ref, got, want)
+		}
+		if cr.read < len(doc) || cr.read > len(doc)+len(doc)/20 {
+			t.Errorf("why %s: read %d bytes of a %d-byte document (one pass and the kept elements)", ref, cr.read, len(doc))
+		}
+		if want[:5] == "error" {
+			continue
+		}
+		chains++
+		// the same document shifted by a space after the first pass
+		cr = &countingReader{r: bytes.NewReader(doc), other: append([]byte(" "), doc...)}
+		_, err := why.ExplainJSONLD(cr, "g.jsonld", ref, why.Options{})
+		if exitcode.Of(err) != exitcode.Failure {
+			t.Errorf("why %s on a file changed between the passes: %v (exit %d), want exit %d", ref, err, exitcode.Of(err), exitcode.Failure)
+		}
+	}
+	if chains < 2 {
+		t.Errorf("%d chains compared, want at least 2", chains)
+	}
+}
+
+// TestExplainJSONLDBadGraph: a graph the reader refuses is refused with
+// the reader's error (exit 3), whatever the node asked for.
+func TestExplainJSONLDBadGraph(t *testing.T) {
+	head := `{"@context":` + graph.ContextJSON + `,"@graph":[`
+	for _, doc := range []string{
+		`{"@context":{},"@graph":[{"@id":"not an iri"}]}`,
+		head + `{"@id":"not an iri"}]}`,
+		head + `{"@id":"urn:x:a"},{"@id":"urn:x:a"}]}`,
+		head + `{"@id":"urn:x:a"}`,
+	} {
+		_, want := graph.ReadJSONLD(bytes.NewReader([]byte(doc)), "g.jsonld")
+		if want == nil {
+			t.Fatalf("%s: the reader takes it", doc)
+		}
+		_, err := why.ExplainJSONLD(bytes.NewReader([]byte(doc)), "g.jsonld", "e1", why.Options{})
+		if err == nil || err.Error() != want.Error() || exitcode.Of(err) != exitcode.Of(want) {
+			t.Errorf("%s: %v (exit %d), want %v (exit %d)", doc, err, exitcode.Of(err), want, exitcode.Of(want))
+		}
 	}
 }

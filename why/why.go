@@ -156,8 +156,11 @@ func walk[K comparable](start K, max int, isNode, isTransparent func(K) bool, ed
 
 // followed reports whether a chain goes on to node t: not to definitions,
 // plans, agents and the capture session, which are context, not causes.
-func followed(t *graph.Node) bool {
-	for _, ty := range t.Types {
+func followed(t *graph.Node) bool { return followedTypes(t.Types) }
+
+// followedTypes is followed on a node's types.
+func followedTypes(types []string) bool {
+	for _, ty := range types {
 		switch ty {
 		case graph.WToolDefinition, graph.ProvPlan, graph.ProvAgent, graph.ProvAssociation, graph.WCaptureSession:
 			return false
