@@ -122,6 +122,7 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 		}
 	}
 	if err != nil {
+		eb.Discard()
 		return nil, []string{fmt.Sprintf("no causal graph: %v", err)}, digest
 	}
 	for ev, id := range ents {
