@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"cmp"
 	"math/bits"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // weights are the three quantities a compensation set is measured by.
@@ -162,7 +165,7 @@ func (ix *index) reachAll(budgetWords, dfsFactor int, onlyActivities bool) ([]we
 	w := int32(0)
 	for c := int32(0); c < nc; c++ {
 		lst := cdep[cnt[c]:cnt[c+1]]
-		sort.Slice(lst, func(i, j int) bool { return lst[i] < lst[j] })
+		slices.Sort(lst)
 		coff[c] = w
 		for k, x := range lst {
 			if k > 0 && lst[k-1] == x {
@@ -423,15 +426,16 @@ func (ix *index) rank(budgetWords int) ([]RankEntry, RankStats) {
 			SynergyResidual:        residual(ws[i].activities, acts),
 		})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	// a total order (the activities' IRIs are distinct): any sort gives
+	// the same ranking
+	slices.SortFunc(out, func(a, b RankEntry) int {
 		if a.CompensationSize != b.CompensationSize {
-			return a.CompensationSize > b.CompensationSize
+			return cmp.Compare(b.CompensationSize, a.CompensationSize)
 		}
 		if a.NotReplayable != b.NotReplayable {
-			return a.NotReplayable > b.NotReplayable
+			return cmp.Compare(b.NotReplayable, a.NotReplayable)
 		}
-		return a.Activity < b.Activity
+		return strings.Compare(a.Activity, b.Activity)
 	})
 	for i := range out {
 		out[i].Rank = i + 1

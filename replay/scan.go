@@ -375,6 +375,7 @@ func newEngineJSONLD(r io.Reader, name string, size int) (*Engine, error) {
 		return nil
 	})
 	if err != nil {
+		b.Discard()
 		return nil, err
 	}
 	return b.Finish()
@@ -383,10 +384,38 @@ func newEngineJSONLD(r io.Reader, name string, size int) (*Engine, error) {
 // EngineBuilder builds the engine NewEngineJSONLD reads from the nodes of
 // a graph document a caller scans itself (graph.ScanJSONLDView), so that
 // one parse of the document feeds replay and the caller's own use of it.
-// Add every node of the document, in document order, then Finish. The
-// engine is NewEngineJSONLD's of the same document.
+// Add every node of the document, in document order, then Finish (or
+// Discard, when the scan failed). The engine is NewEngineJSONLD's of the
+// same document.
+//
+// Add only copies what replay reads of a node into a batch; a goroutine
+// of the builder interns the batches' IRIs and keeps the nodes, in the
+// order they were added, so that this work runs beside the caller's scan
+// instead of on it (docs/design/scale.md).
 type EngineBuilder struct {
-	vb viewBuilder
+	vb   viewBuilder
+	cur  *viewBatch
+	work chan *viewBatch // full batches, in order, to the worker
+	free chan *viewBatch // batches the worker is done with
+	done chan struct{}   // closed when the worker has added every batch
+}
+
+// batchNodes is the number of nodes in a batch of an EngineBuilder;
+// batchesInFlight is how many batches there are at most.
+const (
+	batchNodes      = 1024
+	batchesInFlight = 4
+)
+
+// viewBatch holds copies of nodes: each view's slices point into the
+// batch's own arrays (appended to only, so earlier views stay valid when
+// they grow), reused once the worker has added them.
+type viewBatch struct {
+	views []graph.NodeView
+	types []string
+	props []graph.PropView
+	terms []graph.TermView
+	buf   []byte
 }
 
 // NewEngineBuilder returns an empty EngineBuilder.
@@ -400,18 +429,134 @@ func newEngineBuilder(size int) *EngineBuilder {
 
 // Add keeps what replay needs of the node v (valid only during the call,
 // as ScanJSONLDView gives it).
-func (b *EngineBuilder) Add(v *graph.NodeView) { b.vb.add(v) }
+func (b *EngineBuilder) Add(v *graph.NodeView) {
+	if b.cur == nil {
+		b.cur = b.batch()
+	}
+	b.cur.add(v)
+	if len(b.cur.views) == batchNodes {
+		b.work <- b.cur
+		b.cur = nil
+	}
+}
+
+// batch returns an empty batch, starting the worker at the first one.
+func (b *EngineBuilder) batch() *viewBatch {
+	if b.work == nil {
+		b.work = make(chan *viewBatch, batchesInFlight)
+		b.free = make(chan *viewBatch, batchesInFlight)
+		b.done = make(chan struct{})
+		for range batchesInFlight {
+			b.free <- &viewBatch{}
+		}
+		go func() {
+			defer close(b.done)
+			for vb := range b.work {
+				for i := range vb.views {
+					b.vb.add(&vb.views[i])
+				}
+				vb.reset()
+				b.free <- vb
+			}
+		}()
+	}
+	return <-b.free
+}
+
+// wait hands on the last batch and waits until the worker has added it.
+func (b *EngineBuilder) wait() {
+	if b.work == nil {
+		return
+	}
+	if b.cur != nil && len(b.cur.views) > 0 {
+		b.work <- b.cur
+	}
+	b.cur = nil
+	close(b.work)
+	<-b.done
+	b.work = nil
+}
 
 // Finish indexes the nodes added and returns the engine; a repeated node
 // IRI is a tampered graph, as in NewEngineJSONLD. The builder is not used
 // after.
 func (b *EngineBuilder) Finish() (*Engine, error) {
+	b.wait()
 	ix, ev, err := b.vb.index()
 	b.vb = viewBuilder{}
 	if err != nil {
 		return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("index graph: %w", err), "")
 	}
 	return &Engine{ix: ix, events: ev}, nil
+}
+
+// Discard ends a builder whose engine is not wanted (its scan failed):
+// its goroutine ends. The builder is not used after.
+func (b *EngineBuilder) Discard() {
+	b.wait()
+	b.vb = viewBuilder{}
+}
+
+// add appends a copy of what viewBuilder.add reads of v: its IRI, types
+// and the properties add reads, with their values, in v's order.
+func (vb *viewBatch) add(v *graph.NodeView) {
+	p0 := len(vb.props)
+	for _, p := range v.Props {
+		if !replayReads(p.Pred) {
+			continue
+		}
+		t0 := len(vb.terms)
+		for _, t := range p.Vals {
+			var c graph.TermView
+			c.Datatype = t.Datatype
+			if len(t.IRI) > 0 {
+				c.IRI = vb.bytes(t.IRI)
+			}
+			if len(t.Lex) > 0 {
+				c.Lex = vb.bytes(t.Lex)
+			}
+			vb.terms = append(vb.terms, c)
+		}
+		vb.props = append(vb.props, graph.PropView{Pred: p.Pred, Vals: vb.terms[t0:len(vb.terms):len(vb.terms)]})
+	}
+	ty0 := len(vb.types)
+	vb.types = append(vb.types, v.Types...)
+	vb.views = append(vb.views, graph.NodeView{
+		ID:    vb.bytes(v.ID),
+		Types: vb.types[ty0:len(vb.types):len(vb.types)],
+		Props: vb.props[p0:len(vb.props):len(vb.props)],
+	})
+}
+
+// bytes returns a copy of b in the batch's buffer.
+func (vb *viewBatch) bytes(b []byte) []byte {
+	n := len(vb.buf)
+	vb.buf = append(vb.buf, b...)
+	return vb.buf[n:len(vb.buf):len(vb.buf)]
+}
+
+// reset empties the batch, keeping its arrays (nothing of the previous
+// nodes is kept: viewBuilder.add copies what it keeps).
+func (vb *viewBatch) reset() {
+	clear(vb.views)
+	vb.views = vb.views[:0]
+	vb.types = vb.types[:0]
+	clear(vb.props)
+	vb.props = vb.props[:0]
+	clear(vb.terms)
+	vb.terms = vb.terms[:0]
+	vb.buf = vb.buf[:0]
+}
+
+// replayReads reports whether viewBuilder.add reads the property pred.
+func replayReads(pred string) bool {
+	switch pred {
+	case graph.WAnnotations, graph.ProvUsed, graph.ProvWasGeneratedBy, graph.ProvWasInformedBy,
+		graph.ProvWasDerivedFrom, graph.ProvWasInfluencedBy, graph.WDuringCandidate, graph.WPossiblyInfluencedBy,
+		graph.OtelToolName, graph.WEffectOp, graph.WEffectTarget, graph.WEventID:
+		return true
+	}
+	return false
 }
 
 // kindOfTypes is kindOf for a node's types.

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -232,5 +233,54 @@ func TestEngineJSONLDMemory(t *testing.T) {
 	t.Logf("heap held: graph and engine %d KiB, engine read straight %d KiB", whole>>10, streamed>>10)
 	if streamed*10 > whole*6 {
 		t.Errorf("engine read straight holds %d KiB, graph and engine %d KiB", streamed>>10, whole>>10)
+	}
+}
+
+// TestEngineBuilderBatches: a graph of many batches of the builder's
+// pipeline (batchNodes nodes each, more than batchesInFlight of them)
+// gives NewEngine's engine; a builder discarded mid-scan ends its worker.
+func TestEngineBuilderBatches(t *testing.T) {
+	var syn bytes.Buffer
+	if err := synthlog.Generate(&syn, 4000, 3, "batches"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(eventlog.NewReader(&syn, "batches.jsonl"), graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Nodes) < (batchesInFlight+1)*batchNodes {
+		t.Fatalf("only %d nodes: not enough batches", len(g.Nodes))
+	}
+	var doc bytes.Buffer
+	if err := g.WriteJSONLD(&doc); err != nil {
+		t.Fatal(err)
+	}
+	old, err := NewEngine(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewEngineJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries := []string{"e1", "e5", "e1500", "e2999", g.Nodes[len(g.Nodes)/2].ID, g.Nodes[len(g.Nodes)-1].ID}
+	if want, got := render(t, old, queries), render(t, eng, queries); got != want {
+		t.Errorf("outputs differ (%d bytes stream, %d bytes graph)", len(got), len(want))
+	}
+	b := NewEngineBuilder()
+	n := 0
+	err = graph.ScanJSONLDView(bytes.NewReader(doc.Bytes()), "g.jsonld", func(v *graph.NodeView) error {
+		if n++; n > 3*batchNodes+7 {
+			return io.EOF
+		}
+		b.Add(v)
+		return nil
+	})
+	if err != io.EOF {
+		t.Fatalf("scan: %v", err)
+	}
+	b.Discard()
+	if b.work != nil {
+		t.Fatal("the worker was not ended")
 	}
 }

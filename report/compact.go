@@ -66,7 +66,7 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 	}()
 	var args scanIn
 	var classes map[[2]any]string
-	var rowOf map[string]int
+	var rows rowSet
 	started := false
 	eb := replay.NewEngineBuilder()
 	scan := func(v *graph.NodeView) error {
@@ -78,11 +78,11 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 			}
 			started = true
 			classes = nodeClasses(args.logs)
-			rowOf = args.logs[0].rowOf
+			rows = newRowSet(args.logs[0].rowOf)
 		}
 		eb.Add(v)
 		want := args.want
-		if !viewNeeded(v, want, rowOf) {
+		if !viewNeeded(v, want, &rows) {
 			return nil
 		}
 		n := v.Node()
@@ -122,6 +122,7 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 		}
 	}
 	if err != nil {
+		eb.Discard()
 		return nil, []string{fmt.Sprintf("no causal graph: %v", err)}, digest
 	}
 	for ev, id := range ents {
@@ -143,19 +144,16 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 // pathWanted reads it) or one the picture may draw (its event, as
 // graph.NodeEvent reads it, has a timeline row). It is a cheap superset
 // of the nodes the scan keeps: only those become a *graph.Node.
-func viewNeeded(v *graph.NodeView, want map[string]bool, rowOf map[string]int) bool {
+func viewNeeded(v *graph.NodeView, want map[string]bool, rows *rowSet) bool {
 	if ev := viewValue(v, graph.WEventID); len(ev) > 0 {
-		_, row := rowOf[string(ev)]
-		return row || want[string(ev)]
+		return rows.has(ev) || want[string(ev)]
 	}
 	id := v.ID
 	last := id
 	if i := bytes.LastIndexByte(id, '/'); i >= 0 && i+1 < len(id) {
 		last = id[i+1:]
 	}
-	_, row := rowOf[string(last)]
-	_, noID := rowOf[""]
-	if row || noID {
+	if rows.noID || rows.has(last) {
 		return true
 	}
 	for {
@@ -172,6 +170,41 @@ func viewNeeded(v *graph.NodeView, want map[string]bool, rowOf map[string]int) b
 		}
 		id = id[i+1:]
 	}
+}
+
+// rowSet answers whether an event id has a timeline row (a key of the
+// first pass's rowOf) for every node of the graph stream. When the rows'
+// ids are the writer's ("e<row>" for row 0 to n-1, every row's id
+// distinct) the answer is read from the id (rowOfID), without hashing it
+// into the map of 200,000 ids.
+type rowSet struct {
+	rowOf map[string]int
+	// writer: rowOf holds exactly "e<k>" -> k for k < len(rowOf)
+	writer bool
+	// noID: rowOf has the empty id
+	noID bool
+}
+
+func newRowSet(rowOf map[string]int) rowSet {
+	s := rowSet{rowOf: rowOf, writer: true}
+	_, s.noID = rowOf[""]
+	for id, row := range rowOf {
+		if n, ok := rowOfID(id); !ok || n != row || row >= len(rowOf) {
+			s.writer = false
+			break
+		}
+	}
+	return s
+}
+
+// has reports whether id is a key of rowOf.
+func (s *rowSet) has(id []byte) bool {
+	if s.writer {
+		n, ok := rowOfID(id)
+		return ok && n < len(s.rowOf)
+	}
+	_, ok := s.rowOf[string(id)]
+	return ok
 }
 
 // viewValue is the first literal of v under pred (graph.Node.Value of the

@@ -94,3 +94,47 @@ func FuzzLinkTable(f *testing.F) {
 	f.Add([]byte("\x06\x01\x07\x02\x08\x03\x09\x01\x0a\x03\x00\x00"))
 	f.Fuzz(sameLinks)
 }
+
+// FuzzRowSet checks that rowSet.has is membership in the first pass's
+// rowOf (the first id of each row) for rows of writer's and other ids and
+// for any query.
+func FuzzRowSet(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3}, "e2")
+	f.Add([]byte{0, 1, 4, 3}, "e3")
+	f.Add([]byte{0, 11, 2}, "")
+	f.Add([]byte{0, 6, 2}, "e01")
+	f.Fuzz(func(t *testing.T, data []byte, q string) {
+		ids, _ := linkEvents(data)
+		rowOf := map[string]int{}
+		for row, id := range ids {
+			if _, dup := rowOf[id]; !dup {
+				rowOf[id] = row
+			}
+		}
+		s := newRowSet(rowOf)
+		for _, id := range append(ids, q, "e0", "e1", fmt.Sprintf("e%d", len(ids)), fmt.Sprintf("e%d", len(ids)-1)) {
+			_, want := rowOf[id]
+			if got := s.has([]byte(id)); got != want {
+				t.Fatalf("ids %q: has(%q) = %v, rowOf has it: %v (writer %v)", ids, id, got, want, s.writer)
+			}
+		}
+		if _, want := rowOf[""]; s.noID != want {
+			t.Fatalf("ids %q: noID %v", ids, s.noID)
+		}
+	})
+}
+
+// TestRowSetWriter: the writer's ids are read from the id, not the map.
+func TestRowSetWriter(t *testing.T) {
+	rowOf := map[string]int{}
+	for i := range 1000 {
+		rowOf[fmt.Sprintf("e%d", i)] = i
+	}
+	if s := newRowSet(rowOf); !s.writer {
+		t.Fatal("the writer's ids are not recognised")
+	}
+	rowOf["e5"] = 7
+	if s := newRowSet(rowOf); s.writer {
+		t.Fatal("an id of another row is taken as the writer's")
+	}
+}

@@ -463,7 +463,7 @@ type oddLinks struct {
 
 // rowOfID is n when id is "e<n>" written as the writer writes it (no
 // sign, no leading zero) and n fits an int32.
-func rowOfID(id string) (int, bool) {
+func rowOfID[T string | []byte](id T) (int, bool) {
 	if len(id) < 2 || len(id) > 11 || id[0] != 'e' || (id[1] == '0' && len(id) > 2) {
 		return 0, false
 	}
