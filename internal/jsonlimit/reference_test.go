@@ -71,7 +71,7 @@ func sameAsReference(t *testing.T, data []byte, step int) {
 		if err != nil {
 			return
 		}
-		got := refChecker{c.depth, c.inString, c.escape, c.line, c.col}
+		got := refChecker(c)
 		if got != r {
 			t.Fatalf("step %d at %d: state %+v, reference %+v", step, i, got, r)
 		}
