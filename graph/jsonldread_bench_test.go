@@ -11,15 +11,7 @@ import (
 // verify --graph, replay --graph and why --graph share, for profiles at
 // scale.
 func BenchmarkScanJSONLDViewFile(b *testing.B) {
-	name := os.Getenv("WITNESS_BENCH_GRAPH")
-	if name == "" {
-		b.Skip("set WITNESS_BENCH_GRAPH to a graph document")
-	}
-	st, err := os.Stat(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(st.Size())
+	name := benchGraphFile(b)
 	for i := 0; i < b.N; i++ {
 		f, err := os.Open(name)
 		if err != nil {
@@ -38,15 +30,7 @@ func BenchmarkScanJSONLDViewFile(b *testing.B) {
 // BenchmarkScanElementsFile: the element cutter alone (with its nesting
 // check) over $WITNESS_BENCH_GRAPH.
 func BenchmarkScanElementsFile(b *testing.B) {
-	name := os.Getenv("WITNESS_BENCH_GRAPH")
-	if name == "" {
-		b.Skip("set WITNESS_BENCH_GRAPH to a graph document")
-	}
-	st, err := os.Stat(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(st.Size())
+	name := benchGraphFile(b)
 	for i := 0; i < b.N; i++ {
 		f, err := os.Open(name)
 		if err != nil {
@@ -58,4 +42,19 @@ func BenchmarkScanElementsFile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchGraphFile returns the graph document named by $WITNESS_BENCH_GRAPH,
+// with its size set as the bytes per operation, or skips the benchmark.
+func benchGraphFile(b *testing.B) string {
+	name := os.Getenv("WITNESS_BENCH_GRAPH")
+	if name == "" {
+		b.Skip("set WITNESS_BENCH_GRAPH to a graph document")
+	}
+	st, err := os.Stat(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	return name
 }
