@@ -87,6 +87,7 @@ func TestPeersEverythingHTTP(t *testing.T) {
 			up := startEverything(t, tc.mode)
 			direct := sdkClient(t, up+tc.path, tc.client)
 			s := startProxy(t, up, Options{})
+			keepOnFailure(t, s.Dir)
 			via := sdkClient(t, s.URL+tc.path, tc.client)
 			if via != direct {
 				t.Errorf("through the proxy:\n%s\ndirect:\n%s", via, direct)
