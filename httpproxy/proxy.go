@@ -86,6 +86,8 @@ type Options struct {
 	// wrapCassette, in tests, wraps the cassette file (a writer that
 	// fails, to check that the proxy fails closed)
 	wrapCassette func(io.Writer) io.Writer
+	// queueLimit, in tests, replaces MaxQueuedAnswers
+	queueLimit int
 }
 
 // Result is the outcome of a proxy session.
@@ -255,7 +257,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	base := "http://" + ln.Addr().String()
 	p.mcp = &mcpTracker{p: p, up: up, self: base, outDir: o.OutDir, files: files, seal: sealRef, signers: o.Signers, startNotes: o.Notes,
 		redInfo: ch.Redaction, started: started, frozen: frozen, getenv: o.Getenv,
-		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}}
+		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}, queueLimit: o.queueLimit}
 	fmt.Fprintf(stderr, "listening on %s\n", base)
 	if o.Ready != nil {
 		o.Ready(base)
@@ -563,6 +565,9 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength == 0 {
 		endReq("", false)
 	} else {
+		// the session's answers wait for this request's messages, which
+		// are written at the body's end (beside the upstream's work)
+		mx.openRequest()
 		t := &tap{src: r.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
 			data, red := redactBody(p.red, raw)
 			if err := p.cas.Body(x, false, data, red, int64(len(raw))); err != nil {
