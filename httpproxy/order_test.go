@@ -63,10 +63,10 @@ func eagerSSEServer(t *testing.T) *httptest.Server {
 const poked = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"poked"}}`
 
 // TestMCPAnswerBeforeRequestEnd: an answer that reaches the proxy before
-// the request's messages are written to the MCP session's cassette (here
-// the upstream answers on its stream before the client has ended the
-// POST's body; under load the same happens when the recording of the
-// request's end runs late) is written after them: a request precedes its
+// the request's messages are written to the MCP session's cassette (the
+// upstream answers on its stream before the client has ended the POST's
+// body; or, as under load in TestPeersEverythingHTTP/sse, the recording
+// of the request's end runs late) is written after them: a request precedes its
 // answer in the session cassette, its log and its replay. Then the proxy
 // is stopped with the stream still open: the stream is recorded as cut
 // off, and the answer the client got is in both cassettes. Past the
@@ -76,20 +76,27 @@ func TestMCPAnswerBeforeRequestEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		limit int
+		late  bool  // the body ends at once, its recording is held back
 		order []int // 0 the call, 1 the answer, 2 the notification
 		note  string
 	}{
-		{name: "queued", order: []int{0, 1, 2}},
+		{name: "body open", order: []int{0, 1, 2}},
+		{name: "late recording", late: true, order: []int{0, 1, 2}},
 		{name: "over the bound", limit: 100, order: []int{1, 2, 0}, note: "some may precede the request they answer"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { answerBeforeRequestEnd(t, tc.limit, tc.order, tc.note) })
+		t.Run(tc.name, func(t *testing.T) { answerBeforeRequestEnd(t, tc.limit, tc.late, tc.order, tc.note) })
 	}
 }
 
-func answerBeforeRequestEnd(t *testing.T, limit int, order []int, note string) {
+func answerBeforeRequestEnd(t *testing.T, limit int, late bool, order []int, note string) {
 	up := eagerSSEServer(t)
 	defer up.Close()
-	s := startProxy(t, up.URL, Options{ShutdownGrace: 100 * time.Millisecond, queueLimit: limit})
+	o := Options{ShutdownGrace: 100 * time.Millisecond, queueLimit: limit}
+	release := make(chan struct{})
+	if late {
+		o.lateRequestEnd = func() { <-release }
+	}
+	s := startProxy(t, up.URL, o)
 	keepOnFailure(t, s.Dir)
 	stream, err := http.Get(s.URL + "/sse")
 	if err != nil {
@@ -130,6 +137,9 @@ func answerBeforeRequestEnd(t *testing.T, limit int, order []int, note string) {
 	if _, err := io.WriteString(pw, call); err != nil {
 		t.Fatal(err)
 	}
+	if late {
+		pw.Close()
+	}
 	// the answer comes through while the request's body is still open
 	answer := event()
 	if !strings.Contains(answer, `"id":3`) {
@@ -146,6 +156,7 @@ func answerBeforeRequestEnd(t *testing.T, limit int, order []int, note string) {
 		t.Fatalf("stream event %q", ev)
 	}
 	pw.Close()
+	close(release)
 	if err := <-posted; err != nil {
 		t.Fatal(err)
 	}

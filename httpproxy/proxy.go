@@ -88,6 +88,9 @@ type Options struct {
 	wrapCassette func(io.Writer) io.Writer
 	// queueLimit, in tests, replaces MaxQueuedAnswers
 	queueLimit int
+	// lateRequestEnd, in tests, runs before the end of a request body is
+	// recorded beside the upstream's work (a goroutine that runs late)
+	lateRequestEnd func()
 }
 
 // Result is the outcome of a proxy session.
@@ -247,7 +250,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	p := &recorder{
 		up: up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
-		ev: ev, ch: cw.Header(), start: startTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins,
+		ev: ev, ch: cw.Header(), start: startTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins, lateRequestEnd: o.lateRequestEnd,
 	}
 	srv := &http.Server{
 		Handler:           p,
@@ -334,8 +337,9 @@ type recorder struct {
 	ch      cassette.HTTPFileHeader
 	start   time.Time // ch.Started
 
-	abortCtx context.Context
-	wg       sync.WaitGroup // exchanges being served or finished
+	abortCtx       context.Context
+	lateRequestEnd func()         // Options.lateRequestEnd
+	wg             sync.WaitGroup // exchanges being served or finished
 	// finishing is read-held by each exchange whose end is being recorded
 	// after its answer ended; an exchange takes it to begin
 	finishing sync.RWMutex
@@ -555,7 +559,12 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				close(reqDone)
 			}
 			if beside {
-				go settle()
+				go func() {
+					if p.lateRequestEnd != nil {
+						p.lateRequestEnd()
+					}
+					settle()
+				}()
 			} else {
 				settle()
 			}
