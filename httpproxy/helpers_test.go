@@ -181,3 +181,25 @@ var noRedirects = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	Timeout:       2 * time.Minute,
 }
+
+// keepOnFailure copies dir (a session's --out) to $WITNESS_TEST_KEEP when
+// the test fails and that variable names a directory: the evidence of a
+// run that failed under load, for a look afterwards. Registered after
+// t.TempDir, it runs before the temporary directory is removed.
+func keepOnFailure(t testing.TB, dir string) {
+	t.Cleanup(func() {
+		keep := os.Getenv("WITNESS_TEST_KEEP")
+		if !t.Failed() || keep == "" {
+			return
+		}
+		dst, err := os.MkdirTemp(keep, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+"-")
+		if err == nil {
+			err = os.CopyFS(dst, os.DirFS(dir))
+		}
+		if err != nil {
+			t.Logf("keep the evidence of %s: %v", dir, err)
+			return
+		}
+		t.Logf("the evidence of the failed run is in %s", dst)
+	})
+}

@@ -73,6 +73,9 @@ type mcpTracker struct {
 	frozen     bool
 	getenv     func(string) string
 
+	// queueLimit, in tests, replaces MaxQueuedAnswers
+	queueLimit int
+
 	mu         sync.Mutex
 	byKey      map[string]*mcpSession
 	byEndpoint map[string]*mcpSession // HTTP+SSE: the request URI POSTs go to
@@ -93,6 +96,19 @@ type mcpSession struct {
 	mu    sync.Mutex
 	notes []string
 	ended string
+
+	// wmu orders the writes of the session's messages. open counts the
+	// requests of the session whose body is being recorded: their
+	// messages are written at the body's end, beside the upstream's work,
+	// so an answer may be read first (from the session's GET stream, under
+	// load or from a server that answers before the body ended); it waits
+	// in queued (queuedBytes long) until no request is open, so that a
+	// request precedes its answer in the session cassette.
+	wmu         sync.Mutex
+	open        int
+	queued      [][]byte
+	queuedBytes int
+	overflowed  bool
 }
 
 func (s *mcpSession) note(msg string) {
@@ -145,8 +161,15 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 	return s, nil
 }
 
+// MaxQueuedAnswers bounds the bytes of the server messages of an MCP
+// session that wait for the session's requests being recorded (a request
+// precedes its answer in the session cassette); past it they are written
+// at once, and the session's log says so.
+const MaxQueuedAnswers = MaxMCPMessage
+
 // feed writes one JSON-RPC message of the session to its cassette (and so
-// to its deriver).
+// to its deriver). A server message waits while a request of the session
+// is being recorded (openRequest).
 func (t *mcpTracker) feed(s *mcpSession, dir cassette.Dir, msg []byte) {
 	msg = bytes.TrimRight(msg, " \t\r\n")
 	if len(msg) == 0 {
@@ -155,8 +178,62 @@ func (t *mcpTracker) feed(s *mcpSession, dir cassette.Dir, msg []byte) {
 	// the deriver may hold the record until the session header is known,
 	// and msg may be a parser's buffer that is reused after this call
 	msg = bytes.Clone(msg)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if dir == cassette.S2C && s.open > 0 {
+		if s.queuedBytes+len(msg) <= t.maxQueued() {
+			s.queued = append(s.queued, msg)
+			s.queuedBytes += len(msg)
+			return
+		}
+		if !s.overflowed {
+			s.overflowed = true
+			s.note(fmt.Sprintf("over %s of server messages arrived while a request's body was still being recorded: from there on some may precede the request they answer in %s (the HTTP cassette has the wire's order)", mcp.FormatSize(t.maxQueued()), capture.CassetteFile))
+		}
+		t.flushQueued(s)
+	}
+	t.write(s, dir, msg)
+}
+
+func (t *mcpTracker) maxQueued() int {
+	if t.queueLimit > 0 {
+		return t.queueLimit
+	}
+	return MaxQueuedAnswers
+}
+
+// write records msg; the caller holds s.wmu.
+func (t *mcpTracker) write(s *mcpSession, dir cassette.Dir, msg []byte) {
 	if _, err := s.cw.Record(dir, msg, false); err != nil {
 		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.CassetteFile), err))
+	}
+}
+
+// flushQueued writes the server messages that waited; the caller holds
+// s.wmu.
+func (t *mcpTracker) flushQueued(s *mcpSession) {
+	for _, m := range s.queued {
+		t.write(s, cassette.S2C, m)
+	}
+	s.queued, s.queuedBytes = nil, 0
+}
+
+// openRequest says that a request of s is being recorded: the server
+// messages of s wait until the returned function has been called, after
+// the request's messages were written (or found to be none).
+func (s *mcpSession) openRequest(t *mcpTracker) func() {
+	s.wmu.Lock()
+	s.open++
+	s.wmu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.wmu.Lock()
+			defer s.wmu.Unlock()
+			if s.open--; s.open == 0 {
+				t.flushQueued(s)
+			}
+		})
 	}
 }
 
@@ -167,6 +244,12 @@ func (t *mcpTracker) finish(ts, why string) error {
 	defer t.mu.Unlock()
 	var errs []error
 	for _, s := range t.sessions {
+		s.wmu.Lock()
+		if len(s.queued) > 0 { // every request ended before: nothing should wait
+			s.note(fmt.Sprintf("%d server message(s) still waited at the end for a request being recorded", len(s.queued)))
+			t.flushQueued(s)
+		}
+		s.wmu.Unlock()
 		s.mu.Lock()
 		reason := "completed; " + why
 		if s.ended != "" {
@@ -247,6 +330,7 @@ type mcpExchange struct {
 
 	reqBody []byte
 	reqOver bool
+	reqOpen func()   // ends the session's wait for this request (openRequest)
 	notJSON bool     // the request body is not JSON: not held
 	c2s     [][]byte // messages waiting for their session (initialize)
 	isMCP   bool
@@ -282,6 +366,15 @@ func (t *mcpTracker) begin(x int64, r *http.Request) *mcpExchange {
 	return e
 }
 
+// openRequest makes the server messages of the exchange's session (when
+// it is known already) wait for the request's messages: called before
+// the request goes upstream, so before any answer can come.
+func (e *mcpExchange) openRequest() {
+	if e.sess != nil {
+		e.reqOpen = e.sess.openRequest(e.t)
+	}
+}
+
 // reqChunk takes a recorded chunk of the request body. A body that cannot
 // be JSON (its first byte is not '{' or '[') is not held, unless the
 // exchange belongs to a session already.
@@ -304,6 +397,9 @@ func (e *mcpExchange) reqChunk(data []byte) {
 
 // reqEnd reads the request's messages once its body is recorded.
 func (e *mcpExchange) reqEnd() {
+	if e.reqOpen != nil {
+		defer e.reqOpen()
+	}
 	body := e.reqBody
 	e.reqBody = nil
 	if e.reqOver {

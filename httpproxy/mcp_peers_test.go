@@ -87,11 +87,14 @@ func TestPeersEverythingHTTP(t *testing.T) {
 			up := startEverything(t, tc.mode)
 			direct := sdkClient(t, up+tc.path, tc.client)
 			s := startProxy(t, up, Options{})
+			keepOnFailure(t, s.Dir)
 			via := sdkClient(t, s.URL+tc.path, tc.client)
 			if via != direct {
 				t.Errorf("through the proxy:\n%s\ndirect:\n%s", via, direct)
 			}
-			time.Sleep(100 * time.Millisecond)
+			// no wait for the proxy to see the client go: stop waits for
+			// every exchange in flight, and whatever was forwarded is in
+			// the cassettes when it returns (TestMCPAnswerBeforeRequestEnd)
 			res, err := s.stop()
 			if err != nil || res.MCPSessions != 1 {
 				t.Fatalf("err %v, %+v", err, res)

@@ -86,6 +86,11 @@ type Options struct {
 	// wrapCassette, in tests, wraps the cassette file (a writer that
 	// fails, to check that the proxy fails closed)
 	wrapCassette func(io.Writer) io.Writer
+	// queueLimit, in tests, replaces MaxQueuedAnswers
+	queueLimit int
+	// lateRequestEnd, in tests, runs before the end of a request body is
+	// recorded beside the upstream's work (a goroutine that runs late)
+	lateRequestEnd func()
 }
 
 // Result is the outcome of a proxy session.
@@ -245,7 +250,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	p := &recorder{
 		up: up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
-		ev: ev, ch: cw.Header(), start: startTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins,
+		ev: ev, ch: cw.Header(), start: startTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins, lateRequestEnd: o.lateRequestEnd,
 	}
 	srv := &http.Server{
 		Handler:           p,
@@ -255,7 +260,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	base := "http://" + ln.Addr().String()
 	p.mcp = &mcpTracker{p: p, up: up, self: base, outDir: o.OutDir, files: files, seal: sealRef, signers: o.Signers, startNotes: o.Notes,
 		redInfo: ch.Redaction, started: started, frozen: frozen, getenv: o.Getenv,
-		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}}
+		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}, queueLimit: o.queueLimit}
 	fmt.Fprintf(stderr, "listening on %s\n", base)
 	if o.Ready != nil {
 		o.Ready(base)
@@ -332,8 +337,9 @@ type recorder struct {
 	ch      cassette.HTTPFileHeader
 	start   time.Time // ch.Started
 
-	abortCtx context.Context
-	wg       sync.WaitGroup // exchanges being served or finished
+	abortCtx       context.Context
+	lateRequestEnd func()         // Options.lateRequestEnd
+	wg             sync.WaitGroup // exchanges being served or finished
 	// finishing is read-held by each exchange whose end is being recorded
 	// after its answer ended; an exchange takes it to begin
 	finishing sync.RWMutex
@@ -553,7 +559,12 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				close(reqDone)
 			}
 			if beside {
-				go settle()
+				go func() {
+					if p.lateRequestEnd != nil {
+						p.lateRequestEnd()
+					}
+					settle()
+				}()
 			} else {
 				settle()
 			}
@@ -563,6 +574,9 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength == 0 {
 		endReq("", false)
 	} else {
+		// the session's answers wait for this request's messages, which
+		// are written at the body's end (beside the upstream's work)
+		mx.openRequest()
 		t := &tap{src: r.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
 			data, red := redactBody(p.red, raw)
 			if err := p.cas.Body(x, false, data, red, int64(len(raw))); err != nil {
