@@ -28,7 +28,10 @@ type nameTable struct {
 	cur    []byte   // the chunk being filled, number len(sealed)
 	at     []uint64 // name k is chunk at[k]>>32, from offset at[k]&0xffffffff, size[k] bytes
 	size   []uint32
-	slots  []int32 // name number + 1, 0 for an empty slot
+	// slots: 0 for an empty slot, else the low 32 bits of the name's hash
+	// (above) and its number + 1 (below): a probe compares hashes before
+	// it reads a name, and growing rehashes from the slots alone.
+	slots []uint64
 }
 
 // nameChunk is the size of a chunk of the name arena.
@@ -40,7 +43,7 @@ func newNameTable(size int) *nameTable {
 	for n < size {
 		n <<= 1
 	}
-	t.slots = make([]int32, n)
+	t.slots = make([]uint64, n)
 	return t
 }
 
@@ -56,32 +59,23 @@ func (t *nameTable) is(k int32, b []byte) bool {
 	return string(t.cur[off:off+t.size[k]]) == string(b)
 }
 
-// hash is the hash of name k, as maphash.Bytes of its bytes.
-func (t *nameTable) hash(k int32) uint64 {
-	a := t.at[k]
-	c, off := int(a>>32), uint32(a)
-	if c < len(t.sealed) {
-		return maphash.String(t.seed, t.sealed[c][off:off+t.size[k]])
-	}
-	return maphash.Bytes(t.seed, t.cur[off:off+t.size[k]])
-}
-
 // intern returns the number of name b, adding it when new.
 func (t *nameTable) intern(b []byte) int32 {
-	mask := uint64(len(t.slots) - 1)
-	for h := maphash.Bytes(t.seed, b) & mask; ; h = (h + 1) & mask {
-		s := t.slots[h]
+	h := uint32(maphash.Bytes(t.seed, b))
+	mask := uint32(len(t.slots) - 1) // fewer than 1<<32 slots: names are int32
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
 		if s == 0 {
 			k := int32(t.len())
 			t.store(b)
-			t.slots[h] = k + 1
+			t.slots[i] = uint64(h)<<32 | uint64(k+1)
 			if 2*t.len() > len(t.slots) {
 				t.grow()
 			}
 			return k
 		}
-		if t.is(s-1, b) {
-			return s - 1
+		if k := int32(uint32(s)) - 1; uint32(s>>32) == h && t.is(k, b) {
+			return k
 		}
 	}
 }
@@ -111,14 +105,18 @@ func (t *nameTable) seal() {
 }
 
 func (t *nameTable) grow() {
-	t.slots = make([]int32, 2*len(t.slots))
-	mask := uint64(len(t.slots) - 1)
-	for k := int32(0); k < int32(t.len()); k++ {
-		h := t.hash(k) & mask
-		for t.slots[h] != 0 {
-			h = (h + 1) & mask
+	old := t.slots
+	t.slots = make([]uint64, 2*len(old))
+	mask := uint32(len(t.slots) - 1)
+	for _, s := range old {
+		if s == 0 {
+			continue
 		}
-		t.slots[h] = k + 1
+		i := uint32(s>>32) & mask
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
 	}
 }
 
