@@ -120,8 +120,6 @@ type index struct {
 	depOff []int32 // len n+1
 	dep    []int32 // dependents, sorted per node
 	depVia []Edge  // edge by which dep[i] depends on its owner
-	// notRep[i] holds the reasons node i's effects cannot be undone (nil if none).
-	notRep [][]string
 	// maybe lists the ambiguous links between nodes, by subject then edge
 	// then object.
 	maybe []maybeLink
@@ -270,10 +268,6 @@ func (ix *index) link(l links) {
 	}
 	ix.dep = ix.dep[:w]
 	ix.depVia = ix.depVia[:w]
-	ix.notRep = make([][]string, n)
-	for i := range ix.recs {
-		ix.notRep[i] = notReplayableReasons(&ix.recs[i])
-	}
 	for _, m := range l.maybe {
 		if m.on != m.from {
 			ix.maybe = append(ix.maybe, m)
@@ -283,6 +277,24 @@ func (ix *index) link(l links) {
 		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.edge, b.edge), cmp.Compare(a.on, b.on))
 	})
 	ix.maybe = slices.Compact(ix.maybe)
+}
+
+// notReplayable reports whether node i's effects cannot be undone: whether
+// notReplayableReasons has reasons for it, without building them (a
+// ranking asks it of every node; the reasons are a counterfactual's, for
+// its members only).
+func (ix *index) notReplayable(i int32) bool {
+	r := &ix.recs[i]
+	switch r.Kind {
+	case KindEntity:
+		if r.Effect != nil {
+			_, ok := irreversibleOps[r.Effect.Op]
+			return ok
+		}
+	case KindActivity:
+		return r.Destructive || r.NotIdempotent
+	}
+	return false
 }
 
 // notReplayableReasons lists why the node's effects cannot be undone.

@@ -1,18 +1,19 @@
 package replay
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 	"sort"
-	"strings"
 )
 
-// weights are the three quantities a compensation set is measured by.
+// weights are the three quantities a compensation set is measured by. A
+// set counts each node of the index once, and an index numbers its nodes
+// with int32: the counts fit (half the memory of int64, at a million
+// components).
 type weights struct {
-	nodes      int64 // every node
-	activities int64 // prov:Activity nodes
-	notRep     int64 // nodes whose effects cannot be undone
+	nodes      int32 // every node
+	activities int32 // prov:Activity nodes
+	notRep     int32 // nodes whose effects cannot be undone
 }
 
 func (w *weights) add(o weights) {
@@ -124,9 +125,21 @@ const rankBudgetWords = 1 << 22 // 32 MiB
 //     topological order, so memory stays under rankBudgetWords words;
 //     weighted popcounts use per-byte lookup tables.
 func (ix *index) reachAll(budgetWords, dfsFactor int, onlyActivities bool) ([]weights, RankStats) {
+	reach, comp, st := ix.reachComps(budgetWords, dfsFactor, onlyActivities)
+	out := make([]weights, len(comp))
+	for i, c := range comp {
+		out[i] = reach[c]
+	}
+	return out, st
+}
+
+// reachComps is reachAll by strongly connected component: node i's weights
+// are reach[comp[i]] (a ranking reads them for its activities only,
+// without a per-node copy).
+func (ix *index) reachComps(budgetWords, dfsFactor int, onlyActivities bool) (reach []weights, comp []int32, st RankStats) {
 	n := ix.n()
 	comp, nc := ix.sccs()
-	st := RankStats{Nodes: n, Edges: len(ix.dep), Components: int(nc)}
+	st = RankStats{Nodes: n, Edges: len(ix.dep), Components: int(nc)}
 	own := make([]weights, nc)
 	for i := 0; i < n; i++ {
 		c := comp[i]
@@ -134,7 +147,7 @@ func (ix *index) reachAll(budgetWords, dfsFactor int, onlyActivities bool) ([]we
 		if ix.recs[i].Kind == KindActivity {
 			own[c].activities++
 		}
-		if len(ix.notRep[i]) > 0 {
+		if ix.notReplayable(int32(i)) {
 			own[c].notRep++
 		}
 	}
@@ -183,7 +196,7 @@ func (ix *index) reachAll(budgetWords, dfsFactor int, onlyActivities bool) ([]we
 	}
 	// Tree components and their sums, children first (ascending index).
 	tree := make([]bool, nc)
-	reach := make([]weights, nc)
+	reach = make([]weights, nc)
 	for c := int32(0); c < nc; c++ {
 		ok := true
 		sum := own[c]
@@ -220,11 +233,7 @@ func (ix *index) reachAll(budgetWords, dfsFactor int, onlyActivities bool) ([]we
 			ix.coreReach(nc, tree, own, reach, coff, cdep, budgetWords, &st)
 		}
 	}
-	out := make([]weights, n)
-	for i := 0; i < n; i++ {
-		out[i] = reach[comp[i]]
-	}
-	return out, st
+	return reach, comp, st
 }
 
 // dfsWorkFactor bounds the pruned traversals: they may visit at most
@@ -403,44 +412,99 @@ type RankEntry struct {
 
 // rank returns one counterfactual per activity, ranked by blast radius:
 // compensation size (descending), then not-replayable nodes (descending),
-// then activity id (ascending).
-func (ix *index) rank(budgetWords int) ([]RankEntry, RankStats) {
-	ws, st := ix.reachAll(budgetWords, dfsWorkFactor, true)
-	var acts int64
+// then activity id (ascending), and the number of activities. With top > 0
+// it returns only the first top entries: a ranking is a total order (the
+// activities' IRIs are distinct), so they are the full ranking's first
+// top, selected without building and sorting an entry per activity.
+func (ix *index) rank(budgetWords, top int) ([]RankEntry, int, RankStats) {
+	reach, comp, st := ix.reachComps(budgetWords, dfsWorkFactor, true)
+	w := func(i int32) *weights { return &reach[comp[i]] }
+	// before reports whether activity a ranks before activity b.
+	before := func(a, b int32) bool {
+		wa, wb := w(a), w(b)
+		if wa.nodes != wb.nodes {
+			return wa.nodes > wb.nodes
+		}
+		if wa.notRep != wb.notRep {
+			return wa.notRep > wb.notRep
+		}
+		return ix.ids[a] < ix.ids[b]
+	}
+	var acts int
 	for i := range ix.recs {
 		if ix.recs[i].Kind == KindActivity {
 			acts++
 		}
 	}
-	var out []RankEntry
+	k := acts
+	if top > 0 && top < acts {
+		k = top
+	}
+	// sel holds the best k activities so far; with k < acts it is a heap
+	// whose root is the last of them.
+	sel := make([]int32, 0, k)
+	down := func(p int) {
+		for {
+			worst, l := p, 2*p+1
+			if l < len(sel) && before(sel[worst], sel[l]) {
+				worst = l
+			}
+			if l+1 < len(sel) && before(sel[worst], sel[l+1]) {
+				worst = l + 1
+			}
+			if worst == p {
+				return
+			}
+			sel[p], sel[worst] = sel[worst], sel[p]
+			p = worst
+		}
+	}
 	for i := range ix.recs {
 		if ix.recs[i].Kind != KindActivity {
 			continue
 		}
-		out = append(out, RankEntry{
+		a := int32(i)
+		switch {
+		case k == acts:
+			sel = append(sel, a)
+		case len(sel) < k:
+			sel = append(sel, a)
+			for c := len(sel) - 1; c > 0; {
+				p := (c - 1) / 2
+				if !before(sel[p], sel[c]) {
+					break
+				}
+				sel[p], sel[c] = sel[c], sel[p]
+				c = p
+			}
+		case before(a, sel[0]):
+			sel[0] = a
+			down(0)
+		}
+	}
+	slices.SortFunc(sel, func(a, b int32) int {
+		if a == b {
+			return 0
+		}
+		if before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	out := make([]RankEntry, len(sel))
+	for r, i := range sel {
+		wi := w(i)
+		out[r] = RankEntry{
+			Rank:                   r + 1,
 			Activity:               ix.ids[i],
 			Tool:                   ix.recs[i].Tool,
-			CompensationSize:       ws[i].nodes,
-			CompensationActivities: ws[i].activities,
-			NotReplayable:          ws[i].notRep,
-			SynergyResidual:        residual(ws[i].activities, acts),
-		})
-	}
-	// a total order (the activities' IRIs are distinct): any sort gives
-	// the same ranking
-	slices.SortFunc(out, func(a, b RankEntry) int {
-		if a.CompensationSize != b.CompensationSize {
-			return cmp.Compare(b.CompensationSize, a.CompensationSize)
+			CompensationSize:       int64(wi.nodes),
+			CompensationActivities: int64(wi.activities),
+			NotReplayable:          int64(wi.notRep),
+			SynergyResidual:        residual(int64(wi.activities), int64(acts)),
 		}
-		if a.NotReplayable != b.NotReplayable {
-			return cmp.Compare(b.NotReplayable, a.NotReplayable)
-		}
-		return strings.Compare(a.Activity, b.Activity)
-	})
-	for i := range out {
-		out[i].Rank = i + 1
 	}
-	return out, st
+	return out, acts, st
 }
 
 // residual is the share removed/total rounded to 6 decimals (0 when total is

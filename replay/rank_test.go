@@ -45,7 +45,7 @@ func bruteWeights(ix *index, s int32) weights {
 		if ix.recs[v].Kind == KindActivity {
 			w.activities++
 		}
-		if len(ix.notRep[v]) > 0 {
+		if len(notReplayableReasons(&ix.recs[v])) > 0 {
 			w.notRep++
 		}
 	}
@@ -129,7 +129,7 @@ func TestRankOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := ix.rank(rankBudgetWords)
+	got, _, _ := ix.rank(rankBudgetWords, 0)
 	var order []string
 	for _, e := range got {
 		order = append(order, fmt.Sprintf("%d:%s:%d:%d", e.Rank, e.Activity, e.CompensationSize, e.NotReplayable))
@@ -140,5 +140,32 @@ func TestRankOrder(t *testing.T) {
 	}
 	if got[0].SynergyResidual != 0.25 {
 		t.Fatalf("synergy residual %v", got[0].SynergyResidual)
+	}
+}
+
+// TestRankTopIsPrefix checks the top-k selection against the full ranking
+// on random graphs, many of whose activities tie on size and on
+// not-replayable count (the order then rests on the IRIs).
+func TestRankTopIsPrefix(t *testing.T) {
+	for seed := uint64(0); seed < 40; seed++ {
+		n := 5 + int(seed)*13
+		ix, err := buildIndex(randomRecords(seed, n, n+int(seed%5)*n/3, seed%3 == 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, acts, _ := ix.rank(rankBudgetWords, 0)
+		if acts != len(all) {
+			t.Fatalf("seed %d: %d activities, %d entries", seed, acts, len(all))
+		}
+		for _, top := range []int{1, 2, 3, 7, acts - 1, acts, acts + 5} {
+			if top < 1 {
+				continue
+			}
+			got, total, _ := ix.rank(rankBudgetWords, top)
+			want := all[:min(top, len(all))]
+			if total != acts || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("seed %d top %d:\n got %v\nwant %v", seed, top, got, want)
+			}
+		}
 	}
 }

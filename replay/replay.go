@@ -268,7 +268,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		if r.Kind == KindActivity {
 			res.CompensationActions++
 		}
-		if reasons := ix.notRep[i]; len(reasons) > 0 {
+		if reasons := notReplayableReasons(r); len(reasons) > 0 {
 			nr := NotReplayable{Node: id, Kind: r.Kind.String(), Tool: r.Tool, Reasons: reasons}
 			if r.Effect != nil {
 				nr.Op, nr.Target = r.Effect.Op, r.Effect.Target
@@ -400,8 +400,8 @@ type RankResult struct {
 // Rank computes one counterfactual per action and ranks them by blast
 // radius. top > 0 keeps only the first top entries.
 func (e *Engine) Rank(top int) *RankResult {
-	entries, st := e.ix.rank(rankBudgetWords)
-	res := &RankResult{Format: RankFormat, V: Version, Method: st, Total: len(entries), Ranking: entries}
+	entries, total, st := e.ix.rank(rankBudgetWords, top)
+	res := &RankResult{Format: RankFormat, V: Version, Method: st, Total: total, Ranking: entries}
 	res.Graph.Nodes = e.ix.n()
 	for i := range e.ix.recs {
 		r := &e.ix.recs[i]

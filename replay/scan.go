@@ -1,28 +1,37 @@
 package replay
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 // nameTable interns IRIs as numbers: their bytes in chunks of an arena
-// (never copied as it grows) and an open-addressing hash table of their
-// numbers, so that a million IRIs are a few pointer-free slices the
-// collector never scans (a map of strings would be a million objects to
-// allocate and to mark).
+// and an open-addressing hash table of their numbers, so that a million
+// IRIs are a few pointer-free slices and strings the collector never
+// scans (a map of strings would be a million objects to allocate and to
+// mark). A chunk is filled as bytes, then sealed as one string when the
+// next name does not fit, and its buffer reused: the copy happens while
+// the names are still coming in, the names are never held twice, and at
+// the end every name is a window of a sealed string.
 type nameTable struct {
 	seed   maphash.Seed
-	chunks [][]byte
-	at     []uint64 // name k is chunks[at[k]>>32][at[k]&0xffffffff:][:size[k]]
+	sealed []string // full chunks
+	cur    []byte   // the chunk being filled, number len(sealed)
+	at     []uint64 // name k is chunk at[k]>>32, from offset at[k]&0xffffffff, size[k] bytes
 	size   []uint32
-	slots  []int32 // name number + 1, 0 for an empty slot
+	// slots: 0 for an empty slot, else the low 32 bits of the name's hash
+	// (above) and its number + 1 (below): a probe compares hashes before
+	// it reads a name, and growing rehashes from the slots alone.
+	slots []uint64
 }
 
 // nameChunk is the size of a chunk of the name arena.
@@ -34,77 +43,96 @@ func newNameTable(size int) *nameTable {
 	for n < size {
 		n <<= 1
 	}
-	t.slots = make([]int32, n)
+	t.slots = make([]uint64, n)
 	return t
 }
 
 func (t *nameTable) len() int { return len(t.at) }
 
-func (t *nameTable) bytes(k int32) []byte {
+// is reports whether name k is b.
+func (t *nameTable) is(k int32, b []byte) bool {
 	a := t.at[k]
-	off := uint32(a)
-	return t.chunks[a>>32][off : off+t.size[k]]
+	c, off := int(a>>32), uint32(a)
+	if c < len(t.sealed) {
+		return t.sealed[c][off:off+t.size[k]] == string(b)
+	}
+	return string(t.cur[off:off+t.size[k]]) == string(b)
 }
 
 // intern returns the number of name b, adding it when new.
 func (t *nameTable) intern(b []byte) int32 {
-	mask := uint64(len(t.slots) - 1)
-	for h := maphash.Bytes(t.seed, b) & mask; ; h = (h + 1) & mask {
-		s := t.slots[h]
+	h := uint32(maphash.Bytes(t.seed, b))
+	mask := uint32(len(t.slots) - 1) // fewer than 1<<32 slots: names are int32
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
 		if s == 0 {
 			k := int32(t.len())
 			t.store(b)
-			t.slots[h] = k + 1
+			t.slots[i] = uint64(h)<<32 | uint64(k+1)
 			if 2*t.len() > len(t.slots) {
 				t.grow()
 			}
 			return k
 		}
-		if string(t.bytes(s-1)) == string(b) {
-			return s - 1
+		if k := int32(uint32(s)) - 1; uint32(s>>32) == h && t.is(k, b) {
+			return k
 		}
 	}
 }
 
 // store adds the bytes of a new name.
 func (t *nameTable) store(b []byte) {
-	last := len(t.chunks) - 1
-	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < len(b) {
-		t.chunks = append(t.chunks, make([]byte, 0, max(nameChunk, len(b))))
-		last++
+	if cap(t.cur)-len(t.cur) < len(b) {
+		t.seal()
+		if cap(t.cur) < len(b) {
+			t.cur = make([]byte, 0, max(nameChunk, len(b)))
+		}
 	}
-	c := t.chunks[last]
 	t.at = growBy(t.at, 1)
 	t.size = growBy(t.size, 1)
-	t.at = append(t.at, uint64(last)<<32|uint64(len(c)))
+	t.at = append(t.at, uint64(len(t.sealed))<<32|uint64(len(t.cur)))
 	t.size = append(t.size, uint32(len(b)))
-	t.chunks[last] = append(c, b...)
+	t.cur = append(t.cur, b...)
+}
+
+// seal ends the chunk being filled (if it holds any name): it becomes a
+// string and its buffer is reused for the next.
+func (t *nameTable) seal() {
+	if len(t.cur) > 0 {
+		t.sealed = append(t.sealed, string(t.cur))
+		t.cur = t.cur[:0]
+	}
 }
 
 func (t *nameTable) grow() {
-	t.slots = make([]int32, 2*len(t.slots))
-	mask := uint64(len(t.slots) - 1)
-	for k := int32(0); k < int32(t.len()); k++ {
-		h := maphash.Bytes(t.seed, t.bytes(k)) & mask
-		for t.slots[h] != 0 {
-			h = (h + 1) & mask
+	old := t.slots
+	t.slots = make([]uint64, 2*len(old))
+	mask := uint32(len(t.slots) - 1)
+	for _, s := range old {
+		if s == 0 {
+			continue
 		}
-		t.slots[h] = k + 1
+		i := uint32(s>>32) & mask
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
 	}
 }
 
-// strings returns the names as strings, windows of one string per chunk.
-func (t *nameTable) strings() []string {
-	text := make([]string, len(t.chunks))
-	for i, c := range t.chunks {
-		text[i] = string(c)
-	}
-	out := make([]string, t.len())
-	for k, a := range t.at {
-		off := uint32(a)
-		out[k] = text[a>>32][off : off+t.size[k]]
-	}
-	return out
+// done seals the last chunk and drops the hash table: no name is added
+// after, and every name is a string window (name).
+func (t *nameTable) done() {
+	t.seal()
+	t.cur = nil
+	t.slots = nil
+}
+
+// name is name k, a window of a sealed chunk; the table must be done.
+func (t *nameTable) name(k int32) string {
+	a := t.at[k]
+	off := uint32(a)
+	return t.sealed[a>>32][off : off+t.size[k]]
 }
 
 // growBy makes room for n more elements in s, doubling its capacity when
@@ -152,7 +180,7 @@ type viewBuilder struct {
 	// per node, in document order
 	node    []int32 // name number of the node's IRI
 	kind    []Kind
-	tool    []string
+	tool    []int32 // number of the node's tool name in toolName (0: none)
 	depOff  []int32 // deps of node i: depOn[depOff[i]:depOff[i+1]]
 	depOn   []int32
 	depEdge []Edge
@@ -160,11 +188,17 @@ type viewBuilder struct {
 	maybe   []maybeLink // from: node, on: name number
 	// defs are the tool definitions (name number of the definition).
 	defs map[int32]toolFlags
-	// tools interns the tool names (few distinct).
-	tools map[string]string
+	// tools interns the tool names (few distinct) as numbers of toolName,
+	// whose first is "" (no tool): a number per node, not a string header
+	// the collector would scan.
+	tools    map[string]int32
+	toolName []string
 	// events: the witness:eventId literals (node: document order).
 	evText []byte
 	events []eventRef
+	// workers is the number of goroutines of index's per-node passes
+	// (0: see parallel); tests set it.
+	workers int
 }
 
 // effectOf is the effect of node (document order).
@@ -194,7 +228,7 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	}
 	effect := kind == KindEntity && v.HasType(graph.WExternalEffect)
 	var fact EffectFact
-	tool := ""
+	tool := int32(0)
 	for _, p := range v.Props {
 		var edge Edge
 		switch p.Pred {
@@ -258,16 +292,25 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	}
 }
 
-// tool1 is the interned copy of a tool name.
-func (vb *viewBuilder) tool1(b []byte) string {
-	if s, ok := vb.tools[string(b)]; ok {
-		return s
+// tool1 is the number in toolName of a tool name, interned (up to 1<<16
+// distinct names; past them a name gets a number of its own each time).
+func (vb *viewBuilder) tool1(b []byte) int32 {
+	if len(b) == 0 {
+		return 0
 	}
+	if k, ok := vb.tools[string(b)]; ok {
+		return k
+	}
+	if len(vb.toolName) == 0 {
+		vb.toolName = append(vb.toolName, "")
+	}
+	k := int32(len(vb.toolName))
 	s := string(b)
+	vb.toolName = append(vb.toolName, s)
 	if len(vb.tools) < 1<<16 {
-		vb.tools[s] = s
+		vb.tools[s] = k
 	}
-	return s
+	return k
 }
 
 // firstLiteralView is firstLiteral of a view's values.
@@ -282,77 +325,151 @@ func firstLiteralView(vals []graph.TermView) []byte {
 
 // index numbers the nodes by IRI (the document's order when it is sorted,
 // as witness writes it) and builds replay's index. A repeated IRI is an
-// error, as in buildIndex.
+// error, as in buildIndex. The per-node passes run on GOMAXPROCS
+// goroutines over disjoint ranges of nodes (parallel): each writes its
+// own elements only, so the index is the same whatever the split.
 func (vb *viewBuilder) index() (*index, *eventTable, error) {
 	n := len(vb.node)
 	names := vb.names
-	// order[k] is the document index of the k-th node by IRI
-	order := make([]int32, n)
-	sorted := true
-	for i := range order {
-		order[i] = int32(i)
-		if i > 0 && string(names.bytes(vb.node[i-1])) >= string(names.bytes(vb.node[i])) {
-			sorted = false
+	names.done()
+	name := func(d int32) string { return names.name(vb.node[d]) }
+	// order[k] is the document index of the k-th node by IRI; nil when the
+	// document is sorted (strictly: no IRI twice), then it is k itself
+	var order []int32
+	for i := 1; i < n; i++ {
+		if name(int32(i-1)) >= name(int32(i)) {
+			order = make([]int32, n)
+			for k := range order {
+				order[k] = int32(k)
+			}
+			slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(name(a), name(b)) })
+			for k := 1; k < n; k++ {
+				if id := name(order[k]); id == name(order[k-1]) {
+					return nil, nil, fmt.Errorf("node %q appears twice", id)
+				}
+			}
+			break
 		}
 	}
-	if !sorted {
-		slices.SortStableFunc(order, func(a, b int32) int {
-			return bytes.Compare(names.bytes(vb.node[a]), names.bytes(vb.node[b]))
-		})
+	doc := func(k int) int32 {
+		if order == nil {
+			return int32(k)
+		}
+		return order[k]
 	}
-	// the IRIs as strings: ids are windows of one string per chunk
-	all := names.strings()
-	id := func(k int32) string { return all[k] }
+	// rank[d] is the node index of document index d (nil: d itself)
+	var rank []int32
+	if order != nil {
+		rank = make([]int32, n)
+		for k, d := range order {
+			rank[d] = int32(k)
+		}
+	}
+	nodeOf := func(d int32) int32 {
+		if rank == nil {
+			return d
+		}
+		return rank[d]
+	}
 	at := make([]int32, names.len()) // name number -> node index, -1: not a node
-	for k := range at {
-		at[k] = -1
-	}
+	vb.parallel(len(at), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			at[k] = -1
+		}
+	})
 	ix := &index{ids: make([]string, n), recs: make([]nodeInfo, n)}
-	for k, d := range order {
-		ix.ids[k] = id(vb.node[d])
-		if k > 0 && ix.ids[k-1] == ix.ids[k] {
-			return nil, nil, fmt.Errorf("node %q appears twice", ix.ids[k])
+	vb.parallel(n, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			d := doc(k)
+			ix.ids[k] = name(d)
+			at[vb.node[d]] = int32(k)
 		}
-		at[vb.node[d]] = int32(k)
+	})
+	// the links of node k are l.target[l.off[k]:l.off[k+1]]: in a sorted
+	// document, the dependency arrays themselves, resolved in place
+	l := links{off: make([]int32, n+1)}
+	if order == nil {
+		copy(l.off[1:], vb.depOff)
+		l.target, l.edge = vb.depOn, vb.depEdge
+	} else {
+		for k, d := range order {
+			l.off[k+1] = l.off[k] + vb.depOff[d] - depFrom(vb.depOff, d)
+		}
+		l.target, l.edge = make([]int32, len(vb.depOn)), make([]Edge, len(vb.depOn))
 	}
-	l := links{off: make([]int32, n+1), target: make([]int32, 0, len(vb.depOn)), edge: make([]Edge, 0, len(vb.depOn))}
-	for k, d := range order {
-		r := &ix.recs[k]
-		r.Kind, r.Tool = vb.kind[d], vb.tool[d]
-		from := int32(0)
-		if d > 0 {
-			from = vb.depOff[d-1]
-		}
-		for q := from; q < vb.depOff[d]; q++ {
-			on, edge := vb.depOn[q], vb.depEdge[q]
-			l.target = append(l.target, at[on])
-			l.edge = append(l.edge, edge)
-			// an activity has the hints of the tool definitions it used
-			if f, ok := vb.defs[on]; ok && edge == EdgeUsed && r.Kind == KindActivity {
-				r.Destructive = r.Destructive || f.destructive
-				r.NotIdempotent = r.NotIdempotent || f.notIdempotent
+	vb.parallel(n, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			d := doc(k)
+			r := &ix.recs[k]
+			r.Kind = vb.kind[d]
+			if t := vb.tool[d]; t > 0 {
+				r.Tool = vb.toolName[t]
+			}
+			w := l.off[k]
+			for q := depFrom(vb.depOff, d); q < vb.depOff[d]; q++ {
+				on, edge := vb.depOn[q], vb.depEdge[q]
+				l.target[w], l.edge[w] = at[on], edge
+				w++
+				// an activity has the hints of the tool definitions it used
+				if f, ok := vb.defs[on]; ok && edge == EdgeUsed && r.Kind == KindActivity {
+					r.Destructive = r.Destructive || f.destructive
+					r.NotIdempotent = r.NotIdempotent || f.notIdempotent
+				}
 			}
 		}
-		l.off[k+1] = int32(len(l.target))
-	}
-	rank := make([]int32, n) // document index -> node index
-	for k, d := range order {
-		rank[d] = int32(k)
-	}
-	for _, e := range vb.effects {
-		ix.recs[rank[e.node]].Effect = &EffectFact{Op: e.fact.Op, Target: e.fact.Target}
+	})
+	for i := range vb.effects {
+		e := &vb.effects[i]
+		ix.recs[nodeOf(e.node)].Effect = &e.fact
 	}
 	for _, m := range vb.maybe {
 		if j := at[m.on]; j >= 0 {
-			l.maybe = append(l.maybe, maybeLink{from: rank[m.from], on: j, edge: m.edge})
+			l.maybe = append(l.maybe, maybeLink{from: nodeOf(m.from), on: j, edge: m.edge})
 		}
 	}
 	ix.link(l)
 	ev := &eventTable{text: string(vb.evText), refs: vb.events}
 	for i := range ev.refs {
-		ev.refs[i].node = rank[ev.refs[i].node]
+		ev.refs[i].node = nodeOf(ev.refs[i].node)
 	}
 	return ix, ev, nil
+}
+
+// depFrom is where the dependencies of document node d start in depOn
+// (depOff[d] is where they end).
+func depFrom(depOff []int32, d int32) int32 {
+	if d == 0 {
+		return 0
+	}
+	return depOff[d-1]
+}
+
+// minParallel is the fewest elements a goroutine of parallel gets.
+const minParallel = 1 << 14
+
+// parallel calls f on consecutive ranges [lo, hi) covering [0, n), on
+// GOMAXPROCS goroutines of their own with at least minParallel elements
+// each (vb.workers of them when set, however few the elements), and
+// returns when all are done; f must only write elements of its own range.
+func (vb *viewBuilder) parallel(n int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/minParallel)
+	if vb.workers > 0 {
+		w = min(vb.workers, n)
+	}
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range w {
+		lo, hi := n*i/w, n*(i+1)/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
 }
 
 // NewEngineJSONLD reads a graph document (as graph.ReadJSONLD does, with
@@ -424,7 +541,7 @@ func NewEngineBuilder() *EngineBuilder {
 }
 
 func newEngineBuilder(size int) *EngineBuilder {
-	return &EngineBuilder{vb: viewBuilder{names: newNameTable(size), depOff: make([]int32, 0, 1024), tools: map[string]string{}}}
+	return &EngineBuilder{vb: viewBuilder{names: newNameTable(size), depOff: make([]int32, 0, 1024), tools: map[string]int32{}}}
 }
 
 // Add keeps what replay needs of the node v (valid only during the call,
