@@ -316,30 +316,49 @@ func Build(o Options) (*Data, error) {
 	runOpts.EventsFile = o.Events[0]
 	runOpts.RunEvents = append([]string(nil), o.Events[1:]...)
 	var cs *compactStream
-	if len(o.Events) == 1 && compactLikely(o.Events[0], o) {
-		// the graph stream maps the log while it is verified and read
-		cs = startCompact(o.Events[0], o)
-		if o.Verify.SealFile == "" {
-			// the stream's digest is verify's (the graph without a
-			// seal): verify does not stream the log a second time
-			runOpts.NoGraphDigest = true
-			cs.owesDigest = true
-		}
-	}
+	var tap *logTap
 	var fp *firstPass
 	var passDone chan struct{}
 	if len(o.Events) == 1 {
-		// the log's first pass needs no verdict: it runs beside verify.Run
-		// (the interners are the pass's alone until it ends)
+		// verify.Run reads and decodes the log once and hands each
+		// event on (logTap) to the graph stream, which maps the log
+		// while it is verified, and to the page's first pass, which
+		// needs no verdict (the interners are the pass's alone until
+		// it ends)
+		likely := compactLikely(o.Events[0], o)
+		tap = newLogTap(o.Events[0], likely)
+		runOpts.Tap = tap.tap()
+		if likely {
+			cs = startCompact(o.Events[0], tap.stream, o)
+			if o.Verify.SealFile == "" {
+				// the stream's digest is verify's (the graph without a
+				// seal): verify does not stream the log a second time
+				runOpts.NoGraphDigest = true
+				cs.owesDigest = true
+			}
+		}
 		passDone = make(chan struct{})
 		go func() {
 			defer close(passDone)
-			fp = readFirst(o.Events[0], o, kinds, labels)
+			fp = firstFrom(tap.page, o, kinds, labels)
+			tap.page.Drain()
 		}()
 	}
 	runRep, err := verify.Run(runOpts)
-	if passDone != nil {
+	if tap != nil {
+		tap.close()
 		<-passDone
+		if err == nil && !tap.used {
+			// verify did not read the log (a seal it could not
+			// use): the page reads it itself, as does the stream
+			fp = readFirst(o.Events[0], o, kinds, labels)
+			if cs != nil {
+				owes := cs.owesDigest
+				cs.cancel()
+				cs = startCompact(o.Events[0], nil, o)
+				cs.owesDigest = owes
+			}
+		}
 	}
 	if err != nil {
 		if cs != nil {
