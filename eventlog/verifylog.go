@@ -164,6 +164,17 @@ type VerifyLogOptions struct {
 	// valid event, in order with OnEvent (e.g. to stop a second consumer
 	// of the events where a reader of the log would stop).
 	OnParseError func(line int64, err *ParseError)
+	// OnUnparsed, when set, is called where OnParseError is, with the
+	// line's bytes (nil for a line too long; valid during the call only)
+	// and whether it is the log's cut-off last line (no newline): for a
+	// consumer that reports the line as another reader of the log would
+	// (FastReader.DecodeLine).
+	OnUnparsed func(line int64, raw []byte, partial bool, err *ParseError)
+	// KeepWire decodes each event's wire member too (Event.Wire, as
+	// DecodeEvent and Reader.SetFastWhole give it), for an OnEvent that
+	// reads it; the checks, findings and errors do not change. The fast
+	// decoder checks the member either way, so keeping it costs little.
+	KeepWire bool
 }
 
 // kind codes kept per event for link checks: one byte per event.
@@ -197,6 +208,7 @@ func verifyLog(r io.Reader, name string, opts VerifyLogOptions, fast bool) (*Log
 	v := newLogVerifier(name, opts)
 	rd := NewReader(r, name)
 	rd.fast = fast
+	rd.whole = fast && opts.KeepWire
 	if opts.MaxLine > 0 {
 		rd.SetMaxLine(opts.MaxLine)
 	}
@@ -219,6 +231,9 @@ func verifyLog(r io.Reader, name string, opts VerifyLogOptions, fast bool) (*Log
 			v.checkUnparsed(it.perr)
 			if opts.OnParseError != nil {
 				opts.OnParseError(it.no, it.perr)
+			}
+			if opts.OnUnparsed != nil {
+				opts.OnUnparsed(it.no, it.raw, it.partial, it.perr)
 			}
 			continue
 		}
@@ -838,7 +853,11 @@ func decodeAhead(rd *Reader, l *aheadLine) {
 	var ev *Event
 	var perr *ParseError
 	if rd.fast {
-		ev, perr = DecodeEventFast(l.raw)
+		if rd.whole {
+			ev, perr = DecodeEventFastWhole(l.raw)
+		} else {
+			ev, perr = DecodeEventFast(l.raw)
+		}
 		if perr == nil && ev.Kind == KindSessionEnd {
 			// whole (Wire too): its canonical form is checked and signed
 			ev, perr = DecodeEvent(l.raw)

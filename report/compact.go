@@ -12,6 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/replay"
+	"github.com/agent-trace-witness/witness/verify"
 )
 
 // DefaultCompactAbove is the number of events of a single log above which
@@ -47,7 +48,10 @@ const maxChainEvents = 4096
 // beside the verification and the first pass over the log; the scan waits
 // for its inputs (in) at the first node, and a closed in cancels it. The
 // result depends only on the inputs, never on when they come.
-func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string, string) {
+//
+// With feed set, the stream reads the events verify.Run decoded (logTap)
+// instead of the file, and drains the feed when it stops early.
+func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Options) (*runState, []string, string) {
 	run := &runState{compact: true, primary: map[string]string{}, labels: map[string]string{}, pic: &picture{ids: map[string]int32{}}}
 	var sub []*graph.Node
 	ents := map[string]string{}
@@ -110,9 +114,17 @@ func compactGraph(file string, in <-chan scanIn, o Options) (*runState, []string
 		return nil
 	}
 	digest := ""
-	f, err := os.Open(file)
-	if err != nil {
-		err = exitcode.Input("read events", err, "check the path given to --events")
+	var err error
+	if feed != nil {
+		var st graph.StreamStats
+		st, err = graph.StreamViews(&tapSource{feed: feed, name: file, stop: &stop}, graph.Options{}, o.Stream, scan)
+		// verify.Run may still be feeding a stream that stopped early
+		feed.Drain()
+		if err == nil {
+			digest = st.Digest
+		}
+	} else if f, ferr := os.Open(file); ferr != nil {
+		err = exitcode.Input("read events", ferr, "check the path given to --events")
 	} else {
 		var st graph.StreamStats
 		st, err = graph.StreamViews(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), graph.Options{}, o.Stream, scan)
@@ -282,12 +294,13 @@ type compactOut struct {
 	digest string
 }
 
-// startCompact starts compactGraph on file; finish gives it its inputs
-// and returns its result, cancel ends it. One of the two must be called.
-func startCompact(file string, o Options) *compactStream {
+// startCompact starts compactGraph on file (on feed's events when feed
+// is set); finish gives it its inputs and returns its result, cancel ends
+// it. One of the two must be called, after feed is closed.
+func startCompact(file string, feed *verify.EventFeed, o Options) *compactStream {
 	cs := &compactStream{in: make(chan scanIn, 1), out: make(chan compactOut, 1)}
 	go func() {
-		run, notes, digest := compactGraph(file, cs.in, o)
+		run, notes, digest := compactGraph(file, feed, cs.in, o)
 		cs.out <- compactOut{run: run, notes: notes, digest: digest}
 	}()
 	return cs

@@ -82,7 +82,7 @@ func graphPeaks(t *testing.T, n, rows int) (mem, cmp uint64) {
 	run = nil
 	cmp = peakHeap(func() {
 		var notes []string
-		run, notes, _ = startCompact(p, o).finish([]*logState{ls}, map[string]bool{"e5": true}, func(int, string, int) int { return 0 })
+		run, notes, _ = startCompact(p, nil, o).finish([]*logState{ls}, map[string]bool{"e5": true}, func(int, string, int) int { return 0 })
 		if run == nil || run.eng == nil {
 			t.Fatalf("no compact graph: %v", notes)
 		}

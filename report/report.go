@@ -66,6 +66,10 @@ type Options struct {
 	// Stream is the external sort of the compact path's graph stream
 	// (graph.StreamOptions; zero: its defaults).
 	Stream graph.StreamOptions
+	// readsLog: the page's first pass and the graph stream read the log
+	// file themselves instead of the events verify.Run decoded (tests
+	// compare the two: TestTapSameAsReaders)
+	readsLog bool
 }
 
 func (o *Options) defaults() {
@@ -316,30 +320,56 @@ func Build(o Options) (*Data, error) {
 	runOpts.EventsFile = o.Events[0]
 	runOpts.RunEvents = append([]string(nil), o.Events[1:]...)
 	var cs *compactStream
-	if len(o.Events) == 1 && compactLikely(o.Events[0], o) {
-		// the graph stream maps the log while it is verified and read
-		cs = startCompact(o.Events[0], o)
-		if o.Verify.SealFile == "" {
-			// the stream's digest is verify's (the graph without a
-			// seal): verify does not stream the log a second time
-			runOpts.NoGraphDigest = true
-			cs.owesDigest = true
-		}
-	}
+	var tap *logTap
 	var fp *firstPass
 	var passDone chan struct{}
 	if len(o.Events) == 1 {
-		// the log's first pass needs no verdict: it runs beside verify.Run
-		// (the interners are the pass's alone until it ends)
-		passDone = make(chan struct{})
-		go func() {
-			defer close(passDone)
-			fp = readFirst(o.Events[0], o, kinds, labels)
-		}()
+		// verify.Run reads and decodes the log once and hands each
+		// event on (logTap) to the graph stream, which maps the log
+		// while it is verified, and to the page's first pass, which
+		// needs no verdict (the interners are the pass's alone until
+		// it ends)
+		likely := compactLikely(o.Events[0], o)
+		var feed *verify.EventFeed
+		if !o.readsLog {
+			tap = newLogTap(o.Events[0], likely)
+			runOpts.Tap = tap.tap()
+			feed = tap.stream
+		}
+		if likely {
+			cs = startCompact(o.Events[0], feed, o)
+			if o.Verify.SealFile == "" {
+				// the stream's digest is verify's (the graph without a
+				// seal): verify does not stream the log a second time
+				runOpts.NoGraphDigest = true
+				cs.owesDigest = true
+			}
+		}
+		if tap != nil {
+			passDone = make(chan struct{})
+			go func() {
+				defer close(passDone)
+				fp = firstFrom(tap.page, o, kinds, labels)
+				tap.page.Drain()
+			}()
+		}
 	}
 	runRep, err := verify.Run(runOpts)
-	if passDone != nil {
+	if tap != nil {
+		tap.close()
 		<-passDone
+	}
+	if err == nil && len(o.Events) == 1 && (tap == nil || !tap.used) {
+		// verify did not read the log (a seal it could not use), or
+		// the test says not to use what it read: the page reads the
+		// log itself, and so does the stream
+		fp = readFirst(o.Events[0], o, kinds, labels)
+		if cs != nil && tap != nil {
+			owes := cs.owesDigest
+			cs.cancel()
+			cs = startCompact(o.Events[0], nil, o)
+			cs.owesDigest = owes
+		}
 	}
 	if err != nil {
 		if cs != nil {

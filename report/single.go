@@ -158,7 +158,7 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		links = nil
 		var notes []string
 		if cs == nil {
-			cs = startCompact(file, o)
+			cs = startCompact(file, nil, o)
 		}
 		var digest string
 		run, notes, digest = cs.finish(logs, want, laneAt)
@@ -232,15 +232,27 @@ type firstPass struct {
 // event's links and the earliest MaxDetails events (the findings' events
 // that are not among them are re-read, as the chains' are).
 func readFirst(file string, o Options, kinds, labels *interner) *firstPass {
-	fp := &firstPass{links: &linkTable{}, kept: map[int]*eventlog.Event{}, rowOf: map[string]int{}}
 	f, err := os.Open(file)
 	if err != nil {
+		fp := newFirstPass()
 		fp.openErr = exitcode.Input("read events", err, "check the path given to --events")
 		return fp
 	}
 	defer f.Close()
 	r := eventlog.NewReader(f, file)
 	r.SetFastWhole(true)
+	return firstFrom(r, o, kinds, labels)
+}
+
+func newFirstPass() *firstPass {
+	return &firstPass{links: &linkTable{}, kept: map[int]*eventlog.Event{}, rowOf: map[string]int{}}
+}
+
+// firstFrom is readFirst's pass over the events of r (an eventlog.Reader
+// of the log with SetFastWhole, or the events verify.Run decoded: logTap),
+// up to its first error.
+func firstFrom(r graph.EventSource, o Options, kinds, labels *interner) *firstPass {
+	fp := newFirstPass()
 	for {
 		e, err := r.Next()
 		if err != nil {

@@ -35,6 +35,27 @@ type EventOptions struct {
 	// only (no seal was given): the events are not judged against plan,
 	// and the graph digest is that of the log's graph without a seal.
 	IntegrityOnly bool
+	// Tap, when set, receives the log's lines as they are decoded
+	// (Options.Tap).
+	Tap *Tap
+}
+
+// Tap receives what verify reads of Options.EventsFile, in order, as it
+// decodes it (one read and one decode of each line), so that a caller that
+// needs the same events (the report's page and graph stream) does not read
+// and decode the log again. The events are the ones verify checks (Wire
+// decoded too, as eventlog.Reader.SetFastWhole gives it): a tap reads them,
+// never changes them, and may keep them. The calls run on verify's
+// goroutine, so a tap that does more than a little hands them on (EventFeed).
+// Nothing is called when verify does not read the log (an unusable seal,
+// a file that cannot be opened).
+type Tap struct {
+	// Event is called with each line that is an event.
+	Event func(line int64, ev *eventlog.Event)
+	// ParseError is called with each line that is not: its bytes (nil
+	// for a line too long; valid during the call only), whether it is the
+	// cut-off last line, and eventlog.Reader's error for it.
+	ParseError func(line int64, raw []byte, partial bool, err *eventlog.ParseError)
 }
 
 // CheckEvents judges the event log read from rd (named name in findings)
@@ -58,10 +79,10 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	// decode per line), in batches, until the first line that is not an
 	// event: there a reader of the log stops too, and the log gets no
 	// digest
-	var feed *eventFeed
+	var feed *EventFeed
 	gdone := make(chan string, 1)
 	if opts.GraphDigest {
-		feed = newEventFeed()
+		feed = NewEventFeed()
 		gopts := graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}
 		if opts.IntegrityOnly {
 			gopts = graph.Options{}
@@ -73,7 +94,7 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 			st, err := graph.StreamNQuads(feed, io.Discard, gopts, graph.StreamOptions{})
 			// the stream may stop early on an event it cannot map; keep
 			// draining so the chain pass never blocks
-			feed.drain()
+			feed.Drain()
 			if err != nil {
 				gdone <- ""
 				return
@@ -92,14 +113,23 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	revokedEnds := map[int64]bool{}
 	var onParseError func(int64, *eventlog.ParseError)
 	if feed != nil {
-		onParseError = func(_ int64, perr *eventlog.ParseError) { feed.fail(perr) }
+		onParseError = func(_ int64, perr *eventlog.ParseError) { feed.Fail(perr) }
+	}
+	var onUnparsed func(int64, []byte, bool, *eventlog.ParseError)
+	if opts.Tap != nil && opts.Tap.ParseError != nil {
+		onUnparsed = opts.Tap.ParseError
+	}
+	tapEvent := func(int64, *eventlog.Event) {}
+	if opts.Tap != nil && opts.Tap.Event != nil {
+		tapEvent = opts.Tap.Event
 	}
 	lr, lerr := eventlog.VerifyLog(rd, name, eventlog.VerifyLogOptions{
 		Verifier: verifier, AllowUnsigned: opts.AllowUnsigned, MaxFindings: max,
-		OnParseError: onParseError,
+		OnParseError: onParseError, OnUnparsed: onUnparsed, KeepWire: opts.Tap != nil,
 		OnEvent: func(line int64, ev *eventlog.Event) {
+			tapEvent(line, ev)
 			if feed != nil {
-				feed.add(ev)
+				feed.Add(ev)
 			}
 			r.Evidence.addSource(string(ev.Source))
 			if ev.Kind == eventlog.KindSessionEnd {
@@ -129,9 +159,9 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	digest := ""
 	if feed != nil {
 		if failed {
-			feed.fail(errors.New("the event log could not be read"))
+			feed.Fail(errors.New("the event log could not be read"))
 		}
-		feed.close()
+		feed.Close()
 		digest = <-gdone
 	}
 	if failed {
@@ -232,11 +262,14 @@ func chainFinding(f eventlog.Finding, file string, allowUnsigned, revoked bool) 
 // feedBatch is the number of events handed to the graph stream at once.
 const feedBatch = 512
 
-// eventFeed hands the events VerifyLog decoded to the graph digest's
-// stream (a graph.EventSource read in another goroutine), in batches over a
-// bounded channel. After fail, nothing more is fed: the stream sees the
-// error where a reader of the log would have stopped.
-type eventFeed struct {
+// EventFeed hands events decoded on one goroutine (VerifyLog's: the graph
+// digest's stream, a Tap's consumers) to a graph.EventSource read on
+// another, in batches over a bounded channel, so the feeding side waits
+// only when the reading side is several batches behind. After Fail,
+// nothing more is fed: the reader sees the error where a reader of the log
+// would have stopped. The reader must read to the end (io.EOF, after
+// Close) or Drain, or the feeding side blocks.
+type EventFeed struct {
 	ch chan []eventOrErr
 	// the feeding side (VerifyLog's goroutine)
 	cur    []eventOrErr
@@ -252,12 +285,13 @@ type eventOrErr struct {
 	err error
 }
 
-func newEventFeed() *eventFeed {
-	return &eventFeed{ch: make(chan []eventOrErr, 4)}
+// NewEventFeed returns an empty feed.
+func NewEventFeed() *EventFeed {
+	return &EventFeed{ch: make(chan []eventOrErr, 4)}
 }
 
-// add feeds one event.
-func (f *eventFeed) add(ev *eventlog.Event) {
+// Add feeds one event.
+func (f *EventFeed) Add(ev *eventlog.Event) {
 	if f.failed {
 		return
 	}
@@ -268,8 +302,8 @@ func (f *eventFeed) add(ev *eventlog.Event) {
 	}
 }
 
-// fail feeds the error the stream stops at, once.
-func (f *eventFeed) fail(err error) {
+// Fail feeds the error the reader stops at, once.
+func (f *EventFeed) Fail(err error) {
 	if f.failed {
 		return
 	}
@@ -277,8 +311,9 @@ func (f *eventFeed) fail(err error) {
 	f.failed = true
 }
 
-// close hands on what is left; the stream then reads io.EOF.
-func (f *eventFeed) close() {
+// Close hands on what is left; the reader then reads io.EOF (or the
+// error of Fail). The feeding side calls it once, after its last Add.
+func (f *EventFeed) Close() {
 	if len(f.cur) > 0 {
 		f.ch <- f.cur
 	}
@@ -287,7 +322,7 @@ func (f *eventFeed) close() {
 }
 
 // Next implements graph.EventSource.
-func (f *eventFeed) Next() (*eventlog.Event, error) {
+func (f *EventFeed) Next() (*eventlog.Event, error) {
 	for f.i >= len(f.got) {
 		if f.err != nil {
 			return nil, f.err
@@ -308,8 +343,9 @@ func (f *eventFeed) Next() (*eventlog.Event, error) {
 	return e.ev, nil
 }
 
-// drain reads what is still fed after the stream stopped.
-func (f *eventFeed) drain() {
+// Drain reads and drops what is still fed after the reader stopped,
+// until Close.
+func (f *EventFeed) Drain() {
 	for range f.ch {
 	}
 }

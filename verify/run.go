@@ -49,6 +49,10 @@ type Options struct {
 	// nothing when a seal is given (that digest is of another graph: the
 	// seal as its plan).
 	NoGraphDigest bool
+	// Tap, when set, receives the lines of EventsFile as they are read
+	// and decoded (Tap); nothing else changes. It is not called for the
+	// further logs of a run (RunEvents).
+	Tap *Tap
 }
 
 // PlanFromSeal returns what the checks need from a seal.
@@ -149,7 +153,7 @@ func Run(o Options) (*Report, error) {
 			return nil, err
 		}
 		defer closeFn()
-		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0}); err != nil {
+		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0, Tap: o.Tap}); err != nil {
 			return nil, err
 		}
 		switch {
@@ -242,7 +246,7 @@ func runIntegrity(o Options) (*Report, error) {
 	}
 	defer closeFn()
 	if err := CheckEvents(r, Plan{}, o.EventsFile, rd, EventOptions{
-		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0 && !o.NoGraphDigest, IntegrityOnly: true,
+		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0 && !o.NoGraphDigest, IntegrityOnly: true, Tap: o.Tap,
 	}); err != nil {
 		return nil, err
 	}
