@@ -542,3 +542,18 @@ func scanJSONLDView(r io.Reader, name string, fn func(*NodeView) error, batchNod
 	}
 	return nil
 }
+
+// scanJSONLDNodes is ScanJSONLD as ScanJSONLDView with each view made a
+// node (asNode).
+func scanJSONLDNodes(r io.Reader, name string, fn func(*Node) error) error {
+	return ScanJSONLDView(r, name, func(v *NodeView) error { return fn(v.asNode()) })
+}
+
+// asNode is the node of v: the one it was made from (viewOf), else a copy
+// (Node).
+func (v *NodeView) asNode() *Node {
+	if v.node != nil {
+		return v.node
+	}
+	return v.Node()
+}
