@@ -65,11 +65,7 @@ func readStream(br *bufio.Reader) (*Graph, error) {
 // is returned as is.
 func scanStream(br *bufio.Reader, fn func(i int, n *Node) error) error {
 	return scanViewsIn(br, func(i int, v *NodeView) error {
-		n := v.node
-		if n == nil {
-			n = v.Node()
-		}
-		return fn(i, n)
+		return fn(i, v.asNode())
 	}, viewBatchNodes)
 }
 
@@ -541,12 +537,6 @@ func scanJSONLDView(r io.Reader, name string, fn func(*NodeView) error, batchNod
 		}
 	}
 	return nil
-}
-
-// scanJSONLDNodes is ScanJSONLD as ScanJSONLDView with each view made a
-// node (asNode).
-func scanJSONLDNodes(r io.Reader, name string, fn func(*Node) error) error {
-	return ScanJSONLDView(r, name, func(v *NodeView) error { return fn(v.asNode()) })
 }
 
 // asNode is the node of v: the one it was made from (viewOf), else a copy

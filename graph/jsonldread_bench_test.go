@@ -2,7 +2,6 @@ package graph
 
 import (
 	"bufio"
-	"io"
 	"os"
 	"testing"
 )
@@ -58,31 +57,4 @@ func benchGraphFile(b *testing.B) string {
 	}
 	b.SetBytes(st.Size())
 	return name
-}
-
-// BenchmarkScanJSONLDFile: ScanJSONLD over $WITNESS_BENCH_GRAPH, as it
-// reads today (old) and as ScanJSONLDView with each view made a node
-// (new).
-func BenchmarkScanJSONLDFile(b *testing.B) {
-	name := benchGraphFile(b)
-	for _, c := range []struct {
-		name string
-		scan func(io.Reader, string, func(*Node) error) error
-	}{{"old", ScanJSONLD}, {"new", scanJSONLDNodes}} {
-		b.Run(c.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				f, err := os.Open(name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				nodes := 0
-				err = c.scan(f, name, func(*Node) error { nodes++; return nil })
-				f.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(float64(nodes), "nodes")
-			}
-		})
-	}
 }

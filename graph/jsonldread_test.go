@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"io"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
@@ -110,79 +108,5 @@ func FuzzReadStream(f *testing.F) {
 	f.Add([]byte(`{"@id":"urn:x:a","prov:value":"\u001f\t","http://www.w3.org/ns/prov#value":"b"}]}`))
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		checkSame(t, append(bytes.Clone(canonHead), tail...))
-	})
-}
-
-// checkScanNodes holds scanJSONLDNodes (the view scan, each view made a
-// node) to ScanJSONLD on doc: the same nodes in the same order, the same
-// error, fn's error back unchanged after as many calls.
-func checkScanNodes(t *testing.T, doc []byte) {
-	t.Helper()
-	for _, stopAt := range []int{0, 1, 3} {
-		scan := func(s func(io.Reader, string, func(*Node) error) error, r io.Reader) ([]byte, int, error) {
-			var nodes []*Node
-			err := s(r, "g.jsonld", func(n *Node) error {
-				nodes = append(nodes, n)
-				if len(nodes) == stopAt {
-					return errStop
-				}
-				return nil
-			})
-			d, _ := (&Graph{Nodes: nodes}).JSONLD() // in scan order, not sorted
-			return d, len(nodes), err
-		}
-		want, wn, werr := scan(ScanJSONLD, bytes.NewReader(doc))
-		for _, r := range []io.Reader{bytes.NewReader(doc), iotest.OneByteReader(bytes.NewReader(doc))} {
-			got, gn, gerr := scan(scanJSONLDNodes, r)
-			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
-				t.Fatalf("%q stop at %d: new scan error %v, old %v", doc, stopAt, gerr, werr)
-			}
-			if werr == errStop && gerr != errStop {
-				t.Fatalf("%q: fn's error came back as %v", doc, gerr)
-			}
-			if gn != wn || !bytes.Equal(got, want) {
-				t.Fatalf("%q stop at %d: new scan gave %d nodes, old %d:\n%s\n%s", doc, stopAt, gn, wn, got, want)
-			}
-		}
-	}
-}
-
-func TestScanJSONLDNodes(t *testing.T) {
-	g := buildBytes(t, sampleLog(t), Options{})
-	doc, err := g.JSONLD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := string(canonHead)
-	docs := []string{
-		string(doc), " " + string(doc), string(doc[:len(doc)/2]), head + `]}`, `{"@graph":[]}`, `[]`, ``,
-		head + `{"@id":"urn:x:b"},{"@id":"urn:x:b"}]}`,
-		head + `{"@id":"urn:x:b"},{"@id":"urn:x:a"},{"@id":"urn:x:b"}]}`,
-		head + `{"@id":"urn:x:b"},{"@id":"urn:x:a"}]}`,
-		head + `{"@id":"urn:x:a","prov:value":"\u001f\t","http://www.w3.org/ns/prov#value":"b"}]}`,
-		head + `{"@id":"X9+:","00":"201110","7":"7"}`,
-		head + `{"@id":"urn:x:a", "prov:value":"b"},{"@id":"urn:x:c"}]}`,
-	}
-	for _, log := range [][]byte{hansardLog(t), surfaceLog(t), synthetic(t, 3000, 9)} {
-		d, err := buildBytes(t, log, Options{}).JSONLD()
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(d), " "+string(d))
-	}
-	for _, d := range docs {
-		checkScanNodes(t, []byte(d))
-	}
-}
-
-func FuzzScanJSONLDNodes(f *testing.F) {
-	g := buildBytes(f, sampleLog(f), Options{})
-	doc, _ := g.JSONLD()
-	f.Add(doc[len(canonHead):])
-	f.Add([]byte(`{"@id":"urn:x:b"},{"@id":"urn:x:a"},{"@id":"urn:x:b"}]}`))
-	f.Add([]byte(`{"@id":"urn:x:a","prov:value":["a\"b","c\u0001"],"prov:used":[{"@id":"urn:x:c"},{"@id":"urn:x:b"}]}]}`))
-	f.Add([]byte(`{"@id":"urn:x:a", "prov:value":"b"},{"@id":"urn:x:c"}]}`))
-	f.Fuzz(func(t *testing.T, tail []byte) {
-		checkScanNodes(t, append(bytes.Clone(canonHead), tail...))
 	})
 }
