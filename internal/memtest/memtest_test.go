@@ -8,6 +8,11 @@ import (
 
 const block = 32 << 20
 
+// near is the least a measure of the block may be: the rest of the heap
+// moves a little between two readings (spans swept, the runtime's own
+// objects), so a measure of the block is the block give or take that.
+const near = block - block/16
+
 // sink keeps a block reachable from outside the function that made it.
 var sink []byte
 
@@ -21,7 +26,7 @@ func fill(b []byte) []byte {
 // TestHeld: a kept block is counted, a dropped one is not.
 func TestHeld(t *testing.T) {
 	kept := Held(func() any { return fill(make([]byte, block)) })
-	if kept < block || kept > 2*block {
+	if kept < near || kept > 2*block {
 		t.Errorf("a kept %d MiB block: held %d KiB", block>>20, kept>>10)
 	}
 	dropped := Held(func() any { return len(fill(make([]byte, block))) })
@@ -62,7 +67,7 @@ func TestSampler(t *testing.T) {
 	if s.N != 3 {
 		t.Errorf("%d samples, want 3", s.N)
 	}
-	if g := Grown(base, s.Peak); g < block {
+	if g := Grown(base, s.Peak); g < near {
 		t.Errorf("a %d MiB block: the samples grew by %d KiB", block>>20, g>>10)
 	}
 	if g := Grown(base, InUse()); g >= block {
