@@ -436,41 +436,23 @@ func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 		// the event, its is_error flag and its effect in one allocation
 		box = &eventBox{}
 	}
-	if s.peek() != '{' {
-		return nil, errSlow
-	}
-	s.i++
 	e := &box.e
 	// the raw JSON fields (payload, rpc_id), copied together at the end
 	var payload, rpcID []byte
-	var seen uint32
-	if s.peek() == '}' {
-		return nil, errSlow
-	}
-	for {
-		kraw, esc, err := s.strRaw()
-		if err != nil || esc {
-			return nil, errSlow
-		}
-		key := string(kraw[1 : len(kraw)-1])
-		if s.peek() != ':' {
-			return nil, errSlow
-		}
-		s.i++
+	seen, err := s.members(func(key []byte) (uint32, error) {
 		var bit uint32
-		switch key {
+		var err error
+		switch string(key) {
 		case "v":
 			bit = kV
 			n, err := s.integer()
 			if err != nil || n != int64(int(n)) {
-				return nil, errSlow
+				return 0, errSlow
 			}
 			e.V = int(n)
 		case "seq":
 			bit = kSeq
-			if e.Seq, err = s.integer(); err != nil {
-				return nil, err
-			}
+			e.Seq, err = s.integer()
 		case "id":
 			bit = kID
 			e.ID, err = s.str()
@@ -528,7 +510,7 @@ func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 			var v []byte
 			if v, err = s.value(0); err == nil {
 				if bytes.Equal(v, []byte("null")) {
-					return nil, errSlow
+					return 0, errSlow
 				}
 				rpcID = v
 			}
@@ -537,7 +519,7 @@ func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 			var v []byte
 			if v, err = s.value(0); err == nil {
 				if bytes.Equal(v, []byte("null")) {
-					return nil, errSlow
+					return 0, errSlow
 				}
 				payload = v
 			}
@@ -575,29 +557,14 @@ func decodeFastKeep(line []byte, shared, wire bool) (*Event, error) {
 			var v []byte
 			if v, err = s.value(0); err == nil {
 				if len(v) == 0 || v[0] != '{' {
-					return nil, errSlow
+					return 0, errSlow
 				}
 				err = strictUnmarshal(v, &e.Numbers)
 			}
-		default:
-			return nil, errSlow
 		}
-		if err != nil || seen&bit != 0 {
-			return nil, errSlow
-		}
-		seen |= bit
-		switch s.peek() {
-		case ',':
-			s.i++
-			continue
-		case '}':
-			s.i++
-		default:
-			return nil, errSlow
-		}
-		break
-	}
-	if s.i != len(line) {
+		return bit, err
+	})
+	if err != nil || seen == 0 || s.i != len(line) {
 		return nil, errSlow
 	}
 	if len(payload) > 0 && !utf8.Valid(payload) {
@@ -703,24 +670,10 @@ func (s *scanner) effect(e *Event, dst *Effect) error {
 }
 
 func (s *scanner) effectFast(dst *Effect) error {
-	if s.peek() != '{' {
-		return errSlow
-	}
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		return nil
-	}
-	var seen uint8
-	for {
-		kraw, esc, err := s.strRaw()
-		if err != nil || esc || s.peek() != ':' {
-			return errSlow
-		}
-		s.i++
+	_, err := s.members(func(key []byte) (uint32, error) {
 		var f *string
-		var bit uint8
-		switch string(kraw[1 : len(kraw)-1]) {
+		var bit uint32
+		switch string(key) {
 		case "op":
 			f, bit = &dst.Op, 1
 		case "target":
@@ -728,24 +681,51 @@ func (s *scanner) effectFast(dst *Effect) error {
 		case "reason":
 			f, bit = &dst.Reason, 4
 		default:
-			return errSlow
+			return 0, nil
 		}
-		if seen&bit != 0 {
-			return errSlow
+		var err error
+		*f, err = s.str()
+		return bit, err
+	})
+	return err
+}
+
+// members reads the object at s the quick way: keys without escapes, each
+// at most once (encoding/json keeps the last of a repeated key), no
+// spaces. For each member, member reads the value (s at its first byte)
+// and returns the key's bit, 0 for a key it does not take (encoding/json
+// matches keys without regard to case). It returns the bits of the keys
+// read (0 for {}); anything else, or an error of member, is errSlow.
+func (s *scanner) members(member func(key []byte) (uint32, error)) (uint32, error) {
+	if s.peek() != '{' {
+		return 0, errSlow
+	}
+	s.i++
+	var seen uint32
+	if s.peek() == '}' {
+		s.i++
+		return 0, nil
+	}
+	for {
+		kraw, esc, err := s.strRaw()
+		if err != nil || esc || s.peek() != ':' {
+			return 0, errSlow
+		}
+		s.i++
+		bit, err := member(kraw[1 : len(kraw)-1])
+		if err != nil || bit == 0 || seen&bit != 0 {
+			return 0, errSlow
 		}
 		seen |= bit
-		if *f, err = s.str(); err != nil {
-			return err
-		}
 		switch s.peek() {
 		case ',':
 			s.i++
-			continue
 		case '}':
 			s.i++
-			return nil
+			return seen, nil
+		default:
+			return 0, errSlow
 		}
-		return errSlow
 	}
 }
 

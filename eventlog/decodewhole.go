@@ -38,51 +38,26 @@ func decodeWire(s *scanner, dst **WireRef) error {
 // wireQuick reads a canonical wire object, or says it cannot (s is then
 // anywhere inside the value).
 func wireQuick(s *scanner) (*WireRef, bool) {
-	if s.peek() != '{' {
-		return nil, false
-	}
-	s.i++
 	w := &WireRef{}
-	if s.peek() == '}' {
-		s.i++
-		return w, true
-	}
-	var seen uint8
-	for {
-		kraw, esc, err := s.strRaw()
-		if err != nil || esc || s.peek() != ':' {
-			return nil, false
-		}
-		s.i++
-		var bit uint8
-		ok := true
-		switch string(kraw[1 : len(kraw)-1]) {
+	_, err := s.members(func(key []byte) (uint32, error) {
+		var err error
+		switch string(key) {
 		case "cassette":
-			bit = 1
 			w.Cassette, err = s.str()
+			return 1, err
 		case "offsets":
-			bit = 2
-			w.Offsets, ok = wireOffsets(s)
+			var ok bool
+			if w.Offsets, ok = wireOffsets(s); !ok {
+				return 0, errSlow
+			}
+			return 2, nil
 		case "x":
-			bit = 4
 			w.X, err = s.integer()
-		default:
-			return nil, false // encoding/json matches keys without regard to case
+			return 4, err
 		}
-		if err != nil || !ok || seen&bit != 0 {
-			return nil, false // a repeated key: encoding/json keeps the last
-		}
-		seen |= bit
-		switch s.peek() {
-		case ',':
-			s.i++
-			continue
-		case '}':
-			s.i++
-			return w, true
-		}
-		return nil, false
-	}
+		return 0, nil
+	})
+	return w, err == nil
 }
 
 // wireOffsets reads an array of integers; [] is an empty slice, not nil,

@@ -213,41 +213,12 @@ func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
 // needs unique IRIs checks them itself. Any other document is read whole
 // (ReadJSONLD) and its nodes given in ID order. The read errors are
 // ReadJSONLD's; an error of fn ends the scan and is returned unchanged.
+// It is ScanJSONLDView with each view made a node.
 func ScanJSONLD(r io.Reader, name string, fn func(*Node) error) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	prev := ""
-	err := scanStream(br, func(i int, n *Node) error {
-		if i > 0 && n.ID == prev {
-			return nodeError(i, " ("+n.ID+")", atPath(jsonpath.Member("", "@id"), errors.New("duplicate node")))
-		}
-		prev = n.ID
-		if err := fn(n); err != nil {
-			return callerError{err}
-		}
-		return nil
-	})
-	var ce callerError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ce):
-		return ce.err
-	case err != errNotStreamed:
-		return readError(err, name)
-	}
-	g, err := ReadJSONLD(br, name)
-	if err != nil {
-		return err
-	}
-	for _, n := range g.Nodes {
-		if err := fn(n); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ScanJSONLDView(r, name, func(v *NodeView) error { return fn(v.asNode()) })
 }
 
-// callerError carries an error of ScanJSONLD's fn through the reader.
+// callerError carries an error of ScanJSONLDView's fn through the reader.
 type callerError struct{ err error }
 
 func (e callerError) Error() string { return e.err.Error() }

@@ -65,11 +65,7 @@ func readStream(br *bufio.Reader) (*Graph, error) {
 // is returned as is.
 func scanStream(br *bufio.Reader, fn func(i int, n *Node) error) error {
 	return scanViewsIn(br, func(i int, v *NodeView) error {
-		n := v.node
-		if n == nil {
-			n = v.Node()
-		}
-		return fn(i, n)
+		return fn(i, v.asNode())
 	}, viewBatchNodes)
 }
 
@@ -541,4 +537,13 @@ func scanJSONLDView(r io.Reader, name string, fn func(*NodeView) error, batchNod
 		}
 	}
 	return nil
+}
+
+// asNode is the node of v: the one it was made from (viewOf), else a copy
+// (Node).
+func (v *NodeView) asNode() *Node {
+	if v.node != nil {
+		return v.node
+	}
+	return v.Node()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
 )
 
@@ -198,20 +199,7 @@ func TestEngineJSONLDMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	g = nil
-	held := func(build func() any) uint64 {
-		var m0, m1 runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&m0)
-		v := build()
-		runtime.GC()
-		runtime.ReadMemStats(&m1)
-		runtime.KeepAlive(v)
-		if m1.HeapAlloc < m0.HeapAlloc {
-			return 0
-		}
-		return m1.HeapAlloc - m0.HeapAlloc
-	}
-	whole := held(func() any {
+	whole := memtest.Held(func() any {
 		g, err := graph.ReadJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
 		if err != nil {
 			t.Fatal(err)
@@ -222,7 +210,7 @@ func TestEngineJSONLDMemory(t *testing.T) {
 		}
 		return e
 	})
-	streamed := held(func() any {
+	streamed := memtest.Held(func() any {
 		e, err := NewEngineJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
 		if err != nil {
 			t.Fatal(err)

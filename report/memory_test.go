@@ -5,46 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
 	"github.com/agent-trace-witness/witness/replay"
 )
-
-// peakHeap runs fn and returns the largest heap (live and not yet
-// collected objects) seen while it ran, sampled every millisecond.
-func peakHeap(fn func()) uint64 {
-	runtime.GC()
-	var peak uint64
-	var mu sync.Mutex
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			mu.Lock()
-			peak = max(peak, ms.HeapAlloc)
-			mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
-	fn()
-	close(done)
-	wg.Wait()
-	return peak
-}
 
 // graphPeaks returns the peak heap of the in-memory graph part (the
 // graph and replay's engine over it) and of the compact one
@@ -68,7 +36,7 @@ func graphPeaks(t *testing.T, n, rows int) (mem, cmp uint64) {
 	o := Options{Stream: graph.StreamOptions{RunBytes: 8 << 20, TempDir: t.TempDir()}}
 	o.defaults()
 	var run *runState
-	mem = peakHeap(func() {
+	mem = memtest.Peak(func() {
 		g, err := buildGraph(p)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +48,7 @@ func graphPeaks(t *testing.T, n, rows int) (mem, cmp uint64) {
 		run = &runState{g: g, eng: eng}
 	})
 	run = nil
-	cmp = peakHeap(func() {
+	cmp = memtest.Peak(func() {
 		var notes []string
 		run, notes, _ = startCompact(p, nil, o).finish([]*logState{ls}, map[string]bool{"e5": true}, func(int, string, int) int { return 0 })
 		if run == nil || run.eng == nil {

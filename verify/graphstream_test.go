@@ -9,13 +9,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
 )
 
@@ -294,21 +294,6 @@ func TestNQuadsDigestScan(t *testing.T) {
 	}
 }
 
-// heapHeld returns the live heap while f's result is kept.
-func heapHeld(f func() any) uint64 {
-	runtime.GC()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	v := f()
-	runtime.GC()
-	runtime.ReadMemStats(&m1)
-	runtime.KeepAlive(v)
-	if m1.HeapAlloc < m0.HeapAlloc {
-		return 0
-	}
-	return m1.HeapAlloc - m0.HeapAlloc
-}
-
 // The scan holds a fraction of what the graph read whole holds.
 func TestGraphScanMemory(t *testing.T) {
 	var b bytes.Buffer
@@ -336,7 +321,7 @@ func TestGraphScanMemory(t *testing.T) {
 			return f(fd)
 		}
 	}
-	scan := heapHeld(read(func(rd io.Reader) any {
+	scan := memtest.Held(read(func(rd io.Reader) any {
 		s := newGraphScan()
 		if err := graph.ScanJSONLDView(rd, "g", s.add); err != nil {
 			t.Fatal(err)
@@ -347,7 +332,7 @@ func TestGraphScanMemory(t *testing.T) {
 		}
 		return s
 	}))
-	whole := heapHeld(read(func(rd io.Reader) any {
+	whole := memtest.Held(read(func(rd io.Reader) any {
 		g, err := graph.ReadJSONLD(rd, "g")
 		if err != nil {
 			t.Fatal(err)

@@ -16,20 +16,7 @@ import (
 // -cpuprofile` profiles verify as `witness verify --seal S --events LOG`
 // runs it (docs/design/scale.md).
 func TestProfileEventsLog(t *testing.T) {
-	log := os.Getenv("WITNESS_VERIFY_PROFILE_LOG")
-	if log == "" {
-		t.Skip("set WITNESS_VERIFY_PROFILE_LOG to an event log to profile verify on it")
-	}
-	root := testrepo.Root(t)
-	r, err := Run(Options{
-		SealFile:   filepath.Join(root, "testdata/compat/atw-0.1.0/seal_without_damaging_tool.json"),
-		EventsFile: log,
-		SealKeys:   seal.VerifyOptions{LegacyKeyHex: strings.Repeat("0", 64)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: %d events, %d findings, verdict %s", log, r.Evidence.Events, len(r.Findings), r.Verdict)
+	profileRun(t, "WITNESS_VERIFY_PROFILE_LOG", "an event log", func(o *Options, file string) { o.EventsFile = file })
 }
 
 // TestProfileGraph runs Run over the graph named by
@@ -37,18 +24,27 @@ func TestProfileEventsLog(t *testing.T) {
 // the scale bench uses, so that `go test -run TestProfileGraph
 // -cpuprofile` profiles `witness verify --seal S --graph G`.
 func TestProfileGraph(t *testing.T) {
-	g := os.Getenv("WITNESS_VERIFY_PROFILE_GRAPH")
-	if g == "" {
-		t.Skip("set WITNESS_VERIFY_PROFILE_GRAPH to a graph to profile verify on it")
+	profileRun(t, "WITNESS_VERIFY_PROFILE_GRAPH", "a graph", func(o *Options, file string) { o.GraphFile = file })
+}
+
+// profileRun is the setup of the profiles: the file named by $env (the
+// test is skipped without it; what describes it for the skip message),
+// given to Run's options by input, with the scale bench's 0.1.0 seal and
+// its all-zero legacy key.
+func profileRun(t *testing.T, env, what string, input func(o *Options, file string)) {
+	t.Helper()
+	file := os.Getenv(env)
+	if file == "" {
+		t.Skipf("set %s to %s to profile verify on it", env, what)
 	}
-	root := testrepo.Root(t)
-	r, err := Run(Options{
-		SealFile:  filepath.Join(root, "testdata/compat/atw-0.1.0/seal_without_damaging_tool.json"),
-		GraphFile: g,
-		SealKeys:  seal.VerifyOptions{LegacyKeyHex: strings.Repeat("0", 64)},
-	})
+	o := Options{
+		SealFile: filepath.Join(testrepo.Root(t), "testdata/compat/atw-0.1.0/seal_without_damaging_tool.json"),
+		SealKeys: seal.VerifyOptions{LegacyKeyHex: strings.Repeat("0", 64)},
+	}
+	input(&o, file)
+	r, err := Run(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: %d events, %d findings, verdict %s", g, r.Evidence.Events, len(r.Findings), r.Verdict)
+	t.Logf("%s: %d events, %d findings, verdict %s", file, r.Evidence.Events, len(r.Findings), r.Verdict)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
 	"github.com/agent-trace-witness/witness/why"
 )
@@ -198,29 +199,29 @@ func TestExplainJSONLDBoundedMemory(t *testing.T) {
 		g = nil
 		b = bytes.Buffer{}
 		runtime.GC()
-		before := heapInuse()
+		before := memtest.InUse()
 		whole, err := graph.ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
 		if err != nil {
 			t.Fatal(err)
 		}
 		runtime.GC()
-		wholeHeap = heapInuse() - min(heapInuse(), before)
+		wholeHeap = memtest.Grown(before, memtest.InUse())
 		runtime.KeepAlive(whole)
 		whole = nil
 		runtime.GC()
 
-		before = heapInuse()
+		before = memtest.InUse()
 		pr := &peakReader{r: bytes.NewReader(doc)}
 		c, err := why.ExplainJSONLD(pr, "g.jsonld", fmt.Sprintf("e%d", events*3/4), why.Options{})
 		if err != nil || len(c.Chain) == 0 {
 			t.Fatalf("%v %v", c, err)
 		}
-		if pr.n < 8 {
-			t.Fatalf("only %d heap samples", pr.n)
+		if pr.heap.N < 8 {
+			t.Fatalf("only %d heap samples", pr.heap.N)
 		}
-		used = pr.peak - min(pr.peak, before)
+		used = memtest.Grown(before, pr.heap.Peak)
 		t.Logf("%d events, %d nodes, %d KiB document: whole graph %d KiB in use; two passes %d KiB at the peak (%d samples)",
-			events, len(c.Chain), len(doc)>>10, wholeHeap>>10, used>>10, pr.n)
+			events, len(c.Chain), len(doc)>>10, wholeHeap>>10, used>>10, pr.heap.N)
 		return wholeHeap, used
 	}
 	w1, u1 := measure(20000)
@@ -232,22 +233,14 @@ func TestExplainJSONLDBoundedMemory(t *testing.T) {
 	}
 }
 
-func heapInuse() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
-}
-
 // peakReader reads r and samples the heap in use at each read.
 type peakReader struct {
 	r    *bytes.Reader
-	n    int
-	peak uint64
+	heap memtest.Sampler
 }
 
 func (p *peakReader) Read(b []byte) (int, error) {
-	p.n++
-	p.peak = max(p.peak, heapInuse())
+	p.heap.Sample()
 	return p.r.Read(b)
 }
 

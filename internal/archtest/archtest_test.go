@@ -37,6 +37,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"internal/realpeers", testkit},
 	{"internal/mysqltest", testkit},
 	{"internal/daemontest", testkit},
+	{"internal/memtest", testkit},
 	{"internal/agente2e", testkit},
 	{"internal/archtest", testkit},
 	{"internal", plumbing},
