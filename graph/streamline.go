@@ -44,15 +44,32 @@ var streamPreds = sortedTable(RDFType,
 // streamTypes are the literal datatypes a compact line names in one byte.
 var streamTypes = sortedTable(XSDDateTime, XSDInteger, XSDBoolean)
 
+// streamClasses are the classes the object of an rdf:type line names in
+// one byte.
+var streamClasses = sortedTable(ProvEntity, ProvActivity, ProvAgent, ProvSoftwareAgent, ProvPlan,
+	ProvAssociation, ProvPerson,
+	WCaptureSession, WToolCall, WModelTurn, WAIAgent, WMCPServer, WWitness, WSeal, WToolDefinition,
+	WArguments, WResult, WModelMessage, WExternalEffect, WNotification, WAgentMessage, WAmbiguousLine,
+	WMCPRequest, WResourceRead, WPromptGet, WElicitation, WRequestParams, WMCPAnswer,
+	WResourceContents, WPromptMessages, WUserInput, WUser, WSamplingTurn, WModelToolCall)
+
 const (
-	predBase = 0x10 // PRED byte = predBase + rank
-	typeBase = 0x80 // datatype byte = typeBase + rank
+	predBase  = 0x10 // PRED byte = predBase + rank
+	typeBase  = 0x80 // datatype byte = typeBase + rank
+	classBase = '"'  // an rdf:type line's IRI object: byte classBase + rank, above a literal's '"'
 )
+
+// rdfTypeCode is the PRED byte of rdf:type.
+var rdfTypeCode = func() byte {
+	r, _ := streamPreds.rank(RDFType)
+	return predBase + r
+}()
 
 // codeTable maps IRIs to ranks.
 type codeTable struct {
 	iris []string // sorted as "iri>"
 	raw  [][]byte // iris as bytes
+	brk  [][]byte // iris as "<iri>"
 	// slots is an open-addressing table of the known IRIs, indexed by
 	// slotHash: a known IRI is found with a hash of its length and three
 	// of its bytes and one string comparison (pointer-equal for the
@@ -73,7 +90,7 @@ type codeSlot struct {
 // slotHash is the first slot to probe for s: a multiplicative hash of
 // its length and its last eight bytes (fewer if shorter), where the
 // known IRIs differ (they share their namespace prefixes).
-func slotHash(s string) uint32 {
+func slotHash[S string | []byte](s S) uint32 {
 	n := len(s)
 	x := uint64(n)
 	if n >= 8 {
@@ -105,22 +122,33 @@ func sortedTable(iris ...string) *codeTable {
 		}
 		t.slots[h] = codeSlot{iri: s, code: byte(2*i + 2)}
 		t.raw = append(t.raw, []byte(s))
+		t.brk = append(t.brk, []byte("<"+s+">"))
 	}
 	return t
 }
 
 // rank returns the rank of iri and whether it is known.
 func (t *codeTable) rank(iri string) (byte, bool) {
-	if iri != "" {
-		for h := slotHash(iri); t.slots[h].iri != ""; h = (h + 1) % codeSlots {
-			if t.slots[h].iri == iri {
-				return t.slots[h].code, true
-			}
-		}
+	if c, ok := t.known(iri); ok {
+		return c, true
 	}
 	j, _ := slices.BinarySearchFunc(t.iris, iri, func(k, x string) int { return compareKey(k, x) })
 	return byte(2*j + 1), false
 }
+
+// known returns the rank of iri if it is known.
+func known[S string | []byte](t *codeTable, iri S) (byte, bool) {
+	if len(iri) > 0 {
+		for h := slotHash(iri); t.slots[h].iri != ""; h = (h + 1) % codeSlots {
+			if t.slots[h].iri == string(iri) {
+				return t.slots[h].code, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (t *codeTable) known(iri string) (byte, bool) { return known(t, iri) }
 
 // appendCoded appends the code of iri (base + rank), then for an unknown
 // IRI the IRI and '>'.
@@ -134,14 +162,31 @@ func (t *codeTable) appendCoded(b []byte, base byte, iri string) []byte {
 	return b
 }
 
+// appendIRIObject appends the IRI object of a compact line whose PRED
+// byte is code, '\n' included: "<iri>", or for rdf:type the class's code
+// (classBase + rank), followed for an unknown class by "<iri>". Within
+// rdf:type the codes order the lines as their IRIs do (codeTable's
+// ranks; an unknown class's IRI, after its code, compares as in the
+// N-Quads line); literals ('"') stay below every code.
+func appendIRIObject[S string | []byte](b []byte, code byte, iri S) []byte {
+	if code == rdfTypeCode {
+		if r, ok := known(streamClasses, iri); ok {
+			return append(b, classBase+r, '\n')
+		}
+		r, _ := streamClasses.rank(string(iri))
+		b = append(b, classBase+r)
+	}
+	b = append(b, '<')
+	b = append(b, iri...)
+	return append(b, '>', '\n')
+}
+
 // appendLine appends the compact line of (p, o), '\n' included.
 func appendLine(b []byte, p string, o Term) []byte {
+	n := len(b)
 	b = streamPreds.appendCoded(b, predBase, p)
 	if o.IRI != "" {
-		b = append(b, '<')
-		b = append(b, o.IRI...)
-		b = append(b, '>', '\n')
-		return b
+		return appendIRIObject(b, b[n], o.IRI)
 	}
 	b = append(b, '"')
 	b = AppendEscaped(b, o.Lex)
@@ -155,8 +200,21 @@ func appendLine(b []byte, p string, o Term) []byte {
 var errCompact = errors.New("graph: corrupt compact quad line")
 
 // splitLine returns the predicate IRI, and the object of a compact line
-// (without its '\n') with its datatype: "" for xsd:string.
+// (without its '\n', an IRI as "<iri>") with its datatype: "" for
+// xsd:string.
 func splitLine(l []byte) (p, obj, dt []byte, err error) {
+	if len(l) >= 3 && l[0] == rdfTypeCode && l[1] != '"' && l[len(l)-1] == '\n' {
+		// a class: its code, alone if known, else followed by "<iri>"
+		r, rest := l[1]-classBase, l[2:len(l)-1]
+		pt := streamPreds.raw[(rdfTypeCode-predBase)/2-1]
+		switch {
+		case len(rest) == 0 && r%2 == 0 && r > 0 && int(r/2-1) < len(streamClasses.brk):
+			return pt, streamClasses.brk[r/2-1], nil, nil
+		case r%2 != 0 && len(rest) >= 2 && rest[0] == '<' && rest[len(rest)-1] == '>':
+			return pt, rest, nil, nil
+		}
+		return nil, nil, nil, errCompact
+	}
 	if len(l) < 3 || l[len(l)-1] != '\n' || l[0] < predBase {
 		return nil, nil, nil, errCompact
 	}

@@ -32,7 +32,7 @@ func checkCompact(t *testing.T, p1 string, o1 Term, p2 string, o2 Term) {
 
 func TestCompactLines(t *testing.T) {
 	preds := []string{RDFType, ProvUsed, ProvValue, WEventID, OtelToolName, "urn:p", "http://www.w3.org/ns/prov#usedX", "http://www.w3.org/ns/prov#use", "https://z"}
-	objs := []Term{Ref(ProvEntity), Ref("urn:witness:s/call/e1"), Ref("urn:witness:s/call/e10"), Str(""), Str("a\"b\\c\n"), Str("é"),
+	objs := []Term{Ref(ProvEntity), Ref(WToolCall), Ref(WModelToolCall), Ref("http://www.w3.org/ns/prov#Entit"), Ref("http://www.w3.org/ns/prov#EntityX"), Ref("http://www.w3.org/ns/prov#Entity/"), Ref("http://a"), Ref("zz:c"), Ref("urn:witness:s/call/e1"), Ref("urn:witness:s/call/e10"), Str(""), Str("a\"b\\c\n"), Str("é"),
 		Lit("2026-08-30T14:33:00Z", XSDDateTime), Lit("1", XSDInteger), Lit("true", XSDBoolean), Lit("x", "urn:dt"), Lit("x", "http://www.w3.org/2001/XMLSchema#a"), Lit("x", "zz:dt"), Lit("x", XSDString)}
 	for _, p1 := range preds {
 		for _, p2 := range preds {
@@ -51,6 +51,8 @@ func TestCompactLines(t *testing.T) {
 func FuzzCompactLine(f *testing.F) {
 	f.Add(ProvUsed, "urn:a", "", "", WEventID, "", "e1", "")
 	f.Add("urn:p", "", "x\"y", XSDDateTime, "urn:q", "", "x", "urn:dt")
+	f.Add(RDFType, ProvEntity, "", "", RDFType, ProvEntity+"x", "", "")
+	f.Add(RDFType, "", "x", "", RDFType, "urn:c", "", "")
 	f.Fuzz(func(t *testing.T, p1, iri1, lex1, dt1, p2, iri2, lex2, dt2 string) {
 		term := func(iri, lex, dt string) Term {
 			if iri != "" {
