@@ -143,7 +143,13 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 		return <-pk.out
 	}
 	var ev *evLines
-	m := newMapper(opts, func(s, p string, o Term) error {
+	var m *mapper
+	m = newMapper(opts, func(s, p string, o Term) error {
+		if ev.prefix == nil && m.base != "" {
+			// the session's base is set before its first statement, and
+			// never changes: every line is coded against one prefix
+			ev.prefix = []byte("<" + m.base + "/")
+		}
 		ev.add(s, p, o)
 		return nil
 	})
@@ -191,7 +197,7 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 		return stats, srcErr
 	}
 	// what needs the whole log (the session's one end time)
-	ev = &evLines{}
+	ev = &evLines{prefix: cur.prefix}
 	if err := m.finish(); err != nil {
 		st.abort()
 		return stats, evidenceError(err)
@@ -428,7 +434,7 @@ func (e *evLines) add(s, p string, o Term) {
 		e.last = si
 	}
 	off := len(e.buf)
-	e.buf = appendLine(e.buf, p, o)
+	e.buf = appendLinePre(e.buf, e.prefix, p, o)
 	e.lines = append(e.lines, evLine{sub: int32(si), off: int32(off), end: int32(len(e.buf))})
 }
 
@@ -951,12 +957,7 @@ func (h *mergeHeap) Pop() any {
 // lines sink wrote. A block passed to sink is only valid during the call.
 func (st *streamer) merge(last *run, sink blockSink) (int64, error) {
 	pre := last.prefix
-	preOf := func(blk []byte) []byte {
-		if blk[0] == keyMark {
-			return pre
-		}
-		return nil
-	}
+	preOf := func([]byte) []byte { return pre }
 	its := []blockIter{&memIter{r: last}}
 	var fits []*fileIter
 	for _, f := range st.files {

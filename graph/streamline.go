@@ -181,11 +181,31 @@ func appendIRIObject[S string | []byte](b []byte, code byte, iri S) []byte {
 	return append(b, '>', '\n')
 }
 
-// appendLine appends the compact line of (p, o), '\n' included.
-func appendLine(b []byte, p string, o Term) []byte {
+// The IRI object of a line other than rdf:type, in a stream whose
+// session prefix P ("urn:witness:<session>/", streamBlocks) is known,
+// begins with one of three bytes that keep the N-Quads order: '<' for an
+// IRI below P ("<iri>", as without P), objSess for an IRI that begins
+// with P (then the rest of the IRI and '>'), objAbove for an IRI above P
+// that does not begin with it (then "<iri>"). The IRIs that begin with P
+// sort together, between the other two (docs/design/scale.md).
+const (
+	objSess  = '='
+	objAbove = '?'
+)
+
+// appendLine appends the compact line of (p, o), '\n' included, without
+// a session prefix.
+func appendLine(b []byte, p string, o Term) []byte { return appendLinePre(b, nil, p, o) }
+
+// appendLinePre appends the compact line of (p, o), '\n' included; pre,
+// if not nil, is "<" + P: IRI objects are coded against P.
+func appendLinePre(b, pre []byte, p string, o Term) []byte {
 	n := len(b)
 	b = streamPreds.appendCoded(b, predBase, p)
 	if o.IRI != "" {
+		if b[n] != rdfTypeCode && len(pre) > 1 {
+			return appendSessObject(b, pre[1:], o.IRI)
+		}
 		return appendIRIObject(b, b[n], o.IRI)
 	}
 	b = append(b, '"')
@@ -197,7 +217,95 @@ func appendLine(b []byte, p string, o Term) []byte {
 	return append(b, '\n')
 }
 
+// appendSessObject appends the IRI object iri coded against the session
+// prefix sp (P), '\n' included.
+func appendSessObject(b, sp []byte, iri string) []byte {
+	if len(iri) >= len(sp) && iri[:len(sp)] == string(sp) {
+		b = append(b, objSess)
+		b = append(b, iri[len(sp):]...)
+		return append(b, '>', '\n')
+	}
+	if iriAbove(iri, sp) {
+		b = append(b, objAbove)
+	}
+	b = append(b, '<')
+	b = append(b, iri...)
+	return append(b, '>', '\n')
+}
+
+// iriAbove reports whether "iri>" sorts after sp, which it does not
+// begin with (sp holds no '>').
+func iriAbove(iri string, sp []byte) bool {
+	n := min(len(iri), len(sp))
+	for i := 0; i < n; i++ {
+		if iri[i] != sp[i] {
+			return iri[i] > sp[i]
+		}
+	}
+	// iri is a prefix of sp: its '>' against sp's next byte
+	return len(iri) < len(sp) && '>' > sp[len(iri)]
+}
+
 var errCompact = errors.New("graph: corrupt compact quad line")
+
+// errSess: splitLine's object is coded against the session prefix
+// (objSess): obj is the rest of the IRI and '>' (appendExpanded writes
+// such lines out).
+var errSess = errors.New("graph: compact quad line coded against the session prefix")
+
+// objectAt returns where the object of compact line l begins (after the
+// PRED byte, and an unknown predicate's "iri>"), or -1.
+func objectAt(l []byte) int {
+	if len(l) == 0 {
+		return -1
+	}
+	if r := l[0] - predBase; l[0] >= predBase && r%2 == 0 && r > 0 && int(r/2-1) < len(streamPreds.iris) {
+		return 1
+	}
+	e := bytes.IndexByte(l[1:], '>')
+	if e < 0 {
+		return -1
+	}
+	return e + 2
+}
+
+// appendExpanded appends the lines of a block (without its key) with
+// their session-coded objects written out ("<" + P + rest, P from pre)
+// and objAbove dropped, so that splitLine reads them. pre nil: appended
+// as they are.
+func appendExpanded(b, pre, lines []byte) ([]byte, error) {
+	if pre == nil {
+		return append(b, lines...), nil
+	}
+	for len(lines) > 0 {
+		e := bytes.IndexByte(lines, '\n') + 1
+		if e == 0 {
+			return b, errCompact
+		}
+		l := lines[:e]
+		lines = lines[e:]
+		if l[0] == rdfTypeCode {
+			b = append(b, l...)
+			continue
+		}
+		o := objectAt(l)
+		if o < 0 || o >= len(l) {
+			return b, errCompact
+		}
+		switch l[o] {
+		case objSess:
+			b = append(b, l[:o]...)
+			b = append(b, pre...)
+			b = append(b, l[o+1:]...)
+		case objAbove:
+			b = append(b, l[:o]...)
+			b = append(b, l[o+1:]...)
+		default:
+			b = append(b, l...)
+		}
+	}
+	return b, nil
+}
 
 // splitLine returns the predicate IRI, and the object of a compact line
 // (without its '\n', an IRI as "<iri>") with its datatype: "" for
@@ -232,8 +340,19 @@ func splitLine(l []byte) (p, obj, dt []byte, err error) {
 	if len(rest) < 2 {
 		return nil, nil, nil, errCompact
 	}
-	if rest[0] == '<' {
+	switch rest[0] {
+	case '<':
 		return p, rest, nil, nil
+	case objAbove:
+		if rest[1] != '<' || len(rest) < 3 {
+			return nil, nil, nil, errCompact
+		}
+		return p, rest[1:], nil, nil
+	case objSess:
+		if rest[len(rest)-1] != '>' {
+			return nil, nil, nil, errCompact
+		}
+		return p, rest[1:], nil, errSess
 	}
 	last := rest[len(rest)-1]
 	switch {
@@ -260,14 +379,21 @@ func splitLine(l []byte) (p, obj, dt []byte, err error) {
 // A line that is not compact (never written by appendLine) is an error.
 func appendNQuadsLine(b, pre, key, l []byte) ([]byte, error) {
 	p, obj, dt, err := splitLine(l)
+	if err == errSess && pre != nil {
+		// an IRI object beginning with P: obj is the rest and '>'
+		err = nil
+		b = appendKey(b, pre, key)
+		b = append(b, ' ', '<')
+		b = append(b, p...)
+		b = append(b, '>', ' ')
+		b = append(b, pre...)
+		b = append(b, obj...)
+		return append(b, ' ', '.', '\n'), nil
+	}
 	if err != nil {
 		return b, err
 	}
-	if pre != nil {
-		b = append(b, pre...)
-		key = key[1:]
-	}
-	b = append(b, key...)
+	b = appendKey(b, pre, key)
 	b = append(b, ' ', '<')
 	b = append(b, p...)
 	b = append(b, '>', ' ')
@@ -280,9 +406,19 @@ func appendNQuadsLine(b, pre, key, l []byte) ([]byte, error) {
 	return append(b, ' ', '.', '\n'), nil
 }
 
+// appendKey appends key, "<s>" or keyMark standing for pre.
+func appendKey(b, pre, key []byte) []byte {
+	if key[0] == keyMark && pre != nil {
+		b = append(b, pre...)
+		key = key[1:]
+	}
+	return append(b, key...)
+}
+
 // appendNQuadsBlock appends the N-Quads lines of a block (its "<subject>"
-// key, then compact lines) and returns how many. pre: what a key beginning
-// with keyMark stands for (streamBlocks).
+// key, then compact lines) and returns how many. pre: "<" + P, what a
+// key beginning with keyMark and an objSess object stand for
+// (streamBlocks), or nil.
 func appendNQuadsBlock(b, pre, blk []byte) ([]byte, int64, error) {
 	k := len(lineKey(blk))
 	key, rest := blk[:k], blk[k:]
