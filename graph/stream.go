@@ -204,12 +204,13 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 	}
 	ev.endEvent()
 	ev.flushInto(cur)
-	// the last run stays in memory
+	// the last run stays in memory, sorted while the sorter spills the
+	// run before it (the two cores busy, not one after the other)
 	close(st.runCh)
+	cur.sortRecords(byID)
 	if err := <-st.done; err != nil {
 		return stats, err
 	}
-	cur.sortRecords(byID)
 	stats.Runs = len(st.files) + 1
 	sg.PackWaitSort = pk.wait
 	t1 := time.Now()
@@ -626,11 +627,14 @@ func lineKey(l []byte) []byte {
 // lines of that subject without it, at
 // chunks[c][off:off+n].
 type rec struct {
-	c         int32
+	ch        int32  // the chunk's index << 1, | 1 if the key starts with keyMark
 	off, n, k int32  // k: length of the "<subject>" key
 	p, p2     uint64 // 16 key bytes after keyMark, big-endian: a fast first comparison
-	hp        bool   // the key starts with keyMark
 }
+
+// a rec is 32 bytes: a run of 64 MiB holds ~700k of them, sorted by
+// moving them (the flag keeps it from 40)
+func (x *rec) c() int32 { return x.ch >> 1 }
 
 // chunkSize is the unit of run memory: blocks never straddle chunks, so a
 // run grows without copying and is reused without zeroing.
@@ -663,7 +667,7 @@ func (r *run) reserve(size, key int) []byte {
 		}
 		c := r.chunks[r.cur]
 		if cap(c)-len(c) >= size {
-			r.recs = append(r.recs, rec{c: int32(r.cur), off: int32(len(c)), n: int32(size), k: int32(key)})
+			r.recs = append(r.recs, rec{ch: int32(r.cur) << 1, off: int32(len(c)), n: int32(size), k: int32(key)})
 			r.chunks[r.cur] = c[:len(c)+size]
 			r.pending = &r.recs[len(r.recs)-1]
 			r.size += size
@@ -689,12 +693,13 @@ func (r *run) setKey(key []byte) {
 	}
 	var b [16]byte
 	copy(b[:], rest)
-	x.p, x.p2, x.hp = binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), true
+	x.p, x.p2 = binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	x.ch |= 1
 }
 
 func (r *run) block(i int) []byte {
 	x := r.recs[i]
-	return r.chunks[x.c][x.off : x.off+x.n]
+	return r.chunks[x.c()][x.off : x.off+x.n]
 }
 
 // sortRecords orders blocks by subject; blocks of one subject stay separate
@@ -708,7 +713,7 @@ func (r *run) sortRecords(byID bool) {
 	// blocks of one subject are merged whatever their order: no need for a
 	// stable sort
 	slices.SortFunc(r.recs, func(a, b rec) int {
-		if a.hp && b.hp {
+		if a.ch&b.ch&1 != 0 {
 			if a.p != b.p {
 				if a.p < b.p {
 					return -1
@@ -722,7 +727,7 @@ func (r *run) sortRecords(byID bool) {
 				return 1
 			}
 		}
-		return cmpKey(r.chunks[a.c][a.off:a.off+a.k-drop], r.chunks[b.c][b.off:b.off+b.k-drop], r.prefix)
+		return cmpKey(r.chunks[a.ch>>1][a.off:a.off+a.k-drop], r.chunks[b.ch>>1][b.off:b.off+b.k-drop], r.prefix)
 	})
 }
 
@@ -838,7 +843,7 @@ func (m *memIter) next() ([]byte, bool) {
 // sameKey reports whether block i of the run has the key key.
 func (m *memIter) sameKey(i int, key []byte) bool {
 	x := m.r.recs[i]
-	return int(x.k) == len(key) && bytes.Equal(m.r.chunks[x.c][x.off:x.off+x.k], key)
+	return int(x.k) == len(key) && bytes.Equal(m.r.chunks[x.c()][x.off:x.off+x.k], key)
 }
 
 // fileIter reads a spilled run.
