@@ -100,5 +100,7 @@ func FuzzCompactLine(f *testing.F) {
 		checkCompact(t, p1, term(iri1, lex1, dt1), p2, term(iri2, lex2, dt2))
 		// and the raw bytes of any line are refused or read, never a panic
 		splitLine([]byte(lex1))
+		appendExpanded(nil, []byte("<urn:witness:s/"), []byte(lex1))
+		appendNQuadsLine(nil, []byte("<urn:witness:s/"), []byte("\x01x>"), []byte(lex1))
 	})
 }
