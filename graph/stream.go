@@ -49,11 +49,14 @@ type StreamStages struct {
 
 // StreamStats describes a streamed canonicalisation.
 type StreamStats struct {
-	Events int64  // events read
-	Quads  int64  // distinct quads written
-	Bytes  int64  // bytes written
-	Runs   int    // sorted runs (1: everything fit in memory)
-	Digest string // sha256 hex of the bytes written: the graph digest
+	Events int64 // events read
+	Quads  int64 // distinct quads written
+	Bytes  int64 // bytes written
+	Runs   int   // sorted runs (1: everything fit in memory)
+	// Spilled is the bytes of the runs written to temporary files (for
+	// benchmarks: the volume the sort moves through the disk cache)
+	Spilled int64
+	Digest  string // sha256 hex of the bytes written: the graph digest
 }
 
 // DefaultRunBytes is the default StreamOptions.RunBytes.
@@ -212,6 +215,7 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 		return stats, err
 	}
 	stats.Runs = len(st.files) + 1
+	stats.Spilled = st.spilled
 	sg.PackWaitSort = pk.wait
 	t1 := time.Now()
 	sg.Map = t1.Sub(t0)
@@ -747,6 +751,9 @@ type streamer struct {
 	free  chan *run
 	done  chan error
 	files []*os.File
+	// spilled counts the bytes written to files (the sorter's; read
+	// after done)
+	spilled int64
 }
 
 func (st *streamer) send(r *run) error {
@@ -795,6 +802,7 @@ func (st *streamer) spill(r *run) error {
 			break
 		}
 		n := binary.PutUvarint(lenBuf[:], uint64(len(blk)))
+		st.spilled += int64(n + len(blk))
 		bw.Write(lenBuf[:n])
 		if _, err := bw.Write(blk); err != nil {
 			return fmt.Errorf("graph: write run %s: %w", f.Name(), err)
