@@ -15,7 +15,8 @@ import (
 // other predicate, one byte followed by the predicate IRI and '>'. OBJECT
 // is the N-Quads object without the " ." that ends every line, with a
 // literal's "^^<datatype>" replaced by one byte (streamTypes) or one byte
-// followed by "datatype>". The codes are ranks, so comparing two compact
+// followed by "datatype>", an rdf:type's class coded (appendIRIObject)
+// and any other IRI coded against the session prefix (appendSessObject). The codes are ranks, so comparing two compact
 // lines byte by byte gives the order of the N-Quads lines they stand for
 // (RDFC-1.0's code point order): a known IRI i gets the even rank 2i+2, an
 // unknown one the odd rank 2j+1, j the number of known IRIs below it
