@@ -141,11 +141,12 @@ func (r *nqReorder) push(pre, blk []byte) (int64, []byte, error) {
 		c = r.spare[len(r.spare)-1][:0]
 		r.spare = r.spare[:len(r.spare)-1]
 	}
-	if pre != nil {
-		c = append(c, pre...)
-		blk = blk[1:]
+	k := len(lineKey(blk))
+	c = appendKey(c, pre, blk[:k])
+	c, err := appendExpanded(c, pre, blk[k:])
+	if err != nil {
+		return 0, c, err
 	}
-	c = append(c, blk...)
 	id := blockID(c)
 	var n int64
 	for len(r.stack) > 0 {

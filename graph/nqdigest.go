@@ -221,11 +221,10 @@ func (c *digestCore) batch(b *digestBatch) {
 // appendDigestLine is appendLine of a copied term: o is its IRI or its
 // lexical form.
 func appendDigestLine(b []byte, v *digestVal, o []byte) []byte {
+	n := len(b)
 	b = streamPreds.appendCoded(b, predBase, v.pred)
 	if v.iri {
-		b = append(b, '<')
-		b = append(b, o...)
-		return append(b, '>', '\n')
+		return appendIRIObject(b, b[n], o)
 	}
 	b = append(b, '"')
 	b = appendEscaped(b, o)

@@ -15,7 +15,8 @@ import (
 // other predicate, one byte followed by the predicate IRI and '>'. OBJECT
 // is the N-Quads object without the " ." that ends every line, with a
 // literal's "^^<datatype>" replaced by one byte (streamTypes) or one byte
-// followed by "datatype>". The codes are ranks, so comparing two compact
+// followed by "datatype>", an rdf:type's class coded (appendIRIObject)
+// and any other IRI coded against the session prefix (appendSessObject). The codes are ranks, so comparing two compact
 // lines byte by byte gives the order of the N-Quads lines they stand for
 // (RDFC-1.0's code point order): a known IRI i gets the even rank 2i+2, an
 // unknown one the odd rank 2j+1, j the number of known IRIs below it
@@ -44,15 +45,32 @@ var streamPreds = sortedTable(RDFType,
 // streamTypes are the literal datatypes a compact line names in one byte.
 var streamTypes = sortedTable(XSDDateTime, XSDInteger, XSDBoolean)
 
+// streamClasses are the classes the object of an rdf:type line names in
+// one byte.
+var streamClasses = sortedTable(ProvEntity, ProvActivity, ProvAgent, ProvSoftwareAgent, ProvPlan,
+	ProvAssociation, ProvPerson,
+	WCaptureSession, WToolCall, WModelTurn, WAIAgent, WMCPServer, WWitness, WSeal, WToolDefinition,
+	WArguments, WResult, WModelMessage, WExternalEffect, WNotification, WAgentMessage, WAmbiguousLine,
+	WMCPRequest, WResourceRead, WPromptGet, WElicitation, WRequestParams, WMCPAnswer,
+	WResourceContents, WPromptMessages, WUserInput, WUser, WSamplingTurn, WModelToolCall)
+
 const (
-	predBase = 0x10 // PRED byte = predBase + rank
-	typeBase = 0x80 // datatype byte = typeBase + rank
+	predBase  = 0x10 // PRED byte = predBase + rank
+	typeBase  = 0x80 // datatype byte = typeBase + rank
+	classBase = '"'  // an rdf:type line's IRI object: byte classBase + rank, above a literal's '"'
 )
+
+// rdfTypeCode is the PRED byte of rdf:type.
+var rdfTypeCode = func() byte {
+	r, _ := streamPreds.rank(RDFType)
+	return predBase + r
+}()
 
 // codeTable maps IRIs to ranks.
 type codeTable struct {
 	iris []string // sorted as "iri>"
 	raw  [][]byte // iris as bytes
+	brk  [][]byte // iris as "<iri>"
 	// slots is an open-addressing table of the known IRIs, indexed by
 	// slotHash: a known IRI is found with a hash of its length and three
 	// of its bytes and one string comparison (pointer-equal for the
@@ -73,7 +91,7 @@ type codeSlot struct {
 // slotHash is the first slot to probe for s: a multiplicative hash of
 // its length and its last eight bytes (fewer if shorter), where the
 // known IRIs differ (they share their namespace prefixes).
-func slotHash(s string) uint32 {
+func slotHash[S string | []byte](s S) uint32 {
 	n := len(s)
 	x := uint64(n)
 	if n >= 8 {
@@ -105,22 +123,33 @@ func sortedTable(iris ...string) *codeTable {
 		}
 		t.slots[h] = codeSlot{iri: s, code: byte(2*i + 2)}
 		t.raw = append(t.raw, []byte(s))
+		t.brk = append(t.brk, []byte("<"+s+">"))
 	}
 	return t
 }
 
 // rank returns the rank of iri and whether it is known.
 func (t *codeTable) rank(iri string) (byte, bool) {
-	if iri != "" {
-		for h := slotHash(iri); t.slots[h].iri != ""; h = (h + 1) % codeSlots {
-			if t.slots[h].iri == iri {
-				return t.slots[h].code, true
-			}
-		}
+	if c, ok := t.known(iri); ok {
+		return c, true
 	}
 	j, _ := slices.BinarySearchFunc(t.iris, iri, func(k, x string) int { return compareKey(k, x) })
 	return byte(2*j + 1), false
 }
+
+// known returns the rank of iri if it is known.
+func known[S string | []byte](t *codeTable, iri S) (byte, bool) {
+	if len(iri) > 0 {
+		for h := slotHash(iri); t.slots[h].iri != ""; h = (h + 1) % codeSlots {
+			if t.slots[h].iri == string(iri) {
+				return t.slots[h].code, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (t *codeTable) known(iri string) (byte, bool) { return known(t, iri) }
 
 // appendCoded appends the code of iri (base + rank), then for an unknown
 // IRI the IRI and '>'.
@@ -134,14 +163,51 @@ func (t *codeTable) appendCoded(b []byte, base byte, iri string) []byte {
 	return b
 }
 
-// appendLine appends the compact line of (p, o), '\n' included.
-func appendLine(b []byte, p string, o Term) []byte {
+// appendIRIObject appends the IRI object of a compact line whose PRED
+// byte is code, '\n' included: "<iri>", or for rdf:type the class's code
+// (classBase + rank), followed for an unknown class by "<iri>". Within
+// rdf:type the codes order the lines as their IRIs do (codeTable's
+// ranks; an unknown class's IRI, after its code, compares as in the
+// N-Quads line); literals ('"') stay below every code.
+func appendIRIObject[S string | []byte](b []byte, code byte, iri S) []byte {
+	if code == rdfTypeCode {
+		if r, ok := known(streamClasses, iri); ok {
+			return append(b, classBase+r, '\n')
+		}
+		r, _ := streamClasses.rank(string(iri))
+		b = append(b, classBase+r)
+	}
+	b = append(b, '<')
+	b = append(b, iri...)
+	return append(b, '>', '\n')
+}
+
+// The IRI object of a line other than rdf:type, in a stream whose
+// session prefix P ("urn:witness:<session>/", streamBlocks) is known,
+// begins with one of three bytes that keep the N-Quads order: '<' for an
+// IRI below P ("<iri>", as without P), objSess for an IRI that begins
+// with P (then the rest of the IRI and '>'), objAbove for an IRI above P
+// that does not begin with it (then "<iri>"). The IRIs that begin with P
+// sort together, between the other two (docs/design/scale.md).
+const (
+	objSess  = '='
+	objAbove = '?'
+)
+
+// appendLine appends the compact line of (p, o), '\n' included, without
+// a session prefix.
+func appendLine(b []byte, p string, o Term) []byte { return appendLinePre(b, nil, p, o) }
+
+// appendLinePre appends the compact line of (p, o), '\n' included; pre,
+// if not nil, is "<" + P: IRI objects are coded against P.
+func appendLinePre(b, pre []byte, p string, o Term) []byte {
+	n := len(b)
 	b = streamPreds.appendCoded(b, predBase, p)
 	if o.IRI != "" {
-		b = append(b, '<')
-		b = append(b, o.IRI...)
-		b = append(b, '>', '\n')
-		return b
+		if b[n] != rdfTypeCode && len(pre) > 1 {
+			return appendSessObject(b, pre[1:], o.IRI)
+		}
+		return appendIRIObject(b, b[n], o.IRI)
 	}
 	b = append(b, '"')
 	b = AppendEscaped(b, o.Lex)
@@ -152,11 +218,112 @@ func appendLine(b []byte, p string, o Term) []byte {
 	return append(b, '\n')
 }
 
+// appendSessObject appends the IRI object iri coded against the session
+// prefix sp (P), '\n' included.
+func appendSessObject(b, sp []byte, iri string) []byte {
+	if len(iri) >= len(sp) && iri[:len(sp)] == string(sp) {
+		b = append(b, objSess)
+		b = append(b, iri[len(sp):]...)
+		return append(b, '>', '\n')
+	}
+	if iriAbove(iri, sp) {
+		b = append(b, objAbove)
+	}
+	b = append(b, '<')
+	b = append(b, iri...)
+	return append(b, '>', '\n')
+}
+
+// iriAbove reports whether "iri>" sorts after sp, which it does not
+// begin with (sp holds no '>').
+func iriAbove(iri string, sp []byte) bool {
+	n := min(len(iri), len(sp))
+	for i := 0; i < n; i++ {
+		if iri[i] != sp[i] {
+			return iri[i] > sp[i]
+		}
+	}
+	// iri is a prefix of sp: its '>' against sp's next byte
+	return len(iri) < len(sp) && '>' > sp[len(iri)]
+}
+
 var errCompact = errors.New("graph: corrupt compact quad line")
 
+// errSess: splitLine's object is coded against the session prefix
+// (objSess): obj is the rest of the IRI and '>' (appendExpanded writes
+// such lines out).
+var errSess = errors.New("graph: compact quad line coded against the session prefix")
+
+// objectAt returns where the object of compact line l begins (after the
+// PRED byte, and an unknown predicate's "iri>"), or -1.
+func objectAt(l []byte) int {
+	if len(l) == 0 {
+		return -1
+	}
+	if r := l[0] - predBase; l[0] >= predBase && r%2 == 0 && r > 0 && int(r/2-1) < len(streamPreds.iris) {
+		return 1
+	}
+	e := bytes.IndexByte(l[1:], '>')
+	if e < 0 {
+		return -1
+	}
+	return e + 2
+}
+
+// appendExpanded appends the lines of a block (without its key) with
+// their session-coded objects written out ("<" + P + rest, P from pre)
+// and objAbove dropped, so that splitLine reads them. pre nil: appended
+// as they are.
+func appendExpanded(b, pre, lines []byte) ([]byte, error) {
+	if pre == nil {
+		return append(b, lines...), nil
+	}
+	for len(lines) > 0 {
+		e := bytes.IndexByte(lines, '\n') + 1
+		if e == 0 {
+			return b, errCompact
+		}
+		l := lines[:e]
+		lines = lines[e:]
+		if l[0] == rdfTypeCode {
+			b = append(b, l...)
+			continue
+		}
+		o := objectAt(l)
+		if o < 0 || o >= len(l) {
+			return b, errCompact
+		}
+		switch l[o] {
+		case objSess:
+			b = append(b, l[:o]...)
+			b = append(b, pre...)
+			b = append(b, l[o+1:]...)
+		case objAbove:
+			b = append(b, l[:o]...)
+			b = append(b, l[o+1:]...)
+		default:
+			b = append(b, l...)
+		}
+	}
+	return b, nil
+}
+
 // splitLine returns the predicate IRI, and the object of a compact line
-// (without its '\n') with its datatype: "" for xsd:string.
+// (without its '\n', an IRI as "<iri>") with its datatype: "" for
+// xsd:string.
 func splitLine(l []byte) (p, obj, dt []byte, err error) {
+	if len(l) >= 3 && l[0] == rdfTypeCode && l[1] != '"' && l[len(l)-1] == '\n' {
+		// a class: its code, alone if known, else followed by "<iri>"
+		r, rest := l[1]-classBase, l[2:len(l)-1]
+		pt := streamPreds.raw[(rdfTypeCode-predBase)/2-1]
+		switch {
+		case len(rest) == 0 && r%2 == 0 && r > 0 && int(r/2-1) < len(streamClasses.brk):
+			return pt, streamClasses.brk[r/2-1], nil, nil
+		case r%2 != 0 && len(rest) >= 2 && rest[0] == '<' && rest[len(rest)-1] == '>':
+			return pt, rest, nil, nil
+		}
+		return nil, nil, nil, errCompact
+	}
 	if len(l) < 3 || l[len(l)-1] != '\n' || l[0] < predBase {
 		return nil, nil, nil, errCompact
 	}
@@ -174,8 +341,19 @@ func splitLine(l []byte) (p, obj, dt []byte, err error) {
 	if len(rest) < 2 {
 		return nil, nil, nil, errCompact
 	}
-	if rest[0] == '<' {
+	switch rest[0] {
+	case '<':
 		return p, rest, nil, nil
+	case objAbove:
+		if rest[1] != '<' || len(rest) < 3 {
+			return nil, nil, nil, errCompact
+		}
+		return p, rest[1:], nil, nil
+	case objSess:
+		if rest[len(rest)-1] != '>' {
+			return nil, nil, nil, errCompact
+		}
+		return p, rest[1:], nil, errSess
 	}
 	last := rest[len(rest)-1]
 	switch {
@@ -202,14 +380,21 @@ func splitLine(l []byte) (p, obj, dt []byte, err error) {
 // A line that is not compact (never written by appendLine) is an error.
 func appendNQuadsLine(b, pre, key, l []byte) ([]byte, error) {
 	p, obj, dt, err := splitLine(l)
+	if err == errSess && pre != nil {
+		// an IRI object beginning with P: obj is the rest and '>'
+		err = nil
+		b = appendKey(b, pre, key)
+		b = append(b, ' ', '<')
+		b = append(b, p...)
+		b = append(b, '>', ' ')
+		b = append(b, pre...)
+		b = append(b, obj...)
+		return append(b, ' ', '.', '\n'), nil
+	}
 	if err != nil {
 		return b, err
 	}
-	if pre != nil {
-		b = append(b, pre...)
-		key = key[1:]
-	}
-	b = append(b, key...)
+	b = appendKey(b, pre, key)
 	b = append(b, ' ', '<')
 	b = append(b, p...)
 	b = append(b, '>', ' ')
@@ -222,9 +407,19 @@ func appendNQuadsLine(b, pre, key, l []byte) ([]byte, error) {
 	return append(b, ' ', '.', '\n'), nil
 }
 
+// appendKey appends key, "<s>" or keyMark standing for pre.
+func appendKey(b, pre, key []byte) []byte {
+	if key[0] == keyMark && pre != nil {
+		b = append(b, pre...)
+		key = key[1:]
+	}
+	return append(b, key...)
+}
+
 // appendNQuadsBlock appends the N-Quads lines of a block (its "<subject>"
-// key, then compact lines) and returns how many. pre: what a key beginning
-// with keyMark stands for (streamBlocks).
+// key, then compact lines) and returns how many. pre: "<" + P, what a
+// key beginning with keyMark and an objSess object stand for
+// (streamBlocks), or nil.
 func appendNQuadsBlock(b, pre, blk []byte) ([]byte, int64, error) {
 	k := len(lineKey(blk))
 	key, rest := blk[:k], blk[k:]

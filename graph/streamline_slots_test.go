@@ -6,7 +6,7 @@ import "testing"
 // rank, and a table's unknown IRIs (a known one with a byte changed,
 // prefixes, extensions) get the odd rank of where they sort.
 func TestCodeTableSlots(t *testing.T) {
-	for _, tb := range []*codeTable{streamPreds, streamTypes} {
+	for _, tb := range []*codeTable{streamPreds, streamTypes, streamClasses} {
 		probes := 0
 		for i, s := range tb.iris {
 			r, ok := tb.rank(s)

@@ -47,7 +47,8 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 	MaxRSS  int64   `json:"max_rss_mib"`
 	Digest  string  `json:"digest,omitempty"`
-	Runs    int     `json:"runs,omitempty"` // stream, jsonld: sorted runs (1: nothing spilled)
+	Runs    int     `json:"runs,omitempty"`          // stream, jsonld: sorted runs (1: nothing spilled)
+	Spilled int64   `json:"spilled_bytes,omitempty"` // stream, jsonld: bytes of the runs written to temporary files
 }
 
 func run(args []string) error {
@@ -131,7 +132,7 @@ func run(args []string) error {
 				g.Map.Seconds(), g.Merge.Seconds(), g.Drain.Seconds(), g.MapWaitIn.Seconds(), g.MapWaitOut.Seconds(),
 				g.PackWaitSort.Seconds(), g.MergeWaitOut.Seconds(), g.ExpandWait.Seconds())
 		}
-		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs
+		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs, r.Spilled = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs, st.Spilled
 	case "jsonld":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: witness-bench jsonld FILE OUT")
@@ -152,7 +153,7 @@ func run(args []string) error {
 		if err := out.Close(); err != nil {
 			return err
 		}
-		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs
+		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs, r.Spilled = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs, st.Spilled
 	case "readgraph":
 		f, err := os.Open(args[1])
 		if err != nil {
