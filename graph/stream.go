@@ -494,15 +494,8 @@ func (e *evLines) flushInto1(r *run, x evSpan) {
 		dst = append(dst, ks...)
 		dst = append(dst, '>')
 		r.setKey(dst)
-		// Lines that follow one another in buf (the mapper writes most
-		// of a subject's lines in order) are copied in one move.
-		for k := 0; k < len(idx); {
-			l := e.lines[idx[k]]
-			end := l.end
-			for k++; k < len(idx) && e.lines[idx[k]].off == end; k++ {
-				end = e.lines[idx[k]].end
-			}
-			dst = append(dst, e.buf[l.off:end]...)
+		for _, i := range idx {
+			dst = append(dst, e.line(i)...)
 		}
 	}
 }
