@@ -87,7 +87,6 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 				rowOf:   func(_ int, ev string) (int, bool) { return rows.row(ev) },
 				classes: nodeClasses(args.logs), laneAt: args.laneAt, rels: graph.CausalRelations(),
 			}
-			run.pic.ids = make(map[string]int32, picSize(len(args.logs[0].rowOf)))
 		}
 		eb.Add(v)
 		want := args.want
@@ -165,15 +164,6 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 		run.eng = eng
 	}
 	return run, nil, digest
-}
-
-// picSize is the size the picture's IRI map is made with, for rows
-// timeline rows (at most maxEventRows): the generated logs intern about
-// 1.35 IRIs per row (the drawn nodes and the targets of their edges;
-// 269,859 for 200,000 rows at 1M events), so the map does not grow while
-// the stream runs. It only sizes the map, never changes what it holds.
-func picSize(rows int) int {
-	return min(rows, maxEventRows) * 3 / 2
 }
 
 // viewWanted reports whether the scan keeps v in the chains' subgraph:
