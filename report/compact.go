@@ -69,10 +69,11 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 		got <- args
 	}()
 	var args scanIn
-	var classes map[[2]any]string
+	var pr projection
 	var rows rowSet
 	started := false
 	eb := replay.NewEngineBuilder()
+	causal := causalPreds()
 	scan := func(v *graph.NodeView) error {
 		if !started {
 			select {
@@ -81,17 +82,31 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 				return errCanceled
 			}
 			started = true
-			classes = nodeClasses(args.logs)
 			rows = newRowSet(args.logs[0].rowOf)
+			pr = projection{
+				rowOf:   func(_ int, ev string) (int, bool) { return rows.row(ev) },
+				classes: nodeClasses(args.logs), laneAt: args.laneAt, rels: graph.CausalRelations(),
+			}
 		}
 		eb.Add(v)
 		want := args.want
 		if !viewNeeded(v, want, &rows) {
 			return nil
 		}
+		// the kind reads the types only. An entity the picture does not
+		// draw one by one (no label) and the chains do not want is
+		// projected from a thin copy: its id, event id and causal
+		// relations, all projectNode reads of it without a label
+		kind := graph.DrawKind(&graph.Node{Types: v.Types})
+		labels := run.pic.drawn < o.MaxGraphNodes+1
+		if kind == "entity" && !labels && !viewWanted(v, want) {
+			if g, ok := projectNode(thinNode(v, causal), 0, pr, false); ok {
+				run.pic.add(g, o.MaxGraphNodes)
+			}
+			return nil
+		}
 		n := v.Node()
 		ev := n.Value(graph.WEventID)
-		kind := graph.DrawKind(n)
 		if ev != "" && want[ev] {
 			sub = append(sub, n)
 			switch {
@@ -103,7 +118,7 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 		} else if ev == "" && pathWanted(n.ID, want) {
 			sub = append(sub, n)
 		}
-		if g, ok := projectNode(n, 0, args.logs, classes, args.laneAt, run.pic.drawn < o.MaxGraphNodes+1); ok {
+		if g, ok := projectNode(n, 0, pr, labels); ok {
 			run.pic.add(g, o.MaxGraphNodes)
 			if kind == "activity" {
 				// the ranking's labels, of the activities with a
@@ -149,6 +164,48 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 		run.eng = eng
 	}
 	return run, nil, digest
+}
+
+// viewWanted reports whether the scan keeps v in the chains' subgraph:
+// its witness:eventId is a wanted event, or it has none and a segment of
+// its IRI is one (pathWanted), as the scan reads the node.
+func viewWanted(v *graph.NodeView, want map[string]bool) bool {
+	if ev := viewValue(v, graph.WEventID); len(ev) > 0 {
+		return want[string(ev)]
+	}
+	return pathWanted(string(v.ID), want)
+}
+
+// causalPreds are the predicates of graph.CausalRelations.
+func causalPreds() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range graph.CausalRelations() {
+		m[r.Pred] = true
+	}
+	return m
+}
+
+// thinNode is the node of v with only what projectNode reads of it when
+// it makes no label: its IRI, types (v's, not copied: the node must not
+// outlive the call that gives v), witness:eventId and the causal
+// relations (the predicates of causal), their values copied in order.
+func thinNode(v *graph.NodeView, causal map[string]bool) *graph.Node {
+	n := &graph.Node{ID: string(v.ID), Types: v.Types, Props: map[string][]graph.Term{}}
+	for _, p := range v.Props {
+		if p.Pred != graph.WEventID && !causal[p.Pred] {
+			continue
+		}
+		vals := make([]graph.Term, len(p.Vals))
+		for j, t := range p.Vals {
+			if len(t.IRI) > 0 {
+				vals[j] = graph.Term{IRI: string(t.IRI)}
+			} else {
+				vals[j] = graph.Term{Lex: string(t.Lex), Datatype: t.Datatype}
+			}
+		}
+		n.Props[p.Pred] = vals
+	}
+	return n
 }
 
 // viewNeeded reports whether the scan can use the node v: a node of a
@@ -217,6 +274,16 @@ func (s *rowSet) has(id []byte) bool {
 	}
 	_, ok := s.rowOf[string(id)]
 	return ok
+}
+
+// row is rowOf[id] and whether id is a key of rowOf.
+func (s *rowSet) row(id string) (int, bool) {
+	if s.writer {
+		n, ok := rowOfID(id)
+		return n, ok && n < len(s.rowOf)
+	}
+	r, ok := s.rowOf[id]
+	return r, ok
 }
 
 // viewValue is the first literal of v under pred (graph.Node.Value of the

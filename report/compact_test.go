@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
 	"github.com/agent-trace-witness/witness/verify"
 )
@@ -153,5 +155,45 @@ func TestReread(t *testing.T) {
 	}
 	if _, err := reread(p, []int{300}, nil); err == nil {
 		t.Error("a row past the log's end: no error")
+	}
+}
+
+// TestThinNodeProjects: the thin copy of a view (thinNode) projects as the
+// view's whole node does when no label is made, for every node of a
+// generated log's graph stream, whatever its kind.
+func TestThinNodeProjects(t *testing.T) {
+	var b bytes.Buffer
+	if err := synthlog.Generate(&b, 2000, 7, "thin"); err != nil {
+		t.Fatal(err)
+	}
+	classes := map[[2]any]string{{0, "e3"}: "tampered", {0, "e10"}: "violation"}
+	pr := projection{
+		// every event of a row but a few, so that both cases are met
+		rowOf: func(_ int, ev string) (int, bool) {
+			r, ok := rowOfID(ev)
+			return r, ok && r%7 != 3
+		},
+		classes: classes,
+		laneAt:  func(_ int, ev string, row int) int { return (row + len(ev)) % 5 },
+		rels:    graph.CausalRelations(),
+	}
+	causal := causalPreds()
+	drawn := 0
+	_, err := graph.StreamViews(graph.NewEventSource(&b, "thin.jsonl"), graph.Options{}, graph.StreamOptions{}, func(v *graph.NodeView) error {
+		got, gok := projectNode(thinNode(v, causal), 0, pr, false)
+		want, wok := projectNode(v.Node(), 0, pr, false)
+		if gok != wok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("node %s: thin %v %+v, whole %v %+v", v.ID, gok, got, wok, want)
+		}
+		if wok {
+			drawn++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drawn < 1000 {
+		t.Fatalf("only %d nodes drawn: the test compares too little", drawn)
 	}
 }

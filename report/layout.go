@@ -82,23 +82,33 @@ func nodeClasses(logs []*logState) map[[2]any]string {
 	return classes
 }
 
+// projection is what projectNode reads besides the node: the timeline
+// row of a log's event, the worst finding class of a (log, event)
+// (nodeClasses), the lane of a row and graph.CausalRelations.
+type projection struct {
+	rowOf   func(log int, ev string) (int, bool)
+	classes map[[2]any]string
+	laneAt  func(log int, ev string, row int) int
+	rels    []graph.Relation
+}
+
 // projectNode is n as the picture draws it, or false when n is not drawn
 // (not an activity or entity, or its event has no timeline row).
-func projectNode(n *graph.Node, li int, logs []*logState, classes map[[2]any]string, laneAt func(log int, ev string, row int) int, labels bool) (gnode, bool) {
+func projectNode(n *graph.Node, li int, pr projection, labels bool) (gnode, bool) {
 	k := graph.DrawKind(n)
 	if (k != "activity" && k != "entity") || li < 0 {
 		return gnode{}, false
 	}
 	ev := graph.NodeEvent(n)
-	r, ok := logs[li].rowOf[ev]
+	r, ok := pr.rowOf(li, ev)
 	if !ok {
 		return gnode{}, false
 	}
-	g := gnode{id: n.ID, kind: k, log: li, row: r, lane: laneAt(li, ev, r), class: classes[[2]any{li, ev}]}
+	g := gnode{id: n.ID, kind: k, log: li, row: r, lane: pr.laneAt(li, ev, r), class: pr.classes[[2]any{li, ev}]}
 	if labels {
 		g.label = graph.NodeLabel(n)
 	}
-	for ri, rel := range graph.CausalRelations() {
+	for ri, rel := range pr.rels {
 		for _, to := range n.Refs(rel.Pred) {
 			g.edges = append(g.edges, gedge{rel: ri, to: to})
 		}
@@ -125,9 +135,15 @@ func classRank(c string) int {
 func layout(run *runState, logs []*logState, lanes *interner, laneAt func(log int, ev string, row int) int, o Options) Picture {
 	var ns []gnode
 	if run != nil {
-		classes := nodeClasses(logs)
+		pr := projection{
+			rowOf: func(li int, ev string) (int, bool) {
+				r, ok := logs[li].rowOf[ev]
+				return r, ok
+			},
+			classes: nodeClasses(logs), laneAt: laneAt, rels: graph.CausalRelations(),
+		}
 		for _, n := range run.g.Nodes {
-			if g, ok := projectNode(n, run.logOf(n.ID), logs, classes, laneAt, true); ok {
+			if g, ok := projectNode(n, run.logOf(n.ID), pr, true); ok {
 				ns = append(ns, g)
 			}
 		}

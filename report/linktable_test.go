@@ -117,6 +117,9 @@ func FuzzRowSet(f *testing.F) {
 			if got := s.has([]byte(id)); got != want {
 				t.Fatalf("ids %q: has(%q) = %v, rowOf has it: %v (writer %v)", ids, id, got, want, s.writer)
 			}
+			if r, ok := s.row(id); ok != want || (ok && r != rowOf[id]) {
+				t.Fatalf("ids %q: row(%q) = %d, %v, rowOf: %d, %v (writer %v)", ids, id, r, ok, rowOf[id], want, s.writer)
+			}
 		}
 		if _, want := rowOf[""]; s.noID != want {
 			t.Fatalf("ids %q: noID %v", ids, s.noID)
