@@ -7,9 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
-	"github.com/agent-trace-witness/witness/internal/synthlog"
 )
 
 // TestIndexWorkersEqual holds the per-node passes of viewBuilder.index
@@ -18,18 +16,7 @@ import (
 // its order (sorted: the dependency arrays resolved in place) and
 // reversed (the sorting path), with ranges of every size.
 func TestIndexWorkersEqual(t *testing.T) {
-	var syn bytes.Buffer
-	if err := synthlog.Generate(&syn, 1500, 3, "workers"); err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(eventlog.NewReader(&syn, "workers.jsonl"), graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc bytes.Buffer
-	if err := g.WriteJSONLD(&doc); err != nil {
-		t.Fatal(err)
-	}
+	g, doc := synthGraph(t, 1500, 3, "workers", true)
 	old, err := NewEngine(g)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +25,7 @@ func TestIndexWorkersEqual(t *testing.T) {
 	want := render(t, old, queries)
 	// copies of the document's nodes, in its order
 	var views viewBatch
-	err = graph.ScanJSONLDView(bytes.NewReader(doc.Bytes()), "g.jsonld", func(v *graph.NodeView) error {
+	err = graph.ScanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(v *graph.NodeView) error {
 		views.add(v)
 		return nil
 	})

@@ -57,16 +57,31 @@ func streamFixtures(t *testing.T) map[string][]byte {
 		}
 		add(p, g)
 	}
+	g, _ := synthGraph(t, 400, 7, "syn", false)
+	add("synthetic", g)
+	return docs
+}
+
+// synthGraph builds the graph of a synthetic log (synthlog: events, seed,
+// named name) and, when doc is set, its JSON-LD document.
+func synthGraph(t *testing.T, events int, seed uint64, name string, doc bool) (*graph.Graph, []byte) {
+	t.Helper()
 	var syn bytes.Buffer
-	if err := synthlog.Generate(&syn, 400, 7, "syn"); err != nil {
+	if err := synthlog.Generate(&syn, events, seed, name); err != nil {
 		t.Fatal(err)
 	}
-	g, err := graph.Build(eventlog.NewReader(&syn, "syn.jsonl"), graph.Options{})
+	g, err := graph.Build(eventlog.NewReader(&syn, name+".jsonl"), graph.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	add("synthetic", g)
-	return docs
+	if !doc {
+		return g, nil
+	}
+	var b bytes.Buffer
+	if err := g.WriteJSONLD(&b); err != nil {
+		t.Fatal(err)
+	}
+	return g, b.Bytes()
 }
 
 // render is every output replay gives for an engine: the ranking (JSON and
@@ -186,21 +201,9 @@ func TestEngineJSONLDMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 20k-event graph")
 	}
-	var syn bytes.Buffer
-	if err := synthlog.Generate(&syn, 20000, 3, "mem"); err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(eventlog.NewReader(&syn, "mem.jsonl"), graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc bytes.Buffer
-	if err := g.WriteJSONLD(&doc); err != nil {
-		t.Fatal(err)
-	}
-	g = nil
+	_, doc := synthGraph(t, 20000, 3, "mem", true)
 	whole := memtest.Held(func() any {
-		g, err := graph.ReadJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+		g, err := graph.ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,13 +214,13 @@ func TestEngineJSONLDMemory(t *testing.T) {
 		return e
 	})
 	streamed := memtest.Held(func() any {
-		e, err := NewEngineJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+		e, err := NewEngineJSONLD(bytes.NewReader(doc), "g.jsonld")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	})
-	runtime.KeepAlive(doc.Bytes()) // the document stays in both measurements
+	runtime.KeepAlive(doc) // the document stays in both measurements
 	t.Logf("heap held: graph and engine %d KiB, engine read straight %d KiB", whole>>10, streamed>>10)
 	if streamed*10 > whole*6 {
 		t.Errorf("engine read straight holds %d KiB, graph and engine %d KiB", streamed>>10, whole>>10)
@@ -228,26 +231,15 @@ func TestEngineJSONLDMemory(t *testing.T) {
 // pipeline (batchNodes nodes each, more than batchesInFlight of them)
 // gives NewEngine's engine; a builder discarded mid-scan ends its worker.
 func TestEngineBuilderBatches(t *testing.T) {
-	var syn bytes.Buffer
-	if err := synthlog.Generate(&syn, 4000, 3, "batches"); err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(eventlog.NewReader(&syn, "batches.jsonl"), graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, doc := synthGraph(t, 4000, 3, "batches", true)
 	if len(g.Nodes) < (batchesInFlight+1)*batchNodes {
 		t.Fatalf("only %d nodes: not enough batches", len(g.Nodes))
-	}
-	var doc bytes.Buffer
-	if err := g.WriteJSONLD(&doc); err != nil {
-		t.Fatal(err)
 	}
 	old, err := NewEngine(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := NewEngineJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+	eng, err := NewEngineJSONLD(bytes.NewReader(doc), "g.jsonld")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +249,7 @@ func TestEngineBuilderBatches(t *testing.T) {
 	}
 	b := NewEngineBuilder()
 	n := 0
-	err = graph.ScanJSONLDView(bytes.NewReader(doc.Bytes()), "g.jsonld", func(v *graph.NodeView) error {
+	err = graph.ScanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(v *graph.NodeView) error {
 		if n++; n > 3*batchNodes+7 {
 			return io.EOF
 		}

@@ -22,13 +22,7 @@ import (
 // with chains and counterfactuals).
 func TestCompactSameAsInMemory(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name string, b []byte) string { return writeTestFile(t, dir, name, b) }
 	fx := fixtureOptions(t)
 	raw, err := os.ReadFile(fx.Events[0])
 	if err != nil {
@@ -196,4 +190,14 @@ func TestThinNodeProjects(t *testing.T) {
 	if drawn < 1000 {
 		t.Fatalf("only %d nodes drawn: the test compares too little", drawn)
 	}
+}
+
+// writeTestFile writes b to dir/name and returns the path.
+func writeTestFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -54,13 +54,7 @@ func diffAt(a, b string) string {
 // verify does not read the log (an invalid seal).
 func TestTapSameAsReaders(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name string, b []byte) string { return writeTestFile(t, dir, name, b) }
 	fx := fixtureOptions(t)
 	raw, err := os.ReadFile(fx.Events[0])
 	if err != nil {
