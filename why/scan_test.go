@@ -151,18 +151,7 @@ func TestExplainJSONLDEqualsExplain(t *testing.T) {
 // TestSubgraphSmall: the subgraph of a chain in a long synthetic log is a
 // small part of the graph.
 func TestSubgraphSmall(t *testing.T) {
-	var b bytes.Buffer
-	if err := synthlog.Generate(&b, 2000, 7, "synth"); err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(graph.NewEventSource(bytes.NewReader(b.Bytes()), "events.jsonl"), graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := g.JSONLD()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, doc := synthDoc(t, 2000, 7)
 	sub, err := why.Subgraph(bytes.NewReader(doc), "g.jsonld", "e1500", why.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -184,20 +173,7 @@ func TestExplainJSONLDBoundedMemory(t *testing.T) {
 	// little garbage, so that the heap in use is about the live heap
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	measure := func(events int) (wholeHeap, used uint64) {
-		var b bytes.Buffer
-		if err := synthlog.Generate(&b, events, 3, "synth"); err != nil {
-			t.Fatal(err)
-		}
-		g, err := graph.Build(graph.NewEventSource(bytes.NewReader(b.Bytes()), "events.jsonl"), graph.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := g.JSONLD()
-		if err != nil {
-			t.Fatal(err)
-		}
-		g = nil
-		b = bytes.Buffer{}
+		_, doc := synthDoc(t, events, 3)
 		runtime.GC()
 		before := memtest.InUse()
 		whole, err := graph.ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
@@ -315,18 +291,7 @@ func (c *countingReader) Seek(off int64, whence int) (int64, error) {
 // pass saw), not the document again; when the file changed between the
 // passes, the answer is a failure, not a wrong chain.
 func TestSubgraphReadsSpans(t *testing.T) {
-	var b bytes.Buffer
-	if err := synthlog.Generate(&b, 2000, 7, "synth"); err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(graph.NewEventSource(bytes.NewReader(b.Bytes()), "events.jsonl"), graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := g.JSONLD()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, doc := synthDoc(t, 2000, 7)
 	chains := 0
 	for _, ref := range []string{"e1500", "e1999", "e1998", "e3"} {
 		want := answer(why.Explain(g, ref, why.Options{}))
@@ -373,4 +338,23 @@ func TestExplainJSONLDBadGraph(t *testing.T) {
 			t.Errorf("%s: %v (exit %d), want %v (exit %d)", doc, err, exitcode.Of(err), want, exitcode.Of(want))
 		}
 	}
+}
+
+// synthDoc is the graph of a synthetic log (synthlog: events events, seed
+// seed) and its JSON-LD document; the log itself is not kept.
+func synthDoc(t *testing.T, events int, seed uint64) (*graph.Graph, []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := synthlog.Generate(&b, events, seed, "synth"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(graph.NewEventSource(bytes.NewReader(b.Bytes()), "events.jsonl"), graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := g.JSONLD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, doc
 }
