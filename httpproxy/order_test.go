@@ -77,12 +77,12 @@ func TestMCPAnswerBeforeRequestEnd(t *testing.T) {
 		name  string
 		limit int
 		late  bool  // the body ends at once, its recording is held back
-		order []int // 0 the call, 1 the answer, 2 the notification
+		order []int // 0 the call, 1 the answer, 2 a notification
 		note  string
 	}{
-		{name: "body open", order: []int{0, 1, 2}},
-		{name: "late recording", late: true, order: []int{0, 1, 2}},
-		{name: "over the bound", limit: 100, order: []int{1, 2, 0}, note: "some may precede the request they answer"},
+		{name: "body open", order: []int{0, 1, 2, 2}},
+		{name: "late recording", late: true, order: []int{0, 1, 2, 2}},
+		{name: "over the bound", limit: 100, order: []int{1, 2, 0, 2}, note: "some may precede the request they answer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { answerBeforeRequestEnd(t, tc.limit, tc.late, tc.order, tc.note) })
 	}
@@ -145,15 +145,21 @@ func answerBeforeRequestEnd(t *testing.T, limit int, late bool, order []int, not
 	if !strings.Contains(answer, `"id":3`) {
 		t.Fatalf("stream answer %q", answer)
 	}
-	// one more event through the stream: the proxy has read the answer
-	// into the session (or queued it) before it forwards the next one
-	if resp, err := http.Get(s.URL + "/poke"); err != nil {
-		t.Fatal(err)
-	} else {
-		resp.Body.Close()
-	}
-	if ev := event(); !strings.Contains(ev, "poked") {
-		t.Fatalf("stream event %q", ev)
+	// two more events through the stream: the proxy has fed a server
+	// message to the session (written or queued it) before it forwards
+	// the next one, so once the second has come through, the answer and
+	// the first notification are in the session, while the body is still
+	// open (the second may be fed before or after the body's end: it is
+	// written after the request either way)
+	for range 2 {
+		if resp, err := http.Get(s.URL + "/poke"); err != nil {
+			t.Fatal(err)
+		} else {
+			resp.Body.Close()
+		}
+		if ev := event(); !strings.Contains(ev, "poked") {
+			t.Fatalf("stream event %q", ev)
+		}
 	}
 	pw.Close()
 	close(release)
@@ -168,7 +174,7 @@ func answerBeforeRequestEnd(t *testing.T, limit int, late bool, order []int, not
 		t.Errorf("%d sessions, failure %q", res.MCPSessions, res.Failure)
 	}
 	_, xs, _ := s.cassette()
-	if len(xs) != 3 || xs[0].Response == nil || xs[0].Response.EndDetail != "cut off at the end of the session" || !bytes.Contains(xs[0].Response.Body(), []byte(`"text":"early"`)) {
+	if len(xs) != 4 || xs[0].Response == nil || xs[0].Response.EndDetail != "cut off at the end of the session" || !bytes.Contains(xs[0].Response.Body(), []byte(`"text":"early"`)) {
 		t.Fatalf("HTTP cassette: %d exchanges, first %+v", len(xs), xs[0].Response)
 	}
 
