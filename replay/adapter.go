@@ -68,7 +68,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 	for p, vals := range n.Props {
 		use, edge := predUse(p)
 		switch use {
-		case useDep:
+		case useDep: // kept after the switch
 		case useMaybe:
 			for _, t := range vals {
 				if t.IRI != "" {

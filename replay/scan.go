@@ -232,7 +232,7 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	for _, p := range v.Props {
 		use, edge := predUse(p.Pred)
 		switch use {
-		case useDep:
+		case useDep: // kept after the switch
 		case useMaybe:
 			for _, t := range p.Vals {
 				if len(t.IRI) > 0 {
