@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 )
 
 // fakeMCP is a small Streamable HTTP server: initialize gives a session
@@ -381,9 +381,7 @@ func TestHTTPCaptureErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			var before runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
+			before := memtest.Allocated()
 			c := runHTTPCapture(t, srv.URL+"/mcp", nil, func(o *LiveOptions) {
 				o.MaxLine = tc.maxMsg
 				o.Timeout = 500 * time.Millisecond
@@ -410,9 +408,7 @@ func TestHTTPCaptureErrors(t *testing.T) {
 			}
 			// bounded memory: the client stops at the limit, whatever the
 			// server would send
-			var after runtime.MemStats
-			runtime.ReadMemStats(&after)
-			if grown := after.TotalAlloc - before.TotalAlloc; grown > 48<<20 {
+			if grown := memtest.Grown(before, memtest.Allocated()); grown > 48<<20 {
 				t.Errorf("the capture allocated %d MiB", grown>>20)
 			}
 			select {

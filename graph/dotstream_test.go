@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 )
 
 // dotClassSets are --classes maps for the comparisons: event ids, node
@@ -132,9 +133,8 @@ func TestStreamDOTBoundedMemory(t *testing.T) {
 	type heap struct{ live, peak, graph, runs int64 }
 	measure := func(events int) heap {
 		log := synthetic(t, events, 3)
-		runtime.GC()
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
+		live0 := memtest.Live()
+		inUse0 := memtest.InUse()
 		src := &sampledSource{src: NewEventSource(bytes.NewReader(log), "s")}
 		lw := &liveWriter{}
 		st, err := StreamDOT(src, lw, Options{}, DOTOptions{Classes: map[string]string{"e5": "violation"}}, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})
@@ -144,14 +144,12 @@ func TestStreamDOTBoundedMemory(t *testing.T) {
 		if st.Runs < 2 || lw.live == 0 {
 			t.Fatalf("%d events: expected spilled runs and a picture, got %d runs", events, st.Runs)
 		}
-		h := heap{live: int64(lw.live) - int64(before.HeapAlloc), peak: int64(max(src.peak, lw.live)) - int64(before.HeapInuse), runs: int64(st.Runs)}
+		h := heap{live: int64(lw.live) - int64(live0), peak: int64(max(src.heap.Peak, lw.live)) - int64(inUse0), runs: int64(st.Runs)}
 		runtime.GC()
-		runtime.ReadMemStats(&before)
+		inUse0 = memtest.InUse()
 		g := buildBytes(t, log, Options{})
-		var after runtime.MemStats
-		runtime.ReadMemStats(&after)
+		h.graph = int64(memtest.InUse()) - int64(inUse0)
 		runtime.KeepAlive(g)
-		h.graph = int64(after.HeapInuse) - int64(before.HeapInuse)
 		t.Logf("%d events, %d runs: live heap %d KiB when the picture is written, heap in use at most %d KiB while reading; the graph in memory %d KiB",
 			events, st.Runs, h.live>>10, h.peak>>10, h.graph>>10)
 		return h
@@ -175,15 +173,13 @@ func TestStreamDOTBoundedMemory(t *testing.T) {
 type sampledSource struct {
 	src  EventSource
 	n    int
-	peak uint64
+	heap memtest.Sampler
 }
 
 func (s *sampledSource) Next() (*eventlog.Event, error) {
 	s.n++
 	if s.n%256 == 0 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		s.peak = max(s.peak, m.HeapInuse)
+		s.heap.Sample()
 	}
 	return s.src.Next()
 }
@@ -194,10 +190,7 @@ type liveWriter struct{ live uint64 }
 
 func (l *liveWriter) Write(b []byte) (int, error) {
 	if l.live == 0 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		l.live = m.HeapAlloc
+		l.live = memtest.Live()
 	}
 	return len(b), nil
 }

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/memtest"
 )
 
 // TestStreamJSONLDEqualsInMemory: the streamed JSON-LD has the bytes of
@@ -122,22 +124,19 @@ func TestStreamJSONLDBoundedMemory(t *testing.T) {
 	// little garbage, so that the heap in use is about the live heap
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
+	base := memtest.InUse()
 	const rb = 1 << 20
 	pw := &peakWriter{}
 	st, err := StreamJSONLD(NewEventSource(bytes.NewReader(log), "s"), pw, Options{}, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	grew := int64(pw.peak) - int64(before.HeapInuse)
+	grew := int64(pw.heap.Peak) - int64(base)
 	budget := int64(3*(rb+chunkSize) + st.Runs*(1<<20+1<<18) + 6<<20)
 	runtime.GC()
-	runtime.ReadMemStats(&before)
+	base = memtest.InUse()
 	g := buildBytes(t, log, Options{})
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	inMemory := int64(after.HeapInuse) - int64(before.HeapInuse)
+	inMemory := int64(memtest.InUse()) - int64(base)
 	runtime.KeepAlive(g)
 	t.Logf("%d events, %d runs, %d JSON-LD bytes: heap growth %d KiB streamed (budget %d KiB), %d KiB for the graph in memory",
 		st.Events, st.Runs, st.Bytes, grew>>10, budget>>10, inMemory>>10)
@@ -156,15 +155,13 @@ func TestStreamJSONLDBoundedMemory(t *testing.T) {
 // 4 writes (StreamJSONLD writes 1 MiB at a time).
 type peakWriter struct {
 	n    int
-	peak uint64
+	heap memtest.Sampler
 }
 
 func (p *peakWriter) Write(b []byte) (int, error) {
 	p.n++
 	if p.n%4 == 1 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		p.peak = max(p.peak, m.HeapInuse)
+		p.heap.Sample()
 	}
 	return len(b), nil
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 	"github.com/agent-trace-witness/witness/modelapi"
 )
 
@@ -523,56 +524,44 @@ func TestMCPHostileUpstream(t *testing.T) {
 			defer up.Close()
 			s := startProxy(t, up.URL, Options{ShutdownGrace: 200 * time.Millisecond})
 			runtime.GC()
-			var base runtime.MemStats
-			runtime.ReadMemStats(&base)
-			var peak atomic.Uint64
-			stopSampling := make(chan struct{})
-			sampled := make(chan struct{})
-			go func() {
-				defer close(sampled)
-				var ms runtime.MemStats
-				for {
-					runtime.ReadMemStats(&ms)
-					if ms.HeapInuse > peak.Load() {
-						peak.Store(ms.HeapInuse)
-					}
-					select {
-					case <-stopSampling:
-						return
-					case <-time.After(5 * time.Millisecond):
-					}
-				}
-			}()
-			req, _ := http.NewRequest(http.MethodPost, s.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept-Encoding", "gzip")
+			base := memtest.InUse()
 			tr := &http.Transport{DisableCompression: true}
 			defer tr.CloseIdleConnections()
-			resp, err := (&http.Client{Transport: tr}).Do(req)
+			var (
+				got int64
+				res *Result
+				err error
+			)
+			peak := memtest.PeakInUse(func() {
+				req, _ := http.NewRequest(http.MethodPost, s.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept-Encoding", "gzip")
+				var resp *http.Response
+				if resp, err = (&http.Client{Transport: tr}).Do(req); err != nil {
+					return
+				}
+				if tc.stopMid {
+					buf := make([]byte, 4096)
+					for got < 8<<10 {
+						n, err := resp.Body.Read(buf)
+						got += int64(n)
+						if err != nil {
+							break
+						}
+					}
+					go s.stop()
+					n, _ := io.Copy(io.Discard, resp.Body)
+					got += n
+				} else {
+					got, _ = io.Copy(io.Discard, resp.Body)
+				}
+				resp.Body.Close()
+				res, _ = s.stop()
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got int64
-			if tc.stopMid {
-				buf := make([]byte, 4096)
-				for got < 8<<10 {
-					n, err := resp.Body.Read(buf)
-					got += int64(n)
-					if err != nil {
-						break
-					}
-				}
-				go s.stop()
-				n, _ := io.Copy(io.Discard, resp.Body)
-				got += n
-			} else {
-				got, _ = io.Copy(io.Discard, resp.Body)
-			}
-			resp.Body.Close()
-			res, _ := s.stop()
-			close(stopSampling)
-			<-sampled
-			grew := peak.Load() - min(peak.Load(), base.HeapInuse)
+			grew := memtest.Grown(base, peak)
 			if tc.maxHeap > 0 && grew > tc.maxHeap {
 				t.Errorf("the heap grew by %d MiB, want under %d MiB", grew>>20, tc.maxHeap>>20)
 			}

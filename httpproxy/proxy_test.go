@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 )
 
 // TestJSONExchange: a non-streamed call goes through unchanged (path
@@ -468,45 +468,32 @@ func TestLargeBodiesBoundedMemory(t *testing.T) {
 	}))
 	defer up.Close()
 	s := startProxy(t, up.URL, Options{})
-	runtime.GC() // what earlier tests left behind is not this test's heap
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
+	// PeakInUse collects first: what earlier tests left behind is not
+	// this test's heap
+	var (
+		n   int64
+		err error
+	)
+	peak := memtest.PeakInUse(func() {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/upload", &countingReader{left: size})
+		req.ContentLength = size
+		var resp *http.Response
+		if resp, err = http.DefaultClient.Do(req); err != nil {
+			return
 		}
-	}()
-	req, _ := http.NewRequest(http.MethodPost, s.URL+"/upload", &countingReader{left: size})
-	req.ContentLength = size
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	close(stop)
-	<-sampled
+		n, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	})
 	if err != nil || n != size {
 		t.Fatalf("client read %d bytes: %v", n, err)
 	}
 	if _, err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if p := peak.Load(); p > 48<<20 {
-		t.Errorf("peak heap in use %d MiB while moving 2 x 100 MiB", p>>20)
+	if peak > 48<<20 {
+		t.Errorf("peak heap in use %d MiB while moving 2 x 100 MiB", peak>>20)
 	}
-	t.Logf("peak heap in use: %d MiB", peak.Load()>>20)
+	t.Logf("peak heap in use: %d MiB", peak>>20)
 	f, err := os.Open(filepath.Join(s.Dir, capture.CassetteFile))
 	if err != nil {
 		t.Fatal(err)

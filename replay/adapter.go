@@ -66,39 +66,28 @@ func (rb *recordBuilder) add(n *graph.Node) {
 	// One pass over the properties (their order does not matter: the
 	// index sorts dependents and keeps the smallest edge of a pair).
 	for p, vals := range n.Props {
-		var edge Edge
-		switch p {
-		case graph.ProvUsed:
-			edge = EdgeUsed
-		case graph.ProvWasGeneratedBy:
-			edge = EdgeWasGeneratedBy
-		case graph.ProvWasInformedBy:
-			edge = EdgeWasInformedBy
-		case graph.ProvWasDerivedFrom:
-			edge = EdgeWasDerivedFrom
-		case graph.ProvWasInfluencedBy:
-			edge = EdgeWasInfluencedBy
-		case graph.WDuringCandidate, graph.WPossiblyInfluencedBy:
-			e := EdgeDuringCandidate
-			if p == graph.WPossiblyInfluencedBy {
-				e = EdgePossiblyInfluencedBy
-			}
+		use, edge := predUse(p)
+		switch use {
+		case useDep: // kept after the switch
+		case useMaybe:
 			for _, t := range vals {
 				if t.IRI != "" {
-					maybe = append(maybe, Dep{Edge: e, On: t.IRI})
+					maybe = append(maybe, Dep{Edge: edge, On: t.IRI})
 				}
 			}
 			continue
-		case graph.OtelToolName:
+		case useTool:
 			r.Tool = firstLiteral(vals)
 			continue
-		case graph.WEffectOp:
+		case useEffectOp:
 			op = firstLiteral(vals)
 			continue
-		case graph.WEffectTarget:
+		case useEffectTarget:
 			target = firstLiteral(vals)
 			continue
 		default:
+			// useEventID: the engine reads event ids from the graph;
+			// useAnnotations: read above, on a tool definition.
 			continue
 		}
 		for _, t := range vals {

@@ -230,43 +230,30 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	var fact EffectFact
 	tool := int32(0)
 	for _, p := range v.Props {
-		var edge Edge
-		switch p.Pred {
-		case graph.ProvUsed:
-			edge = EdgeUsed
-		case graph.ProvWasGeneratedBy:
-			edge = EdgeWasGeneratedBy
-		case graph.ProvWasInformedBy:
-			edge = EdgeWasInformedBy
-		case graph.ProvWasDerivedFrom:
-			edge = EdgeWasDerivedFrom
-		case graph.ProvWasInfluencedBy:
-			edge = EdgeWasInfluencedBy
-		case graph.WDuringCandidate, graph.WPossiblyInfluencedBy:
-			e := EdgeDuringCandidate
-			if p.Pred == graph.WPossiblyInfluencedBy {
-				e = EdgePossiblyInfluencedBy
-			}
+		use, edge := predUse(p.Pred)
+		switch use {
+		case useDep: // kept after the switch
+		case useMaybe:
 			for _, t := range p.Vals {
 				if len(t.IRI) > 0 {
-					vb.maybe = append(vb.maybe, maybeLink{from: i, on: vb.names.intern(t.IRI), edge: e})
+					vb.maybe = append(vb.maybe, maybeLink{from: i, on: vb.names.intern(t.IRI), edge: edge})
 				}
 			}
 			continue
-		case graph.OtelToolName:
+		case useTool:
 			tool = vb.tool1(firstLiteralView(p.Vals))
 			continue
-		case graph.WEffectOp:
+		case useEffectOp:
 			if effect {
 				fact.Op = string(firstLiteralView(p.Vals))
 			}
 			continue
-		case graph.WEffectTarget:
+		case useEffectTarget:
 			if effect {
 				fact.Target = string(firstLiteralView(p.Vals))
 			}
 			continue
-		case graph.WEventID:
+		case useEventID:
 			for _, t := range p.Vals {
 				if len(t.IRI) == 0 {
 					start := uint32(len(vb.evText))
@@ -665,15 +652,59 @@ func (vb *viewBatch) reset() {
 	vb.buf = vb.buf[:0]
 }
 
+// predUse is what replay reads of a property: how it uses the predicate
+// and, for a dependency or an ambiguous link, its edge. It is the one
+// mapping from graph predicates to replay for both paths (viewBuilder.add
+// on the stream, recordBuilder.add on a *graph.Graph); a switch, so the
+// stream's hot path neither allocates nor hashes.
+func predUse(pred string) (propUse, Edge) {
+	switch pred {
+	case graph.ProvUsed:
+		return useDep, EdgeUsed
+	case graph.ProvWasGeneratedBy:
+		return useDep, EdgeWasGeneratedBy
+	case graph.ProvWasInformedBy:
+		return useDep, EdgeWasInformedBy
+	case graph.ProvWasDerivedFrom:
+		return useDep, EdgeWasDerivedFrom
+	case graph.ProvWasInfluencedBy:
+		return useDep, EdgeWasInfluencedBy
+	case graph.WDuringCandidate:
+		return useMaybe, EdgeDuringCandidate
+	case graph.WPossiblyInfluencedBy:
+		return useMaybe, EdgePossiblyInfluencedBy
+	case graph.OtelToolName:
+		return useTool, 0
+	case graph.WEffectOp:
+		return useEffectOp, 0
+	case graph.WEffectTarget:
+		return useEffectTarget, 0
+	case graph.WEventID:
+		return useEventID, 0
+	case graph.WAnnotations:
+		return useAnnotations, 0
+	}
+	return useNone, 0
+}
+
+// propUse is how replay uses a property (predUse).
+type propUse uint8
+
+const (
+	useNone         propUse = iota // not read
+	useDep                         // its IRI values are dependencies (the edge)
+	useMaybe                       // its IRI values are ambiguous links (the edge)
+	useTool                        // its first literal is the tool name
+	useEffectOp                    // its first literal is an external effect's operation
+	useEffectTarget                // its first literal is an external effect's target
+	useEventID                     // its literals are the node's event ids
+	useAnnotations                 // its first literal is a tool definition's annotations
+)
+
 // replayReads reports whether viewBuilder.add reads the property pred.
 func replayReads(pred string) bool {
-	switch pred {
-	case graph.WAnnotations, graph.ProvUsed, graph.ProvWasGeneratedBy, graph.ProvWasInformedBy,
-		graph.ProvWasDerivedFrom, graph.ProvWasInfluencedBy, graph.WDuringCandidate, graph.WPossiblyInfluencedBy,
-		graph.OtelToolName, graph.WEffectOp, graph.WEffectTarget, graph.WEventID:
-		return true
-	}
-	return false
+	use, _ := predUse(pred)
+	return use != useNone
 }
 
 // kindOfTypes is kindOf for a node's types.

@@ -50,6 +50,46 @@ func TestPeak(t *testing.T) {
 	}
 }
 
+// TestPeakInUse: as TestPeak, for the heap in use.
+func TestPeakInUse(t *testing.T) {
+	defer func() { sink = nil }()
+	base := InUse()
+	with := PeakInUse(func() { sink = fill(make([]byte, block)) })
+	if with < block {
+		t.Errorf("a %d MiB block: peak in use %d KiB", block>>20, with>>10)
+	}
+	sink = nil
+	runtime.GC()
+	without := PeakInUse(func() {})
+	if g := Grown(base, without); g >= near {
+		t.Errorf("no block: peak in use %d KiB above the start", g>>10)
+	}
+}
+
+// TestLive: a block kept is in the live heap, then not once dropped.
+func TestLive(t *testing.T) {
+	defer func() { sink = nil }()
+	base := Live()
+	sink = fill(make([]byte, block))
+	if g := Grown(base, Live()); g < near {
+		t.Errorf("a kept %d MiB block: the live heap grew by %d KiB", block>>20, g>>10)
+	}
+	sink = nil
+	if g := Grown(base, Live()); g >= block/8 {
+		t.Errorf("the block dropped: the live heap still %d KiB above the start", g>>10)
+	}
+}
+
+// TestAllocated: a block allocated and dropped still counts.
+func TestAllocated(t *testing.T) {
+	base := Allocated()
+	n := len(fill(make([]byte, block)))
+	runtime.GC()
+	if g := Grown(base, Allocated()); g < uint64(n) {
+		t.Errorf("a %d MiB block allocated: %d KiB counted", block>>20, g>>10)
+	}
+}
+
 // TestSampler: the peak of the samples is the largest heap in use seen,
 // and Grown measures from a base.
 func TestSampler(t *testing.T) {
