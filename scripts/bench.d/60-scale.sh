@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Scale (issue 17): every verb of witness on generated event logs of 10k,
 # 100k and 1M events (witness-bench gen, internal/synthlog), in ONE table:
-# wall seconds, CPU seconds (user+sys), peak RSS (/usr/bin/time, the
-# child's getrusage), events per second, and the ratio of the wall time to
+# wall seconds, CPU seconds (user+sys), peak RSS and minor page faults
+# (/usr/bin/time, the child's getrusage; on the bench VM a fresh page
+# costs ~17 us, so faults are time: docs/design/scale.md), events per second, and the ratio of the wall time to
 # the floor (reading the log and sha256-ing it, same run: witness-bench
 # floor, Go's sha256, which uses the CPU's SHA instructions), and the ratio
 # to coreutils' sha256sum of the log, the floor issue 17 measured (1.8 s,
@@ -36,15 +37,15 @@ export WITNESS_KEYRING="$dir/keys.json" ATW_WITNESS_TS=2026-08-30T14:33:00+00:00
 cp testdata/compat/atw-0.1.0/seal_without_damaging_tool.json "$dir/seal.json"
 has_verb() { "$W" "$1" --help >/dev/null 2>&1; }
 
-# timed CMD...: runs the command, prints "wall cpu rss_mib exit". The
+# timed CMD...: runs the command, prints "wall cpu rss_mib exit minflt". The
 # outputs of the cell before (a 2 GB N-Quads file at 1M) are removed and
 # the dirty pages written back first, so that no cell pays for another's
 # writeback and every verb writes a new file, as a user's first run does.
 timed() {
 	rm -f "$dir/out.nq" "$dir/out.jsonld" "$dir/out.dot" "$dir/report.out"
 	sync
-	/usr/bin/time -f '%e %U %S %M %x' -o "$dir/time" "$@" >/dev/null 2>"$dir/stderr" || true
-	tail -n1 "$dir/time" | awk '{ printf "%.2f %.2f %.0f %s\n", $1, $2+$3, $4/1024, $5 }'
+	/usr/bin/time -f '%e %U %S %M %x %R' -o "$dir/time" "$@" >/dev/null 2>"$dir/stderr" || true
+	tail -n1 "$dir/time" | awk '{ printf "%.2f %.2f %.0f %s %s\n", $1, $2+$3, $4/1024, $5, $6 }'
 }
 # best N CMD...: the run with the lowest wall time of N
 best() {
@@ -75,7 +76,7 @@ cmd_of() { # verb size: the command line of a cell, or "" when the verb is pendi
 }
 
 declare -A WALL CPU RSS
-printf '%-14s %9s %9s %9s %9s %12s %8s %8s  %s\n' verb events wall_s cpu_s peak_MiB events/s x_floor x_sum note
+printf '%-14s %9s %9s %9s %9s %9s %12s %8s %8s  %s\n' verb events wall_s cpu_s peak_MiB faults_k events/s x_floor x_sum note
 for n in $sizes; do
 	log="$dir/events-$n.jsonl"
 	[ -s "$log" ] || "$dir/witness-bench" gen "$n" "$log" >/dev/null
@@ -86,21 +87,21 @@ for n in $sizes; do
 	for v in $verbs; do
 		c=$(cmd_of "$v" "$n" || true)
 		if [ -z "$c" ]; then
-			printf '%-14s %9s %9s %9s %9s %12s %8s %8s  %s\n' "$v" "$n" - - - - - - "pending (not in this build or not installed)"
+			printf '%-14s %9s %9s %9s %9s %9s %12s %8s %8s  %s\n' "$v" "$n" - - - - - - - "pending (not in this build or not installed)"
 			continue
 		fi
 		# shellcheck disable=SC2086
-		read -r wall cpu rss code < <(best "$runs" $c)
+		read -r wall cpu rss code flt < <(best "$runs" $c)
 		[ "$v" != floor ] || floor="$wall"
 		[ "$v" != sha256sum ] || sum="$wall"
 		WALL[$v,$n]=$wall CPU[$v,$n]=$cpu RSS[$v,$n]=$rss
 		note="exit $code"
 		[ "$v" != verify-log ] || note="$note (the synthetic session id is not derived: tampered verdict, every check runs)"
 		[ "$v" != verify-graph ] || note="$note (a graph alone is unauthenticated)"
-		awk -v v="$v" -v n="$n" -v w="$wall" -v c="$cpu" -v r="$rss" -v f="$floor" -v s="$sum" -v note="$note" 'BEGIN {
+		awk -v v="$v" -v n="$n" -v w="$wall" -v c="$cpu" -v r="$rss" -v m="$flt" -v f="$floor" -v s="$sum" -v note="$note" 'BEGIN {
 			ws = (w > 0 ? w : 0.01); fl = (f > 0 ? f : 0.01)
 			xs = (s > 0 ? sprintf("%8.1f", ws/s) : sprintf("%8s", "-"))
-			printf "%-14s %9d %9.2f %9.2f %9d %12.0f %8.1f %s  %s\n", v, n, w, c, r, n/ws, ws/fl, xs, note }'
+			printf "%-14s %9d %9.2f %9.2f %9d %9.0f %12.0f %8.1f %s  %s\n", v, n, w, c, r, m/1000, n/ws, ws/fl, xs, note }'
 	done
 done
 
