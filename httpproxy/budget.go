@@ -25,12 +25,20 @@ const DefaultMaxMCPSessions = 256
 // refused does not wait: it stops holding, in the way its own size bound
 // already does, and the evidence says so. It belongs to one Run: no
 // global state.
+//
+// The server messages MCP sessions queue can be let go without losing
+// any (written at once, in the wire's order): a reader the budget refuses
+// first has them written (reclaim), and takes again, so that queues never
+// cost a message its reading.
 type budget struct {
 	mu      sync.Mutex
 	limit   int64
 	used    int64
 	peak    int64
 	refused int64 // refusals so far
+	// reclaim writes the queued server messages of every MCP session,
+	// giving their bytes back; set once, before the proxy serves
+	reclaim func()
 }
 
 func newBudget(limit int64) *budget {
@@ -55,6 +63,19 @@ func (b *budget) take(n int) bool {
 	b.used += int64(n)
 	b.peak = max(b.peak, b.used)
 	return true
+}
+
+// takeReclaiming is take for a reader: when refused, it has the queued
+// answers written and tries once more.
+func (b *budget) takeReclaiming(n int) bool {
+	if b.take(n) {
+		return true
+	}
+	if b.reclaim == nil {
+		return false
+	}
+	b.reclaim()
+	return b.take(n)
 }
 
 // give returns n bytes taken before.
@@ -89,9 +110,10 @@ type lease struct {
 	n int
 }
 
-// grow takes n more bytes for the holder.
+// grow takes n more bytes for the holder (a reader: queued answers are
+// written first when the budget is spent).
 func (l *lease) grow(n int) bool {
-	if l.b != nil && !l.b.take(n) {
+	if l.b != nil && !l.b.takeReclaiming(n) {
 		return false
 	}
 	l.n += n

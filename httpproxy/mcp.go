@@ -127,8 +127,14 @@ type mcpSession struct {
 	open        int
 	queued      [][]byte
 	queuedBytes int
-	overflowed  bool
-	budgetFull  bool
+	overflowed  bool // past MaxQueuedAnswers
+	budgetFull  bool // past the memory budget
+	// preHeader counts the bytes of the messages the deriver holds
+	// until its header is known (the handshake's end: up to 32 MiB a
+	// session), taken from the memory budget; refused, the header is
+	// written then (startedEarly)
+	preHeader    int
+	startedEarly bool
 }
 
 func (s *mcpSession) note(msg string) {
@@ -217,15 +223,7 @@ func (t *mcpTracker) feed(s *mcpSession, dir cassette.Dir, msg []byte) {
 			s.queuedBytes += len(msg)
 			return
 		}
-		if !s.overflowed {
-			s.overflowed = true
-			what := "over " + mcp.FormatSize(t.maxQueued()) + " of server messages arrived"
-			if !over {
-				s.budgetFull = true
-				what = "the proxy's memory budget of " + t.budget.size() + " was spent when server messages arrived"
-			}
-			s.note(fmt.Sprintf("%s while a request's body was still being recorded: from there on some may precede the request they answer in %s (the HTTP cassette has the wire's order)", what, capture.CassetteFile))
-		}
+		t.fallBack(s, over)
 		t.flushQueued(s)
 	}
 	t.write(s, dir, msg)
@@ -238,11 +236,39 @@ func (t *mcpTracker) maxQueued() int {
 	return MaxQueuedAnswers
 }
 
-// write records msg; the caller holds s.wmu.
+// write records msg; the caller holds s.wmu. Until its header is known
+// the session's deriver holds what it was fed: those bytes are taken from
+// the memory budget, and given back once the header is written.
 func (t *mcpTracker) write(s *mcpSession, dir cassette.Dir, msg []byte) {
+	if s.d.Writer() == nil {
+		if t.budget.take(len(msg)) {
+			s.preHeader += len(msg)
+		} else {
+			t.startEarly(s)
+		}
+	}
 	if _, err := s.cw.Record(dir, msg, false); err != nil {
 		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.CassetteFile), err))
 	}
+	if s.preHeader > 0 && s.d.Writer() != nil {
+		t.budget.give(s.preHeader)
+		s.preHeader = 0
+	}
+}
+
+// startEarly has the session's deriver write its header now, before the
+// handshake ended, so that it holds nothing more; the session's log says
+// so. The caller holds s.wmu.
+func (t *mcpTracker) startEarly(s *mcpSession) {
+	if err := s.d.Start(); err != nil {
+		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.EventsFile), err))
+	}
+	if !s.startedEarly {
+		s.startedEarly = true
+		s.note(fmt.Sprintf("the proxy's memory budget of %s was spent while the session's events waited for its handshake to end: the log's header was written with what was known then (tools listed later are not in it)", t.budget.size()))
+	}
+	t.budget.give(s.preHeader)
+	s.preHeader = 0
 }
 
 // flushQueued writes the server messages that waited; the caller holds
@@ -253,6 +279,50 @@ func (t *mcpTracker) flushQueued(s *mcpSession) {
 	}
 	t.budget.give(s.queuedBytes)
 	s.queued, s.queuedBytes = nil, 0
+}
+
+// reclaim writes the queued server messages of every session at once,
+// and has every deriver that holds messages for its header write it,
+// giving their bytes back to the budget (a reader needs them): those
+// sessions fell back to the wire's order, or have a header written before
+// their handshake ended, and their logs say so. The caller holds no
+// session's lock.
+func (t *mcpTracker) reclaim() {
+	t.mu.Lock()
+	sessions := t.sessions[:len(t.sessions):len(t.sessions)]
+	t.mu.Unlock()
+	for _, s := range sessions {
+		s.wmu.Lock()
+		if len(s.queued) > 0 {
+			t.fallBack(s, false)
+			t.flushQueued(s)
+		}
+		if s.preHeader > 0 {
+			t.startEarly(s)
+		}
+		s.wmu.Unlock()
+	}
+}
+
+// fallBack notes, once per session, that its server messages are written
+// as they come while a request's body is being recorded: over is true
+// past the session's own bound, false when the memory budget was spent.
+// The caller holds s.wmu.
+func (t *mcpTracker) fallBack(s *mcpSession, over bool) {
+	what := "over " + mcp.FormatSize(t.maxQueued()) + " of server messages arrived"
+	if over {
+		if s.overflowed {
+			return
+		}
+		s.overflowed = true
+	} else {
+		if s.budgetFull {
+			return
+		}
+		s.budgetFull = true
+		what = "the proxy's memory budget of " + t.budget.size() + " was spent when server messages arrived"
+	}
+	s.note(fmt.Sprintf("%s while a request's body was still being recorded: from there on some may precede the request they answer in %s (the HTTP cassette has the wire's order)", what, capture.CassetteFile))
 }
 
 // openRequest says that a request of s is being recorded: the server
@@ -289,6 +359,8 @@ func (t *mcpTracker) finish(ts, why string) error {
 		if s.budgetFull {
 			t.fellBack = append(t.fellBack, s.n)
 		}
+		held := s.preHeader // Finish writes the header
+		s.preHeader = 0
 		s.wmu.Unlock()
 		s.mu.Lock()
 		reason := "completed; " + why
@@ -309,6 +381,7 @@ func (t *mcpTracker) finish(ts, why string) error {
 		}
 		s.casF.Close()
 		s.evF.Close()
+		t.budget.give(held)
 	}
 	return errors.Join(errs...)
 }

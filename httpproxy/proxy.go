@@ -101,6 +101,9 @@ type Options struct {
 	wrapCassette func(io.Writer) io.Writer
 	// queueLimit, in tests, replaces MaxQueuedAnswers
 	queueLimit int
+	// budgetEnd, in tests, gets the memory budget's bytes still held at
+	// the end, the most held at once, and its refusals
+	budgetEnd func(used, peak, refused int64)
 	// lateRequestEnd, in tests, runs before the end of a request body is
 	// recorded beside the upstream's work (a goroutine that runs late)
 	lateRequestEnd func()
@@ -280,6 +283,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	p.mcp = &mcpTracker{p: p, up: up, self: base, outDir: o.OutDir, files: files, seal: sealRef, signers: o.Signers, startNotes: o.Notes,
 		redInfo: ch.Redaction, started: started, frozen: frozen, getenv: o.Getenv,
 		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}, queueLimit: o.queueLimit, budget: mem, maxSessions: maxSessions}
+	mem.reclaim = p.mcp.reclaim
 	fmt.Fprintf(stderr, "listening on %s\n", base)
 	if o.Ready != nil {
 		o.Ready(base)
@@ -326,6 +330,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if s := p.budgetSummary(); s != "" {
 		reason += "; " + s
+	}
+	if o.budgetEnd != nil {
+		o.budgetEnd(p.budget.stats())
 	}
 	ferr := eventlog.FinishWith(ev, eventlog.EndOptions{Signers: o.Signers, TS: eventlog.Timestamp(o.Getenv), Reason: reason, Failure: res.Failure})
 	if ferr == nil {
@@ -860,19 +867,15 @@ func (p *recorder) budgetSummary() string {
 	}
 	s := fmt.Sprintf("the memory budget of %s refused bytes %d time(s) (at most %d bytes held at once)", p.budget.size(), refused, peak)
 	if fb := p.mcp.fellBack; len(fb) > 0 {
-		s += fmt.Sprintf("; MCP session(s) %s wrote server messages in the wire's order for it", joinInts(fb, maxSessionNotes))
+		s += fmt.Sprintf("; MCP session(s) %s wrote server messages in the wire's order for it", joinInts(fb))
 	}
 	return s
 }
 
-// joinInts lists up to max numbers, "1, 2, 3", and how many more.
-func joinInts(ns []int, max int) string {
+// joinInts lists numbers, "1, 2, 3" (sessions: at most MaxMCPSessions).
+func joinInts(ns []int) string {
 	var b strings.Builder
 	for i, n := range ns {
-		if i == max {
-			fmt.Fprintf(&b, " and %d more", len(ns)-max)
-			break
-		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
