@@ -383,3 +383,195 @@ func sharedBudget(t *testing.T, budget int64, sessions, perSession, size int) (u
 	}
 	return memtest.Grown(base, live), fellBack
 }
+
+// TestMCPSessionPerAnswer: a server that hands out a new Mcp-Session-Id
+// with every answer, and a client that follows it, would open a session
+// (two open files, a deriver) every other exchange for as long as the
+// proxy runs. Past MaxMCPSessions the exchanges are in the HTTP cassette
+// only, and the proxy's log says how many, from which exchange on.
+func TestMCPSessionPerAnswer(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		n++
+		sid := fmt.Sprintf("s%d", n)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(headerMcpSessionID, sid)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer up.Close()
+	const capN, exchanges = 8, 40
+	s := startProxy(t, up.URL, Options{MaxMCPSessions: capN})
+	keepOnFailure(t, s.Dir)
+	sid := ""
+	for range exchanges {
+		h := map[string]string{"Content-Type": "application/json"}
+		if sid != "" {
+			h[headerMcpSessionID] = sid
+		}
+		resp, _ := post(t, s.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, h)
+		if sid = resp.Header.Get(headerMcpSessionID); sid == "" {
+			t.Fatal("no session id")
+		}
+	}
+	res, err := s.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// exchange 1 opens s1, 2 carries s1, 3 carries s2 (never seen) and
+	// opens s3, ...: sessions open at the odd exchanges up to the cap
+	// (exchange 15), every exchange after is refused
+	refused := exchanges - 2*capN
+	dirs, _ := os.ReadDir(filepath.Join(s.Dir, MCPDir))
+	if res.MCPSessions != capN || len(dirs) != capN || res.Exchanges != exchanges {
+		t.Errorf("%d sessions, %d directories, %d exchanges; want %d, %d, %d", res.MCPSessions, len(dirs), res.Exchanges, capN, capN, exchanges)
+	}
+	want := fmt.Sprintf("the cap of %d MCP sessions was reached: %d later exchange(s) of new sessions (the first: exchange %d, session %q)", capN, refused, 2*capN+1, fmt.Sprintf("s%d", 2*capN+1))
+	if !strings.Contains(res.Failure, want) {
+		t.Errorf("failure %q, want it to say %q", res.Failure, want)
+	}
+	// signed, and incomplete: what was not read into mcp/ is missing there
+	rep, _ := s.verifyEvents()
+	if _, why := verified(rep); !rep.Ended || rep.Signatures[0].Status != "valid" || !strings.Contains(why, "incomplete") {
+		t.Errorf("the proxy's log: ended %v, %+v, %s", rep.Ended, rep.Signatures, why)
+	}
+	if _, xs, _ := s.cassette(); len(xs) != exchanges || xs[exchanges-1].Response == nil || string(xs[exchanges-1].Response.Body()) != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("the HTTP cassette: %d exchanges", len(xs))
+	}
+}
+
+// TestDeriveBodiesShareOneBudget: 16 clients each hold a 4 MiB model API
+// request open; the deriver of `witness proxy --listen` keeps up to
+// MaxDeriveBody (16 MiB) of each body, so 16 exchanges could hold 64 MiB
+// (256 MiB in general). With a budget of 8 MiB the live heap stays under
+// the budget plus the fixed buffers; every byte is in the HTTP cassette,
+// and the model_input of a body the budget did not keep says it was not
+// read whole. The upstream has read 4 MiB of each body when the heap is
+// taken: the proxy forwards only what it recorded (and kept).
+func TestDeriveBodiesShareOneBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB")
+	}
+	const clients, held = 16, 4 << 20
+	for _, tc := range []struct {
+		name   string
+		budget int64
+	}{
+		{name: "budget 8 MiB", budget: 8 << 20},
+		{name: "budget over what is held", budget: 1 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got sync.WaitGroup
+			got.Add(clients)
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if _, err := io.ReadFull(r.Body, make([]byte, held)); err != nil {
+					t.Error(err)
+				}
+				got.Done()
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+			}))
+			defer up.Close()
+			var used, peak int64 = -1, -1
+			s := startProxy(t, up.URL, Options{Deriver: ModelDeriver{}, MemoryBudget: tc.budget, budgetEnd: func(u, p, _ int64) { used, peak = u, p }})
+			keepOnFailure(t, s.Dir)
+			defer debug.SetGCPercent(debug.SetGCPercent(10))
+			base := memtest.Live()
+			pad := strings.Repeat("x", held)
+			head := `{"model":"m","messages":[{"role":"user","content":"`
+			var done sync.WaitGroup
+			release := make(chan struct{})
+			errs := make(chan error, clients)
+			for range clients {
+				done.Add(1)
+				go func() {
+					defer done.Done()
+					pr, pw := io.Pipe()
+					go func() {
+						io.WriteString(pw, head+pad[len(head):])
+						<-release
+						io.WriteString(pw, `"}]}`)
+						pw.Close()
+					}()
+					req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/chat/completions", pr)
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						errs <- err
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}()
+			}
+			got.Wait()
+			live := memtest.Live()
+			close(release)
+			done.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if _, err := s.stop(); err != nil {
+				t.Fatal(err)
+			}
+			grew := memtest.Grown(base, live)
+			bound := uint64(tc.budget) + 16<<20
+			_, logData := s.verifyEvents()
+			cut := bytes.Count(logData, []byte("the deriver's limit, or the proxy's memory budget"))
+			t.Logf("budget %d MiB: live heap grew %d MiB while %d MiB of bodies were kept (bound %d MiB); %d model_input(s) not read whole; budget peak %d bytes", tc.budget>>20, grew>>20, clients*held>>20, bound>>20, cut, peak)
+			if used != 0 || peak > tc.budget {
+				t.Errorf("the budget held %d bytes at the end, at most %d at once", used, peak)
+			}
+			if tc.budget < clients*held {
+				if grew > bound {
+					t.Errorf("the live heap grew by %d MiB, want under %d MiB", grew>>20, bound>>20)
+				}
+				if cut == 0 {
+					t.Error("no model_input says its body was not read whole")
+				}
+			} else if grew < clients*held || cut != 0 {
+				t.Errorf("with room in the budget the live heap grew by %d MiB (the bodies: %d MiB), %d body(ies) not read whole", grew>>20, clients*held>>20, cut)
+			}
+			_, xs, _ := s.cassette()
+			for _, x := range xs {
+				if x.Request.Bytes != held+4 || x.Response == nil {
+					t.Errorf("exchange %d: %d request bytes in the HTTP cassette, want %d", x.X, x.Request.Bytes, held+4)
+				}
+			}
+		})
+	}
+}
+
+// TestTapBudget: with redaction, a line is held until its end; a line
+// longer than the budget leaves is recorded in pieces, the tap says so
+// once, and gives its bytes back.
+func TestTapBudget(t *testing.T) {
+	b := newBudget(1 << 20)
+	l := lease{b: b}
+	line := bytes.Repeat([]byte("a"), 4<<20)
+	src := bytes.NewReader(append(append(line, '\n'), "short\n"...))
+	var pieces []int
+	cuts := 0
+	tp := &tap{src: src, lines: true, max: MaxRedactLine, mem: &l, cut: func() { cuts++ }, record: func(raw []byte) error {
+		pieces = append(pieces, len(raw))
+		return nil
+	}}
+	n, err := io.Copy(io.Discard, tp)
+	if err != nil || n != int64(len(line)+7) {
+		t.Fatalf("%d bytes, %v", n, err)
+	}
+	_, peak, _ := b.stats()
+	if cuts != 1 || len(pieces) < 4 || peak > 1<<20 || l.n != 0 {
+		t.Errorf("%d cut note(s), pieces %v, budget peak %d, lease %d at the end; want 1 note, 4 pieces or more, at most 1 MiB, 0", cuts, pieces, peak, l.n)
+	}
+	for _, p := range pieces[:len(pieces)-1] {
+		if p > 1<<20+chunkSize {
+			t.Errorf("a piece of %d bytes, over the budget", p)
+		}
+	}
+}

@@ -475,6 +475,7 @@ type mcpExchange struct {
 	reqMem, respMem, sseMem lease
 	reqBudget, overBudget   bool
 	dropped                 bool // the SSE event being read was dropped for the budget
+	capped                  bool // its session was refused (MaxMCPSessions)
 }
 
 // notRead is the note's reason for a body or event not read into
@@ -649,8 +650,12 @@ func (e *mcpExchange) respHead(status int, h http.Header) {
 
 // open sets the exchange's session, opening it when new.
 func (e *mcpExchange) open(key, id, transport string, notes ...string) {
+	if e.capped {
+		return // counted once
+	}
 	s, err := e.t.session(key, id, transport, e.x, notes...)
 	if errors.Is(err, errSessionCap) {
+		e.capped = true
 		return // the HTTP cassette has the exchange; the proxy's log counts it
 	}
 	if err != nil {
