@@ -49,9 +49,10 @@ func newBudget(limit int64) *budget {
 }
 
 // take reserves n bytes, or reports false (and reserves nothing) when
-// they would take the budget past its limit.
+// they would take the budget past its limit. A nil budget (parts tested
+// without a proxy) has no limit.
 func (b *budget) take(n int) bool {
-	if n <= 0 {
+	if n <= 0 || b == nil {
 		return true
 	}
 	b.mu.Lock()
@@ -71,7 +72,7 @@ func (b *budget) takeReclaiming(n int) bool {
 	if b.take(n) {
 		return true
 	}
-	if b.reclaim == nil {
+	if b == nil || b.reclaim == nil {
 		return false
 	}
 	b.reclaim()
@@ -80,7 +81,7 @@ func (b *budget) takeReclaiming(n int) bool {
 
 // give returns n bytes taken before.
 func (b *budget) give(n int) {
-	if n <= 0 {
+	if n <= 0 || b == nil {
 		return
 	}
 	b.mu.Lock()
@@ -94,17 +95,25 @@ func (b *budget) give(n int) {
 // stats returns the bytes held now, the most held at once, and the
 // refusals so far.
 func (b *budget) stats() (used, peak, refused int64) {
+	if b == nil {
+		return 0, 0, 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used, b.peak, b.refused
 }
 
 // size is the budget's limit, for notes ("64 MiB").
-func (b *budget) size() string { return mcp.FormatSize(int(b.limit)) }
+func (b *budget) size() string {
+	if b == nil {
+		return "no limit"
+	}
+	return mcp.FormatSize(int(b.limit))
+}
 
-// lease is what one holder took from the budget; its zero value with a
-// nil budget holds without limit (tests of parts without a proxy). It is
-// not safe for concurrent use: each holder has its own.
+// lease is what one holder took from the budget; with a nil budget it
+// holds without limit (parts tested without a proxy). It is not safe for
+// concurrent use: each holder has its own.
 type lease struct {
 	b *budget
 	n int
@@ -113,7 +122,7 @@ type lease struct {
 // grow takes n more bytes for the holder (a reader: queued answers are
 // written first when the budget is spent).
 func (l *lease) grow(n int) bool {
-	if l.b != nil && !l.b.takeReclaiming(n) {
+	if !l.b.takeReclaiming(n) {
 		return false
 	}
 	l.n += n
@@ -125,9 +134,7 @@ func (l *lease) grow(n int) bool {
 func (l *lease) setTo(n int) bool {
 	switch {
 	case n < l.n:
-		if l.b != nil {
-			l.b.give(l.n - n)
-		}
+		l.b.give(l.n - n)
 		l.n = n
 	case n > l.n:
 		return l.grow(n - l.n)

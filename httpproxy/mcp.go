@@ -77,7 +77,8 @@ type mcpTracker struct {
 	queueLimit int
 	// budget is the proxy's memory budget, shared with the exchanges
 	budget *budget
-	// maxSessions caps the sessions read into MCPDir (Options.MaxMCPSessions)
+	// maxSessions caps the sessions read into MCPDir (Options.MaxMCPSessions;
+	// 0, in tests of parts: no cap)
 	maxSessions int
 
 	mu         sync.Mutex
@@ -154,7 +155,7 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 	if s := t.byKey[key]; s != nil {
 		return s, nil
 	}
-	if len(t.sessions) >= t.maxSessions {
+	if t.maxSessions > 0 && len(t.sessions) >= t.maxSessions {
 		// a session table that only grew would hold two open files and
 		// a deriver per session a peer invents (a server that hands out
 		// a new Mcp-Session-Id per answer): past the cap, the exchanges
