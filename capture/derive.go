@@ -824,6 +824,20 @@ func ToolDefs(tools []json.RawMessage) ([]eventlog.ToolDef, string, error) {
 	return defs, hex.EncodeToString(sum[:]), nil
 }
 
+// Start writes the session header now, with what is known, and the
+// events held for it (as past maxHeldBytes): a caller whose memory budget
+// is spent calls it rather than let the deriver hold more. Nothing once
+// the header is written (Writer is then non-nil).
+func (d *Deriver) Start() error {
+	if d.err != nil {
+		return d.err
+	}
+	if err := d.startLog(); err != nil {
+		d.err = err
+	}
+	return d.err
+}
+
 func (d *Deriver) startLog() error {
 	if d.headerDone() {
 		return nil

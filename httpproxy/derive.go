@@ -109,7 +109,7 @@ func (d ModelDeriver) DeriveRequest(x *cassette.HTTPExchange) ([]eventlog.Event,
 		return nil, nil
 	}
 	if x.Request.Truncated {
-		in.Problems = append(in.Problems, fmt.Sprintf("only the first %d of the body's %d bytes were read (the deriver's limit); the cassette holds them all", len(me.RequestBody), x.Request.Bytes))
+		in.Problems = append(in.Problems, fmt.Sprintf("only the first %d of the body's %d bytes were read (the deriver's limit, or the proxy's memory budget); the cassette holds them all", len(me.RequestBody), x.Request.Bytes))
 	}
 	if x.Request.EndDetail != "" {
 		in.Problems = append(in.Problems, "the request body did not end: "+x.Request.EndDetail)
@@ -150,7 +150,7 @@ func (d ModelDeriver) DeriveResponse(x *cassette.HTTPExchange, requestEvents []s
 	} else {
 		_, _, out = modelapi.Read(me)
 		if x.Response.Truncated {
-			out.Problems = append(out.Problems, fmt.Sprintf("only the first %d of the body's %d bytes were read (the deriver's limit); the cassette holds them all", len(me.ResponseBody), x.Response.Bytes))
+			out.Problems = append(out.Problems, fmt.Sprintf("only the first %d of the body's %d bytes were read (the deriver's limit, or the proxy's memory budget); the cassette holds them all", len(me.ResponseBody), x.Response.Bytes))
 		}
 		if d := x.Response.EndDetail; d != "" {
 			out.Problems = append(out.Problems, "the response "+d)

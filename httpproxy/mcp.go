@@ -75,12 +75,28 @@ type mcpTracker struct {
 
 	// queueLimit, in tests, replaces MaxQueuedAnswers
 	queueLimit int
+	// budget is the proxy's memory budget, shared with the exchanges
+	budget *budget
+	// maxSessions caps the sessions read into MCPDir (Options.MaxMCPSessions;
+	// 0, in tests of parts: no cap)
+	maxSessions int
 
 	mu         sync.Mutex
 	byKey      map[string]*mcpSession
 	byEndpoint map[string]*mcpSession // HTTP+SSE: the request URI POSTs go to
 	sessions   []*mcpSession
+	// capped counts the exchanges of new sessions past maxSessions; the
+	// first of them is named in the proxy's log
+	capped      int
+	cappedFirst string
+	// fellBack lists the sessions that wrote server messages in the
+	// wire's order because the budget was spent (set by finish)
+	fellBack []int
 }
+
+// errSessionCap is the refusal of a session past Options.MaxMCPSessions:
+// its exchanges are recorded in the HTTP cassette only.
+var errSessionCap = errors.New("MCP session cap reached")
 
 // mcpSession is one MCP session: its message cassette and its deriver.
 type mcpSession struct {
@@ -104,11 +120,22 @@ type mcpSession struct {
 	// load or from a server that answers before the body ended); it waits
 	// in queued (queuedBytes long) until no request is open, so that a
 	// request precedes its answer in the session cassette.
+	// The bytes queued are taken from the proxy's memory budget and
+	// given back when the queue is written; a message the budget refuses
+	// is not queued: the queue is written, then the message, in the
+	// wire's order (budgetFull says so at the end).
 	wmu         sync.Mutex
 	open        int
 	queued      [][]byte
 	queuedBytes int
-	overflowed  bool
+	overflowed  bool // past MaxQueuedAnswers
+	budgetFull  bool // past the memory budget
+	// preHeader counts the bytes of the messages the deriver holds
+	// until its header is known (the handshake's end: up to 32 MiB a
+	// session), taken from the memory budget; refused, the header is
+	// written then (startedEarly)
+	preHeader    int
+	startedEarly bool
 }
 
 func (s *mcpSession) note(msg string) {
@@ -127,6 +154,16 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 	defer t.mu.Unlock()
 	if s := t.byKey[key]; s != nil {
 		return s, nil
+	}
+	if t.maxSessions > 0 && len(t.sessions) >= t.maxSessions {
+		// a session table that only grew would hold two open files and
+		// a deriver per session a peer invents (a server that hands out
+		// a new Mcp-Session-Id per answer): past the cap, the exchanges
+		// are in the HTTP cassette only (docs/design/mcp-http.md)
+		if t.capped++; t.capped == 1 {
+			t.cappedFirst = fmt.Sprintf("exchange %d, session %q", x, id)
+		}
+		return nil, errSessionCap
 	}
 	n := len(t.sessions) + 1
 	rel := filepath.Join(MCPDir, strconv.Itoa(n))
@@ -181,15 +218,13 @@ func (t *mcpTracker) feed(s *mcpSession, dir cassette.Dir, msg []byte) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if dir == cassette.S2C && s.open > 0 {
-		if s.queuedBytes+len(msg) <= t.maxQueued() {
+		over := s.queuedBytes+len(msg) > t.maxQueued()
+		if !over && t.budget.take(len(msg)) {
 			s.queued = append(s.queued, msg)
 			s.queuedBytes += len(msg)
 			return
 		}
-		if !s.overflowed {
-			s.overflowed = true
-			s.note(fmt.Sprintf("over %s of server messages arrived while a request's body was still being recorded: from there on some may precede the request they answer in %s (the HTTP cassette has the wire's order)", mcp.FormatSize(t.maxQueued()), capture.CassetteFile))
-		}
+		t.fallBack(s, over)
 		t.flushQueued(s)
 	}
 	t.write(s, dir, msg)
@@ -202,11 +237,39 @@ func (t *mcpTracker) maxQueued() int {
 	return MaxQueuedAnswers
 }
 
-// write records msg; the caller holds s.wmu.
+// write records msg; the caller holds s.wmu. Until its header is known
+// the session's deriver holds what it was fed: those bytes are taken from
+// the memory budget, and given back once the header is written.
 func (t *mcpTracker) write(s *mcpSession, dir cassette.Dir, msg []byte) {
+	if s.d.Writer() == nil {
+		if t.budget.take(len(msg)) {
+			s.preHeader += len(msg)
+		} else {
+			t.startEarly(s)
+		}
+	}
 	if _, err := s.cw.Record(dir, msg, false); err != nil {
 		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.CassetteFile), err))
 	}
+	if s.preHeader > 0 && s.d.Writer() != nil {
+		t.budget.give(s.preHeader)
+		s.preHeader = 0
+	}
+}
+
+// startEarly has the session's deriver write its header now, before the
+// handshake ended, so that it holds nothing more; the session's log says
+// so. The caller holds s.wmu.
+func (t *mcpTracker) startEarly(s *mcpSession) {
+	if err := s.d.Start(); err != nil {
+		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.EventsFile), err))
+	}
+	if !s.startedEarly {
+		s.startedEarly = true
+		s.note(fmt.Sprintf("the proxy's memory budget of %s was spent while the session's events waited for its handshake to end: the log's header was written with what was known then (tools listed later are not in it)", t.budget.size()))
+	}
+	t.budget.give(s.preHeader)
+	s.preHeader = 0
 }
 
 // flushQueued writes the server messages that waited; the caller holds
@@ -215,7 +278,52 @@ func (t *mcpTracker) flushQueued(s *mcpSession) {
 	for _, m := range s.queued {
 		t.write(s, cassette.S2C, m)
 	}
+	t.budget.give(s.queuedBytes)
 	s.queued, s.queuedBytes = nil, 0
+}
+
+// reclaim writes the queued server messages of every session at once,
+// and has every deriver that holds messages for its header write it,
+// giving their bytes back to the budget (a reader needs them): those
+// sessions fell back to the wire's order, or have a header written before
+// their handshake ended, and their logs say so. The caller holds no
+// session's lock.
+func (t *mcpTracker) reclaim() {
+	t.mu.Lock()
+	sessions := t.sessions[:len(t.sessions):len(t.sessions)]
+	t.mu.Unlock()
+	for _, s := range sessions {
+		s.wmu.Lock()
+		if len(s.queued) > 0 {
+			t.fallBack(s, false)
+			t.flushQueued(s)
+		}
+		if s.preHeader > 0 {
+			t.startEarly(s)
+		}
+		s.wmu.Unlock()
+	}
+}
+
+// fallBack notes, once per session, that its server messages are written
+// as they come while a request's body is being recorded: over is true
+// past the session's own bound, false when the memory budget was spent.
+// The caller holds s.wmu.
+func (t *mcpTracker) fallBack(s *mcpSession, over bool) {
+	what := "over " + mcp.FormatSize(t.maxQueued()) + " of server messages arrived"
+	if over {
+		if s.overflowed {
+			return
+		}
+		s.overflowed = true
+	} else {
+		if s.budgetFull {
+			return
+		}
+		s.budgetFull = true
+		what = "the proxy's memory budget of " + t.budget.size() + " was spent when server messages arrived"
+	}
+	s.note(fmt.Sprintf("%s while a request's body was still being recorded: from there on some may precede the request they answer in %s (the HTTP cassette has the wire's order)", what, capture.CassetteFile))
 }
 
 // openRequest says that a request of s is being recorded: the server
@@ -249,6 +357,11 @@ func (t *mcpTracker) finish(ts, why string) error {
 			s.note(fmt.Sprintf("%d server message(s) still waited at the end for a request being recorded", len(s.queued)))
 			t.flushQueued(s)
 		}
+		if s.budgetFull {
+			t.fellBack = append(t.fellBack, s.n)
+		}
+		held := s.preHeader // Finish writes the header
+		s.preHeader = 0
 		s.wmu.Unlock()
 		s.mu.Lock()
 		reason := "completed; " + why
@@ -269,6 +382,7 @@ func (t *mcpTracker) finish(ts, why string) error {
 		}
 		s.casF.Close()
 		s.evF.Close()
+		t.budget.give(held)
 	}
 	return errors.Join(errs...)
 }
@@ -350,11 +464,43 @@ type mcpExchange struct {
 	held     []byte
 	endpoint bool // the first event was seen
 	from, to string
+
+	// What the exchange holds to read messages is taken from the proxy's
+	// memory budget: reqMem the request body (and its messages until
+	// they are written), respMem a JSON or compressed response body,
+	// sseMem the event the SSE parser is reading. Past it the body or
+	// event is not read (reqBudget, overBudget, dropped say why), as past
+	// MaxMCPMessage. reqMem is the request side's (the transport's
+	// goroutine, then the one recording the body's end), the others the
+	// response side's; close gives all back once both sides are done.
+	reqMem, respMem, sseMem lease
+	reqBudget, overBudget   bool
+	dropped                 bool // the SSE event being read was dropped for the budget
+	capped                  bool // its session was refused (MaxMCPSessions)
+}
+
+// notRead is the note's reason for a body or event not read into
+// messages: over MaxMCPMessage, or over the memory budget.
+func (e *mcpExchange) notRead(budget bool) string {
+	if budget {
+		return "the proxy's memory budget of " + e.t.budget.size() + " was spent"
+	}
+	return "over " + mcp.FormatSize(MaxMCPMessage)
+}
+
+// close gives back what the exchange took from the memory budget; called
+// once both sides of the exchange are done with it.
+func (e *mcpExchange) close() {
+	e.reqMem.release()
+	e.respMem.release()
+	e.sseMem.release()
+	e.reqBody, e.c2s, e.body = nil, nil, nil
 }
 
 // begin starts reading an exchange whose request head was recorded.
 func (t *mcpTracker) begin(x int64, r *http.Request) *mcpExchange {
 	e := &mcpExchange{t: t, x: x, method: r.Method, uri: r.RequestURI, reqSID: r.Header.Get(headerMcpSessionID), reqEnc: r.Header.Get("Content-Encoding")}
+	e.reqMem.b, e.respMem.b, e.sseMem.b = t.budget, t.budget, t.budget
 	t.mu.Lock()
 	if e.reqSID != "" {
 		e.sess = t.byKey["sid:"+e.reqSID]
@@ -390,6 +536,12 @@ func (e *mcpExchange) reqChunk(data []byte) {
 	}
 	if len(e.reqBody)+len(data) > MaxMCPMessage {
 		e.reqOver, e.reqBody = true, nil
+		e.reqMem.release()
+		return
+	}
+	if !e.reqMem.grow(len(data)) {
+		e.reqOver, e.reqBudget, e.reqBody = true, true, nil
+		e.reqMem.release()
 		return
 	}
 	e.reqBody = append(e.reqBody, data...)
@@ -404,13 +556,13 @@ func (e *mcpExchange) reqEnd() {
 	e.reqBody = nil
 	if e.reqOver {
 		if e.isMCP {
-			e.noteLater(fmt.Sprintf("exchange %d: request body over %s, kept in the HTTP cassette but not read into events", e.x, mcp.FormatSize(MaxMCPMessage)))
+			e.noteLater(fmt.Sprintf("exchange %d: request body not read into events (%s), kept in the HTTP cassette", e.x, e.notRead(e.reqBudget)))
 		}
 		return
 	}
 	if e.reqEnc != "" && !strings.EqualFold(e.reqEnc, "identity") {
 		var err error
-		if body, err = decode(body, e.reqEnc); err != nil {
+		if body, err = decode(body, e.reqEnc, &e.reqMem); err != nil {
 			if e.isMCP {
 				e.noteLater(fmt.Sprintf("exchange %d: request body: %v", e.x, err))
 			}
@@ -419,6 +571,7 @@ func (e *mcpExchange) reqEnd() {
 	}
 	msgs := splitMessages(body)
 	if !e.isMCP && !anyRPC(msgs) {
+		e.reqMem.release()
 		return // not MCP (a model API request, a form, nothing)
 	}
 	e.isMCP = true
@@ -426,9 +579,10 @@ func (e *mcpExchange) reqEnd() {
 		for _, m := range msgs {
 			e.t.feed(e.sess, cassette.C2S, m)
 		}
+		e.reqMem.release() // feed copied them
 		return
 	}
-	e.c2s = msgs
+	e.c2s = msgs // held (with reqMem) until the answer's head names the session
 }
 
 // pendingNotes are notes made before the session was known.
@@ -479,7 +633,7 @@ func (e *mcpExchange) respHead(status int, h http.Header) {
 	switch {
 	case sse:
 		if e.enc == "" {
-			e.sse = modelapi.NewSSEParser(MaxMCPMessage, e.event, e.skip)
+			e.sse = e.newSSE()
 		} else {
 			e.json = false
 		}
@@ -497,7 +651,14 @@ func (e *mcpExchange) respHead(status int, h http.Header) {
 
 // open sets the exchange's session, opening it when new.
 func (e *mcpExchange) open(key, id, transport string, notes ...string) {
+	if e.capped {
+		return // counted once
+	}
 	s, err := e.t.session(key, id, transport, e.x, notes...)
+	if errors.Is(err, errSessionCap) {
+		e.capped = true
+		return // the HTTP cassette has the exchange; the proxy's log counts it
+	}
 	if err != nil {
 		e.t.p.fail(err)
 		return
@@ -509,16 +670,57 @@ func (e *mcpExchange) open(key, id, transport string, notes ...string) {
 func (e *mcpExchange) respChunk(data []byte) {
 	switch {
 	case e.sse != nil:
-		e.sse.Feed(data)
+		e.feedSSE(e.sse, data)
 	case e.json || e.body != nil:
 		if e.over {
 			return
 		}
 		if len(e.body)+len(data) > MaxMCPMessage {
 			e.over, e.body = true, nil
+			e.respMem.release()
+			return
+		}
+		if !e.respMem.grow(len(data)) {
+			e.over, e.overBudget, e.body = true, true, nil
+			e.respMem.release()
 			return
 		}
 		e.body = append(e.body, data...)
+	}
+}
+
+// newSSE returns the parser of the exchange's server-sent events.
+func (e *mcpExchange) newSSE() *modelapi.SSEParser {
+	return modelapi.NewSSEParser(MaxMCPMessage, e.event, e.skip)
+}
+
+// feedSSE feeds data to p a chunk at a time, each only once the budget
+// gave what p may buffer with it (sseMem is the event p holds): refused,
+// the event is dropped (skip notes it), and what p held is given back.
+func (e *mcpExchange) feedSSE(p *modelapi.SSEParser, data []byte) {
+	held := func() int {
+		if p.Over() {
+			return 0 // an event over the limit is not buffered
+		}
+		return p.Pending()
+	}
+	drop := func() {
+		e.dropped = true
+		p.Drop()
+		e.sseMem.release()
+	}
+	for len(data) > 0 {
+		n := min(len(data), chunkSize)
+		if !p.Over() && !e.sseMem.setTo(held()+n) {
+			drop()
+		}
+		p.Feed(data[:n])
+		data = data[n:]
+		// gives back what a dispatched event held; an event begun in
+		// this chunk after an event over the limit may still be refused
+		if !e.sseMem.setTo(held()) {
+			drop()
+		}
 	}
 }
 
@@ -664,6 +866,11 @@ func (e *mcpExchange) skip(n, size int) {
 	if e.hold {
 		e.endpoint = true
 	}
+	if e.dropped {
+		e.dropped = false
+		e.noteLater(fmt.Sprintf("exchange %d: server-sent event %d (%d bytes or more) not read into events (%s), kept in the HTTP cassette", e.x, n, size, e.notRead(true)))
+		return
+	}
 	e.noteLater(fmt.Sprintf("exchange %d: server-sent event %d has %d bytes or more, over %s: kept in the HTTP cassette, not read into events", e.x, n, size, mcp.FormatSize(MaxMCPMessage)))
 }
 
@@ -674,13 +881,13 @@ func (e *mcpExchange) end(detail string) {
 		return
 	}
 	if e.over {
-		e.sess.note(fmt.Sprintf("exchange %d: response body over %s, kept in the HTTP cassette, not read into events", e.x, mcp.FormatSize(MaxMCPMessage)))
+		e.sess.note(fmt.Sprintf("exchange %d: response body not read into events (%s), kept in the HTTP cassette", e.x, e.notRead(e.overBudget)))
 	} else if len(e.body) > 0 {
 		body := e.body
 		e.body = nil
 		if e.enc != "" {
 			var err error
-			if body, err = decode(body, e.enc); err != nil {
+			if body, err = decode(body, e.enc, &e.respMem); err != nil {
 				e.sess.note(fmt.Sprintf("exchange %d: response body: %v", e.x, err))
 				body = nil
 			}
@@ -692,9 +899,9 @@ func (e *mcpExchange) end(detail string) {
 					e.t.feed(e.sess, cassette.S2C, m)
 				}
 			} else {
-				p := modelapi.NewSSEParser(MaxMCPMessage, e.event, e.skip)
-				p.Feed(body)
-				p.Feed([]byte("\n\n")) // a compressed stream was read whole: dispatch its last event
+				p := e.newSSE()
+				e.feedSSE(p, body)
+				e.feedSSE(p, []byte("\n\n")) // a compressed stream was read whole: dispatch its last event
 			}
 		}
 	}
@@ -722,8 +929,10 @@ func (e *mcpExchange) closedStream(detail string) bool {
 }
 
 // decode decompresses a body of Content-Encoding enc, up to MaxMCPMessage
-// bytes: past it, it is a compression bomb as far as the reader goes.
-func decode(b []byte, enc string) ([]byte, error) {
+// bytes: past it, it is a compression bomb as far as the reader goes. The
+// bytes it decompresses are taken from l (past what l may take, the body
+// is not read).
+func decode(b []byte, enc string, l *lease) ([]byte, error) {
 	var r io.Reader
 	switch strings.ToLower(strings.TrimSpace(enc)) {
 	case "gzip", "x-gzip":
@@ -737,12 +946,22 @@ func decode(b []byte, enc string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("content encoding %q is not read into events (kept in the HTTP cassette)", enc)
 	}
-	out, err := io.ReadAll(io.LimitReader(r, MaxMCPMessage+1))
-	if err != nil {
-		return nil, fmt.Errorf("content encoding %s: %w", enc, err)
+	var out []byte
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := r.Read(buf)
+		if len(out)+n > MaxMCPMessage {
+			return nil, fmt.Errorf("content encoding %s: %d compressed bytes decompress to more than %s (a compression bomb?): kept in the HTTP cassette, not read into events", enc, len(b), mcp.FormatSize(MaxMCPMessage))
+		}
+		if !l.grow(n) {
+			return nil, fmt.Errorf("content encoding %s: the proxy's memory budget of %s was spent decompressing it: kept in the HTTP cassette, not read into events", enc, l.b.size())
+		}
+		out = append(out, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("content encoding %s: %w", enc, err)
+		}
 	}
-	if len(out) > MaxMCPMessage {
-		return nil, fmt.Errorf("content encoding %s: %d compressed bytes decompress to more than %s (a compression bomb?): kept in the HTTP cassette, not read into events", enc, len(b), mcp.FormatSize(MaxMCPMessage))
-	}
-	return out, nil
 }

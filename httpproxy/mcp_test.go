@@ -625,9 +625,11 @@ func FuzzMCPExchange(f *testing.F) {
 				t.Fatal("a message longer than its body")
 			}
 		}
-		tr := &mcpTracker{up: up, self: "http://127.0.0.1:1", byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}}
+		// a small budget: events past it are dropped (SSEParser.Drop)
+		tr := &mcpTracker{up: up, self: "http://127.0.0.1:1", byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}, budget: newBudget(int64(1 + len(body)%2048))}
 		tr.rewriteEndpoint(string(body))
 		e := &mcpExchange{t: tr, method: http.MethodGet, uri: "/sse", hold: true, from: "/messages?sessionId=1", to: "/m"}
+		e.sseMem.b = tr.budget
 		e.sse = modelapi.NewSSEParser(1<<10, e.event, e.skip)
 		if cut < 0 || cut > len(body) {
 			cut = len(body) / 2

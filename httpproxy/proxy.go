@@ -82,12 +82,28 @@ type Options struct {
 	// besides loopback ones; a request with another Origin is refused 403
 	// (CheckOrigin). "*" lets every origin in.
 	AllowOrigins []string
+	// MemoryBudget bounds the bytes all exchanges and MCP sessions hold
+	// at once beyond their fixed buffers (0: DefaultMemoryBudget): the
+	// server messages MCP sessions queue, the bodies and events held to
+	// be read into MCP messages or derived into events, the lines held
+	// for redaction. A holder the budget refuses stops holding, as past
+	// its own size bound, and the evidence says so; it never waits, and
+	// nothing forwarded is missing from the HTTP cassette
+	// (docs/design/http-proxy.md).
+	MemoryBudget int64
+	// MaxMCPSessions caps the MCP sessions read into MCPDir (0:
+	// DefaultMaxMCPSessions); the exchanges of later sessions are in the
+	// HTTP cassette only, and the proxy's log says how many.
+	MaxMCPSessions int
 
 	// wrapCassette, in tests, wraps the cassette file (a writer that
 	// fails, to check that the proxy fails closed)
 	wrapCassette func(io.Writer) io.Writer
 	// queueLimit, in tests, replaces MaxQueuedAnswers
 	queueLimit int
+	// budgetEnd, in tests, gets the memory budget's bytes still held at
+	// the end, the most held at once, and its refusals
+	budgetEnd func(used, peak, refused int64)
 	// lateRequestEnd, in tests, runs before the end of a request body is
 	// recorded beside the upstream's work (a goroutine that runs late)
 	lateRequestEnd func()
@@ -248,8 +264,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if stderr == nil {
 		stderr = io.Discard
 	}
+	mem := newBudget(o.MemoryBudget)
+	maxSessions := o.MaxMCPSessions
+	if maxSessions <= 0 {
+		maxSessions = DefaultMaxMCPSessions
+	}
 	p := &recorder{
-		up: up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
+		budget: mem,
+		up:     up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
 		ev: ev, ch: cw.Header(), start: startTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins, lateRequestEnd: o.lateRequestEnd,
 	}
 	srv := &http.Server{
@@ -260,7 +282,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	base := "http://" + ln.Addr().String()
 	p.mcp = &mcpTracker{p: p, up: up, self: base, outDir: o.OutDir, files: files, seal: sealRef, signers: o.Signers, startNotes: o.Notes,
 		redInfo: ch.Redaction, started: started, frozen: frozen, getenv: o.Getenv,
-		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}, queueLimit: o.queueLimit}
+		byKey: map[string]*mcpSession{}, byEndpoint: map[string]*mcpSession{}, queueLimit: o.queueLimit, budget: mem, maxSessions: maxSessions}
+	mem.reclaim = p.mcp.reclaim
 	fmt.Fprintf(stderr, "listening on %s\n", base)
 	if o.Ready != nil {
 		o.Ready(base)
@@ -297,10 +320,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if merr != nil {
 		p.note("end the MCP session logs: " + merr.Error())
 	}
+	if c := p.mcp.capped; c > 0 {
+		p.note(fmt.Sprintf("the cap of %d MCP sessions was reached: %d later exchange(s) of new sessions (the first: %s) are in %s only, not read into %s/", maxSessions, c, p.mcp.cappedFirst, capture.CassetteFile, MCPDir))
+	}
 	res.Failure = p.failure()
 	reason := fmt.Sprintf("completed; %d exchange(s); %s", res.Exchanges, why)
 	if res.MCPSessions > 0 {
 		reason += fmt.Sprintf("; %d MCP session(s) in %s/", res.MCPSessions, MCPDir)
+	}
+	if s := p.budgetSummary(); s != "" {
+		reason += "; " + s
+	}
+	if o.budgetEnd != nil {
+		o.budgetEnd(p.budget.stats())
 	}
 	ferr := eventlog.FinishWith(ev, eventlog.EndOptions{Signers: o.Signers, TS: eventlog.Timestamp(o.Getenv), Reason: reason, Failure: res.Failure})
 	if ferr == nil {
@@ -326,6 +358,8 @@ type recorder struct {
 	hold    bool // keep bodies for the deriver
 	getenv  func(string) string
 	mcp     *mcpTracker
+	// budget is the memory budget of the session (Options.MemoryBudget)
+	budget *budget
 	// allowOrigins: browser origins let in besides loopback ones
 	allowOrigins []string
 
@@ -540,6 +574,16 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.hold {
 		limit = MaxDeriveBody
 	}
+	// what the exchange holds is taken from the memory budget, and given
+	// back once both sides are done: at the end of finish, or when the
+	// handler returns without one
+	mem := &exchangeMem{reqKeep: lease{b: p.budget}, respKeep: lease{b: p.budget}, reqLine: lease{b: p.budget}, respLine: lease{b: p.budget}, mx: mx}
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			mem.release()
+		}
+	}()
 
 	// the request body, recorded as the transport reads it
 	// reqEnding is closed once the request's end is decided, reqDone
@@ -577,13 +621,13 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the session's answers wait for this request's messages, which
 		// are written at the body's end (beside the upstream's work)
 		mx.openRequest()
-		t := &tap{src: r.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
+		t := &tap{src: r.Body, lines: p.red != nil, max: MaxRedactLine, mem: &mem.reqLine, cut: p.lineCut(x, "request"), record: func(raw []byte) error {
 			data, red := redactBody(p.red, raw)
 			if err := p.cas.Body(x, false, data, red, int64(len(raw))); err != nil {
 				p.fail(err)
 				return err
 			}
-			ex.Request.AddChunk(cassette.HTTPChunk{Data: clone(data, limit), Redacted: red}, int64(len(raw)), limit)
+			keep(&ex.Request, &mem.reqKeep, cassette.HTTPChunk{Redacted: red}, data, int64(len(raw)), limit)
 			mx.reqChunk(data)
 			return nil
 		}}
@@ -674,14 +718,14 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// happens after the bytes went to the client, off the wire's path;
 	// the bytes themselves are in the HTTP cassette before they are sent
 	var pend []byte
-	t := &tap{src: resp.Body, lines: p.red != nil, max: MaxRedactLine, record: func(raw []byte) error {
+	t := &tap{src: resp.Body, lines: p.red != nil, max: MaxRedactLine, mem: &mem.respLine, cut: p.lineCut(x, "response"), record: func(raw []byte) error {
 		data, red := redactBody(p.red, raw)
 		if err := p.cas.Body(x, true, data, red, int64(len(raw))); err != nil {
 			recErr = err
 			p.fail(err)
 			return err
 		}
-		ex.Response.AddChunk(cassette.HTTPChunk{Data: clone(data, limit), Redacted: red}, int64(len(raw)), limit)
+		keep(ex.Response, &mem.respKeep, cassette.HTTPChunk{Redacted: red}, data, int64(len(raw)), limit)
 		if mx.hold {
 			mx.respChunk(data) // forwarding waits for the endpoint event
 		} else {
@@ -735,6 +779,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// a client closing an MCP GET stream is how such streams end: no note
 		p.settle(ex, cassette.RecResponseEnd, detail, 0, reqIDs, mx.closedStream(detail))
 		mx.end(detail)
+		mem.release()
 	}
 	if abortClient {
 		finish()
@@ -749,6 +794,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// next exchange to begin waits for that recording (finishing), so that
 	// a client that waits for each answer leaves the same order in the
 	// cassette and the logs every time.
+	handedOff = true
 	p.wg.Add(1)
 	p.finishing.RLock()
 	go func() {
@@ -770,13 +816,72 @@ func (p *recorder) failExchange(w http.ResponseWriter, r *http.Request, ex *cass
 	}
 }
 
-// clone copies data for the deriver (the tap reuses its buffers), or
-// nothing when no body is held.
-func clone(data []byte, limit int64) []byte {
-	if limit == 0 {
-		return nil
+// keep adds a recorded chunk to m for the deriver: a copy of data (the
+// tap reuses its buffers) while the body is within limit (0: none is
+// held) and the memory budget gives its bytes (taken into l); else only
+// its length, and m is marked truncated.
+func keep(m *cassette.HTTPMessage, l *lease, c cassette.HTTPChunk, data []byte, wireLen, limit int64) {
+	held := limit > 0 && !m.Truncated && int64(l.n+len(data)) <= limit && l.grow(len(data))
+	if !held {
+		m.AddChunk(c, wireLen, 0)
+		return
 	}
-	return append([]byte(nil), data...)
+	c.Data = append([]byte(nil), data...)
+	m.AddChunk(c, wireLen, limit)
+}
+
+// exchangeMem is what one exchange took from the memory budget: the
+// bodies kept for the deriver, the lines the taps hold for redaction, and
+// the MCP reader's (mx).
+type exchangeMem struct {
+	reqKeep, respKeep lease
+	reqLine, respLine lease
+	mx                *mcpExchange
+}
+
+// release gives it all back; called once both sides of the exchange are
+// done (again: nothing more).
+func (m *exchangeMem) release() {
+	m.reqKeep.release()
+	m.respKeep.release()
+	m.reqLine.release()
+	m.respLine.release()
+	m.mx.close()
+}
+
+// lineCut returns the tap's report of a line cut because the memory
+// budget was spent: a note in the proxy's log, once per body.
+func (p *recorder) lineCut(x int64, what string) func() {
+	return func() {
+		p.note(fmt.Sprintf("exchange %d: a %s body line was cut where the proxy's memory budget of %s was spent: its pieces were redacted with the regular-expression rules only", x, what, p.budget.size()))
+	}
+}
+
+// budgetSummary says, for the end reason of the proxy's log, how often
+// the memory budget refused bytes and which MCP sessions wrote server
+// messages in the wire's order for it ("" when it never refused).
+func (p *recorder) budgetSummary() string {
+	_, peak, refused := p.budget.stats()
+	if refused == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("the memory budget of %s refused bytes %d time(s) (at most %d bytes held at once)", p.budget.size(), refused, peak)
+	if fb := p.mcp.fellBack; len(fb) > 0 {
+		s += fmt.Sprintf("; MCP session(s) %s wrote server messages in the wire's order for it", joinInts(fb))
+	}
+	return s
+}
+
+// joinInts lists numbers, "1, 2, 3" (sessions: at most MaxMCPSessions).
+func joinInts(ns []int) string {
+	var b strings.Builder
+	for i, n := range ns {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, n)
+	}
+	return b.String()
 }
 
 // reqBody is the request body the upstream transport reads: the tap, and

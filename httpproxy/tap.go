@@ -26,7 +26,8 @@ const MaxRedactLine = 16 << 20
 // tap reads a body and records every byte before handing it on: each Read
 // returns only bytes that are already in the cassette. Without redaction a
 // chunk is what one Read of the source gave; with it, chunks end at line
-// ends (or at MaxRedactLine, or at the end of the body).
+// ends (or at MaxRedactLine, or where the memory budget was spent, or at
+// the end of the body).
 type tap struct {
 	src    io.Reader
 	record func(raw []byte) error // writes raw (redacted as needed) to the cassette
@@ -35,6 +36,17 @@ type tap struct {
 	buf    []byte                 // read, not yet recorded (lines mode)
 	out    []byte                 // recorded, not yet handed out (lines mode)
 	err    error                  // the source's error, handed out once out is empty
+	// mem holds buf and out's bytes, taken from the memory budget (nil:
+	// no budget); refused, the line is cut there, and cut (may be nil)
+	// is told, once per body
+	mem    *lease
+	cut    func()
+	wasCut bool
+}
+
+// holds takes n bytes held in lines mode from the budget.
+func (t *tap) holds(n int) bool {
+	return t.mem == nil || t.mem.setTo(n)
 }
 
 func (t *tap) Read(p []byte) (int, error) {
@@ -67,6 +79,14 @@ func (t *tap) Read(p []byte) (int, error) {
 			cut, t.err = len(t.buf), err
 		case cut == 0 && len(t.buf) >= t.max:
 			cut = len(t.buf)
+		case cut == 0 && !t.holds(len(t.buf)):
+			// the budget is spent: the line is recorded in pieces, as a
+			// line over max is
+			cut = len(t.buf)
+			if !t.wasCut && t.cut != nil {
+				t.cut()
+			}
+			t.wasCut = true
 		}
 		if cut == 0 {
 			continue
@@ -76,10 +96,21 @@ func (t *tap) Read(p []byte) (int, error) {
 			return 0, rerr
 		}
 		t.out = append(t.out[:0], t.buf[:cut]...)
-		t.buf = append(t.buf[:0], t.buf[cut:]...)
+		if rest := t.buf[cut:]; cap(t.buf) > 2*chunkSize && len(rest) <= chunkSize {
+			t.buf = append([]byte(nil), rest...) // let a long line's buffer go
+		} else {
+			t.buf = append(t.buf[:0], rest...)
+		}
+		t.holds(len(t.buf) + len(t.out)) // no more than held before the cut
 	}
 	n := copy(p, t.out)
 	t.out = t.out[n:]
+	if len(t.out) == 0 {
+		if cap(t.out) > 2*chunkSize {
+			t.out = nil
+		}
+		t.holds(len(t.buf))
+	}
 	return n, nil
 }
 

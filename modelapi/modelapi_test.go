@@ -309,6 +309,23 @@ func TestSSEParser(t *testing.T) {
 	}
 }
 
+// TestSSEParserDrop: an event dropped mid-line (a reader's memory budget
+// spent) is skipped and lets its buffer go; the next event is read.
+func TestSSEParserDrop(t *testing.T) {
+	var got []string
+	p := NewSSEParser(1<<20, func(e SSEEvent) { got = append(got, fmt.Sprintf("%d|%s", e.N, e.Data)) }, func(n, b int) { got = append(got, fmt.Sprintf("skip %d", n)) })
+	p.Feed([]byte("data: first\n\nevent: message\ndata: " + strings.Repeat("a", 1<<16)))
+	p.Drop()
+	if c := cap(p.p.line) + cap(p.p.data); c > 64 {
+		t.Errorf("the dropped event still holds %d bytes", c)
+	}
+	p.Feed([]byte("aaa\ndata: more\n\ndata: next\n\n"))
+	want := []string{"1|first", "skip 2", "3|next"}
+	if strings.Join(got, ";") != strings.Join(want, ";") {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
 func TestLimits(t *testing.T) {
 	// a 100 MB event is skipped without being buffered
 	a := NewAssembler(APIAnthropicMessages)

@@ -154,6 +154,16 @@ func (p *sseParser) dispatch() {
 	}
 }
 
+// drop marks the event being read over the limit and lets go of what it
+// buffered, keeping only what names the field of the line being read.
+func (p *sseParser) drop() {
+	p.over, p.data, p.hasData = true, nil, false
+	if len(p.line) > 16 {
+		p.line = append([]byte(nil), p.line[:16]...)
+	}
+	p.lineOver = len(p.line) > 0
+}
+
 // pending reports the bytes of an event the stream ended inside (not
 // dispatched, as the standard says).
 func (p *sseParser) pending() int {

@@ -52,3 +52,9 @@ func (s *SSEParser) Retry() (ms int, ok bool) { return s.p.retry, s.p.retryOK }
 // (it will be skipped): a reader can stop there instead of waiting for
 // the event's end.
 func (s *SSEParser) Over() bool { return s.p.over }
+
+// Drop skips the event being read (or, between events, the next one) as
+// if it were over the limit: what it buffered is let go, and skip reports
+// it at its end. A reader that may hold no more (a memory budget spent)
+// calls it.
+func (s *SSEParser) Drop() { s.p.drop() }
