@@ -33,6 +33,8 @@ type proxyOptions struct {
 	Upstream      string
 	RedactHeaders []string
 	AllowOrigin   []string
+	MemoryMiB     int           // --memory-budget-mib
+	MaxSessions   int           // --max-mcp-sessions
 	Anchor        anchorOptions // --log
 }
 
@@ -124,6 +126,11 @@ whose Origin header is neither a loopback origin nor given with
 			if len(o.AllowOrigin) > 0 {
 				return usageError(errors.New("--allow-origin is for --listen (HTTP) sessions"), "drop --allow-origin, or add --listen and --upstream")
 			}
+			for _, f := range []string{"memory-budget-mib", "max-mcp-sessions"} {
+				if cmd.Flags().Changed(f) {
+					return usageError(fmt.Errorf("--%s is for --listen (HTTP) sessions", f), "drop --"+f+", or add --listen and --upstream")
+				}
+			}
 			return runProxy(a, o)
 		},
 	}
@@ -140,6 +147,8 @@ whose Origin header is neither a loopback origin nor given with
 	c.Flags().StringVar(&o.Upstream, "upstream", "", "HTTP mode: the base URL requests are forwarded to (https://api.openai.com)")
 	c.Flags().StringArrayVar(&o.RedactHeaders, "redact-header", nil, "HTTP mode: also replace this header's values by keyed hashes (repeatable)")
 	c.Flags().StringArrayVar(&o.AllowOrigin, "allow-origin", nil, "HTTP mode: also forward requests with this Origin (scheme://host[:port]; repeatable; loopback origins always pass)")
+	c.Flags().IntVar(&o.MemoryMiB, "memory-budget-mib", httpproxy.DefaultMemoryBudget>>20, "HTTP mode: MiB that all exchanges and MCP sessions may hold at once beyond fixed buffers (bodies, queued answers); past it they stop holding, nothing forwarded is lost (docs/design/http-proxy.md)")
+	c.Flags().IntVar(&o.MaxSessions, "max-mcp-sessions", httpproxy.DefaultMaxMCPSessions, "HTTP mode: MCP sessions read into DIR/mcp; the exchanges of later sessions are in the HTTP cassette only, and the proxy log says so")
 	c.MarkFlagRequired("out")
 	return c
 }
@@ -148,6 +157,12 @@ whose Origin header is neither a loopback origin nor given with
 func runHTTPProxy(a *app, o proxyOptions) error {
 	if o.Listen == "" || o.Upstream == "" {
 		return usageError(errors.New("HTTP mode needs both --listen and --upstream"), "for example --listen 127.0.0.1:0 --upstream https://api.openai.com")
+	}
+	if o.MemoryMiB <= 0 || o.MemoryMiB > 1<<20 {
+		return usageError(fmt.Errorf("--memory-budget-mib %d: give a number of MiB from 1 to 1048576", o.MemoryMiB), fmt.Sprintf("the default is %d", httpproxy.DefaultMemoryBudget>>20))
+	}
+	if o.MaxSessions <= 0 {
+		return usageError(fmt.Errorf("--max-mcp-sessions %d: give a positive number", o.MaxSessions), fmt.Sprintf("the default is %d", httpproxy.DefaultMaxMCPSessions))
 	}
 	signers, err := captureSigners(a, &o.Keys)
 	if err != nil {
@@ -187,6 +202,7 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 		Listen: o.Listen, Upstream: o.Upstream, OutDir: o.Output.Out, Files: o.Output.Rules(a),
 		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders,
 		Deriver: httpproxy.ModelDeriver{}, Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin, Notes: notes,
+		MemoryBudget: int64(o.MemoryMiB) << 20, MaxMCPSessions: o.MaxSessions,
 	})
 	if err != nil {
 		return err
