@@ -14,7 +14,8 @@ import (
 // whose 16 bytes are equal (a subject's duplicate blocks, or keys longer
 // than 16 bytes sharing them) and small buckets are finished by
 // comparisons (recCmp); so are the few unflagged records, which are then
-// merged in. The order is recCmp's, the one slices.SortFunc gave before;
+// merged in (a run of mostly unflagged records is sorted by comparisons
+// alone, as before). The order is recCmp's, the one slices.SortFunc gave before;
 // equal keys may land in any order (the blocks of one subject are merged
 // whatever their order: memIter, merge). No memory beyond the unflagged
 // records' copy; see docs/design/scale.md.
@@ -52,14 +53,22 @@ func (r *run) sortKeyOf(x *rec, drop int32) []byte {
 // sortRecs sorts recs in recCmp's order.
 func (r *run) sortRecs(drop int32) {
 	recs := r.recs
-	if r.byID != (drop == 1) {
-		// p, p2 were taken from the other kind of sort key (setKey)
-		slices.SortFunc(recs, func(a, b rec) int { return cmpKey(r.sortKeyOf(&a, drop), r.sortKeyOf(&b, drop), r.prefix) })
+	unflagged := 0
+	for i := range recs {
+		unflagged += int(^recs[i].ch & 1)
+	}
+	if r.byID != (drop == 1) || unflagged > len(recs)/4 {
+		// p, p2 were taken from the other kind of sort key (setKey), or
+		// few keys have them (no session prefix): comparisons alone, in
+		// place
+		slices.SortFunc(recs, func(a, b rec) int {
+			return cmpKey(r.sortKeyOf(&a, drop), r.sortKeyOf(&b, drop), r.prefix)
+		})
 		return
 	}
 	// the flagged records first, in their order; the unflagged ones
 	// aside (one, the seal, in a generated log)
-	var other []rec
+	other := make([]rec, 0, unflagged)
 	w := 0
 	for i := range recs {
 		if recs[i].ch&1 != 0 {
