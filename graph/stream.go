@@ -715,24 +715,8 @@ func (r *run) sortRecords(byID bool) {
 		drop = 1
 	}
 	// blocks of one subject are merged whatever their order: no need for a
-	// stable sort
-	slices.SortFunc(r.recs, func(a, b rec) int {
-		if a.ch&b.ch&1 != 0 {
-			if a.p != b.p {
-				if a.p < b.p {
-					return -1
-				}
-				return 1
-			}
-			if a.p2 != b.p2 {
-				if a.p2 < b.p2 {
-					return -1
-				}
-				return 1
-			}
-		}
-		return cmpKey(r.chunks[a.ch>>1][a.off:a.off+a.k-drop], r.chunks[b.ch>>1][b.off:b.off+b.k-drop], r.prefix)
-	})
+	// stable sort (runsort.go)
+	r.sortRecs(drop)
 }
 
 // sortKey is the part of a "<subject>" key blocks are ordered by.
