@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 
@@ -158,6 +159,11 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 		}
 	}
 	run.g = &graph.Graph{Nodes: sub}
+	// the stream's sort runs and merge buffers are garbage now: collect
+	// them before Finish and the ranking allocate, so that those reuse
+	// their pages instead of growing the heap towards twice the stream's
+	// live peak (a fresh page is the cost: docs/design/scale.md)
+	runtime.GC()
 	if eng, err := eb.Finish(); err != nil {
 		run.engErr = err
 	} else {
