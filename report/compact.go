@@ -22,6 +22,15 @@ import (
 // instead of the whole *graph.Graph (docs/design/report.md).
 const DefaultCompactAbove = 50000
 
+// GCPercent is the garbage collector's target (runtime/debug.SetGCPercent)
+// that `witness report` sets when GOGC is unset. A large log's report
+// keeps a live heap of a few hundred MB (the graph stream's sort runs,
+// replay's index), mostly pointer-free, so a collection costs little,
+// while every page the heap grows by is a fresh page, which costs more
+// here than marking it (docs/design/scale.md): a heap of 1.5 times the
+// live one instead of twice is fewer pages for a few more collections.
+const GCPercent = 50
+
 // Bounds of the subgraph a compact report explains the findings on: the
 // events the findings' events link to (call, input, cause, during,
 // concerns), transitively, at most maxChainEvents of them.
