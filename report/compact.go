@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 
@@ -20,6 +21,15 @@ import (
 // picture) are computed from compact projections of the streamed graph
 // instead of the whole *graph.Graph (docs/design/report.md).
 const DefaultCompactAbove = 50000
+
+// GCPercent is the garbage collector's target (runtime/debug.SetGCPercent)
+// that `witness report` sets when GOGC is unset. A large log's report
+// keeps a live heap of a few hundred MB (the graph stream's sort runs,
+// replay's index), mostly pointer-free, so a collection costs little,
+// while every page the heap grows by is a fresh page, which costs more
+// here than marking it (docs/design/scale.md): a heap of 1.5 times the
+// live one instead of twice is fewer pages for a few more collections.
+const GCPercent = 50
 
 // Bounds of the subgraph a compact report explains the findings on: the
 // events the findings' events link to (call, input, cause, during,
@@ -158,6 +168,11 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 		}
 	}
 	run.g = &graph.Graph{Nodes: sub}
+	// the stream's sort runs and merge buffers are garbage now: collect
+	// them before Finish and the ranking allocate, so that those reuse
+	// their pages instead of growing the heap towards twice the stream's
+	// live peak (a fresh page is the cost: docs/design/scale.md)
+	runtime.GC()
 	if eng, err := eb.Finish(); err != nil {
 		run.engErr = err
 	} else {

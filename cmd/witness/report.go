@@ -114,6 +114,10 @@ func runReport(a *app, o reportOptions) error {
 		// collect before the heap doubles it, as replay does
 		debug.SetMemoryLimit(replay.MemoryLimit)
 	}
+	if a.getenv("GOGC") == "" {
+		// fewer fresh pages for a few more collections (report.GCPercent)
+		debug.SetGCPercent(report.GCPercent)
+	}
 	d, err := report.Build(ro)
 	if err != nil {
 		return err
