@@ -117,7 +117,10 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 // (each copies what it keeps: asyncWriter's expander, nqReorder). A
 // panic skips the release and leaves the memory mapped.
 func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, sink blockSink) (StreamStats, error) {
-	ar := offheap.New(offheap.Options{FaultAfterRelease: so.faultAfterRelease || faultAfterReleaseAll})
+	// huge pages (linux): a fresh page costs a fault, and a run fills its
+	// chunks whole (docs/design/scale.md, "Memory is time on this
+	// machine")
+	ar := offheap.New(offheap.Options{HugePages: true, FaultAfterRelease: so.faultAfterRelease || faultAfterReleaseAll})
 	stats, err := sortAndMerge(src, opts, so, byID, sink, ar)
 	if rerr := ar.Release(); rerr != nil && err == nil {
 		err = fmt.Errorf("graph: run memory: %w", rerr)
