@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/offheap"
 )
 
 // StreamOptions bound the memory of StreamNQuads.
@@ -30,6 +31,11 @@ type StreamOptions struct {
 	// Stages, if not nil, receives the wall times of the stream's stages
 	// (for benchmarks: they vary from run to run).
 	Stages *StreamStages
+
+	// faultAfterRelease: the run memory is made inaccessible instead of
+	// unmapped when the stream ends, so a late access faults (tests; the
+	// build tag witness_offheapcheck turns it on for every stream).
+	faultAfterRelease bool
 }
 
 // StreamStages are the wall times of a stream: its two phases, and how
@@ -101,7 +107,30 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 // stands for "<" + the session base + "/" (pre, passed beside it) + the
 // rest of its key; other blocks come with a nil pre. Stats.Bytes and
 // Digest are left to the caller.
+//
+// The runs' bytes live outside the Go heap (internal/offheap: the
+// collector would otherwise pace itself against 2×RunBytes of live
+// chunks and let garbage fill as much fresh memory again). They are
+// released when sortAndMerge returns: by then every goroutine that
+// touches them (the packer, the sorter) has ended and every sink call
+// has returned, on every path, and no sink keeps a slice of a block
+// (each copies what it keeps: asyncWriter's expander, nqReorder). A
+// panic skips the release and leaves the memory mapped.
 func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, sink blockSink) (StreamStats, error) {
+	// huge pages (linux): a fresh page costs a fault, and a run fills its
+	// chunks whole (docs/design/scale.md, "Memory is time on this
+	// machine")
+	ar := offheap.New(offheap.Options{HugePages: true, FaultAfterRelease: so.faultAfterRelease || faultAfterReleaseAll})
+	stats, err := sortAndMerge(src, opts, so, byID, sink, ar)
+	if rerr := ar.Release(); rerr != nil && err == nil {
+		err = fmt.Errorf("graph: run memory: %w", rerr)
+	}
+	return stats, err
+}
+
+// sortAndMerge is streamBlocks, its runs' chunks taken from ar; every
+// goroutine it starts that touches them has ended when it returns.
+func sortAndMerge(src EventSource, opts Options, so StreamOptions, byID bool, sink blockSink, ar *offheap.Arena) (StreamStats, error) {
 	if so.RunBytes <= 0 {
 		so.RunBytes = DefaultRunBytes
 	}
@@ -113,8 +142,8 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 	st := &streamer{so: so, byID: byID, runCh: make(chan *run, 1), done: make(chan error, 1), free: make(chan *run, 2)}
 	// a run's records, sized for blocks of ~100 bytes: growing them by
 	// copies costs more than the memory
-	st.free <- &run{recs: make([]rec, 0, so.RunBytes/100)}
-	st.free <- &run{recs: make([]rec, 0, so.RunBytes/100)}
+	st.free <- &run{recs: make([]rec, 0, so.RunBytes/100), arena: ar}
+	st.free <- &run{recs: make([]rec, 0, so.RunBytes/100), arena: ar}
 	go st.sorter()
 	defer st.cleanup()
 
@@ -652,6 +681,7 @@ type run struct {
 	pending *rec // the last reserved block, whose key is filled in by setKey
 	size    int  // bytes in the run
 	recs    []rec
+	arena   *offheap.Arena // where chunks come from (outside the Go heap)
 }
 
 // reset empties r, keeping its chunks for reuse.
@@ -667,7 +697,7 @@ func (r *run) reset() {
 func (r *run) reserve(size, key int) []byte {
 	for {
 		if r.cur == len(r.chunks) {
-			r.chunks = append(r.chunks, make([]byte, 0, max(chunkSize, size)))
+			r.chunks = append(r.chunks, r.arena.Alloc(max(chunkSize, size)))
 		}
 		c := r.chunks[r.cur]
 		if cap(c)-len(c) >= size {
@@ -678,7 +708,8 @@ func (r *run) reserve(size, key int) []byte {
 			return c[len(c):]
 		}
 		if len(c) == 0 { // an oversized block gets a chunk of its own
-			r.chunks[r.cur] = make([]byte, 0, size)
+			// (the smaller one stays in the arena until it is released)
+			r.chunks[r.cur] = r.arena.Alloc(size)
 			continue
 		}
 		r.cur++
