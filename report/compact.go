@@ -142,7 +142,7 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 	var err error
 	if feed != nil {
 		var st graph.StreamStats
-		st, err = graph.StreamViews(&tapSource{feed: feed, name: file, stop: &stop}, graph.Options{}, o.Stream, scan)
+		st, err = graph.StreamViews(&tapSource{feed: feed, name: file, stop: &stop}, o.graphOpts, o.Stream, scan)
 		// verify.Run may still be feeding a stream that stopped early
 		feed.Drain()
 		if err == nil {
@@ -152,7 +152,7 @@ func compactGraph(file string, feed *verify.EventFeed, in <-chan scanIn, o Optio
 		err = exitcode.Input("read events", ferr, "check the path given to --events")
 	} else {
 		var st graph.StreamStats
-		st, err = graph.StreamViews(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), graph.Options{}, o.Stream, scan)
+		st, err = graph.StreamViews(graph.NewEventSource(&stopReader{r: f, stop: &stop}, file), o.graphOpts, o.Stream, scan)
 		f.Close()
 		if err == nil {
 			digest = st.Digest
@@ -488,18 +488,18 @@ func (pc *picture) draw(lanes *interner, o Options) Picture {
 	return p
 }
 
-// logDigest is the graph digest verify.Run gives a single log without a
-// seal: the sha256 of the canonical N-Quads of its graph (graph.Options{}),
-// "" when the log does not map to a graph. For the report whose graph
-// stream was canceled (a log of few events) but that told verify not to
-// compute it.
-func logDigest(file string) string {
+// logDigest is the graph digest verify.Run gives a single log: the
+// sha256 of the canonical N-Quads of its graph (opts: graph.Options{}
+// without a seal, the seal as plan with one), "" when the log does not
+// map to a graph. For the report whose graph stream was canceled (a log
+// of few events) but that told verify not to compute it.
+func logDigest(file string, opts graph.Options) string {
 	f, err := os.Open(file)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	st, err := graph.StreamNQuads(graph.NewEventSource(f, file), io.Discard, graph.Options{}, graph.StreamOptions{})
+	st, err := graph.StreamNQuads(graph.NewEventSource(f, file), io.Discard, opts, graph.StreamOptions{})
 	if err != nil {
 		return ""
 	}

@@ -54,7 +54,7 @@ func TestCompactSameAsInMemory(t *testing.T) {
 		p := write(filepath.Base(t.Name())+string(rune('a'+len(cases)))+".jsonl", b.Bytes())
 		cases["synth-"+string(rune('0'+len(cases)))] = Options{Events: []string{p}, Verify: fx.Verify, MaxGraphNodes: 200, MaxDetails: 50}
 	}
-	chains, digests, none := 0, 0, 0
+	chains, digests, none, sealed := 0, 0, 0, 0
 	for name, o := range cases {
 		o.Generated = "2026-08-30T14:33:00+00:00"
 		o.CompactAbove = 1 << 30
@@ -95,6 +95,11 @@ func TestCompactSameAsInMemory(t *testing.T) {
 		}
 		if rep.Evidence.GraphDigest != "" {
 			digests++
+			if o.Verify.SealFile != "" {
+				// with a seal the report's stream has the seal as its
+				// plan, and the digest is still verify's
+				sealed++
+			}
 		} else {
 			none++
 		}
@@ -115,6 +120,9 @@ func TestCompactSameAsInMemory(t *testing.T) {
 	}
 	if chains == 0 {
 		t.Error("no finding with a chain: the comparison shows nothing about chains")
+	}
+	if sealed == 0 {
+		t.Error("no sealed verdict with a graph digest: the comparison shows nothing about the sealed stream")
 	}
 	if digests == 0 || none == 0 {
 		t.Errorf("%d verdicts with a graph digest, %d without: the comparison shows nothing about one of them", digests, none)

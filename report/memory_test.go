@@ -37,7 +37,7 @@ func graphPeaks(t *testing.T, n, rows int) (mem, cmp uint64) {
 	o.defaults()
 	var run *runState
 	mem = memtest.Peak(func() {
-		g, err := buildGraph(p)
+		g, err := buildGraph(p, graph.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

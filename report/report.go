@@ -66,6 +66,12 @@ type Options struct {
 	// Stream is the external sort of the compact path's graph stream
 	// (graph.StreamOptions; zero: its defaults).
 	Stream graph.StreamOptions
+	// graphOpts: the options of the single log's graph (the picture,
+	// the chains, the stream's digest): with a usable seal, the seal as
+	// the session's plan, the graph whose digest verify gives
+	// (verify.GraphOptionsFor), so that the page shows the graph its
+	// verdict names and verify does not stream the log a second time
+	graphOpts graph.Options
 	// readsLog: the page's first pass and the graph stream read the log
 	// file themselves instead of the events verify.Run decoded (tests
 	// compare the two: TestTapSameAsReaders)
@@ -307,6 +313,14 @@ func Build(o Options) (*Data, error) {
 			return nil, err
 		}
 	}
+	// with a seal verify can use, the log's graph has it as its plan
+	sealed := false
+	if o.Verify.SealFile != "" && len(o.Events) == 1 {
+		if sf, err := verify.LoadSeal(o.Verify.SealFile, o.Verify.SealKeys); err == nil && sf.Sealed != nil {
+			o.graphOpts = verify.GraphOptionsFor(verify.PlanFromSeal(sf.Sealed))
+			sealed = true
+		}
+	}
 	d := &Data{Format: Format, V: 1, Generated: o.Generated, Version: o.Version}
 	lanes := newInterner()
 	kinds := newInterner()
@@ -338,9 +352,10 @@ func Build(o Options) (*Data, error) {
 		}
 		if likely {
 			cs = startCompact(o.Events[0], feed, o)
-			if o.Verify.SealFile == "" {
+			if o.Verify.SealFile == "" || sealed {
 				// the stream's digest is verify's (the graph without a
-				// seal): verify does not stream the log a second time
+				// seal, or with the seal as its plan): verify does not
+				// stream the log a second time
 				runOpts.NoGraphDigest = true
 				cs.owesDigest = true
 			}

@@ -102,13 +102,13 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	if !compact && cs != nil {
 		cs.cancel()
 		if cs.owesDigest {
-			fillDigest(d, runRep, logDigest(file))
+			fillDigest(d, runRep, logDigest(file, o.graphOpts))
 		}
 		cs = nil
 	}
 	if !compact {
 		links = nil
-		if g, err := buildGraph(file); err == nil {
+		if g, err := buildGraph(file, o.graphOpts); err == nil {
 			run = &runState{g: g}
 		} else {
 			d.Notes = append(d.Notes, fmt.Sprintf("no causal graph: %v", err))
@@ -202,14 +202,15 @@ func hasCode(codes []uint8, c uint8) bool {
 	return false
 }
 
-// buildGraph builds the graph of one log, reading it as a stream.
-func buildGraph(file string) (*graph.Graph, error) {
+// buildGraph builds the graph of one log (opts: Options.graphOpts),
+// reading it as a stream.
+func buildGraph(file string, opts graph.Options) (*graph.Graph, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, exitcode.Input("read events", err, "check the path given to --events")
 	}
 	defer f.Close()
-	return graph.Build(graph.NewEventSource(f, file), graph.Options{})
+	return graph.Build(graph.NewEventSource(f, file), opts)
 }
 
 // firstPass is what the first pass over a single log keeps (readFirst).

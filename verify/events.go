@@ -83,7 +83,7 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	gdone := make(chan string, 1)
 	if opts.GraphDigest {
 		feed = NewEventFeed()
-		gopts := graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}
+		gopts := GraphOptionsFor(plan)
 		if opts.IntegrityOnly {
 			gopts = graph.Options{}
 		}

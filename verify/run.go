@@ -41,18 +41,24 @@ type Options struct {
 	// (CheckAnchoring); nil checks it only when bundles are beside the
 	// events.
 	Anchor *AnchorOptions
-	// NoGraphDigest leaves Evidence.GraphDigest of a single log checked
-	// without a seal empty instead of streaming the log a second time into
-	// its canonical N-Quads: for a caller that streams the same graph
-	// (graph.Options{}) itself and fills in that stream's digest, or none
-	// when the stream fails (the report). It changes nothing else, and
-	// nothing when a seal is given (that digest is of another graph: the
-	// seal as its plan).
+	// NoGraphDigest leaves Evidence.GraphDigest of a single log empty
+	// instead of streaming the log a second time into its canonical
+	// N-Quads: for a caller that streams the same graph itself and fills
+	// in that stream's digest, or none when the stream fails (the
+	// report). The same graph: graph.Options{} without a seal, and with
+	// one the seal as its plan (GraphOptionsFor). It changes nothing else.
 	NoGraphDigest bool
 	// Tap, when set, receives the lines of EventsFile as they are read
 	// and decoded (Tap); nothing else changes. It is not called for the
 	// further logs of a run (RunEvents).
 	Tap *Tap
+}
+
+// GraphOptionsFor returns the graph options of the digest verify gives a
+// single log checked against plan (Evidence.GraphDigest): the seal as the
+// session's plan.
+func GraphOptionsFor(plan Plan) graph.Options {
+	return graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}
 }
 
 // PlanFromSeal returns what the checks need from a seal.
@@ -153,7 +159,7 @@ func Run(o Options) (*Report, error) {
 			return nil, err
 		}
 		defer closeFn()
-		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0, Tap: o.Tap}); err != nil {
+		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0 && !o.NoGraphDigest, Tap: o.Tap}); err != nil {
 			return nil, err
 		}
 		switch {
