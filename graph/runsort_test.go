@@ -50,7 +50,7 @@ func testRun(prefix string, byID bool, keys [][]byte) *run {
 		dst := r.reserve(len(k)+len(line), len(k))
 		dst = append(dst, k...)
 		r.setKey(dst)
-		dst = append(dst, line...)
+		copy(dst[len(dst):len(dst)+len(line)], line) // the reserved bytes, in place
 	}
 	return r
 }

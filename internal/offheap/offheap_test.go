@@ -11,7 +11,6 @@ import (
 // them back (twice is harmless).
 func TestAllocRelease(t *testing.T) {
 	a := New(Options{})
-	var bufs [][]byte
 	for _, n := range []int{1, 4096, 4<<20 + 3} {
 		b := a.Alloc(n)
 		if len(b) != 0 || cap(b) != n {
@@ -24,7 +23,6 @@ func TestAllocRelease(t *testing.T) {
 			}
 		}
 		b[0], b[n-1] = 1, 2
-		bufs = append(bufs, b)
 	}
 	if b := a.Alloc(0); b != nil {
 		t.Fatalf("Alloc(0) = %v", b)
