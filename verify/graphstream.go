@@ -628,15 +628,27 @@ func (s *graphScan) eventsInOrder(order []int32, done <-chan struct{}) func(int)
 	}
 }
 
-// checkGraphStream is checkGraph on the document in rd, scanned. It
-// returns errGraphReread, having changed nothing in r, when the document
-// must be read whole (checkGraph); any other error is the read's.
-func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
+// checkGraphStream is checkGraph on the document in rd, scanned, without
+// the nodes drop names and every reference to them when drop is set
+// (graph.ViewWithout: the scan sees the nodes graph.Without would keep).
+// It returns errGraphReread, having changed nothing in r, when the
+// document must be read whole (checkGraph); any other error is the read's.
+func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader, drop func(iri []byte) bool) error {
 	if len(plan.Untrusted) > 0 {
 		return errGraphReread // injection-provenance walks the graph
 	}
 	s := newGraphScan()
-	err := graph.ScanJSONLDView(rd, name, s.add)
+	add := s.add
+	if drop != nil {
+		var w graph.ViewWithout
+		add = func(v *graph.NodeView) error {
+			if v = w.Apply(v, drop); v == nil {
+				return nil
+			}
+			return s.add(v)
+		}
+	}
+	err := graph.ScanJSONLDView(rd, name, add)
 	if err == nil {
 		err = s.finish()
 	}

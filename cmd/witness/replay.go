@@ -157,12 +157,13 @@ func runReplay(a *app, o *replayOptions) error {
 }
 
 // replayEngine reads the graph or the run into a replay engine. A graph
-// file replayed without a seal, a judge, verdict sources, a what-if policy
-// or a DOT picture is read straight into replay's index
-// (replay.NewEngineJSONLD), without holding the graph. A nil engine and a
-// nil error: the what-if policy has answered.
+// file replayed without a judge given by another verb, verdict sources, a
+// what-if policy or a DOT picture is read straight into replay's index
+// (replay.NewEngineJSONLD), without holding the graph; with --seal its
+// judge then reads the file itself (docJudge). A nil engine and a nil
+// error: the what-if policy has answered.
 func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
-	if len(o.events) == 0 && o.whatIfPolicy == "" && o.sealFile == "" && o.judge == nil && len(o.sources) == 0 && o.format != "dot" {
+	if len(o.events) == 0 && o.whatIfPolicy == "" && o.judge == nil && len(o.sources) == 0 && o.format != "dot" {
 		f, err := os.Open(o.graphFile)
 		if err != nil {
 			return nil, exitcode.Input("read graph", err, "check the path given to --graph; make the graph with 'witness graph --events FILE --out FILE'")
@@ -245,11 +246,16 @@ type verifyJudge struct {
 	plan         verify.Plan
 	sealFindings []verify.Finding
 	sealOnly     *verify.Report // set when the seal itself is invalid: nothing else can be judged
+	// file is the graph file (--graph) the document readings judge; ""
+	// for a run (--events)
+	file string
 }
 
 // newVerifyJudge loads the seal and checks its signatures with the keys
 // 'witness verify' would use (keyring, ATW_WITNESS_KEY for 0.1.0 seals).
-func newVerifyJudge(a *app, o *replayOptions) (replay.Judge, error) {
+// It judges graphs (Judge) and, for --graph, the file itself
+// (replay.DocumentJudge), which an engine read without its graph uses.
+func newVerifyJudge(a *app, o *replayOptions) (*verifyJudge, error) {
 	vo, err := o.keys.VerifyKeys(a, 0)
 	if err != nil {
 		return nil, err
@@ -262,7 +268,7 @@ func newVerifyJudge(a *app, o *replayOptions) (replay.Judge, error) {
 	if o.graphFile == "" {
 		name = "run"
 	}
-	j := &verifyJudge{name: name}
+	j := &verifyJudge{name: name, file: o.graphFile}
 	for _, f := range rep.Findings {
 		if f.Check == verify.CheckSeal {
 			j.sealFindings = append(j.sealFindings, f)
@@ -295,6 +301,56 @@ func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
 		}
 		r.Finish()
 	}
+	return judgementOf(r), nil
+}
+
+// JudgeDocument judges the graph file itself, as 'witness verify --seal S
+// --graph G' does (scanned, not held), or, with drop, the file read
+// without the nodes drop names (verify.CheckGraphWithout): the judgements
+// Judge gives for the graph read from the file and for its counterfactual
+// graph (replay.DocumentJudge).
+func (j *verifyJudge) JudgeDocument(drop func(iri []byte) bool) (*replay.Judgement, error) {
+	r := j.sealOnly
+	if r == nil {
+		f, err := j.open()
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = &verify.Report{Findings: append([]verify.Finding(nil), j.sealFindings...)}
+		if err := verify.CheckGraphWithout(r, j.plan, j.name, f, drop); err != nil {
+			return nil, err
+		}
+		r.Finish()
+	}
+	return judgementOf(r), nil
+}
+
+// ScanDocument calls visit with each node of the graph file
+// (replay.DocumentJudge).
+func (j *verifyJudge) ScanDocument(visit func(v *graph.NodeView) error) error {
+	f, err := j.open()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return graph.ScanJSONLDView(f, j.name, visit)
+}
+
+// open opens the graph file of the document readings.
+func (j *verifyJudge) open() (*os.File, error) {
+	if j.file == "" {
+		return nil, fmt.Errorf("replay: no graph file to judge")
+	}
+	f, err := os.Open(j.file)
+	if err != nil {
+		return nil, exitcode.Input("read graph", err, "check the path given to --graph")
+	}
+	return f, nil
+}
+
+// judgementOf is replay's form of verify's report.
+func judgementOf(r *verify.Report) *replay.Judgement {
 	out := &replay.Judgement{Verdict: string(r.Verdict)}
 	for _, f := range r.Findings {
 		out.Findings = append(out.Findings, replay.Finding{
@@ -302,5 +358,5 @@ func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
 			Tool: f.Tool, Clause: f.SealClause, Message: f.Message,
 		})
 	}
-	return out, nil
+	return out
 }
