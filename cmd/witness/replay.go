@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -173,13 +174,14 @@ func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 			// the live heap is the engine: collect before the heap doubles it
 			debug.SetMemoryLimit(replay.MemoryLimit)
 		}
-		eng, err := replay.NewEngineJSONLD(f, filepath.Base(o.graphFile))
+		eng, err := replayEngineJSONLD(a, o, f)
 		switch {
 		case err == nil:
 			return eng, nil
 		case exitcode.Of(err) != exitcode.Tampered || !strings.HasPrefix(err.Error(), "index graph:"):
 			return nil, err
 		}
+		o.judge = nil
 		// a repeated IRI the scan could not see (an unsorted document):
 		// read the graph whole, which names the element
 	}
@@ -201,6 +203,69 @@ func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 	eng, err := replay.NewEngine(g)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", o.graphFile, err)
+	}
+	return eng, nil
+}
+
+// replayEngineJSONLD reads the graph document f straight into replay's
+// index (replay.EngineBuilder, as replay.NewEngineJSONLD). With --seal the
+// same scan feeds verify's check of the document (verify.GraphScan): the
+// judge (o.judge) then holds the observed run's judgement, and reads the
+// file again only for the counterfactual one. An error of the seal comes
+// after the graph's, as on the in-memory path.
+func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, error) {
+	name := filepath.Base(o.graphFile)
+	var j *verifyJudge
+	var jerr error
+	var gs *verify.GraphScan
+	if o.sealFile != "" {
+		j, jerr = newVerifyJudge(a, o)
+		if jerr == nil && j.sealOnly == nil {
+			gs = verify.NewGraphScan(j.plan)
+		}
+	}
+	b := replay.NewEngineBuilder()
+	err := graph.ScanJSONLDView(f, name, func(v *graph.NodeView) error {
+		b.Add(v)
+		if gs != nil {
+			gs.Add(v)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Discard()
+		if gs != nil {
+			gs.Discard()
+		}
+		return nil, err
+	}
+	eng, err := b.Finish()
+	if err != nil {
+		if gs != nil {
+			gs.Discard()
+		}
+		return nil, err
+	}
+	if jerr != nil {
+		return nil, jerr
+	}
+	if gs != nil {
+		r := j.report()
+		err := gs.Check(r, j.plan, j.name, func() (io.Reader, func(), error) {
+			g, err := j.open()
+			if err != nil {
+				return nil, nil, err
+			}
+			return g, func() { g.Close() }, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.Finish()
+		j.observed = judgementOf(r)
+	}
+	if j != nil {
+		o.judge = j
 	}
 	return eng, nil
 }
@@ -249,6 +314,14 @@ type verifyJudge struct {
 	// file is the graph file (--graph) the document readings judge; ""
 	// for a run (--events)
 	file string
+	// observed is the judgement of the file itself when the engine's scan
+	// made it (replayEngineJSONLD); nil: JudgeDocument reads the file
+	observed *replay.Judgement
+}
+
+// report is a report holding the seal's findings, for one graph.
+func (j *verifyJudge) report() *verify.Report {
+	return &verify.Report{Findings: append([]verify.Finding(nil), j.sealFindings...)}
 }
 
 // newVerifyJudge loads the seal and checks its signatures with the keys
@@ -291,7 +364,7 @@ func newVerifyJudge(a *app, o *replayOptions) (*verifyJudge, error) {
 func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
 	r := j.sealOnly
 	if r == nil {
-		r = &verify.Report{Findings: append([]verify.Finding(nil), j.sealFindings...)}
+		r = j.report()
 		var buf bytes.Buffer
 		if err := g.WriteJSONLD(&buf); err != nil {
 			return nil, err
@@ -310,6 +383,9 @@ func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
 // Judge gives for the graph read from the file and for its counterfactual
 // graph (replay.DocumentJudge).
 func (j *verifyJudge) JudgeDocument(drop func(iri []byte) bool) (*replay.Judgement, error) {
+	if drop == nil && j.observed != nil {
+		return j.observed, nil
+	}
 	r := j.sealOnly
 	if r == nil {
 		f, err := j.open()
@@ -317,7 +393,7 @@ func (j *verifyJudge) JudgeDocument(drop func(iri []byte) bool) (*replay.Judgeme
 			return nil, err
 		}
 		defer f.Close()
-		r = &verify.Report{Findings: append([]verify.Finding(nil), j.sealFindings...)}
+		r = j.report()
 		if err := verify.CheckGraphWithout(r, j.plan, j.name, f, drop); err != nil {
 			return nil, err
 		}

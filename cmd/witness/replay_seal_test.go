@@ -111,6 +111,10 @@ func TestReplaySealStreamed(t *testing.T) {
 			if eng.CounterfactualGraph(&replay.Result{}) != nil {
 				t.Fatal("replay --graph --seal read the graph whole")
 			}
+			// the engine's scan judged the observed run
+			if j, ok := o.judge.(*verifyJudge); !ok || j.observed == nil {
+				t.Fatalf("the engine's scan made no judgement of the observed run (judge %T)", o.judge)
+			}
 			relations += droppedRelations(t, c)
 			for _, format := range []string{"json", "text"} {
 				streamed := runSealPath(t, a, c, seal, format, false)
