@@ -177,37 +177,5 @@ func counterfactualGraph(g *graph.Graph, gone func(string) bool) *graph.Graph {
 			dropped[n.ID] = true
 		}
 	}
-	out := &graph.Graph{Nodes: make([]*graph.Node, 0, len(g.Nodes)-len(dropped))}
-	for _, n := range g.Nodes {
-		if dropped[n.ID] {
-			continue
-		}
-		touched := false
-		for _, vals := range n.Props {
-			for _, t := range vals {
-				if t.IRI != "" && dropped[t.IRI] {
-					touched = true
-				}
-			}
-		}
-		if !touched {
-			out.Nodes = append(out.Nodes, n)
-			continue
-		}
-		c := &graph.Node{ID: n.ID, Types: n.Types, Props: make(map[string][]graph.Term, len(n.Props))}
-		for p, vals := range n.Props {
-			var kept []graph.Term
-			for _, t := range vals {
-				if t.IRI != "" && dropped[t.IRI] {
-					continue
-				}
-				kept = append(kept, t)
-			}
-			if len(kept) > 0 {
-				c.Props[p] = kept
-			}
-		}
-		out.Nodes = append(out.Nodes, c)
-	}
-	return out
+	return graph.Without(g, func(id string) bool { return dropped[id] })
 }

@@ -123,6 +123,10 @@ type index struct {
 	// maybe lists the ambiguous links between nodes, by subject then edge
 	// then object.
 	maybe []maybeLink
+	// relations are the relation nodes of an index read by
+	// NewEngineJSONLD (see viewBuilder.relations), in node order; nil
+	// for NewEngine, whose counterfactualGraph reads them from the graph.
+	relations []int32
 }
 
 // nodeInfo is what the index keeps of a Record besides its id and

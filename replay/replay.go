@@ -282,7 +282,16 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		return res, nil
 	}
 	if e.g == nil {
-		return nil, errNoGraph
+		// a judge of the document the engine was read from, and no
+		// source: judged without the graph
+		dj, ok := opts.Judge.(DocumentJudge)
+		if !ok || len(opts.Sources) > 0 {
+			return nil, errNoGraph
+		}
+		if err := e.judgeDocument(res, dj); err != nil {
+			return nil, err
+		}
+		return res, nil
 	}
 	cf := counterfactualGraph(e.g, res.Removes)
 	v := &Verdicts{Nodes: []NodeVerdicts{}}

@@ -199,6 +199,10 @@ type viewBuilder struct {
 	// workers is the number of goroutines of index's per-node passes
 	// (0: see parallel); tests set it.
 	workers int
+	// relations are the relation nodes (document order): neither
+	// activity, entity nor agent, nor the capture session or the seal
+	// (counterfactualGraph drops one that only removed nodes refer to).
+	relations []int32
 }
 
 // effectOf is the effect of node (document order).
@@ -214,6 +218,9 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	vb.node = append(growBy(vb.node, 1), vb.names.intern(v.ID))
 	kind := kindOfTypes(v.Types)
 	vb.kind = append(growBy(vb.kind, 1), kind)
+	if kind == KindOther && !v.HasType(graph.WCaptureSession) && !v.HasType(graph.ProvPlan) {
+		vb.relations = append(vb.relations, i)
+	}
 	if v.HasType(graph.WToolDefinition) {
 		var f toolFlags
 		for _, p := range v.Props {
@@ -415,6 +422,10 @@ func (vb *viewBuilder) index() (*index, *eventTable, error) {
 		}
 	}
 	ix.link(l)
+	for _, d := range vb.relations {
+		ix.relations = append(ix.relations, nodeOf(d))
+	}
+	slices.Sort(ix.relations)
 	ev := &eventTable{text: string(vb.evText), refs: vb.events}
 	for i := range ev.refs {
 		ev.refs[i].node = nodeOf(ev.refs[i].node)

@@ -28,17 +28,27 @@ import (
 // (checkGraphStream); it is sought back and read whole when the scan cannot
 // judge it alike (docs/design/scale.md). Any other reader is read whole.
 func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
+	return CheckGraphWithout(r, plan, name, rd, nil)
+}
+
+// CheckGraphWithout is CheckGraph on the graph in rd read without the nodes
+// drop names and without every reference to them (graph.Without; drop nil:
+// CheckGraph itself): a counterfactual reading of the document, for
+// replay's drift overlay. The document is scanned and the filtered graph
+// never built when rd can seek and the scan can judge it; otherwise it is
+// read whole and filtered (docs/design/scale.md, "replay --seal").
+func CheckGraphWithout(r *Report, plan Plan, name string, rd io.Reader, drop func(iri []byte) bool) error {
 	if rs, ok := rd.(io.ReadSeeker); ok {
 		start, err := rs.Seek(0, io.SeekCurrent)
 		if err == nil {
-			return checkGraphOrReread(r, plan, name, rs, func() (io.Reader, func(), error) {
+			return checkGraphOrRereadWithout(r, plan, name, rs, func() (io.Reader, func(), error) {
 				_, err := rs.Seek(start, io.SeekStart)
 				return rs, func() {}, err
-			})
+			}, drop)
 		}
 	}
 	graphEvidence(r, name)
-	return checkGraphWhole(r, plan, name, rd)
+	return checkGraphWhole(r, plan, name, rd, drop)
 }
 
 // checkGraphFile is CheckGraph on the graph file name, opened as f by
@@ -67,8 +77,14 @@ func graphEvidence(r *Report, name string) {
 // read would, reopen gives the document again (and a function closing it),
 // and it is read whole.
 func checkGraphOrReread(r *Report, plan Plan, name string, rd io.Reader, reopen func() (io.Reader, func(), error)) error {
+	return checkGraphOrRereadWithout(r, plan, name, rd, reopen, nil)
+}
+
+// checkGraphOrRereadWithout is checkGraphOrReread on the document read
+// without the nodes drop names (CheckGraphWithout), scanned or read whole.
+func checkGraphOrRereadWithout(r *Report, plan Plan, name string, rd io.Reader, reopen func() (io.Reader, func(), error), drop func(iri []byte) bool) error {
 	graphEvidence(r, name)
-	err := checkGraphStream(r, plan, name, rd)
+	err := checkGraphStream(r, plan, name, rd, drop)
 	switch {
 	case err == nil:
 		return nil
@@ -78,13 +94,14 @@ func checkGraphOrReread(r *Report, plan Plan, name string, rd io.Reader, reopen 
 			return fmt.Errorf("graph %s: read again: %w", name, err)
 		}
 		defer closeFn()
-		return checkGraphWhole(r, plan, name, rd2)
+		return checkGraphWhole(r, plan, name, rd2, drop)
 	}
 	return err
 }
 
-// checkGraphWhole is CheckGraph on the graph read whole (ReadJSONLD).
-func checkGraphWhole(r *Report, plan Plan, name string, rd io.Reader) error {
+// checkGraphWhole is CheckGraph on the graph read whole (ReadJSONLD),
+// without the nodes drop names when drop is set (graph.Without).
+func checkGraphWhole(r *Report, plan Plan, name string, rd io.Reader, drop func(iri []byte) bool) error {
 	g, err := graph.ReadJSONLD(rd, name)
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{
@@ -92,6 +109,9 @@ func checkGraphWhole(r *Report, plan Plan, name string, rd io.Reader) error {
 			Message: err.Error(),
 		})
 		return nil
+	}
+	if drop != nil {
+		g = graph.Without(g, func(id string) bool { return drop([]byte(id)) })
 	}
 	return checkGraph(r, plan, name, g)
 }

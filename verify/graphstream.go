@@ -628,15 +628,89 @@ func (s *graphScan) eventsInOrder(order []int32, done <-chan struct{}) func(int)
 	}
 }
 
-// checkGraphStream is checkGraph on the document in rd, scanned. It
-// returns errGraphReread, having changed nothing in r, when the document
-// must be read whole (checkGraph); any other error is the read's.
-func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader) error {
+// checkGraphStream is checkGraph on the document in rd, scanned, without
+// the nodes drop names and every reference to them when drop is set
+// (graph.ViewWithout: the scan sees the nodes graph.Without would keep).
+// It returns errGraphReread, having changed nothing in r, when the
+// document must be read whole (checkGraph); any other error is the read's.
+func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader, drop func(iri []byte) bool) error {
 	if len(plan.Untrusted) > 0 {
 		return errGraphReread // injection-provenance walks the graph
 	}
 	s := newGraphScan()
-	err := graph.ScanJSONLDView(rd, name, s.add)
+	add := s.add
+	if drop != nil {
+		var w graph.ViewWithout
+		add = func(v *graph.NodeView) error {
+			if v = w.Apply(v, drop); v == nil {
+				return nil
+			}
+			return s.add(v)
+		}
+	}
+	return s.judge(r, plan, name, graph.ScanJSONLDView(rd, name, add))
+}
+
+// GraphScan is CheckGraph for a caller that scans the graph document
+// itself (graph.ScanJSONLDView), so that one parse of the document feeds
+// verify and the caller's own use of it (replay's engine, for `replay
+// --graph G --seal S`): Add every node, in document order, then Check (or
+// Discard).
+type GraphScan struct {
+	s    *graphScan // nil when the plan needs the whole read
+	err  error      // the first error of Add; Add stops there, as a scan would
+	done bool
+}
+
+// NewGraphScan returns an empty GraphScan judging against plan.
+func NewGraphScan(plan Plan) *GraphScan {
+	if len(plan.Untrusted) > 0 {
+		return &GraphScan{} // injection-provenance walks the graph
+	}
+	return &GraphScan{s: newGraphScan()}
+}
+
+// Add projects the node v (valid only during the call).
+func (g *GraphScan) Add(v *graph.NodeView) {
+	if g.s == nil || g.err != nil {
+		return
+	}
+	g.err = g.s.add(v)
+}
+
+// Check adds to r the findings CheckGraph adds for the document scanned,
+// which the caller's scan read whole (without error). When the scan
+// cannot judge it as the whole read would, reopen gives the document
+// again (and a function closing it), and it is read whole.
+func (g *GraphScan) Check(r *Report, plan Plan, name string, reopen func() (io.Reader, func(), error)) error {
+	graphEvidence(r, name)
+	err := errGraphReread
+	if g.s != nil {
+		g.done = true
+		err = g.s.judge(r, plan, name, g.err)
+	}
+	if errors.Is(err, errGraphReread) {
+		rd, closeFn, err := reopen()
+		if err != nil {
+			return fmt.Errorf("graph %s: read again: %w", name, err)
+		}
+		defer closeFn()
+		return checkGraphWhole(r, plan, name, rd, nil)
+	}
+	return err
+}
+
+// Discard ends a GraphScan that is not checked (the caller's scan
+// failed).
+func (g *GraphScan) Discard() {
+	if g.s != nil && !g.done {
+		g.done = true
+		g.s.digest.Close()
+	}
+}
+
+// judge is checkGraphStream after the scan, whose error is err.
+func (s *graphScan) judge(r *Report, plan Plan, name string, err error) error {
 	if err == nil {
 		err = s.finish()
 	}

@@ -80,6 +80,29 @@ func newGraphReport(t testing.TB, plan Plan, doc []byte) (string, bool) {
 	if c := reportBytes(t, r3, err3); c != a {
 		t.Fatalf("the file path differs from the scan:\n%s\n---\n%s", a, c)
 	}
+	// and so does the filtered reading that drops nothing
+	r4 := &Report{}
+	err4 := CheckGraphWithout(r4, plan, "g.jsonld", bytes.NewReader(doc), func([]byte) bool { return false })
+	if c := reportBytes(t, r4, err4); c != a {
+		t.Fatalf("CheckGraphWithout dropping nothing differs from the scan:\n%s\n---\n%s", a, c)
+	}
+	// and so does a GraphScan fed by the caller's own scan, when that
+	// scan reads the document (replay --seal)
+	gs := NewGraphScan(plan)
+	if graph.ScanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(v *graph.NodeView) error {
+		gs.Add(v)
+		return nil
+	}) != nil {
+		gs.Discard()
+		return a, scanned
+	}
+	r5 := &Report{}
+	err5 := gs.Check(r5, plan, "g.jsonld", func() (io.Reader, func(), error) {
+		return bytes.NewReader(doc), func() {}, nil
+	})
+	if c := reportBytes(t, r5, err5); c != a {
+		t.Fatalf("GraphScan differs from the scan:\n%s\n---\n%s", a, c)
+	}
 	return a, scanned
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -157,12 +158,13 @@ func runReplay(a *app, o *replayOptions) error {
 }
 
 // replayEngine reads the graph or the run into a replay engine. A graph
-// file replayed without a seal, a judge, verdict sources, a what-if policy
-// or a DOT picture is read straight into replay's index
-// (replay.NewEngineJSONLD), without holding the graph. A nil engine and a
-// nil error: the what-if policy has answered.
+// file replayed without a judge given by another verb, verdict sources, a
+// what-if policy or a DOT picture is read straight into replay's index
+// (replay.NewEngineJSONLD), without holding the graph; with --seal its
+// judge then reads the file itself (docJudge). A nil engine and a nil
+// error: the what-if policy has answered.
 func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
-	if len(o.events) == 0 && o.whatIfPolicy == "" && o.sealFile == "" && o.judge == nil && len(o.sources) == 0 && o.format != "dot" {
+	if len(o.events) == 0 && o.whatIfPolicy == "" && o.judge == nil && len(o.sources) == 0 && o.format != "dot" {
 		f, err := os.Open(o.graphFile)
 		if err != nil {
 			return nil, exitcode.Input("read graph", err, "check the path given to --graph; make the graph with 'witness graph --events FILE --out FILE'")
@@ -172,13 +174,14 @@ func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 			// the live heap is the engine: collect before the heap doubles it
 			debug.SetMemoryLimit(replay.MemoryLimit)
 		}
-		eng, err := replay.NewEngineJSONLD(f, filepath.Base(o.graphFile))
+		eng, err := replayEngineJSONLD(a, o, f)
 		switch {
 		case err == nil:
 			return eng, nil
 		case exitcode.Of(err) != exitcode.Tampered || !strings.HasPrefix(err.Error(), "index graph:"):
 			return nil, err
 		}
+		o.judge = nil
 		// a repeated IRI the scan could not see (an unsorted document):
 		// read the graph whole, which names the element
 	}
@@ -200,6 +203,69 @@ func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 	eng, err := replay.NewEngine(g)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", o.graphFile, err)
+	}
+	return eng, nil
+}
+
+// replayEngineJSONLD reads the graph document f straight into replay's
+// index (replay.EngineBuilder, as replay.NewEngineJSONLD). With --seal the
+// same scan feeds verify's check of the document (verify.GraphScan): the
+// judge (o.judge) then holds the observed run's judgement, and reads the
+// file again only for the counterfactual one. An error of the seal comes
+// after the graph's, as on the in-memory path.
+func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, error) {
+	name := filepath.Base(o.graphFile)
+	var j *verifyJudge
+	var jerr error
+	var gs *verify.GraphScan
+	if o.sealFile != "" {
+		j, jerr = newVerifyJudge(a, o)
+		if jerr == nil && j.sealOnly == nil {
+			gs = verify.NewGraphScan(j.plan)
+		}
+	}
+	b := replay.NewEngineBuilder()
+	err := graph.ScanJSONLDView(f, name, func(v *graph.NodeView) error {
+		b.Add(v)
+		if gs != nil {
+			gs.Add(v)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Discard()
+		if gs != nil {
+			gs.Discard()
+		}
+		return nil, err
+	}
+	eng, err := b.Finish()
+	if err != nil {
+		if gs != nil {
+			gs.Discard()
+		}
+		return nil, err
+	}
+	if jerr != nil {
+		return nil, jerr
+	}
+	if gs != nil {
+		r := j.report()
+		err := gs.Check(r, j.plan, j.name, func() (io.Reader, func(), error) {
+			g, err := j.open()
+			if err != nil {
+				return nil, nil, err
+			}
+			return g, func() { g.Close() }, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.Finish()
+		j.observed = judgementOf(r)
+	}
+	if j != nil {
+		o.judge = j
 	}
 	return eng, nil
 }
@@ -245,11 +311,24 @@ type verifyJudge struct {
 	plan         verify.Plan
 	sealFindings []verify.Finding
 	sealOnly     *verify.Report // set when the seal itself is invalid: nothing else can be judged
+	// file is the graph file (--graph) the document readings judge; ""
+	// for a run (--events)
+	file string
+	// observed is the judgement of the file itself when the engine's scan
+	// made it (replayEngineJSONLD); nil: JudgeDocument reads the file
+	observed *replay.Judgement
+}
+
+// report is a report holding the seal's findings, for one graph.
+func (j *verifyJudge) report() *verify.Report {
+	return &verify.Report{Findings: append([]verify.Finding(nil), j.sealFindings...)}
 }
 
 // newVerifyJudge loads the seal and checks its signatures with the keys
 // 'witness verify' would use (keyring, ATW_WITNESS_KEY for 0.1.0 seals).
-func newVerifyJudge(a *app, o *replayOptions) (replay.Judge, error) {
+// It judges graphs (Judge) and, for --graph, the file itself
+// (replay.DocumentJudge), which an engine read without its graph uses.
+func newVerifyJudge(a *app, o *replayOptions) (*verifyJudge, error) {
 	vo, err := o.keys.VerifyKeys(a, 0)
 	if err != nil {
 		return nil, err
@@ -262,7 +341,7 @@ func newVerifyJudge(a *app, o *replayOptions) (replay.Judge, error) {
 	if o.graphFile == "" {
 		name = "run"
 	}
-	j := &verifyJudge{name: name}
+	j := &verifyJudge{name: name, file: o.graphFile}
 	for _, f := range rep.Findings {
 		if f.Check == verify.CheckSeal {
 			j.sealFindings = append(j.sealFindings, f)
@@ -285,7 +364,7 @@ func newVerifyJudge(a *app, o *replayOptions) (replay.Judge, error) {
 func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
 	r := j.sealOnly
 	if r == nil {
-		r = &verify.Report{Findings: append([]verify.Finding(nil), j.sealFindings...)}
+		r = j.report()
 		var buf bytes.Buffer
 		if err := g.WriteJSONLD(&buf); err != nil {
 			return nil, err
@@ -295,6 +374,59 @@ func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
 		}
 		r.Finish()
 	}
+	return judgementOf(r), nil
+}
+
+// JudgeDocument judges the graph file itself, as 'witness verify --seal S
+// --graph G' does (scanned, not held), or, with drop, the file read
+// without the nodes drop names (verify.CheckGraphWithout): the judgements
+// Judge gives for the graph read from the file and for its counterfactual
+// graph (replay.DocumentJudge).
+func (j *verifyJudge) JudgeDocument(drop func(iri []byte) bool) (*replay.Judgement, error) {
+	if drop == nil && j.observed != nil {
+		return j.observed, nil
+	}
+	r := j.sealOnly
+	if r == nil {
+		f, err := j.open()
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = j.report()
+		if err := verify.CheckGraphWithout(r, j.plan, j.name, f, drop); err != nil {
+			return nil, err
+		}
+		r.Finish()
+	}
+	return judgementOf(r), nil
+}
+
+// ScanDocument calls visit with each node of the graph file
+// (replay.DocumentJudge).
+func (j *verifyJudge) ScanDocument(visit func(v *graph.NodeView) error) error {
+	f, err := j.open()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return graph.ScanJSONLDView(f, j.name, visit)
+}
+
+// open opens the graph file of the document readings.
+func (j *verifyJudge) open() (*os.File, error) {
+	if j.file == "" {
+		return nil, fmt.Errorf("replay: no graph file to judge")
+	}
+	f, err := os.Open(j.file)
+	if err != nil {
+		return nil, exitcode.Input("read graph", err, "check the path given to --graph")
+	}
+	return f, nil
+}
+
+// judgementOf is replay's form of verify's report.
+func judgementOf(r *verify.Report) *replay.Judgement {
 	out := &replay.Judgement{Verdict: string(r.Verdict)}
 	for _, f := range r.Findings {
 		out.Findings = append(out.Findings, replay.Finding{
@@ -302,5 +434,5 @@ func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
 			Tool: f.Tool, Clause: f.SealClause, Message: f.Message,
 		})
 	}
-	return out, nil
+	return out
 }
