@@ -314,11 +314,16 @@ func Build(o Options) (*Data, error) {
 		}
 	}
 	// with a seal verify can use, the log's graph has it as its plan
+	// (read once: verify judges against the same bytes, LoadedSeal)
 	sealed := false
+	var loaded *verify.SealFile
 	if o.Verify.SealFile != "" && len(o.Events) == 1 {
-		if sf, err := verify.LoadSeal(o.Verify.SealFile, o.Verify.SealKeys); err == nil && sf.Sealed != nil {
-			o.graphOpts = verify.GraphOptionsFor(verify.PlanFromSeal(sf.Sealed))
-			sealed = true
+		if sf, err := verify.LoadSeal(o.Verify.SealFile, o.Verify.SealKeys); err == nil {
+			loaded = sf
+			if sf.Sealed != nil {
+				o.graphOpts = verify.GraphOptionsFor(verify.PlanFromSeal(sf.Sealed))
+				sealed = true
+			}
 		}
 	}
 	d := &Data{Format: Format, V: 1, Generated: o.Generated, Version: o.Version}
@@ -331,6 +336,7 @@ func Build(o Options) (*Data, error) {
 	// the run's verdict: one verification of all the logs, as `witness
 	// verify --events A --events B` gives it
 	runOpts := o.Verify
+	runOpts.LoadedSeal = loaded
 	runOpts.EventsFile = o.Events[0]
 	runOpts.RunEvents = append([]string(nil), o.Events[1:]...)
 	var cs *compactStream

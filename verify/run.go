@@ -48,6 +48,12 @@ type Options struct {
 	// report). The same graph: graph.Options{} without a seal, and with
 	// one the seal as its plan (GraphOptionsFor). It changes nothing else.
 	NoGraphDigest bool
+	// LoadedSeal, when set, is SealFile as LoadSeal(SealFile, SealKeys)
+	// read it: Run judges against it and does not read the file again,
+	// so a caller that needed what the seal says first (the report: its
+	// graph's plan) and Run see the same bytes, even if the file is
+	// replaced in between.
+	LoadedSeal *SealFile
 	// Tap, when set, receives the lines of EventsFile as they are read
 	// and decoded (Tap); nothing else changes. It is not called for the
 	// further logs of a run (RunEvents).
@@ -104,9 +110,12 @@ func Run(o Options) (*Report, error) {
 		}
 	}
 
-	sf, err := LoadSeal(o.SealFile, o.SealKeys)
-	if err != nil {
-		return nil, err
+	sf := o.LoadedSeal
+	if sf == nil {
+		var err error
+		if sf, err = LoadSeal(o.SealFile, o.SealKeys); err != nil {
+			return nil, err
+		}
 	}
 	recordEnvelope(r, sf)
 	s := sf.Sealed

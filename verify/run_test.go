@@ -116,4 +116,21 @@ func TestSealChecks(t *testing.T) {
 	if _, err := Run(Options{SealFile: filepath.Join(dir, "nope.json"), EventsFile: events, SealKeys: seal.VerifyOptions{Trust: trust}}); err == nil {
 		t.Error("missing seal: no error")
 	}
+	// a seal read before Run (LoadedSeal) is the one judged against: the
+	// file replaced after the read changes nothing (read again, it would
+	// be malformed)
+	swapped := filepath.Join(dir, "swapped.json")
+	os.WriteFile(swapped, data, 0o644)
+	sf, err := LoadSeal(swapped, seal.VerifyOptions{Trust: trust})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(swapped, []byte(`{"tools": 3}`), 0o644)
+	r, err = Run(Options{SealFile: swapped, LoadedSeal: sf, EventsFile: events, SealKeys: seal.VerifyOptions{Trust: trust}, EndVerifier: testKey})
+	if err != nil || r.Verdict != Verified || r.Seal.Digest != plan.Ref {
+		t.Errorf("loaded seal, file replaced: %v %+v", err, r)
+	}
+	if r := run(swapped, 0); r.Verdict != Tampered {
+		t.Errorf("the replaced file read again: verdict %s", r.Verdict)
+	}
 }
