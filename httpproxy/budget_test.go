@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -121,7 +122,7 @@ func sessionRecords(t *testing.T, dir string, n int) []string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cr, err := cassette.NewReader(f, "cassette.jsonl")
+	cr, err := cassette.NewReader(f, path.Join(MCPDir, fmt.Sprint(n), capture.CassetteFile))
 	if err != nil {
 		t.Fatal(err)
 	}

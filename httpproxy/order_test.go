@@ -8,14 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/eventlog"
 )
 
@@ -179,26 +175,7 @@ func answerBeforeRequestEnd(t *testing.T, limit int, late bool, order []int, not
 	}
 
 	// the session cassette: the request, then its answer
-	f, err := os.Open(filepath.Join(s.Dir, MCPDir, "1", capture.CassetteFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cr, err := cassette.NewReader(f, "mcp/1/cassette.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for {
-		rec, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(rec.Dir)+" "+string(rec.Data))
-	}
+	got := sessionRecords(t, s.Dir, 1)
 	msgs := []string{"c2s " + call, "s2c " + strings.TrimPrefix(strings.TrimSpace(answer), "event: message\ndata: "), "s2c " + poked}
 	var want []string
 	for _, i := range order {
