@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"math/bits"
 	"slices"
 	"sort"
@@ -29,20 +30,20 @@ const radixSmall = 32
 // with keyMark, then by the keys' bytes, keyMark standing for r.prefix.
 func (r *run) recCmp(a, b *rec, drop int32) int {
 	if a.ch&b.ch&1 != 0 {
-		if a.p != b.p {
-			if a.p < b.p {
-				return -1
-			}
-			return 1
-		}
-		if a.p2 != b.p2 {
-			if a.p2 < b.p2 {
-				return -1
-			}
-			return 1
+		if c := cmpPrefix(a, b); c != 0 {
+			return c
 		}
 	}
 	return cmpKey(r.sortKeyOf(a, drop), r.sortKeyOf(b, drop), r.prefix)
+}
+
+// cmpPrefix orders two flagged records by their 16 key bytes after
+// keyMark (p, then p2); 0 when those are equal.
+func cmpPrefix(a, b *rec) int {
+	if c := cmp.Compare(a.p, b.p); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.p2, b.p2)
 }
 
 // sortKeyOf is the part of record x's key it is ordered by.
@@ -202,17 +203,8 @@ func commonBytes(a []rec) int {
 // their keys when p, p2 hold the whole of both (sort keys of up to 16
 // bytes after keyMark, zero-padded: equal p, p2, the shorter key first).
 func (r *run) flagCmp(a, b *rec, drop int32) int {
-	if a.p != b.p {
-		if a.p < b.p {
-			return -1
-		}
-		return 1
-	}
-	if a.p2 != b.p2 {
-		if a.p2 < b.p2 {
-			return -1
-		}
-		return 1
+	if c := cmpPrefix(a, b); c != 0 {
+		return c
 	}
 	la, lb := a.k-1-drop, b.k-1-drop
 	if la <= 16 && lb <= 16 {
