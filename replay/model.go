@@ -127,6 +127,9 @@ type index struct {
 	// NewEngineJSONLD (see viewBuilder.relations), in node order; nil
 	// for NewEngine, whose counterfactualGraph reads them from the graph.
 	relations []int32
+	// acts counts the activities of recs (Result.Graph.Actions), set
+	// when the index is built.
+	acts int
 }
 
 // nodeInfo is what the index keeps of a Record besides its id and
@@ -202,6 +205,7 @@ func buildIndex(recs []Record) (*index, error) {
 		}
 	}
 	ix.link(l)
+	ix.acts = countActivities(ix.recs)
 	return ix, nil
 }
 

@@ -430,6 +430,7 @@ func (vb *viewBuilder) index() (*index, *eventTable, error) {
 	for i := range ev.refs {
 		ev.refs[i].node = nodeOf(ev.refs[i].node)
 	}
+	ix.acts = countActivities(ix.recs)
 	return ix, ev, nil
 }
 

@@ -32,6 +32,7 @@ const (
 	DefaultGraphWindows  = 24     // time windows of a summarised graph
 	DefaultTopRank       = 10     // blast-radius ranking entries
 	maxFindings          = 500    // findings shown with their chain
+	maxWhatIfEffects     = 20     // not-replayable nodes named per finding's what-if
 	maxEventRows         = 200000 // event rows embedded (the list is virtualised)
 )
 
@@ -722,13 +723,16 @@ func whatIf(eng *replay.Engine, run *runState, c *Chain) *What {
 		if s.Kind != "activity" {
 			continue
 		}
-		r, err := eng.Counterfactual(replay.Options{Remove: []string{s.Node}})
+		// the counts of the counterfactual and its first not-replayable
+		// members: a report asks this of up to maxFindings chains, so it
+		// costs the compensation set, not the graph (replay.Impact)
+		r, err := eng.Impact([]string{s.Node}, maxWhatIfEffects)
 		if err != nil {
 			continue
 		}
-		w := &What{Cause: s.Node, Label: s.Label, Removed: len(r.CompensationSet), Actions: r.CompensationActions, OfActions: r.Graph.Actions,
-			NotReplayable: len(r.NotReplayable), Residual: r.SynergyResidual}
-		for _, e := range r.NotReplayable {
+		w := &What{Cause: s.Node, Label: s.Label, Removed: r.CompensationSize, Actions: r.CompensationActions, OfActions: r.Actions,
+			NotReplayable: r.NotReplayable, Residual: r.SynergyResidual}
+		for _, e := range r.FirstNotReplayable {
 			t := e.Op
 			if e.Target != "" {
 				t += " " + e.Target
@@ -744,9 +748,8 @@ func whatIf(eng *replay.Engine, run *runState, c *Chain) *What {
 			}
 			w.Effects = append(w.Effects, t)
 		}
-		if len(w.Effects) > 20 {
-			w.Note = fmt.Sprintf("%d more not-replayable nodes", len(w.Effects)-20)
-			w.Effects = w.Effects[:20]
+		if r.NotReplayable > len(w.Effects) {
+			w.Note = fmt.Sprintf("%d more not-replayable nodes", r.NotReplayable-len(w.Effects))
 		}
 		return w
 	}
