@@ -77,14 +77,20 @@ type graphScan struct {
 	refs   refCheck // the IRIs referenced, checked against the nodes' in sorted batches
 	srcs   map[string]int64
 	names  map[string]string
-	digest *graph.NQuadsDigest
+	digest *graph.NQuadsDigest // nil: no digest (GraphScanOptions.NoDigest)
 	seqErr error
 	fields nodeFields // the current node's (add)
 }
 
-func newGraphScan() *graphScan {
-	return &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, srcs: map[string]int64{},
-		names: map[string]string{}, digest: graph.NewNQuadsDigest(), refs: refCheck{batch: refBatch}}
+// newGraphScan returns an empty projection; digest: it hashes the
+// canonical N-Quads of the nodes as they come (graphScan.digest).
+func newGraphScan(digest bool) *graphScan {
+	s := &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, srcs: map[string]int64{},
+		names: map[string]string{}, refs: refCheck{batch: refBatch}}
+	if digest {
+		s.digest = graph.NewNQuadsDigest()
+	}
+	return s
 }
 
 // intern returns one shared copy of a short, repeated string.
@@ -245,8 +251,10 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	if len(f.join) > 0 {
 		return errGraphReread // CheckRun's join check explains steps on the graph
 	}
-	if err := s.digest.AddView(v); err != nil {
-		return err
+	if s.digest != nil {
+		if err := s.digest.AddView(v); err != nil {
+			return err
+		}
 	}
 	// a reference pending to an IRI this node reaches is settled; one to
 	// an IRI it passes is dangling
@@ -637,7 +645,7 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader, drop func
 	if len(plan.Untrusted) > 0 {
 		return errGraphReread // injection-provenance walks the graph
 	}
-	s := newGraphScan()
+	s := newGraphScan(drop == nil) // a graph without nodes has no digest (CheckGraphWithout)
 	add := s.add
 	if drop != nil {
 		var w graph.ViewWithout
@@ -657,17 +665,27 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader, drop func
 // --graph G --seal S`): Add every node, in document order, then Check (or
 // Discard).
 type GraphScan struct {
-	s    *graphScan // nil when the plan needs the whole read
-	err  error      // the first error of Add; Add stops there, as a scan would
-	done bool
+	s        *graphScan // nil when the plan needs the whole read
+	err      error      // the first error of Add; Add stops there, as a scan would
+	done     bool
+	noDigest bool
+}
+
+// GraphScanOptions say what a GraphScan leaves out.
+type GraphScanOptions struct {
+	// NoDigest leaves Evidence.GraphDigest empty: the canonical N-Quads
+	// of the graph are not hashed. The digest is evidence only, never a
+	// finding, so a caller that reads the verdict and the findings alone
+	// (replay's drift overlay) saves its cost.
+	NoDigest bool
 }
 
 // NewGraphScan returns an empty GraphScan judging against plan.
-func NewGraphScan(plan Plan) *GraphScan {
+func NewGraphScan(plan Plan, o GraphScanOptions) *GraphScan {
 	if len(plan.Untrusted) > 0 {
-		return &GraphScan{} // injection-provenance walks the graph
+		return &GraphScan{noDigest: o.NoDigest} // injection-provenance walks the graph
 	}
-	return &GraphScan{s: newGraphScan()}
+	return &GraphScan{s: newGraphScan(!o.NoDigest), noDigest: o.NoDigest}
 }
 
 // Add projects the node v (valid only during the call).
@@ -695,7 +713,7 @@ func (g *GraphScan) Check(r *Report, plan Plan, name string, reopen func() (io.R
 			return fmt.Errorf("graph %s: read again: %w", name, err)
 		}
 		defer closeFn()
-		return checkGraphWhole(r, plan, name, rd, nil)
+		return checkGraphWhole(r, plan, name, rd, nil, !g.noDigest)
 	}
 	return err
 }
@@ -705,7 +723,14 @@ func (g *GraphScan) Check(r *Report, plan Plan, name string, reopen func() (io.R
 func (g *GraphScan) Discard() {
 	if g.s != nil && !g.done {
 		g.done = true
-		g.s.digest.Close()
+		g.s.closeDigest()
+	}
+}
+
+// closeDigest stops the digest's hashing, if any.
+func (s *graphScan) closeDigest() {
+	if s.digest != nil {
+		s.digest.Close()
 	}
 }
 
@@ -715,7 +740,7 @@ func (s *graphScan) judge(r *Report, plan Plan, name string, err error) error {
 		err = s.finish()
 	}
 	if err != nil {
-		s.digest.Close()
+		s.closeDigest()
 		if errors.Is(err, errGraphReread) {
 			return err
 		}
@@ -725,12 +750,14 @@ func (s *graphScan) judge(r *Report, plan Plan, name string, err error) error {
 		})
 		return nil
 	}
-	digest, err := s.digest.Sum()
-	if err != nil {
-		return fmt.Errorf("graph %s: canonical n-quads: %w", name, err)
+	if s.digest != nil {
+		digest, err := s.digest.Sum()
+		if err != nil {
+			return fmt.Errorf("graph %s: canonical n-quads: %w", name, err)
+		}
+		r.Evidence.GraphDigest = digest
 	}
 	s.digest, s.refs = nil, refCheck{}
-	r.Evidence.GraphDigest = digest
 	r.Evidence.Lines = int64(s.n)
 	if s.seqErr != nil {
 		r.Findings = append(r.Findings, Finding{

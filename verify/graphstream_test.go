@@ -80,28 +80,45 @@ func newGraphReport(t testing.TB, plan Plan, doc []byte) (string, bool) {
 	if c := reportBytes(t, r3, err3); c != a {
 		t.Fatalf("the file path differs from the scan:\n%s\n---\n%s", a, c)
 	}
-	// and so does the filtered reading that drops nothing
+	// the report without its digest: what the readings that leave the
+	// digest out must give
+	r6 := &Report{}
+	err6 := CheckGraph(r6, plan, "g.jsonld", bytes.NewReader(doc))
+	digested := r6.Evidence.GraphDigest != ""
+	r6.Evidence.GraphDigest = ""
+	noDigest := reportBytes(t, r6, err6)
+	if digested && noDigest == a {
+		t.Fatal("the digest is not in the report")
+	}
+	// and so does the filtered reading that drops nothing, but for the
+	// digest, which a graph without nodes has not
 	r4 := &Report{}
 	err4 := CheckGraphWithout(r4, plan, "g.jsonld", bytes.NewReader(doc), func([]byte) bool { return false })
-	if c := reportBytes(t, r4, err4); c != a {
-		t.Fatalf("CheckGraphWithout dropping nothing differs from the scan:\n%s\n---\n%s", a, c)
+	if c := reportBytes(t, r4, err4); c != noDigest {
+		t.Fatalf("CheckGraphWithout dropping nothing differs from the scan without its digest:\n%s\n---\n%s", noDigest, c)
 	}
 	// and so does a GraphScan fed by the caller's own scan, when that
-	// scan reads the document (replay --seal)
-	gs := NewGraphScan(plan)
-	if graph.ScanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(v *graph.NodeView) error {
-		gs.Add(v)
-		return nil
-	}) != nil {
-		gs.Discard()
-		return a, scanned
-	}
-	r5 := &Report{}
-	err5 := gs.Check(r5, plan, "g.jsonld", func() (io.Reader, func(), error) {
-		return bytes.NewReader(doc), func() {}, nil
-	})
-	if c := reportBytes(t, r5, err5); c != a {
-		t.Fatalf("GraphScan differs from the scan:\n%s\n---\n%s", a, c)
+	// scan reads the document (replay --seal), with and without digest
+	for _, o := range []GraphScanOptions{{}, {NoDigest: true}} {
+		want := a
+		if o.NoDigest {
+			want = noDigest
+		}
+		gs := NewGraphScan(plan, o)
+		if graph.ScanJSONLDView(bytes.NewReader(doc), "g.jsonld", func(v *graph.NodeView) error {
+			gs.Add(v)
+			return nil
+		}) != nil {
+			gs.Discard()
+			return a, scanned
+		}
+		r5 := &Report{}
+		err5 := gs.Check(r5, plan, "g.jsonld", func() (io.Reader, func(), error) {
+			return bytes.NewReader(doc), func() {}, nil
+		})
+		if c := reportBytes(t, r5, err5); c != want {
+			t.Fatalf("GraphScan %+v differs from the scan:\n%s\n---\n%s", o, want, c)
+		}
 	}
 	return a, scanned
 }
@@ -345,7 +362,7 @@ func TestGraphScanMemory(t *testing.T) {
 		}
 	}
 	scan := memtest.Held(read(func(rd io.Reader) any {
-		s := newGraphScan()
+		s := newGraphScan(true)
 		if err := graph.ScanJSONLDView(rd, "g", s.add); err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +411,7 @@ func FuzzGraphScan(f *testing.F) {
 // scanOutcome scans doc with references swept every batch of them:
 // "ok", "reread" or the scan's error.
 func scanOutcome(doc []byte, batch int) string {
-	s := newGraphScan()
+	s := newGraphScan(true)
 	s.refs.batch = batch
 	err := graph.ScanJSONLDView(bytes.NewReader(doc), "g", s.add)
 	if err == nil {
@@ -478,7 +495,7 @@ func TestRefCheckRandom(t *testing.T) {
 		for _, id := range all {
 			ids[id] = true
 		}
-		s := newGraphScan()
+		s := newGraphScan(true)
 		s.digest.Close()
 		s.refs.batch = 1 + rng.IntN(8)
 		dangling := false

@@ -221,7 +221,7 @@ func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, e
 	if o.sealFile != "" {
 		j, jerr = newVerifyJudge(a, o)
 		if jerr == nil && j.sealOnly == nil {
-			gs = verify.NewGraphScan(j.plan)
+			gs = verify.NewGraphScan(j.plan, verify.GraphScanOptions{NoDigest: true}) // a judgement is verdict and findings: no digest
 		}
 	}
 	b := replay.NewEngineBuilder()
