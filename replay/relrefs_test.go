@@ -352,3 +352,65 @@ func TestReferrersDuplicate(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReferrers: for any document both engines read, the nodes the
+// counterfactual of each removable node (the first 16) drops are the same
+// from the referrers the builder kept as from counterfactualGraph on the
+// graph read whole.
+func FuzzReferrers(f *testing.F) {
+	for _, name := range []string{"hostile sorted", "hostile reversed"} {
+		f.Add(hostileRelDocs()[name])
+	}
+	f.Add(relDoc(`"@id":"urn:x/a","@type":"prov:Activity","witness:p":{"@id":"urn:x/r"}`, `"@id":"urn:x/r","witness:p":{"@id":"urn:x/r"}`))
+	f.Add(relDoc(`"@id":"urn:x/r","witness:p":{"@id":"urn:x/a"}`, `"@id":"urn:x/a","@type":"prov:Entity","prov:used":{"@id":"urn:x/r"}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		g, err := graph.ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
+		if err != nil {
+			return
+		}
+		mem, err := NewEngine(g)
+		if err != nil {
+			return
+		}
+		kept, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, EngineBuilderOptions{Referrers: true})
+		if err != nil {
+			return
+		}
+		tried := 0
+		for _, n := range g.Nodes {
+			if k, ok := mem.ix.lookup(n.ID); !ok || !mem.ix.recs[k].Kind.Removable() {
+				continue
+			}
+			if tried++; tried > 16 {
+				break
+			}
+			want, err := mem.Counterfactual(Options{Remove: []string{n.ID}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := map[string]bool{}
+			for _, m := range mem.CounterfactualGraph(want).Nodes {
+				left[m.ID] = true
+			}
+			var wantDrop []string
+			for _, m := range g.Nodes {
+				if !left[m.ID] {
+					wantDrop = append(wantDrop, m.ID)
+				}
+			}
+			slices.Sort(wantDrop)
+			r, err := kept.Counterfactual(Options{Remove: []string{n.ID}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dj := &docJudge{doc: doc}
+			drop, err := kept.dropped(r, dj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := droppedIDs(kept, drop); !slices.Equal(got, wantDrop) || dj.scans != 0 {
+				t.Fatalf("remove %s: drops %q (%d scans), want %q", n.ID, got, dj.scans, wantDrop)
+			}
+		}
+	})
+}
