@@ -414,3 +414,59 @@ func FuzzReferrers(f *testing.F) {
 		}
 	})
 }
+
+// TestReferrersBatches: a graph of many batches of the builder's pipeline
+// (batches reused, their extra property of IRI values included) keeps
+// the referrers counterfactualGraph implies, on every 40th removable node.
+func TestReferrersBatches(t *testing.T) {
+	g, doc := synthGraph(t, 4000, 3, "batches", true)
+	if len(g.Nodes) < (batchesInFlight+1)*batchNodes {
+		t.Fatalf("only %d nodes: not enough batches", len(g.Nodes))
+	}
+	mem, err := NewEngine(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1<<16, EngineBuilderOptions{Referrers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared, relDropped := 0, 0
+	for i, n := range g.Nodes {
+		if k, ok := mem.ix.lookup(n.ID); i%40 != 0 || !ok || !mem.ix.recs[k].Kind.Removable() {
+			continue
+		}
+		want, err := mem.Counterfactual(Options{Remove: []string{n.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := map[string]bool{}
+		for _, m := range mem.CounterfactualGraph(want).Nodes {
+			left[m.ID] = true
+		}
+		var wantDrop []string
+		for _, m := range g.Nodes {
+			if !left[m.ID] {
+				wantDrop = append(wantDrop, m.ID)
+			}
+		}
+		slices.Sort(wantDrop)
+		r, err := kept.Counterfactual(Options{Remove: []string{n.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dj := &docJudge{doc: doc}
+		drop, err := kept.dropped(r, dj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := droppedIDs(kept, drop); !slices.Equal(got, wantDrop) || dj.scans != 0 {
+			t.Errorf("remove %s: drops %q (%d scans), want %q", n.ID, got, dj.scans, wantDrop)
+		}
+		compared++
+		relDropped += len(wantDrop) - len(r.CompensationSet)
+	}
+	if compared < 50 || relDropped < 10 {
+		t.Fatalf("only %d counterfactuals compared, %d relation nodes dropped", compared, relDropped)
+	}
+}
