@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/agent-trace-witness/witness/graph"
 )
@@ -46,8 +47,9 @@ func (e *Engine) judgeDocument(res *Result, dj DocumentJudge) error {
 
 // dropped returns the test of the nodes counterfactualGraph drops: the
 // compensation set of res and the relation nodes that only its members
-// refer to. Those are found by a scan of the document (dj.ScanDocument),
-// and only when the graph has relation nodes.
+// refer to. Those are found from the referrers the engine's builder kept
+// (EngineBuilderOptions.Referrers), or else by a scan of the document
+// (dj.ScanDocument), and only when the graph has relation nodes.
 func (e *Engine) dropped(res *Result, dj DocumentJudge) (func(iri []byte) bool, error) {
 	ix := e.ix
 	set := map[string]struct{}{}
@@ -56,7 +58,16 @@ func (e *Engine) dropped(res *Result, dj DocumentJudge) (func(iri []byte) bool, 
 			set[ix.ids[i]] = struct{}{}
 		}
 	}
-	if len(ix.relations) > 0 {
+	if ix.relRefOff != nil {
+		// counterfactualGraph: a relation node goes when some node refers
+		// to it and none outside the compensation set does
+		for r, i := range ix.relations {
+			refs := ix.relRef[ix.relRefOff[r]:ix.relRefOff[r+1]]
+			if len(refs) > 0 && !slices.ContainsFunc(refs, func(from int32) bool { return !res.in[from] }) {
+				set[ix.ids[i]] = struct{}{}
+			}
+		}
+	} else if len(ix.relations) > 0 {
 		// counterfactualGraph: a relation node goes when some node refers
 		// to it and none outside the compensation set does
 		at := make(map[string]int, len(ix.relations))

@@ -127,6 +127,13 @@ type index struct {
 	// NewEngineJSONLD (see viewBuilder.relations), in node order; nil
 	// for NewEngine, whose counterfactualGraph reads them from the graph.
 	relations []int32
+	// relRefOff and relRef are, when the builder kept them
+	// (EngineBuilderOptions.Referrers), the nodes that refer to each
+	// relation node: those of relations[r] are
+	// relRef[relRefOff[r]:relRefOff[r+1]], sorted, each once. relRefOff
+	// is nil when they were not kept.
+	relRefOff []int32
+	relRef    []int32
 	// acts counts the activities of recs (Result.Graph.Actions), set
 	// when the index is built.
 	acts int

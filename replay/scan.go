@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -203,6 +204,16 @@ type viewBuilder struct {
 	// activity, entity nor agent, nor the capture session or the seal
 	// (counterfactualGraph drops one that only removed nodes refer to).
 	relations []int32
+	// refs is set when the builder keeps who refers to the relation nodes
+	// (EngineBuilderOptions.Referrers). The IRI values add keeps anyway
+	// (depOn, maybe) are resolved at index time; the others are the pairs
+	// refFrom (document index of the node) and refOn (name number of the
+	// value), except a value naming a node already added that is not a
+	// relation node (plain, by name number): it cannot matter.
+	refs    bool
+	refFrom []int32
+	refOn   []int32
+	plain   []bool
 }
 
 // effectOf is the effect of node (document order).
@@ -220,6 +231,8 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	vb.kind = append(growBy(vb.kind, 1), kind)
 	if kind == KindOther && !v.HasType(graph.WCaptureSession) && !v.HasType(graph.ProvPlan) {
 		vb.relations = append(vb.relations, i)
+	} else if vb.refs {
+		vb.markPlain(vb.node[i])
 	}
 	if v.HasType(graph.WToolDefinition) {
 		var f toolFlags
@@ -238,6 +251,9 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	tool := int32(0)
 	for _, p := range v.Props {
 		use, edge := predUse(p.Pred)
+		if vb.refs && use != useDep && use != useMaybe {
+			vb.refer(i, p.Vals)
+		}
 		switch use {
 		case useDep: // kept after the switch
 		case useMaybe:
@@ -283,6 +299,33 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	vb.depOff = append(growBy(vb.depOff, 1), int32(len(vb.depOn)))
 	if effect {
 		vb.effects = append(vb.effects, effectOf{node: i, fact: fact})
+	}
+}
+
+// markPlain notes that name k is the IRI of a node that is not a
+// relation node.
+func (vb *viewBuilder) markPlain(k int32) {
+	if n := vb.names.len(); len(vb.plain) < n {
+		old := len(vb.plain)
+		vb.plain = growBy(vb.plain, n-old)[:n]
+		clear(vb.plain[old:])
+	}
+	vb.plain[k] = true
+}
+
+// refer keeps the IRI values of vals, of the node at document index from,
+// that may name a relation node (refs).
+func (vb *viewBuilder) refer(from int32, vals []graph.TermView) {
+	for _, t := range vals {
+		if len(t.IRI) == 0 {
+			continue
+		}
+		k := vb.names.intern(t.IRI)
+		if int(k) < len(vb.plain) && vb.plain[k] {
+			continue
+		}
+		vb.refFrom = append(growBy(vb.refFrom, 1), from)
+		vb.refOn = append(growBy(vb.refOn, 1), k)
 	}
 }
 
@@ -421,17 +464,91 @@ func (vb *viewBuilder) index() (*index, *eventTable, error) {
 			l.maybe = append(l.maybe, maybeLink{from: nodeOf(m.from), on: j, edge: m.edge})
 		}
 	}
-	ix.link(l)
 	for _, d := range vb.relations {
 		ix.relations = append(ix.relations, nodeOf(d))
 	}
 	slices.Sort(ix.relations)
+	if vb.refs {
+		// before link, which drops a node's links to itself
+		vb.referrers(ix, at, nodeOf, &l)
+	}
+	ix.link(l)
 	ev := &eventTable{text: string(vb.evText), refs: vb.events}
 	for i := range ev.refs {
 		ev.refs[i].node = nodeOf(ev.refs[i].node)
 	}
 	ix.acts = countActivities(ix.recs)
 	return ix, ev, nil
+}
+
+// referrers fills ix.relRefOff and ix.relRef: for each relation node
+// (ix.relations, sorted), the nodes whose IRI values name it, by any
+// predicate, sorted and each once. The values are the dependencies (l,
+// resolved, node order), the ambiguous links (vb.maybe) and the pairs
+// refer kept; at maps a name number to its node (-1: none), nodeOf a
+// document index to its node.
+func (vb *viewBuilder) referrers(ix *index, at []int32, nodeOf func(int32) int32, l *links) {
+	n := len(ix.ids)
+	// rank of a relation node among ix.relations: a bit per node and the
+	// count of the words before
+	rel := make([]uint64, (n+63)/64)
+	for _, i := range ix.relations {
+		rel[i>>6] |= 1 << (i & 63)
+	}
+	before := make([]int32, len(rel)+1)
+	for w, b := range rel {
+		before[w+1] = before[w] + int32(bits.OnesCount64(b))
+	}
+	each := func(f func(r, from int32)) {
+		to := func(j, from int32) {
+			if j < 0 {
+				return
+			}
+			w, b := j>>6, uint64(1)<<(j&63)
+			if rel[w]&b != 0 {
+				f(before[w]+int32(bits.OnesCount64(rel[w]&(b-1))), from)
+			}
+		}
+		for k := int32(0); k < int32(n); k++ {
+			for q := l.off[k]; q < l.off[k+1]; q++ {
+				to(l.target[q], k)
+			}
+		}
+		for _, m := range vb.maybe {
+			to(at[m.on], nodeOf(m.from))
+		}
+		for q, on := range vb.refOn {
+			to(at[on], nodeOf(vb.refFrom[q]))
+		}
+	}
+	off := make([]int32, len(ix.relations)+1)
+	each(func(r, _ int32) { off[r+1]++ })
+	for r := range len(ix.relations) {
+		off[r+1] += off[r]
+	}
+	refs := make([]int32, off[len(ix.relations)])
+	fill := slices.Clone(off[:len(ix.relations)])
+	each(func(r, from int32) {
+		refs[fill[r]] = from
+		fill[r]++
+	})
+	// sort and deduplicate each list, compacting in place
+	w := int32(0)
+	for r := range len(ix.relations) {
+		seg := refs[off[r]:off[r+1]]
+		slices.Sort(seg)
+		off[r] = w
+		prev := int32(-1)
+		for _, from := range seg {
+			if from != prev {
+				refs[w] = from
+				w++
+				prev = from
+			}
+		}
+	}
+	off[len(ix.relations)] = w
+	ix.relRefOff, ix.relRef = off, refs[:w:w]
 }
 
 // depFrom is where the dependencies of document node d start in depOn
@@ -479,13 +596,13 @@ func (vb *viewBuilder) parallel(n int, f func(lo, hi int)) {
 // graph; what needs the graph itself (a Judge, verdict Sources, WriteDOT,
 // CounterfactualGraph) is refused or nil.
 func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
-	return newEngineJSONLD(r, name, 1<<16)
+	return newEngineJSONLD(r, name, 1<<16, EngineBuilderOptions{})
 }
 
 // newEngineJSONLD is NewEngineJSONLD with a name table of size slots at
-// first.
-func newEngineJSONLD(r io.Reader, name string, size int) (*Engine, error) {
-	b := newEngineBuilder(size)
+// first and the builder's options o.
+func newEngineJSONLD(r io.Reader, name string, size int, o EngineBuilderOptions) (*Engine, error) {
+	b := newEngineBuilder(size, o)
 	err := graph.ScanJSONLDView(r, name, func(v *graph.NodeView) error {
 		b.Add(v)
 		return nil
@@ -532,15 +649,37 @@ type viewBatch struct {
 	props []graph.PropView
 	terms []graph.TermView
 	buf   []byte
+	// refs: the builder keeps referrers (EngineBuilderOptions); the IRI
+	// values of the properties replay does not read are copied into
+	// others, as one more property of the node, its predicate "" (read
+	// by no one, its values kept by viewBuilder.refer).
+	refs   bool
+	others []graph.TermView
 }
 
-// NewEngineBuilder returns an empty EngineBuilder.
+// EngineBuilderOptions are the choices of an EngineBuilder.
+type EngineBuilderOptions struct {
+	// Referrers keeps, for each relation node, the nodes that refer to
+	// it, so that a counterfactual judged on the document (DocumentJudge)
+	// finds the relation nodes it drops without reading the document
+	// again (docs/design/scale.md, "replay --seal"). It costs the
+	// interning of more IRI values during the scan: set it only when a
+	// judge will be used.
+	Referrers bool
+}
+
+// NewEngineBuilder returns an empty EngineBuilder with no options.
 func NewEngineBuilder() *EngineBuilder {
-	return newEngineBuilder(1 << 16)
+	return newEngineBuilder(1<<16, EngineBuilderOptions{})
 }
 
-func newEngineBuilder(size int) *EngineBuilder {
-	return &EngineBuilder{vb: viewBuilder{names: newNameTable(size), depOff: make([]int32, 0, 1024), tools: map[string]int32{}}}
+// NewEngineBuilderWith returns an empty EngineBuilder with options o.
+func NewEngineBuilderWith(o EngineBuilderOptions) *EngineBuilder {
+	return newEngineBuilder(1<<16, o)
+}
+
+func newEngineBuilder(size int, o EngineBuilderOptions) *EngineBuilder {
+	return &EngineBuilder{vb: viewBuilder{names: newNameTable(size), depOff: make([]int32, 0, 1024), tools: map[string]int32{}, refs: o.Referrers}}
 }
 
 // Add keeps what replay needs of the node v (valid only during the call,
@@ -563,7 +702,7 @@ func (b *EngineBuilder) batch() *viewBatch {
 		b.free = make(chan *viewBatch, batchesInFlight)
 		b.done = make(chan struct{})
 		for range batchesInFlight {
-			b.free <- &viewBatch{}
+			b.free <- &viewBatch{refs: b.vb.refs}
 		}
 		go func() {
 			defer close(b.done)
@@ -617,8 +756,16 @@ func (b *EngineBuilder) Discard() {
 // and the properties add reads, with their values, in v's order.
 func (vb *viewBatch) add(v *graph.NodeView) {
 	p0 := len(vb.props)
+	o0 := len(vb.others)
 	for _, p := range v.Props {
 		if !replayReads(p.Pred) {
+			if vb.refs {
+				for _, t := range p.Vals {
+					if len(t.IRI) > 0 {
+						vb.others = append(vb.others, graph.TermView{IRI: vb.bytes(t.IRI)})
+					}
+				}
+			}
 			continue
 		}
 		t0 := len(vb.terms)
@@ -634,6 +781,9 @@ func (vb *viewBatch) add(v *graph.NodeView) {
 			vb.terms = append(vb.terms, c)
 		}
 		vb.props = append(vb.props, graph.PropView{Pred: p.Pred, Vals: vb.terms[t0:len(vb.terms):len(vb.terms)]})
+	}
+	if len(vb.others) > o0 {
+		vb.props = append(vb.props, graph.PropView{Vals: vb.others[o0:len(vb.others):len(vb.others)]})
 	}
 	ty0 := len(vb.types)
 	vb.types = append(vb.types, v.Types...)
@@ -661,6 +811,8 @@ func (vb *viewBatch) reset() {
 	vb.props = vb.props[:0]
 	clear(vb.terms)
 	vb.terms = vb.terms[:0]
+	clear(vb.others)
+	vb.others = vb.others[:0]
 	vb.buf = vb.buf[:0]
 }
 

@@ -211,7 +211,8 @@ func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 // index (replay.EngineBuilder, as replay.NewEngineJSONLD). With --seal the
 // same scan feeds verify's check of the document (verify.GraphScan): the
 // judge (o.judge) then holds the observed run's judgement, and reads the
-// file again only for the counterfactual one. An error of the seal comes
+// file again only for the counterfactual one, whose relation nodes the
+// engine finds from the referrers its builder kept. An error of the seal comes
 // after the graph's, as on the in-memory path.
 func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, error) {
 	name := filepath.Base(o.graphFile)
@@ -224,7 +225,10 @@ func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, e
 			gs = verify.NewGraphScan(j.plan, verify.GraphScanOptions{NoDigest: true}) // a judgement is verdict and findings: no digest
 		}
 	}
-	b := replay.NewEngineBuilder()
+	// with a seal, the builder keeps who refers to each relation node:
+	// the counterfactual check then needs no read of the file to find
+	// the relation nodes it drops
+	b := replay.NewEngineBuilderWith(replay.EngineBuilderOptions{Referrers: o.sealFile != ""})
 	err := graph.ScanJSONLDView(f, name, func(v *graph.NodeView) error {
 		b.Add(v)
 		if gs != nil {

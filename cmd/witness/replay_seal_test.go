@@ -37,7 +37,9 @@ type sealCase struct {
 // in-memory path (the graph read whole, the counterfactual graph built,
 // each re-serialised and verified), on the fixtures, the compat cassettes
 // made into graphs, synthetic logs of several sizes, documents verify
-// must read whole, and runs whose verdict changes or does not.
+// must read whole, and runs whose verdict changes or does not; the
+// relation nodes the counterfactual drops are found without reading the
+// file again (the referrers kept by the engine's builder).
 func TestReplaySealStreamed(t *testing.T) {
 	root := testrepo.Root(t)
 	dir := t.TempDir()
@@ -112,8 +114,19 @@ func TestReplaySealStreamed(t *testing.T) {
 				t.Fatal("replay --graph --seal read the graph whole")
 			}
 			// the engine's scan judged the observed run
-			if j, ok := o.judge.(*verifyJudge); !ok || j.observed == nil {
+			j, ok := o.judge.(*verifyJudge)
+			if !ok || j.observed == nil {
 				t.Fatalf("the engine's scan made no judgement of the observed run (judge %T)", o.judge)
+			}
+			// the relation nodes the counterfactual drops come from the
+			// referrers the engine's builder kept: the file is not read
+			// for them
+			sj := &scanCountingJudge{verifyJudge: j}
+			if _, err := eng.Counterfactual(replay.Options{Remove: c.remove, Judge: sj}); err != nil {
+				t.Fatal(err)
+			}
+			if sj.scans != 0 {
+				t.Errorf("the file was read %d times to find the relation nodes dropped", sj.scans)
 			}
 			relations += droppedRelations(t, c)
 			for _, format := range []string{"json", "text"} {
@@ -174,6 +187,17 @@ func runSealPath(t *testing.T, a *app, c sealCase, seal, format string, inMemory
 		t.Fatalf("in memory %v: %v", inMemory, err)
 	}
 	return out.Bytes()
+}
+
+// scanCountingJudge is a verifyJudge that counts its ScanDocument calls.
+type scanCountingJudge struct {
+	*verifyJudge
+	scans int
+}
+
+func (s *scanCountingJudge) ScanDocument(visit func(v *graph.NodeView) error) error {
+	s.scans++
+	return s.verifyJudge.ScanDocument(visit)
 }
 
 // replayJudgeOnly hides the document methods of a judge: it judges
