@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 sizes="${SCALE_SIZES:-10000 100000 1000000}"
-verbs="${SCALE_VERBS:-floor sha256sum graph-nquads graph-jsonld graph-dot verify-log verify-graph replay-remove replay-rank why report report-seal}"
+verbs="${SCALE_VERBS:-floor sha256sum graph-nquads graph-jsonld graph-dot verify-log verify-graph replay-remove replay-rank replay-seal why report report-seal}"
 dir="${SCALE_DIR:-}"
 if [ -z "$dir" ]; then
 	dir="$(mktemp -d "${TMPDIR:-/tmp}/witness-bench-scale.XXXXXX")"
@@ -70,6 +70,7 @@ cmd_of() { # verb size: the command line of a cell, or "" when the verb is pendi
 	verify-graph) echo "$W verify --seal $dir/seal.json --graph $g" ;;
 	replay-remove) echo "$W replay --graph $g --remove e5" ;;
 	replay-rank) echo "$W replay --graph $g --rank --top 10" ;;
+	replay-seal) echo "$W replay --graph $g --seal $dir/seal.json --remove e5" ;;
 	why) has_verb why && echo "$W why --graph $g e5" ;;
 	report) has_verb report && echo "$W report --events $log --out $dir/report.out --force" ;;
 	report-seal) has_verb report && echo "$W report --events $log --seal $dir/seal.json --out $dir/report.out --force" ;;
@@ -100,6 +101,7 @@ for n in $sizes; do
 		note="exit $code"
 		[ "$v" != verify-log ] || note="$note (the synthetic session id is not derived: tampered verdict, every check runs)"
 		[ "$v" != verify-graph ] || note="$note (a graph alone is unauthenticated)"
+		[ "$v" != replay-seal ] || note="$note (the verdict's drift: the graph judged with and without the compensation set)"
 		[ "$v" != report-seal ] || note="$note (judged against the seal: 500 findings, each with its chain and what-if)"
 		awk -v v="$v" -v n="$n" -v w="$wall" -v c="$cpu" -v r="$rss" -v m="$flt" -v f="$floor" -v s="$sum" -v note="$note" 'BEGIN {
 			ws = (w > 0 ? w : 0.01); fl = (f > 0 ? f : 0.01)
