@@ -384,32 +384,9 @@ func FuzzReferrers(f *testing.F) {
 			if tried++; tried > 16 {
 				break
 			}
-			want, err := mem.Counterfactual(Options{Remove: []string{n.ID}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			left := map[string]bool{}
-			for _, m := range mem.CounterfactualGraph(want).Nodes {
-				left[m.ID] = true
-			}
-			var wantDrop []string
-			for _, m := range g.Nodes {
-				if !left[m.ID] {
-					wantDrop = append(wantDrop, m.ID)
-				}
-			}
-			slices.Sort(wantDrop)
-			r, err := kept.Counterfactual(Options{Remove: []string{n.ID}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dj := &docJudge{doc: doc}
-			drop, err := kept.dropped(r, dj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := droppedIDs(kept, drop); !slices.Equal(got, wantDrop) || dj.scans != 0 {
-				t.Fatalf("remove %s: drops %q (%d scans), want %q", n.ID, got, dj.scans, wantDrop)
+			got, wantDrop, scans, _ := dropsBoth(t, mem, kept, g, doc, n.ID)
+			if !slices.Equal(got, wantDrop) || scans != 0 {
+				t.Fatalf("remove %s: drops %q (%d scans), want %q", n.ID, got, scans, wantDrop)
 			}
 		}
 	})
@@ -436,32 +413,9 @@ func TestReferrersBatches(t *testing.T) {
 		if k, ok := mem.ix.lookup(n.ID); i%40 != 0 || !ok || !mem.ix.recs[k].Kind.Removable() {
 			continue
 		}
-		want, err := mem.Counterfactual(Options{Remove: []string{n.ID}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		left := map[string]bool{}
-		for _, m := range mem.CounterfactualGraph(want).Nodes {
-			left[m.ID] = true
-		}
-		var wantDrop []string
-		for _, m := range g.Nodes {
-			if !left[m.ID] {
-				wantDrop = append(wantDrop, m.ID)
-			}
-		}
-		slices.Sort(wantDrop)
-		r, err := kept.Counterfactual(Options{Remove: []string{n.ID}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dj := &docJudge{doc: doc}
-		drop, err := kept.dropped(r, dj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := droppedIDs(kept, drop); !slices.Equal(got, wantDrop) || dj.scans != 0 {
-			t.Errorf("remove %s: drops %q (%d scans), want %q", n.ID, got, dj.scans, wantDrop)
+		got, wantDrop, scans, r := dropsBoth(t, mem, kept, g, doc, n.ID)
+		if !slices.Equal(got, wantDrop) || scans != 0 {
+			t.Errorf("remove %s: drops %q (%d scans), want %q", n.ID, got, scans, wantDrop)
 		}
 		compared++
 		relDropped += len(wantDrop) - len(r.CompensationSet)
@@ -469,4 +423,36 @@ func TestReferrersBatches(t *testing.T) {
 	if compared < 50 || relDropped < 10 {
 		t.Fatalf("only %d counterfactuals compared, %d relation nodes dropped", compared, relDropped)
 	}
+}
+
+// dropsBoth removes node id on mem (an engine over g) and on kept (an
+// engine read from doc with the referrers kept): the nodes kept drops
+// (sorted), those counterfactualGraph drops on mem, the document scans
+// kept's drop set took, and kept's result.
+func dropsBoth(t *testing.T, mem, kept *Engine, g *graph.Graph, doc []byte, id string) (got, want []string, scans int, r *Result) {
+	t.Helper()
+	wr, err := mem.Counterfactual(Options{Remove: []string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for _, m := range mem.CounterfactualGraph(wr).Nodes {
+		left[m.ID] = true
+	}
+	for _, m := range g.Nodes {
+		if !left[m.ID] {
+			want = append(want, m.ID)
+		}
+	}
+	slices.Sort(want)
+	r, err = kept.Counterfactual(Options{Remove: []string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dj := &docJudge{doc: doc}
+	drop, err := kept.dropped(r, dj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return droppedIDs(kept, drop), want, dj.scans, r
 }
