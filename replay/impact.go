@@ -47,15 +47,22 @@ func (e *Engine) Impact(remove []string, keep int) (*Impact, error) {
 		}
 		im.NotReplayable++
 		if len(im.FirstNotReplayable) < keep {
-			nr := NotReplayable{Node: ix.ids[i], Kind: r.Kind.String(), Tool: r.Tool, Reasons: notReplayableReasons(r)}
-			if r.Effect != nil {
-				nr.Op, nr.Target = r.Effect.Op, r.Effect.Target
-			}
-			im.FirstNotReplayable = append(im.FirstNotReplayable, nr)
+			im.FirstNotReplayable = append(im.FirstNotReplayable, ix.notReplayableOf(i))
 		}
 	}
 	im.SynergyResidual = residual(int64(im.CompensationActions), int64(im.Actions))
 	return im, nil
+}
+
+// notReplayableOf is the NotReplayable entry of node i, which
+// ix.notReplayable says cannot be undone.
+func (ix *index) notReplayableOf(i int32) NotReplayable {
+	r := &ix.recs[i]
+	nr := NotReplayable{Node: ix.ids[i], Kind: r.Kind.String(), Tool: r.Tool, Reasons: notReplayableReasons(r)}
+	if r.Effect != nil {
+		nr.Op, nr.Target = r.Effect.Op, r.Effect.Target
+	}
+	return nr
 }
 
 // reach is the member set of compensate(seeds), in no order, found with a

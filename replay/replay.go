@@ -268,12 +268,8 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		if r.Kind == KindActivity {
 			res.CompensationActions++
 		}
-		if reasons := notReplayableReasons(r); len(reasons) > 0 {
-			nr := NotReplayable{Node: id, Kind: r.Kind.String(), Tool: r.Tool, Reasons: reasons}
-			if r.Effect != nil {
-				nr.Op, nr.Target = r.Effect.Op, r.Effect.Target
-			}
-			res.NotReplayable = append(res.NotReplayable, nr)
+		if ix.notReplayable(int32(i)) {
+			res.NotReplayable = append(res.NotReplayable, ix.notReplayableOf(int32(i)))
 		}
 	}
 	res.SynergyResidual = residual(int64(res.CompensationActions), int64(res.Graph.Actions))
