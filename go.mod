@@ -20,6 +20,7 @@ require (
 	github.com/transparency-dev/tessera v1.0.4
 	github.com/zalando/go-keyring v0.2.8
 	golang.org/x/mod v0.38.0
+	golang.org/x/sys v0.47.0
 	k8s.io/klog/v2 v2.130.1
 )
 
@@ -49,7 +50,6 @@ require (
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.48.0 // indirect

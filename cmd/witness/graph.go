@@ -220,7 +220,7 @@ func runGraph(a *app, o graphOptions) error {
 	}
 	// the graph is derived from the events and regenerated at will: it is
 	// published atomically but not fsynced (atomicfile.Options.NoSync)
-	noSync := func(r atomicfile.Options) atomicfile.Options { r.NoSync = true; return r }
+	noSync := func(r atomicfile.Options) atomicfile.Options { r.NoSync, r.DropCache = true, true; return r }
 	if err := o.Output.Publish(a, noSync, write); err != nil {
 		return err
 	}

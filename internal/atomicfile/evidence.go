@@ -39,6 +39,15 @@ type Options struct {
 	// the new one, never a mix, but after a power loss or kernel crash the
 	// destination may be missing, empty or old.
 	NoSync bool
+	// DropCache writes the staged file back to disk in windows while it
+	// is written, and drops each window from the page cache once it is
+	// on disk (Linux; elsewhere nothing). For outputs of gigabytes (the
+	// graph): they then pass through a few megabytes of page cache
+	// instead of filling gigabytes of it, which on a virtual machine
+	// whose fresh pages each cost a fault in the host is most of the
+	// time of writing them (docs/design/scale.md). It is advice: it
+	// never makes a write fail.
+	DropCache bool
 }
 
 func (o Options) flag() string {
@@ -198,6 +207,7 @@ type File struct {
 	path string
 	o    Options
 	done bool
+	drop *cacheDropper // nil: no DropCache
 }
 
 // Create opens path for writing under o's rules: a new file or (with
@@ -234,6 +244,9 @@ func Create(path string, o Options) (*File, error) {
 		}
 	}
 	out := &File{f: f, tmp: f.Name(), path: path, o: o}
+	if o.DropCache {
+		out.drop = newCacheDropper(f)
+	}
 	// set the mode before any byte is written (CreateTemp uses 0600)
 	if err := f.Chmod(o.perm()); err != nil {
 		out.Abort()
@@ -245,6 +258,9 @@ func Create(path string, o Options) (*File, error) {
 // Write writes to the staging file (or the device).
 func (f *File) Write(p []byte) (int, error) {
 	n, err := f.f.Write(p)
+	if f.drop != nil {
+		f.drop.wrote(n)
+	}
 	if err != nil {
 		return n, exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", f.path, err), "")
 	}
