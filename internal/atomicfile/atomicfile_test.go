@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/pagecache"
 )
 
 // TestReplaceWithForce is the keyring's use: Force replaces the file
@@ -94,6 +95,35 @@ func TestPublish(t *testing.T) {
 	// the rules hold: an existing file is refused without Force
 	if err := Publish(out, o, func(io.Writer) error { return nil }); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("publish over an existing file: %v", err)
+	}
+	// DropCache (internal/pagecache): every byte arrives, over several
+	// windows and a part of one; a failed writer still leaves nothing
+	big := filepath.Join(dir, "big.nq")
+	chunk := strings.Repeat("0123456789abcdef", 4099)
+	n := 0
+	err = Publish(big, Options{NoSync: true, DropCache: true}, func(w io.Writer) error {
+		for n < 3*pagecache.Window+12345 {
+			k, err := io.WriteString(w, chunk)
+			n += k
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = os.ReadFile(big)
+	if err != nil || len(got) != n || string(got[:len(chunk)]) != chunk || string(got[n-len(chunk):]) != chunk || strings.Count(string(got), chunk) != n/len(chunk) {
+		t.Fatalf("DropCache: content %d bytes (%v), want %d", len(got), err, n)
+	}
+	err = Publish(filepath.Join(dir, "gone.nq"), Options{NoSync: true, DropCache: true}, func(w io.Writer) error {
+		w.Write([]byte(strings.Repeat(chunk, 3000)))
+		return boom
+	})
+	if _, serr := os.Stat(filepath.Join(dir, "gone.nq")); !errors.Is(err, boom) || serr == nil {
+		t.Fatalf("DropCache, failed writer: %v, %v", err, serr)
 	}
 }
 

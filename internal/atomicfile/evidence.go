@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/pagecache"
 )
 
 // Options say what a write may replace and how it is written. The zero
@@ -41,12 +42,12 @@ type Options struct {
 	NoSync bool
 	// DropCache writes the staged file back to disk in windows while it
 	// is written, and drops each window from the page cache once it is
-	// on disk (Linux; elsewhere nothing). For outputs of gigabytes (the
-	// graph): they then pass through a few megabytes of page cache
-	// instead of filling gigabytes of it, which on a virtual machine
-	// whose fresh pages each cost a fault in the host is most of the
-	// time of writing them (docs/design/scale.md). It is advice: it
-	// never makes a write fail.
+	// on disk (internal/pagecache; Linux, elsewhere nothing). For
+	// outputs of gigabytes (the graph): they then pass through a few
+	// windows of page cache instead of filling gigabytes of it, which on
+	// a virtual machine whose fresh pages each cost a fault in the host
+	// is most of the time of writing them (docs/design/scale.md). It is
+	// advice: it never makes a write fail.
 	DropCache bool
 }
 
@@ -207,7 +208,7 @@ type File struct {
 	path string
 	o    Options
 	done bool
-	drop *cacheDropper // nil: no DropCache
+	w    io.Writer // f, or a pagecache.Writer of it (DropCache)
 }
 
 // Create opens path for writing under o's rules: a new file or (with
@@ -224,7 +225,7 @@ func Create(path string, o Options) (*File, error) {
 		if err != nil {
 			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("open %s: %w", path, err), "")
 		}
-		return &File{f: f, path: path, o: o}, nil
+		return &File{f: f, w: f, path: path, o: o}, nil
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -243,9 +244,9 @@ func Create(path string, o Options) (*File, error) {
 			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create temporary file in %s: %w", dir, err), "check that the folder exists and is writable")
 		}
 	}
-	out := &File{f: f, tmp: f.Name(), path: path, o: o}
+	out := &File{f: f, w: f, tmp: f.Name(), path: path, o: o}
 	if o.DropCache {
-		out.drop = newCacheDropper(f)
+		out.w = pagecache.NewWriter(f)
 	}
 	// set the mode before any byte is written (CreateTemp uses 0600)
 	if err := f.Chmod(o.perm()); err != nil {
@@ -257,10 +258,7 @@ func Create(path string, o Options) (*File, error) {
 
 // Write writes to the staging file (or the device).
 func (f *File) Write(p []byte) (int, error) {
-	n, err := f.f.Write(p)
-	if f.drop != nil {
-		f.drop.wrote(n)
-	}
+	n, err := f.w.Write(p)
 	if err != nil {
 		return n, exitcode.New(exitcode.Failure, fmt.Errorf("write %s: %w", f.path, err), "")
 	}
