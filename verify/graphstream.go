@@ -27,7 +27,11 @@ import (
 // results are those of checkGraph on the graph ReadJSONLD would read;
 // where the projection cannot say that (nodes out of order, a dangling
 // reference, join statements, untrusted sources in the plan) the document
-// is read again the old way.
+// is read again the old way. A projection Check judged alone also judges
+// the document read without a set of its nodes (GraphScan.CheckWithout,
+// replay --seal's counterfactual; scale.md, "Ninth round"): the events,
+// tool definitions and sources keep their node, and judgeEvents reads
+// them without the nodes dropped.
 
 // errGraphReread ends a scan whose document the projection cannot judge
 // as checkGraph would: the caller reads the document again, whole.
@@ -54,9 +58,11 @@ type graphEvent struct {
 	seq     int64
 	id      string
 	a, b, c string   // call: tool, rpc id; effect: tool, op, target; message: role, -, payload; notification: method; ambiguous: -, -, payload; session: session, imported-from, bound seal
-	refs    []string // call: prov:used; effect: prov:wasGeneratedBy
+	refs    []string // call: prov:used; effect: prov:wasGeneratedBy; model message: prov:wasGeneratedBy, kept for CheckWithout only (graphScan.without)
 	kind    uint8    // index in graphKinds
 	effect  bool     // an effect with an op
+	src     uint16   // index of its witness:source in graphScan.srcNames (while graphScan.manySrcs is unset)
+	node    int32    // index of its node
 }
 
 // eventChunk is the number of graphEvents in one chunk: the records grow
@@ -74,19 +80,36 @@ type graphScan struct {
 	legacy map[int32]string // event index → witness:legacySealRef
 	args   map[int32]string // argument entity node → its valid JSON value
 	tools  []eventlog.ToolDef
-	refs   refCheck // the IRIs referenced, checked against the nodes' in sorted batches
-	srcs   map[string]int64
-	names  map[string]string
-	digest *graph.NQuadsDigest // nil: no digest (GraphScanOptions.NoDigest)
-	seqErr error
-	fields nodeFields // the current node's (add)
+	toolAt []int32        // the node index of each of tools
+	refs   refCheck       // the IRIs referenced, checked against the nodes' in sorted batches
+	srcOf  map[string]int // witness:source → its index in srcNames
+	// srcNames are the distinct witness:source values of the events, in
+	// the order met, and srcN the number of events of each
+	srcNames []string
+	srcN     []int64
+	// srcLimit is the number of distinct sources an event's src can
+	// index (1<<16; tests make it small); manySrcs: more were met, so
+	// the events' src are not all exact and CheckWithout cannot count
+	// the sources of a counterfactual
+	srcLimit int
+	manySrcs bool
+	names    map[string]string
+	digest   *graph.NQuadsDigest // nil: no digest (GraphScanOptions.NoDigest)
+	seqErr   error
+	fields   nodeFields // the current node's (add)
+	// without: the model messages keep their prov:wasGeneratedBy
+	// references, which CheckWithout reads (GraphScanOptions.Without)
+	without bool
+	// judged: judge judged the events of the projection itself (no
+	// reread, no graph-invalid finding): CheckWithout may judge it again
+	judged bool
 }
 
 // newGraphScan returns an empty projection; digest: it hashes the
 // canonical N-Quads of the nodes as they come (graphScan.digest).
 func newGraphScan(digest bool) *graphScan {
-	s := &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, srcs: map[string]int64{},
-		names: map[string]string{}, refs: refCheck{batch: refBatch}}
+	s := &graphScan{args: map[int32]string{}, legacy: map[int32]string{}, srcOf: map[string]int{},
+		srcLimit: 1 << 16, names: map[string]string{}, refs: refCheck{batch: refBatch}}
 	if digest {
 		s.digest = graph.NewNQuadsDigest()
 	}
@@ -282,16 +305,17 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	}
 	if v.HasType(graph.WToolDefinition) {
 		s.tools = append(s.tools, eventlog.ToolDef{Name: string(f.toolName), SHA256: string(f.defSHA)})
+		s.toolAt = append(s.toolAt, int32(k))
 	}
 	if len(f.eventID) == 0 {
 		return nil
 	}
-	s.srcs[s.intern(f.source)]++
+	src := s.source(f.source)
 	seq, err := strconv.ParseInt(string(f.seq), 10, 64)
 	if err != nil && s.seqErr == nil {
 		s.seqErr = fmt.Errorf("node %s: field witness:seq: %q is not an integer", v.ID, f.seq)
 	}
-	e := graphEvent{seq: seq, id: string(f.eventID)}
+	e := graphEvent{seq: seq, id: string(f.eventID), src: uint16(src), node: int32(k)}
 	switch {
 	case v.HasType(graph.WCaptureSession):
 		e.kind = gkSession
@@ -311,6 +335,9 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	case v.HasType(graph.WModelMessage):
 		if slices.ContainsFunc(f.generatedBy, func(t graph.TermView) bool { return len(t.IRI) > 0 }) {
 			e.kind = gkModelOutput
+			if s.without {
+				e.refs = refsOf(f.generatedBy)
+			}
 		} else {
 			e.kind = gkModelInput
 		}
@@ -333,6 +360,46 @@ func (s *graphScan) add(v *graph.NodeView) error {
 	s.nev++
 	s.evOf[k] = int32(s.nev)
 	return nil
+}
+
+// source counts one more event of witness:source src and returns the
+// index of src in srcNames.
+func (s *graphScan) source(src []byte) int {
+	i, ok := s.srcOf[string(src)]
+	if !ok {
+		i = len(s.srcNames)
+		name := s.intern(src)
+		s.srcOf[name] = i
+		s.srcNames = append(s.srcNames, name)
+		s.srcN = append(s.srcN, 0)
+		if i >= s.srcLimit {
+			s.manySrcs = true
+		}
+	}
+	s.srcN[i]++
+	return i
+}
+
+// nodeSet is a set of node indices of a graphScan, one bit each; the
+// index -1 (find's "no node") is in none.
+type nodeSet []uint64
+
+// has reports whether node i is in the set; a nil set holds none.
+func (d nodeSet) has(i int) bool { return d != nil && i >= 0 && d[i>>6]>>(i&63)&1 != 0 }
+
+// gone returns the set of the nodes of s that drop names: with
+// graph.ViewWithout, the nodes a reading of the document without them
+// leaves out.
+func (s *graphScan) gone(drop func(iri []byte) bool) (nodeSet, int) {
+	d := make(nodeSet, (s.n+63)/64)
+	n := 0
+	for i := range s.n {
+		if drop(s.id(i)) {
+			d[i>>6] |= 1 << (i & 63)
+			n++
+		}
+	}
+	return d, n
 }
 
 // finish settles the references: any left is dangling.
@@ -540,28 +607,42 @@ func lowerBound(s *graphScan, iri []byte, lo, n int) int {
 	return lo
 }
 
-// event returns event i as eventsFromGraph builds it.
-func (s *graphScan) event(i int) *eventlog.Event {
+// event returns event i as eventsFromGraph builds it from the graph
+// without the nodes in gone (graph.Without; nil: the graph itself). Its
+// own node is not in gone; every reference of a node not in gone names
+// a node of s (refCheck found none dangling): the references to nodes in
+// gone are the ones graph.Without removes.
+func (s *graphScan) event(i int, gone nodeSet) *eventlog.Event {
 	n := s.n
 	e := s.ev(i)
-	ev := &eventlog.Event{ID: e.id, Seq: e.seq, Kind: graphKinds[e.kind]}
+	kind := e.kind
+	if kind == gkModelOutput && gone != nil && !slices.ContainsFunc(e.refs, func(c string) bool { return !gone.has(find(s, c, n)) }) {
+		kind = gkModelInput // its every generator is gone
+	}
+	ev := &eventlog.Event{ID: e.id, Seq: e.seq, Kind: graphKinds[kind]}
 	if l, ok := s.legacy[int32(i)]; ok {
 		ev.Legacy = &eventlog.Legacy{SealRef: l}
 	}
-	switch e.kind {
+	switch kind {
 	case gkModelInput, gkModelOutput, gkAmbiguous:
 		if e.c != "" {
 			ev.Payload = json.RawMessage(e.c)
 		}
 	}
-	switch e.kind {
+	switch kind {
 	case gkSession:
 		h := &eventlog.Header{ImportedFrom: e.b}
 		if e.c != "" {
 			h.Seal = &eventlog.SealRef{Digest: e.c}
 		}
-		if len(s.tools) > 0 {
-			h.Server = &eventlog.ServerInfo{Tools: slices.Clone(s.tools)}
+		var tools []eventlog.ToolDef
+		for k, td := range s.tools {
+			if !gone.has(int(s.toolAt[k])) {
+				tools = append(tools, td)
+			}
+		}
+		if len(tools) > 0 {
+			h.Server = &eventlog.ServerInfo{Tools: tools}
 			sort.SliceStable(h.Server.Tools, func(i, j int) bool { return h.Server.Tools[i].Name < h.Server.Tools[j].Name })
 		}
 		ev.Header = h
@@ -571,7 +652,7 @@ func (s *graphScan) event(i int) *eventlog.Event {
 			ev.RPCID = json.RawMessage(e.b)
 		}
 		for _, u := range e.refs {
-			if i := find(s, u, n); i >= 0 {
+			if i := find(s, u, n); i >= 0 && !gone.has(i) {
 				if v, ok := s.args[int32(i)]; ok {
 					ev.Payload = json.RawMessage(v)
 				}
@@ -583,8 +664,12 @@ func (s *graphScan) event(i int) *eventlog.Event {
 			ev.Effect = &eventlog.Effect{Op: e.b, Target: e.c}
 		}
 		for _, c := range e.refs {
+			i := find(s, c, n)
+			if i >= 0 && gone.has(i) {
+				continue // graph.Without removes the reference
+			}
 			ev.Call = ""
-			if i := find(s, c, n); i >= 0 && s.evOf[i] > 0 {
+			if i >= 0 && s.evOf[i] > 0 {
 				ev.Call = s.ev(int(s.evOf[i] - 1)).id
 			}
 		}
@@ -601,17 +686,18 @@ func (s *graphScan) event(i int) *eventlog.Event {
 const eventBatch = 512
 
 // eventsInOrder returns the function giving event order[k] (as event
-// builds it) for k = 0, 1, 2...: another goroutine builds them, a batch
-// ahead of the checker, which judges them meanwhile. That goroutine stops
-// after the last event, or at its next batch once done is closed.
-func (s *graphScan) eventsInOrder(order []int32, done <-chan struct{}) func(int) *eventlog.Event {
+// builds it without the nodes in gone) for k = 0, 1, 2...: another
+// goroutine builds them, a batch ahead of the checker, which judges them
+// meanwhile. That goroutine stops after the last event, or at its next
+// batch once done is closed.
+func (s *graphScan) eventsInOrder(order []int32, gone nodeSet, done <-chan struct{}) func(int) *eventlog.Event {
 	ch := make(chan []*eventlog.Event, 4)
 	go func() {
 		defer close(ch)
 		for at := 0; at < len(order); at += eventBatch {
 			b := make([]*eventlog.Event, 0, eventBatch)
 			for _, i := range order[at:min(at+eventBatch, len(order))] {
-				b = append(b, s.event(int(i)))
+				b = append(b, s.event(int(i), gone))
 			}
 			select {
 			case ch <- b:
@@ -624,7 +710,7 @@ func (s *graphScan) eventsInOrder(order []int32, done <-chan struct{}) func(int)
 	next := 0
 	return func(k int) *eventlog.Event {
 		if k != next { // not in order (judgeGraphEvents takes them in order): built here
-			return s.event(int(order[k]))
+			return s.event(int(order[k]), gone)
 		}
 		next++
 		if len(cur) == 0 {
@@ -663,9 +749,9 @@ func checkGraphStream(r *Report, plan Plan, name string, rd io.Reader, drop func
 // itself (graph.ScanJSONLDView), so that one parse of the document feeds
 // verify and the caller's own use of it (replay's engine, for `replay
 // --graph G --seal S`): Add every node, in document order, then Check (or
-// Discard).
+// Discard), and, made with GraphScanOptions.Without, CheckWithout.
 type GraphScan struct {
-	s        *graphScan // nil when the plan needs the whole read
+	s        *graphScan // nil when the plan needs the whole read, or once Check finds it of no more use
 	err      error      // the first error of Add; Add stops there, as a scan would
 	done     bool
 	noDigest bool
@@ -678,6 +764,14 @@ type GraphScanOptions struct {
 	// finding, so a caller that reads the verdict and the findings alone
 	// (replay's drift overlay) saves its cost.
 	NoDigest bool
+	// Without keeps, after Check, what CheckWithout needs to judge the
+	// document again without a set of its nodes: the projection itself
+	// (held until the GraphScan is dropped) and, in it, the
+	// prov:wasGeneratedBy references of the model messages, which say
+	// whether a message is still a model output once nodes are dropped.
+	// replay --seal judges its counterfactual from it without reading the
+	// graph file again (docs/design/scale.md, "Ninth round").
+	Without bool
 }
 
 // NewGraphScan returns an empty GraphScan judging against plan.
@@ -685,7 +779,9 @@ func NewGraphScan(plan Plan, o GraphScanOptions) *GraphScan {
 	if len(plan.Untrusted) > 0 {
 		return &GraphScan{noDigest: o.NoDigest} // injection-provenance walks the graph
 	}
-	return &GraphScan{s: newGraphScan(!o.NoDigest), noDigest: o.NoDigest}
+	s := newGraphScan(!o.NoDigest)
+	s.without = o.Without
+	return &GraphScan{s: s, noDigest: o.NoDigest}
 }
 
 // Add projects the node v (valid only during the call).
@@ -706,6 +802,9 @@ func (g *GraphScan) Check(r *Report, plan Plan, name string, reopen func() (io.R
 	if g.s != nil {
 		g.done = true
 		err = g.s.judge(r, plan, name, g.err)
+		if !g.s.judged || !g.s.without {
+			g.s = nil // CheckWithout cannot judge from it: let it go
+		}
 	}
 	if errors.Is(err, errGraphReread) {
 		rd, closeFn, err := reopen()
@@ -716,6 +815,34 @@ func (g *GraphScan) Check(r *Report, plan Plan, name string, reopen func() (io.R
 		return checkGraphWhole(r, plan, name, rd, nil, !g.noDigest)
 	}
 	return err
+}
+
+// CheckWithout adds to r what CheckGraphWithout(r, plan, name, rd, drop)
+// adds for the document the GraphScan was fed (rd reading it), without
+// reading it: from the projection Check judged, with the nodes drop
+// names and every reference to them left out (graph.Without). It returns
+// true when it did; false, with r unchanged, when the projection cannot
+// say it, and the caller reads the document (CheckGraphWithout). It can
+// when the GraphScan was made with GraphScanOptions.Without and Check
+// judged the document from its projection alone: every node, in IRI
+// order, without join statement, dangling reference or seq that is no
+// integer (then the graph without any set of its nodes is so too: a kept
+// node's references name kept nodes, its literals and types are
+// untouched), for a plan without untrusted sources (injection-provenance
+// walks the graph), drop set (drop nil is CheckGraph, which records the
+// digest), and with no more distinct witness:source values than an
+// event's index of its source holds (1<<16). Concurrent calls are safe;
+// none may run with Add or Check.
+func (g *GraphScan) CheckWithout(r *Report, plan Plan, name string, drop func(iri []byte) bool) bool {
+	s := g.s
+	if s == nil || !s.judged || !s.without || s.manySrcs || drop == nil || len(plan.Untrusted) > 0 {
+		return false
+	}
+	gone, dropped := s.gone(drop)
+	graphEvidence(r, name)
+	r.Evidence.Lines = int64(s.n - dropped)
+	s.judgeEvents(r, plan, name, gone)
+	return true
 }
 
 // Discard ends a GraphScan that is not checked (the caller's scan
@@ -766,10 +893,31 @@ func (s *graphScan) judge(r *Report, plan Plan, name string, err error) error {
 		})
 		return nil
 	}
+	s.judged = true
+	s.judgeEvents(r, plan, name, nil)
+	return nil
+}
+
+// judgeEvents is the judgement of the events of the graph without the
+// nodes in gone (nil: the graph itself), once the scan found the
+// document whole, in order, without join statement, dangling reference or
+// seq that is no integer: the one path of the observed judgement (judge)
+// and the counterfactual one (GraphScan.CheckWithout).
+func (s *graphScan) judgeEvents(r *Report, plan Plan, name string, gone nodeSet) {
 	order := make([]int32, 0, s.nev)
+	counts := s.srcN
+	if gone != nil {
+		counts = make([]int64, len(s.srcNames))
+	}
 	session := ""
 	for i := 0; i < s.nev; i++ {
 		e := s.ev(i)
+		if gone != nil {
+			if gone.has(int(e.node)) {
+				continue
+			}
+			counts[e.src]++
+		}
 		if e.kind == gkNone {
 			continue
 		}
@@ -789,16 +937,16 @@ func (s *graphScan) judge(r *Report, plan Plan, name string, err error) error {
 		return 0
 	})
 	r.Evidence.Session = session
-	for src, k := range s.srcs {
-		if src != "" {
+	for k, src := range s.srcNames {
+		if src != "" && counts[k] > 0 {
 			r.Evidence.addSource(src)
-			r.Evidence.Sources[src] += k - 1
+			r.Evidence.Sources[src] += counts[k] - 1
 		}
 	}
 	r.Evidence.finishProvenance()
 	done := make(chan struct{})
 	defer close(done)
-	judgeGraphEvents(r, plan, name, len(order), s.eventsInOrder(order, done))
+	judgeGraphEvents(r, plan, name, len(order), s.eventsInOrder(order, gone, done))
 	// CheckRun on a graph without join statements, with no untrusted
 	// source in the plan, judges nothing; it marks what it ran.
 	if r.ran == nil {
@@ -807,5 +955,4 @@ func (s *graphScan) judge(r *Report, plan Plan, name string, err error) error {
 	if plan.Untrusted != nil {
 		r.ran[CheckInjection] = true
 	}
-	return nil
 }

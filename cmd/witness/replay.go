@@ -160,9 +160,11 @@ func runReplay(a *app, o *replayOptions) error {
 // replayEngine reads the graph or the run into a replay engine. A graph
 // file replayed without a judge given by another verb, verdict sources, a
 // what-if policy or a DOT picture is read straight into replay's index
-// (replay.NewEngineJSONLD), without holding the graph; with --seal its
-// judge then reads the file itself (docJudge). A nil engine and a nil
-// error: the what-if policy has answered.
+// (replay.NewEngineJSONLD), without holding the graph; with --seal the
+// same read judges the observed run and its projection the
+// counterfactual one (replayEngineJSONLD), the judge reading the file
+// again only when that projection cannot. A nil engine and a nil error:
+// the what-if policy has answered.
 func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 	if len(o.events) == 0 && o.whatIfPolicy == "" && o.judge == nil && len(o.sources) == 0 && o.format != "dot" {
 		f, err := os.Open(o.graphFile)
@@ -210,10 +212,12 @@ func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 // replayEngineJSONLD reads the graph document f straight into replay's
 // index (replay.EngineBuilder, as replay.NewEngineJSONLD). With --seal the
 // same scan feeds verify's check of the document (verify.GraphScan): the
-// judge (o.judge) then holds the observed run's judgement, and reads the
-// file again only for the counterfactual one, whose relation nodes the
-// engine finds from the referrers its builder kept. An error of the seal comes
-// after the graph's, as on the in-memory path.
+// judge (o.judge) then holds the observed run's judgement and the scan's
+// projection, from which it judges the counterfactual too
+// (GraphScan.CheckWithout), whose relation nodes the engine finds from
+// the referrers its builder kept; it reads the file again only when the
+// projection cannot say it. An error of the seal comes after the graph's,
+// as on the in-memory path.
 func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, error) {
 	name := filepath.Base(o.graphFile)
 	var j *verifyJudge
@@ -222,7 +226,9 @@ func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, e
 	if o.sealFile != "" {
 		j, jerr = newVerifyJudge(a, o)
 		if jerr == nil && j.sealOnly == nil {
-			gs = verify.NewGraphScan(j.plan, verify.GraphScanOptions{NoDigest: true}) // a judgement is verdict and findings: no digest
+			// a judgement is verdict and findings: no digest; the
+			// projection is kept for the counterfactual's judgement
+			gs = verify.NewGraphScan(j.plan, verify.GraphScanOptions{NoDigest: true, Without: true})
 		}
 	}
 	// with a seal, the builder keeps who refers to each relation node:
@@ -267,6 +273,7 @@ func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, e
 		}
 		r.Finish()
 		j.observed = judgementOf(r)
+		j.scan = gs
 	}
 	if j != nil {
 		o.judge = j
@@ -321,6 +328,12 @@ type verifyJudge struct {
 	// observed is the judgement of the file itself when the engine's scan
 	// made it (replayEngineJSONLD); nil: JudgeDocument reads the file
 	observed *replay.Judgement
+	// scan is the projection of the file the engine's scan made
+	// (replayEngineJSONLD), from which JudgeDocument judges the first
+	// counterfactual reading without reading the file
+	// (verify.GraphScan.CheckWithout); nil once that is done, or when
+	// there is none
+	scan *verify.GraphScan
 }
 
 // report is a report holding the seal's findings, for one graph.
@@ -385,10 +398,20 @@ func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
 // --graph G' does (scanned, not held), or, with drop, the file read
 // without the nodes drop names (verify.CheckGraphWithout): the judgements
 // Judge gives for the graph read from the file and for its counterfactual
-// graph (replay.DocumentJudge).
+// graph (replay.DocumentJudge). The first reading with drop is judged
+// from the projection of the engine's scan when it can say it, and the
+// projection then let go; otherwise the file is read.
 func (j *verifyJudge) JudgeDocument(drop func(iri []byte) bool) (*replay.Judgement, error) {
 	if drop == nil && j.observed != nil {
 		return j.observed, nil
+	}
+	if gs := j.scan; drop != nil && gs != nil && j.sealOnly == nil {
+		j.scan = nil // the GC may take the projection once judged
+		r := j.report()
+		if gs.CheckWithout(r, j.plan, j.name, drop) {
+			r.Finish()
+			return judgementOf(r), nil
+		}
 	}
 	r := j.sealOnly
 	if r == nil {

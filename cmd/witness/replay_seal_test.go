@@ -41,6 +41,165 @@ type sealCase struct {
 // relation nodes the counterfactual drops are found without reading the
 // file again (the referrers kept by the engine's builder).
 func TestReplaySealStreamed(t *testing.T) {
+	cases, seal, env := sealCases(t)
+	relations := 0
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := newApp(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, func(k string) string { return env[k] })
+			// the streamed path is taken: an engine without its graph
+			o := replaySealOptions(c, seal, "json")
+			eng, err := replayEngine(a, &o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eng.CounterfactualGraph(&replay.Result{}) != nil {
+				t.Fatal("replay --graph --seal read the graph whole")
+			}
+			// the engine's scan judged the observed run
+			j, ok := o.judge.(*verifyJudge)
+			if !ok || j.observed == nil {
+				t.Fatalf("the engine's scan made no judgement of the observed run (judge %T)", o.judge)
+			}
+			// the relation nodes the counterfactual drops come from the
+			// referrers the engine's builder kept: the file is not read
+			// for them
+			sj := &scanCountingJudge{verifyJudge: j}
+			if _, err := eng.Counterfactual(replay.Options{Remove: c.remove, Judge: sj}); err != nil {
+				t.Fatal(err)
+			}
+			if sj.scans != 0 {
+				t.Errorf("the file was read %d times to find the relation nodes dropped", sj.scans)
+			}
+			relations += droppedRelations(t, c)
+			for _, format := range []string{"json", "text"} {
+				streamed := runSealPath(t, a, c, seal, format, false)
+				inMemory := runSealPath(t, a, c, seal, format, true)
+				if !bytes.Equal(streamed, inMemory) {
+					t.Errorf("--format %s: streamed output differs from the in-memory path's\nstreamed:  %s\nin memory: %s", format, streamed, inMemory)
+				}
+				if format == "json" {
+					var r replay.Result
+					if err := json.Unmarshal(streamed, &r); err != nil {
+						t.Fatal(err)
+					}
+					if r.Verdicts == nil || r.Drift == nil {
+						t.Fatalf("no verdict overlay: %s", streamed)
+					}
+					if r.Verdicts.Changed != c.changed {
+						t.Errorf("verdict changed %v (%s -> %s), want %v", r.Verdicts.Changed, r.Verdicts.Observed, r.Verdicts.Counterfactual, c.changed)
+					}
+					rereads := strings.Contains(string(streamed), "graph-dangling") || c.name == "unsorted"
+					if rereads != c.reread {
+						t.Errorf("reread case %v, output says %v", c.reread, rereads)
+					}
+				}
+			}
+		})
+	}
+	if relations == 0 {
+		t.Error("no case drops a relation node: the relation rule is not exercised")
+	}
+}
+
+// TestReplaySealCounterfactualFromScan: replay --seal judges the
+// counterfactual from the projection of the engine's scan
+// (verify.GraphScan.CheckWithout): with the graph file renamed away once
+// the engine is built, the counterfactual and its overlays are made all
+// the same, equal to those of a judge without the projection, which
+// reads the file again; the projection is let go once used. On the
+// documents verify must read whole, the projection cannot say it: with
+// the file gone the counterfactual fails, with the file there it is the
+// rereading judge's.
+func TestReplaySealCounterfactualFromScan(t *testing.T) {
+	cases, seal, env := sealCases(t)
+	fromScan := 0
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := newApp(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, func(k string) string { return env[k] })
+			// a copy of the graph, of the same name, to take away
+			b, err := os.ReadFile(c.graph)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.graph = filepath.Join(t.TempDir(), filepath.Base(c.graph))
+			if err := os.WriteFile(c.graph, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// counterfactual builds an engine and its judge from the file
+			// and replays c with it, the projection kept or not, the
+			// file there or not
+			counterfactual := func(keep, gone bool) ([]byte, error) {
+				o := replaySealOptions(c, seal, "json")
+				eng, err := replayEngine(a, &o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				j, ok := o.judge.(*verifyJudge)
+				if !ok || j.scan == nil {
+					t.Fatalf("the engine's scan kept no projection (judge %T)", o.judge)
+				}
+				if !keep {
+					j.scan = nil
+				}
+				if gone {
+					if err := os.Rename(c.graph, c.graph+".gone"); err != nil {
+						t.Fatal(err)
+					}
+					defer func() {
+						if err := os.Rename(c.graph+".gone", c.graph); err != nil {
+							t.Fatal(err)
+						}
+					}()
+				}
+				r, err := eng.Counterfactual(replay.Options{Remove: slices.Clone(c.remove), Judge: j})
+				if err != nil {
+					return nil, err
+				}
+				if j.scan != nil {
+					t.Error("the projection is held after the counterfactual's judgement")
+				}
+				var out bytes.Buffer
+				if err := replay.WriteJSON(&out, r); err != nil {
+					t.Fatal(err)
+				}
+				return out.Bytes(), nil
+			}
+			reread, err := counterfactual(false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(reread, []byte(`"verdicts"`)) {
+				t.Fatalf("no verdict overlay: %s", reread)
+			}
+			got, err := counterfactual(true, true)
+			if c.reread {
+				if err == nil {
+					t.Fatal("a document verify reads whole was judged without its file")
+				}
+				got, err = counterfactual(true, false)
+			} else {
+				fromScan++
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, reread) {
+				t.Errorf("the counterfactual judged from the projection differs from the file's reread:\nprojection: %s\nreread:     %s", got, reread)
+			}
+		})
+	}
+	if fromScan < 15 {
+		t.Errorf("only %d counterfactuals judged without the file", fromScan)
+	}
+}
+
+// sealCases are the graphs replayed with --seal by the tests of the
+// streamed path, with the seal and the environment they are judged with:
+// the replay fixture, the compat cassettes made into graphs, synthetic
+// logs of several sizes, runs whose verdict changes or does not, and
+// documents verify must read whole.
+func sealCases(t *testing.T) ([]sealCase, string, map[string]string) {
+	t.Helper()
 	root := testrepo.Root(t)
 	dir := t.TempDir()
 	seal := filepath.Join(root, "testdata", "compat", "atw-0.1.0", "seal_without_damaging_tool.json")
@@ -100,63 +259,7 @@ func TestReplaySealStreamed(t *testing.T) {
 		})
 	}), remove: []string{"e2"}, reread: true})
 
-	relations := 0
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			a := newApp(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, func(k string) string { return env[k] })
-			// the streamed path is taken: an engine without its graph
-			o := replaySealOptions(c, seal, "json")
-			eng, err := replayEngine(a, &o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if eng.CounterfactualGraph(&replay.Result{}) != nil {
-				t.Fatal("replay --graph --seal read the graph whole")
-			}
-			// the engine's scan judged the observed run
-			j, ok := o.judge.(*verifyJudge)
-			if !ok || j.observed == nil {
-				t.Fatalf("the engine's scan made no judgement of the observed run (judge %T)", o.judge)
-			}
-			// the relation nodes the counterfactual drops come from the
-			// referrers the engine's builder kept: the file is not read
-			// for them
-			sj := &scanCountingJudge{verifyJudge: j}
-			if _, err := eng.Counterfactual(replay.Options{Remove: c.remove, Judge: sj}); err != nil {
-				t.Fatal(err)
-			}
-			if sj.scans != 0 {
-				t.Errorf("the file was read %d times to find the relation nodes dropped", sj.scans)
-			}
-			relations += droppedRelations(t, c)
-			for _, format := range []string{"json", "text"} {
-				streamed := runSealPath(t, a, c, seal, format, false)
-				inMemory := runSealPath(t, a, c, seal, format, true)
-				if !bytes.Equal(streamed, inMemory) {
-					t.Errorf("--format %s: streamed output differs from the in-memory path's\nstreamed:  %s\nin memory: %s", format, streamed, inMemory)
-				}
-				if format == "json" {
-					var r replay.Result
-					if err := json.Unmarshal(streamed, &r); err != nil {
-						t.Fatal(err)
-					}
-					if r.Verdicts == nil || r.Drift == nil {
-						t.Fatalf("no verdict overlay: %s", streamed)
-					}
-					if r.Verdicts.Changed != c.changed {
-						t.Errorf("verdict changed %v (%s -> %s), want %v", r.Verdicts.Changed, r.Verdicts.Observed, r.Verdicts.Counterfactual, c.changed)
-					}
-					rereads := strings.Contains(string(streamed), "graph-dangling") || c.name == "unsorted"
-					if rereads != c.reread {
-						t.Errorf("reread case %v, output says %v", c.reread, rereads)
-					}
-				}
-			}
-		})
-	}
-	if relations == 0 {
-		t.Error("no case drops a relation node: the relation rule is not exercised")
-	}
+	return cases, seal, env
 }
 
 // replaySealOptions are the options of 'witness replay --graph G --seal S
