@@ -49,11 +49,8 @@ func streamJSONLD(src EventSource, w io.Writer, fn func(*NodeView) error, opts O
 	head := []byte(`{"@context":` + ContextJSON + `,"@graph":[`)
 	nq := &nqReorder{w: hw}
 	var jn jsonldNode
+	var view NodeView
 	var buf []byte
-	var pipe *viewPipe
-	if fn != nil {
-		pipe = newViewPipe(fn)
-	}
 	first := true
 	stats, err := streamBlocks(src, opts, so, true, func(pre, blk []byte) (int64, error) {
 		// the block, its key expanded, held by nq until written
@@ -61,8 +58,11 @@ func streamJSONLD(src EventSource, w io.Writer, fn func(*NodeView) error, opts O
 		if nerr != nil {
 			return n, nerr
 		}
-		if pipe != nil {
-			return n, pipe.push(blk)
+		if fn != nil {
+			if err := jn.view(&view, blk); err != nil {
+				return 0, fmt.Errorf("node view: node %s: %w", lineKey(blk), err)
+			}
+			return n, fn(&view)
 		}
 		buf = buf[:0]
 		if first {
@@ -78,13 +78,6 @@ func streamJSONLD(src EventSource, w io.Writer, fn func(*NodeView) error, opts O
 		jw.Write(buf)
 		return n, nil
 	})
-	if pipe != nil {
-		// every view handed on is seen before the stream returns; the
-		// consumer's error is the stream's
-		if perr := pipe.close(err == nil); perr != nil {
-			err = perr
-		}
-	}
 	if err == nil {
 		var n int64
 		n, err = nq.finish()

@@ -286,19 +286,4 @@ func TestStreamViewsEqualsScan(t *testing.T) {
 	}); !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("fn's error: got %v after %d calls", err, calls)
 	}
-	// fn runs beside the merge, in batches (viewPipe): an error several
-	// batches in stops it there too, with no call after it, whatever
-	// the batches in flight
-	for _, at := range []int{pipeBlocks - 1, pipeBlocks, pipeBlocks + 1, 3*pipeBlocks + 7} {
-		calls = 0
-		if _, err := StreamViews(NewEventSource(bytes.NewReader(synthetic(t, 3000, 5)), "s"), Options{}, StreamOptions{TempDir: t.TempDir()}, func(*NodeView) error {
-			calls++
-			if calls == at {
-				return stop
-			}
-			return nil
-		}); !errors.Is(err, stop) || calls != at {
-			t.Fatalf("fn's error at call %d: got %v after %d calls", at, err, calls)
-		}
-	}
 }
