@@ -94,6 +94,7 @@ func exchange(x *cassette.HTTPExchange) modelapi.Exchange {
 	me := modelapi.Exchange{Method: x.Request.Method, Path: x.Request.Path, RequestBody: x.Request.Body()}
 	if r := x.Response; r != nil {
 		me.Status, me.ContentType, me.ResponseBody = r.Status, r.HeaderValue("Content-Type"), r.Body()
+		me.ContentEncoding = r.HeaderValue("Content-Encoding")
 		me.Cut = !r.Ended || r.EndDetail != "" || r.Truncated
 	}
 	return me

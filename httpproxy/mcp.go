@@ -2,12 +2,9 @@ package httpproxy
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -21,6 +18,7 @@ import (
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/httpcoding"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/modelapi"
@@ -452,6 +450,7 @@ type mcpExchange struct {
 	status  int
 	respSID string
 	enc     string // Content-Encoding of the response
+	heldCR  bool   // a CR that ended the last chunk of the stream, not yet fed
 	sse     *modelapi.SSEParser
 	json    bool
 	body    []byte
@@ -560,12 +559,13 @@ func (e *mcpExchange) reqEnd() {
 		}
 		return
 	}
-	if e.reqEnc != "" && !strings.EqualFold(e.reqEnc, "identity") {
-		var err error
-		if body, err = decode(body, e.reqEnc, &e.reqMem); err != nil {
-			if e.isMCP {
-				e.noteLater(fmt.Sprintf("exchange %d: request body: %v", e.x, err))
-			}
+	if e.reqEnc != "" {
+		var note string
+		body, note = decodeBody(body, e.reqEnc, &e.reqMem)
+		if note != "" && e.isMCP {
+			e.noteLater(fmt.Sprintf("exchange %d: request body: %s", e.x, note))
+		}
+		if body == nil {
 			return
 		}
 	}
@@ -670,7 +670,7 @@ func (e *mcpExchange) open(key, id, transport string, notes ...string) {
 func (e *mcpExchange) respChunk(data []byte) {
 	switch {
 	case e.sse != nil:
-		e.feedSSE(e.sse, data)
+		e.feedSSEHeld(e.sse, data)
 	case e.json || e.body != nil:
 		if e.over {
 			return
@@ -724,6 +724,26 @@ func (e *mcpExchange) feedSSE(p *modelapi.SSEParser, data []byte) {
 	}
 }
 
+// feedSSEHeld feeds a live stream's chunk holding back a CR that ends it:
+// the TypeScript SDK's parser (eventsource-parser) reads a CR as a line end
+// only once the next byte shows it is not the CR of a CRLF, so a CR that
+// ends the stream ends no line for the client, and it must end none for
+// the witness (docs/design/wire-reading.md, "MCP Streamable HTTP").
+func (e *mcpExchange) feedSSEHeld(p *modelapi.SSEParser, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	if e.heldCR {
+		e.heldCR = false
+		e.feedSSE(p, []byte{'\r'})
+	}
+	if data[len(data)-1] == '\r' {
+		e.heldCR = true
+		data = data[:len(data)-1]
+	}
+	e.feedSSE(p, data)
+}
+
 // event takes one server-sent event of the response.
 func (e *mcpExchange) event(ev modelapi.SSEEvent) {
 	e.events++
@@ -740,10 +760,10 @@ func (e *mcpExchange) event(ev modelapi.SSEEvent) {
 	if ev.Type != "" && ev.Type != "message" {
 		return // not a JSON-RPC message (the standard's default event type is message)
 	}
-	msgs := splitMessages(ev.Data)
-	for _, m := range msgs {
-		e.t.feed(e.sess, cassette.S2C, m)
-	}
+	// one event is one message: the TypeScript SDK parses an event's data
+	// as a single JSON-RPC message and refuses an array, so a batch on a
+	// stream is recorded whole, where the deriver reads it as ambiguous
+	e.t.feed(e.sess, cassette.S2C, ev.Data)
 }
 
 // announce handles HTTP+SSE's endpoint event: it opens the session, and
@@ -886,10 +906,9 @@ func (e *mcpExchange) end(detail string) {
 		body := e.body
 		e.body = nil
 		if e.enc != "" {
-			var err error
-			if body, err = decode(body, e.enc, &e.respMem); err != nil {
-				e.sess.note(fmt.Sprintf("exchange %d: response body: %v", e.x, err))
-				body = nil
+			var note string
+			if body, note = decodeBody(body, e.enc, &e.respMem); note != "" {
+				e.sess.note(fmt.Sprintf("exchange %d: response body: %s", e.x, note))
 			}
 		}
 		if body != nil {
@@ -899,9 +918,13 @@ func (e *mcpExchange) end(detail string) {
 					e.t.feed(e.sess, cassette.S2C, m)
 				}
 			} else {
+				// a compressed stream read whole: its last event is
+				// dispatched only by its own blank line, as for the client
 				p := e.newSSE()
 				e.feedSSE(p, body)
-				e.feedSSE(p, []byte("\n\n")) // a compressed stream was read whole: dispatch its last event
+				if n := p.Pending(); n > 0 {
+					e.sess.note(fmt.Sprintf("exchange %d: the stream ended inside a server-sent event (%d bytes not dispatched)", e.x, n))
+				}
 			}
 		}
 	}
@@ -928,40 +951,22 @@ func (e *mcpExchange) closedStream(detail string) bool {
 	return e != nil && e.sess != nil && e.method == http.MethodGet && e.sse != nil && detail == "not delivered: the client went away"
 }
 
-// decode decompresses a body of Content-Encoding enc, up to MaxMCPMessage
-// bytes: past it, it is a compression bomb as far as the reader goes. The
-// bytes it decompresses are taken from l (past what l may take, the body
-// is not read).
-func decode(b []byte, enc string, l *lease) ([]byte, error) {
-	var r io.Reader
-	switch strings.ToLower(strings.TrimSpace(enc)) {
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, fmt.Errorf("content encoding %s: %w", enc, err)
-		}
-		r = zr
-	case "deflate":
-		r = flate.NewReader(bytes.NewReader(b))
-	default:
-		return nil, fmt.Errorf("content encoding %q is not read into events (kept in the HTTP cassette)", enc)
+// decodeBody undoes a body's Content-Encoding as the client's fetch does
+// (internal/httpcoding), up to MaxMCPMessage decoded bytes (past it, a
+// compression bomb as far as the reader goes) taken from the memory lease
+// l. note says what the reading leaves in doubt ("" when nothing): a note
+// of the session, which its end records as a failure, so the session is
+// never verified. out is nil when nothing can be read.
+func decodeBody(body []byte, enc string, l *lease) (out []byte, note string) {
+	r, err := httpcoding.Decode(body, enc, MaxMCPMessage)
+	if err != nil {
+		return nil, fmt.Sprintf("%v: kept in the HTTP cassette, not read into events", err)
 	}
-	var out []byte
-	buf := make([]byte, chunkSize)
-	for {
-		n, err := r.Read(buf)
-		if len(out)+n > MaxMCPMessage {
-			return nil, fmt.Errorf("content encoding %s: %d compressed bytes decompress to more than %s (a compression bomb?): kept in the HTTP cassette, not read into events", enc, len(b), mcp.FormatSize(MaxMCPMessage))
-		}
-		if !l.grow(n) {
-			return nil, fmt.Errorf("content encoding %s: the proxy's memory budget of %s was spent decompressing it: kept in the HTTP cassette, not read into events", enc, l.b.size())
-		}
-		out = append(out, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("content encoding %s: %w", enc, err)
-		}
+	if !l.grow(len(r.Body)) {
+		return nil, fmt.Sprintf("the proxy's memory budget of %s was spent decompressing it: kept in the HTTP cassette, not read into events", l.b.size())
 	}
+	if r.Doubt != "" {
+		return r.Body, fmt.Sprintf("Content-Encoding %q: %s", enc, r.Doubt)
+	}
+	return r.Body, ""
 }

@@ -225,35 +225,14 @@ func (c *checker) toolUseNote(e *eventlog.Event, line int64, rpc json.RawMessage
 	})
 }
 
-// ambiguous reports a wire line with more than one reading, and checks
-// every reading of a host's tools/call against the seal as if the server
-// had acted on it: each candidate tool name must be sealed, each candidate
-// argument object within the tool's scopes.
+// ambiguous checks every reading of a host's tools/call line that has
+// more than one reading against the seal, as if the server had acted on
+// it: each candidate tool name must be sealed, each candidate argument
+// object within the tool's scopes. The line itself is reported by wire,
+// with a seal or without one.
 func (c *checker) ambiguous(e *eventlog.Event, line int64) {
 	a, err := eventlog.ParseAmbiguousLine(e.Payload)
-	if err != nil {
-		c.add(Finding{
-			Check: CheckWire, Code: "ambiguous-wire-line", Severity: SevError, Class: ClassViolation,
-			EventID: e.ID, Line: line,
-			Message: fmt.Sprintf("a wire line has more than one reading; its record cannot be read: %v", err),
-		})
-		return
-	}
-	who := "the server sent"
-	if a.Direction == "c2s" {
-		who = "the host sent"
-	}
-	reasons := a.Reasons
-	if len(reasons) > 3 {
-		reasons = append(append([]string(nil), reasons[:3]...), fmt.Sprintf("%d more", len(a.Reasons)-3))
-	}
-	c.add(Finding{
-		Check: CheckWire, Code: "ambiguous-wire-line", Severity: SevError, Class: ClassViolation,
-		EventID: e.ID, Line: line,
-		Message: fmt.Sprintf("%s a line (%d bytes, sha256 %s) with %d reading(s) a peer could act on: %s",
-			who, a.Bytes, short(a.SHA256), len(a.Readings), strings.Join(reasons, "; ")),
-	})
-	if a.Direction != "c2s" {
+	if err != nil || a.Direction != "c2s" {
 		return
 	}
 	c.ambiguousSurface(e, line, a.Readings)

@@ -145,6 +145,7 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 			if watch != nil {
 				watch.revoked = false
 			}
+			c.wire(ev, line)
 			if opts.IntegrityOnly {
 				return
 			}
@@ -188,6 +189,8 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 		})
 	}
 	if opts.IntegrityOnly {
+		// only the wire findings: nothing else was checked
+		r.Findings = append(r.Findings, c.findings...)
 		return nil
 	}
 	c.finish()

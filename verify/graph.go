@@ -181,6 +181,7 @@ func judgeGraphEvents(r *Report, plan Plan, name string, n int, ev func(int) *ev
 			continue
 		}
 		r.Evidence.Events++
+		c.wire(e, 0)
 		c.event(e, 0)
 	}
 	c.finish()
