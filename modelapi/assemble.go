@@ -34,9 +34,10 @@ type Assembler struct {
 	otherChoices  bool
 
 	// Anthropic Messages
-	blocks map[int]*blockAcc
-	usage  map[string]json.RawMessage
-	named  bool // an event without a name was skipped
+	blocks  map[int]*blockAcc
+	started int // content_block_start events read
+	usage   map[string]json.RawMessage
+	named   bool // an event without a name was skipped
 
 	// OpenAI Responses
 	items map[int]*itemAcc
@@ -44,8 +45,9 @@ type Assembler struct {
 }
 
 type callAcc struct {
-	id, name string
-	args     strings.Builder
+	id, name   string
+	args       strings.Builder
+	ids, names int // the deltas that carried an id, a name
 }
 
 type blockAcc struct {
@@ -143,6 +145,12 @@ func (a *Assembler) event(ev sseEvent) {
 	if a.api == APIAnthropicMessages {
 		switch ev.typ {
 		case "ping":
+			// skipped by its name; a ping whose data says another type
+			// is read by other clients
+			if v, err := readJSON(ev.data, "event "+itoa(ev.n)); err != nil || v.Kind != jsontree.Object || str(v.Get("type")) != "ping" {
+				a.out.degrade(StatusAmbiguous)
+				a.out.problem("event %d is named \"ping\" but its data is not a ping: the Anthropic SDK skips it by its name", ev.n)
+			}
 			return
 		case "":
 			if !a.named {
@@ -154,6 +162,13 @@ func (a *Assembler) event(ev sseEvent) {
 	}
 	name := "event " + itoa(ev.n)
 	v, err := readJSON(ev.data, name)
+	if err == nil && a.api == APIAnthropicMessages && v.Kind == jsontree.Object && str(v.Get("type")) != ev.typ {
+		// the Anthropic SDK picks the events it reads by their event:
+		// name, then reads them by their type
+		a.out.degrade(StatusAmbiguous)
+		a.out.problem("%s is named %q but its type is %q: the Anthropic SDK reads it by one, then the other", name, ev.typ, str(v.Get("type")))
+		return
+	}
 	if err != nil {
 		a.out.unreadable(err)
 		return
@@ -276,10 +291,12 @@ func (a *Assembler) chatChunk(s *shape, v *jsontree.Value) {
 			}
 			if id := str(tc.Get("id")); id != "" {
 				acc.id = id
+				acc.ids++
 			}
 			fn := tc.Get("function")
 			if n := str(member(fn, "name")); n != "" {
 				acc.name = n
+				acc.names++
 			}
 			if ar := member(fn, "arguments"); !isNull(ar) && s.want(ar, tp+".function.arguments", jsontree.String, false) {
 				a.addText(&acc.args, ar.Str)
@@ -303,6 +320,13 @@ func (a *Assembler) anthropicEvent(s *shape, v *jsontree.Value) {
 		if !ok || !s.want(b, "$.content_block", jsontree.Object, true) {
 			return
 		}
+		if i != a.started {
+			// the Anthropic SDK appends each started block and applies a
+			// delta to the block at its index
+			a.out.degrade(StatusAmbiguous)
+			a.out.problem("content_block_start %d is the stream's block %d: the Anthropic SDK appends it as block %d and applies index %d's deltas elsewhere", i, a.started, a.started, i)
+		}
+		a.started++
 		if a.blocks[i] == nil && len(a.blocks) >= a.lim.MaxParts {
 			a.out.degrade(StatusPartial)
 			a.out.problem("more than %d content blocks: block %d not kept", a.lim.MaxParts, i)
@@ -484,7 +508,10 @@ func (a *Assembler) Finish(cut bool) *Output {
 		o.problem("the stream %s before its terminal event (%s)", how, terminalOf(a.api))
 	}
 	if a.after > 0 {
-		o.problem("%d events after the terminal event: not read (SDKs ignore them)", a.after)
+		// the openai SDK's responses stream reads on past
+		// response.completed, @openai/agents stops there
+		o.degrade(StatusAmbiguous)
+		o.problem("%d events after the terminal event: some clients read them, others stop at the terminal event", a.after)
 	}
 	switch a.api {
 	case APIOpenAIChat:
@@ -520,8 +547,16 @@ func sortedKeys[T any](m map[int]T) []int {
 func (a *Assembler) finishChat() {
 	o := a.out
 	o.Text, o.Refusal = a.text.String(), a.refusal.String()
-	for _, k := range sortedKeys(a.calls) {
+	for n, k := range sortedKeys(a.calls) {
 		c := a.calls[k]
+		if k != n {
+			o.degrade(StatusAmbiguous)
+			o.problem("tool call index %d follows index %d: the openai SDK's stream accumulator fails on the gap, @openai/agents keeps the call", k, n-1)
+		}
+		if c.ids > 1 || c.names > 1 {
+			o.degrade(StatusAmbiguous)
+			o.problem("tool call index %d: its id came in %d deltas and its name in %d: the openai SDK keeps the last of each, @openai/agents joins them", k, c.ids, c.names)
+		}
 		tc := ToolCall{ID: c.id, Name: c.name}
 		tc.setArguments(c.args.String())
 		o.ToolCalls = append(o.ToolCalls, tc)

@@ -367,7 +367,9 @@ func TestLimits(t *testing.T) {
 	b.WriteString("data: [DONE]\n\n")
 	var o3 Output
 	json.Unmarshal([]byte(assemble(APIOpenAIChat, lim, [][]byte{b.Bytes()}, false)), &o3)
-	if len(o3.ToolCalls) != 3 || o3.ToolCalls[0].ID != "c0" || o3.ToolCalls[1].ID != "c5" || o3.ToolCalls[2].ID != "c2147483647" || o3.Status != StatusPartial {
+	if len(o3.ToolCalls) != 3 || o3.ToolCalls[0].ID != "c0" || o3.ToolCalls[1].ID != "c5" || o3.ToolCalls[2].ID != "c2147483647" || o3.Status != StatusAmbiguous {
+		// ambiguous, which outranks partial: the gaps between the
+		// indexes are read otherwise by the SDKs
 		t.Errorf("tool call limit: %+v %s", o3.ToolCalls, o3.Status)
 	}
 }

@@ -40,6 +40,7 @@ var prefixes = []struct{ prefix, layer string }{
 	{"internal/memtest", testkit},
 	{"internal/agente2e", testkit},
 	{"internal/archtest", testkit},
+	{"internal/wirediff", testkit},
 	{"internal", plumbing},
 	{"keyring/osstore", recording},
 	{"keyring", formats},

@@ -238,3 +238,51 @@ func TestDebugOne(t *testing.T) {
 		}
 	}
 }
+
+// fuzzAPIs are the channels FuzzDifferential picks from by its first byte.
+var fuzzAPIs = []string{APIChat, APIChatSSE, APIResp, APIRespSSE, APIAnth, APIAnthSSE, APIMCP, APIMCPStream}
+
+// FuzzDifferential mutates an answer's body, Content-Type and
+// Content-Encoding and holds the rule of TestDifferentialCorpus on every
+// input: where the real client acts on something else than the witness
+// recorded, verify does not say verified. The oracle starts once per fuzz
+// process.
+func FuzzDifferential(f *testing.F) {
+	seen := map[string]bool{}
+	for _, c := range Corpus() {
+		base := strings.HasSuffix(c.Name, "/base/lf") || strings.HasSuffix(c.Name, "/base")
+		if !base || seen[c.API] {
+			continue
+		}
+		seen[c.API] = true
+		for i, a := range fuzzAPIs {
+			if a == c.API {
+				f.Add(byte(i), c.Body, ctFor(c.API), "")
+			}
+		}
+	}
+	o := StartOracle(f)
+	up, err := NewUpstream()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { up.Close() })
+	f.Fuzz(func(t *testing.T, api byte, body []byte, ct, enc string) {
+		if len(body) > 64<<10 || strings.ContainsAny(ct+enc, "\r\n\x00") || len(ct)+len(enc) > 200 {
+			return // the header lines must stay lines; big bodies only slow the run
+		}
+		c := Case{Name: "fuzz", API: fuzzAPIs[int(api)%len(fuzzAPIs)], Status: 200, Body: body}
+		if ct != "" {
+			c.Header = append(c.Header, [2]string{"Content-Type", ct})
+		}
+		if enc != "" {
+			c.Header = append(c.Header, [2]string{"Content-Encoding", enc})
+		}
+		for _, r := range witnessRun(t, o, up, c) {
+			if !Same(r.client, r.witness) && r.verified {
+				t.Fatalf("%s via %s (Content-Type %q, Content-Encoding %q, body %q): the client acted on %s, the witness recorded %s, and verify said %q",
+					c.API, r.reader, ct, enc, body, r.client.Key(), r.witness.Key(), r.verdict)
+			}
+		}
+	})
+}
