@@ -507,6 +507,10 @@ func (a *Assembler) Finish(cut bool) *Output {
 		}
 		o.problem("the stream %s before its terminal event (%s)", how, terminalOf(a.api))
 	}
+	if n := a.sse.bomLines; n > 0 {
+		o.degrade(StatusAmbiguous)
+		o.problem("%d line(s) begin with a byte-order mark: the openai SDK drops the mark and reads the field, an SSE parser as the standard says ignores the line", n)
+	}
 	if a.after > 0 {
 		// the openai SDK's responses stream reads on past
 		// response.completed, @openai/agents stops there

@@ -38,6 +38,8 @@ type sseParser struct {
 	over    bool
 	fields  bool // the event has had a line (for the end-of-stream report)
 
+	bomLines int // lines after the stream's start that begin with a byte-order mark
+
 	lastID  string // the last event ID buffer (id: lines)
 	retry   int    // the reconnection time in ms of the last valid retry: line, -1 when none
 	retryOK bool
@@ -105,6 +107,11 @@ func (p *sseParser) endLine() {
 		return
 	}
 	p.fields = true
+	if bytes.HasPrefix(line, bom) {
+		// a field the standard does not know; the openai SDK decodes
+		// each event's bytes on their own and drops the mark
+		p.bomLines++
+	}
 	if line[0] == ':' || p.over {
 		return
 	}

@@ -29,8 +29,12 @@ func (c *checker) wire(e *eventlog.Event, line int64) {
 		c.add(ambiguousFinding(e, line))
 	case eventlog.KindModelOutput:
 		if s, probs, ok := modelStatus(e.Payload); ok && (s == statusPartial || s == statusAmbiguous) {
+			code := "model-output-partial"
+			if s == statusAmbiguous {
+				code = "model-output-ambiguous"
+			}
 			c.add(Finding{
-				Check: CheckWire, Code: "model-output-" + s, Severity: SevError, Class: ClassIncomplete,
+				Check: CheckWire, Code: code, Severity: SevError, Class: ClassIncomplete,
 				EventID: e.ID, Line: line,
 				Message: fmt.Sprintf("the model's answer was read %s: what the client acted on cannot be told from it%s", statusWords[s], problemList(probs)),
 			})
@@ -40,8 +44,12 @@ func (c *checker) wire(e *eventlog.Event, line int64) {
 			return // a sampling request's messages: judged on the MCP side
 		}
 		if s, probs, ok := modelStatus(e.Payload); ok && (s == statusAmbiguous || s == statusInvalid) {
+			code := "model-input-invalid"
+			if s == statusAmbiguous {
+				code = "model-input-ambiguous"
+			}
 			c.add(Finding{
-				Check: CheckWire, Code: "model-input-" + s, Severity: SevError, Class: ClassIncomplete,
+				Check: CheckWire, Code: code, Severity: SevError, Class: ClassIncomplete,
 				EventID: e.ID, Line: line,
 				Message: fmt.Sprintf("the request to the model was %s: what the model was given cannot be told from it%s", statusWords[s], problemList(probs)),
 			})

@@ -121,6 +121,7 @@ func baseMCPSSE() []sse { return []sse{{event: "message", data: mcpResult}} }
 type framing struct {
 	eol        string // line end: "\n" (default), "\r\n", "\r"
 	bom        bool   // a byte-order mark before the first byte
+	bomMid     bool   // a byte-order mark before the second event (not the stream's start)
 	comments   bool   // a comment line before every event
 	bareField  bool   // a "data" line with no colon before every data line
 	splitComma bool   // each data value split after its first comma, on two data: lines
@@ -142,6 +143,9 @@ func (f framing) write(evs []sse) []byte {
 		b.WriteString("\ufeff")
 	}
 	for i, e := range evs {
+		if f.bomMid && i == 1 {
+			b.WriteString("\ufeff")
+		}
 		if f.comments {
 			b.WriteString(": keep-alive" + eol)
 		}
@@ -395,6 +399,7 @@ var framings = []struct {
 	{"cr", framing{eol: "\r"}},
 	{"lone-trailing-cr", framing{loneCR: true}},
 	{"bom", framing{bom: true}},
+	{"bom-mid", framing{bomMid: true}},
 	{"comments", framing{comments: true}},
 	{"bare-field", framing{bareField: true}},
 	{"split-comma", framing{splitComma: true}},
@@ -432,6 +437,12 @@ func Corpus() []Case {
 		lenient := mk("no-length", api, base)
 		lenient.NoLength = true
 		cs = append(cs, lenient)
+		// the BOM as decoded text: at the start of the decompressed body
+		cs = append(cs, mk("enc-gzip-bom", api, gz(framing{bom: true}.write(st[api]["base"])), [2]string{"Content-Encoding", "gzip"}))
+		// frames split across reads: CRLF lines written 7 bytes at a time
+		split := mk("pieces-7-crlf", api, framing{eol: "\r\n"}.write(st[api]["base"]))
+		split.Pieces = 7
+		cs = append(cs, split)
 	}
 	bs := bodies()
 	for _, api := range []string{APIChat, APIResp, APIAnth, APIMCP} {

@@ -25,6 +25,28 @@ type Case struct {
 	// NoLength sends the body without Content-Length, ended by closing the
 	// connection.
 	NoLength bool
+	// Pieces > 0 writes the body Pieces bytes at a time, each write apart,
+	// so that its frames are split across the client's reads.
+	Pieces int
+}
+
+// write sends the case on c, in pieces when the case says so.
+func (cs Case) write(c net.Conn) {
+	raw := cs.Raw()
+	if cs.Pieces <= 0 {
+		c.Write(raw)
+		return
+	}
+	head := len(raw) - len(cs.Body)
+	c.Write(raw[:head])
+	for b := raw[head:]; len(b) > 0; {
+		n := min(cs.Pieces, len(b))
+		if _, err := c.Write(b[:n]); err != nil {
+			return
+		}
+		b = b[n:]
+		time.Sleep(200 * time.Microsecond)
+	}
 }
 
 // Raw is the case's HTTP/1.1 response as the upstream writes it.
@@ -114,7 +136,7 @@ func (u *Upstream) serve(c net.Conn) {
 	cs := u.cur
 	u.mu.Unlock()
 	if cs.API != APIMCP && cs.API != APIMCPStream {
-		c.Write(cs.Raw())
+		cs.write(c)
 		return
 	}
 	switch req.Method {
@@ -137,6 +159,6 @@ func (u *Upstream) serve(c net.Conn) {
 		b := fmt.Sprintf(initResult, msg.ID)
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: wirediff-session-1\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s", strconv.Itoa(len(b)), b)
 	default:
-		c.Write(cs.Raw())
+		cs.write(c)
 	}
 }

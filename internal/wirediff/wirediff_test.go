@@ -214,7 +214,7 @@ func TestDifferentialCorpus(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d readings alike, %d differ\n%s", same, differ, table.String())
+	t.Logf("%d answers, %d readings alike, %d differ\n%s", len(Corpus()), same, differ, table.String())
 }
 
 // isPlainBase names the well-formed answers, which must verify.
