@@ -23,9 +23,9 @@ import (
 // Methods of the notification events the witness itself writes for what it
 // saw on the wire that is not a JSON-RPC message it can pair.
 const (
-	MethodInvalidLine       = "witness/invalid-line"       // a server line that is not a JSON-RPC message
-	MethodLineTooLong       = "witness/line-too-long"      // a server line over the maximum line size
-	MethodUnmatchedResponse = "witness/unmatched-response" // a response whose id matches no pending request
+	MethodInvalidLine       = "witness/invalid-line"           // a server line that is not a JSON-RPC message
+	MethodLineTooLong       = "witness/line-too-long"          // a server line over the maximum line size
+	MethodUnmatchedResponse = eventlog.MethodUnmatchedResponse // a response whose id matches no pending request
 	// MethodOpenRequestsLimit: more requests of one direction are open
 	// (sent, not answered) than the deriver tracks (MaxOpenRequests); the
 	// requests past the limit are still events, but their answers will

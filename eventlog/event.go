@@ -28,6 +28,12 @@ const (
 	KindSessionEnd     Kind = "session_end"     // last line: count, chain head, signatures
 )
 
+// MethodUnmatchedResponse is the method of the notification the witness
+// writes for an answer whose JSON-RPC id pairs with no open request (an
+// id never asked, a second answer to one id, an answer to an ambiguous
+// request). Its payload is {"id", "result" or "error"}.
+const MethodUnmatchedResponse = "witness/unmatched-response"
+
 // Directions of wire messages (Event.Direction).
 const (
 	DirC2S = "c2s" // host (client) to server

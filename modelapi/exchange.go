@@ -63,6 +63,15 @@ func Read(x Exchange) (api API, in *Input, out *Output) {
 		return api, in, out
 	}
 	ct, ctDoubt := contentTypeOf(x.ContentType, in.Stream)
+	if in.Status != InputOK {
+		// the request was not read: whether it asked to stream is not
+		// known, the Content-Type says (the request's own finding says
+		// why it is in doubt)
+		ct, ctDoubt = bodyJSON, ""
+		if IsEventStream(x.ContentType) {
+			ct = bodyStream
+		}
+	}
 	if x.Status >= 400 && !IsEventStream(x.ContentType) {
 		// the SDKs read an error status's body as the error, never as a
 		// stream

@@ -40,6 +40,11 @@ type checker struct {
 	unrun map[string]string
 
 	sf surface // resources, prompts, sampling, elicitation, tool list changes
+
+	// answered: the event that answered each JSON-RPC id, by direction
+	// and exact id token (the first maxAnswersKept), to name the answer
+	// an unpaired one competes with
+	answered map[string]string
 }
 
 func newChecker(plan Plan, file string) *checker {

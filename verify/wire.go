@@ -27,6 +27,20 @@ func (c *checker) wire(e *eventlog.Event, line int64) {
 	switch e.Kind {
 	case eventlog.KindAmbiguous:
 		c.add(ambiguousFinding(e, line))
+	case eventlog.KindToolResponse, eventlog.KindMCPResponse:
+		if len(e.RPCID) > 0 && len(c.answered) < maxAnswersKept {
+			if c.answered == nil {
+				c.answered = map[string]string{}
+			}
+			k := answerDir(e) + " " + string(e.RPCID)
+			if _, ok := c.answered[k]; !ok {
+				c.answered[k] = e.ID
+			}
+		}
+	case eventlog.KindNotification:
+		if e.Method == eventlog.MethodUnmatchedResponse {
+			c.add(c.unpaired(e, line))
+		}
 	case eventlog.KindModelOutput:
 		if s, probs, ok := modelStatus(e.Payload); ok && (s == statusPartial || s == statusAmbiguous) {
 			code := "model-output-partial"
@@ -54,6 +68,50 @@ func (c *checker) wire(e *eventlog.Event, line int64) {
 				Message: fmt.Sprintf("the request to the model was %s: what the model was given cannot be told from it%s", statusWords[s], problemList(probs)),
 			})
 		}
+	}
+}
+
+// answerDir is the direction an answer travelled: as written, or s2c for
+// the events that carry none (a tool_response always comes from the
+// server).
+func answerDir(e *eventlog.Event) string {
+	if e.Direction == "" {
+		return "s2c"
+	}
+	return e.Direction
+}
+
+// maxAnswersKept bounds the answers remembered to name the one an
+// unpaired answer competes with.
+const maxAnswersKept = 1 << 16
+
+// unpaired is the finding of an answer no open request explains: the log
+// cannot say which answer the client used, so the session is never
+// verified (incomplete, the class of every reading in doubt, on stdio and
+// HTTP alike). It names the answer it competes with when the same id was
+// answered before.
+func (c *checker) unpaired(e *eventlog.Event, line int64) Finding {
+	var p struct {
+		ID json.RawMessage `json:"id"`
+	}
+	json.Unmarshal(e.Payload, &p)
+	who := "the server"
+	if e.Direction == "c2s" {
+		who = "the host"
+	}
+	id := "without an id"
+	if len(p.ID) > 0 {
+		id = "to id " + string(p.ID)
+	}
+	msg := fmt.Sprintf("%s sent an answer %s that pairs with no open request", who, id)
+	if first, ok := c.answered[answerDir(e)+" "+string(p.ID)]; ok && len(p.ID) > 0 {
+		msg += fmt.Sprintf("; it competes with %s, which answered that id first", first)
+	} else {
+		msg += " (an id never asked, or asked by an ambiguous line)"
+	}
+	return Finding{
+		Check: CheckWire, Code: "unpaired-answer", Severity: SevError, Class: ClassIncomplete, EventID: e.ID, RPCID: p.ID, Line: line,
+		Message: msg + ": which answer the client used cannot be told from the log",
 	}
 }
 
