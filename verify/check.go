@@ -203,6 +203,8 @@ func (c *checker) event(e *eventlog.Event, line int64) {
 		c.effectScope(e, line, rpc)
 	case eventlog.KindAmbiguous:
 		c.ambiguous(e, line)
+	case eventlog.KindModelOutput:
+		c.modelCalls(e, line)
 	case eventlog.KindModelInput:
 		// a sampling request's messages are the server's, not the
 		// agent's system prompt
