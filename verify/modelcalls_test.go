@@ -55,3 +55,17 @@ func TestModelCallsAgainstSeal(t *testing.T) {
 		t.Errorf("a sampling answer's tool call judged as the agent's: %+v", findCode(r, "unsealed-tool"))
 	}
 }
+
+// The ids a JavaScript client's Number(id) folds onto an integer are named.
+func TestNumericID(t *testing.T) {
+	for tok, want := range map[string]string{`"1"`: "1", `1.0`: "1", `1e0`: "1", `" 7 "`: "7", `"-0"`: "0"} {
+		if n, ok := numericID([]byte(tok)); !ok || n != want {
+			t.Errorf("%s: %q %v, want %q", tok, n, ok, want)
+		}
+	}
+	for _, tok := range []string{`1`, `"a"`, `1.5`, `null`, `"9007199254740993e10"`} {
+		if n, ok := numericID([]byte(tok)); ok {
+			t.Errorf("%s: %q, want none", tok, n)
+		}
+	}
+}

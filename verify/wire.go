@@ -3,6 +3,8 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
@@ -71,6 +73,38 @@ func (c *checker) wire(e *eventlog.Event, line int64) {
 	}
 }
 
+// numericID is the number a JavaScript client's Number(id) makes of an id
+// token that is not its canonical integer text: a decimal string ("1"), a
+// number written otherwise (1.0, 1e0). ok is false for canonical integers
+// (exact pairing already treats them as the client does) and for what
+// Number would not make an integer of.
+func numericID(tok json.RawMessage) (string, bool) {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(string(tok)))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return "", false
+	}
+	var lit string
+	switch x := v.(type) {
+	case json.Number:
+		lit = x.String()
+	case string:
+		lit = strings.TrimSpace(x)
+	default:
+		return "", false
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return "", false
+	}
+	n := strconv.FormatInt(int64(f), 10)
+	if n == string(tok) {
+		return "", false
+	}
+	return n, true
+}
+
 // answerDir is the direction an answer travelled: as written, or s2c for
 // the events that carry none (a tool_response always comes from the
 // server).
@@ -104,6 +138,9 @@ func (c *checker) unpaired(e *eventlog.Event, line int64) Finding {
 		id = "to id " + string(p.ID)
 	}
 	msg := fmt.Sprintf("%s sent an answer %s that pairs with no open request", who, id)
+	if n, ok := numericID(p.ID); ok {
+		msg += fmt.Sprintf(" by its exact token; a client that compares ids as numbers (the TypeScript SDK: Number(id)) takes it for the answer to request %s", n)
+	}
 	if first, ok := c.answered[answerDir(e)+" "+string(p.ID)]; ok && len(p.ID) > 0 {
 		msg += fmt.Sprintf("; it competes with %s, which answered that id first", first)
 	} else {
