@@ -5,7 +5,7 @@
 # verify judges it against a seal that forbids sampling (violation) and one
 # that allows it (verified). Skipped when node or the npm peers are missing.
 # Every "$ ..." line is the exact command that runs (witness is $WITNESS), so
-# the README's "Sampling" block is this part's output.
+# the "Sampling" block of docs/guide/graph.md is this part's output.
 echo
 echo "== 32 sampling: a model turn seen on the wire =="
 if ! command -v node >/dev/null || [ ! -f "$REPO/testdata/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ]; then
