@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -50,14 +51,15 @@ func (e *TimeoutError) Timeout() bool { return true }
 // Temporary reports false (net.Error).
 func (e *TimeoutError) Temporary() bool { return false }
 
-// LimitError is an answer whose body passed its size bound.
+// LimitError is an answer whose head or body passed its size bound.
 type LimitError struct {
 	Method, URL string
+	Part        string // "head" or "body"
 	Limit       int64
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s %s: the answer's body passes the limit of %d bytes", e.Method, e.URL, e.Limit)
+	return fmt.Sprintf("%s %s: the answer's %s passes the limit of %d bytes", e.Method, e.URL, e.Part, e.Limit)
 }
 
 // Unwrap returns the TimeoutError or LimitError that err (a Client.Do
@@ -81,7 +83,7 @@ func Unwrap(err error) error {
 
 // NewClient returns a client whose every exchange is bounded by o: a
 // TimeoutError past o.Timeout, a LimitError past o.MaxBody bytes of an
-// answer's body, net/http's error past o.MaxHeaderBytes of its head. It
+// answer's body or past o.MaxHeaderBytes of its head. It
 // follows redirects as http.DefaultClient does, each with its own
 // timeout, and takes proxies from the environment.
 func NewClient(o ClientOptions) *http.Client {
@@ -101,7 +103,6 @@ func NewClient(o ClientOptions) *http.Client {
 		MaxIdleConns:           16,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    min(o.Timeout, 10*time.Second),
-		ResponseHeaderTimeout:  o.Timeout,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: o.MaxHeaderBytes,
 	}
@@ -127,8 +128,11 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // explain turns err into a TimeoutError when the exchange's own deadline
 // passed (not the caller's context).
 func (t *boundTransport) explain(ctx context.Context, req *http.Request, err error, stage string) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && req.Context().Err() == nil {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && req.Context().Err() == nil:
 		return &TimeoutError{Method: req.Method, URL: req.URL.Redacted(), Limit: t.o.Timeout, Stage: stage}
+	case strings.Contains(err.Error(), "server response headers exceeded"): // net/http's error, not exported
+		return &LimitError{Method: req.Method, URL: req.URL.Redacted(), Part: "head", Limit: t.o.MaxHeaderBytes}
 	}
 	return err
 }
@@ -151,7 +155,7 @@ func (b *boundBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if int64(n) > b.left {
 		b.left = 0
-		return 0, &LimitError{Method: b.req.Method, URL: b.req.URL.Redacted(), Limit: b.t.o.MaxBody}
+		return 0, &LimitError{Method: b.req.Method, URL: b.req.URL.Redacted(), Part: "body", Limit: b.t.o.MaxBody}
 	}
 	b.left -= int64(n)
 	if err != nil && err != io.EOF {
