@@ -3,6 +3,7 @@
 package httpproxy
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -247,4 +248,50 @@ func median(d []time.Duration) time.Duration {
 	}
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return d[len(d)/2].Round(100 * time.Millisecond)
+}
+
+// TestUpstreamHugeHead: an upstream whose answer's head never ends is cut
+// at the header bound (64 KiB, not net/http's 10 MB): the client gets a
+// 502 and the cassette and the log say the exchange failed.
+func TestUpstreamHugeHead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Endless: ")
+				chunk := []byte(strings.Repeat("h", 32<<10))
+				for {
+					if _, err := c.Write(chunk); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	s := startProxy(t, "http://"+ln.Addr().String(), Options{})
+	resp, body := post(t, s.URL+"/v1/chat/completions", `{}`, nil)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "exceeded 65536 bytes") {
+		t.Errorf("%d %s", resp.StatusCode, body)
+	}
+	res, err := s.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Failure, "exchange 1: upstream: ") {
+		t.Errorf("failure %q", res.Failure)
+	}
 }

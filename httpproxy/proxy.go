@@ -175,6 +175,10 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// the upstream's head is bounded as a client's is (net/http's
+		// default is 10 MB); no header timeout: a model may think for
+		// minutes before it answers, and the client's own timeout ends that
+		MaxResponseHeaderBytes: httpbound.DefaultMaxHeaderBytes,
 	}
 }
 
