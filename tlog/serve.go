@@ -31,14 +31,20 @@ const MaxAnswer = layout.EntryBundleWidth * (maxEntry + 2)
 // from the request to the answer's last byte (Reader's timeout when 0).
 const DefaultTimeout = httpbound.DefaultTimeout
 
+// ReadTotal bounds the time of all the reads of one Reader of a URL
+// together (summed, each from its request to its answer's end): a log
+// that answers each read in time but never runs out of entries to be
+// read (a checkpoint claiming a huge size) ends too.
+const ReadTotal = 15 * time.Minute
+
 // anchorTimeout bounds POST /add, which waits for the log's witnesses.
 const anchorTimeout = 60 * time.Second
 
 // remoteClient is the client of every read of a log or a witness: each
 // answer bounded by maxBody bytes and timeout (0: DefaultTimeout), its
 // errors naming the URL and the bound (httpbound.Unwrap).
-func remoteClient(timeout time.Duration, maxBody int64) *http.Client {
-	return httpbound.NewClient(httpbound.ClientOptions{Timeout: timeout, MaxBody: maxBody})
+func remoteClient(timeout, total time.Duration, maxBody int64) *http.Client {
+	return httpbound.NewClient(httpbound.ClientOptions{Timeout: timeout, Total: total, MaxBody: maxBody})
 }
 
 // Handler serves the log: POST /add (an entry's canonical JSON; the answer
@@ -136,7 +142,7 @@ func AnchorRemote(ctx context.Context, base string, e bundle.Entry, logKey strin
 	if err != nil {
 		return nil, err
 	}
-	hc := remoteClient(anchorTimeout, 1<<20)
+	hc := remoteClient(anchorTimeout, 0, 1<<20)
 	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/add", strings.NewReader(string(data)))
 	if err != nil {
@@ -170,7 +176,7 @@ func AnchorRemote(ctx context.Context, base string, e bundle.Entry, logKey strin
 // Reader opens read access to a log folder or URL, and returns its
 // verifier key (from the folder's configuration or the server's /log-key).
 // Every exchange with a URL is bounded by timeout (0: DefaultTimeout) and
-// MaxAnswer bytes; one past either is an error that names the URL and the
+// MaxAnswer bytes, and all of them together by ReadTotal; one past either is an error that names the URL and the
 // bound, with exit code Failure where Reader returns it (verify wraps the
 // later reads' errors so).
 func Reader(ctx context.Context, target string, timeout time.Duration) (bundle.Log, string, error) {
@@ -179,7 +185,7 @@ func Reader(ctx context.Context, target string, timeout time.Duration) (bundle.L
 		if err != nil {
 			return nil, "", exitcode.New(exitcode.Usage, fmt.Errorf("--log %s: %w", target, err), "")
 		}
-		hc := remoteClient(timeout, MaxAnswer)
+		hc := remoteClient(timeout, ReadTotal, MaxAnswer)
 		f := httpTiles{root: u.String(), hc: hc}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"log-key", nil)
 		resp, err := hc.Do(req)

@@ -224,7 +224,7 @@ func (w *Witness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // a consistency proof (built from the log's tiles) from the size the
 // witness holds. It returns the signature lines.
 func RequestCosignature(ctx context.Context, base string, cp *bundle.Checkpoint, log bundle.Log) ([]byte, error) {
-	hc := remoteClient(DefaultTimeout, maxAddCheckpoint)
+	hc := remoteClient(DefaultTimeout, 0, maxAddCheckpoint)
 	defer hc.CloseIdleConnections()
 	old := uint64(0)
 	for attempt := 0; attempt < 2; attempt++ {

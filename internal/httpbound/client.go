@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,6 +28,12 @@ type ClientOptions struct {
 	// Timeout bounds one exchange: its request, its answer's head and
 	// the whole of its body (DefaultTimeout).
 	Timeout time.Duration
+	// Total, when not 0, bounds the time of all the client's exchanges
+	// together (each from its request to the end of its answer's body,
+	// summed): a peer that answers every read in time but never runs out
+	// of things to be read (a log claiming a huge size) ends too, and
+	// time the caller spends between exchanges does not count.
+	Total time.Duration
 	// MaxBody bounds an answer's body in bytes (DefaultMaxBody).
 	MaxBody int64
 	// MaxHeaderBytes bounds an answer's head (DefaultMaxHeaderBytes, the
@@ -39,9 +46,13 @@ type TimeoutError struct {
 	Method, URL string
 	Limit       time.Duration
 	Stage       string // "awaiting the answer's head" or "reading the answer's body"
+	Total       bool   // the limit was ClientOptions.Total, not Timeout
 }
 
 func (e *TimeoutError) Error() string {
+	if e.Total {
+		return fmt.Sprintf("%s %s: the reads of this peer passed their total time of %v (%s)", e.Method, e.URL, e.Limit, e.Stage)
+	}
 	return fmt.Sprintf("%s %s: no complete answer within the timeout of %v (%s)", e.Method, e.URL, e.Limit, e.Stage)
 }
 
@@ -112,25 +123,61 @@ func NewClient(o ClientOptions) *http.Client {
 type boundTransport struct {
 	next http.RoundTripper
 	o    ClientOptions
+
+	mu    sync.Mutex
+	spent time.Duration // the exchanges' time so far, for Total
+}
+
+// exchange is one exchange's deadline: its timeout, or what is left of
+// the client's total time when that is less.
+type exchange struct {
+	ctx   context.Context
+	total bool
+	start time.Time
+	once  sync.Once
+}
+
+// end counts the exchange's time into the total, once.
+func (t *boundTransport) end(x *exchange) {
+	x.once.Do(func() {
+		t.mu.Lock()
+		t.spent += time.Since(x.start)
+		t.mu.Unlock()
+	})
 }
 
 func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx, cancel := context.WithTimeout(req.Context(), t.o.Timeout)
+	limit, total := t.o.Timeout, false
+	if t.o.Total > 0 {
+		t.mu.Lock()
+		left := t.o.Total - t.spent
+		t.mu.Unlock()
+		if left < limit {
+			limit, total = max(left, 0), true
+		}
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), limit)
+	x := &exchange{ctx: ctx, total: total, start: time.Now()}
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		cancel()
-		return nil, t.explain(ctx, req, err, "awaiting the answer's head")
+		t.end(x)
+		return nil, t.explain(x, req, err, "awaiting the answer's head")
 	}
-	resp.Body = &boundBody{rc: resp.Body, left: t.o.MaxBody, cancel: cancel, ctx: ctx, req: req, t: t}
+	resp.Body = &boundBody{rc: resp.Body, left: t.o.MaxBody, cancel: cancel, x: x, req: req, t: t}
 	return resp, nil
 }
 
 // explain turns err into a TimeoutError when the exchange's own deadline
 // passed (not the caller's context).
-func (t *boundTransport) explain(ctx context.Context, req *http.Request, err error, stage string) error {
+func (t *boundTransport) explain(x *exchange, req *http.Request, err error, stage string) error {
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) && req.Context().Err() == nil:
-		return &TimeoutError{Method: req.Method, URL: req.URL.Redacted(), Limit: t.o.Timeout, Stage: stage}
+	case errors.Is(x.ctx.Err(), context.DeadlineExceeded) && req.Context().Err() == nil:
+		e := &TimeoutError{Method: req.Method, URL: req.URL.Redacted(), Limit: t.o.Timeout, Stage: stage}
+		if x.total {
+			e.Limit, e.Total = t.o.Total, true
+		}
+		return e
 	case strings.Contains(err.Error(), "server response headers exceeded"): // net/http's error, not exported
 		return &LimitError{Method: req.Method, URL: req.URL.Redacted(), Part: "head", Limit: t.o.MaxHeaderBytes}
 	}
@@ -143,7 +190,7 @@ type boundBody struct {
 	rc     io.ReadCloser
 	left   int64
 	cancel context.CancelFunc
-	ctx    context.Context
+	x      *exchange
 	req    *http.Request
 	t      *boundTransport
 }
@@ -158,8 +205,11 @@ func (b *boundBody) Read(p []byte) (int, error) {
 		return 0, &LimitError{Method: b.req.Method, URL: b.req.URL.Redacted(), Part: "body", Limit: b.t.o.MaxBody}
 	}
 	b.left -= int64(n)
+	if err != nil {
+		b.t.end(b.x)
+	}
 	if err != nil && err != io.EOF {
-		err = b.t.explain(b.ctx, b.req, err, "reading the answer's body")
+		err = b.t.explain(b.x, b.req, err, "reading the answer's body")
 	}
 	return n, err
 }
@@ -167,5 +217,6 @@ func (b *boundBody) Read(p []byte) (int, error) {
 func (b *boundBody) Close() error {
 	err := b.rc.Close()
 	b.cancel()
+	b.t.end(b.x)
 	return err
 }

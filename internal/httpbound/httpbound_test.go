@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,38 @@ func endlessHeader(c net.Conn) {
 	for {
 		if _, err := c.Write(chunk); err != nil {
 			return
+		}
+	}
+}
+
+// TestClientTotal: a peer that answers every read in time, slowly, ends
+// at the client's total time; time between exchanges does not count.
+func TestClientTotal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Millisecond)
+		io.WriteString(w, "more")
+	}))
+	defer srv.Close()
+	hc := NewClient(ClientOptions{Timeout: time.Second, Total: 700 * time.Millisecond})
+	time.Sleep(time.Second) // before the first exchange: not counted
+	for i := 0; ; i++ {
+		resp, err := hc.Get(srv.URL)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if err != nil {
+			var te *TimeoutError
+			if !errors.As(Unwrap(err), &te) || !te.Total || !strings.Contains(err.Error(), "passed their total time of 700ms") {
+				t.Fatalf("read %d: %v, want the total time's TimeoutError", i, err)
+			}
+			if i == 0 {
+				t.Errorf("the first read failed: %v", err)
+			}
+			return
+		}
+		if i > 20 {
+			t.Fatal("still reading after 20 reads of 200 ms")
 		}
 	}
 }
