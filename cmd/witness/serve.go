@@ -204,6 +204,9 @@ func runServeHTTP(a *app, o serveOptions) error {
 	if o.ExitAfter < 0 {
 		return usageError(fmt.Errorf("--exit-after %d is negative", o.ExitAfter), "use --exit-after N with N >= 1, or leave it out")
 	}
+	if o.MaxConns <= 0 {
+		return usageError(fmt.Errorf("--max-conns %d: give a positive number", o.MaxConns), fmt.Sprintf("the default is %d", httpbound.DefaultMaxConns))
+	}
 	m, err := httpproxy.ParseIgnore(o.IgnoreField)
 	if err != nil {
 		return err
@@ -240,6 +243,9 @@ func runServeHTTP(a *app, o serveOptions) error {
 func runServeMCPHTTP(a *app, o serveOptions) error {
 	if o.ExitAfter < 0 {
 		return usageError(fmt.Errorf("--exit-after %d is negative", o.ExitAfter), "use --exit-after N with N >= 1, or leave it out")
+	}
+	if o.MaxConns <= 0 {
+		return usageError(fmt.Errorf("--max-conns %d: give a positive number", o.MaxConns), fmt.Sprintf("the default is %d", httpbound.DefaultMaxConns))
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
