@@ -66,20 +66,7 @@ func TestProxyHeaderFlood(t *testing.T) {
 	px := startDaemon(t, env, witness, "proxy", "--out", filepath.Join(work, "rec"), "--listen", "127.0.0.1:0", "--upstream", up.URL)
 	addr := strings.TrimPrefix(px.URL, "http://")
 
-	hwm := make(chan int64, 1)
-	stop := make(chan struct{})
-	go func() {
-		var peak int64
-		for {
-			peak = max(peak, procHWM(px.cmd.Process.Pid))
-			select {
-			case <-stop:
-				hwm <- peak
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
+	peakHWM := sampleHWM(px.cmd.Process.Pid)
 
 	conns := make([]headerConn, n)
 	var wg sync.WaitGroup
@@ -104,8 +91,7 @@ func TestProxyHeaderFlood(t *testing.T) {
 		t.Errorf("a normal request after the flood: %s %q", resp.Status, body)
 	}
 	code := px.stop(t)
-	close(stop)
-	peak := <-hwm
+	peak := peakHWM()
 	if code != 0 {
 		t.Errorf("proxy exit %d\n%s", code, px.stderr.String())
 	}
@@ -114,7 +100,35 @@ func TestProxyHeaderFlood(t *testing.T) {
 	if peak == 0 || peak >= limit {
 		t.Errorf("proxy peak RSS %d MiB, want under %d MiB", peak>>20, limit>>20)
 	}
-	var fast, slow []time.Duration
+	fast, slow := judgeFlood(t, conns, total)
+	t.Logf("fast ones answered 431 after a median %v, slow ones closed after a median %v", median(fast), median(slow))
+}
+
+// sampleHWM samples the peak resident memory of process pid every 50 ms
+// until the returned function is called, which returns the largest.
+func sampleHWM(pid int) func() int64 {
+	hwm := make(chan int64, 1)
+	stop := make(chan struct{})
+	go func() {
+		var peak int64
+		for {
+			peak = max(peak, procHWM(pid))
+			select {
+			case <-stop:
+				hwm <- peak
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 { close(stop); return <-hwm }
+}
+
+// judgeFlood checks what each connection of TestProxyHeaderFlood saw
+// (the even ones fast, the odd ones slow) and returns how long the fast
+// and the slow ones were open.
+func judgeFlood(t *testing.T, conns []headerConn, total int) (fast, slow []time.Duration) {
+	t.Helper()
 	bad := 0
 	for i, c := range conns {
 		var why string
@@ -143,7 +157,7 @@ func TestProxyHeaderFlood(t *testing.T) {
 	if bad > 5 {
 		t.Errorf("... %d connections in all failed", bad)
 	}
-	t.Logf("fast ones answered 431 after a median %v, slow ones closed after a median %v", median(fast), median(slow))
+	return fast, slow
 }
 
 // floodConns raises RLIMIT_NOFILE for want connections on each side (the

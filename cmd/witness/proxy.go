@@ -156,8 +156,8 @@ whose Origin header is neither a loopback origin nor given with
 	return c
 }
 
-// runHTTPProxy runs `witness proxy --listen ADDR --upstream URL`.
-func runHTTPProxy(a *app, o proxyOptions) error {
+// checkHTTPProxyFlags checks the flags of HTTP mode.
+func checkHTTPProxyFlags(o proxyOptions) error {
 	if o.Listen == "" || o.Upstream == "" {
 		return usageError(errors.New("HTTP mode needs both --listen and --upstream"), "for example --listen 127.0.0.1:0 --upstream https://api.openai.com")
 	}
@@ -169,6 +169,14 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	}
 	if o.MaxConns <= 0 {
 		return usageError(fmt.Errorf("--max-conns %d: give a positive number", o.MaxConns), fmt.Sprintf("the default is %d", httpbound.DefaultMaxConns))
+	}
+	return nil
+}
+
+// runHTTPProxy runs `witness proxy --listen ADDR --upstream URL`.
+func runHTTPProxy(a *app, o proxyOptions) error {
+	if err := checkHTTPProxyFlags(o); err != nil {
+		return err
 	}
 	signers, err := captureSigners(a, &o.Keys)
 	if err != nil {
