@@ -34,14 +34,12 @@ func TestLimitListener(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	var clients []net.Conn
 	for range 3 {
 		c, err := net.Dial("tcp", base.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		clients = append(clients, c)
 	}
 	first, second := <-accepted, <-accepted
 	select {
