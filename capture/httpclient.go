@@ -19,6 +19,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/internal/version"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/modelapi"
@@ -89,6 +90,9 @@ func NewHTTPTransport() *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 0, // the request's own timeout bounds it
+		// an answer's head is bounded as the witness's servers bound a
+		// request's (net/http's default is 10 MB)
+		MaxResponseHeaderBytes: httpbound.DefaultMaxHeaderBytes,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/serve"
 )
@@ -44,6 +45,9 @@ type MCPServeOptions struct {
 	Report io.Writer
 	// AllowRedacted is recorded in the report header (--allow-redacted).
 	AllowRedacted bool
+	// MaxConns caps the connections open at once (0:
+	// httpbound.DefaultMaxConns), as Options.MaxConns.
+	MaxConns int
 }
 
 // MCPServeResult says how a ServeMCP run went, summed over its sessions.
@@ -88,7 +92,7 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 		stderr = io.Discard
 	}
 	ms := &mcpServer{name: path, data: data, o: o, stderr: &lockedWriter{w: stderr}, sessions: map[string]*servedSession{}, done: make(chan struct{})}
-	srv := &http.Server{Handler: ms, ReadHeaderTimeout: time.Minute, ErrorLog: log.New(ms.stderr, "witness: serve: ", 0)}
+	srv, ln := httpbound.Server(ms, ln, httpbound.ServerOptions{MaxConns: o.MaxConns, ErrorLog: log.New(ms.stderr, "witness: serve: ", 0)})
 	res := &MCPServeResult{URL: "http://" + ln.Addr().String()}
 	if o.Report != nil {
 		h := script.Header(serve.Options{RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout}, o.AllowRedacted)

@@ -22,6 +22,7 @@ import (
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/proxy"
 )
 
@@ -95,6 +96,13 @@ type Options struct {
 	// DefaultMaxMCPSessions); the exchanges of later sessions are in the
 	// HTTP cassette only, and the proxy's log says how many.
 	MaxMCPSessions int
+	// MaxConns caps the client connections open at once (0:
+	// httpbound.DefaultMaxConns); past it, new ones wait to be accepted.
+	// The other bounds of the listening side are httpbound's defaults:
+	// a request's head within 10 s and 64 KiB, an idle connection closed
+	// after 2 minutes, and no read or write timeout, which would cut
+	// long streams (docs/design/http-proxy.md).
+	MaxConns int
 
 	// wrapCassette, in tests, wraps the cassette file (a writer that
 	// fails, to check that the proxy fails closed)
@@ -167,6 +175,10 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// the upstream's head is bounded as a client's is (net/http's
+		// default is 10 MB); no header timeout: a model may think for
+		// minutes before it answers, and the client's own timeout ends that
+		MaxResponseHeaderBytes: httpbound.DefaultMaxHeaderBytes,
 	}
 }
 
@@ -274,11 +286,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		up:     up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
 		ev: ev, ch: cw.Header(), start: startTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins, lateRequestEnd: o.lateRequestEnd,
 	}
-	srv := &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: time.Minute,
-		ErrorLog:          log.New(stderr, "witness: proxy: ", 0),
-	}
+	srv, ln := httpbound.Server(p, ln, httpbound.ServerOptions{MaxConns: o.MaxConns, ErrorLog: log.New(stderr, "witness: proxy: ", 0)})
 	base := "http://" + ln.Addr().String()
 	p.mcp = &mcpTracker{p: p, up: up, self: base, outDir: o.OutDir, files: files, seal: sealRef, signers: o.Signers, startNotes: o.Notes,
 		redInfo: ch.Redaction, started: started, frozen: frozen, getenv: o.Getenv,

@@ -22,6 +22,7 @@ import (
 	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 	"github.com/agent-trace-witness/witness/serve"
@@ -243,6 +244,9 @@ type ServeOptions struct {
 	Report io.Writer
 	// AllowRedacted is recorded in the report header (--allow-redacted).
 	AllowRedacted bool
+	// MaxConns caps the connections open at once (0:
+	// httpbound.DefaultMaxConns), as Options.MaxConns.
+	MaxConns int
 }
 
 // ServeResult says how a serve session went.
@@ -271,7 +275,7 @@ func (s *Replay) Serve(o ServeOptions) (*ServeResult, error) {
 		stderr = io.Discard
 	}
 	rs := &replayServer{s: s, o: o, stderr: &lockedWriter{w: stderr}, done: make(chan struct{})}
-	srv := &http.Server{Handler: rs, ReadHeaderTimeout: time.Minute, ErrorLog: log.New(rs.stderr, "witness: serve: ", 0)}
+	srv, ln := httpbound.Server(rs, ln, httpbound.ServerOptions{MaxConns: o.MaxConns, ErrorLog: log.New(rs.stderr, "witness: serve: ", 0)})
 	res := &ServeResult{URL: "http://" + ln.Addr().String()}
 	if o.Report != nil {
 		w, err := drift.NewWriter(o.Report, s.reportHeader(o, ln.Addr().String()))

@@ -84,7 +84,7 @@ func TestAnchorAndLookup(t *testing.T) {
 		t.Fatalf("changed entry: got %v, want ErrInclusion", err)
 	}
 	// the log knows a later entry of s1 than the first bundle
-	r, key, err := Reader(ctx, dir)
+	r, key, err := Reader(ctx, dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestAnchorAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hr, hkey, err := Reader(ctx, srv.URL)
+	hr, hkey, err := Reader(ctx, srv.URL, 0)
 	if err != nil || hkey != key {
 		t.Fatalf("remote reader: key %q vs %q, %v", hkey, key, err)
 	}

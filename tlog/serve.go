@@ -15,11 +15,37 @@ import (
 	"github.com/transparency-dev/tessera/client"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/tlog/bundle"
 )
 
 // maxEntry bounds an entry sent to the append endpoint.
 const maxEntry = 64 << 10
+
+// MaxAnswer bounds the body of a log's answer read over HTTP: the largest
+// is a full entry bundle, 256 entries of at most 64 KiB, each after its
+// 2-byte length. A log key or a bundle is far smaller.
+const MaxAnswer = layout.EntryBundleWidth * (maxEntry + 2)
+
+// DefaultTimeout bounds one exchange with a log or a witness over HTTP,
+// from the request to the answer's last byte (Reader's timeout when 0).
+const DefaultTimeout = httpbound.DefaultTimeout
+
+// ReadTotal bounds the time of all the reads of one Reader of a URL
+// together (summed, each from its request to its answer's end): a log
+// that answers each read in time but never runs out of entries to be
+// read (a checkpoint claiming a huge size) ends too.
+const ReadTotal = 15 * time.Minute
+
+// anchorTimeout bounds POST /add, which waits for the log's witnesses.
+const anchorTimeout = 60 * time.Second
+
+// remoteClient is the client of every read of a log or a witness: each
+// answer bounded by maxBody bytes and timeout (0: DefaultTimeout), its
+// errors naming the URL and the bound (httpbound.Unwrap).
+func remoteClient(timeout, total time.Duration, maxBody int64) *http.Client {
+	return httpbound.NewClient(httpbound.ClientOptions{Timeout: timeout, Total: total, MaxBody: maxBody})
+}
 
 // Handler serves the log: POST /add (an entry's canonical JSON; the answer
 // is its bundle), GET /log-key (the verifier key), and the tlog-tiles read
@@ -116,18 +142,18 @@ func AnchorRemote(ctx context.Context, base string, e bundle.Entry, logKey strin
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	hc := remoteClient(anchorTimeout, 0, 1<<20)
+	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/add", strings.NewReader(string(data)))
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("--log %s: %w", base, err), "")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: %w", base, err), "check that 'witness log serve' runs there")
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: %w", base, httpbound.Unwrap(err)), "check that 'witness log serve' runs there")
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: %w", base, err), "")
 	}
@@ -149,25 +175,32 @@ func AnchorRemote(ctx context.Context, base string, e bundle.Entry, logKey strin
 
 // Reader opens read access to a log folder or URL, and returns its
 // verifier key (from the folder's configuration or the server's /log-key).
-func Reader(ctx context.Context, target string) (bundle.Log, string, error) {
+// Every exchange with a URL is bounded by timeout (0: DefaultTimeout) and
+// MaxAnswer bytes, and all of them together by ReadTotal; one past either is an error that names the URL and the
+// bound, with exit code Failure where Reader returns it (verify wraps the
+// later reads' errors so).
+func Reader(ctx context.Context, target string, timeout time.Duration) (bundle.Log, string, error) {
 	if IsURL(target) {
 		u, err := url.Parse(strings.TrimSuffix(target, "/") + "/")
 		if err != nil {
 			return nil, "", exitcode.New(exitcode.Usage, fmt.Errorf("--log %s: %w", target, err), "")
 		}
-		f, err := client.NewHTTPFetcher(u, nil)
-		if err != nil {
-			return nil, "", exitcode.New(exitcode.Usage, fmt.Errorf("--log %s: %w", target, err), "")
-		}
+		hc := remoteClient(timeout, ReadTotal, MaxAnswer)
+		f := httpTiles{root: u.String(), hc: hc}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"log-key", nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
-			return nil, "", exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: %w", target, err), "check that 'witness log serve' runs there")
+			return nil, "", exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: %w", target, httpbound.Unwrap(err)), "check that 'witness log serve' runs there, or raise --log-timeout")
 		}
 		defer resp.Body.Close()
-		key, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK {
+		key, err := io.ReadAll(io.LimitReader(resp.Body, 4097))
+		switch {
+		case err != nil:
+			return nil, "", exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: %w", target, err), "check that 'witness log serve' runs there, or raise --log-timeout")
+		case resp.StatusCode != http.StatusOK:
 			return nil, "", exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: /log-key answered %s", target, resp.Status), "")
+		case len(key) > 4096:
+			return nil, "", exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: /log-key answered more than 4096 bytes, not a verifier key", target), "")
 		}
 		return NewTiles(f), strings.TrimSpace(string(key)), nil
 	}

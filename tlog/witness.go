@@ -22,6 +22,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 	"github.com/agent-trace-witness/witness/tlog/bundle"
 )
@@ -223,6 +224,8 @@ func (w *Witness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // a consistency proof (built from the log's tiles) from the size the
 // witness holds. It returns the signature lines.
 func RequestCosignature(ctx context.Context, base string, cp *bundle.Checkpoint, log bundle.Log) ([]byte, error) {
+	hc := remoteClient(DefaultTimeout, 0, maxAddCheckpoint)
+	defer hc.CloseIdleConnections()
 	old := uint64(0)
 	for attempt := 0; attempt < 2; attempt++ {
 		var req bytes.Buffer
@@ -242,11 +245,11 @@ func RequestCosignature(ctx context.Context, base string, cp *bundle.Checkpoint,
 		if err != nil {
 			return nil, err
 		}
-		resp, err := http.DefaultClient.Do(hr)
+		resp, err := hc.Do(hr)
 		if err != nil {
-			return nil, err
+			return nil, httpbound.Unwrap(err)
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxAddCheckpoint))
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/tlog"
 )
@@ -139,6 +140,7 @@ func openLogDir(a *app, dir string) (*tlog.Log, *tlog.Config, error) {
 type logServeOptions struct {
 	Storage   string
 	Listen    string
+	MaxConns  int
 	Keys      keyringOptions
 	Origin    string
 	Witnesses []string
@@ -166,6 +168,7 @@ machines append to, and then needs --keyring and --origin. It prints
 	}
 	c.Flags().StringVar(&o.Storage, "storage", "", "posix:DIR (a log from 'log init') or mysql:DSN")
 	c.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:8080", "address to listen on")
+	c.Flags().IntVar(&o.MaxConns, "max-conns", httpbound.DefaultMaxConns, "connections open at once; past it, new ones wait to be accepted")
 	o.Keys.AddFlags(c, keyUse{Role: "with mysql: keyring of the log's Ed25519 key (created when it has no active key)"})
 	c.Flags().StringVar(&o.Origin, "origin", "", "with mysql: the log's origin")
 	c.Flags().StringArrayVar(&o.Witnesses, "witness", nil, "with mysql: URL of a tlog-witness that cosigns (repeatable)")
@@ -200,18 +203,22 @@ func runLogServe(a *app, o logServeOptions) error {
 	}
 	defer l.Close(context.Background())
 	fmt.Fprintf(a.stderr, "log key: %s\n", l.LogKey())
-	return serveHTTP(a, o.Listen, tlog.Handler(l, func(format string, args ...any) {
+	return serveHTTP(a, o.Listen, o.MaxConns, tlog.Handler(l, func(format string, args ...any) {
 		fmt.Fprintf(a.stderr, "witness: log: "+format+"\n", args...)
 	}))
 }
 
-// serveHTTP serves h on addr until SIGINT or SIGTERM.
-func serveHTTP(a *app, addr string, h http.Handler) error {
+// serveHTTP serves h on addr until SIGINT or SIGTERM, with at most
+// maxConns connections open at once and httpbound's other bounds.
+func serveHTTP(a *app, addr string, maxConns int, h http.Handler) error {
+	if maxConns <= 0 {
+		return usageError(fmt.Errorf("--max-conns %d: give a positive number", maxConns), fmt.Sprintf("the default is %d", httpbound.DefaultMaxConns))
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return exitcode.New(exitcode.Failure, fmt.Errorf("listen on %s: %w", addr, err), "choose another --listen address")
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv, ln := httpbound.Server(h, ln, httpbound.ServerOptions{MaxConns: maxConns})
 	fmt.Fprintf(a.stderr, "listening on http://%s\n", ln.Addr())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -229,12 +236,13 @@ func serveHTTP(a *app, addr string, h http.Handler) error {
 }
 
 type logWitnessOptions struct {
-	Keys    keyringOptions
-	Backend string
-	Name    string
-	Logs    []string
-	State   string
-	Listen  string
+	Keys     keyringOptions
+	Backend  string
+	Name     string
+	Logs     []string
+	State    string
+	Listen   string
+	MaxConns int
 }
 
 func newLogWitnessCmd(a *app) *cobra.Command {
@@ -264,6 +272,7 @@ whose key_id is --name.`,
 	c.Flags().StringArrayVar(&o.Logs, "log-key", nil, "verifier key of a log to witness (repeatable)")
 	c.Flags().StringVar(&o.State, "state", "", "folder keeping the last size and root cosigned per log")
 	c.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:8081", "address to listen on")
+	c.Flags().IntVar(&o.MaxConns, "max-conns", httpbound.DefaultMaxConns, "connections open at once; past it, new ones wait to be accepted")
 	c.MarkFlagRequired("log-key")
 	c.MarkFlagRequired("state")
 	return c
@@ -286,7 +295,7 @@ func runLogWitness(a *app, o logWitnessOptions) error {
 		return usageError(err, "pass the key 'witness log init' printed")
 	}
 	fmt.Fprintf(a.stderr, "witness %s (key %s)\n", o.Name, s.KeyID())
-	return serveHTTP(a, o.Listen, w)
+	return serveHTTP(a, o.Listen, o.MaxConns, w)
 }
 
 // anchorOptions is the --log flag of the recording verbs.

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +67,7 @@ func TestScript(t *testing.T) {
 			"cmp-no-eol":    cmdCmpNoEOL,
 			"envfrom":       cmdEnvFrom,
 			"build-fixture": cmdBuildFixture,
+			"hostile-log":   cmdHostileLog,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -176,4 +181,66 @@ func cmdEnvFrom(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("envfrom: %q does not match %s", args[2], args[1])
 	}
 	ts.Setenv(args[0], string(m[1]))
+}
+
+// cmdHostileLog implements the script command
+//
+//	hostile-log NAME MODE
+//
+// which starts, for the rest of the script, a log server on loopback that
+// a --log URL may name, and sets NAME to its URL. MODE is silent (it
+// accepts connections and reads requests, never answers) or endless (it
+// answers /log-key with a key and /checkpoint with a body that never
+// ends).
+func cmdHostileLog(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 || (args[1] != "silent" && args[1] != "endless") {
+		ts.Fatalf("usage: hostile-log NAME silent|endless")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	mode := args[1]
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go hostileLogConn(c, mode)
+		}
+	}()
+	ts.Defer(func() { ln.Close() })
+	ts.Setenv(args[0], "http://"+ln.Addr().String())
+}
+
+// hostileLogConn serves one connection of hostile-log.
+func hostileLogConn(c net.Conn, mode string) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for {
+		first, err := br.ReadString('\n')
+		if err != nil {
+			return
+		}
+		for l := first; l != "\r\n"; {
+			if l, err = br.ReadString('\n'); err != nil {
+				return
+			}
+		}
+		switch {
+		case mode == "silent":
+			io.Copy(io.Discard, br)
+			return
+		case strings.Contains(first, "/log-key "):
+			key := "example.test/hostile+01234567+AAAA\n"
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(key), key)
+		default:
+			io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n")
+			chunk := []byte(strings.Repeat("x", 32<<10))
+			for {
+				if _, err := c.Write(chunk); err != nil {
+					return
+				}
+			}
+		}
+	}
 }

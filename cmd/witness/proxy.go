@@ -16,6 +16,7 @@ import (
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/httpproxy"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/proxy"
 )
 
@@ -35,6 +36,7 @@ type proxyOptions struct {
 	AllowOrigin   []string
 	MemoryMiB     int           // --memory-budget-mib
 	MaxSessions   int           // --max-mcp-sessions
+	MaxConns      int           // --max-conns
 	Anchor        anchorOptions // --log
 }
 
@@ -148,13 +150,14 @@ whose Origin header is neither a loopback origin nor given with
 	c.Flags().StringArrayVar(&o.RedactHeaders, "redact-header", nil, "HTTP mode: also replace this header's values by keyed hashes (repeatable)")
 	c.Flags().StringArrayVar(&o.AllowOrigin, "allow-origin", nil, "HTTP mode: also forward requests with this Origin (scheme://host[:port]; repeatable; loopback origins always pass)")
 	c.Flags().IntVar(&o.MemoryMiB, "memory-budget-mib", httpproxy.DefaultMemoryBudget>>20, "HTTP mode: MiB that all exchanges and MCP sessions may hold at once beyond fixed buffers (bodies, queued answers); past it they stop holding, nothing forwarded is lost (docs/design/http-proxy.md)")
+	c.Flags().IntVar(&o.MaxConns, "max-conns", httpbound.DefaultMaxConns, "HTTP mode: client connections open at once; past it, new ones wait to be accepted (docs/design/http-proxy.md)")
 	c.Flags().IntVar(&o.MaxSessions, "max-mcp-sessions", httpproxy.DefaultMaxMCPSessions, "HTTP mode: MCP sessions read into DIR/mcp; the exchanges of later sessions are in the HTTP cassette only, and the proxy log says so")
 	c.MarkFlagRequired("out")
 	return c
 }
 
-// runHTTPProxy runs `witness proxy --listen ADDR --upstream URL`.
-func runHTTPProxy(a *app, o proxyOptions) error {
+// checkHTTPProxyFlags checks the flags of HTTP mode.
+func checkHTTPProxyFlags(o proxyOptions) error {
 	if o.Listen == "" || o.Upstream == "" {
 		return usageError(errors.New("HTTP mode needs both --listen and --upstream"), "for example --listen 127.0.0.1:0 --upstream https://api.openai.com")
 	}
@@ -163,6 +166,17 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	}
 	if o.MaxSessions <= 0 {
 		return usageError(fmt.Errorf("--max-mcp-sessions %d: give a positive number", o.MaxSessions), fmt.Sprintf("the default is %d", httpproxy.DefaultMaxMCPSessions))
+	}
+	if o.MaxConns <= 0 {
+		return usageError(fmt.Errorf("--max-conns %d: give a positive number", o.MaxConns), fmt.Sprintf("the default is %d", httpbound.DefaultMaxConns))
+	}
+	return nil
+}
+
+// runHTTPProxy runs `witness proxy --listen ADDR --upstream URL`.
+func runHTTPProxy(a *app, o proxyOptions) error {
+	if err := checkHTTPProxyFlags(o); err != nil {
+		return err
 	}
 	signers, err := captureSigners(a, &o.Keys)
 	if err != nil {
@@ -202,7 +216,7 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 		Listen: o.Listen, Upstream: o.Upstream, OutDir: o.Output.Out, Files: o.Output.Rules(a),
 		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders,
 		Deriver: httpproxy.ModelDeriver{}, Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin, Notes: notes,
-		MemoryBudget: int64(o.MemoryMiB) << 20, MaxMCPSessions: o.MaxSessions,
+		MemoryBudget: int64(o.MemoryMiB) << 20, MaxMCPSessions: o.MaxSessions, MaxConns: o.MaxConns,
 	})
 	if err != nil {
 		return err

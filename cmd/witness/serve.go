@@ -14,6 +14,7 @@ import (
 	"github.com/agent-trace-witness/witness/httpproxy"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/serve"
 )
 
@@ -30,6 +31,7 @@ type serveOptions struct {
 	Report      string
 	Force       bool
 	AllowOrigin []string
+	MaxConns    int
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -126,6 +128,7 @@ neither a loopback origin nor given with --allow-origin (403).`,
 	c.Flags().StringArrayVar(&o.IgnoreField, "ignore-field", nil, "HTTP cassettes: a JSON body member (stream_options) or JSON path ($.metadata.request_id) not matched (repeatable)")
 	c.Flags().IntVar(&o.ExitAfter, "exit-after", 0, "with --listen: stop after N requests (HTTP cassettes) or N sessions ended by DELETE (MCP cassettes); 0: at SIGINT or SIGTERM")
 	c.Flags().StringArrayVar(&o.AllowOrigin, "allow-origin", nil, "with --listen: also serve requests with this Origin (scheme://host[:port]; repeatable; loopback origins always pass)")
+	c.Flags().IntVar(&o.MaxConns, "max-conns", httpbound.DefaultMaxConns, "with --listen: connections open at once; past it, new ones wait to be accepted")
 	c.Flags().BoolVar(&o.Pace, "pace", false, "HTTP cassettes: send the chunks of an answer at their recorded times")
 	c.Flags().StringVar(&o.Report, "report", "", "write a drift report (JSON lines) to this file as serve goes, finished when it stops; read it with 'witness drift'")
 	addForceFlag(c, &o.Force)
@@ -201,6 +204,9 @@ func runServeHTTP(a *app, o serveOptions) error {
 	if o.ExitAfter < 0 {
 		return usageError(fmt.Errorf("--exit-after %d is negative", o.ExitAfter), "use --exit-after N with N >= 1, or leave it out")
 	}
+	if o.MaxConns <= 0 {
+		return usageError(fmt.Errorf("--max-conns %d: give a positive number", o.MaxConns), fmt.Sprintf("the default is %d", httpbound.DefaultMaxConns))
+	}
 	m, err := httpproxy.ParseIgnore(o.IgnoreField)
 	if err != nil {
 		return err
@@ -209,7 +215,7 @@ func runServeHTTP(a *app, o serveOptions) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	so := httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll,
-		AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted}
+		AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted, MaxConns: o.MaxConns}
 	fail := func(err error) error { return err }
 	if o.Report != "" {
 		f, fl, err := createReport(a, o, "http", "0s")
@@ -238,11 +244,14 @@ func runServeMCPHTTP(a *app, o serveOptions) error {
 	if o.ExitAfter < 0 {
 		return usageError(fmt.Errorf("--exit-after %d is negative", o.ExitAfter), "use --exit-after N with N >= 1, or leave it out")
 	}
+	if o.MaxConns <= 0 {
+		return usageError(fmt.Errorf("--max-conns %d: give a positive number", o.MaxConns), fmt.Sprintf("the default is %d", httpbound.DefaultMaxConns))
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	so := httpproxy.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
-		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted}
+		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted, MaxConns: o.MaxConns}
 	fail := func(err error) error { return err }
 	if o.Report != "" {
 		f, fl, err := createReport(a, o, "http", o.AnswerTimeout.String())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,6 +41,8 @@ type verifyOptions struct {
 	Log       string
 	LogKey    string
 	LogQuorum int
+	// LogTimeout bounds each exchange with a --log URL.
+	LogTimeout time.Duration
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -127,6 +130,7 @@ printed with its chain; docs/design/causal-join.md).`,
 	c.Flags().StringVar(&o.Log, "log", "", "transparency log (folder or URL) to check the session's anchoring against: a later entry of the session is tampered, none incomplete")
 	c.Flags().StringVar(&o.LogKey, "log-key", "", "pin the log's verifier key (origin+hash+base64); default: the key the log folder or server gives")
 	c.Flags().IntVar(&o.LogQuorum, "log-quorum", 0, "require this many distinct witnesses of --trust to have cosigned the bundle's checkpoint")
+	c.Flags().DurationVar(&o.LogTimeout, "log-timeout", tlog.DefaultTimeout, "with a --log URL: the time each exchange with the log may take, to its answer's last byte; past it, exit 5 (answers are bounded in size too)")
 	return c
 }
 
@@ -140,6 +144,8 @@ func runVerify(a *app, o verifyOptions) error {
 		return usageError(errors.New("no seal given"), "pass --seal FILE; --events FILE alone checks an event log's integrity")
 	case o.Seal == "" && o.Quorum != 0:
 		return usageError(errors.New("--quorum needs --seal"), "pass --seal FILE")
+	case o.LogTimeout <= 0:
+		return usageError(fmt.Errorf("--log-timeout %v is not positive", o.LogTimeout), "use --log-timeout 30s, for example")
 	case o.LogQuorum < 0:
 		return usageError(fmt.Errorf("--log-quorum %d is negative", o.LogQuorum), "use --log-quorum K with K >= 1")
 	case o.LogQuorum > 0 && o.Keys.Trust == "":
@@ -301,7 +307,7 @@ func verifyAnchorOptions(o verifyOptions, vo seal.VerifyOptions) (*verify.Anchor
 	}
 	ao := &verify.AnchorOptions{LogKey: o.LogKey, Quorum: o.LogQuorum}
 	if o.Log != "" {
-		l, key, err := tlog.Reader(context.Background(), o.Log)
+		l, key, err := tlog.Reader(context.Background(), o.Log, o.LogTimeout)
 		if err != nil {
 			return nil, err
 		}
