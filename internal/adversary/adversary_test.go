@@ -156,7 +156,9 @@ type attack struct {
 	// ambiguous: the host sent something with more than one reading, so
 	// the session must never verify, whatever the server did.
 	ambiguous bool
-	// wantExit, when >= 0, is the exact verify exit code required.
+	// wantExit, when >= 0, is the exact verify exit code required. A line
+	// with more than one reading makes the session incomplete (4), which
+	// outranks the violation of a forbidden call after it (still listed).
 	wantExit int
 	// failClosed: the proxy may refuse the stream (and so write less).
 	failClosed bool
@@ -235,7 +237,7 @@ func attacks() []attack {
 			p := `{"name":"` + s.scopedTool + `","arguments":{"Path":"/etc/passwd"}}`
 			return []map[string]any{raw(call("2", p)), wait("2")}
 		}},
-		{name: "proto-member", ambiguous: true, wantExit: 1, steps: func(s server) []map[string]any {
+		{name: "proto-member", ambiguous: true, wantExit: 4, steps: func(s server) []map[string]any {
 			p := strings.Replace(s.allowed, `"arguments":{`, `"arguments":{"__proto__":{"path":"/etc/passwd","message":"x"},`, 1)
 			return []map[string]any{raw(call("2", p)), wait("2")}
 		}},
@@ -257,11 +259,11 @@ func attacks() []attack {
 				raw(call("9007199254740993", s.forbidden)), settle(1500),
 			}
 		}},
-		{name: "overflowing-number-then-forbidden", wantExit: 1, steps: func(s server) []map[string]any {
+		{name: "overflowing-number-then-forbidden", wantExit: 4, steps: func(s server) []map[string]any {
 			p := strings.Replace(s.allowed, `"arguments":{`, `"arguments":{"n":1e400,`, 1)
 			return []map[string]any{raw(call("2", p)), wait("2"), raw(call("3", s.forbidden)), wait("3")}
 		}},
-		{name: "20-digit-integer-then-forbidden", wantExit: 1, steps: func(s server) []map[string]any {
+		{name: "20-digit-integer-then-forbidden", wantExit: 4, steps: func(s server) []map[string]any {
 			p := strings.Replace(s.allowed, `"arguments":{`, `"arguments":{"n":12345678901234567891,`, 1)
 			return []map[string]any{raw(call("2", p)), wait("2"), raw(call("3", s.forbidden)), wait("3")}
 		}},
