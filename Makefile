@@ -10,8 +10,13 @@ export GOFLAGS ?= -mod=mod
 
 all: build
 
+# A build names its commit (witness version); a release sets VERSION too.
+VERSION_PKG := github.com/agent-trace-witness/witness/internal/version
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS ?= -X $(VERSION_PKG).Commit=$(COMMIT) $(if $(VERSION),-X $(VERSION_PKG).Version=$(VERSION))
+
 build:
-	$(GO) build -o $(BIN) ./cmd/witness
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/witness
 
 # Pinned npm peers (MCP servers, RDF libraries) that the tests talk to.
 peers:

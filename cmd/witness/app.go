@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/internal/version"
 	"io"
 	"io/fs"
 	"os"
@@ -94,7 +95,9 @@ protocol boundary, turns the capture into a canonical W3C PROV causal graph,
 verifies the graph against the seal, and replays counterfactuals on it.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
