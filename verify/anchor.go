@@ -216,8 +216,12 @@ func checkOwnBundle(own *bundle.Bundle, entry bundle.Entry, want string, o *Anch
 // log's key listed as a witness too, under any name): a log does not
 // witness itself, so its key counts for no witness quorum.
 func notLog(cs []bundle.Cosignature, logKey string) []bundle.Cosignature {
-	material := logKey[strings.LastIndexByte(logKey, '+')+1:]
-	raw, err := base64.StdEncoding.DecodeString(material)
+	// name+hash+base64: the name has no '+', the base64 may
+	parts := strings.SplitN(logKey, "+", 3)
+	if len(parts) != 3 {
+		return cs
+	}
+	raw, err := base64.StdEncoding.DecodeString(parts[2])
 	if err != nil || len(raw) < 2 {
 		return cs
 	}
