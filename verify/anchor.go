@@ -50,9 +50,14 @@ type Witness = bundle.Witness
 // checkpoint signature, cosignature quorum), and, with the log at hand, the
 // log holds no later entry of the session (a log cut back to an earlier
 // checkpoint is tampered) and holds this one (a session that claims
-// anchoring but has no entry is incomplete). With o nil it runs only when
-// bundles are beside the events. It returns an error only when no verdict
-// can be reached (the log cannot be read).
+// anchoring but has no entry is incomplete). Every log key must be pinned
+// (o.LogKey or o.TrustedLogKeys): a log or bundle under a key nobody
+// pinned is unauthenticated when anchoring is asked for (a log, a pinned
+// key or a quorum), a notice otherwise; under another key than the one
+// pinned for its origin it is tampered. When anchoring is not asked for
+// (o nil, or trust-file keys only), it runs only when bundles are beside
+// the events. It returns an error only when no verdict can be reached
+// (the log cannot be read).
 func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
 	if events == "" || events == "-" {
 		if o.asked() {
@@ -72,20 +77,7 @@ func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
 		o = &AnchorOptions{}
 	}
 	r.markRan(CheckAnchor)
-	ctx := o.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	add := func(class Class, code, file, msg string) {
-		sev := SevError
-		switch class {
-		case ClassNotice:
-			sev = SevNotice
-		case ClassViolation:
-			sev = SevWarning
-		}
-		r.Findings = append(r.Findings, Finding{Check: CheckAnchor, Code: code, Severity: sev, Class: class, File: file, Message: msg})
-	}
+	add := anchorAdder(r)
 	entry, err := bundle.EntryOfFile(events)
 	if err != nil {
 		if errors.Is(err, bundle.ErrNoEnd) {
@@ -99,28 +91,10 @@ func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
 		r.notCheckable = setReason(r.notCheckable, CheckAnchor, "the event log could not be read")
 		return nil
 	}
-	// a bundle of a longer history of this file: the file was cut back
 	want := bundle.Path(events, entry.Count)
-	var own *bundle.Bundle
-	for _, p := range paths {
-		b, err := bundle.ReadFile(p)
-		if err != nil {
-			if exitcode.Of(err) == exitcode.Tampered {
-				add(ClassTampered, "anchor-bundle-invalid", p, err.Error())
-				continue
-			}
-			return err
-		}
-		if b.Entry.Session != entry.Session {
-			add(ClassTampered, "anchor-bundle-mismatch", p, fmt.Sprintf("the bundle anchors session %s, not this log's %s", b.Entry.Session, entry.Session))
-			continue
-		}
-		if b.Entry.Count > entry.Count {
-			add(ClassTampered, "anchor-cut-back", p, fmt.Sprintf("a bundle beside the events anchors an end after %d lines, but the log ends after %d: it was cut back to an earlier checkpoint", b.Entry.Count, entry.Count))
-		}
-		if p == want {
-			own = b
-		}
+	own, err := readBundles(paths, entry, want, add)
+	if err != nil {
+		return err
 	}
 	known := checkOwnBundle(own, entry, want, o, add)
 	if own == nil && o.Quorum > 0 {
@@ -133,6 +107,68 @@ func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
 			add(ClassNotice, "anchor-offline", want, "offline: without --log, a later entry of this session in the log (a cut-back file) cannot be ruled out")
 		}
 		return nil
+	}
+	return checkLog(o, entry, events, own, known, add)
+}
+
+// findingAdder adds a finding of the anchoring check.
+type findingAdder func(class Class, code, file, msg string)
+
+// anchorAdder adds anchoring findings to r, with the severity of their
+// class.
+func anchorAdder(r *Report) findingAdder {
+	return func(class Class, code, file, msg string) {
+		sev := SevError
+		switch class {
+		case ClassNotice:
+			sev = SevNotice
+		case ClassViolation:
+			sev = SevWarning
+		}
+		r.Findings = append(r.Findings, Finding{Check: CheckAnchor, Code: code, Severity: sev, Class: class, File: file, Message: msg})
+	}
+}
+
+// readBundles reads the bundles beside the events (paths) and returns the
+// one of the file's last end (at want; nil when there is none). A bundle
+// that does not parse, anchors another session or a longer history of
+// this file (the file was cut back) is tampered, under any log key: the
+// bundles are part of the evidence.
+func readBundles(paths []string, entry bundle.Entry, want string, add findingAdder) (*bundle.Bundle, error) {
+	var own *bundle.Bundle
+	for _, p := range paths {
+		b, err := bundle.ReadFile(p)
+		if err != nil {
+			if exitcode.Of(err) == exitcode.Tampered {
+				add(ClassTampered, "anchor-bundle-invalid", p, err.Error())
+				continue
+			}
+			return nil, err
+		}
+		if b.Entry.Session != entry.Session {
+			add(ClassTampered, "anchor-bundle-mismatch", p, fmt.Sprintf("the bundle anchors session %s, not this log's %s", b.Entry.Session, entry.Session))
+			continue
+		}
+		if b.Entry.Count > entry.Count {
+			add(ClassTampered, "anchor-cut-back", p, fmt.Sprintf("a bundle beside the events anchors an end after %d lines, but the log ends after %d: it was cut back to an earlier checkpoint", b.Entry.Count, entry.Count))
+		}
+		if p == want {
+			own = b
+		}
+	}
+	return own, nil
+}
+
+// checkLog checks the log at hand (o.Log) for the file's last end: only
+// under a pinned key (an unpinned log is unauthenticated and not read
+// further, a log naming another key than the pinned one is tampered),
+// then the authenticated lookup of the session's latest entry from the
+// bundle's index (known: the bundle's checkpoint, when it verified under
+// a pinned key).
+func checkLog(o *AnchorOptions, entry bundle.Entry, events string, own *bundle.Bundle, known *bundle.Checkpoint, add findingAdder) error {
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	key, pinned := o.pin(o.NamedKey)
 	switch {
@@ -178,7 +214,7 @@ func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
 // may the log at hand be checked against it. A bundle under a key nobody
 // pinned is a notice when anchoring was not asked for (the verdict is then
 // the events' own, as without the bundle), unauthenticated when it was.
-func checkOwnBundle(own *bundle.Bundle, entry bundle.Entry, want string, o *AnchorOptions, add func(Class, string, string, string)) *bundle.Checkpoint {
+func checkOwnBundle(own *bundle.Bundle, entry bundle.Entry, want string, o *AnchorOptions, add findingAdder) *bundle.Checkpoint {
 	if own == nil {
 		return nil
 	}

@@ -64,11 +64,8 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := found.Keyring.ExportTrust()
+	t, err := exportTrust(found.Keyring, o.LogKeys)
 	if err != nil {
-		return err
-	}
-	if err := addLogKeys(t, o.LogKeys); err != nil {
 		return err
 	}
 	out := o.Output.File()
@@ -127,23 +124,30 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 	if err := atomicfile.Write(out, b, outOpts); err != nil {
 		return err
 	}
-	if len(t.LogKeys) > 0 {
-		fmt.Fprintf(a.stdout, "wrote %d public key(s) and %d log key(s) to %s\n", len(t.Keys), len(t.LogKeys), out)
-		return nil
-	}
-	fmt.Fprintf(a.stdout, "wrote %d public key(s) to %s\n", len(t.Keys), out)
+	fmt.Fprintf(a.stdout, "wrote %s to %s\n", trustCounts(t), out)
 	return nil
 }
 
-// addLogKeys pins the --log-key values in t's log_keys.
-func addLogKeys(t *keyring.TrustSet, lks []string) error {
-	if len(lks) == 0 {
-		return nil
+// exportTrust returns the keyring's public keys as a trust set, with the
+// --log-key values pinned in its log_keys.
+func exportTrust(k *keyring.Keyring, lks []string) (*keyring.TrustSet, error) {
+	t, err := k.ExportTrust()
+	if err != nil || len(lks) == 0 {
+		return t, err
 	}
 	for _, lk := range lks {
 		if err := keyring.CheckLogKey(lk); err != nil {
-			return usageError(fmt.Errorf("--log-key: %w", err), "pass the 'log key:' line 'witness log init' printed, or GET /log-key of the log")
+			return nil, usageError(fmt.Errorf("--log-key: %w", err), "pass the 'log key:' line 'witness log init' printed, or GET /log-key of the log")
 		}
 	}
-	return t.Merge(&keyring.TrustSet{LogKeys: lks})
+	return t, t.Merge(&keyring.TrustSet{LogKeys: lks})
+}
+
+// trustCounts says what a trust file holds: "N public key(s)", and
+// " and M log key(s)" when it pins logs.
+func trustCounts(t *keyring.TrustSet) string {
+	if len(t.LogKeys) == 0 {
+		return fmt.Sprintf("%d public key(s)", len(t.Keys))
+	}
+	return fmt.Sprintf("%d public key(s) and %d log key(s)", len(t.Keys), len(t.LogKeys))
 }
