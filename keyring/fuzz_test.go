@@ -33,6 +33,8 @@ func FuzzParse(f *testing.F) {
 func FuzzParseTrust(f *testing.F) {
 	f.Add([]byte(`{"format":"witness-trust/v1","keys":[{"algorithm":"ed25519","created_at":"c","key_id":"ed25519-00","public_key":"A3ZDRqyfVA6i9Q7PAIUWGVE3RDsvAIrI+lQiS2dqYmk="}]}`))
 	f.Add([]byte(`{"format":"witness-trust/v1","keys":[]}`))
+	f.Add([]byte(`{"format":"witness-trust/v1","keys":[],"log_keys":["example.test/log+2c42e571+AR+TEBQjZ21URxcJ36R2Hrsn1+WUOKut+9ikqgP4m22Q"]}`))
+	f.Add([]byte(`{"format":"witness-trust/v1","keys":[],"log_keys":["a+b+c","a+b+c"]}`))
 	f.Add([]byte(`{"format":"x"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ts, err := ParseTrust(data, "fuzz.json")

@@ -2,6 +2,7 @@ package keyring
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
@@ -395,6 +397,56 @@ func TestEntriesHideSecrets(t *testing.T) {
 	for _, e := range k.Entries() {
 		if e.secret != nil {
 			t.Error("Entries exposes a secret")
+		}
+	}
+}
+
+// TestTrustLogKeys: log_keys pins transparency logs' keys (issue 30): it
+// round-trips, merges without duplicates, stays out of files without it,
+// and a malformed or repeated entry is refused naming the field. A log
+// key vouches for nothing else: it is no key of the trust set.
+func TestTrustLogKeys(t *testing.T) {
+	vkey := func(name string, seed byte) string {
+		k, err := note.NewEd25519VerifierKey(name, ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, 32)).Public().(ed25519.PublicKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	a, b := vkey("example.test/log", 1), vkey("example.test/other", 2)
+	ts, err := ParseTrust([]byte(`{"format":"witness-trust/v1","keys":[],"log_keys":["`+b+`"]}`), "t.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts.Keys) != 0 || len(ts.LogKeys) != 1 || ts.Has("example.test/other") {
+		t.Fatalf("parsed %+v", ts)
+	}
+	if err := ts.Merge(&TrustSet{LogKeys: []string{a, b}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ts.LogKeys) != 2 || ts.LogKeys[0] != a {
+		t.Fatalf("merged log keys %q", ts.LogKeys)
+	}
+	out, err := ts.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseTrust(out, "again.json")
+	if err != nil || len(again.LogKeys) != 2 {
+		t.Fatalf("round trip: %v %+v\n%s", err, again, out)
+	}
+	empty, err := (&TrustSet{}).Marshal()
+	if err != nil || strings.Contains(string(empty), "log_keys") {
+		t.Fatalf("a trust file without log keys: %v\n%s", err, empty)
+	}
+	for _, c := range []struct{ body, want string }{
+		{`["example.test/log+zz"]`, `t.json:1:40: $.log_keys: key 0: "example.test/log+zz" is not a signed-note verifier key`},
+		{`["` + a + `","` + a + `"]`, "$.log_keys: key 1 (" + a + ") is listed twice"},
+		{`[1]`, "log_keys"},
+	} {
+		_, err := ParseTrust([]byte(`{"format":"witness-trust/v1","keys":[],"log_keys":`+c.body+`}`), "t.json")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("log_keys %s: want %q, got %v", c.body, c.want, err)
 		}
 	}
 }

@@ -3,7 +3,10 @@ package keyring
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
@@ -26,6 +29,11 @@ type TrustedKey struct {
 // needs to check Ed25519 seals and cosignatures, with no secrets.
 type TrustSet struct {
 	Keys []TrustedKey
+	// LogKeys are the signed-note verifier keys ("origin+hash+base64") of
+	// the transparency logs the verifier trusts (docs/design/transparency.md):
+	// they pin a log's checkpoint key for verify's anchoring check and
+	// vouch for nothing else (no seal, no session end, no cosignature).
+	LogKeys []string
 }
 
 // ExportTrust returns the keyring's Ed25519 public keys (revoked ones keep
@@ -67,6 +75,12 @@ func (t *TrustSet) Merge(o *TrustSet) error {
 		}
 	}
 	sort.SliceStable(t.Keys, func(i, j int) bool { return t.Keys[i].KeyID < t.Keys[j].KeyID })
+	for _, lk := range o.LogKeys {
+		if !slices.Contains(t.LogKeys, lk) {
+			t.LogKeys = append(t.LogKeys, lk)
+		}
+	}
+	sort.Strings(t.LogKeys)
 	return nil
 }
 
@@ -81,7 +95,11 @@ func (t *TrustSet) Marshal() ([]byte, error) {
 		}
 		keys = append(keys, m)
 	}
-	c, err := canon.Marshal(map[string]any{"format": TrustFormat, "keys": keys})
+	m := map[string]any{"format": TrustFormat, "keys": keys}
+	if len(t.LogKeys) > 0 {
+		m["log_keys"] = t.LogKeys
+	}
+	c, err := canon.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +162,43 @@ func ParseTrust(data []byte, name string) (*TrustSet, error) {
 		seen[k.KeyID] = true
 		t.Keys = append(t.Keys, k)
 	})
+	t.LogKeys = parseLogKeys(top, &perr)
 	top.Done()
 	if perr != nil {
 		return nil, bad(perr)
 	}
 	return t, nil
+}
+
+// CheckLogKey checks that vkey is a log's signed-note verifier key
+// ("origin+hash+base64" of an Ed25519 key, the "log key:" line of
+// 'witness log init').
+func CheckLogKey(vkey string) error {
+	if _, err := note.NewVerifier(vkey); err != nil {
+		return fmt.Errorf("%q is not a signed-note verifier key (origin+hash+base64): %w", vkey, err)
+	}
+	return nil
+}
+
+// parseLogKeys reads the optional "log_keys" member of a trust file: each
+// a signed-note verifier key (note.NewVerifier knows only Ed25519), none twice.
+func parseLogKeys(top *jsontree.ObjectReader, perr *error) []string {
+	lks := top.Strings("log_keys", false)
+	if *perr != nil {
+		return nil
+	}
+	for i, lk := range lks {
+		switch err := CheckLogKey(lk); {
+		case err != nil:
+			top.Fail("log_keys", fmt.Sprintf("key %d: %v", i, err))
+		case slices.Contains(lks[:i], lk):
+			top.Fail("log_keys", fmt.Sprintf("key %d (%s) is listed twice", i, lk))
+		default:
+			continue
+		}
+		return nil
+	}
+	return lks
 }
 
 // Verify checks an Ed25519 signature with the trusted key keyID ("" tries

@@ -123,8 +123,14 @@ func (r *Report) qualifiers() []string {
 			}
 		}
 		for _, f := range r.Findings {
-			if f.Class == ClassUnauthenticated && f.Code != "graph-unauthenticated" {
+			if f.Class == ClassUnauthenticated && f.Code != "graph-unauthenticated" && f.Check != CheckAnchor {
 				out = append(out, "unauthenticated: signed by a key the keyring and trust file given do not hold (cannot check)")
+				break
+			}
+		}
+		for _, f := range r.Findings {
+			if f.Class == ClassUnauthenticated && f.Check == CheckAnchor {
+				out = append(out, "unauthenticated: the transparency log's key is not pinned (--log-key, or log_keys in the --trust file)")
 				break
 			}
 		}

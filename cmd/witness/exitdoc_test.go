@@ -63,7 +63,16 @@ func TestExitCodesDocPerCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tlog.Init(context.Background(), filepath.Join(dir, "log"), tlog.Config{Origin: "example.test/log", Keyring: kp}, s); err != nil {
+		cfg, err := tlog.Init(context.Background(), filepath.Join(dir, "log"), tlog.Config{Origin: "example.test/log", Keyring: kp}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the log's key pinned in a trust file (logtrust.json)
+		b, err := (&keyring.TrustSet{LogKeys: []string{cfg.LogKey}}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "logtrust.json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,7 +97,8 @@ func TestExitCodesDocPerCommand(t *testing.T) {
 		{"drift no report", "`drift`: no report", 2, nil, []string{"drift"}},
 		{"output exists", "any command with an output: the output exists", 2, nil, []string{"graph", "--events", "F/events.jsonl", "--out", "F/graph.jsonld"}},
 		{"input is a folder", "any command: an input file named on the command line", 2, nil, []string{"replay", "--graph", "F/", "--remove", "e1"}},
-		{"verify log no entry", "`verify --log`: the log holds no entry for the session", 4, initLog, []string{"verify", "--events", "F/events.jsonl", "--log", "F/log"}},
+		{"verify log no entry", "`verify --log`: the log holds no entry for the session", 4, initLog, []string{"verify", "--events", "F/events.jsonl", "--log", "F/log", "--trust", "F/logtrust.json"}},
+		{"verify log unpinned", "`verify --log` with no pinned log key", 6, initLog, []string{"verify", "--events", "F/events.jsonl", "--log", "F/log"}},
 		{"log init twice", "`log init`: the folder already holds a log", 2, initLog, []string{"log", "init", "F/log", "--keyring", "F/logkeys.json"}},
 	}
 	for _, c := range cases {

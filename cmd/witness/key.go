@@ -14,9 +14,10 @@ import (
 )
 
 type keyExportOptions struct {
-	Keys   keyringOptions
-	Output outputOptions
-	Merge  bool
+	Keys    keyringOptions
+	Output  outputOptions
+	Merge   bool
+	LogKeys []string // --log-key: log keys pinned in log_keys
 }
 
 func newKeyCmd(a *app) *cobra.Command {
@@ -39,7 +40,9 @@ func newKeyExportPublicCmd(a *app) *cobra.Command {
 		Short: "Write the keyring's Ed25519 public keys as a trust file (no secrets)",
 		Long: `export-public writes a trust file (docs/formats/keys.md) holding the keyring's
 Ed25519 public keys, with revocation times. Verifiers pass it to
-'witness verify --trust'. With --merge, keys are added to an existing trust
+'witness verify --trust'. --log-key also pins a transparency log's key
+(log_keys): 'verify' then authenticates that log's checkpoints, and
+bundles under it, without --log-key; the key vouches for nothing else. With --merge, keys are added to an existing trust
 file, so several witnesses can build one trust file for a quorum; --force
 replaces it instead. --out is never the keyring itself.`,
 		Example: `  witness key export-public --keyring ./alice.json --out trust.json
@@ -51,6 +54,7 @@ replaces it instead. --out is never the keyring itself.`,
 	}
 	o.Keys.AddFlags(c, keyUse{Required: true})
 	o.Output.AddFlags(c, "trust file to write (default: stdout)", true)
+	c.Flags().StringArrayVar(&o.LogKeys, "log-key", nil, "also pin this transparency log's verifier key (the 'log key:' line of 'witness log init') in the trust file's log_keys (repeatable)")
 	c.Flags().BoolVar(&o.Merge, "merge", false, "add to the trust file --out if it exists instead of refusing to overwrite it")
 	return c
 }
@@ -60,7 +64,7 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := found.Keyring.ExportTrust()
+	t, err := exportTrust(found.Keyring, o.LogKeys)
 	if err != nil {
 		return err
 	}
@@ -120,6 +124,30 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 	if err := atomicfile.Write(out, b, outOpts); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "wrote %d public key(s) to %s\n", len(t.Keys), out)
+	fmt.Fprintf(a.stdout, "wrote %s to %s\n", trustCounts(t), out)
 	return nil
+}
+
+// exportTrust returns the keyring's public keys as a trust set, with the
+// --log-key values pinned in its log_keys.
+func exportTrust(k *keyring.Keyring, lks []string) (*keyring.TrustSet, error) {
+	t, err := k.ExportTrust()
+	if err != nil || len(lks) == 0 {
+		return t, err
+	}
+	for _, lk := range lks {
+		if err := keyring.CheckLogKey(lk); err != nil {
+			return nil, usageError(fmt.Errorf("--log-key: %w", err), "pass the 'log key:' line 'witness log init' printed, or GET /log-key of the log")
+		}
+	}
+	return t, t.Merge(&keyring.TrustSet{LogKeys: lks})
+}
+
+// trustCounts says what a trust file holds: "N public key(s)", and
+// " and M log key(s)" when it pins logs.
+func trustCounts(t *keyring.TrustSet) string {
+	if len(t.LogKeys) == 0 {
+		return fmt.Sprintf("%d public key(s)", len(t.Keys))
+	}
+	return fmt.Sprintf("%d public key(s) and %d log key(s)", len(t.Keys), len(t.LogKeys))
 }

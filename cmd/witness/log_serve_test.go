@@ -31,7 +31,7 @@ func TestLogServeWitness(t *testing.T) {
 	w1, w2 := h.startWitness("w1", vk), h.startWitness("w2", vk)
 	h.ok("log", "init", "log", "--keyring", "logkeys.json", "--origin", "example.test/cli", "--witness", w1, "--witness", w2)
 	url := h.start("serve", "log", "serve", "--storage", "posix:log", "--listen", "127.0.0.1:0")
-	h.checkAnchoring(url, true)
+	h.checkAnchoring(url, vk, true)
 }
 
 // TestLogServeWitnessMySQL is TestLogServeWitness with the log in MySQL
@@ -47,7 +47,7 @@ func TestLogServeWitnessMySQL(t *testing.T) {
 	if got := h.said("serve", "log key: "); got != vk {
 		t.Fatalf("log serve with mysql says log key %q, 'log init' with the same keyring %q", got, vk)
 	}
-	h.checkAnchoring(url, false)
+	h.checkAnchoring(url, vk, false)
 }
 
 // servedLog runs witness commands in one folder and keeps the daemons it
@@ -215,8 +215,9 @@ func (h *servedLog) said(name, prefix string) string {
 
 // checkAnchoring anchors a session in the log served at url, twice, and
 // checks the verdicts of verify against it; with proxy, also a session
-// recorded by `proxy --log url`.
-func (h *servedLog) checkAnchoring(url string, proxy bool) {
+// recorded by `proxy --log url`. vk is the log's key, pinned by the trust
+// files and --log-key (issue 30: unpinned, the anchor is unauthenticated).
+func (h *servedLog) checkAnchoring(url, vk string, proxy bool) {
 	t := h.t
 	t.Helper()
 	root := testrepo.Root(t)
@@ -250,9 +251,13 @@ func (h *servedLog) checkAnchoring(url string, proxy bool) {
 	}
 
 	// trust files: both witnesses, and w1 alone
-	h.ok("key", "export-public", "--keyring", "w1.json", "--out", "trust.json")
+	h.ok("key", "export-public", "--keyring", "w1.json", "--out", "trust.json", "--log-key", vk)
 	h.ok("key", "export-public", "--keyring", "w2.json", "--out", "trust.json", "--merge")
-	h.ok("key", "export-public", "--keyring", "w1.json", "--out", "trust1.json")
+	h.ok("key", "export-public", "--keyring", "w1.json", "--out", "trust1.json", "--log-key", vk)
+
+	// the log's key not pinned: what the server names is not trusted
+	out, _ = h.exits(6, "", "verify", "--events", "events.jsonl", "--log", url)
+	mustHave(t, out, "error: anchor-log-unpinned: the log names its key "+vk+", but no log key is pinned", "verdict: unauthenticated (exit 6)")
 
 	out, _ = h.exits(0, "", "verify", "--events", "events.jsonl", "--log", url, "--log-quorum", "2", "--trust", "trust.json")
 	mustHave(t, out, "notice: anchor-latest: the log (size 2; entries read from index 1: 1) holds no later end of this session than index 1", "verdict: verified (exit 0)")
@@ -263,15 +268,15 @@ func (h *servedLog) checkAnchoring(url string, proxy bool) {
 	// the cut-back file verifies offline, and is tampered with the log
 	out, _ = h.exits(0, "", "verify", "--events", filepath.Join("cut", "events.jsonl"))
 	mustHave(t, out, "verdict: verified (exit 0)")
-	out, _ = h.exits(3, "", "verify", "--events", filepath.Join("cut", "events.jsonl"), "--log", url)
+	out, _ = h.exits(3, "", "verify", "--events", filepath.Join("cut", "events.jsonl"), "--log", url, "--log-key", vk)
 	mustHave(t, out, "error: anchor-cut-back: the log holds a later end of this session at index 1 (after 11 lines", "verdict: tampered (exit 3)")
 
 	// a pinned log key that is not the served log's
 	other := h.ok("log", "init", "other", "--keyring", "otherkeys.json", "--origin", "example.test/other")
 	otherKey := other[strings.Index(other, "log key: ")+len("log key: "):]
 	otherKey = strings.TrimSpace(otherKey)
-	_, stderr := h.exits(3, "", "verify", "--events", "events.jsonl", "--log", url, "--log-key", otherKey)
-	mustHave(t, stderr, "witness: error: --log "+url+": its key ", "is not the pinned --log-key")
+	out, _ = h.exits(3, "", "verify", "--events", "events.jsonl", "--log", url, "--log-key", otherKey)
+	mustHave(t, out, "error: anchor-log-key: the log names its key "+vk+", not the pinned "+otherKey, "verdict: tampered (exit 3)")
 
 	if !proxy {
 		return

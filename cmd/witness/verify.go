@@ -128,7 +128,7 @@ printed with its chain; docs/design/causal-join.md).`,
 	o.Output.AddFlags(c, "write the report to this file instead of stdout (the verdict line still goes to stdout)", true)
 	c.Flags().BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept an event log whose end carries no signature the keyring can check")
 	c.Flags().StringVar(&o.Log, "log", "", "transparency log (folder or URL) to check the session's anchoring against: a later entry of the session is tampered, none incomplete")
-	c.Flags().StringVar(&o.LogKey, "log-key", "", "pin the log's verifier key (origin+hash+base64); default: the key the log folder or server gives")
+	c.Flags().StringVar(&o.LogKey, "log-key", "", "pin the log's verifier key (origin+hash+base64), or list it in the --trust file's log_keys; a log or bundle under a key not pinned is unauthenticated (exit 6)")
 	c.Flags().IntVar(&o.LogQuorum, "log-quorum", 0, "require this many distinct witnesses of --trust to have cosigned the bundle's checkpoint")
 	c.Flags().DurationVar(&o.LogTimeout, "log-timeout", tlog.DefaultTimeout, "with a --log URL: the time each exchange with the log may take, to its answer's last byte; past it, exit 5 (answers are bounded in size too)")
 	return c
@@ -302,19 +302,20 @@ func rest(v []string) []string {
 // verifyAnchorOptions builds the anchoring check of --log, --log-key and
 // --log-quorum (nil: only bundles beside the events are checked).
 func verifyAnchorOptions(o verifyOptions, vo seal.VerifyOptions) (*verify.AnchorOptions, error) {
-	if o.Log == "" && o.LogKey == "" && o.LogQuorum == 0 {
+	var trusted []string
+	if vo.Trust != nil {
+		trusted = vo.Trust.LogKeys
+	}
+	if o.Log == "" && o.LogKey == "" && o.LogQuorum == 0 && len(trusted) == 0 {
 		return nil, nil
 	}
-	ao := &verify.AnchorOptions{LogKey: o.LogKey, Quorum: o.LogQuorum}
+	ao := &verify.AnchorOptions{LogKey: o.LogKey, TrustedLogKeys: trusted, Quorum: o.LogQuorum}
 	if o.Log != "" {
 		l, key, err := tlog.Reader(context.Background(), o.Log, o.LogTimeout)
 		if err != nil {
 			return nil, err
 		}
-		if o.LogKey != "" && key != o.LogKey {
-			return nil, exitcode.New(exitcode.Tampered, fmt.Errorf("--log %s: its key %s is not the pinned --log-key", o.Log, key), "check that --log names the log you trust")
-		}
-		ao.Log, ao.LogKey = l, key
+		ao.Log, ao.NamedKey = l, key
 	}
 	if o.LogQuorum > 0 {
 		ws, err := bundle.WitnessesFromTrust(vo.Trust)
