@@ -212,6 +212,10 @@ func cmdHostileLog(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], "http://"+ln.Addr().String())
 }
 
+// hostileLogKey is the verifier key hostile-log's endless log names (a
+// valid note key: the verifier pins it, so that the log is read).
+const hostileLogKey = "example.test/hostile+55f896b9+AbN4hAluQA5XSHKLm5PD16O3eH3W8swIZo7GxwN/139P"
+
 // hostileLogConn serves one connection of hostile-log.
 func hostileLogConn(c net.Conn, mode string) {
 	defer c.Close()
@@ -231,7 +235,7 @@ func hostileLogConn(c net.Conn, mode string) {
 			io.Copy(io.Discard, br)
 			return
 		case strings.Contains(first, "/log-key "):
-			key := "example.test/hostile+01234567+AAAA\n"
+			key := hostileLogKey + "\n"
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(key), key)
 		default:
 			io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n")
