@@ -163,7 +163,7 @@ func TestCanariesNeverReachDisk(t *testing.T) {
 	if n := bytes.Count(cas, []byte(`"rec":"request","method":"`)); n != 4 || bytes.Count(cas, []byte(`"redacted":true}`)) < 4 || !bytes.Contains(cas, []byte("key=redacted:hmac-sha256:")) {
 		t.Errorf("%d request heads; each must say redacted and carry key=<keyed hash>:\n%s", n, cas)
 	}
-	grepTree(t, work, canaryValues())
+	grepTree(t, work, canaryValues(), 11) // keys, cassette, events, 3 graphs, report, 3 verify outputs, and the recording's own
 }
 
 // runCanaryClient runs canaryclient.mjs against base and returns its
@@ -231,7 +231,8 @@ func checkUpstreamGotCanaries(t *testing.T, file string) {
 }
 
 // grepTree fails for every file under dir holding a form of a secret.
-func grepTree(t *testing.T, dir string, secrets []string) {
+// At least min files must be there.
+func grepTree(t *testing.T, dir string, secrets []string, min int) {
 	t.Helper()
 	files := 0
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -256,7 +257,55 @@ func grepTree(t *testing.T, dir string, secrets []string) {
 		t.Fatal(err)
 	}
 	t.Logf("%d files searched for %d secrets", files, len(secrets))
-	if files < 9 {
+	if files < min {
 		t.Errorf("only %d files under %s: a verb wrote nothing", files, dir)
+	}
+}
+
+// TestMCPCanariesNeverReachDisk runs the TypeScript SDK's
+// StreamableHTTPClientTransport through the proxy to server-everything
+// with canaries in the URL's query (token, key, a --redact-query) and in
+// headers (Authorization, x-api-key, a --redact-header): the session
+// succeeds as direct, and no file the proxy wrote (the HTTP cassette, the
+// proxy's log, the MCP session's message cassette and event log) holds a
+// canary.
+func TestMCPCanariesNeverReachDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node servers")
+	}
+	up := startEverything(t, "streamableHttp")
+	secrets := map[string]string{"token": "CANARYmcptoken0101", "key": "CANARYmcpkey0102", "tenant_pass": "CANARYmcpuser0103"}
+	headers := map[string]string{"Authorization": "Bearer CANARYmcpauth0104", "x-api-key": "CANARYmcpxkey0105", "x-tenant": "CANARYmcpuserhdr0106"}
+	query := "?token=" + secrets["token"] + "&key=" + secrets["key"] + "&tenant_pass=" + secrets["tenant_pass"] + "&v=1"
+	hj, _ := json.Marshal(headers)
+	t.Setenv("MCPHTTPCLIENT_HEADERS", string(hj))
+	direct := sdkClient(t, up+"/mcp"+query, "streamable")
+	s := startProxy(t, up, Options{RedactQuery: []string{"Tenant_Pass"}, RedactHeaders: []string{"x-tenant"}})
+	keepOnFailure(t, s.Dir)
+	via := sdkClient(t, s.URL+"/mcp"+query, "streamable")
+	if via != direct || !strings.Contains(direct, `"step":"echo","result"`) {
+		t.Errorf("through the proxy:\n%s\ndirect:\n%s", via, direct)
+	}
+	res, err := s.stop()
+	if err != nil || res.MCPSessions != 1 {
+		t.Fatalf("err %v, %+v", err, res)
+	}
+	all := []string{"CANARYmcpauth0104"}
+	for _, v := range secrets {
+		all = append(all, v)
+	}
+	for _, v := range headers {
+		all = append(all, strings.TrimPrefix(v, "Bearer "))
+	}
+	grepTree(t, s.Dir, all, 4) // the cassette, the proxy's log, the session's cassette and log
+	cas, err := os.ReadFile(filepath.Join(s.Dir, capture.CassetteFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(cas, []byte("?token=redacted:hmac-sha256:")) || !bytes.Contains(cas, []byte("&v=1")) {
+		t.Errorf("the cassette's paths do not carry the hashed query:\n%.2000s", cas)
+	}
+	if s := s.errw.String(); strings.Contains(s, "CANARY") {
+		t.Errorf("the proxy's log names a canary:\n%s", s)
 	}
 }
