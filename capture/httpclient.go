@@ -196,6 +196,23 @@ func StartHTTP(o HTTPOptions) (*HTTPClient, error) {
 	return &HTTPClient{o: o, u: u, hc: hc, rec: o.Recorder, nextID: 1}, nil
 }
 
+// do sends req. An error names the URL as the cassette does, credential
+// query values hashed: it is recorded (an error record, the log's end).
+func (c *HTTPClient) do(req *http.Request) (*http.Response, error) {
+	resp, err := c.hc.Do(req)
+	var ue *url.Error
+	if err != nil && errors.As(err, &ue) {
+		ue.URL, _ = c.rec.URI(ue.URL)
+	}
+	return resp, err
+}
+
+// where is the server's URL as it may be written.
+func (c *HTTPClient) where() string {
+	s, _ := c.rec.URI(c.u.Redacted())
+	return s
+}
+
 // httpAnswer is what one POST (or a resumed stream) brought back.
 type httpAnswer struct {
 	reply *mcp.Message // the response to the request, when one was awaited and came
@@ -279,10 +296,10 @@ func (c *HTTPClient) post(ctx context.Context, what string, body []byte, id json
 	if _, err := c.o.Messages.Record(cassette.C2S, body, false); err != nil {
 		return nil, c.rec.failed(err)
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		c.rec.Fail(x, err.Error())
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("POST %s to %s: %w", what, c.u.Redacted(), err), "check that the server listens at --url")
+		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("POST %s to %s: %w", what, c.where(), err), "check that the server listens at --url")
 	}
 	if err := c.rec.Response(x, resp); err != nil {
 		resp.Body.Close()
@@ -469,7 +486,7 @@ func (c *HTTPClient) resume(ctx context.Context, what, last string, retry time.D
 	if err != nil {
 		return "", 0, err
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		c.rec.Fail(x, err.Error())
 		return "", 0, exitcode.New(exitcode.Failure, fmt.Errorf("resume the stream of %s: %w", what, err), "")
@@ -655,7 +672,7 @@ func (c *HTTPClient) openStream() {
 	go func() {
 		defer close(done)
 		defer headed()
-		resp, err := c.hc.Do(req)
+		resp, err := c.do(req)
 		if err != nil {
 			why := stop.get()
 			if why == "" {
@@ -730,7 +747,7 @@ func (c *HTTPClient) Close() Shutdown {
 		sd.Err = err
 		return sd
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		c.rec.Fail(x, err.Error())
 		sd.Warning = fmt.Sprintf("DELETE of session %s: %v", sid, err)

@@ -463,7 +463,7 @@ func FuzzHTTPAnswer(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := NewHTTPRecorder(&hc, cassette.HTTPFileHeader{Mode: "client", Upstream: "http://x/mcp", Started: frozenTS, Frozen: true}, key, id, nil, nil)
+		rec, err := NewHTTPRecorder(&hc, cassette.HTTPFileHeader{Mode: "client", Upstream: "http://x/mcp", Started: frozenTS, Frozen: true}, key, id, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

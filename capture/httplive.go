@@ -56,11 +56,12 @@ func openHTTPLive(o LiveOptions) (*Live, error) {
 		hout = io.Discard
 	}
 	rec, err := NewHTTPRecorder(hout, cassette.HTTPFileHeader{Mode: "client", Upstream: u.String(), Started: started, Frozen: frozen, Redaction: redaction},
-		hashKey, keyID, o.Redactor, o.RedactHeaders)
+		hashKey, keyID, o.Redactor, o.RedactHeaders, o.RedactQuery)
 	if err != nil {
 		return nil, err
 	}
-	cw, err := cassette.NewWriter(o.Cassette, cassette.Header{Command: u.String(), Args: []string{}, Env: []string{}, Protocol: o.Protocol,
+	command, _ := rec.URI(u.String()) // the message cassette names the server by its URL, credentials hashed
+	cw, err := cassette.NewWriter(o.Cassette, cassette.Header{Command: command, Args: []string{}, Env: []string{}, Protocol: o.Protocol,
 		Started: started, Frozen: frozen, Mode: "client", Redaction: redaction})
 	if err != nil {
 		return nil, err

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/agent-trace-witness/witness/cassette"
@@ -30,7 +28,8 @@ const httpChunk = 32 << 10
 // chunk before the client acts on its bytes.
 type HTTPRecorder struct {
 	w      *cassette.HTTPWriter
-	secret map[string]bool
+	secret map[string]bool // header names
+	params map[string]bool // query parameter names
 	hash   func([]byte) string
 	body   *Redactor // body rules; nil: none
 }
@@ -64,27 +63,28 @@ func HeaderKey(body *Redactor, key []byte) (*Redactor, string, error) {
 
 // NewHTTPRecorder writes the cassette header h to out (its HeaderKey and
 // RedactedHeaders are set here from hashKey, keyID and extra header names)
-// and returns the recorder. body holds the body rules (nil: none).
-func NewHTTPRecorder(out io.Writer, h cassette.HTTPFileHeader, hashKey *Redactor, keyID string, body *Redactor, extra []string) (*HTTPRecorder, error) {
-	r := &HTTPRecorder{secret: map[string]bool{}, hash: hashKey.Token, body: body}
-	for _, n := range cassette.CredentialHeaders {
-		r.secret[n] = true
-	}
-	for _, n := range extra {
-		r.secret[strings.ToLower(strings.TrimSpace(n))] = true
-	}
+// and returns the recorder. body holds the body rules (nil: none); extra
+// names more headers to hash, extraParams more query parameters
+// (cassette.CredentialParams are always hashed). h.Upstream is written
+// with its credential query values hashed.
+func NewHTTPRecorder(out io.Writer, h cassette.HTTPFileHeader, hashKey *Redactor, keyID string, body *Redactor, extra, extraParams []string) (*HTTPRecorder, error) {
+	r := &HTTPRecorder{hash: hashKey.Token, body: body}
+	r.secret, h.RedactedHeaders = cassette.NameSet(cassette.CredentialHeaders, extra)
+	r.params, h.RedactedQuery = cassette.NameSet(cassette.CredentialParams, extraParams)
 	h.HeaderKey = keyID
-	h.RedactedHeaders = make([]string, 0, len(r.secret))
-	for n := range r.secret {
-		h.RedactedHeaders = append(h.RedactedHeaders, n)
-	}
-	sort.Strings(h.RedactedHeaders)
+	h.Upstream, _ = r.URI(h.Upstream)
 	w, err := cassette.NewHTTPWriter(out, h)
 	if err != nil {
 		return nil, err
 	}
 	r.w = w
 	return r, nil
+}
+
+// URI returns a request target or URL as it may be written: credential
+// query values replaced by keyed hashes, and whether any was.
+func (r *HTTPRecorder) URI(s string) (string, bool) {
+	return cassette.RedactQuery(s, r.params, r.hash)
 }
 
 // Writer returns the cassette writer (its OnRecord hook feeds the events).
@@ -97,8 +97,9 @@ func (r *HTTPRecorder) failed(err error) error {
 // Request records a request head and its whole body (nil: none) and
 // returns the exchange number.
 func (r *HTTPRecorder) Request(req *http.Request, body []byte) (int64, error) {
-	x, err := r.w.Request(cassette.HTTPRecord{Method: req.Method, Path: req.URL.RequestURI(), Host: req.URL.Host, Proto: req.Proto,
-		Header: cassette.HeaderFields(req.Header, r.secret, r.hash)})
+	path, red := r.URI(req.URL.RequestURI())
+	x, err := r.w.Request(cassette.HTTPRecord{Method: req.Method, Path: path, Host: req.URL.Host, Proto: req.Proto,
+		Header: cassette.HeaderFields(req.Header, r.secret, r.hash), Redacted: red})
 	if err != nil {
 		return 0, r.failed(err)
 	}

@@ -34,13 +34,16 @@ type LiveOptions struct {
 	// running Command (capture --url; see OpenLive); Header holds the
 	// headers sent with every request, HeaderKey the key of their
 	// credential hashes (nil: the Redactor's, else a session key),
-	// RedactHeaders more header names to hash, and HTTPCassette is where
+	// RedactHeaders more header names to hash, RedactQuery more query
+	// parameter names (besides cassette.CredentialParams) whose values are
+	// hashed wherever the URL is written, and HTTPCassette is where
 	// the HTTP exchanges go (nil: discarded). Cassette then receives the
 	// JSON-RPC messages.
 	URL           string
 	Header        http.Header
 	HeaderKey     []byte
 	RedactHeaders []string
+	RedactQuery   []string
 	HTTPCassette  io.Writer
 
 	Protocol   string

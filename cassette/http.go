@@ -71,6 +71,11 @@ type HTTPFileHeader struct {
 	// RedactedHeaders are the (lower-case) names of the headers whose
 	// values are replaced by keyed hashes, sorted.
 	RedactedHeaders []string `json:"redacted_headers"`
+	// RedactedQuery are the (lower-case) names of the query parameters
+	// whose values are replaced by keyed hashes in every recorded path,
+	// sorted (CredentialParams and the user's); absent in cassettes
+	// written before query redaction.
+	RedactedQuery []string `json:"redacted_query,omitempty"`
 	// Redaction describes the body redaction rules, when any.
 	Redaction json.RawMessage `json:"redaction,omitempty"`
 }
@@ -88,8 +93,11 @@ type HTTPRecord struct {
 	Header                    []Field
 
 	// body chunks
-	Off      int64  // offset of the chunk within the body as it was on the wire
-	Data     []byte // the bytes as recorded (redacted when Redacted)
+	Off  int64  // offset of the chunk within the body as it was on the wire
+	Data []byte // the bytes as recorded (redacted when Redacted)
+	// Redacted: on a body chunk, Data is the redacted form of the wire
+	// bytes (N is their length); on a request head, query values in Path
+	// were replaced by keyed hashes.
 	Redacted bool
 	N        int64 // with Redacted: the length of the original bytes
 
@@ -139,6 +147,7 @@ func (r *HTTPRecord) toWire() *httpWire {
 	case RecRequest:
 		w.Method, w.Path, w.Host, w.Proto = ptr(r.Method), ptr(r.Path), ptr(r.Host), ptr(r.Proto)
 		w.Headers = ptr(nonNil(r.Header))
+		w.Redacted = r.Redacted
 	case RecResponse:
 		w.Status, w.Proto = ptr(r.Status), ptr(r.Proto)
 		w.Headers = ptr(nonNil(r.Header))
@@ -427,6 +436,14 @@ func NewHTTPReader(r io.Reader, name string) (*HTTPReader, error) {
 			return nil, lr.errf("redacted_headers", "%q is not a lower-case header name", n)
 		}
 	}
+	if !sort.StringsAreSorted(hr.h.RedactedQuery) {
+		return nil, lr.errf("redacted_query", "not sorted")
+	}
+	for _, n := range hr.h.RedactedQuery {
+		if n != strings.ToLower(n) || n == "" {
+			return nil, lr.errf("redacted_query", "%q is not a lower-case parameter name", n)
+		}
+	}
 	return hr, nil
 }
 
@@ -436,7 +453,7 @@ func (r *HTTPReader) Header() HTTPFileHeader { return r.h }
 // allowed lists the fields each kind of record carries besides seq, x,
 // rec and t; required ones are marked "!".
 var allowed = map[string][]string{
-	RecRequest:      {"!method", "!path", "!host", "!proto", "!headers"},
+	RecRequest:      {"!method", "!path", "!host", "!proto", "!headers", "redacted"},
 	RecResponse:     {"!status", "!proto", "!headers"},
 	RecRequestBody:  {"!off", "text", "b64", "redacted", "n"},
 	RecResponseBody: {"!off", "text", "b64", "redacted", "n"},
@@ -524,6 +541,9 @@ func (r *HTTPReader) Next() (*HTTPRecord, error) {
 		return *p
 	}
 	rec.Method, rec.Path, rec.Host, rec.Proto, rec.Detail = str(w.Method), str(w.Path), str(w.Host), str(w.Proto), str(w.Detail)
+	if w.Rec == RecRequest {
+		rec.Redacted = w.Redacted
+	}
 	if w.Status != nil {
 		rec.Status = *w.Status
 	}
@@ -679,6 +699,9 @@ type HTTPMessage struct {
 	Method, Path, Host, Proto string // requests
 	Status                    int    // responses
 	Header                    []Field
+	// PathRedacted: query values in Path were replaced by keyed hashes
+	// (the request record's "redacted").
+	PathRedacted bool
 	// Chunks are the body as recorded (redacted where Redacted), chunk by
 	// chunk, up to the limit the reader or proxy keeps (Truncated).
 	Chunks    []HTTPChunk
@@ -763,7 +786,7 @@ func ReadHTTPExchanges(r io.Reader, name string, maxBody int64) (HTTPFileHeader,
 			return hr.Header(), nil, err
 		}
 		if rec.Rec == RecRequest {
-			out = append(out, &HTTPExchange{X: rec.X, Request: HTTPMessage{Method: rec.Method, Path: rec.Path, Host: rec.Host, Proto: rec.Proto, Header: rec.Header, Line: rec.Line, T: rec.T}})
+			out = append(out, &HTTPExchange{X: rec.X, Request: HTTPMessage{Method: rec.Method, Path: rec.Path, Host: rec.Host, Proto: rec.Proto, Header: rec.Header, PathRedacted: rec.Redacted, Line: rec.Line, T: rec.T}})
 			continue
 		}
 		x := out[rec.X-1] // the reader checked that the exchange was begun

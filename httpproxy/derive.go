@@ -134,7 +134,7 @@ func (d ModelDeriver) DeriveResponse(x *cassette.HTTPExchange, requestEvents []s
 		if err != nil {
 			return nil, err
 		}
-		red := x.Request.Redacted() || (x.Response != nil && x.Response.Redacted())
+		red := x.Request.PathRedacted || x.Request.Redacted() || (x.Response != nil && x.Response.Redacted())
 		return []eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodHTTPExchange, Payload: p, Redacted: red, Wire: d.wire(x.X)}}, nil
 	}
 	var out *modelapi.Output
@@ -323,7 +323,7 @@ func EventsFromCassette(r io.Reader, name string, out io.Writer, o DeriveOptions
 		}
 		if rec.Rec == cassette.RecRequest {
 			n++
-			open[rec.X] = &cassette.HTTPExchange{X: rec.X, Request: cassette.HTTPMessage{Method: rec.Method, Path: rec.Path, Host: rec.Host, Proto: rec.Proto, Header: rec.Header, Line: rec.Line, T: rec.T}}
+			open[rec.X] = &cassette.HTTPExchange{X: rec.X, Request: cassette.HTTPMessage{Method: rec.Method, Path: rec.Path, Host: rec.Host, Proto: rec.Proto, Header: rec.Header, PathRedacted: rec.Redacted, Line: rec.Line, T: rec.T}}
 			continue
 		}
 		x := open[rec.X] // the reader checked that the exchange was begun and is not over

@@ -37,21 +37,20 @@ func endToEnd(h http.Header) http.Header {
 	return out
 }
 
-// hasher replaces credential header values by keyed hashes.
+// hasher replaces credential header values and credential query values
+// by keyed hashes.
 type hasher struct {
-	key   *capture.Redactor // its Token is the keyed hash; its rules are not used here
-	names map[string]bool   // lower-case names
-	keyID string            // as written in the cassette header
+	key    *capture.Redactor // its Token is the keyed hash; its rules are not used here
+	names  map[string]bool   // lower-case header names
+	params map[string]bool   // lower-case query parameter names
+	keyID  string            // as written in the cassette header
+	plist  []string          // params, sorted
 }
 
-func newHasher(key *capture.Redactor, keyID string, extra []string) *hasher {
-	h := &hasher{key: key, names: map[string]bool{}, keyID: keyID}
-	for _, n := range CredentialHeaders {
-		h.names[n] = true
-	}
-	for _, n := range extra {
-		h.names[strings.ToLower(strings.TrimSpace(n))] = true
-	}
+func newHasher(key *capture.Redactor, keyID string, extra, extraParams []string) *hasher {
+	h := &hasher{key: key, keyID: keyID}
+	h.names, _ = cassette.NameSet(CredentialHeaders, extra)
+	h.params, h.plist = cassette.NameSet(cassette.CredentialParams, extraParams)
 	return h
 }
 
@@ -69,4 +68,17 @@ func (h *hasher) list() []string {
 // their order, credential values replaced by keyed hashes.
 func (h *hasher) fields(hd http.Header) []cassette.Field {
 	return cassette.HeaderFields(hd, h.names, h.key.Token)
+}
+
+// uri returns a request target or URL as it may be written: credential
+// query values replaced by keyed hashes (cassette.RedactQuery).
+func (h *hasher) uri(s string) (string, bool) {
+	return cassette.RedactQuery(s, h.params, h.key.Token)
+}
+
+// head returns the request head record of r, credentials hashed; r itself
+// (what goes upstream) is not touched.
+func (h *hasher) head(r *http.Request) cassette.HTTPRecord {
+	path, red := h.uri(r.RequestURI)
+	return cassette.HTTPRecord{Method: r.Method, Path: path, Host: r.Host, Proto: r.Proto, Header: h.fields(r.Header), Redacted: red}
 }

@@ -771,19 +771,22 @@ func (e *mcpExchange) event(ev modelapi.SSEEvent) {
 func (e *mcpExchange) announce(data string) {
 	e.endpoint = true
 	to, why := e.t.rewriteEndpoint(data)
+	// what is written says the endpoint with its credential query values
+	// hashed, as a request target (docs/design/redaction.md)
+	safe := func(s string) string { r, _ := e.t.p.hash.uri(s); return r }
 	var notes []string
 	if to != data {
 		e.from, e.to = data, to
-		notes = append(notes, fmt.Sprintf("the endpoint event of exchange %d was rewritten from %q to %q (%s); the HTTP cassette holds it as the upstream sent it", e.x, data, to, why))
+		notes = append(notes, fmt.Sprintf("the endpoint event of exchange %d was rewritten from %q to %q (%s); the HTTP cassette holds it as the upstream sent it", e.x, safe(data), safe(to), why))
 	} else if why != "" {
-		notes = append(notes, fmt.Sprintf("the endpoint event of exchange %d, %q, %s", e.x, data, why))
+		notes = append(notes, fmt.Sprintf("the endpoint event of exchange %d, %q, %s", e.x, safe(data), why))
 	}
 	ref, err := url.Parse(to)
 	post := to
 	if base, berr := url.Parse(e.uri); err == nil && berr == nil {
 		post = base.ResolveReference(ref).RequestURI()
 	}
-	e.open("sse:"+post, post, TransportSSE, notes...)
+	e.open("sse:"+post, safe(post), TransportSSE, notes...)
 	if e.sess == nil {
 		return
 	}
@@ -791,7 +794,7 @@ func (e *mcpExchange) announce(data string) {
 	e.t.byEndpoint[post] = e.sess
 	e.t.mu.Unlock()
 	if e.from != "" {
-		payload, _ := json.Marshal(map[string]any{"exchange": e.x, "from": e.from, "to": e.to, "reason": why, "session": e.sess.n})
+		payload, _ := json.Marshal(map[string]any{"exchange": e.x, "from": safe(e.from), "to": safe(e.to), "reason": why, "session": e.sess.n})
 		e.t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodEndpointRewrite, Payload: payload}})
 	}
 }

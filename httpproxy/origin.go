@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/agent-trace-witness/witness/cassette"
 )
 
 // CheckOrigin reports whether a request may be served by a listening
@@ -65,7 +63,7 @@ func writeOriginRefusal(w http.ResponseWriter, r *http.Request) {
 // refuseOrigin records a request refused for its Origin (not forwarded)
 // and answers it 403.
 func (p *recorder) refuseOrigin(w http.ResponseWriter, r *http.Request) {
-	head := cassette.HTTPRecord{Method: r.Method, Path: r.RequestURI, Host: r.Host, Proto: r.Proto, Header: p.hash.fields(r.Header)}
+	head := p.hash.head(r)
 	x, err := p.cas.Request(head)
 	if err == nil {
 		err = p.cas.End(x, false, "not read: the request was refused for its Origin")

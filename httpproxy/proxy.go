@@ -64,6 +64,10 @@ type Options struct {
 	HeaderKey []byte
 	// RedactHeaders names more headers to hash (--redact-header).
 	RedactHeaders []string
+	// RedactQuery names more query parameters whose values are hashed
+	// wherever a request target is written (--redact-query), besides
+	// cassette.CredentialParams.
+	RedactQuery []string
 	// Deriver makes the events of each exchange; nil: NopDeriver.
 	Deriver ExchangeDeriver
 	Getenv  func(string) string // for ATW_WITNESS_TS
@@ -237,8 +241,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	frozen := o.Getenv != nil && o.Getenv(eventlog.EnvTS) != ""
 	started := eventlog.Timestamp(o.Getenv)
-	h := newHasher(key, keyID, o.RedactHeaders)
-	ch := cassette.HTTPFileHeader{Mode: "proxy", Upstream: up.String(), Started: started, Frozen: frozen, HeaderKey: keyID, RedactedHeaders: h.list()}
+	h := newHasher(key, keyID, o.RedactHeaders, o.RedactQuery)
+	ch := cassette.HTTPFileHeader{Mode: "proxy", Upstream: up.String(), Started: started, Frozen: frozen, HeaderKey: keyID, RedactedHeaders: h.list(), RedactedQuery: h.plist}
 	if o.Redactor != nil {
 		if ch.Redaction, err = json.Marshal(o.Redactor.Info()); err != nil {
 			return nil, exitcode.New(exitcode.Failure, err, "")
@@ -569,14 +573,14 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuseOrigin(w, r)
 		return
 	}
-	head := cassette.HTTPRecord{Method: r.Method, Path: r.RequestURI, Host: r.Host, Proto: r.Proto, Header: p.hash.fields(r.Header)}
+	head := p.hash.head(r)
 	x, err := p.cas.Request(head)
 	if err != nil {
 		p.fail(err)
 		writeError(w, http.StatusBadGateway, r.URL.Path, "recording_failed", "witness proxy: the request could not be recorded, so it was not forwarded")
 		return
 	}
-	ex := &cassette.HTTPExchange{X: x, Request: cassette.HTTPMessage{Method: head.Method, Path: head.Path, Host: head.Host, Proto: head.Proto, Header: head.Header}}
+	ex := &cassette.HTTPExchange{X: x, Request: cassette.HTTPMessage{Method: head.Method, Path: head.Path, Host: head.Host, Proto: head.Proto, Header: head.Header, PathRedacted: head.Redacted}}
 	mx := p.mcp.begin(x, r)
 	limit := int64(0) // bodies are held only for a deriver
 	if p.hold {

@@ -302,7 +302,7 @@ func TestCredentialsHashed(t *testing.T) {
 	if !bytes.Equal(host.ReplaceAll(dataA, nil), host.ReplaceAll(dataB, nil)) {
 		t.Errorf("same key, same frozen session, different cassettes:\n%s\n%s", dataA, dataB)
 	}
-	if !bytes.Contains(dataA, []byte(`"redacted_headers":["api-key","authorization","cookie","proxy-authorization","set-cookie","x-api-key","x-custom-token"]`)) {
+	if !bytes.Contains(dataA, []byte(`"redacted_headers":["api-key","authorization","cookie","proxy-authorization","set-cookie","x-amz-security-token","x-api-key","x-custom-token","x-goog-api-key"]`)) {
 		t.Errorf("header:\n%s", dataA)
 	}
 }

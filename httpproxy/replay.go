@@ -55,6 +55,10 @@ func CassetteKind(path string) (string, error) {
 // never matched: they carry credentials and SDK versions.
 type Matcher struct {
 	Ignore []jsonpath.Path
+	// Params are the query parameters matched without their values
+	// (credentials: cassette.CredentialParams when nil; LoadReplay adds
+	// the cassette's redacted_query).
+	Params map[string]bool
 }
 
 // ParseIgnore parses --ignore-field values: a JSON path of the one dialect
@@ -104,7 +108,11 @@ func (k Key) text() string {
 
 // KeyOf returns the match key of a request.
 func (m Matcher) KeyOf(method, path string, body []byte) Key {
-	k := Key{Method: method, Path: path, Body: string(body)}
+	params := m.Params
+	if params == nil {
+		params, _ = cassette.NameSet(cassette.CredentialParams, nil)
+	}
+	k := Key{Method: method, Path: cassette.MaskQuery(path, params), Body: string(body)}
 	if len(bytes.TrimSpace(body)) == 0 {
 		k.Body = ""
 		return k
@@ -199,6 +207,7 @@ func LoadReplay(path string, m Matcher) (*Replay, error) {
 	if _, err := io.Copy(sum, f); err != nil { // the digest covers the whole file, whatever the reader left
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read cassette %s: %w", path, err), "")
 	}
+	m.Params, _ = cassette.NameSet(cassette.CredentialParams, h.RedactedQuery)
 	s := &Replay{Name: path, Header: h, matcher: m, byKey: map[Key][]*entry{}, redacted: len(h.Redaction) > 0, sha256: hex.EncodeToString(sum.Sum(nil))}
 	for _, x := range xs {
 		if x.Request.Redacted() || (x.Response != nil && x.Response.Redacted()) {

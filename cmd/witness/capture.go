@@ -38,6 +38,7 @@ type captureOptions struct {
 	URL           string
 	Headers       []string
 	RedactHeaders []string
+	RedactQuery   []string
 	Anchor        anchorOptions // --log
 }
 
@@ -89,7 +90,9 @@ Last-Event-ID, and DELETE ends the session. DIR/cassette.jsonl is then an
 HTTP cassette (docs/formats/http-cassette.md, mode "client") and the events
 are those of a stdio session. --header values of Authorization, Cookie,
 API keys and every --redact-header reach the disk only as keyed hashes
-(--redact-key or $WITNESS_REDACT_KEY; else a key made for the session).
+(--redact-key or $WITNESS_REDACT_KEY; else a key made for the session), so
+do the values of credential query parameters in --url (key, api-key,
+access_token, ... and every --redact-query; docs/design/redaction.md).
 Redirects are not followed; a 401 names the server's WWW-Authenticate.`,
 		Example: `  witness capture --out rec -- node server.js stdio
   witness capture --out rec --scenario calls.json --seal seal.json --keyring keys.json -- ./server
@@ -126,6 +129,7 @@ Redirects are not followed; a 401 names the server's WWW-Authenticate.`,
 	f.StringVar(&o.URL, "url", "", "record a remote MCP server over Streamable HTTP at this URL instead of starting a command")
 	f.StringArrayVar(&o.Headers, "header", nil, "with --url: send this 'Name: value' header with every request (repeatable); credentials are recorded as keyed hashes")
 	f.StringArrayVar(&o.RedactHeaders, "redact-header", nil, "with --url: also replace this header's values by keyed hashes (repeatable)")
+	f.StringArrayVar(&o.RedactQuery, "redact-query", nil, "with --url: also replace this query parameter's values by keyed hashes wherever the URL is written (repeatable; key, api-key, access_token and the others of docs/design/redaction.md always are)")
 	o.Anchor.AddFlags(c)
 	c.MarkFlagRequired("out")
 	c.AddCommand(newCaptureAppendCmd(a))
@@ -227,8 +231,8 @@ func runCapture(a *app, o captureOptions) error {
 			return err
 		}
 	} else {
-		if len(o.Headers) > 0 || len(o.RedactHeaders) > 0 {
-			return usageError(errors.New("--header and --redact-header are for --url sessions"), "drop them, or record a remote server with --url")
+		if len(o.Headers) > 0 || len(o.RedactHeaders) > 0 || len(o.RedactQuery) > 0 {
+			return usageError(errors.New("--header, --redact-header and --redact-query are for --url sessions"), "drop them, or record a remote server with --url")
 		}
 		lo.Command, lo.Args = o.Command[0], o.Command[1:]
 		if lo.Env, err = serverEnv(a, o.Env); err != nil {
@@ -302,6 +306,6 @@ func captureHTTPOptions(a *app, o *captureOptions, lo *capture.LiveOptions) erro
 	if err != nil {
 		return err
 	}
-	lo.URL, lo.Header, lo.HeaderKey, lo.RedactHeaders = o.URL, h, key, o.RedactHeaders
+	lo.URL, lo.Header, lo.HeaderKey, lo.RedactHeaders, lo.RedactQuery = o.URL, h, key, o.RedactHeaders, o.RedactQuery
 	return nil
 }

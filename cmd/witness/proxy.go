@@ -33,6 +33,7 @@ type proxyOptions struct {
 	Listen        string
 	Upstream      string
 	RedactHeaders []string
+	RedactQuery   []string
 	AllowOrigin   []string
 	MemoryMiB     int           // --memory-budget-mib
 	MaxSessions   int           // --max-mcp-sessions
@@ -78,9 +79,12 @@ request goes to URL with its path joined to URL's path; bytes pass
 unchanged both ways (hop-by-hop headers aside), server-sent events chunk by
 chunk as they arrive, redirects are not followed. DIR/cassette.jsonl
 records every exchange (docs/formats/http-cassette.md), each byte before
-it is forwarded; Authorization, x-api-key, api-key, Cookie, Set-Cookie and
-every --redact-header are replaced by keyed hashes (with --redact-key or
-$WITNESS_REDACT_KEY, else a key made for this session alone), and --redact
+it is forwarded; Authorization, x-api-key, api-key, x-goog-api-key, Cookie,
+Set-Cookie and every --redact-header are replaced by keyed hashes (with
+--redact-key or $WITNESS_REDACT_KEY, else a key made for this session
+alone), so are the values of credential query parameters (key, api-key,
+access_token, ... and every --redact-query; docs/design/redaction.md)
+wherever a request's path is written, and --redact
 rules apply to JSON bodies and SSE data lines. DIR/events.jsonl is the
 signed event log: each OpenAI Chat Completions, OpenAI Responses or
 Anthropic Messages call becomes a model_input and a model_output (streams
@@ -122,8 +126,8 @@ whose Origin header is neither a loopback origin nor given with
 				}
 				return runHTTPProxy(a, o)
 			}
-			if len(o.RedactHeaders) > 0 {
-				return usageError(errors.New("--redact-header is for --listen (HTTP) sessions"), "drop --redact-header, or add --listen and --upstream")
+			if len(o.RedactHeaders) > 0 || len(o.RedactQuery) > 0 {
+				return usageError(errors.New("--redact-header and --redact-query are for --listen (HTTP) sessions"), "drop them, or add --listen and --upstream")
 			}
 			if len(o.AllowOrigin) > 0 {
 				return usageError(errors.New("--allow-origin is for --listen (HTTP) sessions"), "drop --allow-origin, or add --listen and --upstream")
@@ -148,6 +152,7 @@ whose Origin header is neither a loopback origin nor given with
 	c.Flags().StringVar(&o.Listen, "listen", "", "HTTP mode: listen on ADDR (host:port; loopback when the host is left out; 127.0.0.1:0 picks a free port)")
 	c.Flags().StringVar(&o.Upstream, "upstream", "", "HTTP mode: the base URL requests are forwarded to (https://api.openai.com)")
 	c.Flags().StringArrayVar(&o.RedactHeaders, "redact-header", nil, "HTTP mode: also replace this header's values by keyed hashes (repeatable)")
+	c.Flags().StringArrayVar(&o.RedactQuery, "redact-query", nil, "HTTP mode: also replace this query parameter's values by keyed hashes wherever a path is written (repeatable; key, api-key, access_token and the others of docs/design/redaction.md always are)")
 	c.Flags().StringArrayVar(&o.AllowOrigin, "allow-origin", nil, "HTTP mode: also forward requests with this Origin (scheme://host[:port]; repeatable; loopback origins always pass)")
 	c.Flags().IntVar(&o.MemoryMiB, "memory-budget-mib", httpproxy.DefaultMemoryBudget>>20, "HTTP mode: MiB that all exchanges and MCP sessions may hold at once beyond fixed buffers (bodies, queued answers); past it they stop holding, nothing forwarded is lost (docs/design/http-proxy.md)")
 	c.Flags().IntVar(&o.MaxConns, "max-conns", httpbound.DefaultMaxConns, "HTTP mode: client connections open at once; past it, new ones wait to be accepted (docs/design/http-proxy.md)")
@@ -214,7 +219,7 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	defer signal.Stop(sigs)
 	res, err := httpproxy.Run(context.Background(), httpproxy.Options{
 		Listen: o.Listen, Upstream: o.Upstream, OutDir: o.Output.Out, Files: o.Output.Rules(a),
-		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders,
+		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders, RedactQuery: o.RedactQuery,
 		Deriver: httpproxy.ModelDeriver{}, Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin, Notes: notes,
 		MemoryBudget: int64(o.MemoryMiB) << 20, MaxMCPSessions: o.MaxSessions, MaxConns: o.MaxConns,
 	})

@@ -23,7 +23,7 @@
 // -listen 127.0.0.1:0 picks a free loopback port; the server prints
 // "listening on http://..." on stderr. -record FILE appends one JSON line
 // per exchange with the exact bytes received and sent (request_body and
-// response_body in base64), for tests that read what went over the wire.
+// response_body in base64; the request target and headers), for tests that read what went over the wire.
 package main
 
 import (
@@ -134,6 +134,10 @@ type record struct {
 	ContentType  string `json:"content_type"`
 	ResponseBody []byte `json:"response_body"`
 	Cut          bool   `json:"cut"`
+	// Target is the request target as received (path and query), Header
+	// the request's headers: what a proxy in front forwarded.
+	Target string              `json:"target"`
+	Header map[string][]string `json:"header"`
 }
 
 type server struct {
@@ -198,7 +202,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cut := false
 	defer func() {
 		if s.rec != nil {
-			b, _ := json.Marshal(record{r.Method, r.URL.Path, body, t.status, w.Header().Get("Content-Type"), t.buf.Bytes(), cut})
+			b, _ := json.Marshal(record{r.Method, r.URL.Path, body, t.status, w.Header().Get("Content-Type"), t.buf.Bytes(), cut, r.RequestURI, r.Header})
 			s.mu.Lock()
 			s.rec.Write(append(b, '\n'))
 			s.mu.Unlock()

@@ -5,6 +5,7 @@
 // or `witness serve --listen`.
 //
 // Usage: node mcphttpclient.mjs <url> <streamable|sse> [steps]
+// ($MCPHTTPCLIENT_HEADERS: a JSON object of headers sent with every request)
 // Each line is {"step":..., "result":...} or {"step":..., "error":...}.
 // Values that differ from run to run (the session id) are not printed.
 // Never run through npx.
@@ -14,7 +15,10 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 
 const [url, mode, stepsArg] = process.argv.slice(2);
 const steps = (stepsArg || "tools,echo,sum,resources,read,prompts,prompt,close").split(",");
-const transport = mode === "sse" ? new SSEClientTransport(new URL(url)) : new StreamableHTTPClientTransport(new URL(url));
+// $MCPHTTPCLIENT_HEADERS, a JSON object, adds headers to every request
+// (the redaction test's canaries)
+const requestInit = { headers: JSON.parse(process.env.MCPHTTPCLIENT_HEADERS || "{}") };
+const transport = mode === "sse" ? new SSEClientTransport(new URL(url), { requestInit }) : new StreamableHTTPClientTransport(new URL(url), { requestInit });
 const client = new Client({ name: "witness-mcphttpclient", version: "1.0.0" }, { capabilities: {} });
 
 function out(step, v) {
