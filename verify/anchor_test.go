@@ -236,7 +236,7 @@ func forkLog(t *testing.T, dir, origin, events string) (string, bundle.Log, *bun
 	if err != nil || len(warn) > 0 {
 		t.Fatalf("anchor in %s: %v %v", dir, err, warn)
 	}
-	r, named, err := tlog.Reader(ctx, dir)
+	r, named, err := tlog.Reader(ctx, dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

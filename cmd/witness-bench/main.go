@@ -3,7 +3,7 @@
 // logs and times one operation per process, printing one JSON line with the
 // wall time, events per second and the process's peak RSS (getrusage).
 //
-//	witness-bench gen N FILE            write a synthetic log of N events
+//	witness-bench gen N FILE            write a synthetic log of N events, a valid capture (session id derived, end signed by $WITNESS_KEYRING's active key when set)
 //	witness-bench floor FILE            read FILE and sha256 it (the floor)
 //	witness-bench stream FILE           canonical N-Quads, streamed (witness graph --format nquads);
 //	                                    WITNESS_BENCH_STAGES=1 prints the stages' wall times to stderr
@@ -26,9 +26,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/graph/ldoracle"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
+	"github.com/agent-trace-witness/witness/keyring"
 )
 
 func main() {
@@ -82,7 +84,22 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := synthlog.Generate(f, n, 1, "bench-"+args[1]); err != nil {
+		// a valid capture: the session id derived from the header, the
+		// end signed by the active key of $WITNESS_KEYRING when there is
+		// one, so that verify judges the whole log (issue 33)
+		var signers []eventlog.Signer
+		if p := os.Getenv(keyring.EnvKeyring); p != "" {
+			kr, err := keyring.OpenExisting(p, keyring.Options{})
+			if err != nil {
+				return fmt.Errorf("gen: keyring %s: %w", p, err)
+			}
+			sg, err := kr.ActiveSigner()
+			if err != nil {
+				return fmt.Errorf("gen: keyring %s: %w", p, err)
+			}
+			signers = append(signers, sg)
+		}
+		if err := synthlog.GenerateWith(f, n, 1, synthlog.Options{Signers: signers}); err != nil {
 			return err
 		}
 		if err := f.Close(); err != nil {

@@ -29,11 +29,26 @@ var words = []string{"alpha", "beta", "gamma", "délta", "ε", "zeta", "naïve",
 // Generate writes a log of exactly n events (n >= 2: header and end
 // included) for session to w.
 func Generate(w io.Writer, n int, seed uint64, session string) error {
+	return GenerateWith(w, n, seed, Options{Session: session})
+}
+
+// Options are the choices of GenerateWith.
+type Options struct {
+	// Session is the session id; empty derives it from the header and the
+	// start time as a capture does (eventlog.SessionID), so that verify
+	// reads the log as a valid capture.
+	Session string
+	// Signers sign the session end, as a capture's keyring does.
+	Signers []eventlog.Signer
+}
+
+// GenerateWith is Generate with a derived session id and a signed end when
+// o asks: a log verify judges whole (the benchmarks' valid capture).
+func GenerateWith(w io.Writer, n int, seed uint64, o Options) error {
 	if n < 2 {
 		return fmt.Errorf("synthlog: need at least 2 events, got %d", n)
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	cw := eventlog.NewWriter(bw, session)
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	t0 := time.Date(2026, 8, 30, 14, 33, 0, 0, time.UTC)
 	clock := 0
@@ -47,11 +62,21 @@ func Generate(w io.Writer, n int, seed uint64, session string) error {
 	}
 	defs[0].Annotations = json.RawMessage(`{"readOnlyHint":true}`)
 	defs[3].Annotations = json.RawMessage(`{"destructiveHint":true}`)
-	if err := cw.Append(&eventlog.Event{Kind: eventlog.KindSessionStart, TS: ts(), Source: eventlog.SourceObserved, Header: &eventlog.Header{
+	h := &eventlog.Header{
 		Format: "witness-events", WitnessVersion: "synthetic", Pairing: "jsonrpc-id",
 		Seal:   &eventlog.SealRef{Digest: fmt.Sprintf("%064x", seed+7), WitnessID: "synthetic-agent"},
 		Server: &eventlog.ServerInfo{Name: "synthetic-server", Version: "1.0.0", ProtocolVersion: "2025-06-18", Command: "node", Args: []string{"dist/index.js"}, ToolsSHA256: fmt.Sprintf("%064x", 99), Tools: defs},
-	}}); err != nil {
+	}
+	startTS := ts()
+	session := o.Session
+	if session == "" {
+		var err error
+		if session, err = eventlog.SessionID(h, startTS); err != nil {
+			return fmt.Errorf("synthlog: %w", err)
+		}
+	}
+	cw := eventlog.NewWriter(bw, session)
+	if err := cw.Append(&eventlog.Event{Kind: eventlog.KindSessionStart, TS: startTS, Source: eventlog.SourceObserved, Header: h}); err != nil {
 		return err
 	}
 	text := func(k int) string {
@@ -111,7 +136,14 @@ func Generate(w io.Writer, n int, seed uint64, session string) error {
 			openTool[e.ID] = e.Tool
 		}
 	}
-	if err := cw.Append(&eventlog.Event{Kind: eventlog.KindSessionEnd, TS: ts(), Source: eventlog.SourceObserved, End: &eventlog.End{Count: cw.Count(), Head: cw.Head(), Reason: "closed"}}); err != nil {
+	if o.Session != "" && len(o.Signers) == 0 {
+		// the shape every earlier caller has: an unsigned end
+		if err := cw.Append(&eventlog.Event{Kind: eventlog.KindSessionEnd, TS: ts(), Source: eventlog.SourceObserved, End: &eventlog.End{Count: cw.Count(), Head: cw.Head(), Reason: "closed"}}); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	if err := eventlog.FinishWith(cw, eventlog.EndOptions{TS: ts(), Reason: "closed", Signers: o.Signers}); err != nil {
 		return err
 	}
 	return bw.Flush()

@@ -59,7 +59,7 @@ best() {
 }
 
 cmd_of() { # verb size: the command line of a cell, or "" when the verb is pending
-	local v="$1" n="$2" log="$dir/events-$2.jsonl" g="$dir/graph-$2.jsonld"
+	local v="$1" n="$2" log="$dir/events-v2-$2.jsonl" g="$dir/graph-v2-$2.jsonld"
 	case "$v" in
 	floor) echo "$dir/witness-bench floor $log" ;;
 	sha256sum) command -v sha256sum >/dev/null && echo "sha256sum $log" ;;
@@ -80,9 +80,9 @@ cmd_of() { # verb size: the command line of a cell, or "" when the verb is pendi
 declare -A WALL CPU RSS
 printf '%-14s %9s %9s %9s %9s %9s %12s %8s %8s  %s\n' verb events wall_s cpu_s peak_MiB faults_k events/s x_floor x_sum note
 for n in $sizes; do
-	log="$dir/events-$n.jsonl"
+	log="$dir/events-v2-$n.jsonl" # v2: a valid capture (derived session id, signed end)
 	[ -s "$log" ] || "$dir/witness-bench" gen "$n" "$log" >/dev/null
-	[ -s "$dir/graph-$n.jsonld" ] || "$W" graph --events "$log" --out "$dir/graph-$n.jsonld" --tmp "$dir" 2>/dev/null
+	[ -s "$dir/graph-v2-$n.jsonld" ] || "$W" graph --events "$log" --out "$dir/graph-v2-$n.jsonld" --tmp "$dir" 2>/dev/null
 	# best of 3 at every size: this shared VM's speed swings (the same
 	# binary took 8.3, 9.7 and 11.4 s for one report at 1M, back to back)
 	runs="${SCALE_RUNS:-3}"
@@ -99,7 +99,7 @@ for n in $sizes; do
 		[ "$v" != sha256sum ] || sum="$wall"
 		WALL[$v,$n]=$wall CPU[$v,$n]=$cpu RSS[$v,$n]=$rss
 		note="exit $code"
-		[ "$v" != verify-log ] || note="$note (the synthetic session id is not derived: tampered verdict, every check runs)"
+		[ "$v" != verify-log ] || note="$note (a valid capture against a seal it was not made under: violation, every check runs)"
 		[ "$v" != verify-graph ] || note="$note (a graph alone is unauthenticated)"
 		[ "$v" != replay-seal ] || note="$note (the verdict's drift: the graph judged with and without the compensation set)"
 		[ "$v" != report-seal ] || note="$note (judged against the seal: 500 findings, each with its chain and what-if)"
