@@ -209,12 +209,28 @@ func TestDifferentialCorpus(t *testing.T) {
 				t.Errorf("%s via %s: the client acted on %s, the witness recorded %s, and verify said %q",
 					c.Name, r.reader, r.client.Key(), r.witness.Key(), r.verdict)
 			}
+			if r.verified && neverVerifies(c.Name) {
+				t.Errorf("%s via %s: answers that pair with no request (or compete for one) verified: %s", c.Name, r.reader, r.verdict)
+			}
 			if eq && !r.verified && r.client.Error == "" && isPlainBase(c.Name) {
 				t.Errorf("%s via %s: a well-formed answer read alike does not verify: %s", c.Name, r.reader, r.verdict)
 			}
 		}
 	}
 	t.Logf("%d answers, %d readings alike, %d differ\n%s", len(Corpus()), same, differ, table.String())
+}
+
+// neverVerifies names the answers the log cannot pair as the client did,
+// whatever the client acted on (issue 31 item 2): a second answer to one
+// id, an answer to an id never asked, ids the TypeScript SDK folds onto
+// the request's (Number(id)).
+func neverVerifies(name string) bool {
+	for _, s := range []string{"/two-answers", "/unknown-first", "/id-1.0", "/id-string"} {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // isPlainBase names the well-formed answers, which must verify.
