@@ -296,3 +296,237 @@ func hasCode(r *verify.Report, code string) bool {
 	}
 	return false
 }
+
+// idServer is a Streamable HTTP MCP server whose Mcp-Session-Ids a test
+// chooses: sid gives the id of each answer (for the initialize of the nth
+// client, or a request that carried reqSID; "" sends none), tools/call
+// echoes its arguments. It records the Mcp-Session-Id of every request.
+type idServer struct {
+	mu    sync.Mutex
+	inits int
+	seen  []string
+	sid   func(method string, n int, reqSID string, args string) string
+}
+
+func (h *idServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqSID := r.Header.Get(headerMcpSessionID)
+	h.mu.Lock()
+	h.seen = append(h.seen, reqSID)
+	h.mu.Unlock()
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if json.Unmarshal(body, &m) != nil || m.ID == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	n := 0
+	result := `{}`
+	switch m.Method {
+	case "initialize":
+		h.mu.Lock()
+		h.inits++
+		n = h.inits
+		h.mu.Unlock()
+		result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"ids","version":"1"}}`
+	case "tools/call":
+		result = `{"content":[{"type":"text","text":` + string(m.Params.Arguments) + `}]}`
+	}
+	if sid := h.sid(m.Method, n, reqSID, string(m.Params.Arguments)); sid != "" {
+		w.Header().Set(headerMcpSessionID, sid)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+`}`)
+}
+
+func (h *idServer) sids() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.seen...)
+}
+
+// rawClient plays an SDK client: it keeps the Mcp-Session-Id of any
+// answer that carries one (as the TypeScript SDK does) and numbers its
+// requests from 0.
+type rawClient struct {
+	t   *testing.T
+	url string
+	sid string
+	id  int
+}
+
+func (c *rawClient) call(method, params string) string {
+	c.t.Helper()
+	h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+	if c.sid != "" {
+		h[headerMcpSessionID] = c.sid
+	}
+	resp, body := post(c.t, c.url, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.id, method, params), h)
+	c.id++
+	if sid := resp.Header.Get(headerMcpSessionID); sid != "" {
+		c.sid = sid
+	}
+	return body
+}
+
+func (c *rawClient) connect(name string) {
+	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+name+`","version":"1"}}`)
+	post(c.t, c.url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Content-Type": "application/json", headerMcpSessionID: c.sid})
+}
+
+// collisionEvents returns the payloads of the collision events of MCP
+// session n's log.
+func collisionEvents(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	evs, _ := sessionEvents(t, dir, n)
+	var out []string
+	for _, e := range evs {
+		if e.Kind == eventlog.KindNotification && e.Method == eventlog.MethodSessionIDCollision {
+			out = append(out, string(e.Payload))
+		}
+	}
+	return out
+}
+
+// callsIn returns the arguments of the tool calls of MCP session n's log.
+func callsIn(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	evs, _ := sessionEvents(t, dir, n)
+	var out []string
+	for _, e := range evs {
+		if e.Kind == eventlog.KindToolCall {
+			out = append(out, string(e.Payload))
+		}
+	}
+	return out
+}
+
+// TestSessionIDCollisionCapped: past MaxMCPSessions the second client of
+// a shared id still gets an alias, so that its call never lands in the
+// first client's log; the first log records the collision (capped).
+func TestSessionIDCollisionCapped(t *testing.T) {
+	h := &idServer{sid: func(method string, _ int, reqSID, _ string) string {
+		if method == "initialize" {
+			return sharedSessionID
+		}
+		return reqSID
+	}}
+	up := httptest.NewServer(h)
+	defer up.Close()
+	s := startProxy(t, up.URL, Options{MaxMCPSessions: 1})
+	a, b := &rawClient{t: t, url: s.URL + "/mcp"}, &rawClient{t: t, url: s.URL + "/mcp"}
+	a.connect("a")
+	b.connect("b")
+	a.call("tools/call", `{"name":"echo","arguments":{"from":"a"}}`)
+	if got := b.call("tools/call", `{"name":"echo","arguments":{"from":"b"}}`); !strings.Contains(got, `"from":"b"`) {
+		t.Errorf("client b got %s", got)
+	}
+	if b.sid == sharedSessionID || b.sid == "" {
+		t.Errorf("client b holds %q, want an alias", b.sid)
+	}
+	res, err := s.stop()
+	if err != nil || res.MCPSessions != 1 {
+		t.Fatalf("err %v, %+v", err, res)
+	}
+	if calls := callsIn(t, s.Dir, 1); len(calls) != 1 || calls[0] != `{"from":"a"}` {
+		t.Errorf("the calls of session 1: %q, want client a's alone", calls)
+	}
+	if ev := collisionEvents(t, s.Dir, 1); len(ev) != 1 || !strings.Contains(ev[0], `"capped":true`) || !strings.Contains(ev[0], `"sessions":["mcp/1"]`) {
+		t.Errorf("collision events of session 1: %q", ev)
+	}
+	for _, sid := range h.sids() {
+		if sid != "" && sid != sharedSessionID {
+			t.Errorf("the upstream got Mcp-Session-Id %q", sid)
+		}
+	}
+}
+
+// TestSessionIDMoved: an upstream that moves a client of one session onto
+// another client's id (an answer with that id, which the SDK adopts) gets
+// the client an alias that stands for that id and leads to the client's
+// own log; both logs record the collision.
+func TestSessionIDMoved(t *testing.T) {
+	h := &idServer{sid: func(method string, n int, reqSID, args string) string {
+		switch {
+		case method == "initialize":
+			return fmt.Sprintf("sess-%d", n)
+		case strings.Contains(args, "move"):
+			return "sess-2" // client a's answer hands it client c's id
+		}
+		return reqSID
+	}}
+	up := httptest.NewServer(h)
+	defer up.Close()
+	s := startProxy(t, up.URL, Options{})
+	a, c := &rawClient{t: t, url: s.URL + "/mcp"}, &rawClient{t: t, url: s.URL + "/mcp"}
+	a.connect("a")
+	c.connect("c")
+	a.call("tools/call", `{"name":"echo","arguments":{"from":"a","move":true}}`)
+	if a.sid == "sess-2" || a.sid == "sess-1" {
+		t.Fatalf("client a holds %q, want an alias of sess-2", a.sid)
+	}
+	a.call("tools/call", `{"name":"echo","arguments":{"from":"a","after":true}}`)
+	c.call("tools/call", `{"name":"echo","arguments":{"from":"c"}}`)
+	if _, err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if calls := callsIn(t, s.Dir, 1); len(calls) != 2 || !strings.Contains(calls[1], `"after":true`) {
+		t.Errorf("the calls of client a's log: %q, want both of a's", calls)
+	}
+	if calls := callsIn(t, s.Dir, 2); len(calls) != 1 || calls[0] != `{"from":"c"}` {
+		t.Errorf("the calls of client c's log: %q, want c's alone", calls)
+	}
+	seen := h.sids()
+	if last := seen[len(seen)-2]; last != "sess-2" { // a's call after the move
+		t.Errorf("the upstream got %q for a's call after the move, want sess-2 (all: %q)", last, seen)
+	}
+	for n := 1; n <= 2; n++ {
+		if ev := collisionEvents(t, s.Dir, n); len(ev) != 1 || !strings.Contains(ev[0], `"upstream_session_id":"sess-2"`) {
+			t.Errorf("collision events of session %d: %q", n, ev)
+		}
+	}
+}
+
+// TestSSEEndpointCollision: an HTTP+SSE upstream that announces one
+// endpoint to two GET streams puts both clients on one URI: they cannot be
+// told apart, and the one log records the collision (split false).
+func TestSSEEndpointCollision(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", contentTypeEventStream)
+			fmt.Fprint(w, "event: endpoint\ndata: /messages?sessionId=same\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer up.Close()
+	s := startProxy(t, up.URL, Options{})
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/sse", nil)
+		req.Header.Set("Accept", contentTypeEventStream)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		if _, err := io.ReadAtLeast(resp.Body, buf, 20); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	res, err := s.stop()
+	if err != nil || res.MCPSessions != 1 {
+		t.Fatalf("err %v, %+v", err, res)
+	}
+	ev := collisionEvents(t, s.Dir, 1)
+	if len(ev) != 1 || !strings.Contains(ev[0], `"split":false`) || !strings.Contains(ev[0], `"upstream_session_id":"/messages?sessionId=same"`) {
+		t.Errorf("collision events: %q", ev)
+	}
+}
