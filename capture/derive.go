@@ -791,6 +791,29 @@ func (d *Deriver) do(op func() error) error {
 	return nil
 }
 
+// Note records a notification the caller decided rather than read from a
+// record (the HTTP proxy's witness/session-id-collision): written now, at
+// the time of the last record, or held with the other events until the
+// session header is known. It is in the log only, not in the cassette, so
+// a log derived again from the cassette does not have it. Errors are
+// sticky.
+func (d *Deriver) Note(method string, params any) error {
+	if d.err != nil {
+		return d.err
+	}
+	ts := d.lastTS
+	if ts == "" {
+		ts = d.ch.Started
+	}
+	if err := d.do(func() error {
+		_, err := d.rec.Notification(NotificationEvent{Method: method, Params: params, TS: ts})
+		return err
+	}); err != nil {
+		d.err = err
+	}
+	return d.err
+}
+
 // ToolDefs returns the header's tool definitions from raw tools/list
 // entries: name, sha256 of the canonical definition, annotations.
 func ToolDefs(tools []json.RawMessage) ([]eventlog.ToolDef, string, error) {

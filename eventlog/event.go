@@ -34,6 +34,14 @@ const (
 // request). Its payload is {"id", "result" or "error"}.
 const MethodUnmatchedResponse = "witness/unmatched-response"
 
+// MethodSessionIDCollision is the method of the notification the HTTP proxy
+// writes into every MCP session log whose session id the upstream handed to
+// another client too (docs/design/mcp-http.md, "One session per client"):
+// the upstream serves those clients as one session, so what it answered one
+// may depend on what another asked. verify reports it as
+// session-id-collision, never verified.
+const MethodSessionIDCollision = "witness/session-id-collision"
+
 // Directions of wire messages (Event.Direction).
 const (
 	DirC2S = "c2s" // host (client) to server

@@ -90,6 +90,14 @@ type mcpTracker struct {
 	// fellBack lists the sessions that wrote server messages in the
 	// wire's order because the budget was spent (set by finish)
 	fellBack []int
+
+	// One session per client (docs/design/mcp-http.md): upOf maps a
+	// session id the proxy gave a client in place of the upstream's (an
+	// alias, after a collision) to the upstream's id; byUp lists the
+	// sessions that use each upstream id; collisions counts the aliases.
+	upOf       map[string]string
+	byUp       map[string][]*mcpSession
+	collisions int
 }
 
 // errSessionCap is the refusal of a session past Options.MaxMCPSessions:
@@ -101,6 +109,7 @@ type mcpSession struct {
 	n         int
 	key       string
 	id        string // Mcp-Session-Id, or the endpoint for HTTP+SSE
+	upID      string // the Mcp-Session-Id the upstream knows it by (id, or what an alias stands for)
 	transport string
 	dir       string
 	casF, evF *os.File
@@ -146,13 +155,21 @@ func (s *mcpSession) note(msg string) {
 	}
 }
 
-// session returns the session of key, opening it when new.
-func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...string) (*mcpSession, error) {
+// session returns the session of key, opening it when new; existed says
+// it was open already.
+func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...string) (s *mcpSession, existed bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.byKey[key]; s != nil {
-		return s, nil
+		return s, true, nil
 	}
+	s, err = t.newSession(key, id, transport, x, extraNotes...)
+	return s, false, err
+}
+
+// newSession opens the session of key; the caller holds t.mu and knows
+// that key has none.
+func (t *mcpTracker) newSession(key, id, transport string, x int64, extraNotes ...string) (*mcpSession, error) {
 	if t.maxSessions > 0 && len(t.sessions) >= t.maxSessions {
 		// a session table that only grew would hold two open files and
 		// a deriver per session a peer invents (a server that hands out
@@ -188,12 +205,147 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 	notes = append(notes, t.startNotes...)
 	d := capture.NewDeriver(evF, cw.Header(), capture.DeriveOptions{Seal: t.seal, Notes: notes})
 	cw.OnRecord(func(r *cassette.Record) { d.Feed(r) })
-	s := &mcpSession{n: n, key: key, id: id, transport: transport, dir: rel, casF: casF, evF: evF, cw: cw, d: d}
+	s := &mcpSession{n: n, key: key, id: id, upID: id, transport: transport, dir: rel, casF: casF, evF: evF, cw: cw, d: d}
+	if up, ok := t.upOf[id]; ok {
+		s.upID = up
+	}
 	t.byKey[key] = s
 	t.sessions = append(t.sessions, s)
+	if strings.HasPrefix(key, "sid:") {
+		t.addUp(s.upID, s)
+	}
 	payload, _ := json.Marshal(map[string]any{"session": n, "dir": filepath.ToSlash(rel), "transport": transport, "mcp_session_id": id, "exchange": x})
 	t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodMCPSession, Payload: payload}})
 	return s, nil
+}
+
+// addUp records that s uses the upstream session id up; the caller holds
+// t.mu.
+func (t *mcpTracker) addUp(up string, s *mcpSession) {
+	if t.byUp == nil {
+		t.byUp = map[string][]*mcpSession{}
+	}
+	for _, o := range t.byUp[up] {
+		if o == s {
+			return
+		}
+	}
+	t.byUp[up] = append(t.byUp[up], s)
+}
+
+// collision is an upstream session id handed to a client while the
+// session of another client uses it (docs/design/mcp-http.md, "One session
+// per client").
+type collision struct {
+	up    string // the upstream's id
+	alias string // the id the proxy gave the client instead ("": none, HTTP+SSE)
+	x     int64  // the exchange whose answer handed it out
+	// sessions are the logs that hold the clients concerned, the one of
+	// the client just handed the id last (missing when capped)
+	sessions []*mcpSession
+	capped   bool // the new client's session is past MaxMCPSessions
+}
+
+// assign decides the session of an answer that hands its client the
+// upstream session id up, s being the exchange's session (nil for a new
+// client): s itself, or a new session, when no other session uses up;
+// else the client is given an alias of up (c says which), requests that
+// carry it are sent upstream with up, and its messages go to s or, for a
+// new client, to a session of its own. Checked and opened under one lock,
+// so that two initialize answers at once cannot both open the session.
+func (t *mcpTracker) assign(s *mcpSession, up string, x int64) (*mcpSession, *collision, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.upOf == nil {
+		t.upOf = map[string]string{}
+	}
+	var others []*mcpSession
+	for _, o := range t.byUp[up] {
+		if o != s {
+			others = append(others, o)
+		}
+	}
+	if o := t.byKey["sid:"+up]; o != nil && o != s && !contains(others, o) {
+		others = append(others, o) // up is an alias the proxy gave another client
+	}
+	_, aliased := t.upOf[up]
+	if len(others) == 0 && !aliased {
+		if s != nil || t.byKey["sid:"+up] != nil {
+			return s, nil, nil // the upstream moved the client to a new id: its requests open it
+		}
+		ns, err := t.newSession("sid:"+up, up, TransportStreamable, x)
+		return ns, nil, err
+	}
+	alias := t.newAlias(up)
+	t.upOf[alias] = up
+	c := &collision{up: up, alias: alias, x: x, sessions: others}
+	if s != nil {
+		t.byKey["sid:"+alias] = s
+		t.addUp(up, s)
+		c.sessions = append(c.sessions, s)
+		return s, c, nil
+	}
+	names := make([]string, len(others))
+	for i, o := range others {
+		names[i] = strconv.Itoa(o.n)
+	}
+	note := fmt.Sprintf("the upstream handed this client (exchange %d) the Mcp-Session-Id %q, which MCP session(s) %s use already: the proxy gave this client %q instead and sends %q upstream with its requests, so that its messages are in this log alone; the upstream serves these clients as one session (%s)",
+		x, up, strings.Join(names, ", "), alias, up, eventlog.MethodSessionIDCollision)
+	ns, err := t.newSession("sid:"+alias, alias, TransportStreamable, x, note)
+	if err != nil {
+		c.capped = errors.Is(err, errSessionCap)
+		return nil, c, err
+	}
+	c.sessions = append(c.sessions, ns)
+	return ns, c, nil
+}
+
+func contains(ss []*mcpSession, s *mcpSession) bool {
+	for _, o := range ss {
+		if o == s {
+			return true
+		}
+	}
+	return false
+}
+
+// newAlias returns an id no session and no alias uses, made from up; the
+// caller holds t.mu.
+func (t *mcpTracker) newAlias(up string) string {
+	for {
+		t.collisions++
+		a := up + "-witness-" + strconv.Itoa(t.collisions)
+		_, aliased := t.upOf[a]
+		if t.byKey["sid:"+a] == nil && len(t.byUp[a]) == 0 && !aliased {
+			return a
+		}
+	}
+}
+
+// recordCollision writes the collision as an event into every log it
+// concerns and into the proxy's log: the same payload everywhere.
+func (t *mcpTracker) recordCollision(c *collision) {
+	dirs := make([]string, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		dirs = append(dirs, filepath.ToSlash(s.dir))
+	}
+	p := map[string]any{"upstream_session_id": c.up, "exchange": c.x, "sessions": dirs, "split": c.alias != ""}
+	if c.alias != "" {
+		p["client_session_id"] = c.alias
+	}
+	if c.capped {
+		p["capped"] = true
+	}
+	payload, _ := json.Marshal(p)
+	for _, s := range c.sessions {
+		s.wmu.Lock()
+		err := s.d.Note(eventlog.MethodSessionIDCollision, json.RawMessage(payload))
+		s.wmu.Unlock()
+		if err != nil {
+			t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.EventsFile), err))
+		}
+	}
+	t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: eventlog.MethodSessionIDCollision, Payload: payload}})
 }
 
 // MaxQueuedAnswers bounds the bytes of the server messages of an MCP
@@ -439,6 +591,10 @@ type mcpExchange struct {
 	reqSID string
 	reqEnc string
 	sess   *mcpSession
+	// upSID is the Mcp-Session-Id to send upstream in place of reqSID (an
+	// alias the proxy gave the client), clientSID the one to give the
+	// client in place of the answer's ("" both: unchanged)
+	upSID, clientSID string
 
 	reqBody []byte
 	reqOver bool
@@ -503,6 +659,7 @@ func (t *mcpTracker) begin(x int64, r *http.Request) *mcpExchange {
 	t.mu.Lock()
 	if e.reqSID != "" {
 		e.sess = t.byKey["sid:"+e.reqSID]
+		e.upSID = t.upOf[e.reqSID]
 	} else if s := t.byEndpoint[e.uri]; s != nil {
 		e.sess = s
 	}
@@ -605,8 +762,8 @@ func (e *mcpExchange) respHead(status int, h http.Header) {
 	}
 	ct := mediaType(h.Get("Content-Type"))
 	sse := ct == contentTypeEventStream
-	if e.sess == nil && e.respSID != "" && (e.isMCP || sse) {
-		e.open("sid:"+e.respSID, e.respSID, TransportStreamable)
+	if e.respSID != "" && (e.sess != nil || e.isMCP || sse) {
+		e.claim()
 	}
 	if e.sess == nil && e.reqSID != "" {
 		e.open("sid:"+e.reqSID, e.reqSID, TransportStreamable) // a session begun before the proxy saw it
@@ -649,21 +806,56 @@ func (e *mcpExchange) respHead(status int, h http.Header) {
 	}
 }
 
-// open sets the exchange's session, opening it when new.
-func (e *mcpExchange) open(key, id, transport string, notes ...string) {
+// open sets the exchange's session, opening it when new; existed says
+// it was open already.
+func (e *mcpExchange) open(key, id, transport string, notes ...string) (existed bool) {
 	if e.capped {
-		return // counted once
+		return false // counted once
 	}
-	s, err := e.t.session(key, id, transport, e.x, notes...)
+	s, existed, err := e.t.session(key, id, transport, e.x, notes...)
 	if errors.Is(err, errSessionCap) {
 		e.capped = true
-		return // the HTTP cassette has the exchange; the proxy's log counts it
+		return false // the HTTP cassette has the exchange; the proxy's log counts it
 	}
 	if err != nil {
 		e.t.p.fail(err)
-		return
+		return false
 	}
 	e.sess = s
+	return existed
+}
+
+// claim decides the session of an answer that hands the client the
+// Mcp-Session-Id respSID: one another client's session uses already
+// gets the client an alias of it (assign), and the answer to a request
+// that carried an alias gives the client the alias back.
+func (e *mcpExchange) claim() {
+	cur := e.reqSID
+	if e.upSID != "" {
+		cur = e.upSID
+	}
+	if e.respSID == cur {
+		if e.upSID != "" {
+			e.clientSID = e.reqSID
+		}
+		return
+	}
+	if e.capped {
+		return
+	}
+	s, c, err := e.t.assign(e.sess, e.respSID, e.x)
+	switch {
+	case errors.Is(err, errSessionCap):
+		e.capped = true // the HTTP cassette has the exchange; the proxy's log counts it
+	case err != nil:
+		e.t.p.fail(err)
+	default:
+		e.sess = s
+	}
+	if c != nil {
+		e.clientSID = c.alias
+		e.t.recordCollision(c)
+	}
 }
 
 // respChunk takes a recorded chunk of the response body.
@@ -786,7 +978,12 @@ func (e *mcpExchange) announce(data string) {
 	if base, berr := url.Parse(e.uri); err == nil && berr == nil {
 		post = base.ResolveReference(ref).RequestURI()
 	}
-	e.open("sse:"+post, safe(post), TransportSSE, notes...)
+	if e.open("sse:"+post, safe(post), TransportSSE, notes...) {
+		// HTTP+SSE: the upstream gave this GET stream the endpoint of a
+		// session another stream has; the POSTs of both clients go to one
+		// URI, so they cannot be told apart: recorded, not split
+		e.t.recordCollision(&collision{up: post, x: e.x, sessions: []*mcpSession{e.sess}})
+	}
 	if e.sess == nil {
 		return
 	}

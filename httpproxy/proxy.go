@@ -658,6 +658,9 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out.ContentLength = r.ContentLength
 	out.Header = endToEnd(r.Header)
+	if mx.upSID != "" {
+		out.Header.Set(headerMcpSessionID, mx.upSID) // an alias the proxy gave the client (mcp-http.md, "One session per client")
+	}
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = []string{""} // no Go default User-Agent: only what the client sent
 	}
@@ -692,6 +695,9 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	for k, v := range endToEnd(resp.Header) {
 		hdr[k] = v
+	}
+	if mx.clientSID != "" {
+		hdr.Set(headerMcpSessionID, mx.clientSID)
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -146,6 +147,10 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 				watch.revoked = false
 			}
 			c.wire(ev, line)
+			if ev.Kind == eventlog.KindNotification && ev.Method == eventlog.MethodSessionIDCollision {
+				r.Findings = append(r.Findings, collisionFinding(ev, name, line))
+				r.markRan(CheckSession)
+			}
 			if opts.IntegrityOnly {
 				return
 			}
@@ -198,6 +203,33 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	mergeNotCheckable(r, c.notCheckable)
 	mergeUnrun(r, c.unrun)
 	return nil
+}
+
+// collisionFinding reports a witness/session-id-collision event: never
+// verified, also when only integrity is checked, since the log is not one
+// client's session alone (docs/design/mcp-http.md, "One session per
+// client"). The payload is described, never trusted to lessen the class.
+func collisionFinding(ev *eventlog.Event, file string, line int64) Finding {
+	var p struct {
+		Up       string   `json:"upstream_session_id"`
+		Alias    string   `json:"client_session_id"`
+		Exchange int64    `json:"exchange"`
+		Sessions []string `json:"sessions"`
+		Split    bool     `json:"split"`
+	}
+	msg := "the upstream handed this session's id to another client too: it serves them as one session, so its answers here may depend on the other client's requests"
+	if json.Unmarshal(ev.Payload, &p) == nil && p.Up != "" {
+		what := fmt.Sprintf("the upstream handed the session id %q to another client too (exchange %d; logs %s)", p.Up, p.Exchange, strings.Join(p.Sessions, ", "))
+		if p.Split {
+			msg = what + fmt.Sprintf(": the proxy gave the later client %q and kept each client's messages in its own log, but the upstream serves them as one session, so its answers here may depend on the other client's requests", p.Alias)
+		} else {
+			msg = what + ": both clients' requests are in this one log, ambiguous as to client"
+		}
+	}
+	return Finding{
+		Check: CheckSession, Code: "session-id-collision", Severity: SevError, Class: ClassIncomplete,
+		EventID: ev.ID, File: file, Line: line, Message: msg,
+	}
 }
 
 // revokeWatch passes end signatures to the verifier and notes whether one

@@ -159,6 +159,10 @@ const (
 	// CheckAnchor is in a report only when anchoring is checked (a bundle
 	// beside the events, verify --log or --log-quorum).
 	CheckAnchor = "anchor"
+	// CheckSession is in a report only when the log records that the
+	// upstream handed its session id to another client too
+	// (eventlog.MethodSessionIDCollision).
+	CheckSession = "session-identity"
 )
 
 // optionalChecks are listed in a report only when they ran: anchor needs
@@ -166,12 +170,13 @@ const (
 // checks need the logs of a whole run, and injection-provenance a seal
 // that marks untrusted sources; a report of one log against a seal without
 // "untrusted" reads as before.
-var optionalChecks = map[string]bool{CheckJoin: true, CheckInjection: true, CheckAnchor: true}
+var optionalChecks = map[string]bool{CheckJoin: true, CheckInjection: true, CheckAnchor: true, CheckSession: true}
 
 // Checks lists every check with its title, in report order.
 var Checks = []struct{ ID, Title string }{
 	{CheckSeal, "seal signature and quorum"},
 	{CheckChain, "event log hash chain and signed end"},
+	{CheckSession, "the upstream gave this log's session id to no other client"},
 	{CheckWire, "every wire line has exactly one reading"},
 	{CheckBinding, "events bound to this seal"},
 	{CheckUnsealed, "every tool used is sealed"},

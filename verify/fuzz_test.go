@@ -26,6 +26,11 @@ func FuzzCheckEvents(f *testing.F) {
 	f.Add(buildLog(f, plan, logSpec{events: append(cleanEvents(), ev(eventlog.KindToolCall, "delete_file", "1", map[string]any{"paths": []any{"/a", "file:///b"}}))}))
 	f.Add(buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey, failure: "recording abandoned"}))
 	f.Add(buildLog(f, plan, logSpec{events: cleanEvents(), signer: testKey, reason: "2 tool call(s) without a response; server exit status 3"}))
+	for _, p := range []any{map[string]any{"upstream_session_id": "s-1", "client_session_id": "s-1-witness-1", "exchange": 3, "sessions": []string{"mcp/1", "mcp/2"}, "split": true}, "x", nil} {
+		n := ev(eventlog.KindNotification, "", "", p)
+		n.Method = eventlog.MethodSessionIDCollision
+		f.Add(buildLog(f, plan, logSpec{events: append(cleanEvents(), n), signer: testKey}))
+	}
 	f.Add([]byte("{}\n"))
 	f.Add([]byte(""))
 	f.Add([]byte("\n\n"))
@@ -49,6 +54,9 @@ func FuzzCheckEvents(f *testing.F) {
 		}
 		if len(data) > 0 && a.Verdict == Verified && !bytes.Equal(data, clean) && !bytes.HasSuffix(data, []byte("\n")) {
 			t.Fatalf("a log without a final newline verified")
+		}
+		if a.Verdict == Verified && findCode(a, "session-id-collision") != nil {
+			t.Fatalf("a log that records a session id collision verified")
 		}
 		if a.Verdict == Verified && len(a.Evidence.Failures) > 0 {
 			t.Fatalf("a log whose end records a failure verified: %+v", a.Evidence.Failures)
