@@ -42,6 +42,7 @@ type Assembler struct {
 	// OpenAI Responses
 	items map[int]*itemAcc
 	final *Output
+	resp  respState // the SDK accumulator's consistency state
 }
 
 type callAcc struct {
@@ -414,6 +415,15 @@ func (a *Assembler) item(i int) *itemAcc {
 
 func (a *Assembler) responsesEvent(s *shape, v *jsontree.Value) {
 	typ := str(v.Get("type"))
+	if !responsesEventKnown(typ) {
+		a.out.degrade(StatusAmbiguous)
+		a.out.problem("%s has the type %q, which the openai SDK's stream accumulator rejects and a raw reader skips", s.name, typ)
+		return
+	}
+	if why := a.resp.respStrict(typ, v); why != "" {
+		a.out.degrade(StatusAmbiguous)
+		a.out.problem("%s (%s): %s; the openai SDK's stream accumulator throws on it and a raw reader goes on", s.name, typ, why)
+	}
 	switch typ {
 	case "response.created", "response.in_progress", "response.queued":
 		r := v.Get("response")

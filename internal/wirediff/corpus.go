@@ -279,6 +279,21 @@ func streams() map[string]map[string][]sse {
 			}
 			return s
 		}(),
+		"unknown-type": func() []sse {
+			s := baseRespSSE()
+			s[4].data = strings.Replace(s[4].data, "function_call", "f\x7fnction_call", 1)
+			return s
+		}(),
+		"item-id-mismatch": func() []sse {
+			s := baseRespSSE()
+			s[3].data = strings.Replace(s[3].data, `"item_id":"fc_w1"`, `"item_id":"fc_w9"`, 1)
+			return s
+		}(),
+		"index-not-added": func() []sse {
+			s := baseRespSSE()
+			s[3].data = strings.Replace(s[3].data, `"output_index":0`, `"output_index":3`, 1)
+			return s
+		}(),
 		"after-completed": append(baseRespSSE(), respEv("response.output_item.added", `"sequence_number":7,"output_index":1,"item":{"id":"fc_w9","type":"function_call","status":"in_progress","call_id":"call_w9","name":"delete_file","arguments":"{}"}`)),
 	}
 	anth := map[string][]sse{
