@@ -2,10 +2,13 @@ package verify
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
 )
 
 func validVerdict(v Verdict) bool {
@@ -107,4 +110,61 @@ func FuzzSniffKind(f *testing.F) {
 			t.Fatalf("kind %q changes when a line follows", k)
 		}
 	})
+}
+
+// FuzzInjectionJoin: two logs whatever their bytes, joined, judged for
+// injection-provenance through ambiguous joins: never a panic; the graph
+// read back from its JSON-LD (the --graph path) gives the same
+// injection findings as the graph in memory; an action is reported at
+// most once, and an ambiguous one is never a notice (never verified).
+func FuzzInjectionJoin(f *testing.F) {
+	for _, mk := range []func(string) ([]byte, []byte){synthlog.InjectionRun, synthlog.InjectionRunTwice, synthlog.InjectionRunMixed} {
+		model, mcp := mk(joinTS)
+		f.Add(model, mcp)
+	}
+	plan := joinPlan
+	plan.Untrusted = []string{"tool:read_text_file:read:/work/inbox/**"}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		run, err := graph.BuildRun([]graph.LogInput{{Name: "model/events.jsonl", Data: a}, {Name: "fs/events.jsonl", Data: b}}, graph.Options{})
+		if err != nil {
+			return
+		}
+		var doc bytes.Buffer
+		if err := run.Graph.WriteJSONLD(&doc); err != nil {
+			return
+		}
+		back, err := graph.ReadJSONLD(bytes.NewReader(doc.Bytes()), "g.jsonld")
+		if err != nil {
+			t.Fatalf("a written graph does not read back: %v", err)
+		}
+		r1, r2 := &Report{}, &Report{}
+		CheckRun(r1, plan, run.Graph, run.Logs)
+		CheckRun(r2, plan, back, nil)
+		x, y := injectionDigest(r1), injectionDigest(r2)
+		if x != y {
+			t.Fatalf("in memory:\n%s\nread back:\n%s", x, y)
+		}
+		seen := map[string]bool{}
+		for _, fd := range r1.Findings {
+			if fd.Check != CheckInjection {
+				continue
+			}
+			if seen[fd.File+fd.EventID] || fd.Class != ClassViolation {
+				t.Fatalf("finding %+v (seen %v)", fd, seen[fd.File+fd.EventID])
+			}
+			seen[fd.File+fd.EventID] = true
+		}
+	})
+}
+
+// injectionDigest is the injection findings of r, one line each, without
+// the file names (a graph read back names its logs by LOGNAME only).
+func injectionDigest(r *Report) string {
+	var b strings.Builder
+	for _, f := range r.Findings {
+		if f.Check == CheckInjection {
+			fmt.Fprintf(&b, "%s %s %s %s %q\n", f.Code, f.EventID, f.SealClause, f.Message, f.Chain)
+		}
+	}
+	return b.String()
 }

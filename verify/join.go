@@ -174,11 +174,16 @@ func argsInScope(g *graph.Graph, call *graph.Node, scope string) bool {
 }
 
 // causalPreds are the dependency relations injection-provenance follows
-// downstream (ambiguous joins are not followed: a candidate is not a cause).
+// downstream. Ambiguous joins are followed apart (taint): as if joined
+// when every candidate is downstream of untrusted content, to a warning
+// when the candidates differ in trust.
 var causalPreds = []string{graph.ProvUsed, graph.ProvWasInformedBy, graph.ProvWasDerivedFrom, graph.ProvWasGeneratedBy, graph.ProvWasInfluencedBy}
 
 // checkInjection reports every destructive or unsealed MCP tool call
-// causally downstream of untrusted content, with its chain.
+// causally downstream of untrusted content, with its chain
+// (injection-provenance), and every such call that is downstream only
+// through an ambiguous join whose candidates differ in trust
+// (ambiguous-injection-provenance).
 func checkInjection(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
 	sources := untrustedSources(plan, g)
 	if len(sources) == 0 {
@@ -189,6 +194,16 @@ func checkInjection(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
 		for _, p := range causalPreds {
 			for _, t := range n.Refs(p) {
 				dependents[t] = append(dependents[t], n.ID)
+			}
+		}
+	}
+	tn := newTaint(g, sources, dependents)
+	// an ambiguous join whose every candidate is untrusted is followed as
+	// if joined
+	for gid, cands := range tn.groups {
+		if tn.state[gid] == trustUntrusted {
+			for _, c := range cands {
+				dependents[c] = append(dependents[c], gid)
 			}
 		}
 	}
@@ -220,21 +235,35 @@ func checkInjection(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
 				if n == nil || !n.HasType(graph.WToolCall) || reported[d] {
 					continue
 				}
-				tool := n.Value(graph.OtelToolName)
-				why1 := ""
-				switch {
-				case destructive(g, n):
-					why1 = "destructive (destructiveHint)"
-				case !sealed[tool]:
-					why1 = "unsealed"
-				default:
+				why1 := injectionReason(g, n, sealed)
+				if why1 == "" {
 					continue
 				}
 				reported[d] = true
-				r.Findings = append(r.Findings, injectionFinding(g, n, src, plan.Untrusted[sources[src]], sources[src], why1, logs))
+				r.Findings = append(r.Findings, injectionFinding(g, n, src, plan.Untrusted[sources[src]], sources[src], why1, logs, tn))
 			}
 		}
 	}
+	for _, n := range g.Nodes {
+		if tn.state[n.ID] != trustMaybe || !n.HasType(graph.WToolCall) {
+			continue
+		}
+		if why1 := injectionReason(g, n, sealed); why1 != "" {
+			r.Findings = append(r.Findings, ambiguousInjectionFinding(g, n, why1, sources, ids, logs, tn))
+		}
+	}
+}
+
+// injectionReason says why an MCP tool call downstream of untrusted
+// content is reported (destructive, or unsealed), or "" when it is not.
+func injectionReason(g *graph.Graph, n *graph.Node, sealed map[string]bool) string {
+	switch {
+	case destructive(g, n):
+		return "destructive (destructiveHint)"
+	case !sealed[n.Value(graph.OtelToolName)]:
+		return "unsealed"
+	}
+	return ""
 }
 
 // destructive reports whether the call used a tool definition whose
@@ -260,7 +289,7 @@ func destructive(g *graph.Graph, call *graph.Node) bool {
 	return false
 }
 
-func injectionFinding(g *graph.Graph, call *graph.Node, src, entry string, idx int, what string, logs []graph.RunLog) Finding {
+func injectionFinding(g *graph.Graph, call *graph.Node, src, entry string, idx int, what string, logs []graph.RunLog, tn *taint) Finding {
 	head := step(g, call, logs)
 	f := Finding{
 		Check: CheckInjection, Code: "injection-provenance", Severity: SevError, Class: ClassViolation,
@@ -268,15 +297,70 @@ func injectionFinding(g *graph.Graph, call *graph.Node, src, entry string, idx i
 		SealClause: fmt.Sprintf("untrusted[%d]", idx),
 	}
 	srcRef := src
+	var joins []string
 	if c, err := why.Explain(g, call.ID, why.Options{Logs: logs}); err == nil {
 		if path, err := c.Path(src); err == nil {
 			for _, s := range path {
 				f.Chain = append(f.Chain, s.Ref()+" "+s.Kind+": "+s.Excerpt)
+				if s.Via == "witness:possiblyInfluencedBy" && tn.state[s.From] == trustUntrusted && tn.groups[s.From] != nil {
+					joins = append(joins, groupText(g, s.From, logs, tn))
+				}
 			}
 			srcRef = path[len(path)-1].Ref()
 		}
 	}
 	f.Message = fmt.Sprintf("%s %s (%s) is %s and causally downstream of untrusted content %s (%s)", head.Kind, f.Tool, head.Ref(), what, srcRef, entry)
+	if len(joins) > 0 {
+		f.Message += ", through an ambiguous join whose every candidate is untrusted: " + strings.Join(joins, "; ")
+	}
+	return f
+}
+
+// groupText names an ambiguous join and its candidates, each with its
+// trust: "model:e3 joins one of fs:e2 (untrusted), fs:e4 (untrusted)".
+func groupText(g *graph.Graph, gid string, logs []graph.RunLog, tn *taint) string {
+	var cands []string
+	for _, c := range tn.groups[gid] {
+		ref := c
+		if cn := g.Node(c); cn != nil {
+			ref = step(g, cn, logs).Ref()
+		}
+		cands = append(cands, ref+" ("+tn.trustWord(c)+")")
+	}
+	ref := gid
+	if n := g.Node(gid); n != nil {
+		ref = step(g, n, logs).Ref()
+	}
+	return ref + " joins one of " + strings.Join(cands, ", ")
+}
+
+// ambiguousInjectionFinding reports a destructive or unsealed call that
+// is downstream of untrusted content only through an ambiguous join whose
+// candidates differ in trust: verify does not guess which candidate it
+// was, and does not say verified either (a warning of class violation;
+// docs/design/causal-join.md). The chain leads to the first untrusted
+// source (IRI order) the call's chain reaches through the join.
+func ambiguousInjectionFinding(g *graph.Graph, call *graph.Node, what string, sources map[string]int, ids []string, logs []graph.RunLog, tn *taint) Finding {
+	head := step(g, call, logs)
+	f := Finding{
+		Check: CheckInjection, Code: "ambiguous-injection-provenance", Severity: SevWarning, Class: ClassViolation,
+		EventID: head.Event, Tool: call.Value(graph.OtelToolName), File: fileOf(head.Log, logs),
+	}
+	if c, err := why.Explain(g, call.ID, why.Options{Logs: logs}); err == nil {
+		for _, src := range ids {
+			path, err := c.Path(src)
+			if err != nil {
+				continue
+			}
+			for _, s := range path {
+				f.Chain = append(f.Chain, s.Ref()+" "+s.Kind+": "+s.Excerpt)
+			}
+			f.SealClause = fmt.Sprintf("untrusted[%d]", sources[src])
+			break
+		}
+	}
+	join := groupText(g, tn.origin[call.ID], logs, tn)
+	f.Message = fmt.Sprintf("%s %s (%s) is %s and may be causally downstream of untrusted content: it depends on an ambiguous join whose candidates differ in trust (%s); verify does not guess which candidate it was", head.Kind, f.Tool, head.Ref(), what, join)
 	return f
 }
 

@@ -194,3 +194,85 @@ func TestRunNotCheckableIntersects(t *testing.T) {
 		}
 	}
 }
+
+// issue 30 item 5: the same untrusted file read twice in one turn. The
+// input that carries both results back is an ambiguous join; both
+// candidates are untrusted, so the write the next turn asks for is
+// downstream of untrusted content: injection-provenance, naming both.
+func TestInjectionThroughAmbiguousJoin(t *testing.T) {
+	model, mcp := synthlog.InjectionRunTwice(joinTS)
+	run := joinedRun(t, model, mcp)
+	r := &Report{}
+	plan := joinPlan
+	plan.Untrusted = []string{"tool:read_text_file:read:/work/inbox/**"}
+	CheckRun(r, plan, run.Graph, run.Logs)
+	want := "ambiguous-join@fs/events.jsonl:e1,ambiguous-join@fs/events.jsonl:e3,ambiguous-join@model/events.jsonl:e2#0,ambiguous-join@model/events.jsonl:e2#1,injection-provenance@fs/events.jsonl:e5"
+	if got := joinCodes(r); got != want {
+		t.Fatalf("%s\nwant %s", got, want)
+	}
+	f := r.Findings[len(r.Findings)-1]
+	if f.Class != ClassViolation || f.Severity != SevError ||
+		!strings.Contains(f.Message, "through an ambiguous join whose every candidate is untrusted: model:e3 joins one of fs:e2 (untrusted), fs:e4 (untrusted)") {
+		t.Errorf("finding %+v", f)
+	}
+	if len(f.Chain) < 3 || !strings.HasPrefix(f.Chain[0], "fs:e5 tool_call") || !strings.HasPrefix(f.Chain[len(f.Chain)-1], "fs:e2 tool_response") {
+		t.Errorf("chain %q", f.Chain)
+	}
+	r.Finish()
+	if r.Verdict != Violation {
+		t.Errorf("verdict %s", r.Verdict)
+	}
+	// the scope does not cover the read: neither candidate is untrusted
+	r = &Report{}
+	plan.Untrusted = []string{"tool:read_text_file:read:/etc/**"}
+	CheckRun(r, plan, run.Graph, run.Logs)
+	if got := joinCodes(r); strings.Contains(got, "injection") {
+		t.Errorf("trusted reads: %s", got)
+	}
+}
+
+// issue 30 item 5: the candidates differ in trust. Each MCP write may be
+// the model call asked before any untrusted content or the one asked
+// after the poisoned read: verify does not guess, it warns
+// (ambiguous-injection-provenance, class violation: never verified).
+func TestAmbiguousInjectionProvenance(t *testing.T) {
+	model, mcp := synthlog.InjectionRunMixed(joinTS)
+	run := joinedRun(t, model, mcp)
+	r := &Report{}
+	plan := joinPlan
+	plan.Untrusted = []string{"tool:read_text_file:read:/work/inbox/**"}
+	CheckRun(r, plan, run.Graph, run.Logs)
+	var warn []Finding
+	for _, f := range r.Findings {
+		switch f.Code {
+		case "injection-provenance":
+			t.Errorf("guessed: %+v", f)
+		case "ambiguous-injection-provenance":
+			warn = append(warn, f)
+		}
+	}
+	if len(warn) != 2 || warn[0].EventID != "e1" || warn[1].EventID != "e5" {
+		t.Fatalf("warnings %+v\nall: %s", warn, joinCodes(r))
+	}
+	for _, f := range warn {
+		if f.Severity != SevWarning || f.Class != ClassViolation || f.File != "fs/events.jsonl" || f.SealClause != "untrusted[0]" ||
+			!strings.Contains(f.Message, "joins one of model:e2#0 (trusted), model:e6#0 (untrusted)") {
+			t.Errorf("warning %+v", f)
+		}
+		if len(f.Chain) < 3 || !strings.HasPrefix(f.Chain[len(f.Chain)-1], "fs:e4 tool_response") {
+			t.Errorf("chain %q", f.Chain)
+		}
+	}
+	r.Finish()
+	if r.Verdict != Violation || r.ExitCode != 1 {
+		t.Errorf("verdict %s exit %d", r.Verdict, r.ExitCode)
+	}
+	// nothing untrusted: no warning, the notices only
+	r = &Report{}
+	plan.Untrusted = []string{"tool:read_text_file:read:/etc/**"}
+	CheckRun(r, plan, run.Graph, run.Logs)
+	r.Finish()
+	if strings.Contains(joinCodes(r), "injection") || r.Verdict != Verified {
+		t.Errorf("trusted reads: %s, %s", joinCodes(r), r.Verdict)
+	}
+}
