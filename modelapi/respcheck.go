@@ -267,14 +267,15 @@ func respItemType(typ string, v *jsontree.Value) (string, bool) {
 	return "", false
 }
 
-// safeIndex reads an output index as the SDK accepts it: a safe
-// non-negative integer (2^53 at most; 1.0 is the integer 1 in JavaScript).
+// safeIndex reads an output index as the SDK accepts it: a non-negative
+// integer (1.0 is the integer 1 in JavaScript). The SDK allows up to 2^53;
+// the witness keeps at most 2^31 items, so a larger index is ambiguous too.
 func safeIndex(v *jsontree.Value) (int, bool) {
 	if v.Kind != jsontree.Number {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(v.Num), 64)
-	if err != nil || f < 0 || f > 1<<53-1 || f != float64(int64(f)) || f > 1<<31 {
+	if err != nil || f < 0 || f > 1<<31 || f != float64(int64(f)) {
 		return 0, false
 	}
 	return int(f), true

@@ -200,12 +200,7 @@ func TestRunNotCheckableIntersects(t *testing.T) {
 // candidates are untrusted, so the write the next turn asks for is
 // downstream of untrusted content: injection-provenance, naming both.
 func TestInjectionThroughAmbiguousJoin(t *testing.T) {
-	model, mcp := synthlog.InjectionRunTwice(joinTS)
-	run := joinedRun(t, model, mcp)
-	r := &Report{}
-	plan := joinPlan
-	plan.Untrusted = []string{"tool:read_text_file:read:/work/inbox/**"}
-	CheckRun(r, plan, run.Graph, run.Logs)
+	run, plan, r := injectionRun(t, synthlog.InjectionRunTwice)
 	want := "ambiguous-join@fs/events.jsonl:e1,ambiguous-join@fs/events.jsonl:e3,ambiguous-join@model/events.jsonl:e2#0,ambiguous-join@model/events.jsonl:e2#1,injection-provenance@fs/events.jsonl:e5"
 	if got := joinCodes(r); got != want {
 		t.Fatalf("%s\nwant %s", got, want)
@@ -236,12 +231,7 @@ func TestInjectionThroughAmbiguousJoin(t *testing.T) {
 // after the poisoned read: verify does not guess, it warns
 // (ambiguous-injection-provenance, class violation: never verified).
 func TestAmbiguousInjectionProvenance(t *testing.T) {
-	model, mcp := synthlog.InjectionRunMixed(joinTS)
-	run := joinedRun(t, model, mcp)
-	r := &Report{}
-	plan := joinPlan
-	plan.Untrusted = []string{"tool:read_text_file:read:/work/inbox/**"}
-	CheckRun(r, plan, run.Graph, run.Logs)
+	run, plan, r := injectionRun(t, synthlog.InjectionRunMixed)
 	var warn []Finding
 	for _, f := range r.Findings {
 		switch f.Code {
@@ -275,4 +265,17 @@ func TestAmbiguousInjectionProvenance(t *testing.T) {
 	if strings.Contains(joinCodes(r), "injection") || r.Verdict != Verified {
 		t.Errorf("trusted reads: %s, %s", joinCodes(r), r.Verdict)
 	}
+}
+
+// injectionRun joins the two logs mk makes and checks them under joinPlan
+// with the reads under /work/inbox untrusted.
+func injectionRun(t *testing.T, mk func(string) ([]byte, []byte)) (*graph.Run, Plan, *Report) {
+	t.Helper()
+	model, mcp := mk(joinTS)
+	run := joinedRun(t, model, mcp)
+	plan := joinPlan
+	plan.Untrusted = []string{"tool:read_text_file:read:/work/inbox/**"}
+	r := &Report{}
+	CheckRun(r, plan, run.Graph, run.Logs)
+	return run, plan, r
 }
