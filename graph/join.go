@@ -35,6 +35,10 @@ const (
 	WJoinCandidate = NSWitness + "joinCandidate"
 	// WModelCallID is the model-side id of a model tool call.
 	WModelCallID = NSWitness + "modelCallId"
+	// WModelStatus is the status of the model answer a model tool call
+	// came from, written only when it is not complete (error, partial,
+	// ambiguous: docs/formats/model-events.md).
+	WModelStatus = NSWitness + "modelStatus"
 	// WLogName and WLogSHA256 name, on a session node of a joined graph,
 	// the log as given on the command line (LOGNAME) and its sha256.
 	WLogName   = NSWitness + "logName"
@@ -238,8 +242,9 @@ type modelCall struct {
 	args   string
 	ts     time.Time // the turn's start: no call it asked for is recorded earlier
 	iri    string
-	cands  []int // indexes into joiner.calls
-	linked int   // -1 when not linked
+	cands  []int  // indexes into joiner.calls
+	linked int    // -1 when not linked
+	status string // the answer's status when not complete
 }
 
 // mcpCall is an MCP tools/call and its result.
@@ -330,6 +335,9 @@ func (j *joiner) collect() {
 				for i, tc := range out.ToolCalls {
 					mc := &modelCall{log: li, out: e, index: i, id: tc.ID, name: tc.Name, ts: ts, linked: -1,
 						iri: ModelToolCallIRI(base, e.ID, i)}
+					if out.Status != modelapi.StatusComplete {
+						mc.status = out.Status
+					}
 					if len(tc.Input) > 0 {
 						mc.key, mc.args = argsKey(tc.Name, tc.Input)
 					} else if tc.ArgumentsError == "" {
@@ -598,6 +606,11 @@ func (j *joiner) modelCallNode(mc *modelCall) error {
 	}
 	if mc.id != "" {
 		if err := g.Add(n, WModelCallID, Str(mc.id)); err != nil {
+			return err
+		}
+	}
+	if mc.status != "" {
+		if err := g.Add(n, WModelStatus, Str(mc.status)); err != nil {
 			return err
 		}
 	}

@@ -40,7 +40,7 @@ var streamPreds = sortedTable(RDFType,
 	WPossiblyInfluencedBy, WElicitationAction,
 	OtelOperationName, OtelToolName, OtelMCPMethodName, OtelMCPProtocolVer, OtelJSONRPCRequestID,
 	OtelErrorType, OtelRPCStatusCode, OtelMCPResourceURI, OtelPromptName, OtelResponseModel,
-	WJoin, WJoinCandidate, WModelCallID, WLogName, WLogSHA256)
+	WJoin, WJoinCandidate, WModelCallID, WModelStatus, WLogName, WLogSHA256)
 
 // streamTypes are the literal datatypes a compact line names in one byte.
 var streamTypes = sortedTable(XSDDateTime, XSDInteger, XSDBoolean)

@@ -45,6 +45,11 @@ type checker struct {
 	// and exact id token (the first maxAnswersKept), to name the answer
 	// an unpaired one competes with
 	answered map[string]string
+
+	// failed: the tool calls of model answers that failed (status error,
+	// partial or ambiguous), by call id (the first maxAnswersKept), to name
+	// the answer a later tool result acts on (failedAnswers)
+	failed map[string]failedCall
 }
 
 func newChecker(plan Plan, file string) *checker {

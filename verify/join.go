@@ -67,6 +67,7 @@ func CheckRun(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
 	}
 	if joined {
 		r.ran[CheckJoin] = true
+		failedJoins(r, g, logs)
 	}
 	if plan.Untrusted != nil {
 		r.ran[CheckInjection] = true
@@ -453,4 +454,41 @@ func runUnused(fs []Finding, logs int) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// failedJoins judges the MCP tools/calls of a joined run that follow from
+// a failed model answer (issue 31 item 4): a call linked to a model tool
+// call of an answer whose status is error, partial or ambiguous
+// (witness:modelStatus), or ambiguous between candidates one of which is
+// such a call. The host ran what the SDKs give no tool call from, so what
+// it acted on cannot be told from the evidence: incomplete, as the
+// single-log finding of the same code (a later tool result).
+func failedJoins(r *Report, g *graph.Graph, logs []graph.RunLog) {
+	for _, n := range g.Nodes {
+		if !n.HasType(graph.WToolCall) {
+			continue
+		}
+		linked := n.Value(graph.WJoin) == graph.JoinRequested
+		refs := n.Refs(graph.ProvUsed)
+		if !linked {
+			refs = n.Refs(graph.WJoinCandidate)
+		}
+		for _, ref := range refs {
+			mc := g.Node(ref)
+			if mc == nil || !mc.HasType(graph.WModelToolCall) || mc.Value(graph.WModelStatus) == "" {
+				continue
+			}
+			st, from := step(g, n, logs), step(g, mc, logs)
+			how := "follows from"
+			if !linked {
+				how = "may follow from (an ambiguous join: one of its candidates is)"
+			}
+			r.Findings = append(r.Findings, Finding{
+				Check: CheckJoin, Code: "failed-answer-acted-on", Severity: SevError, Class: ClassIncomplete,
+				EventID: st.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st.Log, logs),
+				Message: fmt.Sprintf("MCP tools/call %s (%s) %s the tool call %s of a model answer whose status is %s: the SDKs give the agent no tool call from such an answer, so what the host acted on cannot be told from the evidence",
+					n.Value(graph.OtelToolName), st.Ref(), how, from.Ref(), mc.Value(graph.WModelStatus)),
+			})
+		}
+	}
 }

@@ -26,6 +26,7 @@ const (
 // finding's class is incomplete on every channel (docs/exit-codes.md,
 // docs/design/wire-reading.md "Verdict").
 func (c *checker) wire(e *eventlog.Event, line int64) {
+	c.failedAnswers(e, line)
 	switch e.Kind {
 	case eventlog.KindAmbiguous:
 		c.add(ambiguousFinding(e, line))
