@@ -60,7 +60,7 @@ func (c *checker) failedAnswers(e *eventlog.Event, line int64) {
 			c.add(Finding{
 				Check: CheckWire, Code: "failed-answer-acted-on", Severity: SevError, Class: ClassIncomplete,
 				EventID: e.ID, Tool: fc.tool, Line: line,
-				Message: fmt.Sprintf("the host sent back a result for call %q (%s) of the model answer %s, whose status is %s: the client acted on an answer the SDKs give no tool call from (%s), so what it acted on cannot be told from the evidence",
+				Message: fmt.Sprintf("the host sent back a result for call %q (%s) of the model answer %s, whose status is %s: the host acted on part of an answer that did not complete (%s), which the SDKs reject as a whole (their final message or completion throws, whatever parts they handed over before), so whether what it ran is what the model meant cannot be told from the evidence",
 					id, fc.tool, fc.event, fc.status, failedWhy[fc.status]),
 			})
 		}

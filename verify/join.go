@@ -486,7 +486,7 @@ func failedJoins(r *Report, g *graph.Graph, logs []graph.RunLog) {
 			r.Findings = append(r.Findings, Finding{
 				Check: CheckJoin, Code: "failed-answer-acted-on", Severity: SevError, Class: ClassIncomplete,
 				EventID: st.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st.Log, logs),
-				Message: fmt.Sprintf("MCP tools/call %s (%s) %s the tool call %s of a model answer whose status is %s: the SDKs give the agent no tool call from such an answer, so what the host acted on cannot be told from the evidence",
+				Message: fmt.Sprintf("MCP tools/call %s (%s) %s the tool call %s of a model answer whose status is %s: the SDKs reject such an answer as a whole, so whether what the host ran is what the model meant cannot be told from the evidence",
 					n.Value(graph.OtelToolName), st.Ref(), how, from.Ref(), mc.Value(graph.WModelStatus)),
 			})
 		}

@@ -279,3 +279,68 @@ func injectionRun(t *testing.T, mk func(string) ([]byte, []byte)) (*graph.Run, P
 	CheckRun(r, plan, run.Graph, run.Logs)
 	return run, plan, r
 }
+
+// In a joined run, an MCP call linked to a tool call of a failed model
+// answer is failed-answer-acted-on (incomplete): the graph carries the
+// answer's status on the model tool call (witness:modelStatus) only when
+// it did not complete. The same call of a complete answer gives none.
+func TestFailedAnswerJoined(t *testing.T) {
+	for _, status := range []string{"", "error", "partial", "ambiguous"} {
+		m := synthlog.NewModelLog(joinTS, "failed")
+		s := synthlog.NewMCPLog(joinTS, "fs", synthlog.FilesystemTools)
+		m.User("go")
+		m.OutStatus = status
+		m.Turn("", synthlog.Call{ID: "a", Name: "read_text_file", Args: `{"path":"/a"}`})
+		s.ToolCall("read_text_file", `{"path":"/a"}`, "ok")
+		run := joinedRun(t, m.Bytes(), s.Bytes())
+		var marked []string
+		for _, n := range run.Graph.Nodes {
+			if v := n.Value(graph.WModelStatus); v != "" {
+				marked = append(marked, v)
+			}
+		}
+		r := &Report{}
+		CheckRun(r, joinPlan, run.Graph, run.Logs)
+		r.Finish()
+		f := findCode(r, "failed-answer-acted-on")
+		if status == "" {
+			if f != nil || len(marked) != 0 || r.Verdict != Verified {
+				t.Errorf("complete answer: %+v, marked %v, verdict %s", f, marked, r.Verdict)
+			}
+			continue
+		}
+		if f == nil || f.Class != ClassIncomplete || f.File != "fs/events.jsonl" || f.EventID != "e1" || r.Verdict != Incomplete ||
+			!strings.Contains(f.Message, "follows from the tool call model:e2#0") || !strings.Contains(f.Message, "whose status is "+status) ||
+			len(marked) != 1 || marked[0] != status {
+			t.Errorf("%s: %+v, marked %v, verdict %s", status, f, marked, r.Verdict)
+		}
+	}
+}
+
+// An MCP call ambiguous between candidates one of which is a failed
+// answer's tool call may follow from it: each such call is named.
+func TestFailedAnswerAmbiguousJoin(t *testing.T) {
+	m := synthlog.NewModelLog(joinTS, "failed-ambiguous")
+	s := synthlog.NewMCPLog(joinTS, "fs", synthlog.FilesystemTools)
+	m.User("go")
+	m.OutStatus = "error"
+	m.Turn("", synthlog.Call{ID: "a", Name: "read_text_file", Args: `{"path":"/a"}`})
+	s.ToolCall("read_text_file", `{"path":"/a"}`, "ok")
+	s.ToolCall("read_text_file", `{"path":"/a"}`, "ok")
+	run := joinedRun(t, m.Bytes(), s.Bytes())
+	r := &Report{}
+	CheckRun(r, joinPlan, run.Graph, run.Logs)
+	r.Finish()
+	var got []string
+	for _, f := range r.Findings {
+		if f.Code == "failed-answer-acted-on" {
+			if !strings.Contains(f.Message, "may follow from (an ambiguous join") || f.Class != ClassIncomplete {
+				t.Errorf("%+v", f)
+			}
+			got = append(got, f.EventID)
+		}
+	}
+	if strings.Join(got, ",") != "e1,e3" || r.Verdict != Incomplete {
+		t.Errorf("findings on %v, verdict %s; want e1,e3, incomplete\n%s", got, r.Verdict, joinCodes(r))
+	}
+}

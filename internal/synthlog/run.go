@@ -18,9 +18,12 @@ type RunLog struct {
 	// OutTS, when set, is the time of the model outputs Turn writes (a
 	// streamed answer whose end is recorded after the calls ran).
 	OutTS string
-	buf   bytes.Buffer
-	w     *eventlog.Writer
-	msgs  []modelapi.Message
+	// OutStatus, when set, is the status of the model outputs Turn writes
+	// (error, partial, ambiguous: an answer that did not complete).
+	OutStatus string
+	buf       bytes.Buffer
+	w         *eventlog.Writer
+	msgs      []modelapi.Message
 }
 
 // NewModelLog starts a model-channel log; note tells two runs' headers
@@ -113,6 +116,9 @@ func (l *RunLog) Turn(text string, calls ...Call) string {
 		out.ToolCalls = append(out.ToolCalls, tc)
 		parts = append(parts, modelapi.Part{Type: "tool_call", Call: &tc})
 		out.StopReason = "tool_calls"
+	}
+	if l.OutStatus != "" {
+		out.Status = l.OutStatus
 	}
 	l.msgs = append(l.msgs, modelapi.Message{Role: "assistant", Parts: parts})
 	ts := l.TS
