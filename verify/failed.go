@@ -20,10 +20,10 @@ type failedCall struct {
 // failedAnswers judges a failed model answer the client went on to act on
 // (issue 31 item 4): a model_output of status error, partial or ambiguous
 // whose tool call a later model_input answers with a tool result. The
-// real SDKs give the agent no answer from such a response (they throw on
-// an error event, a cut stream, a body they read otherwise), so a host
-// that ran the call read the stream by rules of its own: what it acted
-// on is not what the client's reading gives, and the session is
+// real SDKs reject such an answer as a whole (they throw on an error
+// event, a cut stream, a body they read otherwise), though their stream
+// events may have handed the host a call before the failure: a host that
+// ran it acted on part of an unfinished answer, so the session is
 // incomplete, never verified. The finding names both events.
 func (c *checker) failedAnswers(e *eventlog.Event, line int64) {
 	switch {
