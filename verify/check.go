@@ -50,6 +50,8 @@ type checker struct {
 	// partial or ambiguous), by call id (the first maxAnswersKept), to name
 	// the answer a later tool result acts on (failedAnswers)
 	failed map[string]failedCall
+	// failedFull: failed outgrew maxAnswersKept (failedOverflow said so)
+	failedFull bool
 }
 
 func newChecker(plan Plan, file string) *checker {

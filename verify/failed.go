@@ -42,7 +42,11 @@ func (c *checker) failedAnswers(e *eventlog.Event, line int64) {
 			return
 		}
 		for _, tc := range out.ToolCalls {
-			if tc.ID == "" || len(c.failed) >= maxAnswersKept {
+			if tc.ID == "" {
+				continue
+			}
+			if _, known := c.failed[tc.ID]; !known && len(c.failed) >= maxAnswersKept {
+				c.failedOverflow(e, line)
 				continue
 			}
 			if c.failed == nil {
@@ -65,6 +69,23 @@ func (c *checker) failedAnswers(e *eventlog.Event, line int64) {
 			})
 		}
 	}
+}
+
+// failedOverflow reports, once, that the failed answers' tool calls
+// outgrew the bound remembered: a log that floods it (many failed answers
+// holding calls nobody acts on) would otherwise hide a later one that is
+// acted on, so the check says it can no longer follow them (incomplete)
+// rather than pass in silence.
+func (c *checker) failedOverflow(e *eventlog.Event, line int64) {
+	if c.failedFull {
+		return
+	}
+	c.failedFull = true
+	c.add(Finding{
+		Check: CheckWire, Code: "failed-answers-overflow", Severity: SevError, Class: ClassIncomplete,
+		EventID: e.ID, Line: line,
+		Message: fmt.Sprintf("more than %d tool calls of failed model answers (status error, partial or ambiguous) are open at once; from the answer %s on, their calls are not followed, so whether the host acted on one cannot be told from the evidence", maxAnswersKept, e.ID),
+	})
 }
 
 var failedWhy = map[string]string{

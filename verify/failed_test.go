@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,5 +56,50 @@ func TestFailedAnswerActedOn(t *testing.T) {
 		if f := findCode(r, "failed-answer-acted-on"); f != nil {
 			t.Errorf("%s: %+v", name, f)
 		}
+	}
+}
+
+// failedOutMany is a failed model answer holding n tool calls with ids
+// prefix0 .. prefix(n-1).
+func failedOutMany(prefix string, n int) *eventlog.Event {
+	calls := make([]any, n)
+	for i := range calls {
+		calls[i] = map[string]any{"id": fmt.Sprintf("%s%d", prefix, i), "name": "read_file", "arguments": `{}`}
+	}
+	return ev(eventlog.KindModelOutput, "", "", map[string]any{"api": "openai.chat", "status": "error", "tool_calls": calls})
+}
+
+// A flood of failed answers' tool calls past the bound verify remembers
+// is failed-answers-overflow (incomplete) once, so a later call acted on
+// is never passed in silence; up to the bound, nothing.
+func TestFailedAnswersOverflow(t *testing.T) {
+	plan := testPlan()
+	const per = 1024
+	flood := func(extra int) []*eventlog.Event {
+		evs := cleanEvents()
+		for i := 0; i < maxAnswersKept/per; i++ {
+			evs = append(evs, failedOutMany(fmt.Sprintf("c%d_", i), per))
+		}
+		if extra > 0 {
+			evs = append(evs, failedOutMany("late_", extra), toolResultIn("late_0"))
+		}
+		return evs
+	}
+	r := runCheck(t, plan, buildLog(t, plan, logSpec{events: flood(0), signer: testKey}), signedOpts())
+	if f := findCode(r, "failed-answers-overflow"); f != nil {
+		t.Errorf("at the bound: %+v", f)
+	}
+	r = runCheck(t, plan, buildLog(t, plan, logSpec{events: flood(3), signer: testKey}), signedOpts())
+	n := 0
+	for _, f := range r.Findings {
+		if f.Code == "failed-answers-overflow" {
+			n++
+			if f.Class != ClassIncomplete || !strings.Contains(f.Message, "more than 65536 tool calls") {
+				t.Errorf("finding %+v", f)
+			}
+		}
+	}
+	if n != 1 || r.Verdict != Incomplete {
+		t.Errorf("past the bound: %d overflow findings, verdict %s", n, r.Verdict)
 	}
 }
