@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,13 +67,18 @@ func TestCIExample(t *testing.T) {
 	modelserver := build("./testdata/modelserver", "modelserver")
 	model := startModelServer(t, modelserver, filepath.Join(root, "testdata", "modelserver", "scripts", "scenarios.json"))
 
-	work := t.TempDir()
-	keyring := filepath.Join(work, "keys.json")
+	// the agent's repository, as a user makes it: docs/ci copied to ci/,
+	// the keyring kept apart (it reaches the job only as a secret), its
+	// public keys checked in as witness-trust.json
+	work, secrets := t.TempDir(), t.TempDir()
+	copyDir(t, filepath.Join(root, "docs", "ci"), filepath.Join(work, "ci"))
+	keyring := filepath.Join(work, "witness-keys.json")
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + work,
 		"WITNESS=" + witness,
 		"AGENT_NODE=" + node,
+		"AGENT_TEST=ci/agent-test.cjs",
 		"NODE_PATH=" + filepath.Join(root, "testdata", "peers", "node_modules"),
 		"WITNESS_KEYRING=" + keyring,
 	}
@@ -92,24 +99,45 @@ func TestCIExample(t *testing.T) {
 			return "", -1
 		}
 	}
-	script := filepath.Join(root, "docs", "ci", "replay.sh")
+	// the job's shell: umask 022, as on the runners
+	job := func(extra []string, step string) (string, int) {
+		t.Helper()
+		return run(extra, "bash", "-c", "umask 022 && exec bash ci/replay.sh "+step)
+	}
 
-	if out, code := run(nil, witness, "keygen", "--keyring", keyring); code != 0 {
+	secretKeys := filepath.Join(secrets, "keys.json")
+	if out, code := run(nil, witness, "keygen", "--alg", "ed25519", "--keyring", secretKeys); code != 0 {
 		t.Fatalf("keygen exited %d:\n%s", code, out)
 	}
+	if out, code := run(nil, witness, "key", "export-public", "--keyring", secretKeys, "--out", "witness-trust.json"); code != 0 {
+		t.Fatalf("key export-public exited %d:\n%s", code, out)
+	}
+	secret, err := os.ReadFile(secretKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withSecret := []string{"WITNESS_KEYRING_JSON=" + string(secret)}
 	// the agent's seal: the one tool it may call
 	spec := `{"system_prompt": "You greet people.", "witness_id": "ci-example", "tools": [{"name": "greet", "scopes": []}]}`
 	if err := os.WriteFile(filepath.Join(work, "agent.json"), []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := run(nil, witness, "seal", "--spec", "agent.json", "--out", "seal.json", "--keyring", keyring); code != 0 {
+	if out, code := run(nil, witness, "seal", "--spec", "agent.json", "--out", "seal.json", "--keyring", secretKeys); code != 0 {
 		t.Fatalf("seal exited %d:\n%s", code, out)
 	}
 	env = append(env, "SEAL=seal.json")
-	// record: the refresh command of docs/ci.md
-	out, code := run([]string{"MCP_SERVER=" + gosdk, "MODEL_UPSTREAM=" + model}, "bash", script, "record")
+	// record without the secret: a clear refusal, nothing recorded
+	recordEnv := []string{"MCP_SERVER=" + gosdk, "MODEL_UPSTREAM=" + model}
+	if out, code := job(recordEnv, "record"); code != 5 || !strings.Contains(out, "no keyring: set WITNESS_KEYRING_JSON") {
+		t.Fatalf("replay.sh record without a keyring exited %d, want 5 naming the secret:\n%s", code, out)
+	}
+	// record: the refresh command of docs/ci.md, the keyring from the secret
+	out, code := job(append(recordEnv, withSecret...), "record")
 	if code != 0 {
 		t.Fatalf("replay.sh record exited %d:\n%s", code, out)
+	}
+	if fi, err := os.Stat(keyring); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the keyring written from the secret under umask 022: %v, %v (want mode 0600)", fi, err)
 	}
 	for _, f := range []string{"fixtures/mcp/cassette.jsonl", "fixtures/mcp/events.jsonl", "fixtures/model/cassette.jsonl"} {
 		if _, err := os.Stat(filepath.Join(work, f)); err != nil {
@@ -117,30 +145,51 @@ func TestCIExample(t *testing.T) {
 		}
 	}
 
-	// replay: the job every push runs
-	out, code = run(nil, "bash", script, "replay")
-	if code != 0 {
-		t.Fatalf("replay.sh replay exited %d, want 0:\n%s", code, out)
-	}
-	for _, want := range []string{
-		"ok 1 - MCP over stdio: greet\n",
-		"ok 2 - MCP over Streamable HTTP: greet\n",
-		"ok 3 - model API: chat completion\n",
-		"no drift: 3 report(s)\n",
-		"verdict: verified (exit 0)",
-		"agent tests: exit 0; serve (model API): exit 0; serve (MCP over HTTP): exit 0; drift: exit 0; verify: exit 0\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("replay output lacks %q:\n%s", want, out)
+	// replay: the job every push runs, with the secret and, as a fork's
+	// pull request, without it (the trust file checks log and seal)
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{{"with the secret", withSecret}, {"without the secret", []string{"WITNESS_KEYRING_JSON="}}} {
+		if err := os.Remove(keyring); err != nil {
+			t.Fatal(err)
 		}
+		out, code = job(c.extra, "replay")
+		if code != 0 {
+			t.Fatalf("replay.sh replay %s exited %d, want 0:\n%s", c.name, code, out)
+		}
+		for _, want := range []string{
+			"ok 1 - MCP over stdio: greet\n",
+			"ok 2 - MCP over Streamable HTTP: greet\n",
+			"ok 3 - model API: chat completion\n",
+			"no drift: 3 report(s)\n",
+			"verdict: verified (exit 0)",
+			"agent tests: exit 0; serve (model API): exit 0; serve (MCP over HTTP): exit 0; drift: exit 0; verify: exit 0\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("replay %s: output lacks %q:\n%s", c.name, want, out)
+			}
+		}
+		if strings.Contains(out, "not ok") || strings.Contains(out, "# SKIP") || strings.Contains(out, "integrity only") || strings.Contains(out, "warning:") {
+			t.Errorf("replay %s: an agent test failed or was skipped, or verify did not judge the seal:\n%s", c.name, out)
+		}
+		checkReports(t, work)
 	}
-	if strings.Contains(out, "not ok") || strings.Contains(out, "# SKIP") || strings.Contains(out, "integrity only") {
-		t.Errorf("an agent test failed or was skipped:\n%s", out)
+	// neither keyring nor trust file: integrity only, said so, not failed
+	if err := os.Rename(filepath.Join(work, "witness-trust.json"), filepath.Join(secrets, "trust.json")); err != nil {
+		t.Fatal(err)
+	}
+	out, code = job([]string{"WITNESS_KEYRING_JSON="}, "replay")
+	if code != 0 || !strings.Contains(out, "no keyring and no trust file") || !strings.Contains(out, "integrity only: no seal given") {
+		t.Errorf("replay.sh replay with no key at all exited %d, want 0 and integrity only, said:\n%s", code, out)
+	}
+	if err := os.Rename(filepath.Join(secrets, "trust.json"), filepath.Join(work, "witness-trust.json")); err != nil {
+		t.Fatal(err)
 	}
 	checkReports(t, work)
 
 	// the agent changes what it sends: drift, exit 1, in the JUnit report
-	out, code = run([]string{"AGENT_TEXT=Grace"}, "bash", script, "replay")
+	out, code = job([]string{"AGENT_TEXT=Grace"}, "replay")
 	if code != 1 {
 		t.Fatalf("replay.sh replay of a changed agent exited %d, want 1 (drift):\n%s", code, out)
 	}
@@ -261,10 +310,105 @@ func TestCIExampleYAML(t *testing.T) {
 		if f == "gitlab-ci.yml" && !strings.Contains(text, "      - out/\n") {
 			t.Errorf("docs/ci/%s does not keep out/ (with verify.sarif) as artifacts", f)
 		}
+		if strings.Contains(text, `> "$WITNESS_KEYRING"`) {
+			t.Errorf("docs/ci/%s writes the keyring itself (0644 under umask 022, which witness refuses): leave it to replay.sh", f)
+		}
+		if !strings.Contains(text, "WITNESS_KEYRING_JSON") || !strings.Contains(text, "WITNESS_TRUST: witness-trust.json") {
+			t.Errorf("docs/ci/%s does not hand replay.sh the secret and the trust file", f)
+		}
 		for _, e := range yamlShapeErrors(text) {
 			t.Errorf("docs/ci/%s:%s", f, e)
 		}
 	}
+}
+
+// TestCIExampleGitHub holds what a copied workflow needs of GitHub: the
+// token's permissions for the JUnit check run and the SARIF upload, and
+// the publishing steps skipped in a fork's pull request (whose token is
+// read-only); then actionlint, pinned in testdata/tools/actionlint, lints
+// the workflow as a user's repository would.
+func TestCIExampleGitHub(t *testing.T) {
+	root := testrepo.Root(t)
+	wf := filepath.Join(root, "docs", "ci", "github-workflow.yml")
+	b, err := os.ReadFile(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, want := range []string{"\npermissions:\n  contents: read\n", "\n  checks: write\n", "\n  security-events: write\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("docs/ci/github-workflow.yml lacks %q", want)
+		}
+	}
+	for _, step := range []string{"Publish the JUnit reports", "Upload SARIF to code scanning"} {
+		i := strings.Index(text, "name: "+step)
+		if i < 0 || !strings.HasPrefix(text[i+len("name: "+step):], "\n        if: ${{ always() && !github.event.pull_request.head.repo.fork }}\n") {
+			t.Errorf("docs/ci/github-workflow.yml: step %q is not skipped in a fork's pull request", step)
+		}
+	}
+	if testing.Short() {
+		t.Skip("builds actionlint")
+	}
+	bin := filepath.Join(t.TempDir(), "actionlint")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/rhysd/actionlint/cmd/actionlint")
+	cmd.Dir = filepath.Join(root, "testdata", "tools", "actionlint")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("building actionlint: %v\n%s", err, out)
+		}
+		t.Skipf("cannot build actionlint (module proxy unreachable?): %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "-no-color", wf).CombinedOutput(); err != nil {
+		t.Errorf("actionlint docs/ci/github-workflow.yml: %v\n%s", err, out)
+	}
+}
+
+// TestCIExampleGitLabGo: the GitLab job's golang image is at least the
+// go line of go.mod (the images set GOTOOLCHAIN=local, so an older Go
+// cannot build witness).
+func TestCIExampleGitLabGo(t *testing.T) {
+	root := testrepo.Root(t)
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl, err := os.ReadFile(filepath.Join(root, "docs", "ci", "gitlab-ci.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goVersionParts(t, "go.mod", regexp.MustCompile(`(?m)^go (\d+(?:\.\d+)*)$`), string(mod))
+	got := goVersionParts(t, "docs/ci/gitlab-ci.yml", regexp.MustCompile(`(?m)^\s+image: golang:(\d+(?:\.\d+)*)`), string(gl))
+	for i := range want {
+		g := 0
+		if i < len(got) {
+			g = got[i]
+		}
+		if g != want[i] {
+			if g < want[i] {
+				t.Errorf("docs/ci/gitlab-ci.yml's golang image %v is older than go.mod's go %v", got, want)
+			}
+			return
+		}
+	}
+}
+
+// goVersionParts finds re's first group in text and splits it at dots.
+func goVersionParts(t *testing.T, name string, re *regexp.Regexp, text string) []int {
+	t.Helper()
+	m := re.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("%s: no Go version (%s)", name, re)
+	}
+	var parts []int
+	for _, p := range strings.Split(m[1], ".") {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			t.Fatalf("%s: version %q: %v", name, m[1], err)
+		}
+		parts = append(parts, n)
+	}
+	return parts
 }
 
 // yamlShapeErrors is the hand check of TestCIExampleYAML: no tabs, no
@@ -314,6 +458,31 @@ func TestYAMLShapeErrors(t *testing.T) {
 	for _, bad := range []string{"a:\n  b: 1\n    c: 2\n", "a:\n\tb: 1\n", "a:\n   b: 1\n", "a: 1 \n"} {
 		if errs := yamlShapeErrors(bad); len(errs) == 0 {
 			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// copyDir copies the regular files of src (not its subfolders) into dst,
+// as a user copies the example job into a repository.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -15,8 +15,17 @@
 #   AGENT_TEST       the agent's test suite (default: agent-test.cjs here)
 #   FIXTURES         cassettes directory (default: fixtures)
 #   OUT              reports directory, cleared by replay (default: out)
-#   WITNESS_KEYRING  keyring that signs the recorded log (record) and
-#                    checks it (replay); keep it in a CI secret
+#   WITNESS_KEYRING  keyring file that signs the recorded log (record) and
+#                    checks it (replay)
+#   WITNESS_KEYRING_JSON  the keyring itself, from a CI secret: written to
+#                    $WITNESS_KEYRING with mode 0600 whatever the umask
+#                    (witness refuses a keyring others can read) unless
+#                    that file exists; empty where the job gets no secrets
+#                    (a pull request from a fork)
+#   WITNESS_TRUST    trust file of the keyring's public keys (witness key
+#                    export-public), checked in: replay checks the log and
+#                    the seal with it when there is no keyring (default:
+#                    witness-trust.json when it exists)
 #   SEAL             the agent's signed seal (witness seal): the recording
 #                    is bound to it and verify judges it against it;
 #                    unset: verify checks integrity only
@@ -63,12 +72,21 @@ stop() {
 
 trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done' EXIT
 
+# the keyring from the secret, readable by its owner only
+if [ -n "${WITNESS_KEYRING:-}" ] && [ -n "${WITNESS_KEYRING_JSON:-}" ] && [ ! -e "$WITNESS_KEYRING" ]; then
+	(umask 077 && printf '%s' "$WITNESS_KEYRING_JSON" > "$WITNESS_KEYRING") || die "cannot write the keyring to $WITNESS_KEYRING"
+fi
+have_keyring() { [ -n "${WITNESS_KEYRING:-}" ] && [ -f "$WITNESS_KEYRING" ]; }
+WITNESS_TRUST=${WITNESS_TRUST:-}
+[ -z "$WITNESS_TRUST" ] && [ -f witness-trust.json ] && WITNESS_TRUST=witness-trust.json
+
 case "${1:-}" in
 record)
 	[ -n "${MCP_SERVER:-}" ] || die "set MCP_SERVER to the MCP server command line"
 	[ -n "${MODEL_UPSTREAM:-}" ] || die "set MODEL_UPSTREAM to the model API base URL"
 	keyring=() # and the seal
-	[ -n "${WITNESS_KEYRING:-}" ] && keyring=(--keyring "$WITNESS_KEYRING")
+	have_keyring || die "no keyring: set WITNESS_KEYRING_JSON (the secret) or WITNESS_KEYRING to a keyring file; a recording is signed so that replay can check it"
+	keyring=(--keyring "$WITNESS_KEYRING")
 	[ -n "${SEAL:-}" ] && keyring+=(--seal "$SEAL")
 	rm -rf "$FIXTURES/model" "$FIXTURES/mcp"
 	mkdir -p "$FIXTURES"
@@ -104,9 +122,17 @@ replay)
 	pids=()
 	"$WITNESS" drift "$OUT"/drift-*.jsonl --junit "$OUT/drift.xml"
 	drift=$?
-	verify_keys=(--allow-unsigned)
-	[ -n "${WITNESS_KEYRING:-}" ] && verify_keys=(--keyring "$WITNESS_KEYRING")
-	[ -n "${SEAL:-}" ] && verify_keys+=(--seal "$SEAL")
+	# the keyring, else the checked-in trust file (a fork's pull request
+	# has no secret), else integrity only: the seal needs a key to check
+	verify_keys=()
+	have_keyring && verify_keys+=(--keyring "$WITNESS_KEYRING")
+	[ -n "$WITNESS_TRUST" ] && verify_keys+=(--trust "$WITNESS_TRUST")
+	if [ "${#verify_keys[@]}" -eq 0 ]; then
+		echo "replay.sh: no keyring and no trust file (a pull request from a fork gets no secrets; check in witness-trust.json from 'witness key export-public'): verify checks integrity only" >&2
+		verify_keys=(--allow-unsigned)
+	elif [ -n "${SEAL:-}" ]; then
+		verify_keys+=(--seal "$SEAL")
+	fi
 	"$WITNESS" verify --events "$FIXTURES/mcp/events.jsonl" "${verify_keys[@]}" --junit --out "$OUT/verify.xml"
 	verify=$?
 	"$WITNESS" verify --events "$FIXTURES/mcp/events.jsonl" "${verify_keys[@]}" --sarif --out "$OUT/verify.sarif" > /dev/null
