@@ -66,19 +66,23 @@ lint:
 
 # The module builds everywhere (docs/design/platforms.md): every package is
 # built, and vetted with its tests (so test files compile too), for each
-# system in CROSS_GOOS.
+# system in CROSS_GOOS on amd64, and built for each on arm64 too (the
+# release targets; vet's checks do not depend on the architecture).
 CROSS_GOOS ?= linux darwin windows
 cross:
 	@set -e; for os in $(CROSS_GOOS); do \
-		echo "cross: GOOS=$$os go build ./... && go vet ./..."; \
+		echo "cross: GOOS=$$os GOARCH=amd64 go build ./... && go vet ./..."; \
 		GOOS=$$os GOARCH=amd64 $(GO) build ./...; \
 		GOOS=$$os GOARCH=amd64 $(GO) vet ./...; \
+		echo "cross: GOOS=$$os GOARCH=arm64 go build ./..."; \
+		GOOS=$$os GOARCH=arm64 $(GO) build ./...; \
 	done
 
-# Regenerates docs/cli (the command reference) from the command tree;
-# TestCLIReference fails when docs/cli is stale.
+# Regenerates docs/cli (the command reference) and docs/man (the manual
+# pages) from the command tree; TestCLIReference and TestManPages fail
+# when they are stale.
 docs:
-	$(GO) test ./cmd/witness -run '^TestCLIReference$$' -count=1 -args -update
+	$(GO) test ./cmd/witness -run '^(TestCLIReference|TestManPages)$$' -count=1 -args -update
 
 clean:
 	rm -rf bin

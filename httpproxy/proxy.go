@@ -169,9 +169,12 @@ func listen(addr string) (net.Listener, error) {
 
 // NewTransport returns the transport the proxy uses by default: no
 // redirects followed (a RoundTripper never follows them), no compression
-// asked for, no proxy from the environment.
+// asked for, and the upstream reached through HTTPS_PROXY / HTTP_PROXY
+// unless NO_PROXY names it (Go's rules: loopback upstreams never go
+// through a proxy), as the SDKs' own clients do behind a company proxy.
 func NewTransport() *http.Transport {
 	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		DisableCompression:    true,

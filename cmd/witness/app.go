@@ -126,6 +126,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newGraphCmd(a),
 		newWhyCmd(a),
 		newReportCmd(a),
+		newManCmd(a),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

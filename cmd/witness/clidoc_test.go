@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
@@ -125,4 +126,58 @@ func renderCommand(c *cobra.Command) string {
 		fmt.Fprintf(&b, "## See also\n\n- [%s](%s): %s\n", p.CommandPath(), docFileName(p), p.Short)
 	}
 	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+// manDocDate is the date on the checked-in manual pages (docs/man); the
+// pages are compared with it so that only the command tree can make them
+// stale.
+var manDocDate = time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+
+// TestManPages keeps docs/man, the manual pages `witness man` writes, in
+// step with the command tree (make docs regenerates them), and checks
+// each is a roff page of its command: a .TH line with its title, NAME and
+// SYNOPSIS sections.
+func TestManPages(t *testing.T) {
+	dir := filepath.Join(testrepo.Root(t), "docs", "man")
+	root := newRootCmd(newApp(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" }))
+	want, err := manPages(root, manDocDate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateCLIDocs {
+		old, _ := filepath.Glob(filepath.Join(dir, "*.1"))
+		for _, p := range old {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := writeManPages(root, dir, manDocDate); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.1"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[filepath.Base(p)] = string(b)
+	}
+	wantText := map[string]string{}
+	for name, b := range want {
+		wantText[name] = string(b)
+		title := strings.ToUpper(strings.TrimSuffix(name, ".1"))
+		if !strings.Contains(wantText[name], `.TH "`+title+`" "1" "Dec 2026" "witness" "witness manual"`) ||
+			!strings.Contains(wantText[name], ".SH NAME\n") || !strings.Contains(wantText[name], ".SH SYNOPSIS\n") {
+			t.Errorf("%s is not a manual page of its command:\n%.300s", name, b)
+		}
+	}
+	if len(want) < 30 {
+		t.Errorf("only %d manual pages", len(want))
+	}
+	if diff := cmp.Diff(wantText, got); diff != "" {
+		t.Errorf("docs/man is stale; regenerate it with 'make docs'.\n(-generated +docs/man):\n%s", diff)
+	}
 }
