@@ -4,23 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/mcp"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/mcp"
-)
-
-// File names written in a capture folder.
-const (
-	CassetteFile = "cassette.jsonl"
-	EventsFile   = "events.jsonl"
 )
 
 // LiveOptions configure a live, recorded MCP session over stdio.
@@ -57,8 +51,8 @@ type LiveOptions struct {
 
 	Getenv   func(string) string // ATW_WITNESS_TS; nil means no frozen time
 	Seal     *eventlog.SealRef
-	Redactor *Redactor
-	Effects  EffectFunc
+	Redactor *derive.Redactor
+	Effects  derive.EffectFunc
 	Signers  []eventlog.Signer
 	Warn     func(string)
 	Notes    []string
@@ -76,7 +70,7 @@ type Live struct {
 
 	o  LiveOptions
 	cw *cassette.Writer
-	d  *Deriver
+	d  *derive.Deriver
 	// HTTP is the client of a session over Streamable HTTP (LiveOptions.URL);
 	// Client is then nil, cw holds its messages and hw its HTTP exchanges.
 	HTTP   *HTTPClient
@@ -129,13 +123,13 @@ func OpenLive(o LiveOptions) (*Live, error) {
 		cw.SetRedact(func(_ cassette.Dir, b []byte) ([]byte, bool) { return red.Line(b) })
 	}
 	l := &Live{o: o, cw: cw}
-	l.d = NewDeriver(o.Events, cw.Header(), DeriveOptions{Seal: o.Seal, Redactor: o.Redactor, Cassette: CassetteFile, Effects: o.Effects, Notes: o.Notes})
+	l.d = derive.NewDeriver(o.Events, cw.Header(), derive.Options{Seal: o.Seal, Redactor: o.Redactor, Cassette: derive.CassetteFile, Effects: o.Effects, Notes: o.Notes})
 	cw.OnRecord(func(r *cassette.Record) { _ = l.d.Feed(r) })
 	c, err := StartStdio(StdioOptions{Command: o.Command, Args: o.Args, Env: o.Env, Dir: o.Dir, Protocol: o.Protocol,
 		Timeout: o.Timeout, MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Cassette: cw, Warn: o.Warn,
 		Answer: o.Answer, Capabilities: o.Capabilities})
 	if err != nil {
-		_ = l.d.Finish(FinishOptions{Signers: o.Signers, Reason: "server did not start", Failure: "server did not start: " + err.Error()})
+		_ = l.d.Finish(eventlog.EndOptions{Signers: o.Signers, Reason: "server did not start", Failure: "server did not start: " + err.Error()})
 		return nil, err
 	}
 	l.Client = c
@@ -218,7 +212,7 @@ func (l *Live) close(failure string) error {
 	if err := cerr; err != nil {
 		failure = joinFailure(failure, "cassette: "+err.Error())
 	}
-	if err := l.d.Finish(FinishOptions{Signers: l.o.Signers, Failure: failure}); err != nil {
+	if err := l.d.Finish(eventlog.EndOptions{Signers: l.o.Signers, Failure: failure}); err != nil {
 		l.result = fmt.Errorf("finish event log: %w", err)
 		return l.result
 	}
@@ -245,7 +239,7 @@ func (l *Live) Counts() (records, events int64) {
 }
 
 // Deriver returns the session's event deriver.
-func (l *Live) Deriver() *Deriver { return l.d }
+func (l *Live) Deriver() *derive.Deriver { return l.d }
 
 // Recording says where the library path records a session, following
 // agent-trace-witness 0.1.0's ATW_RECORD convention: ATW_RECORD=1 turns it
@@ -293,7 +287,7 @@ func Dial(o DialOptions) (*Session, error) {
 	s := &Session{Dir: dir}
 	o.Cassette, o.Events = io.Discard, io.Discard
 	if dir != "" {
-		cf, ef, err := CreateRecordingFiles(dir, atomicfile.Options{Flag: "ATW_RECORD_OUT", Force: o.Force})
+		cf, ef, err := derive.CreateRecordingFiles(dir, atomicfile.Options{Flag: "ATW_RECORD_OUT", Force: o.Force})
 		if err != nil {
 			return nil, err
 		}

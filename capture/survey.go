@@ -3,11 +3,11 @@ package capture
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/mcp"
+	"io"
 )
 
 // Surface is what a live MCP server offers, as `witness seal init` reads
@@ -67,7 +67,7 @@ func (sf *Surface) fill(l *Live) error {
 	}
 	_ = json.Unmarshal(l.initializeResult(), &init) // Initialize checked that it is an object
 	sf.Server = eventlog.ServerInfo{Name: init.ServerInfo.Name, Version: init.ServerInfo.Version, ProtocolVersion: init.ProtocolVersion}
-	defs, _, err := ToolDefs(l.Tools)
+	defs, _, err := derive.ToolDefs(l.Tools)
 	if err != nil {
 		return exitcode.New(exitcode.Failure, err, "")
 	}

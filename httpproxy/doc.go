@@ -11,7 +11,7 @@
 // and the body redaction rules of package capture apply, so no secret
 // reaches the disk; what is forwarded is never changed (hop-by-hop headers
 // aside). Beside the cassette it writes a signed event log whose events
-// an ExchangeDeriver makes from each recorded exchange.
+// an derive.ExchangeDeriver makes from each recorded exchange.
 //
 // Replay answers requests from such a cassette: a request that matches a
 // recorded one (method, path, canonical JSON body) gets the recorded

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/modelapi"
 )
 
 // RunLog builds one log of a synthetic agent run: the model channel (as
-// httpproxy.ModelDeriver writes it, payloads made by modelapi's types) or
+// derive.ModelDeriver writes it, payloads made by modelapi's types) or
 // one MCP server's log. Every event gets the time TS.
 type RunLog struct {
 	TS string

@@ -1,13 +1,12 @@
-package capture
+package derive
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-
 	"github.com/agent-trace-witness/witness/eventlog"
+	"sync"
 )
 
 // Recorder writes choke-point events through a chain Writer, one method per
