@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph/ldoracle"
 	"github.com/agent-trace-witness/witness/internal/synthlog"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
@@ -174,7 +175,7 @@ func TestOracleJSONGold(t *testing.T) {
 		{"sample", func(t *testing.T) *Graph { return buildBytes(t, sampleLog(t), Options{}) }},
 		{"sample-no-payloads", func(t *testing.T) *Graph { return buildBytes(t, sampleLog(t), Options{OmitPayloads: true}) }},
 		{"sample-cli-seal", func(t *testing.T) *Graph {
-			return buildBytes(t, sampleLog(t), Options{Seal: &SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "wit ✓"}})
+			return buildBytes(t, sampleLog(t), Options{Seal: &eventlog.SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "wit ✓"}})
 		}},
 		{"hansard", func(t *testing.T) *Graph { return buildBytes(t, hansardLog(t), Options{}) }},
 		{"mcp-surface", func(t *testing.T) *Graph { return buildBytes(t, surfaceLog(t), Options{}) }},

@@ -111,7 +111,7 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 	end := drift.End{Stop: drift.StopExitAfter}
 	select {
 	case sig := <-o.Signals:
-		end = drift.End{Stop: drift.StopSignal, Signal: serve.SignalName(sig)}
+		end = drift.End{Stop: drift.StopSignal, Signal: drift.SignalName(sig)}
 	case <-ms.done:
 	case err := <-served:
 		serveErr = err

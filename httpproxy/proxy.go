@@ -12,7 +12,6 @@ import (
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/httpbound"
-	"github.com/agent-trace-witness/witness/proxy"
 	"io"
 	"log"
 	"net"
@@ -196,7 +195,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var sealRef *eventlog.SealRef
 	if o.SealPath != "" {
-		if sealRef, err = proxy.SealRefFromFile(o.SealPath); err != nil {
+		if sealRef, err = derive.LoadSealRef(o.SealPath); err != nil {
 			return nil, err
 		}
 	}

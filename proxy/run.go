@@ -9,7 +9,6 @@ import (
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/seal"
 	"io"
 	"os"
 	"path/filepath"
@@ -85,7 +84,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var seal *eventlog.SealRef
 	if o.SealPath != "" {
 		var err error
-		seal, err = SealRefFromFile(o.SealPath)
+		seal, err = derive.LoadSealRef(o.SealPath)
 		if err != nil {
 			return nil, err
 		}
@@ -149,16 +148,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, exitcode.New(exitcode.Failure, fmt.Errorf("recording failed; nothing unrecorded was forwarded, and forwarding stopped there: %w", recErr), "check the space and permissions of the --out directory")
 	}
 	return res, nil
-}
-
-// SealRefFromFile loads a seal (package seal) and returns the reference an
-// event log header carries: its seal_ref digest and witness_id.
-func SealRefFromFile(path string) (*eventlog.SealRef, error) {
-	s, err := seal.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	return &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}, nil
 }
 
 // MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that

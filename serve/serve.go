@@ -384,7 +384,7 @@ loop:
 			if timer != nil {
 				timer.Stop()
 			}
-			end = drift.End{Stop: drift.StopSignal, Signal: SignalName(sig)}
+			end = drift.End{Stop: drift.StopSignal, Signal: drift.SignalName(sig)}
 			ss.say("stopped by %s", end.Signal)
 			break loop
 		case in = <-lines:

@@ -331,9 +331,9 @@ func TestGraphWithEvents(t *testing.T) {
 	}
 	for name, opts := range map[string]graph.Options{
 		"header seal": {},
-		"given seal":  {Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}},
+		"given seal":  {Seal: &eventlog.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}},
 		"no payloads": {OmitPayloads: true},
-		"other plan":  {Seal: &graph.SealRef{Digest: strings.Repeat("cd", 32), WitnessID: "other"}},
+		"other plan":  {Seal: &eventlog.SealRef{Digest: strings.Repeat("cd", 32), WitnessID: "other"}},
 	} {
 		doc := graphOf(t, clean, opts)
 		r := run(events, writeFile(t, dir, "g.jsonld", doc))
