@@ -168,7 +168,7 @@ func parseScenarioExchange(data []byte, el *jsontree.Value, at string, i int, ba
 		switch v.Str {
 		case mcp.MethodToolsCall:
 			return c, bad(v, at+".method", `tools/call is written {"tool": NAME, "arguments": {...}}`)
-		case "initialize":
+		case mcp.MethodInitialize:
 			return c, bad(v, at+".method", "the handshake is made by capture itself")
 		}
 		c.Method = v.Str
@@ -227,7 +227,7 @@ func ScenarioCapabilities(calls []ScenarioCall) json.RawMessage {
 			caps["sampling"] = json.RawMessage(`{}`)
 		case mcp.MethodElicitationCreate:
 			caps["elicitation"] = json.RawMessage(`{"form":{},"url":{}}`)
-		case "roots/list":
+		case mcp.MethodRootsList:
 			caps["roots"] = json.RawMessage(`{}`)
 		}
 	}

@@ -75,16 +75,16 @@ func (sf *Surface) fill(l *Live) error {
 	if init.Capabilities.Resources == nil {
 		sf.Notes = append(sf.Notes, "the server declares no resources capability: no resources listed")
 	} else {
-		if sf.Resources, err = sf.list(l, "resources/list", "resources", "uri"); err != nil {
+		if sf.Resources, err = sf.list(l, mcp.MethodResourcesList, "resources", "uri"); err != nil {
 			return err
 		}
-		if sf.Templates, err = sf.list(l, "resources/templates/list", "resourceTemplates", "uriTemplate"); err != nil {
+		if sf.Templates, err = sf.list(l, mcp.MethodResourcesTemplatesList, "resourceTemplates", "uriTemplate"); err != nil {
 			return err
 		}
 	}
 	if init.Capabilities.Prompts == nil {
 		sf.Notes = append(sf.Notes, "the server declares no prompts capability: no prompts listed")
-	} else if sf.Prompts, err = sf.list(l, "prompts/list", "prompts", "name"); err != nil {
+	} else if sf.Prompts, err = sf.list(l, mcp.MethodPromptsList, "prompts", "name"); err != nil {
 		return err
 	}
 	return nil

@@ -43,9 +43,9 @@ const MaxOpenRequests = 4096
 // Methods whose exchanges are not mcp_request/mcp_response events
 // (docs/design/mcp-surface.md, decision 2).
 const (
-	methodToolsCall   = "tools/call"
-	methodSampling    = "sampling/createMessage"
-	methodElicitation = "elicitation/create"
+	methodToolsCall   = mcp.MethodToolsCall
+	methodSampling    = mcp.MethodSamplingCreateMessage
+	methodElicitation = mcp.MethodElicitationCreate
 )
 
 // EffectFunc decides whether a call of tool with args has an external effect
@@ -554,11 +554,11 @@ func (d *Deriver) notification(w wireMsg) error {
 	m := w.m
 	var about *pendingReq
 	switch m.Method {
-	case "notifications/progress":
+	case mcp.NotificationProgress:
 		if tok, ok := mcp.Member(m.Params, "progressToken"); ok {
 			about = d.progress[otherDir(w.dir)][string(tok)]
 		}
-	case "notifications/cancelled":
+	case mcp.NotificationCancelled:
 		if rid, ok := mcp.Member(m.Params, "requestId"); ok {
 			if about = d.openOf(w.dir)[mcp.IDKey(rid)]; about != nil {
 				about.cancelled = true
@@ -606,9 +606,9 @@ func (d *Deriver) response(w wireMsg) error {
 	}
 	if ok && w.dir == cassette.S2C {
 		switch p.method {
-		case "initialize":
+		case mcp.MethodInitialize:
 			d.onInitialize(m)
-		case "tools/list":
+		case mcp.MethodToolsList:
 			d.onToolsList(m)
 		}
 	}
@@ -621,7 +621,7 @@ func (d *Deriver) response(w wireMsg) error {
 	if err != nil {
 		return err
 	}
-	if ok && w.dir == cassette.S2C && (p.method == "initialize" || p.method == "tools/list") {
+	if ok && w.dir == cassette.S2C && (p.method == mcp.MethodInitialize || p.method == mcp.MethodToolsList) {
 		return d.startIfHandshakeDone()
 	}
 	return nil
@@ -774,7 +774,7 @@ func (d *Deriver) headerDone() bool { return d.w != nil }
 // still gets the server's identity and tools once they arrive.
 func (d *Deriver) handshakePending() bool {
 	for _, p := range d.pending {
-		if p.method == "initialize" || p.method == "tools/list" {
+		if p.method == mcp.MethodInitialize || p.method == mcp.MethodToolsList {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/mcp"
 	"sync"
 )
 
@@ -211,7 +212,7 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 	}
 	method := in.Method
 	if method == "" {
-		method = "tools/call"
+		method = mcp.MethodToolsCall
 	}
 	e := &eventlog.Event{Kind: eventlog.KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
 	if len(in.RPCID) > 0 {

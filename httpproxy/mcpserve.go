@@ -415,7 +415,7 @@ func (ms *mcpServer) post(w http.ResponseWriter, r *http.Request, sid string, s 
 		}
 		if pm.Kind == mcp.KindRequest {
 			ids = append(ids, mcp.IDKey(pm.ID))
-			initialize = initialize || pm.Method == "initialize"
+			initialize = initialize || pm.Method == mcp.MethodInitialize
 		}
 	}
 	if len(msgs) == 0 {
