@@ -58,14 +58,5 @@ func openHTTPLive(o LiveOptions) (*Live, error) {
 		_ = l.d.Finish(eventlog.EndOptions{Signers: o.Signers, Reason: "session did not start", Failure: "session did not start: " + err.Error()})
 		return nil, err
 	}
-	l.HTTP = c
-	if _, err := c.Initialize(); err != nil {
-		return nil, l.closeWith(err)
-	}
-	tools, err := c.ListTools()
-	l.Tools = tools
-	if err != nil {
-		return nil, l.closeWith(err)
-	}
-	return l, nil
+	return l.start(c)
 }

@@ -62,18 +62,18 @@ type LiveOptions struct {
 	Capabilities json.RawMessage
 }
 
-// Live is a recorded MCP session: a StdioClient whose cassette feeds a
-// Deriver, so the event log is derived from exactly the recorded bytes.
+// Live is a recorded MCP session: a Transport (a StdioClient, or an
+// HTTPClient for LiveOptions.URL) whose cassette feeds a Deriver, so the
+// event log is derived from exactly the recorded bytes.
 type Live struct {
-	Client *StdioClient
-	Tools  []json.RawMessage // every tools/list page, in server order
+	Transport Transport
+	Tools     []json.RawMessage // every tools/list page, in server order
 
 	o  LiveOptions
 	cw *cassette.Writer
 	d  *derive.Deriver
-	// HTTP is the client of a session over Streamable HTTP (LiveOptions.URL);
-	// Client is then nil, cw holds its messages and hw its HTTP exchanges.
-	HTTP   *HTTPClient
+	// hw holds the HTTP exchanges of a session over Streamable HTTP
+	// (LiveOptions.URL); cw holds the messages of either transport.
 	hw     *cassette.HTTPWriter
 	mu     sync.Mutex
 	closed bool
@@ -132,33 +132,18 @@ func OpenLive(o LiveOptions) (*Live, error) {
 		_ = l.d.Finish(eventlog.EndOptions{Signers: o.Signers, Reason: "server did not start", Failure: "server did not start: " + err.Error()})
 		return nil, err
 	}
-	l.Client = c
-	if _, err := c.Initialize(); err != nil {
-		return nil, l.closeWith(err)
-	}
-	tools, err := c.ListTools()
-	l.Tools = tools
-	if err != nil {
-		return nil, l.closeWith(err)
-	}
-	return l, nil
+	return l.start(c)
 }
 
 // CallTool calls a tool; the call and its response become events.
 func (l *Live) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
-	if l.HTTP != nil {
-		return l.HTTP.CallTool(name, args)
-	}
-	return l.Client.CallTool(name, args)
+	return l.Transport.CallTool(name, args)
 }
 
 // Request sends any request over the session's transport and waits for
 // its reply; the request and its reply become events.
 func (l *Live) Request(method string, params json.RawMessage) (*mcp.Message, error) {
-	if l.HTTP != nil {
-		return l.HTTP.Request(method, params)
-	}
-	return l.Client.Request(method, params)
+	return l.Transport.Request(method, params)
 }
 
 // closeWith closes the session and returns err (which wins over shutdown
@@ -190,11 +175,8 @@ func (l *Live) close(failure string) error {
 	}
 	l.closed = true
 	var sd Shutdown
-	switch {
-	case l.Client != nil:
-		sd = l.Client.Close()
-	case l.HTTP != nil:
-		sd = l.HTTP.Close()
+	if l.Transport != nil {
+		sd = l.Transport.Close()
 	}
 	if sd.Warning != "" {
 		l.o.Warn(sd.Warning)

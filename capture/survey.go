@@ -136,8 +136,5 @@ func (sf *Surface) list(l *Live, method, key, field string) ([]string, error) {
 // initializeResult is the result of the session's initialize, whichever
 // transport carried it.
 func (l *Live) initializeResult() json.RawMessage {
-	if l.HTTP != nil {
-		return l.HTTP.InitializeResult
-	}
-	return l.Client.InitializeResult
+	return l.Transport.Initialized()
 }
