@@ -232,9 +232,9 @@ func (c *HTTPClient) Request(method string, params json.RawMessage) (*mcp.Messag
 	a, err := c.post(ctx, method, mcp.Request(id, method, params), idTok)
 	if err != nil {
 		if ctx.Err() != nil {
-			if method != "initialize" {
+			if method != mcp.MethodInitialize {
 				reason, _ := json.Marshal(fmt.Sprintf("timed out after %s", c.o.Timeout))
-				c.notify("notifications/cancelled", json.RawMessage(`{"requestId":`+string(idTok)+`,"reason":`+string(reason)+`}`))
+				c.notify(mcp.NotificationCancelled, json.RawMessage(`{"requestId":`+string(idTok)+`,"reason":`+string(reason)+`}`))
 			}
 			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("server did not answer %s (id %d) within %s: %w", method, id, c.o.Timeout, err),
 				"raise --timeout if the server is slow; the cassette shows everything it sent")
@@ -305,7 +305,7 @@ func (c *HTTPClient) post(ctx context.Context, what string, body []byte, id json
 		resp.Body.Close()
 		return nil, err
 	}
-	if what == "initialize" && resp.StatusCode/100 == 2 {
+	if what == mcp.MethodInitialize && resp.StatusCode/100 == 2 {
 		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 			c.mu.Lock()
 			c.session = sid
@@ -564,7 +564,7 @@ func (c *HTTPClient) answer(m *mcp.Message) {
 		}
 	}
 	if body == nil {
-		if m.Method == "ping" {
+		if m.Method == mcp.MethodPing {
 			body = mcp.Result(m.ID, json.RawMessage(`{}`))
 		} else {
 			body = mcp.ErrorResponse(m.ID, mcp.CodeMethodNotFound, "method not found: "+m.Method)
@@ -589,7 +589,7 @@ func (c *HTTPClient) Initialize() (json.RawMessage, error) {
 		"capabilities":    caps,
 		"clientInfo":      map[string]string{"name": "witness", "version": version.Version},
 	})
-	m, err := c.Request("initialize", params)
+	m, err := c.Request(mcp.MethodInitialize, params)
 	if err != nil {
 		return nil, err
 	}
@@ -600,7 +600,7 @@ func (c *HTTPClient) Initialize() (json.RawMessage, error) {
 	c.mu.Lock()
 	c.InitializeResult, c.Protocol, c.protoHdr = m.Result, proto, proto
 	c.mu.Unlock()
-	if err := c.notify("notifications/initialized", nil); err != nil {
+	if err := c.notify(mcp.NotificationInitialized, nil); err != nil {
 		return nil, err
 	}
 	c.openStream()
@@ -611,7 +611,7 @@ func (c *HTTPClient) Initialize() (json.RawMessage, error) {
 // version the witness speaks.
 func checkInitialize(m *mcp.Message, asked string) (string, error) {
 	if m.Error != nil {
-		se := serverError("initialize", m.Error)
+		se := serverError(mcp.MethodInitialize, m.Error)
 		return "", exitcode.New(exitcode.Failure, fmt.Errorf("server rejected initialize: %w", se), "try another --protocol: "+strings.Join(mcp.SupportedProtocols, ", "))
 	}
 	var res struct {

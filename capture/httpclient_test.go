@@ -4,6 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,12 +19,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/internal/memtest"
 )
 
 // fakeMCP is a small Streamable HTTP server: initialize gives a session
@@ -156,9 +156,9 @@ func runHTTPCapture(t *testing.T, url string, calls []ScenarioCall, mod func(*Li
 	}
 	res, err := RunCapture(CaptureOptions{LiveOptions: lo, OutDir: dir, Files: atomicfile.Options{Flag: "--out"}, Calls: calls})
 	c := &httpCaptured{res: res, err: err}
-	c.cassette, _ = os.ReadFile(filepath.Join(dir, CassetteFile))
-	c.events, _ = os.ReadFile(filepath.Join(dir, EventsFile))
-	c.http, _ = os.ReadFile(filepath.Join(dir, HTTPCassetteFile))
+	c.cassette, _ = os.ReadFile(filepath.Join(dir, derive.CassetteFile))
+	c.events, _ = os.ReadFile(filepath.Join(dir, derive.EventsFile))
+	c.http, _ = os.ReadFile(filepath.Join(dir, derive.HTTPCassetteFile))
 	return c
 }
 
@@ -188,7 +188,7 @@ func kindsOf(t *testing.T, events []byte) []string {
 func checkHTTPRederive(t *testing.T, c *httpCaptured) {
 	t.Helper()
 	lvCheckRederive(t, &lvCaptured{cassette: c.cassette, events: c.events})
-	if _, _, err := cassette.ReadHTTPExchanges(bytes.NewReader(c.http), HTTPCassetteFile, -1); err != nil {
+	if _, _, err := cassette.ReadHTTPExchanges(bytes.NewReader(c.http), derive.HTTPCassetteFile, -1); err != nil {
 		t.Fatalf("HTTP cassette: %v", err)
 	}
 }
@@ -514,3 +514,5 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	r.b = r.b[k:]
 	return k, nil
 }
+
+const frozenTS = "2026-08-30T14:33:00+00:00"

@@ -2,32 +2,11 @@ package capture
 
 import (
 	"encoding/json"
-	"io"
-	"os"
-	"path/filepath"
-
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"io"
 )
-
-// HTTPCassetteFile is the file of a capture folder that holds the HTTP
-// exchanges of a session over Streamable HTTP (capture --url), beside the
-// message cassette and the event log.
-const HTTPCassetteFile = "http.jsonl"
-
-// CreateHTTPCassetteFile creates DIR/http.jsonl for a capture over HTTP
-// under the evidence rules of o, after checking it and the two files
-// CreateRecordingFiles creates next, so that a refusal leaves DIR as it was.
-func CreateHTTPCassetteFile(dir string, o atomicfile.Options) (*os.File, error) {
-	hp := filepath.Join(dir, HTTPCassetteFile)
-	for _, p := range []string{filepath.Join(dir, CassetteFile), filepath.Join(dir, EventsFile), hp} {
-		if err := atomicfile.Check(p, o); err != nil {
-			return nil, err
-		}
-	}
-	return atomicfile.CreateLive(hp, o)
-}
 
 // openHTTPLive is OpenLive for a server reached over Streamable HTTP
 // (o.URL). Every JSON-RPC message goes to the message cassette (o.Cassette,
@@ -71,22 +50,13 @@ func openHTTPLive(o LiveOptions) (*Live, error) {
 		cw.SetRedact(func(_ cassette.Dir, b []byte) ([]byte, bool) { return red.Line(b) })
 	}
 	l := &Live{o: o, cw: cw, hw: rec.Writer()}
-	l.d = NewDeriver(o.Events, cw.Header(), DeriveOptions{Seal: o.Seal, Redactor: o.Redactor, Cassette: CassetteFile, Effects: o.Effects, Notes: o.Notes})
+	l.d = derive.NewDeriver(o.Events, cw.Header(), derive.Options{Seal: o.Seal, Redactor: o.Redactor, Cassette: derive.CassetteFile, Effects: o.Effects, Notes: o.Notes})
 	cw.OnRecord(func(r *cassette.Record) { _ = l.d.Feed(r) })
 	c, err := StartHTTP(HTTPOptions{URL: o.URL, Header: o.Header, Protocol: o.Protocol, Timeout: o.Timeout, MaxMessage: o.MaxLine,
 		Recorder: rec, Messages: cw, Warn: o.Warn, Answer: o.Answer, Capabilities: o.Capabilities})
 	if err != nil {
-		_ = l.d.Finish(FinishOptions{Signers: o.Signers, Reason: "session did not start", Failure: "session did not start: " + err.Error()})
+		_ = l.d.Finish(eventlog.EndOptions{Signers: o.Signers, Reason: "session did not start", Failure: "session did not start: " + err.Error()})
 		return nil, err
 	}
-	l.HTTP = c
-	if _, err := c.Initialize(); err != nil {
-		return nil, l.closeWith(err)
-	}
-	tools, err := c.ListTools()
-	l.Tools = tools
-	if err != nil {
-		return nil, l.closeWith(err)
-	}
-	return l, nil
+	return l.start(c)
 }

@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"io"
 	"net/http"
 	"sync"
-
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 // maxRedactLine is the longest body line held back for redaction, as in
@@ -31,7 +31,7 @@ type HTTPRecorder struct {
 	secret map[string]bool // header names
 	params map[string]bool // query parameter names
 	hash   func([]byte) string
-	body   *Redactor // body rules; nil: none
+	body   *derive.Redactor // body rules; nil: none
 }
 
 // HeaderKey returns the redactor whose keyed hash replaces credential
@@ -39,7 +39,7 @@ type HTTPRecorder struct {
 // rules are given, else key (--redact-key, $WITNESS_REDACT_KEY), else a
 // random key made for this session alone (its id starts with "session:",
 // docs/formats/http-cassette.md).
-func HeaderKey(body *Redactor, key []byte) (*Redactor, string, error) {
+func HeaderKey(body *derive.Redactor, key []byte) (*derive.Redactor, string, error) {
 	if body != nil {
 		return body, body.Info().KeyID, nil
 	}
@@ -50,7 +50,7 @@ func HeaderKey(body *Redactor, key []byte) (*Redactor, string, error) {
 			return nil, "", exitcode.New(exitcode.Failure, fmt.Errorf("make a session key for header hashes: %w", err), "")
 		}
 	}
-	r, err := NewRedactor(nil, key)
+	r, err := derive.NewRedactor(nil, key)
 	if err != nil {
 		return nil, "", exitcode.New(exitcode.Usage, err, "")
 	}
@@ -67,7 +67,7 @@ func HeaderKey(body *Redactor, key []byte) (*Redactor, string, error) {
 // names more headers to hash, extraParams more query parameters
 // (cassette.CredentialParams are always hashed). h.Upstream is written
 // with its credential query values hashed.
-func NewHTTPRecorder(out io.Writer, h cassette.HTTPFileHeader, hashKey *Redactor, keyID string, body *Redactor, extra, extraParams []string) (*HTTPRecorder, error) {
+func NewHTTPRecorder(out io.Writer, h cassette.HTTPFileHeader, hashKey *derive.Redactor, keyID string, body *derive.Redactor, extra, extraParams []string) (*HTTPRecorder, error) {
 	r := &HTTPRecorder{hash: hashKey.Token, body: body}
 	r.secret, h.RedactedHeaders = cassette.NameSet(cassette.CredentialHeaders, extra)
 	r.params, h.RedactedQuery = cassette.NameSet(cassette.CredentialParams, extraParams)
@@ -104,7 +104,7 @@ func (r *HTTPRecorder) Request(req *http.Request, body []byte) (int64, error) {
 		return 0, r.failed(err)
 	}
 	if len(body) > 0 {
-		data, red := RedactBodyLines(r.body, body)
+		data, red := derive.RedactBodyLines(r.body, body)
 		if err := r.w.Body(x, false, data, red, int64(len(body))); err != nil {
 			return 0, r.failed(err)
 		}
@@ -175,7 +175,7 @@ func (r *HTTPRecorder) readBody(x int64, body io.ReadCloser, max int, consume fu
 	var rerr error
 	detail := ""
 	emit := func(raw []byte) bool {
-		data, red := RedactBodyLines(r.body, raw)
+		data, red := derive.RedactBodyLines(r.body, raw)
 		if err := r.w.Body(x, true, data, red, int64(len(raw))); err != nil {
 			rerr = r.failed(err)
 			return false

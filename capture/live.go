@@ -4,23 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/mcp"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/mcp"
-)
-
-// File names written in a capture folder.
-const (
-	CassetteFile = "cassette.jsonl"
-	EventsFile   = "events.jsonl"
 )
 
 // LiveOptions configure a live, recorded MCP session over stdio.
@@ -57,8 +51,8 @@ type LiveOptions struct {
 
 	Getenv   func(string) string // ATW_WITNESS_TS; nil means no frozen time
 	Seal     *eventlog.SealRef
-	Redactor *Redactor
-	Effects  EffectFunc
+	Redactor *derive.Redactor
+	Effects  derive.EffectFunc
 	Signers  []eventlog.Signer
 	Warn     func(string)
 	Notes    []string
@@ -68,18 +62,18 @@ type LiveOptions struct {
 	Capabilities json.RawMessage
 }
 
-// Live is a recorded MCP session: a StdioClient whose cassette feeds a
-// Deriver, so the event log is derived from exactly the recorded bytes.
+// Live is a recorded MCP session: a Transport (a StdioClient, or an
+// HTTPClient for LiveOptions.URL) whose cassette feeds a Deriver, so the
+// event log is derived from exactly the recorded bytes.
 type Live struct {
-	Client *StdioClient
-	Tools  []json.RawMessage // every tools/list page, in server order
+	Transport Transport
+	Tools     []json.RawMessage // every tools/list page, in server order
 
 	o  LiveOptions
 	cw *cassette.Writer
-	d  *Deriver
-	// HTTP is the client of a session over Streamable HTTP (LiveOptions.URL);
-	// Client is then nil, cw holds its messages and hw its HTTP exchanges.
-	HTTP   *HTTPClient
+	d  *derive.Deriver
+	// hw holds the HTTP exchanges of a session over Streamable HTTP
+	// (LiveOptions.URL); cw holds the messages of either transport.
 	hw     *cassette.HTTPWriter
 	mu     sync.Mutex
 	closed bool
@@ -129,42 +123,27 @@ func OpenLive(o LiveOptions) (*Live, error) {
 		cw.SetRedact(func(_ cassette.Dir, b []byte) ([]byte, bool) { return red.Line(b) })
 	}
 	l := &Live{o: o, cw: cw}
-	l.d = NewDeriver(o.Events, cw.Header(), DeriveOptions{Seal: o.Seal, Redactor: o.Redactor, Cassette: CassetteFile, Effects: o.Effects, Notes: o.Notes})
+	l.d = derive.NewDeriver(o.Events, cw.Header(), derive.Options{Seal: o.Seal, Redactor: o.Redactor, Cassette: derive.CassetteFile, Effects: o.Effects, Notes: o.Notes})
 	cw.OnRecord(func(r *cassette.Record) { _ = l.d.Feed(r) })
 	c, err := StartStdio(StdioOptions{Command: o.Command, Args: o.Args, Env: o.Env, Dir: o.Dir, Protocol: o.Protocol,
 		Timeout: o.Timeout, MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Cassette: cw, Warn: o.Warn,
 		Answer: o.Answer, Capabilities: o.Capabilities})
 	if err != nil {
-		_ = l.d.Finish(FinishOptions{Signers: o.Signers, Reason: "server did not start", Failure: "server did not start: " + err.Error()})
+		_ = l.d.Finish(eventlog.EndOptions{Signers: o.Signers, Reason: "server did not start", Failure: "server did not start: " + err.Error()})
 		return nil, err
 	}
-	l.Client = c
-	if _, err := c.Initialize(); err != nil {
-		return nil, l.closeWith(err)
-	}
-	tools, err := c.ListTools()
-	l.Tools = tools
-	if err != nil {
-		return nil, l.closeWith(err)
-	}
-	return l, nil
+	return l.start(c)
 }
 
 // CallTool calls a tool; the call and its response become events.
 func (l *Live) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
-	if l.HTTP != nil {
-		return l.HTTP.CallTool(name, args)
-	}
-	return l.Client.CallTool(name, args)
+	return l.Transport.CallTool(name, args)
 }
 
 // Request sends any request over the session's transport and waits for
 // its reply; the request and its reply become events.
 func (l *Live) Request(method string, params json.RawMessage) (*mcp.Message, error) {
-	if l.HTTP != nil {
-		return l.HTTP.Request(method, params)
-	}
-	return l.Client.Request(method, params)
+	return l.Transport.Request(method, params)
 }
 
 // closeWith closes the session and returns err (which wins over shutdown
@@ -196,11 +175,8 @@ func (l *Live) close(failure string) error {
 	}
 	l.closed = true
 	var sd Shutdown
-	switch {
-	case l.Client != nil:
-		sd = l.Client.Close()
-	case l.HTTP != nil:
-		sd = l.HTTP.Close()
+	if l.Transport != nil {
+		sd = l.Transport.Close()
 	}
 	if sd.Warning != "" {
 		l.o.Warn(sd.Warning)
@@ -218,7 +194,7 @@ func (l *Live) close(failure string) error {
 	if err := cerr; err != nil {
 		failure = joinFailure(failure, "cassette: "+err.Error())
 	}
-	if err := l.d.Finish(FinishOptions{Signers: l.o.Signers, Failure: failure}); err != nil {
+	if err := l.d.Finish(eventlog.EndOptions{Signers: l.o.Signers, Failure: failure}); err != nil {
 		l.result = fmt.Errorf("finish event log: %w", err)
 		return l.result
 	}
@@ -245,7 +221,7 @@ func (l *Live) Counts() (records, events int64) {
 }
 
 // Deriver returns the session's event deriver.
-func (l *Live) Deriver() *Deriver { return l.d }
+func (l *Live) Deriver() *derive.Deriver { return l.d }
 
 // Recording says where the library path records a session, following
 // agent-trace-witness 0.1.0's ATW_RECORD convention: ATW_RECORD=1 turns it
@@ -293,7 +269,7 @@ func Dial(o DialOptions) (*Session, error) {
 	s := &Session{Dir: dir}
 	o.Cassette, o.Events = io.Discard, io.Discard
 	if dir != "" {
-		cf, ef, err := CreateRecordingFiles(dir, atomicfile.Options{Flag: "ATW_RECORD_OUT", Force: o.Force})
+		cf, ef, err := derive.CreateRecordingFiles(dir, atomicfile.Options{Flag: "ATW_RECORD_OUT", Force: o.Force})
 		if err != nil {
 			return nil, err
 		}

@@ -2,10 +2,10 @@ package capture
 
 import (
 	"encoding/json"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
 	"io"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/cassette"
 )
 
 // BenchmarkLiveToolCall measures one recorded tools/call round trip against
@@ -30,7 +30,7 @@ func BenchmarkLiveToolCall(b *testing.B) {
 // BenchmarkDeriveToolCall measures deriving the events of one tools/call
 // request and its response from cassette records (no process).
 func BenchmarkDeriveToolCall(b *testing.B) {
-	d := NewDeriver(io.Discard, cassette.Header{Started: lvFrozenTS, Frozen: true}, DeriveOptions{})
+	d := derive.NewDeriver(io.Discard, cassette.Header{Started: lvFrozenTS, Frozen: true}, derive.Options{})
 	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}`)
 	resp := []byte(`{"result":{"content":[{"type":"text","text":"Echo: hello"}]},"jsonrpc":"2.0","id":1}`)
 	var off int64

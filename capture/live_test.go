@@ -4,6 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
+	"github.com/agent-trace-witness/witness/mcp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,11 +18,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 const lvFrozenTS = "2026-08-30T14:33:00+00:00"
@@ -91,10 +92,10 @@ func lvRunCapture(t testing.TB, o CaptureOptions) *lvCaptured {
 	c.res, c.err = RunCapture(o)
 	c.dur = time.Since(start)
 	var err error
-	if c.cassette, err = os.ReadFile(filepath.Join(o.OutDir, CassetteFile)); err != nil {
+	if c.cassette, err = os.ReadFile(filepath.Join(o.OutDir, derive.CassetteFile)); err != nil {
 		t.Fatal(err)
 	}
-	if c.events, err = os.ReadFile(filepath.Join(o.OutDir, EventsFile)); err != nil {
+	if c.events, err = os.ReadFile(filepath.Join(o.OutDir, derive.EventsFile)); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -139,7 +140,7 @@ func lvReadCassette(t testing.TB, data []byte) (cassette.Header, []*cassette.Rec
 func lvCheckRederive(t testing.TB, c *lvCaptured) {
 	t.Helper()
 	var out bytes.Buffer
-	if err := EventsFromCassette(bytes.NewReader(c.cassette), "cassette.jsonl", &out, DeriveOptions{Cassette: CassetteFile}, FinishOptions{}); err != nil {
+	if err := derive.EventsFromCassette(bytes.NewReader(c.cassette), "cassette.jsonl", &out, derive.Options{Cassette: derive.CassetteFile}); err != nil {
 		t.Fatalf("EventsFromCassette: %v", err)
 	}
 	if !bytes.Equal(out.Bytes(), c.events) {
@@ -355,7 +356,7 @@ func TestServerRequestsAndPing(t *testing.T) {
 			}
 		}
 	}
-	if len(byMethod) != 3 || byMethod["ping"] == nil || byMethod["roots/list"] == nil || byMethod[methodSampling].Kind != eventlog.KindModelInput {
+	if len(byMethod) != 3 || byMethod["ping"] == nil || byMethod["roots/list"] == nil || byMethod[mcp.MethodSamplingCreateMessage].Kind != eventlog.KindModelInput {
 		t.Fatalf("server requests %v:\n%s", byMethod, c.events)
 	}
 	answers := map[string]string{}
@@ -414,7 +415,7 @@ func TestHostileServers(t *testing.T) {
 			}
 			n := 0
 			for _, e := range lvByKind(lvReadEvents(t, c.events), eventlog.KindNotification) {
-				if e.Method == MethodInvalidLine {
+				if e.Method == derive.MethodInvalidLine {
 					n++
 				}
 			}
@@ -513,7 +514,7 @@ func TestScenarioExchanges(t *testing.T) {
 	 {"method":"resources/read","params":{"uri": "file:///a"}},
 	 {"method":"ping"},
 	 {"tool":"t"}]`), "s.json")
-	if err != nil || len(calls) != 6 || calls[3].Method != "resources/read" || string(calls[3].Params) != `{"uri":"file:///a"}` || calls[4].Params != nil || calls[0].Answer != methodSampling {
+	if err != nil || len(calls) != 6 || calls[3].Method != "resources/read" || string(calls[3].Params) != `{"uri":"file:///a"}` || calls[4].Params != nil || calls[0].Answer != mcp.MethodSamplingCreateMessage {
 		t.Fatalf("%v %+v", err, calls)
 	}
 	if caps := string(ScenarioCapabilities(calls)); caps != `{"elicitation":{"form":{},"url":{}},"sampling":{}}` {
@@ -524,7 +525,7 @@ func TestScenarioExchanges(t *testing.T) {
 	}
 	answer := ScenarioAnswers(calls)
 	var got []string
-	for _, m := range []string{methodElicitation, methodElicitation, methodElicitation, methodSampling, "roots/list"} {
+	for _, m := range []string{mcp.MethodElicitationCreate, mcp.MethodElicitationCreate, mcp.MethodElicitationCreate, mcp.MethodSamplingCreateMessage, "roots/list"} {
 		res, e, ok := answer(m, nil)
 		got = append(got, fmt.Sprintf("%s|%s|%v", res, e, ok))
 	}
@@ -603,15 +604,15 @@ func FuzzParseScenario(f *testing.F) {
 
 func TestRedactedCaptureRederives(t *testing.T) {
 	bin := lvBuildTestServer(t, "testdata/servers/gosdk")
-	rule, err := ParseRedactRule("$.arguments.name")
+	rule, err := derive.ParseRedactRule("$.arguments.name")
 	if err != nil {
 		t.Fatal(err)
 	}
-	re, err := ParseRedactRule("re:Alice-[A-Za-z]+")
+	re, err := derive.ParseRedactRule("re:Alice-[A-Za-z]+")
 	if err != nil {
 		t.Fatal(err)
 	}
-	red, err := NewRedactor([]RedactRule{rule, re}, []byte("0123456789abcdef"))
+	red, err := derive.NewRedactor([]derive.RedactRule{rule, re}, []byte("0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,15 +3,15 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
+	"github.com/agent-trace-witness/witness/mcp"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // lvPeer returns node and the entry point of an npm peer server, failing
@@ -168,9 +168,9 @@ func TestPeerServerEverythingConversation(t *testing.T) {
 	node, entry := lvPeer(t, "server-everything")
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	calls := []ScenarioCall{
-		{Answer: methodSampling, Result: raw(`{"role":"assistant","content":{"type":"text","text":"4"},"model":"scripted-model","stopReason":"endTurn"}`)},
-		{Answer: methodElicitation, Result: raw(`{"action":"accept","content":{"name":"Ada"}}`)},
-		{Answer: methodElicitation, Result: raw(`{"action":"decline"}`)},
+		{Answer: mcp.MethodSamplingCreateMessage, Result: raw(`{"role":"assistant","content":{"type":"text","text":"4"},"model":"scripted-model","stopReason":"endTurn"}`)},
+		{Answer: mcp.MethodElicitationCreate, Result: raw(`{"action":"accept","content":{"name":"Ada"}}`)},
+		{Answer: mcp.MethodElicitationCreate, Result: raw(`{"action":"decline"}`)},
 		{Method: "resources/list"},
 		{Method: "resources/templates/list"},
 		{Method: "resources/read", Params: raw(`{"uri":"demo://resource/static/document/features.md"}`)},
@@ -222,7 +222,7 @@ func TestPeerServerEverythingConversation(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"initialize", "tools/list", "resources/list", "resources/templates/list", "resources/read", "prompts/list",
-		"prompts/get", "completion/complete", "logging/setLevel", "ping", methodSampling, methodElicitation} {
+		"prompts/get", "completion/complete", "logging/setLevel", "ping", mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate} {
 		if len(req[m]) == 0 || len(req[m]) != len(resp[m]) {
 			t.Errorf("%s: %d requests, %d answers", m, len(req[m]), len(resp[m]))
 		}
@@ -238,11 +238,11 @@ func TestPeerServerEverythingConversation(t *testing.T) {
 	for _, e := range lvByKind(evs, eventlog.KindToolCall) {
 		calls2[e.Tool] = e.ID
 	}
-	sampling, elicit := req[methodSampling], req[methodElicitation]
+	sampling, elicit := req[mcp.MethodSamplingCreateMessage], req[mcp.MethodElicitationCreate]
 	if len(sampling) != 1 || sampling[0].Kind != eventlog.KindModelInput || sampling[0].During != calls2["trigger-sampling-request"] || sampling[0].Direction != eventlog.DirS2C {
 		t.Fatalf("sampling request %+v", sampling)
 	}
-	out := resp[methodSampling][0]
+	out := resp[mcp.MethodSamplingCreateMessage][0]
 	if out.Kind != eventlog.KindModelOutput || out.Input != sampling[0].ID || !bytes.Contains(out.Payload, []byte(`"scripted-model"`)) {
 		t.Fatalf("sampling answer %+v", out)
 	}
@@ -250,7 +250,7 @@ func TestPeerServerEverythingConversation(t *testing.T) {
 		!bytes.Contains(elicit[1].Payload, []byte(`"mode":"url"`)) {
 		t.Fatalf("elicitation requests %+v", elicit)
 	}
-	if ui := resp[methodElicitation]; ui[0].Kind != eventlog.KindUserInput || !bytes.Contains(ui[0].Payload, []byte(`"Ada"`)) || !bytes.Contains(ui[1].Payload, []byte(`"decline"`)) {
+	if ui := resp[mcp.MethodElicitationCreate]; ui[0].Kind != eventlog.KindUserInput || !bytes.Contains(ui[0].Payload, []byte(`"Ada"`)) || !bytes.Contains(ui[1].Payload, []byte(`"decline"`)) {
 		t.Fatalf("elicitation answers %s / %s", ui[0].Payload, ui[1].Payload)
 	}
 	// the tool results carry what the host answered

@@ -20,7 +20,7 @@ func TestNoSurvivors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgid := l.Client.PGID()
+	pgid := l.Transport.(*StdioClient).PGID()
 	if err := syscall.Kill(-pgid, 0); err != nil {
 		t.Fatalf("group not alive before close: %v", err)
 	}

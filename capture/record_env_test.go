@@ -1,13 +1,13 @@
 package capture
 
 import (
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 func TestRecordingEnv(t *testing.T) {
@@ -57,7 +57,7 @@ func TestDialRecordsWithATWRecord(t *testing.T) {
 	if !strings.HasPrefix(s.Dir, "witness-cassette-") {
 		t.Fatalf("default dir %q", s.Dir)
 	}
-	ev, err := os.ReadFile(filepath.Join(tmp, s.Dir, EventsFile))
+	ev, err := os.ReadFile(filepath.Join(tmp, s.Dir, derive.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestDialRecordsWithATWRecord(t *testing.T) {
 		t.Fatalf("events:\n%s", ev)
 	}
 	lvCheckChain(t, ev)
-	cas, err := os.ReadFile(filepath.Join(tmp, s.Dir, CassetteFile))
+	cas, err := os.ReadFile(filepath.Join(tmp, s.Dir, derive.CassetteFile))
 	if err != nil || !strings.Contains(string(cas), `"name\":\"lib\"`) {
 		t.Fatalf("cassette: %v\n%s", err, cas)
 	}

@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
+	"github.com/agent-trace-witness/witness/mcp"
+	"os"
+	"path/filepath"
 )
 
 // ScenarioCall is one element of a capture scenario: a tool call (Tool
@@ -165,9 +166,9 @@ func parseScenarioExchange(data []byte, el *jsontree.Value, at string, i int, ba
 	var err error
 	if field == "method" {
 		switch v.Str {
-		case methodToolsCall:
+		case mcp.MethodToolsCall:
 			return c, bad(v, at+".method", `tools/call is written {"tool": NAME, "arguments": {...}}`)
-		case "initialize":
+		case mcp.MethodInitialize:
 			return c, bad(v, at+".method", "the handshake is made by capture itself")
 		}
 		c.Method = v.Str
@@ -222,11 +223,11 @@ func ScenarioCapabilities(calls []ScenarioCall) json.RawMessage {
 	caps := map[string]json.RawMessage{}
 	for _, c := range calls {
 		switch c.Answer {
-		case methodSampling:
+		case mcp.MethodSamplingCreateMessage:
 			caps["sampling"] = json.RawMessage(`{}`)
-		case methodElicitation:
+		case mcp.MethodElicitationCreate:
 			caps["elicitation"] = json.RawMessage(`{"form":{},"url":{}}`)
-		case "roots/list":
+		case mcp.MethodRootsList:
 			caps["roots"] = json.RawMessage(`{}`)
 		}
 	}
@@ -282,9 +283,9 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create capture folder: %w", err), "")
 	}
-	res := &CaptureResult{Dir: o.OutDir, Cassette: filepath.Join(o.OutDir, CassetteFile), Events: filepath.Join(o.OutDir, EventsFile)}
+	res := &CaptureResult{Dir: o.OutDir, Cassette: filepath.Join(o.OutDir, derive.CassetteFile), Events: filepath.Join(o.OutDir, derive.EventsFile)}
 	if o.URL != "" {
-		hf, err := CreateHTTPCassetteFile(o.OutDir, o.Files)
+		hf, err := derive.CreateHTTPCassetteFile(o.OutDir, o.Files)
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +293,7 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 		defer atomicfile.SyncLive(hf)
 		o.HTTPCassette = hf
 	}
-	cf, ef, err := CreateRecordingFiles(o.OutDir, o.Files)
+	cf, ef, err := derive.CreateRecordingFiles(o.OutDir, o.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +339,7 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 		res.Calls++
 		if m.Error != nil {
 			res.ToolError++
-		} else if b := isErrorOf(json.RawMessage(m.Result)); b != nil && *b {
+		} else if resultIsError(m.Result) {
 			res.ToolError++
 		}
 	}
@@ -355,4 +356,13 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 		return res, err
 	}
 	return res, atomicfile.SyncLive(ef)
+}
+
+// resultIsError says whether a tools/call result is an object whose
+// isError is true.
+func resultIsError(result json.RawMessage) bool {
+	var obj struct {
+		IsError *bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &obj) == nil && obj.IsError != nil && *obj.IsError
 }

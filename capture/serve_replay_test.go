@@ -2,14 +2,14 @@ package capture
 
 import (
 	"encoding/json"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // lvProjection is an event without what depends on the server command line
@@ -86,7 +86,7 @@ func TestCassetteReplaysThroughServe(t *testing.T) {
 				t.Fatal(live.err)
 			}
 			served := lvRunCapture(t, CaptureOptions{OutDir: filepath.Join(dir, "served"), LiveOptions: LiveOptions{Command: witness,
-				Args: []string{"serve", "--cassette", filepath.Join(dir, "live", CassetteFile)}, Timeout: 10 * time.Second}, Calls: cs})
+				Args: []string{"serve", "--cassette", filepath.Join(dir, "live", derive.CassetteFile)}, Timeout: 10 * time.Second}, Calls: cs})
 			if served.err != nil {
 				t.Fatalf("served session: %v\nwarnings: %v", served.err, served.warnings)
 			}

@@ -29,12 +29,12 @@ func listTools(c requester) ([]json.RawMessage, error) {
 			b, _ := json.Marshal(map[string]string{"cursor": cursor})
 			params = b
 		}
-		m, err := c.Request("tools/list", params)
+		m, err := c.Request(mcp.MethodToolsList, params)
 		if err != nil {
 			return all, err
 		}
 		if m.Error != nil {
-			return all, exitcode.New(exitcode.Failure, serverError("tools/list", m.Error), "")
+			return all, exitcode.New(exitcode.Failure, serverError(mcp.MethodToolsList, m.Error), "")
 		}
 		var res struct {
 			Tools      []json.RawMessage `json:"tools"`
@@ -65,5 +65,5 @@ func callTool(c requester, name string, args json.RawMessage) (*mcp.Message, err
 		params += `,"arguments":` + string(args)
 	}
 	params += "}"
-	return c.Request("tools/call", json.RawMessage(params))
+	return c.Request(mcp.MethodToolsCall, json.RawMessage(params))
 }

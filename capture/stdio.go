@@ -312,7 +312,7 @@ func (c *StdioClient) dispatch(line []byte, seq int64) {
 				return
 			}
 		}
-		if m.Method == "ping" {
+		if m.Method == mcp.MethodPing {
 			c.write(mcp.Result(m.ID, json.RawMessage(`{}`)))
 			return
 		}
@@ -433,9 +433,9 @@ func (c *StdioClient) Request(method string, params json.RawMessage) (*mcp.Messa
 		c.mu.Lock()
 		c.cancelled[mcp.IDKey(idTok)] = true
 		c.mu.Unlock()
-		if method != "initialize" {
+		if method != mcp.MethodInitialize {
 			reason, _ := json.Marshal(fmt.Sprintf("timed out after %s", c.o.Timeout))
-			c.write(mcp.Notification("notifications/cancelled", json.RawMessage(`{"requestId":`+string(idTok)+`,"reason":`+string(reason)+`}`)))
+			c.write(mcp.Notification(mcp.NotificationCancelled, json.RawMessage(`{"requestId":`+string(idTok)+`,"reason":`+string(reason)+`}`)))
 		}
 		err := fmt.Errorf("server did not answer %s (id %d) within %s", method, id, c.o.Timeout)
 		if u := c.unmatchedIDs(); u != "" {
@@ -496,12 +496,12 @@ func (c *StdioClient) Initialize() (json.RawMessage, error) {
 		"capabilities":    caps,
 		"clientInfo":      map[string]string{"name": "witness", "version": version.Version},
 	})
-	m, err := c.Request("initialize", params)
+	m, err := c.Request(mcp.MethodInitialize, params)
 	if err != nil {
 		return nil, err
 	}
 	if m.Error != nil {
-		se := serverError("initialize", m.Error)
+		se := serverError(mcp.MethodInitialize, m.Error)
 		return nil, c.report(exitcode.New(exitcode.Failure, fmt.Errorf("server rejected initialize: %w", se), "try another --protocol: "+strings.Join(mcp.SupportedProtocols, ", ")))
 	}
 	var res struct {
@@ -519,7 +519,7 @@ func (c *StdioClient) Initialize() (json.RawMessage, error) {
 	c.InitializeResult, c.Protocol = m.Result, res.ProtocolVersion
 	// sent with the next message (see deferred), at the latest by Close
 	c.sendMu.Lock()
-	c.deferred = mcp.Notification("notifications/initialized", nil)
+	c.deferred = mcp.Notification(mcp.NotificationInitialized, nil)
 	c.sendMu.Unlock()
 	return m.Result, nil
 }

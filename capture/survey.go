@@ -3,11 +3,11 @@ package capture
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/mcp"
+	"io"
 )
 
 // Surface is what a live MCP server offers, as `witness seal init` reads
@@ -67,7 +67,7 @@ func (sf *Surface) fill(l *Live) error {
 	}
 	_ = json.Unmarshal(l.initializeResult(), &init) // Initialize checked that it is an object
 	sf.Server = eventlog.ServerInfo{Name: init.ServerInfo.Name, Version: init.ServerInfo.Version, ProtocolVersion: init.ProtocolVersion}
-	defs, _, err := ToolDefs(l.Tools)
+	defs, _, err := derive.ToolDefs(l.Tools)
 	if err != nil {
 		return exitcode.New(exitcode.Failure, err, "")
 	}
@@ -75,16 +75,16 @@ func (sf *Surface) fill(l *Live) error {
 	if init.Capabilities.Resources == nil {
 		sf.Notes = append(sf.Notes, "the server declares no resources capability: no resources listed")
 	} else {
-		if sf.Resources, err = sf.list(l, "resources/list", "resources", "uri"); err != nil {
+		if sf.Resources, err = sf.list(l, mcp.MethodResourcesList, "resources", "uri"); err != nil {
 			return err
 		}
-		if sf.Templates, err = sf.list(l, "resources/templates/list", "resourceTemplates", "uriTemplate"); err != nil {
+		if sf.Templates, err = sf.list(l, mcp.MethodResourcesTemplatesList, "resourceTemplates", "uriTemplate"); err != nil {
 			return err
 		}
 	}
 	if init.Capabilities.Prompts == nil {
 		sf.Notes = append(sf.Notes, "the server declares no prompts capability: no prompts listed")
-	} else if sf.Prompts, err = sf.list(l, "prompts/list", "prompts", "name"); err != nil {
+	} else if sf.Prompts, err = sf.list(l, mcp.MethodPromptsList, "prompts", "name"); err != nil {
 		return err
 	}
 	return nil
@@ -136,8 +136,5 @@ func (sf *Surface) list(l *Live, method, key, field string) ([]string, error) {
 // initializeResult is the result of the session's initialize, whichever
 // transport carried it.
 func (l *Live) initializeResult() json.RawMessage {
-	if l.HTTP != nil {
-		return l.HTTP.InitializeResult
-	}
-	return l.Client.InitializeResult
+	return l.Transport.Initialized()
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // Format and Version name the report format in its header line.
@@ -333,9 +335,9 @@ func Describe(method, params string, line int64) *Message {
 	if json.Unmarshal([]byte(params), &p) == nil {
 		name, uri := str(p.Name), str(p.URI)
 		switch method {
-		case "tools/call":
+		case mcp.MethodToolsCall:
 			m.Tool = name
-		case "prompts/get":
+		case mcp.MethodPromptsGet:
 			m.Prompt = name
 		}
 		m.URI = uri

@@ -3,14 +3,13 @@ package eventlog_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // appendInput is what a framework appends (capture append): the encoders
@@ -53,7 +52,7 @@ func importATW(t testing.TB, name string, signers ...eventlog.Signer) []byte {
 	data, err := os.ReadFile(filepath.Join(testrepo.Root(t), "testdata/compat/atw-0.1.0", name))
 	must(t, err)
 	var out bytes.Buffer
-	if _, err := capture.ImportATW(bytes.NewReader(data), &out, capture.ImportOptions{Name: name, TS: eventlog.FrozenTS, Signers: signers}); err != nil {
+	if _, err := derive.ImportATW(bytes.NewReader(data), &out, derive.ImportOptions{Name: name, TS: eventlog.FrozenTS, Signers: signers}); err != nil {
 		t.Fatalf("import %s: %v", name, err)
 	}
 	return out.Bytes()
@@ -70,7 +69,7 @@ func TestEncodeFastEqualsSlow(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	must(t, os.WriteFile(path, eventlog.SampleLog(t, eventlog.GoodSigner), 0o644))
-	_, err := capture.AppendLog(path, bytes.NewReader([]byte(appendInput)), capture.AppendOptions{Verifier: eventlog.Trusted, Signers: []eventlog.Signer{eventlog.GoodSigner}, Clock: func() string { return eventlog.FrozenTS }})
+	_, err := derive.AppendLog(path, bytes.NewReader([]byte(appendInput)), derive.AppendOptions{Verifier: eventlog.Trusted, Signers: []eventlog.Signer{eventlog.GoodSigner}, Clock: func() string { return eventlog.FrozenTS }})
 	must(t, err)
 	data, _ := os.ReadFile(path)
 	logs = append(logs, data)

@@ -2,17 +2,16 @@ package firewall
 
 import (
 	"bytes"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // Messages "arrive through witness capture append": the JSONL input shape of
-// capture.AppendLog carries them, and evaluate reads what it wrote.
+// derive.AppendLog carries them, and evaluate reads what it wrote.
 func TestMessagesThroughCaptureAppend(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.jsonl")
@@ -30,7 +29,7 @@ func TestMessagesThroughCaptureAppend(t *testing.T) {
 		`{"kind":"message","message":{"direction":"incoming","conversation":"dm:bo","sender":"agent:bo","recipients":["agent:ada"],"text":"Thanks","operation":"direct"}}`,
 	}, "\n") + "\n"
 	clock := func() string { return "2026-08-30T14:34:00+00:00" }
-	if _, err := capture.AppendLog(path, strings.NewReader(input), capture.AppendOptions{Clock: clock}); err != nil {
+	if _, err := derive.AppendLog(path, strings.NewReader(input), derive.AppendOptions{Clock: clock}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := LoadPolicy(filepath.Join(fixtureDir, "policy-code.json"))

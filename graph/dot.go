@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // DOTOptions tune WriteDOT.
@@ -161,7 +163,7 @@ func nodeLabel(n *Node) string {
 // messageLabel names a model message: a sampling request or answer when
 // observed on the wire, else its role.
 func messageLabel(n *Node) string {
-	if n.Value(OtelMCPMethodName) != "sampling/createMessage" {
+	if n.Value(OtelMCPMethodName) != mcp.MethodSamplingCreateMessage {
 		return n.Value(WRole) + " message"
 	}
 	if n.Value(WDirection) == "s2c" {

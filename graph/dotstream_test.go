@@ -51,7 +51,7 @@ func TestStreamDOTEqualsWriteDOT(t *testing.T) {
 		{"synthetic-300", synthetic(t, 300, 7)}, {"synthetic-1500", synthetic(t, 1500, 8)}, {"synthetic-4000", synthetic(t, 4000, 9)}}
 	summaries := 0
 	for _, l := range logs {
-		sealed := Options{Seal: &SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "w-1"}}
+		sealed := Options{Seal: &eventlog.SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "w-1"}}
 		for _, opts := range []Options{{}, {OmitPayloads: true}, sealed} {
 			if opts.Seal != nil && len(l.log) > 1<<20 {
 				continue

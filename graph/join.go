@@ -16,6 +16,7 @@ import (
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/modelapi"
 )
 
@@ -707,7 +708,7 @@ func (j *joiner) contentLinks() error {
 		for _, e := range evs {
 			var iri string
 			switch {
-			case e.Kind == eventlog.KindMCPResponse && (e.Method == "resources/read" || e.Method == "prompts/get"):
+			case e.Kind == eventlog.KindMCPResponse && (e.Method == mcp.MethodResourcesRead || e.Method == mcp.MethodPromptsGet):
 				iri = AnswerIRI(b, e.ID)
 			case e.Kind == eventlog.KindUserInput:
 				iri = UserInputIRI(b, e.ID)

@@ -19,7 +19,7 @@ import (
 type Options struct {
 	// Seal, when set, is the plan of the session: the seal given on the
 	// command line. Otherwise the seal named by the log header is used.
-	Seal *SealRef
+	Seal *eventlog.SealRef
 	// OmitPayloads leaves out prov:value (payload contents), keeping only
 	// their hashes.
 	OmitPayloads bool
@@ -28,13 +28,6 @@ type Options struct {
 	// (BuildRun sets it to the first 16 hex digits of the log's sha256 when
 	// several logs are joined; docs/design/causal-join.md).
 	Scope string
-}
-
-// SealRef identifies a seal: the sha256 of its canonical JSON and its
-// witness_id.
-type SealRef struct {
-	Digest    string
-	WitnessID string
 }
 
 // emitFunc receives one statement.
@@ -181,7 +174,7 @@ func (m *mapper) server() (string, error) {
 	return s, nil
 }
 
-func (m *mapper) setPlan(ref *SealRef) error {
+func (m *mapper) setPlan(ref *eventlog.SealRef) error {
 	if ref == nil || ref.Digest == "" || m.plan != "" {
 		return nil
 	}
@@ -709,7 +702,7 @@ func (m *mapper) headerSeal(s string, seal *eventlog.SealRef) error {
 		if err := m.addStr(s, WBoundSeal, seal.Digest); err != nil {
 			return err
 		}
-		if err := m.setPlan(&SealRef{Digest: seal.Digest, WitnessID: seal.WitnessID}); err != nil {
+		if err := m.setPlan(&eventlog.SealRef{Digest: seal.Digest, WitnessID: seal.WitnessID}); err != nil {
 			return err
 		}
 	}

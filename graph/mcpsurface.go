@@ -6,6 +6,7 @@ import (
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // The MCP conversation beyond tools/call (docs/design/mcp-surface.md,
@@ -17,7 +18,7 @@ import (
 // produced after it.
 
 // methodSampling is the server request that is a model turn.
-const methodSampling = "sampling/createMessage"
+const methodSampling = mcp.MethodSamplingCreateMessage
 
 // serverReq is what the mapper keeps of a server request with a during
 // link, for its answer: the one host request open when it was sent, or the
@@ -38,11 +39,11 @@ type answerRef struct {
 // witness:MCPRequest, by method.
 func requestClass(method string) string {
 	switch method {
-	case "resources/read":
+	case mcp.MethodResourcesRead:
 		return WResourceRead
-	case "prompts/get":
+	case mcp.MethodPromptsGet:
 		return WPromptGet
-	case "elicitation/create":
+	case mcp.MethodElicitationCreate:
 		return WElicitation
 	}
 	return ""
@@ -52,9 +53,9 @@ func requestClass(method string) string {
 // witness:MCPAnswer, by the request's method.
 func answerClass(method string) string {
 	switch method {
-	case "resources/read":
+	case mcp.MethodResourcesRead:
 		return WResourceContents
-	case "prompts/get":
+	case mcp.MethodPromptsGet:
 		return WPromptMessages
 	}
 	return ""
@@ -289,9 +290,9 @@ func (m *mapper) mcpRequest(e *eventlog.Event, dt Term) error {
 // resources/read, subscribe and unsubscribe, the prompt of prompts/get.
 func (m *mapper) requestTarget(act string, e *eventlog.Event) error {
 	switch e.Method {
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		return m.addStr(act, OtelMCPResourceURI, payloadString(e.Payload, "uri"))
-	case "prompts/get":
+	case mcp.MethodPromptsGet:
 		return m.addStr(act, OtelPromptName, payloadString(e.Payload, "name"))
 	}
 	return nil

@@ -3,17 +3,17 @@ package graph
 import (
 	"bytes"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/graph/ldoracle"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/graph/ldoracle"
-	"github.com/agent-trace-witness/witness/internal/synthlog"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // oracleCheck compares the graph's own canonical N-Quads with json-gold's
@@ -61,7 +61,7 @@ func importATW(t testing.TB, name string) []byte {
 	}
 	defer f.Close()
 	var buf bytes.Buffer
-	if _, err := capture.ImportATW(f, &buf, capture.ImportOptions{Name: name, TS: "2026-08-30T14:33:00+00:00"}); err != nil {
+	if _, err := derive.ImportATW(f, &buf, derive.ImportOptions{Name: name, TS: "2026-08-30T14:33:00+00:00"}); err != nil {
 		t.Fatalf("import %s: %v", name, err)
 	}
 	return buf.Bytes()
@@ -175,7 +175,7 @@ func TestOracleJSONGold(t *testing.T) {
 		{"sample", func(t *testing.T) *Graph { return buildBytes(t, sampleLog(t), Options{}) }},
 		{"sample-no-payloads", func(t *testing.T) *Graph { return buildBytes(t, sampleLog(t), Options{OmitPayloads: true}) }},
 		{"sample-cli-seal", func(t *testing.T) *Graph {
-			return buildBytes(t, sampleLog(t), Options{Seal: &SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "wit ✓"}})
+			return buildBytes(t, sampleLog(t), Options{Seal: &eventlog.SealRef{Digest: strings.Repeat("ab", 32), WitnessID: "wit ✓"}})
 		}},
 		{"hansard", func(t *testing.T) *Graph { return buildBytes(t, hansardLog(t), Options{}) }},
 		{"mcp-surface", func(t *testing.T) *Graph { return buildBytes(t, surfaceLog(t), Options{}) }},

@@ -2,6 +2,8 @@ package httpproxy
 
 import (
 	"bufio"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -9,12 +11,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // BenchmarkAddedLatency measures what the recording proxy adds, with the
-// model events deriver of `witness proxy --listen` (ModelDeriver), against
+// model events deriver of `witness proxy --listen` (derive.ModelDeriver), against
 // the scripted model server (testdata/modelserver) answering the requests
 // the openai SDK sent in modelapi/testdata/exchanges.jsonl: for a
 // non-streamed Chat Completions call with tool calls (json) the round
@@ -37,7 +37,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 	ms := goBuild(b, "./testdata/modelserver", b.TempDir())
 	model := startDaemon(b, nil, ms, "-listen", "127.0.0.1:0", "-script", filepath.Join(root, "testdata", "modelserver", "scripts", "scenarios.json"))
 	upURL := model.URL
-	s := startProxy(b, upURL, Options{Deriver: ModelDeriver{}})
+	s := startProxy(b, upURL, Options{Deriver: derive.ModelDeriver{}})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 
 	// call returns the round trip (json) or the time to the first chunk

@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,11 +21,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/memtest"
 )
 
 func TestBudgetLease(t *testing.T) {
@@ -117,12 +116,12 @@ func notification(sid string, i int, pad string) string {
 // and "s2c DATA".
 func sessionRecords(t *testing.T, dir string, n int) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, MCPDir, fmt.Sprint(n), capture.CassetteFile))
+	f, err := os.Open(filepath.Join(dir, MCPDir, fmt.Sprint(n), derive.CassetteFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cr, err := cassette.NewReader(f, path.Join(MCPDir, fmt.Sprint(n), capture.CassetteFile))
+	cr, err := cassette.NewReader(f, path.Join(MCPDir, fmt.Sprint(n), derive.CassetteFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +445,7 @@ func TestMCPSessionPerAnswer(t *testing.T) {
 
 // TestDeriveBodiesShareOneBudget: 16 clients each hold a 4 MiB model API
 // request open; the deriver of `witness proxy --listen` keeps up to
-// MaxDeriveBody (16 MiB) of each body, so 16 exchanges could hold 64 MiB
+// derive.MaxDeriveBody (16 MiB) of each body, so 16 exchanges could hold 64 MiB
 // (256 MiB in general). With a budget of 8 MiB the live heap stays under
 // the budget plus the fixed buffers; every byte is in the HTTP cassette,
 // and the model_input of a body the budget did not keep says it was not
@@ -478,7 +477,7 @@ func TestDeriveBodiesShareOneBudget(t *testing.T) {
 			}))
 			defer up.Close()
 			var used, peak int64 = -1, -1
-			s := startProxy(t, up.URL, Options{Deriver: ModelDeriver{}, MemoryBudget: tc.budget, budgetEnd: func(u, p, _ int64) { used, peak = u, p }})
+			s := startProxy(t, up.URL, Options{Deriver: derive.ModelDeriver{}, MemoryBudget: tc.budget, budgetEnd: func(u, p, _ int64) { used, peak = u, p }})
 			keepOnFailure(t, s.Dir)
 			defer debug.SetGCPercent(debug.SetGCPercent(10))
 			base := memtest.Live()

@@ -5,6 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
+	"github.com/agent-trace-witness/witness/verify"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,12 +20,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
-	"github.com/agent-trace-witness/witness/verify"
 )
 
 // sharedSessionID is the one Mcp-Session-Id the hostile server of
@@ -277,7 +276,7 @@ func checkClientLog(t *testing.T, dir string, n int, l twoClientLine) string {
 		t.Errorf("session %d: no %s event", n, eventlog.MethodSessionIDCollision)
 	}
 	key, _ := hex.DecodeString(testKeyHex)
-	file := filepath.Join(dir, MCPDir, fmt.Sprint(n), capture.EventsFile)
+	file := filepath.Join(dir, MCPDir, fmt.Sprint(n), derive.EventsFile)
 	r, err := verify.Run(verify.Options{EventsFile: file, EndVerifier: hmacVerifier{key}})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/modelapi"
@@ -102,7 +102,7 @@ func logEvents(t testing.TB, data []byte) []*eventlog.Event {
 // log's end reason and the test signer.
 func rederive(t testing.TB, s *session, live []*eventlog.Event) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(s.Dir, capture.CassetteFile))
+	f, err := os.Open(filepath.Join(s.Dir, derive.CassetteFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func rederive(t testing.TB, s *session, live []*eventlog.Event) []byte {
 	}
 	end := live[len(live)-1]
 	var out bytes.Buffer
-	if err := EventsFromCassette(f, capture.CassetteFile, &out, DeriveOptions{End: eventlog.EndOptions{Signers: []eventlog.Signer{sg}, TS: end.TS, Reason: end.End.Reason}}); err != nil {
+	if err := derive.EventsFromCassette(f, derive.CassetteFile, &out, derive.Options{End: eventlog.EndOptions{Signers: []eventlog.Signer{sg}, TS: end.TS, Reason: end.End.Reason}}); err != nil {
 		t.Fatal(err)
 	}
 	return out.Bytes()
@@ -132,7 +132,7 @@ func TestModelEventsConcurrent(t *testing.T) {
 	up := fixtureUpstream(t, fs)
 	for _, frozen := range []bool{true, false} {
 		name := "frozen"
-		o := Options{Deriver: ModelDeriver{}}
+		o := Options{Deriver: derive.ModelDeriver{}}
 		if !frozen {
 			name = "real-time"
 			o.Getenv = func(string) string { return "" }
@@ -173,7 +173,7 @@ func TestModelEventsConcurrent(t *testing.T) {
 			byX := map[int64][]*eventlog.Event{}
 			for _, e := range evs {
 				if e.Wire != nil {
-					if e.Wire.Cassette != capture.CassetteFile || e.Wire.X < 1 {
+					if e.Wire.Cassette != derive.CassetteFile || e.Wire.X < 1 {
 						t.Errorf("%s: wire %+v", e.ID, e.Wire)
 					}
 					byX[e.Wire.X] = append(byX[e.Wire.X], e)
@@ -183,7 +183,7 @@ func TestModelEventsConcurrent(t *testing.T) {
 			for _, x := range xs {
 				got := byX[x.X]
 				if x.Request.Method == http.MethodGet {
-					if len(got) != 1 || got[0].Kind != eventlog.KindNotification || got[0].Method != MethodHTTPExchange ||
+					if len(got) != 1 || got[0].Kind != eventlog.KindNotification || got[0].Method != derive.MethodHTTPExchange ||
 						!strings.Contains(string(got[0].Payload), `"path":"/v1/models?limit=2"`) || !strings.Contains(string(got[0].Payload), `"status":200`) {
 						t.Errorf("exchange %d (GET): events %v", x.X, got)
 					}
@@ -239,7 +239,7 @@ func TestModelEventsNoAnswer(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	url := dead.URL
 	dead.Close()
-	s := startProxy(t, url, Options{Deriver: ModelDeriver{}})
+	s := startProxy(t, url, Options{Deriver: derive.ModelDeriver{}})
 	resp, body := post(t, s.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, nil)
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("%d %s", resp.StatusCode, body)
@@ -265,7 +265,7 @@ func TestModelEventsNoAnswer(t *testing.T) {
 	}
 }
 
-// TestModelEventsTruncated: a body over MaxDeriveBody is read as far as
+// TestModelEventsTruncated: a body over derive.MaxDeriveBody is read as far as
 // held, and the payload says so; the event is not complete.
 func TestModelEventsTruncated(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -274,8 +274,8 @@ func TestModelEventsTruncated(t *testing.T) {
 		w.Write([]byte(`{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
 	}))
 	defer up.Close()
-	s := startProxy(t, up.URL, Options{Deriver: ModelDeriver{}})
-	big := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("a", MaxDeriveBody) + `"}]}`
+	s := startProxy(t, up.URL, Options{Deriver: derive.ModelDeriver{}})
+	big := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("a", derive.MaxDeriveBody) + `"}]}`
 	post(t, s.URL+"/v1/chat/completions", big, nil)
 	if _, err := s.stop(); err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func keys(v any, asSent map[string]bool, out map[string]bool) {
 // and that the fixtures exercise the output fields the docs lead with.
 func TestDocsNameRealFields(t *testing.T) {
 	fs := readFixtures(t)
-	s := startProxy(t, fixtureUpstream(t, fs).URL, Options{Deriver: ModelDeriver{}})
+	s := startProxy(t, fixtureUpstream(t, fs).URL, Options{Deriver: derive.ModelDeriver{}})
 	for _, f := range fs {
 		resp, err := http.Post(s.URL+f.Path, "application/json", bytes.NewReader(f.RequestBody))
 		if err == nil {
@@ -414,8 +414,8 @@ func FuzzEventsFromCassette(f *testing.F) {
 	f.Add(lines[0])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var a, b bytes.Buffer
-		errA := EventsFromCassette(bytes.NewReader(data), "c.jsonl", &a, DeriveOptions{})
-		errB := EventsFromCassette(bytes.NewReader(data), "c.jsonl", &b, DeriveOptions{})
+		errA := derive.EventsFromCassette(bytes.NewReader(data), "c.jsonl", &a, derive.Options{})
+		errB := derive.EventsFromCassette(bytes.NewReader(data), "c.jsonl", &b, derive.Options{})
 		if (errA == nil) != (errB == nil) || !bytes.Equal(a.Bytes(), b.Bytes()) {
 			t.Fatalf("two derivations differ: %v / %v", errA, errB)
 		}
@@ -432,7 +432,7 @@ func TestSeedCassette(t *testing.T) {
 	file := filepath.Join("testdata", "fixtures-cassette.jsonl")
 	if *updateSeed {
 		fs := readFixtures(t)
-		s := startProxy(t, fixtureUpstream(t, fs).URL, Options{Deriver: ModelDeriver{}, HeaderKey: []byte("a fixed key for the fuzz seed")})
+		s := startProxy(t, fixtureUpstream(t, fs).URL, Options{Deriver: derive.ModelDeriver{}, HeaderKey: []byte("a fixed key for the fuzz seed")})
 		for _, x := range []fixture{fs[0], fs[4]} {
 			resp, err := http.Post(s.URL+x.Path, "application/json", bytes.NewReader(x.RequestBody))
 			if err == nil {
@@ -443,7 +443,7 @@ func TestSeedCassette(t *testing.T) {
 		if _, err := s.stop(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := os.ReadFile(filepath.Join(s.Dir, capture.CassetteFile))
+		got, err := os.ReadFile(filepath.Join(s.Dir, derive.CassetteFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -459,7 +459,7 @@ func TestSeedCassette(t *testing.T) {
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	if err := EventsFromCassette(f, file, &out, DeriveOptions{}); err != nil {
+	if err := derive.EventsFromCassette(f, file, &out, derive.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	evs := logEvents(t, out.Bytes())

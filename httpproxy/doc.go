@@ -8,10 +8,10 @@
 // client and before it goes upstream, each response chunk before it goes
 // to the client, which receives it at once (server-sent events are never
 // buffered to the end). Credential headers are replaced by keyed hashes
-// and the body redaction rules of package capture apply, so no secret
+// and the body redaction rules of package derive apply, so no secret
 // reaches the disk; what is forwarded is never changed (hop-by-hop headers
 // aside). Beside the cassette it writes a signed event log whose events
-// an ExchangeDeriver makes from each recorded exchange.
+// a derive.ExchangeDeriver makes from each recorded exchange.
 //
 // Replay answers requests from such a cassette: a request that matches a
 // recorded one (method, path, canonical JSON body) gets the recorded

@@ -2,14 +2,13 @@ package httpproxy
 
 import (
 	"bytes"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // A host that runs the model's tool calls as soon as its SDK hands them
@@ -58,7 +57,7 @@ func TestHostActsOnFailedAnswer(t *testing.T) {
 		if !ranCall || sdkFailed != tc.failed {
 			t.Fatalf("%s: the host printed %s", tc.scenario, out)
 		}
-		events := filepath.Join(rec, capture.EventsFile)
+		events := filepath.Join(rec, derive.EventsFile)
 		for _, args := range [][]string{{"verify", "--events", events}, {"verify", "--events", events, "--json"}} {
 			cmd := exec.Command(witness, args...)
 			cmd.Env = append(cmd.Environ(), env...)

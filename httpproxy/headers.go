@@ -1,12 +1,11 @@
 package httpproxy
 
 import (
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
 	"net/http"
 	"sort"
 	"strings"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
 )
 
 // CredentialHeaders are the headers whose values never reach the disk:
@@ -40,14 +39,14 @@ func endToEnd(h http.Header) http.Header {
 // hasher replaces credential header values and credential query values
 // by keyed hashes.
 type hasher struct {
-	key    *capture.Redactor // its Token is the keyed hash; its rules are not used here
-	names  map[string]bool   // lower-case header names
-	params map[string]bool   // lower-case query parameter names
-	keyID  string            // as written in the cassette header
-	plist  []string          // params, sorted
+	key    *derive.Redactor // its Token is the keyed hash; its rules are not used here
+	names  map[string]bool  // lower-case header names
+	params map[string]bool  // lower-case query parameter names
+	keyID  string           // as written in the cassette header
+	plist  []string         // params, sorted
 }
 
-func newHasher(key *capture.Redactor, keyID string, extra, extraParams []string) *hasher {
+func newHasher(key *derive.Redactor, keyID string, extra, extraParams []string) *hasher {
 	h := &hasher{key: key, keyID: keyID}
 	h.names, _ = cassette.NameSet(CredentialHeaders, extra)
 	h.params, h.plist = cassette.NameSet(cassette.CredentialParams, extraParams)

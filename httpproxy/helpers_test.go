@@ -7,6 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/keyring"
 	"io"
 	"net/http"
 	"os"
@@ -16,11 +20,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/keyring"
 )
 
 const testKeyHex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -120,7 +119,7 @@ func (s *session) stop() (*Result, error) {
 // cassette reads the session's cassette.
 func (s *session) cassette() (cassette.HTTPFileHeader, []*cassette.HTTPExchange, []byte) {
 	s.t.Helper()
-	data, err := os.ReadFile(filepath.Join(s.Dir, capture.CassetteFile))
+	data, err := os.ReadFile(filepath.Join(s.Dir, derive.CassetteFile))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -134,7 +133,7 @@ func (s *session) cassette() (cassette.HTTPFileHeader, []*cassette.HTTPExchange,
 // verifyEvents checks the event log with the test key and returns it.
 func (s *session) verifyEvents() (*eventlog.LogReport, []byte) {
 	s.t.Helper()
-	data, err := os.ReadFile(filepath.Join(s.Dir, capture.EventsFile))
+	data, err := os.ReadFile(filepath.Join(s.Dir, derive.EventsFile))
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -5,6 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/httpcoding"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/mcp"
+	"github.com/agent-trace-witness/witness/modelapi"
 	"mime"
 	"net/http"
 	"net/url"
@@ -13,15 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/internal/httpcoding"
-	"github.com/agent-trace-witness/witness/internal/jsonlimit"
-	"github.com/agent-trace-witness/witness/mcp"
-	"github.com/agent-trace-witness/witness/modelapi"
 )
 
 // MaxMCPMessage is the largest JSON body or server-sent event read into
@@ -114,7 +113,7 @@ type mcpSession struct {
 	dir       string
 	casF, evF *os.File
 	cw        *cassette.Writer
-	d         *capture.Deriver
+	d         *derive.Deriver
 
 	mu    sync.Mutex
 	notes []string
@@ -187,7 +186,7 @@ func (t *mcpTracker) newSession(key, id, transport string, x int64, extraNotes .
 		return nil, fmt.Errorf("MCP session %d: %w", n, err)
 	}
 	files := t.files
-	casF, evF, err := capture.CreateRecordingFiles(dir, files)
+	casF, evF, err := derive.CreateRecordingFiles(dir, files)
 	if err != nil {
 		return nil, fmt.Errorf("MCP session %d: %w", n, err)
 	}
@@ -195,15 +194,15 @@ func (t *mcpTracker) newSession(key, id, transport string, x int64, extraNotes .
 	if err != nil {
 		casF.Close()
 		evF.Close()
-		return nil, fmt.Errorf("MCP session %d: start %s: %w", n, filepath.Join(rel, capture.CassetteFile), err)
+		return nil, fmt.Errorf("MCP session %d: start %s: %w", n, filepath.Join(rel, derive.CassetteFile), err)
 	}
 	what := "MCP session " + strconv.Itoa(n) + " over " + transport + " through the HTTP proxy of " + t.up.String()
 	if id != "" {
 		what += " (" + id + ")"
 	}
-	notes := append([]string{what + "; every HTTP exchange is in ../../" + capture.CassetteFile + ", the JSON-RPC messages of this session in " + capture.CassetteFile}, extraNotes...)
+	notes := append([]string{what + "; every HTTP exchange is in ../../" + derive.CassetteFile + ", the JSON-RPC messages of this session in " + derive.CassetteFile}, extraNotes...)
 	notes = append(notes, t.startNotes...)
-	d := capture.NewDeriver(evF, cw.Header(), capture.DeriveOptions{Seal: t.seal, Notes: notes})
+	d := derive.NewDeriver(evF, cw.Header(), derive.Options{Seal: t.seal, Notes: notes})
 	cw.OnRecord(func(r *cassette.Record) { d.Feed(r) })
 	s := &mcpSession{n: n, key: key, id: id, upID: id, transport: transport, dir: rel, casF: casF, evF: evF, cw: cw, d: d}
 	if up, ok := t.upOf[id]; ok {
@@ -342,7 +341,7 @@ func (t *mcpTracker) recordCollision(c *collision) {
 		err := s.d.Note(eventlog.MethodSessionIDCollision, json.RawMessage(payload))
 		s.wmu.Unlock()
 		if err != nil {
-			t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.EventsFile), err))
+			t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, derive.EventsFile), err))
 		}
 	}
 	t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: eventlog.MethodSessionIDCollision, Payload: payload}})
@@ -399,7 +398,7 @@ func (t *mcpTracker) write(s *mcpSession, dir cassette.Dir, msg []byte) {
 		}
 	}
 	if _, err := s.cw.Record(dir, msg, false); err != nil {
-		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.CassetteFile), err))
+		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, derive.CassetteFile), err))
 	}
 	if s.preHeader > 0 && s.d.Writer() != nil {
 		t.budget.give(s.preHeader)
@@ -412,7 +411,7 @@ func (t *mcpTracker) write(s *mcpSession, dir cassette.Dir, msg []byte) {
 // so. The caller holds s.wmu.
 func (t *mcpTracker) startEarly(s *mcpSession) {
 	if err := s.d.Start(); err != nil {
-		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, capture.EventsFile), err))
+		t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, derive.EventsFile), err))
 	}
 	if !s.startedEarly {
 		s.startedEarly = true
@@ -473,7 +472,7 @@ func (t *mcpTracker) fallBack(s *mcpSession, over bool) {
 		s.budgetFull = true
 		what = "the proxy's memory budget of " + t.budget.size() + " was spent when server messages arrived"
 	}
-	s.note(fmt.Sprintf("%s while a request's body was still being recorded: from there on some may precede the request they answer in %s (the HTTP cassette has the wire's order)", what, capture.CassetteFile))
+	s.note(fmt.Sprintf("%s while a request's body was still being recorded: from there on some may precede the request they answer in %s (the HTTP cassette has the wire's order)", what, derive.CassetteFile))
 }
 
 // openRequest says that a request of s is being recorded: the server
@@ -523,7 +522,7 @@ func (t *mcpTracker) finish(ts, why string) error {
 		if err := s.cw.Err(); err != nil {
 			failure = strings.TrimPrefix(failure+"; recording failed: "+err.Error(), "; ")
 		}
-		err := s.d.Finish(capture.FinishOptions{Signers: t.signers, TS: ts, Reason: reason, Failure: failure})
+		err := s.d.Finish(eventlog.EndOptions{Signers: t.signers, TS: ts, Reason: reason, Failure: failure})
 		if err == nil {
 			err = errors.Join(atomicfile.SyncLive(s.casF), atomicfile.SyncLive(s.evF))
 		}

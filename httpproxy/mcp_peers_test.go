@@ -3,6 +3,8 @@ package httpproxy
 import (
 	"bufio"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 	"io"
 	"net"
 	"net/http"
@@ -17,9 +19,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // startEverything runs server-everything in mode (streamableHttp or sse)
@@ -120,7 +119,7 @@ func TestPeersEverythingHTTP(t *testing.T) {
 			done := make(chan error, 1)
 			var stderr syncBuffer
 			go func() {
-				_, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", capture.CassetteFile), MCPServeOptions{Listen: DefaultListen, Stderr: &stderr, ExitAfter: 1, Ready: func(u string) { ready <- u }})
+				_, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), MCPServeOptions{Listen: DefaultListen, Stderr: &stderr, ExitAfter: 1, Ready: func(u string) { ready <- u }})
 				done <- err
 			}()
 			u := <-ready

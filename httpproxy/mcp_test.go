@@ -7,6 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/memtest"
+	"github.com/agent-trace-witness/witness/modelapi"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,11 +25,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/memtest"
-	"github.com/agent-trace-witness/witness/modelapi"
 )
 
 // fakeMCP is a Streamable HTTP MCP server: initialize answered with JSON
@@ -129,7 +128,7 @@ func runMCPSession(t *testing.T, url, text string) string {
 // sessionEvents reads and verifies the event log of MCP session n.
 func sessionEvents(t *testing.T, dir string, n int) ([]eventlog.Event, *eventlog.LogReport) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, MCPDir, fmt.Sprint(n), capture.EventsFile))
+	data, err := os.ReadFile(filepath.Join(dir, MCPDir, fmt.Sprint(n), derive.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -677,7 +676,7 @@ func TestServeMCPReplaysProxySession(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", capture.CassetteFile), MCPServeOptions{Listen: DefaultListen, ExitAfter: 1, Stderr: &stderr, Ready: func(u string) { ready <- u }})
+		res, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), MCPServeOptions{Listen: DefaultListen, ExitAfter: 1, Stderr: &stderr, Ready: func(u string) { ready <- u }})
 		done <- out{res, err}
 	}()
 	u := <-ready
@@ -694,7 +693,7 @@ func TestServeMCPReplaysProxySession(t *testing.T) {
 	}
 	// a request the recording does not hold is a miss: exit code 4
 	go func() {
-		res, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", capture.CassetteFile), MCPServeOptions{Listen: DefaultListen, ExitAfter: 1, Stderr: &stderr, Ready: func(u string) { ready <- u }})
+		res, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), MCPServeOptions{Listen: DefaultListen, ExitAfter: 1, Stderr: &stderr, Ready: func(u string) { ready <- u }})
 		done <- out{res, err}
 	}()
 	u = <-ready

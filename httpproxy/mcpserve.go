@@ -111,7 +111,7 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 	end := drift.End{Stop: drift.StopExitAfter}
 	select {
 	case sig := <-o.Signals:
-		end = drift.End{Stop: drift.StopSignal, Signal: serve.SignalName(sig)}
+		end = drift.End{Stop: drift.StopSignal, Signal: drift.SignalName(sig)}
 	case <-ms.done:
 	case err := <-served:
 		serveErr = err
@@ -415,7 +415,7 @@ func (ms *mcpServer) post(w http.ResponseWriter, r *http.Request, sid string, s 
 		}
 		if pm.Kind == mcp.KindRequest {
 			ids = append(ids, mcp.IDKey(pm.ID))
-			initialize = initialize || pm.Method == "initialize"
+			initialize = initialize || pm.Method == mcp.MethodInitialize
 		}
 	}
 	if len(msgs) == 0 {

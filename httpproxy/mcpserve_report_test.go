@@ -2,15 +2,14 @@ package httpproxy
 
 import (
 	"bytes"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/drift"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/drift"
 )
 
 // serveMCPReport serves cassette with a drift report, runs client against
@@ -51,7 +50,7 @@ func TestServeMCPDriftReport(t *testing.T) {
 	if _, err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
-	cassette := filepath.Join(s.Dir, MCPDir, "1", capture.CassetteFile)
+	cassette := filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile)
 
 	// every recorded request asked: no drift, the report ends at --exit-after
 	r, v, err := serveMCPReport(t, cassette, false, func(u string) { runMCPSession(t, u, "replay me") })

@@ -6,6 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"io"
 	"log"
 	"net"
@@ -16,14 +22,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/internal/httpbound"
-	"github.com/agent-trace-witness/witness/proxy"
 )
 
 // DefaultListen is the address the proxy and the replaying server listen
@@ -47,13 +45,13 @@ type Options struct {
 	Upstream string
 	OutDir   string
 	// Files are the evidence rules of the cassette and the event log
-	// (--force, the command's inputs; see capture.CreateRecordingFiles).
+	// (--force, the command's inputs; see derive.CreateRecordingFiles).
 	Files    atomicfile.Options
 	SealPath string
 	Signers  []eventlog.Signer
 	// Redactor holds the body redaction rules (nil: none); its key also
 	// hashes the credential headers.
-	Redactor *capture.Redactor
+	Redactor *derive.Redactor
 	// Notes are start-up warnings (an unsigned end, a frozen time) written
 	// into the session header of the proxy's log and of each MCP session's
 	// log, after the proxy's own note.
@@ -68,8 +66,8 @@ type Options struct {
 	// wherever a request target is written (--redact-query), besides
 	// cassette.CredentialParams.
 	RedactQuery []string
-	// Deriver makes the events of each exchange; nil: NopDeriver.
-	Deriver ExchangeDeriver
+	// Deriver makes the events of each exchange; nil: derive.NopDeriver.
+	Deriver derive.ExchangeDeriver
 	Getenv  func(string) string // for ATW_WITNESS_TS
 	Stderr  io.Writer           // "listening on", notes
 	// Signals end the session (SIGINT, SIGTERM): exchanges in flight get
@@ -200,7 +198,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var sealRef *eventlog.SealRef
 	if o.SealPath != "" {
-		if sealRef, err = proxy.SealRefFromFile(o.SealPath); err != nil {
+		if sealRef, err = derive.LoadSealRef(o.SealPath); err != nil {
 			return nil, err
 		}
 	}
@@ -214,7 +212,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				return nil, exitcode.New(exitcode.Failure, fmt.Errorf("make a session key for header hashes: %w", err), "")
 			}
 		}
-		if key, err = capture.NewRedactor(nil, k); err != nil {
+		if key, err = derive.NewRedactor(nil, k); err != nil {
 			return nil, exitcode.New(exitcode.Usage, err, "")
 		}
 		if keyID = key.Info().KeyID; session {
@@ -234,13 +232,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if files.Flag == "" {
 		files.Flag = "--out"
 	}
-	casFile, evFile, err := capture.CreateRecordingFiles(o.OutDir, files)
+	casFile, evFile, err := derive.CreateRecordingFiles(o.OutDir, files)
 	if err != nil {
 		return nil, err
 	}
 	defer casFile.Close()
 	defer evFile.Close()
-	casPath, evPath := filepath.Join(o.OutDir, capture.CassetteFile), filepath.Join(o.OutDir, capture.EventsFile)
+	casPath, evPath := filepath.Join(o.OutDir, derive.CassetteFile), filepath.Join(o.OutDir, derive.EventsFile)
 
 	frozen := o.Getenv != nil && o.Getenv(eventlog.EnvTS) != ""
 	started := eventlog.Timestamp(o.Getenv)
@@ -260,7 +258,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("start cassette %s: %w", casPath, err), "check the space and permissions of the --out directory")
 	}
 	eh := &eventlog.Header{Seal: sealRef, Redaction: o.Redactor.Info(), Notes: append([]string{
-		"HTTP proxy of " + up.String() + ": the exchanges are in " + capture.CassetteFile + " (" + cassette.HTTPFormat + ")",
+		"HTTP proxy of " + up.String() + ": the exchanges are in " + derive.CassetteFile + " (" + cassette.HTTPFormat + ")",
 	}, o.Notes...)}
 	ev, err := eventlog.StartLog(evFile, eh, started, eventlog.SourceObserved)
 	if err != nil {
@@ -274,9 +272,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	deriver := o.Deriver
 	if deriver == nil {
-		deriver = NopDeriver{}
+		deriver = derive.NopDeriver{}
 	}
-	_, nop := deriver.(NopDeriver)
+	_, nop := deriver.(derive.NopDeriver)
 	abortCtx, abort := context.WithCancel(context.Background())
 	defer abort()
 	stderr := o.Stderr
@@ -291,7 +289,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	p := &recorder{
 		budget: mem,
 		up:     up, rt: rt, cas: cw, hash: h, red: o.Redactor, deriver: deriver, hold: !nop,
-		ev: ev, ch: cw.Header(), start: startTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins, lateRequestEnd: o.lateRequestEnd,
+		ev: ev, ch: cw.Header(), start: derive.StartTime(started), getenv: o.Getenv, abortCtx: abortCtx, failed: make(chan struct{}), allowOrigins: o.AllowOrigins, lateRequestEnd: o.lateRequestEnd,
 	}
 	srv, ln := httpbound.Server(p, ln, httpbound.ServerOptions{MaxConns: o.MaxConns, ErrorLog: log.New(stderr, "witness: proxy: ", 0)})
 	base := "http://" + ln.Addr().String()
@@ -336,7 +334,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		p.note("end the MCP session logs: " + merr.Error())
 	}
 	if c := p.mcp.capped; c > 0 {
-		p.note(fmt.Sprintf("the cap of %d MCP sessions was reached: %d later exchange(s) of new sessions (the first: %s) are in %s only, not read into %s/", maxSessions, c, p.mcp.cappedFirst, capture.CassetteFile, MCPDir))
+		p.note(fmt.Sprintf("the cap of %d MCP sessions was reached: %d later exchange(s) of new sessions (the first: %s) are in %s only, not read into %s/", maxSessions, c, p.mcp.cappedFirst, derive.CassetteFile, MCPDir))
 	}
 	res.Failure = p.failure()
 	reason := fmt.Sprintf("completed; %d exchange(s); %s", res.Exchanges, why)
@@ -368,8 +366,8 @@ type recorder struct {
 	rt      http.RoundTripper
 	cas     *cassette.HTTPWriter
 	hash    *hasher
-	red     *capture.Redactor
-	deriver ExchangeDeriver
+	red     *derive.Redactor
+	deriver derive.ExchangeDeriver
 	hold    bool // keep bodies for the deriver
 	getenv  func(string) string
 	mcp     *mcpTracker
@@ -394,7 +392,7 @@ type recorder struct {
 	finishing sync.RWMutex
 
 	mu       sync.Mutex
-	failures failures
+	failures derive.Failures
 	recErr   error
 	failed   chan struct{} // closed at the first recording failure
 }
@@ -407,7 +405,7 @@ func (p *recorder) fail(err error) {
 		return
 	}
 	p.recErr = err
-	p.failures.list = append(p.failures.list, "recording failed: "+err.Error())
+	p.failures.List = append(p.failures.List, "recording failed: "+err.Error())
 	close(p.failed)
 }
 
@@ -416,13 +414,13 @@ func (p *recorder) fail(err error) {
 func (p *recorder) note(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.failures.add(s)
+	p.failures.Add(s)
 }
 
 func (p *recorder) failure() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return strings.Join(p.failures.list, "; ")
+	return strings.Join(p.failures.List, "; ")
 }
 
 func (p *recorder) recordErr() error {
@@ -474,7 +472,7 @@ func (p *recorder) settle(ex *cassette.HTTPExchange, rec, detail string, status 
 		return nil
 	}
 	if rec != cassette.RecRequestEnd && !quiet {
-		if s := responseNote(ex.X, &r); s != "" {
+		if s := derive.ResponseNote(ex.X, &r); s != "" {
 			p.note(s)
 		}
 	}
@@ -510,7 +508,7 @@ func (p *recorder) append(evs []eventlog.Event, t int64) []string {
 	for i := range evs {
 		e := &evs[i]
 		if e.TS == "" {
-			e.TS = eventTime(p.ch, p.start, t)
+			e.TS = derive.EventTime(p.ch, p.start, t)
 		}
 		if e.Source == "" {
 			e.Source = eventlog.SourceObserved
@@ -587,7 +585,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mx := p.mcp.begin(x, r)
 	limit := int64(0) // bodies are held only for a deriver
 	if p.hold {
-		limit = MaxDeriveBody
+		limit = derive.MaxDeriveBody
 	}
 	// what the exchange holds is taken from the memory budget, and given
 	// back once both sides are done: at the end of finish, or when the

@@ -5,6 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/memtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,11 +20,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/memtest"
 )
 
 // TestJSONExchange: a non-streamed call goes through unchanged (path
@@ -318,11 +317,11 @@ func TestBodyRedaction(t *testing.T) {
 		io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	defer up.Close()
-	rule, err := capture.ParseRedactRule("$..token")
+	rule, err := derive.ParseRedactRule("$..token")
 	if err != nil {
 		t.Fatal(err)
 	}
-	red, err := capture.NewRedactor([]capture.RedactRule{rule}, bytes.Repeat([]byte{7}, 32))
+	red, err := derive.NewRedactor([]derive.RedactRule{rule}, bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +493,7 @@ func TestLargeBodiesBoundedMemory(t *testing.T) {
 		t.Errorf("peak heap in use %d MiB while moving 2 x 100 MiB", peak>>20)
 	}
 	t.Logf("peak heap in use: %d MiB", peak>>20)
-	f, err := os.Open(filepath.Join(s.Dir, capture.CassetteFile))
+	f, err := os.Open(filepath.Join(s.Dir, derive.CassetteFile))
 	if err != nil {
 		t.Fatal(err)
 	}

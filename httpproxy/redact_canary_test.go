@@ -5,16 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
 )
 
 // canaries are the secrets the clients send: the SDKs' own API key
@@ -124,7 +123,7 @@ func TestCanariesNeverReachDisk(t *testing.T) {
 
 	// serve the recording: a live request carrying the secrets matches
 	// the recorded one carrying their hashes
-	sv := startDaemon(t, env, witness, "serve", "--cassette", filepath.Join(rec, capture.CassetteFile), "--listen", "127.0.0.1:0")
+	sv := startDaemon(t, env, witness, "serve", "--cassette", filepath.Join(rec, derive.CassetteFile), "--listen", "127.0.0.1:0")
 	served := runCanaryClient(t, node, peers, sv.URL, specFile)
 	if code := sv.stop(t); code != 0 {
 		t.Errorf("serve exit %d\n%s", code, sv.stderr.String())
@@ -140,7 +139,7 @@ func TestCanariesNeverReachDisk(t *testing.T) {
 		}
 	}
 
-	events := filepath.Join(rec, capture.EventsFile)
+	events := filepath.Join(rec, derive.EventsFile)
 	outs := filepath.Join(work, "out")
 	if err := os.Mkdir(outs, 0o700); err != nil {
 		t.Fatal(err)
@@ -153,7 +152,7 @@ func TestCanariesNeverReachDisk(t *testing.T) {
 		run("verify", "--events", events, "--"+f, "--out", filepath.Join(outs, "verify."+f))
 	}
 
-	cas, err := os.ReadFile(filepath.Join(rec, capture.CassetteFile))
+	cas, err := os.ReadFile(filepath.Join(rec, derive.CassetteFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +297,7 @@ func TestMCPCanariesNeverReachDisk(t *testing.T) {
 		all = append(all, strings.TrimPrefix(v, "Bearer "))
 	}
 	grepTree(t, s.Dir, all, 4) // the cassette, the proxy's log, the session's cassette and log
-	cas, err := os.ReadFile(filepath.Join(s.Dir, capture.CassetteFile))
+	cas, err := os.ReadFile(filepath.Join(s.Dir, derive.CassetteFile))
 	if err != nil {
 		t.Fatal(err)
 	}

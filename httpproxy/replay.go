@@ -303,7 +303,7 @@ func (s *Replay) Serve(o ServeOptions) (*ServeResult, error) {
 	end := drift.End{Stop: drift.StopExitAfter}
 	select {
 	case sig := <-o.Signals:
-		end = drift.End{Stop: drift.StopSignal, Signal: serve.SignalName(sig)}
+		end = drift.End{Stop: drift.StopSignal, Signal: drift.SignalName(sig)}
 	case <-rs.done:
 	case err := <-served:
 		serveErr = err

@@ -3,6 +3,8 @@ package httpproxy
 import (
 	"bufio"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,9 +14,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 // recordFixture records three exchanges through the proxy: a JSON answer
@@ -44,7 +43,7 @@ func recordFixture(t *testing.T) string {
 	if _, err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(s.Dir, capture.CassetteFile)
+	return filepath.Join(s.Dir, derive.CassetteFile)
 }
 
 // replaying is a Replay.Serve running in the test.

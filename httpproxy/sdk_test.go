@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
+	"github.com/agent-trace-witness/witness/modelapi"
 	"io"
 	"os"
 	"os/exec"
@@ -12,11 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
-	"github.com/agent-trace-witness/witness/modelapi"
 )
 
 // sdkScenarios are the testdata/peers/modelclient.mjs scenarios: chat with
@@ -221,7 +220,7 @@ func TestSDKThroughProxyAndServe(t *testing.T) {
 
 	// the event log: per scenario a model_input, and a model_output
 	// linked to it with what the SDK parsed
-	data, err := os.ReadFile(filepath.Join(rec, capture.EventsFile))
+	data, err := os.ReadFile(filepath.Join(rec, derive.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +275,7 @@ func TestSDKThroughProxyAndServe(t *testing.T) {
 	}
 
 	// serve the recorded cassette, the model server stopped
-	sv := startDaemon(t, env, witness, "serve", "--cassette", filepath.Join(rec, capture.CassetteFile), "--listen", "127.0.0.1:0")
+	sv := startDaemon(t, env, witness, "serve", "--cassette", filepath.Join(rec, derive.CassetteFile), "--listen", "127.0.0.1:0")
 	served := runClients(t, node, peers, sv.URL, sdkScenarios, "")
 	changed := runClients(t, node, peers, sv.URL, []string{"chat-tools"}, "changed")
 	code := sv.stop(t)

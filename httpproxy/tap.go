@@ -2,10 +2,9 @@ package httpproxy
 
 import (
 	"bytes"
+	"github.com/agent-trace-witness/witness/derive"
 	"io"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
 )
 
 // chunkSize is the largest chunk read at once from a body.
@@ -115,7 +114,7 @@ func (t *tap) Read(p []byte) (int, error) {
 }
 
 // redactBody redacts a run of body lines with the body rules
-// (capture.RedactBodyLines, shared with the HTTP capture client).
-func redactBody(r *capture.Redactor, raw []byte) ([]byte, bool) {
-	return capture.RedactBodyLines(r, raw)
+// (derive.RedactBodyLines, shared with the HTTP capture client).
+func redactBody(r *derive.Redactor, raw []byte) ([]byte, bool) {
+	return derive.RedactBodyLines(r, raw)
 }

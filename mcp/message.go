@@ -109,7 +109,7 @@ func Parse(line []byte) (*Message, error) {
 	if len(m.ID) > 0 && (m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9')) && !exactIntegerID(string(m.ID)) {
 		sr.add(true, "id %s is not an exact integer token (readers that convert ids to integers or doubles differ on it)", shortLit(string(m.ID)))
 	}
-	if m.Method == "tools/call" && isObject(m.Params) {
+	if m.Method == MethodToolsCall && isObject(m.Params) {
 		present := map[string]bool{}
 		forMembers(m.Params, func(name string, _ json.RawMessage) { present[name] = true })
 		forMembers(m.Params, func(name string, _ json.RawMessage) {

@@ -151,7 +151,7 @@ func read(v *lnode, st strategy) Reading {
 	} else if v.get("result", st) != nil || v.get("error", st) != nil {
 		r.Kind = KindResponse
 	}
-	if (r.Kind == KindRequest || r.Kind == KindNotification) && r.Method == "tools/call" && params != nil && params.kind == 'o' {
+	if (r.Kind == KindRequest || r.Kind == KindNotification) && r.Method == MethodToolsCall && params != nil && params.kind == 'o' {
 		if name := params.get("name", st); name != nil && name.kind == 's' {
 			r.Tool, r.HasTool = name.str, true
 		}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // fullAfter writes to w for the first n writes, then to /dev/full (every
@@ -51,8 +51,8 @@ func devFull(t *testing.T) *os.File {
 func failClosed(t *testing.T, cassetteFull, eventsFull bool) (host string, out *Outcome, evPath string, closeErr error) {
 	t.Helper()
 	dir := t.TempDir()
-	casF, _ := os.Create(filepath.Join(dir, CassetteName))
-	evPath = filepath.Join(dir, EventsName)
+	casF, _ := os.Create(filepath.Join(dir, derive.CassetteFile))
+	evPath = filepath.Join(dir, derive.EventsFile)
 	evF, _ := os.Create(evPath)
 	defer casF.Close()
 	defer evF.Close()

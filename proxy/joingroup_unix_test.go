@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
 	"io"
 	"os"
 	"os/exec"
@@ -144,7 +145,7 @@ func TestNoSurvivorsInTheProxysGroup(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			cas, _ := os.ReadFile(filepath.Join(out, CassetteName))
+			cas, _ := os.ReadFile(filepath.Join(out, derive.CassetteFile))
 			want := `"signal":"SIGKILL","detail":"processes the server started outlived it`
 			if c.joined {
 				want += ` (one had moved into the proxy's own process group)"`

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
 	"io"
 	"os"
 	"os/exec"
@@ -120,7 +121,7 @@ func TestPeakMemory(t *testing.T) {
 		t.Errorf("the server did not get the whole line: %q", stderr.String())
 	}
 	// the line's last record, at the end of the cassette, holds its length
-	tail := fileTail(t, filepath.Join(out, CassetteName), 64<<10)
+	tail := fileTail(t, filepath.Join(out, derive.CassetteFile), 64<<10)
 	if want := fmt.Sprintf(`"partial":true,"line_bytes":%d,"line_sha256":"`, lineSize); !strings.Contains(tail, want) {
 		t.Errorf("the cassette does not end the line with %s:\n%s", want, tail[max(0, len(tail)-2000):])
 	}

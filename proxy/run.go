@@ -4,27 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/atomicfile"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/seal"
 )
-
-// EventsName is the event log file name inside the output directory.
-const EventsName = "events.jsonl"
 
 // Options configure a proxied, recorded session (`witness proxy`).
 type Options struct {
 	OutDir string
 	// Files are the evidence rules for the cassette and the event log
-	// (--force, the command's inputs; see capture.CreateRecordingFiles):
+	// (--force, the command's inputs; see derive.CreateRecordingFiles):
 	// an existing recording is refused unless Files.Force.
 	Files       atomicfile.Options
 	Command     []string
@@ -32,7 +28,7 @@ type Options struct {
 	SealPath    string
 	EffectsPath string
 	Signers     []eventlog.Signer
-	Redactor    *capture.Redactor   // redaction of the cassette and the events (nil: none)
+	Redactor    *derive.Redactor    // redaction of the cassette and the events (nil: none)
 	Notes       []string            // extra notes for the session header (the command's start-up warnings)
 	Getenv      func(string) string // for ATW_WITNESS_TS
 
@@ -88,18 +84,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var seal *eventlog.SealRef
 	if o.SealPath != "" {
 		var err error
-		seal, err = SealRefFromFile(o.SealPath)
+		seal, err = derive.LoadSealRef(o.SealPath)
 		if err != nil {
 			return nil, err
 		}
 	}
-	casPath := filepath.Join(o.OutDir, CassetteName)
-	evPath := filepath.Join(o.OutDir, EventsName)
+	casPath := filepath.Join(o.OutDir, derive.CassetteFile)
+	evPath := filepath.Join(o.OutDir, derive.EventsFile)
 	files := o.Files
 	if files.Flag == "" {
 		files.Flag = "--out"
 	}
-	casFile, evFile, err := capture.CreateRecordingFiles(o.OutDir, files)
+	casFile, evFile, err := derive.CreateRecordingFiles(o.OutDir, files)
 	if err != nil {
 		return nil, err
 	}
@@ -152,16 +148,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, exitcode.New(exitcode.Failure, fmt.Errorf("recording failed; nothing unrecorded was forwarded, and forwarding stopped there: %w", recErr), "check the space and permissions of the --out directory")
 	}
 	return res, nil
-}
-
-// SealRefFromFile loads a seal (package seal) and returns the reference an
-// event log header carries: its seal_ref digest and witness_id.
-func SealRefFromFile(path string) (*eventlog.SealRef, error) {
-	s, err := seal.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	return &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}, nil
 }
 
 // MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that

@@ -6,16 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 const frozenTS = "2026-08-30T14:33:00+00:00"
@@ -344,18 +343,18 @@ func TestUnansweredCall(t *testing.T) {
 
 func TestRunRefusesExistingRecording(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, CassetteName), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, derive.CassetteFile), []byte("x"), 0o644)
 	_, err := Run(context.Background(), Options{OutDir: dir, Command: []string{echo(t)}})
 	if err == nil || !strings.Contains(err.Error(), "evidence is never overwritten") || exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("err %v", err)
 	}
-	if data, _ := os.ReadFile(filepath.Join(dir, CassetteName)); string(data) != "x" {
+	if data, _ := os.ReadFile(filepath.Join(dir, derive.CassetteFile)); string(data) != "x" {
 		t.Errorf("existing cassette changed: %q", data)
 	}
 }
 
 // TestEventsRederiveFromCassette: the event log the proxy wrote equals, byte
-// for byte, the log capture.EventsFromCassette derives from its cassette.
+// for byte, the log derive.EventsFromCassette derives from its cassette.
 func TestEventsRederiveFromCassette(t *testing.T) {
 	_, res, err := runRecorded(t, Options{Command: []string{echo(t), "-notify", "-ask"}}, collidingSession)
 	if err != nil {
@@ -367,7 +366,7 @@ func TestEventsRederiveFromCassette(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := capture.EventsFromCassette(f, res.Cassette, &again, capture.DeriveOptions{Cassette: CassetteName}, capture.FinishOptions{}); err != nil {
+	if err := derive.EventsFromCassette(f, res.Cassette, &again, derive.Options{Cassette: derive.CassetteFile}); err != nil {
 		t.Fatal(err)
 	}
 	if live := mustRead(t, res.Events); !bytes.Equal(live, again.Bytes()) {
@@ -378,7 +377,7 @@ func TestEventsRederiveFromCassette(t *testing.T) {
 // TestRedactedRecording: redaction changes what is written, never what is
 // forwarded.
 func TestRedactedRecording(t *testing.T) {
-	red, err := capture.LoadRedactor(capture.RedactOptions{Rules: []string{"re:s3cr3t-[0-9]+"}, KeyHex: strings.Repeat("ab", 32)})
+	red, err := derive.LoadRedactor(derive.RedactOptions{Rules: []string{"re:s3cr3t-[0-9]+"}, KeyHex: strings.Repeat("ab", 32)})
 	if err != nil || red == nil {
 		t.Fatalf("redactor: %v", err)
 	}

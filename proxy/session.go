@@ -5,24 +5,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"io"
 	"sync"
 	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
 )
-
-// CassetteName is the cassette file name inside the output directory, as
-// events name it in their wire references.
-const CassetteName = "cassette.jsonl"
 
 // Recording is the Sink of a proxied session: it writes every wire line to
 // the cassette (package cassette) and feeds each written record to the
 // event deriver of package capture, the same one `witness capture` uses, so
 // that the event log is derived from exactly the recorded bytes and
-// capture.EventsFromCassette re-derives the same log from the cassette.
+// derive.EventsFromCassette re-derives the same log from the cassette.
 //
 // Line and Life write the cassette at once (one write(2) per record, no
 // fsync: see docs/design/proxy.md); the events are derived in Settle, off
@@ -31,7 +26,7 @@ const CassetteName = "cassette.jsonl"
 // flushEvery, at lifecycle records and at the end.
 type Recording struct {
 	cas     *cassette.Writer
-	d       *capture.Deriver
+	d       *derive.Deriver
 	ev      *bufio.Writer
 	signers []eventlog.Signer
 
@@ -61,7 +56,7 @@ type RecordingOptions struct {
 	// Redactor, when set, replaces matching values by keyed hashes in the
 	// cassette and the events before anything is written (the host and
 	// the server still see the real bytes).
-	Redactor *capture.Redactor
+	Redactor *derive.Redactor
 	Notes    []string // extra notes for the session header
 }
 
@@ -83,8 +78,8 @@ func NewRecording(o RecordingOptions) (*Recording, error) {
 		cw.SetRedact(func(_ cassette.Dir, b []byte) ([]byte, bool) { return red.Line(b) })
 	}
 	ev := bufio.NewWriterSize(o.Events, 64<<10)
-	d := capture.NewDeriver(ev, cw.Header(), capture.DeriveOptions{
-		Seal: o.Seal, Cassette: CassetteName, Effects: o.Effects.Func(), Redactor: o.Redactor, Notes: o.Notes,
+	d := derive.NewDeriver(ev, cw.Header(), derive.Options{
+		Seal: o.Seal, Cassette: derive.CassetteFile, Effects: o.Effects.Func(), Redactor: o.Redactor, Notes: o.Notes,
 	})
 	r := &Recording{cas: cw, d: d, ev: ev, signers: o.Signers, flush: time.Now()}
 	cw.OnRecord(func(rec *cassette.Record) {
@@ -171,7 +166,7 @@ func (r *Recording) Close(failure string) error {
 	if serr != nil && failure == "" {
 		failure = serr.Error()
 	}
-	err := r.d.Finish(capture.FinishOptions{Signers: r.signers, Failure: failure})
+	err := r.d.Finish(eventlog.EndOptions{Signers: r.signers, Failure: failure})
 	if ferr := r.ev.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write event log: %w", ferr)
 	}
@@ -183,7 +178,7 @@ func (r *Recording) Close(failure string) error {
 
 // Func adapts the mapping to the deriver: a call of a mapped tool has the
 // rule's effect, its target read from the call's arguments.
-func (m *EffectMap) Func() capture.EffectFunc {
+func (m *EffectMap) Func() derive.EffectFunc {
 	if m == nil {
 		return nil
 	}

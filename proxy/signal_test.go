@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"github.com/agent-trace-witness/witness/derive"
 	"io"
 	"os"
 	"os/exec"
@@ -86,7 +87,7 @@ func TestProxyProcessForwardsSIGTERM(t *testing.T) {
 	if groupAlive(serverGroup) {
 		t.Errorf("the server's process group %d survived", serverGroup)
 	}
-	cas, _ := os.ReadFile(filepath.Join(out, CassetteName))
+	cas, _ := os.ReadFile(filepath.Join(out, derive.CassetteFile))
 	if !strings.Contains(string(cas), `"life":"signal","signal":"SIGTERM","detail":"forwarded from the host"`) {
 		t.Errorf("no signal record in the cassette:\n%s", cas)
 	}

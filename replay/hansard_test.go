@@ -2,14 +2,13 @@ package replay
 
 import (
 	"bytes"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/graph"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/graph"
 )
 
 // hansardGraph imports the 0.1.0 HANSARD log (testdata/compat/atw-0.1.0)
@@ -22,7 +21,7 @@ func hansardGraph(t testing.TB) *graph.Graph {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	if _, err := capture.ImportATW(bytes.NewReader(src), &log, capture.ImportOptions{Name: "hansard_scenario_1.jsonl", TS: "2026-08-30T14:33:00+00:00"}); err != nil {
+	if _, err := derive.ImportATW(bytes.NewReader(src), &log, derive.ImportOptions{Name: "hansard_scenario_1.jsonl", TS: "2026-08-30T14:33:00+00:00"}); err != nil {
 		t.Fatal(err)
 	}
 	g, err := graph.Build(eventlog.NewReader(&log, "events.jsonl"), graph.Options{})

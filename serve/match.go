@@ -45,7 +45,7 @@ func KeyOf(m *mcp.Message) (Key, error) {
 	}
 	if obj, ok := v.(map[string]any); ok {
 		delete(obj, "_meta") // the protocol's per-request metadata: volatile only here
-		if m.Method == "initialize" {
+		if m.Method == mcp.MethodInitialize {
 			delete(obj, "clientInfo")
 		}
 	}

@@ -3,6 +3,11 @@ package serve
 import (
 	"bufio"
 	"context"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/mcp"
+	"github.com/agent-trace-witness/witness/proxy"
 	"io"
 	"os"
 	"os/exec"
@@ -10,11 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/mcp"
-	"github.com/agent-trace-witness/witness/proxy"
 )
 
 // everything returns the command of the pinned server-everything.
@@ -142,7 +142,7 @@ func TestServeHostAnswersEndToEnd(t *testing.T) {
 	if !strings.Contains(live.resp["3"], "Name: Ada") {
 		t.Fatalf("live elicitation result %s", live.resp["3"])
 	}
-	cas := filepath.Join(dir, proxy.CassetteName)
+	cas := filepath.Join(dir, derive.CassetteFile)
 
 	serveWith := func(name string) (*answeringHost, *Result, string, error) {
 		s, err := LoadFile(cas)

@@ -3,17 +3,17 @@ package serve
 import (
 	"bufio"
 	"context"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/mcp"
+	"github.com/agent-trace-witness/witness/proxy"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/mcp"
-	"github.com/agent-trace-witness/witness/proxy"
 )
 
 const (
@@ -192,7 +192,7 @@ func TestServePipelinedRecordingEndToEnd(t *testing.T) {
 	if n := strings.Count(strings.Join(live, ""), `"rec-token"`); n != 2 {
 		t.Fatalf("the live session has %d progress notifications, want 2:\n%s", n, strings.Join(live, ""))
 	}
-	sc, err := LoadFile(filepath.Join(dir, proxy.CassetteName))
+	sc, err := LoadFile(filepath.Join(dir, derive.CassetteFile))
 	if err != nil {
 		t.Fatal(err)
 	}

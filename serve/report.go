@@ -2,8 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"os"
-	"syscall"
 
 	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
@@ -17,22 +15,6 @@ func (s *Script) Header(o Options, allowRedacted bool) drift.Header {
 			AnswerTimeout: o.AnswerTimeout.String()},
 		Requests: s.Requests(),
 	}
-}
-
-// SignalName names the signals that stop a serve as the report does:
-// SIGTERM, SIGINT, SIGHUP (another signal by its description).
-func SignalName(sig os.Signal) string {
-	switch sig {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case nil:
-		return ""
-	}
-	return sig.String()
 }
 
 // report writes one entry to the drift report, if there is one.

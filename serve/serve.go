@@ -212,7 +212,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 				continue
 			}
 		}
-		if perr == nil && m.Kind == mcp.KindNotification && m.Method == "notifications/progress" {
+		if perr == nil && m.Kind == mcp.KindNotification && m.Method == mcp.NotificationProgress {
 			if tok, ok := progressTokenOf(m.Params); ok && tokens[tok] != nil {
 				e := tokens[tok]
 				e.actions = append(e.actions, action{kind: actWrite, line: wl, progress: true})
@@ -242,7 +242,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 // handling one: a tool that asks the user); with nothing fitting open, the
 // anchor.
 func ownerOf(open []*entry, m *mcp.Message, parsed bool, anchor *entry) *entry {
-	inRequest := parsed && m.Kind == mcp.KindRequest && (m.Method == "sampling/createMessage" || m.Method == "elicitation/create")
+	inRequest := parsed && m.Kind == mcp.KindRequest && (m.Method == mcp.MethodSamplingCreateMessage || m.Method == mcp.MethodElicitationCreate)
 	for _, e := range open {
 		if !inRequest || e.kind == mcp.KindRequest {
 			return e
@@ -384,7 +384,7 @@ loop:
 			if timer != nil {
 				timer.Stop()
 			}
-			end = drift.End{Stop: drift.StopSignal, Signal: SignalName(sig)}
+			end = drift.End{Stop: drift.StopSignal, Signal: drift.SignalName(sig)}
 			ss.say("stopped by %s", end.Signal)
 			break loop
 		case in = <-lines:

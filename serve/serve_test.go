@@ -6,6 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/mcp"
+	"github.com/agent-trace-witness/witness/proxy"
 	"io"
 	"os"
 	"os/exec"
@@ -13,12 +19,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/mcp"
-	"github.com/agent-trace-witness/witness/proxy"
 )
 
 var echoServer string
@@ -128,7 +128,7 @@ func record(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	hostW.Close()
-	return filepath.Join(dir, proxy.CassetteName), got
+	return filepath.Join(dir, derive.CassetteFile), got
 }
 
 func serveSession(t *testing.T, cas string, steps []step) (string, string, *Result, error) {

@@ -333,7 +333,7 @@ func (ss *serving) handle(data []byte) {
 				return
 			}
 		}
-		if m.Method == "ping" {
+		if m.Method == mcp.MethodPing {
 			res.Pings++
 			ss.write(mcp.Result(m.ID, json.RawMessage(`{}`)), false)
 			return

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // checker runs the checks that look at events. It is fed the session header
@@ -259,7 +260,7 @@ func (c *checker) ambiguous(e *eventlog.Event, line int64) {
 	var argSets []json.RawMessage
 	seenArgs := map[string]bool{}
 	for _, r := range a.Readings {
-		if (r.Kind != "request" && r.Kind != "notification") || r.Method != "tools/call" {
+		if (r.Kind != "request" && r.Kind != "notification") || r.Method != mcp.MethodToolsCall {
 			continue
 		}
 		tool := "(unnamed)"

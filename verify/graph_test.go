@@ -118,7 +118,7 @@ func TestEventsGraphDigest(t *testing.T) {
 	plan := testPlan()
 	data := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
 	g, err := graph.Build(eventlog.NewReader(bytes.NewReader(data), "events.jsonl"),
-		graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}})
+		graph.Options{Seal: &eventlog.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,13 @@ package verify
 
 import (
 	"bytes"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/seal"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/seal"
 )
 
 const compatDir = "../testdata/compat/atw-0.1.0"
@@ -23,7 +22,7 @@ func importHansard(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if _, err := capture.ImportATW(bytes.NewReader(in), &out, capture.ImportOptions{
+	if _, err := derive.ImportATW(bytes.NewReader(in), &out, derive.ImportOptions{
 		Name: "hansard_scenario_1.jsonl", TS: testTS, Signers: []eventlog.Signer{testKey},
 	}); err != nil {
 		t.Fatalf("import: %v", err)
@@ -98,8 +97,8 @@ func TestHansardCleanScenario(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if _, err := capture.ImportATW(bytes.NewReader(append(bytes.Join(keep, []byte("\n")), '\n')), &out,
-		capture.ImportOptions{Name: "clean.jsonl", TS: testTS, Signers: []eventlog.Signer{testKey}}); err != nil {
+	if _, err := derive.ImportATW(bytes.NewReader(append(bytes.Join(keep, []byte("\n")), '\n')), &out,
+		derive.ImportOptions{Name: "clean.jsonl", TS: testTS, Signers: []eventlog.Signer{testKey}}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := seal.Load(filepath.Join(compatDir, "seal_without_damaging_tool.json"))

@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 )
 
 // What the evidence cannot prove (issue 9, items 4 and 9): a recorded
@@ -137,8 +136,8 @@ func importedLog(t *testing.T) (Plan, []byte) {
 		}
 	}
 	var out bytes.Buffer
-	if _, err := capture.ImportATW(bytes.NewReader(append(bytes.Join(keep, []byte("\n")), '\n')), &out,
-		capture.ImportOptions{Name: "clean.jsonl", TS: testTS, Signers: []eventlog.Signer{testKey}}); err != nil {
+	if _, err := derive.ImportATW(bytes.NewReader(append(bytes.Join(keep, []byte("\n")), '\n')), &out,
+		derive.ImportOptions{Name: "clean.jsonl", TS: testTS, Signers: []eventlog.Signer{testKey}}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := seal.Load(filepath.Join(compatDir, "seal_without_damaging_tool.json"))
@@ -174,8 +173,8 @@ func TestImportedNotObserved(t *testing.T) {
 	}
 	// reported events appended to it: the imported ones are still named
 	p := writeFile(t, t.TempDir(), "events.jsonl", data)
-	if _, err := capture.AppendLog(p, strings.NewReader(`{"kind":"model_output","content":"done"}`+"\n"),
-		capture.AppendOptions{Verifier: testKey, Signers: []eventlog.Signer{testKey}, Clock: func() string { return testTS }}); err != nil {
+	if _, err := derive.AppendLog(p, strings.NewReader(`{"kind":"model_output","content":"done"}`+"\n"),
+		derive.AppendOptions{Verifier: testKey, Signers: []eventlog.Signer{testKey}, Clock: func() string { return testTS }}); err != nil {
 		t.Fatal(err)
 	}
 	mixed, err := os.ReadFile(p)
@@ -332,9 +331,9 @@ func TestGraphWithEvents(t *testing.T) {
 	}
 	for name, opts := range map[string]graph.Options{
 		"header seal": {},
-		"given seal":  {Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}},
+		"given seal":  {Seal: &eventlog.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}},
 		"no payloads": {OmitPayloads: true},
-		"other plan":  {Seal: &graph.SealRef{Digest: strings.Repeat("cd", 32), WitnessID: "other"}},
+		"other plan":  {Seal: &eventlog.SealRef{Digest: strings.Repeat("cd", 32), WitnessID: "other"}},
 	} {
 		doc := graphOf(t, clean, opts)
 		r := run(events, writeFile(t, dir, "g.jsonld", doc))

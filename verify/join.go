@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
@@ -403,7 +404,7 @@ func runEvents(r *Report, plan Plan, o Options) error {
 		}
 		logs = append(logs, graph.LogInput{Name: name, Data: data})
 	}
-	run, err := graph.BuildRun(logs, graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}})
+	run, err := graph.BuildRun(logs, graph.Options{Seal: &eventlog.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}})
 	if err != nil {
 		if exitcode.Of(err) == exitcode.Usage {
 			return err

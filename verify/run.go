@@ -64,7 +64,7 @@ type Options struct {
 // single log checked against plan (Evidence.GraphDigest): the seal as the
 // session's plan.
 func GraphOptionsFor(plan Plan) graph.Options {
-	return graph.Options{Seal: &graph.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}
+	return graph.Options{Seal: &eventlog.SealRef{Digest: plan.Ref, WitnessID: plan.WitnessID}}
 }
 
 // PlanFromSeal returns what the checks need from a seal.
@@ -389,7 +389,7 @@ func checkEventsAndGraph(r *Report, plan Plan, o Options) error {
 func graphOptionsOf(g *graph.Graph) *graph.Options {
 	o := &graph.Options{OmitPayloads: true}
 	if plans := g.OfType(graph.WSeal); len(plans) == 1 {
-		o.Seal = &graph.SealRef{Digest: plans[0].Value(graph.WSealDigest), WitnessID: plans[0].Value(graph.WWitnessID)}
+		o.Seal = &eventlog.SealRef{Digest: plans[0].Value(graph.WSealDigest), WitnessID: plans[0].Value(graph.WWitnessID)}
 	}
 	for _, n := range g.Nodes {
 		if len(n.Props[graph.ProvValue]) > 0 {

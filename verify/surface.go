@@ -10,18 +10,19 @@ import (
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/seal"
 )
 
 // MCP methods the surface checks read (docs/design/mcp-surface.md).
 const (
-	methodResourcesRead      = "resources/read"
-	methodResourcesSubscribe = "resources/subscribe"
-	methodPromptsGet         = "prompts/get"
-	methodSampling           = "sampling/createMessage"
-	methodElicitation        = "elicitation/create"
-	methodToolsList          = "tools/list"
-	methodToolsListChanged   = "notifications/tools/list_changed"
+	methodResourcesRead      = mcp.MethodResourcesRead
+	methodResourcesSubscribe = mcp.MethodResourcesSubscribe
+	methodPromptsGet         = mcp.MethodPromptsGet
+	methodSampling           = mcp.MethodSamplingCreateMessage
+	methodElicitation        = mcp.MethodElicitationCreate
+	methodToolsList          = mcp.MethodToolsList
+	methodToolsListChanged   = mcp.NotificationToolsListChanged
 )
 
 // surface holds the state of the checks of the MCP surface beyond tools:

@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-
-	"github.com/spf13/cobra"
-
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/keyring"
+	"github.com/spf13/cobra"
 )
 
 type captureAppendOptions struct {
@@ -74,13 +72,13 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := capture.AppendOptions{
+	opts := derive.AppendOptions{
 		InputName:     "stdin",
 		KeepOpen:      o.KeepOpen,
 		AllowUnsigned: o.AllowUns,
 		Redactor:      red,
 		Clock:         func() string { return eventlog.Timestamp(a.getenv) },
-		OnEvent: func(r capture.AppendResult) {
+		OnEvent: func(r derive.AppendResult) {
 			if r.Ref != "" {
 				fmt.Fprintf(a.stdout, "%s %s ref=%s\n", r.ID, r.Kind, r.Ref)
 			} else {
@@ -106,7 +104,7 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 	} else if !o.KeepOpen {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the new session end is not signed (pass --keyring)\n")
 	}
-	rep, err := capture.AppendLog(o.Events, a.stdin, opts)
+	rep, err := derive.AppendLog(o.Events, a.stdin, opts)
 	if rep != nil {
 		state := "left open (--keep-open)"
 		if rep.Ended {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
@@ -115,7 +116,7 @@ func runGraph(a *app, o graphOptions) error {
 		if err != nil {
 			return err
 		}
-		opts.Seal = &graph.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
+		opts.Seal = &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
 	}
 	var classes map[string]string
 	if o.Classes != "" {

@@ -3,15 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/spf13/cobra"
 	"io"
 	"os"
 	"path/filepath"
-
-	"github.com/spf13/cobra"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 type importOptions struct {
@@ -68,7 +66,7 @@ signature cover, and 'witness verify' says "imported, not observed".`,
 }
 
 func runImport(a *app, o importOptions) error {
-	if o.From != capture.ImportFormatATW010 {
+	if o.From != derive.ImportFormatATW010 {
 		return usageError(fmt.Errorf("--from %q is not a format import reads", o.From), "use --from atw-0.1.0")
 	}
 	o.Output.Reads(o.File, o.Redact.RulesFile, o.Redact.KeyFile, o.Keys.Input(a))
@@ -92,7 +90,7 @@ func runImport(a *app, o importOptions) error {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
 	}
 	ts := eventlog.Timestamp(a.getenv)
-	opts := capture.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
+	opts := derive.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
 	if !o.Quiet {
 		opts.OnEvent = func(e *eventlog.Event) {
 			who := e.Tool + e.Role
@@ -106,10 +104,10 @@ func runImport(a *app, o importOptions) error {
 			}
 		}
 	}
-	var rep *capture.ImportReport
+	var rep *derive.ImportReport
 	err = o.Output.Publish(a, nil, func(w io.Writer) error {
 		var err error
-		rep, err = capture.ImportATW(in, w, opts)
+		rep, err = derive.ImportATW(in, w, opts)
 		var coded *exitcode.Error
 		if err != nil && !errors.As(err, &coded) {
 			err = exitcode.New(exitcode.Failure, err, "")
@@ -120,7 +118,7 @@ func runImport(a *app, o importOptions) error {
 		return err
 	}
 	kind := "event log"
-	if rep.Format == capture.LegacyATWCassette {
+	if rep.Format == derive.LegacyATWCassette {
 		kind = "cassette"
 	}
 	signed := "unsigned"

@@ -4,20 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/httpproxy"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httpbound"
+	"github.com/agent-trace-witness/witness/proxy"
+	"github.com/spf13/cobra"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
-
-	"github.com/spf13/cobra"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/httpproxy"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/internal/httpbound"
-	"github.com/agent-trace-witness/witness/proxy"
 )
 
 type proxyOptions struct {
@@ -220,7 +219,7 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	res, err := httpproxy.Run(context.Background(), httpproxy.Options{
 		Listen: o.Listen, Upstream: o.Upstream, OutDir: o.Output.Out, Files: o.Output.Rules(a),
 		SealPath: o.Seal, Signers: signers, Redactor: redactor, HeaderKey: key, RedactHeaders: o.RedactHeaders, RedactQuery: o.RedactQuery,
-		Deriver: httpproxy.ModelDeriver{}, Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin, Notes: notes,
+		Deriver: derive.ModelDeriver{}, Getenv: a.getenv, Stderr: a.stderr, Signals: sigs, AllowOrigins: o.AllowOrigin, Notes: notes,
 		MemoryBudget: int64(o.MemoryMiB) << 20, MaxMCPSessions: o.MaxSessions, MaxConns: o.MaxConns,
 	})
 	if err != nil {

@@ -3,19 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/graph"
+	"github.com/agent-trace-witness/witness/internal/synthlog"
+	"github.com/agent-trace-witness/witness/internal/testrepo"
+	"github.com/agent-trace-witness/witness/replay"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/graph"
-	"github.com/agent-trace-witness/witness/internal/synthlog"
-	"github.com/agent-trace-witness/witness/internal/testrepo"
-	"github.com/agent-trace-witness/witness/replay"
 )
 
 // sealCase is one graph replayed with --seal by both paths.
@@ -341,7 +340,7 @@ func importedGraph(t *testing.T, dir, src string) string {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	if _, err := capture.ImportATW(bytes.NewReader(b), &log, capture.ImportOptions{Name: filepath.Base(src), TS: "2026-08-30T14:33:00+00:00"}); err != nil {
+	if _, err := derive.ImportATW(bytes.NewReader(b), &log, derive.ImportOptions{Name: filepath.Base(src), TS: "2026-08-30T14:33:00+00:00"}); err != nil {
 		t.Fatal(err)
 	}
 	return writeGraphFile(t, dir, strings.TrimSuffix(filepath.Base(src), ".jsonl"), &log)

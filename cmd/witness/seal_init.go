@@ -3,6 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/mcp"
+	"github.com/agent-trace-witness/witness/seal"
+	"github.com/spf13/cobra"
 	"io"
 	"net/http"
 	"os"
@@ -10,14 +17,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/spf13/cobra"
-
-	"github.com/agent-trace-witness/witness/capture"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/mcp"
-	"github.com/agent-trace-witness/witness/seal"
 )
 
 type sealInitOptions struct {
@@ -139,7 +138,7 @@ func runSealInit(a *app, o sealInitOptions) error {
 	}
 	events := o.Events
 	if o.From != "" {
-		events = filepath.Join(o.From, capture.EventsFile)
+		events = filepath.Join(o.From, derive.EventsFile)
 	}
 	o.Output.Reads(o.SystemPrompt, events)
 	if err := o.Output.Check(a); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/seal"
@@ -128,7 +129,7 @@ func whyFromEvents(o whyOptions, node string) (*why.Chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts.Seal = &graph.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
+		opts.Seal = &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
 	}
 	if len(o.Events) == 1 {
 		if fi, err := os.Stat(o.Events[0]); err == nil && fi.Size() >= whyStreamBytes {

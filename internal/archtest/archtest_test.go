@@ -21,8 +21,8 @@ const module = "github.com/agent-trace-witness/witness"
 const (
 	plumbing  = "plumbing"  // internal/*: canonical JSON, exit codes, files, limits
 	testkit   = "testkit"   // generators and helpers for tests and benchmarks
-	formats   = "formats"   // keyring, seal, cassette, eventlog, modelapi, drift, tlog/bundle: files and their rules
-	recording = "recording" // mcp, capture, proxy, httpproxy, serve, tlog: the wire, processes, recording
+	formats   = "formats"   // keyring, seal, mcp, cassette, eventlog, modelapi, drift, derive, tlog/bundle: files and their rules
+	recording = "recording" // capture, proxy, httpproxy, serve, tlog: the wire, processes, recording
 	analysis  = "analysis"  // graph, why, verify, replay, firewall, report: read evidence, judge it, show it
 	command   = "cmd"       // main packages: flags, wiring, output
 )
@@ -45,12 +45,13 @@ var prefixes = []struct{ prefix, layer string }{
 	{"keyring/osstore", recording},
 	{"keyring", formats},
 	{"seal", formats},
+	{"mcp", formats},
 	{"cassette", formats},
 	{"eventlog", formats},
 	{"modelapi", formats},
 	{"drift", formats},
+	{"derive", formats},
 	{"tlog/bundle", formats},
-	{"mcp", recording},
 	{"capture", recording},
 	{"proxy", recording},
 	{"httpproxy", recording},

@@ -4,16 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strings"
-	"testing"
-	"time"
-
 	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/firewall"
 	"github.com/agent-trace-witness/witness/graph"
@@ -21,6 +14,13 @@ import (
 	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/proxy"
 	"github.com/agent-trace-witness/witness/seal"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
 )
 
 // reader is one JSON reader of witness, fed doc as the whole file (or, for
@@ -123,11 +123,11 @@ var readers = []reader{
 		return err
 	}},
 	{"0.1.0 import", "legacy.jsonl", func(t *testing.T, doc []byte, file string) error {
-		_, err := capture.ImportATW(bytes.NewReader(line(doc)), io.Discard, capture.ImportOptions{Name: file, TS: "2026-08-30T14:33:00+00:00"})
+		_, err := derive.ImportATW(bytes.NewReader(line(doc)), io.Discard, derive.ImportOptions{Name: file, TS: "2026-08-30T14:33:00+00:00"})
 		return err
 	}},
 	{"reported events (capture append)", "stdin", func(t *testing.T, doc []byte, file string) error {
-		_, err := capture.ParseAppendInput(doc)
+		_, err := derive.ParseAppendInput(doc)
 		return err
 	}},
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // GraphSession is the session id of the logs NewGraph and WriteGraph
@@ -104,10 +105,10 @@ func (s *GraphSource) fill() {
 		}
 		call := eventlog.EventID(s.seq)
 		rpc := json.RawMessage(fmt.Sprint(s.seq))
-		s.emit(&eventlog.Event{Kind: eventlog.KindToolCall, Tool: tool, Method: "tools/call", RPCID: rpc, Cause: out,
+		s.emit(&eventlog.Event{Kind: eventlog.KindToolCall, Tool: tool, Method: mcp.MethodToolsCall, RPCID: rpc, Cause: out,
 			Payload: json.RawMessage(fmt.Sprintf(`{"path":"/data/f%d"}`, r.IntN(1000)))}, 3)
 		s.results = append(s.results, eventlog.EventID(s.seq))
-		s.emit(&eventlog.Event{Kind: eventlog.KindToolResponse, Tool: tool, Method: "tools/call", RPCID: rpc, Call: call, Payload: json.RawMessage(`{"content":[]}`)}, 1)
+		s.emit(&eventlog.Event{Kind: eventlog.KindToolResponse, Tool: tool, Method: mcp.MethodToolsCall, RPCID: rpc, Call: call, Payload: json.RawMessage(`{"content":[]}`)}, 1)
 		if op := graphOps[tool]; op != "read" || r.IntN(4) == 0 {
 			s.emit(&eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: tool, Call: call,
 				Effect: &eventlog.Effect{Op: op, Target: fmt.Sprintf("/data/f%d", r.IntN(1000))}}, 1)

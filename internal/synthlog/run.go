@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/modelapi"
 )
 
 // RunLog builds one log of a synthetic agent run: the model channel (as
-// httpproxy.ModelDeriver writes it, payloads made by modelapi's types) or
+// derive.ModelDeriver writes it, payloads made by modelapi's types) or
 // one MCP server's log. Every event gets the time TS.
 type RunLog struct {
 	TS string
@@ -134,7 +134,7 @@ func (l *RunLog) Turn(text string, calls ...Call) string {
 // (one text item); it returns the call's event id.
 func (l *RunLog) ToolCall(tool, args, result string) string {
 	n := l.w.Count()
-	id := l.append(&eventlog.Event{Kind: eventlog.KindToolCall, Tool: tool, Method: "tools/call", RPCID: json.RawMessage(fmt.Sprint(n))}, json.RawMessage(args))
+	id := l.append(&eventlog.Event{Kind: eventlog.KindToolCall, Tool: tool, Method: mcp.MethodToolsCall, RPCID: json.RawMessage(fmt.Sprint(n))}, json.RawMessage(args))
 	f := false
 	l.append(&eventlog.Event{Kind: eventlog.KindToolResponse, Tool: tool, Call: id, IsError: &f, RPCID: json.RawMessage(fmt.Sprint(n))},
 		map[string]any{"content": []any{map[string]any{"type": "text", "text": result}}, "isError": false})
@@ -145,9 +145,9 @@ func (l *RunLog) ToolCall(tool, args, result string) string {
 // content).
 func (l *RunLog) ResourceRead(uri, text string) string {
 	n := l.w.Count()
-	id := l.append(&eventlog.Event{Kind: eventlog.KindMCPRequest, Method: "resources/read", Direction: "c2s", RPCID: json.RawMessage(fmt.Sprint(n))},
+	id := l.append(&eventlog.Event{Kind: eventlog.KindMCPRequest, Method: mcp.MethodResourcesRead, Direction: "c2s", RPCID: json.RawMessage(fmt.Sprint(n))},
 		map[string]any{"uri": uri})
-	return l.append(&eventlog.Event{Kind: eventlog.KindMCPResponse, Method: "resources/read", Call: id, Direction: "s2c", RPCID: json.RawMessage(fmt.Sprint(n))},
+	return l.append(&eventlog.Event{Kind: eventlog.KindMCPResponse, Method: mcp.MethodResourcesRead, Call: id, Direction: "s2c", RPCID: json.RawMessage(fmt.Sprint(n))},
 		map[string]any{"contents": []any{map[string]any{"uri": uri, "mimeType": "text/plain", "text": text}}})
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // Tools are the tool names the generated server lists.
@@ -104,7 +105,7 @@ func GenerateWith(w io.Writer, n int, seed uint64, o Options) error {
 			call := open[i]
 			open = append(open[:i], open[i+1:]...)
 			isErr := r.IntN(10) == 0
-			e = &eventlog.Event{Kind: eventlog.KindToolResponse, TS: ts(), Source: eventlog.SourceObserved, Tool: openTool[call], Method: "tools/call", Call: call,
+			e = &eventlog.Event{Kind: eventlog.KindToolResponse, TS: ts(), Source: eventlog.SourceObserved, Tool: openTool[call], Method: mcp.MethodToolsCall, Call: call,
 				IsError: &isErr, Payload: json.RawMessage(`{"content":[{"type":"text","text":` + string(jstr(text(4))) + `}]}`)}
 			delete(openTool, call)
 		case x < 50:
@@ -114,14 +115,14 @@ func GenerateWith(w io.Writer, n int, seed uint64, o Options) error {
 		case x < 85 && lastOutput != "" && left > int64(len(open))+1:
 			rpc++
 			tool := tools[r.IntN(len(tools))]
-			e = &eventlog.Event{Kind: eventlog.KindToolCall, TS: ts(), Source: eventlog.SourceObserved, Tool: tool, Method: "tools/call", RPCID: json.RawMessage(strconv.Itoa(rpc)),
+			e = &eventlog.Event{Kind: eventlog.KindToolCall, TS: ts(), Source: eventlog.SourceObserved, Tool: tool, Method: mcp.MethodToolsCall, RPCID: json.RawMessage(strconv.Itoa(rpc)),
 				Cause: lastOutput, Payload: json.RawMessage(`{"path":` + string(jstr("/data/"+strconv.Itoa(r.IntN(1000))+".txt")) + `}`)}
 		case x < 95 && len(open) > 0:
 			call := open[r.IntN(len(open))]
 			e = &eventlog.Event{Kind: eventlog.KindExternalEffect, TS: ts(), Source: eventlog.SourceObserved, Tool: openTool[call], Call: call,
 				Effect: &eventlog.Effect{Op: "write", Target: "/data/out-" + strconv.Itoa(r.IntN(100)), Reason: "reported"}}
 		default:
-			e = &eventlog.Event{Kind: eventlog.KindNotification, TS: ts(), Source: eventlog.SourceObserved, Method: "notifications/message", Payload: json.RawMessage(`{"level":"info","data":` + string(jstr(text(3))) + `}`)}
+			e = &eventlog.Event{Kind: eventlog.KindNotification, TS: ts(), Source: eventlog.SourceObserved, Method: mcp.NotificationMessage, Payload: json.RawMessage(`{"level":"info","data":` + string(jstr(text(3))) + `}`)}
 		}
 		if err := cw.Append(e); err != nil {
 			return err

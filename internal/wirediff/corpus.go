@@ -7,6 +7,8 @@ import (
 	"compress/zlib"
 	"fmt"
 	"strings"
+
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // The channels of the corpus: each is one API read one way (plain JSON or
@@ -322,7 +324,7 @@ func streams() map[string]map[string][]sse {
 		"no-message-stop": baseAnthSSE()[:6],
 		"event-name-mismatch": func() []sse {
 			s := baseAnthSSE()
-			s[2].event = "ping"
+			s[2].event = mcp.MethodPing
 			return s
 		}(),
 		"no-event-names": func() []sse {
@@ -355,7 +357,7 @@ func streams() map[string]map[string][]sse {
 		"other-event":   {{event: "update", data: mcpResult}},
 		"dup-result":    {{event: "message", data: strings.Replace(mcpResult, `"result":{`, `"result":{"content":[{"type":"text","text":"evil"}]},"result":{`, 1)}},
 		"big-id":        {{event: "message", data: mcpRes("100000000000000000001")}},
-		"notif-then":    {{event: "message", data: `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`}, {event: "message", data: mcpResult}},
+		"notif-then":    {{event: "message", data: `{"jsonrpc":"2.0","method":mcp.NotificationMessage,"params":{"level":"info","data":"x"}}`}, {event: "message", data: mcpResult}},
 	}
 	return map[string]map[string][]sse{APIChatSSE: chat, APIRespSSE: resp, APIAnthSSE: anth, APIMCPStream: mcpS}
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // Case is one hostile answer: what the upstream sends back, byte for byte.
@@ -155,7 +157,7 @@ func (u *Upstream) serve(c net.Conn) {
 	switch {
 	case msg.ID == nil:
 		c.Write([]byte("HTTP/1.1 202 Accepted\r\nMcp-Session-Id: wirediff-session-1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
-	case msg.Method == "initialize":
+	case msg.Method == mcp.MethodInitialize:
 		b := fmt.Sprintf(initResult, msg.ID)
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: wirediff-session-1\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s", strconv.Itoa(len(b)), b)
 	default:

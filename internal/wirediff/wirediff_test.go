@@ -6,17 +6,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/httpproxy"
+	"github.com/agent-trace-witness/witness/modelapi"
+	"github.com/agent-trace-witness/witness/verify"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/httpproxy"
-	"github.com/agent-trace-witness/witness/modelapi"
-	"github.com/agent-trace-witness/witness/verify"
 )
 
 // reading is one exchange of a case read both ways.
@@ -53,7 +53,7 @@ func witnessRun(t testing.TB, o *Oracle, up *Upstream, c Case) []reading {
 				return ""
 			},
 			Ready:   func(u string) { ready <- u },
-			Deriver: httpproxy.ModelDeriver{},
+			Deriver: derive.ModelDeriver{},
 		})
 		done <- result{r, err}
 	}()

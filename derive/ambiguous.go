@@ -1,15 +1,14 @@
-package capture
+package derive
 
 import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"unicode/utf8"
-
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/mcp"
+	"unicode/utf8"
 )
 
 // NewAmbiguousLine describes line (read in direction dir) with its reasons

@@ -1,4 +1,4 @@
-package capture
+package derive
 
 import (
 	"bufio"
@@ -9,17 +9,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"regexp"
-	"strings"
-	"unicode/utf8"
-
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
+	"os"
+	"regexp"
+	"strings"
+	"unicode/utf8"
 )
 
 // EnvRedactKey holds the redaction key (hex, at least 16 bytes) when no key

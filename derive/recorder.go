@@ -1,13 +1,13 @@
-package capture
+package derive
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/mcp"
+	"sync"
 )
 
 // Recorder writes choke-point events through a chain Writer, one method per
@@ -212,7 +212,7 @@ func (r *Recorder) ToolCall(in ToolCallEvent) (string, error) {
 	}
 	method := in.Method
 	if method == "" {
-		method = "tools/call"
+		method = mcp.MethodToolsCall
 	}
 	e := &eventlog.Event{Kind: eventlog.KindToolCall, Tool: in.Tool, Method: method, Cause: in.Cause, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
 	if len(in.RPCID) > 0 {

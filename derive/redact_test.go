@@ -1,13 +1,12 @@
-package capture
+package derive
 
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
-	"testing"
-
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"strings"
+	"testing"
 )
 
 var redactKey = bytes.Repeat([]byte{0x42}, 32)

@@ -1,15 +1,14 @@
-package capture
+package derive
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
 const compatDir = "../testdata/compat/atw-0.1.0"

@@ -1,11 +1,10 @@
-package capture_test
+package derive_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 )
 
@@ -21,13 +20,13 @@ func ExampleRecorder() {
 	if err != nil {
 		panic(err)
 	}
-	rec := capture.NewRecorder(w, capture.RecorderOptions{Source: eventlog.SourceReported, Clock: func() string { return ts }})
+	rec := derive.NewRecorder(w, derive.RecorderOptions{Source: eventlog.SourceReported, Clock: func() string { return ts }})
 
-	in, _ := rec.ModelInput(capture.ModelInputEvent{Role: "user", Content: "tidy /data"})
-	out, _ := rec.ModelOutput(capture.ModelOutputEvent{Content: "I will delete /data/tmp"})
-	call, _ := rec.ToolCall(capture.ToolCallEvent{Tool: "delete_file", Arguments: map[string]any{"path": "/data/tmp"}, RPCID: json.RawMessage(`7`), Cause: out})
-	resp, _ := rec.ToolResponse(capture.ToolResponseEvent{RPCID: json.RawMessage(`7`), Result: map[string]any{"content": []any{}}})
-	eff, _ := rec.ExternalEffect(capture.ExternalEffectEvent{Tool: "delete_file", Effect: eventlog.Effect{Op: "delete", Target: "/data/tmp"}})
+	in, _ := rec.ModelInput(derive.ModelInputEvent{Role: "user", Content: "tidy /data"})
+	out, _ := rec.ModelOutput(derive.ModelOutputEvent{Content: "I will delete /data/tmp"})
+	call, _ := rec.ToolCall(derive.ToolCallEvent{Tool: "delete_file", Arguments: map[string]any{"path": "/data/tmp"}, RPCID: json.RawMessage(`7`), Cause: out})
+	resp, _ := rec.ToolResponse(derive.ToolResponseEvent{RPCID: json.RawMessage(`7`), Result: map[string]any{"content": []any{}}})
+	eff, _ := rec.ExternalEffect(derive.ExternalEffectEvent{Tool: "delete_file", Effect: eventlog.Effect{Op: "delete", Target: "/data/tmp"}})
 	if err := rec.Finish(eventlog.EndOptions{Reason: "completed"}); err != nil {
 		panic(err)
 	}

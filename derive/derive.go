@@ -1,6 +1,7 @@
-package capture
+package derive
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
@@ -8,16 +9,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/canon"
+	"github.com/agent-trace-witness/witness/mcp"
 	"io"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/canon"
-	"github.com/agent-trace-witness/witness/mcp"
 )
 
 // Methods of the notification events the witness itself writes for what it
@@ -43,22 +43,33 @@ const MaxOpenRequests = 4096
 // Methods whose exchanges are not mcp_request/mcp_response events
 // (docs/design/mcp-surface.md, decision 2).
 const (
-	methodToolsCall   = "tools/call"
-	methodSampling    = "sampling/createMessage"
-	methodElicitation = "elicitation/create"
+	methodToolsCall   = mcp.MethodToolsCall
+	methodSampling    = mcp.MethodSamplingCreateMessage
+	methodElicitation = mcp.MethodElicitationCreate
 )
 
 // EffectFunc decides whether a call of tool with args has an external effect
 // (a configured mapping); ok false means the mapping says nothing.
 type EffectFunc func(tool string, args json.RawMessage) (eff eventlog.Effect, ok bool)
 
-// DeriveOptions configure how events are derived from cassette records.
-type DeriveOptions struct {
+// Options configure how events are derived from a recording: by the live
+// recorders (NewDeriver, the HTTP proxy's ExchangeDeriver) and by
+// EventsFromCassette, which given the same options derives the same log.
+type Options struct {
 	Seal     *eventlog.SealRef
-	Redactor *Redactor
-	Cassette string     // cassette file name put in wire refs (default "cassette.jsonl")
+	Redactor *Redactor  // message cassettes: the redaction the header names
+	Cassette string     // cassette file name put in wire refs (default CassetteFile)
 	Effects  EffectFunc // optional mapping, consulted before tool annotations
 	Notes    []string   // extra notes for the session header
+	// Exchanges makes the events of each exchange of an HTTP cassette; nil:
+	// ModelDeriver, the deriver of `witness proxy --listen`.
+	Exchanges ExchangeDeriver
+	// End: the signers, time, reason and failure of the session_end
+	// EventsFromCassette writes (Deriver.Finish takes its own). For an
+	// HTTP cassette, Failure is derived from the cassette (exchanges cut
+	// off or unanswered, open at its end) and a Reason left empty says the
+	// log was derived.
+	End eventlog.EndOptions
 }
 
 // pendingReq is an open request: sent in direction dir, not yet answered.
@@ -99,7 +110,7 @@ type pendingReq struct {
 type Deriver struct {
 	out  io.Writer
 	ch   cassette.Header
-	o    DeriveOptions
+	o    Options
 	w    *eventlog.Writer
 	rec  *Recorder
 	held []func() error
@@ -140,9 +151,9 @@ type Deriver struct {
 const maxHeldBytes = 32 << 20
 
 // NewDeriver writes the events derived from a cassette with header h to out.
-func NewDeriver(out io.Writer, h cassette.Header, o DeriveOptions) *Deriver {
+func NewDeriver(out io.Writer, h cassette.Header, o Options) *Deriver {
 	if o.Cassette == "" {
-		o.Cassette = "cassette.jsonl"
+		o.Cassette = CassetteFile
 	}
 	d := &Deriver{out: out, ch: h, o: o, pending: map[string]*pendingReq{}, spending: map[string]*pendingReq{},
 		progress: map[cassette.Dir]map[string]*pendingReq{cassette.C2S: {}, cassette.S2C: {}},
@@ -543,11 +554,11 @@ func (d *Deriver) notification(w wireMsg) error {
 	m := w.m
 	var about *pendingReq
 	switch m.Method {
-	case "notifications/progress":
+	case mcp.NotificationProgress:
 		if tok, ok := mcp.Member(m.Params, "progressToken"); ok {
 			about = d.progress[otherDir(w.dir)][string(tok)]
 		}
-	case "notifications/cancelled":
+	case mcp.NotificationCancelled:
 		if rid, ok := mcp.Member(m.Params, "requestId"); ok {
 			if about = d.openOf(w.dir)[mcp.IDKey(rid)]; about != nil {
 				about.cancelled = true
@@ -595,9 +606,9 @@ func (d *Deriver) response(w wireMsg) error {
 	}
 	if ok && w.dir == cassette.S2C {
 		switch p.method {
-		case "initialize":
+		case mcp.MethodInitialize:
 			d.onInitialize(m)
-		case "tools/list":
+		case mcp.MethodToolsList:
 			d.onToolsList(m)
 		}
 	}
@@ -610,7 +621,7 @@ func (d *Deriver) response(w wireMsg) error {
 	if err != nil {
 		return err
 	}
-	if ok && w.dir == cassette.S2C && (p.method == "initialize" || p.method == "tools/list") {
+	if ok && w.dir == cassette.S2C && (p.method == mcp.MethodInitialize || p.method == mcp.MethodToolsList) {
 		return d.startIfHandshakeDone()
 	}
 	return nil
@@ -763,7 +774,7 @@ func (d *Deriver) headerDone() bool { return d.w != nil }
 // still gets the server's identity and tools once they arrive.
 func (d *Deriver) handshakePending() bool {
 	for _, p := range d.pending {
-		if p.method == "initialize" || p.method == "tools/list" {
+		if p.method == mcp.MethodInitialize || p.method == mcp.MethodToolsList {
 			return true
 		}
 	}
@@ -942,21 +953,14 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// FinishOptions end a derived log.
-type FinishOptions struct {
-	Signers []eventlog.Signer
-	TS      string // default: the time of the last record (the frozen time when frozen)
-	Reason  string
-	// Failure says why the recording could not be completed (the proxy's
-	// recording failed, a capture error); Finish adds what the records
-	// themselves show. Both end up in session_end.end.failure.
-	Failure string
-}
-
 // Finish writes the header (if not yet), the held events and the signed
 // session_end. The reason defaults to "completed", or names open calls and
-// the server's exit.
-func (d *Deriver) Finish(o FinishOptions) error {
+// the server's exit. o.TS defaults to the time of the last record (the
+// frozen time when frozen); o.Failure says why the recording could not be
+// completed (the proxy's recording failed, a capture error), and Finish
+// adds what the records themselves show: both end up in
+// session_end.end.failure.
+func (d *Deriver) Finish(o eventlog.EndOptions) error {
 	if d.err != nil {
 		return d.err
 	}
@@ -1014,18 +1018,46 @@ func (d *Deriver) Finish(o FinishOptions) error {
 	if ts == "" {
 		ts = d.ch.Started
 	}
-	if err := eventlog.FinishWith(d.w, eventlog.EndOptions{Signers: o.Signers, TS: ts, Reason: reason, Failure: strings.Join(failures, "; ")}); err != nil {
+	if err := eventlog.FinishWith(d.w, eventlog.EndOptions{Signers: o.Signers, TS: ts, Reason: reason, Failure: strings.Join(failures, "; "), Source: o.Source}); err != nil {
 		d.err = err
 		return err
 	}
 	return nil
 }
 
-// EventsFromCassette re-derives the event log of a cassette: it reads the
-// cassette (name is used in errors), feeds every record to a Deriver and
-// finishes the log. The result equals the log the live session wrote when
-// given the same options and end time.
-func EventsFromCassette(r io.Reader, name string, out io.Writer, o DeriveOptions, fo FinishOptions) error {
+// EventsFromCassette re-derives the event log of a cassette (name is used
+// in errors) into out, whichever its format: a message cassette
+// (cassette.Format: capture, proxy, the MCP sessions of proxy --listen)
+// is fed record by record to a Deriver, an HTTP cassette
+// (cassette.HTTPFormat: proxy --listen) to o.Exchanges. The result equals
+// the log the live session wrote when given the same options and end.
+func EventsFromCassette(r io.Reader, name string, out io.Writer, o Options) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if isHTTPCassette(br) {
+		return eventsFromHTTPCassette(br, name, out, o)
+	}
+	return eventsFromMessageCassette(br, name, out, o)
+}
+
+// isHTTPCassette says whether the header line at the start of br (not
+// consumed) is an HTTP cassette's; a header that does not fit the buffer
+// is read by its format member's bytes.
+func isHTTPCassette(br *bufio.Reader) bool {
+	head, _ := br.Peek(br.Size())
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		head = head[:i]
+	}
+	var h struct {
+		Format string `json:"format"`
+	}
+	if err := json.Unmarshal(head, &h); err == nil {
+		return h.Format == cassette.HTTPFormat
+	}
+	return bytes.Contains(head, []byte(`"format":"`+cassette.HTTPFormat+`"`))
+}
+
+// eventsFromMessageCassette is EventsFromCassette of a message cassette.
+func eventsFromMessageCassette(r io.Reader, name string, out io.Writer, o Options) error {
 	cr, err := cassette.NewReader(r, name)
 	if err != nil {
 		return err
@@ -1043,5 +1075,5 @@ func EventsFromCassette(r io.Reader, name string, out io.Writer, o DeriveOptions
 			return fmt.Errorf("derive events from %s: %w", name, err)
 		}
 	}
-	return d.Finish(fo)
+	return d.Finish(o.End)
 }

@@ -1,15 +1,14 @@
-package capture
+package derive
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/cassette"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/cassette"
-	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // mcpCassette writes a cassette of hand-written wire lines: "> " host to
@@ -48,7 +47,7 @@ func mcpDerive(t testing.TB, red *Redactor, tune func(*Deriver), wire ...string)
 	cr, err := cassette.NewReader(bytes.NewReader(cas), "cassette.jsonl")
 	must(t, err)
 	var out bytes.Buffer
-	d := NewDeriver(&out, cr.Header(), DeriveOptions{Redactor: red})
+	d := NewDeriver(&out, cr.Header(), Options{Redactor: red})
 	if tune != nil {
 		tune(d)
 	}
@@ -59,14 +58,14 @@ func mcpDerive(t testing.TB, red *Redactor, tune func(*Deriver), wire ...string)
 		}
 		must(t, d.Feed(rec))
 	}
-	must(t, d.Finish(FinishOptions{Signers: []eventlog.Signer{goodSigner}}))
+	must(t, d.Finish(eventlog.EndOptions{Signers: []eventlog.Signer{goodSigner}}))
 	rep, err := eventlog.VerifyLog(bytes.NewReader(out.Bytes()), "events.jsonl", eventlog.VerifyLogOptions{Verifier: trusted})
 	if err != nil && rep.Status != eventlog.StatusIncomplete {
 		t.Fatalf("derived log does not verify: %v %v\n%s", err, rep.Findings, out.Bytes())
 	}
 	if tune == nil {
 		var again bytes.Buffer
-		must(t, EventsFromCassette(bytes.NewReader(cas), "cassette.jsonl", &again, DeriveOptions{Redactor: red}, FinishOptions{Signers: []eventlog.Signer{goodSigner}}))
+		must(t, EventsFromCassette(bytes.NewReader(cas), "cassette.jsonl", &again, Options{Redactor: red, End: eventlog.EndOptions{Signers: []eventlog.Signer{goodSigner}}}))
 		if !bytes.Equal(again.Bytes(), out.Bytes()) {
 			t.Fatalf("EventsFromCassette differs:\n%s\n---\n%s", out.Bytes(), again.Bytes())
 		}
@@ -524,7 +523,7 @@ func FuzzDeriveWire(f *testing.F) {
 		cw, err := cassette.NewWriter(&buf, cassette.Header{Command: "srv", Started: frozenTS, Frozen: true})
 		must(t, err)
 		var out bytes.Buffer
-		d := NewDeriver(&out, cw.Header(), DeriveOptions{})
+		d := NewDeriver(&out, cw.Header(), Options{})
 		d.maxOpen = 3
 		cw.OnRecord(func(r *cassette.Record) {
 			if err := d.Feed(r); err != nil {
@@ -543,7 +542,7 @@ func FuzzDeriveWire(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		must(t, d.Finish(FinishOptions{Signers: []eventlog.Signer{goodSigner}}))
+		must(t, d.Finish(eventlog.EndOptions{Signers: []eventlog.Signer{goodSigner}}))
 		rep, err := eventlog.VerifyLog(bytes.NewReader(out.Bytes()), "events.jsonl", eventlog.VerifyLogOptions{Verifier: trusted})
 		if err != nil && rep.Status == eventlog.StatusTampered {
 			t.Fatalf("derived log is not valid: %v %v\n%s", err, rep.Findings, out.Bytes())

@@ -1,4 +1,4 @@
-package capture
+package derive
 
 import (
 	"bufio"
@@ -6,18 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
-	"strings"
-	"unicode/utf8"
-
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"github.com/agent-trace-witness/witness/internal/jsonpath"
 	"github.com/agent-trace-witness/witness/internal/jsontree"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // AppendInput is one line of `witness capture append` input: an event

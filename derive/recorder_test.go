@@ -1,13 +1,12 @@
-package capture
+package derive
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-trace-witness/witness/eventlog"
 	"sync"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/eventlog"
 )
 
 // Responses pair by the exact JSON-RPC id token: 0 works, and 1 and "1"

@@ -1,16 +1,15 @@
-package capture
+package derive
 
 import (
 	"bytes"
 	"errors"
+	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agent-trace-witness/witness/eventlog"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
-	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
 func writeTemp(t *testing.T, data []byte) string {

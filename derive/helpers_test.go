@@ -1,4 +1,4 @@
-package capture
+package derive
 
 import (
 	"bytes"
@@ -8,10 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"testing"
-
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"testing"
 )
 
 // testKeys is an HMAC signer and verifier over a small set of keys.
@@ -136,4 +135,20 @@ func failedLog(t *testing.T, reason, failure string, signers ...eventlog.Signer)
 	must(t, err)
 	must(t, eventlog.FinishWith(w, eventlog.EndOptions{Signers: signers, TS: frozenTS, Reason: reason, Failure: failure}))
 	return buf.Bytes()
+}
+
+func lvReadEvents(t testing.TB, data []byte) []*eventlog.Event {
+	t.Helper()
+	r := eventlog.NewReader(bytes.NewReader(data), "events.jsonl")
+	var out []*eventlog.Event
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if err.Error() == "EOF" {
+				return out
+			}
+			t.Fatalf("read events: %v\n%s", err, data)
+		}
+		out = append(out, e)
+	}
 }

@@ -1,4 +1,4 @@
-package httpproxy
+package derive
 
 import (
 	"crypto/sha256"
@@ -6,15 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
-	"time"
-
-	"github.com/agent-trace-witness/witness/capture"
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/canon"
 	"github.com/agent-trace-witness/witness/modelapi"
+	"io"
+	"strings"
+	"time"
 )
 
 // ExchangeDeriver turns the recorded exchanges of an HTTP session into
@@ -77,14 +75,14 @@ const MethodHTTPExchange = "witness/http-exchange"
 // Every event's wire names its exchange in the cassette.
 type ModelDeriver struct {
 	// Cassette is the cassette's file name in wire references; default
-	// capture.CassetteFile.
+	// CassetteFile.
 	Cassette string
 }
 
 func (d ModelDeriver) wire(x int64) *eventlog.WireRef {
 	name := d.Cassette
 	if name == "" {
-		name = capture.CassetteFile
+		name = CassetteFile
 	}
 	return &eventlog.WireRef{Cassette: name, Offsets: []int64{}, X: x}
 }
@@ -194,19 +192,19 @@ func exchangeNote(x *cassette.HTTPExchange) (json.RawMessage, error) {
 	return canon.Marshal(n)
 }
 
-// eventTime is the ts of events derived at a cassette record: the frozen
+// EventTime is the ts of events derived at a cassette record: the frozen
 // time, or the cassette's start plus the record's offset in time, so that
 // events derived later from the cassette carry the live ones' times.
-func eventTime(h cassette.HTTPFileHeader, start time.Time, t int64) string {
+func EventTime(h cassette.HTTPFileHeader, start time.Time, t int64) string {
 	if h.Frozen || start.IsZero() {
 		return h.Started
 	}
 	return eventlog.FormatTime(start.Add(time.Duration(t)))
 }
 
-// startTime parses a cassette's start (Python isoformat or RFC 3339); the
+// StartTime parses a cassette's start (Python isoformat or RFC 3339); the
 // zero time when it does not parse.
-func startTime(s string) time.Time {
+func StartTime(s string) time.Time {
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999-07:00"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t
@@ -218,25 +216,26 @@ func startTime(s string) time.Time {
 // logHeader is the event log header of an HTTP proxy session.
 func logHeader(h cassette.HTTPFileHeader, seal *eventlog.SealRef, red *eventlog.Redaction) *eventlog.Header {
 	return &eventlog.Header{Seal: seal, Redaction: red, Notes: []string{
-		"HTTP proxy of " + h.Upstream + ": the exchanges are in " + capture.CassetteFile + " (" + cassette.HTTPFormat + ")",
+		"HTTP proxy of " + h.Upstream + ": the exchanges are in " + CassetteFile + " (" + cassette.HTTPFormat + ")",
 	}}
 }
 
-// failures collects why the evidence of a session is incomplete, in the
+// Failures collects why the evidence of a session is incomplete, in the
 // order of the cassette records that say so, at most 20 then a note.
-type failures struct{ list []string }
+type Failures struct{ List []string }
 
-func (f *failures) add(s string) {
-	if len(f.list) < 20 {
-		f.list = append(f.list, s)
-	} else if len(f.list) == 20 {
-		f.list = append(f.list, "more not listed")
+// Add adds a note, past 20 notes "more not listed" once.
+func (f *Failures) Add(s string) {
+	if len(f.List) < 20 {
+		f.List = append(f.List, s)
+	} else if len(f.List) == 20 {
+		f.List = append(f.List, "more not listed")
 	}
 }
 
-// responseNote is the failure note of an exchange whose response did not
+// ResponseNote is the failure note of an exchange whose response did not
 // complete, or that got no answer ("" when it completed).
-func responseNote(x int64, rec *cassette.HTTPRecord) string {
+func ResponseNote(x int64, rec *cassette.HTTPRecord) string {
 	switch {
 	case rec.Rec == cassette.RecError:
 		return fmt.Sprintf("exchange %d: %s", x, rec.Detail)
@@ -246,28 +245,14 @@ func responseNote(x int64, rec *cassette.HTTPRecord) string {
 	return ""
 }
 
-// DeriveOptions configure EventsFromCassette.
-type DeriveOptions struct {
-	// Deriver makes the events of each exchange; nil: ModelDeriver, the
-	// deriver of `witness proxy --listen`.
-	Deriver ExchangeDeriver
-	// Seal is the seal reference of the session header (the live
-	// session's --seal), if any.
-	Seal *eventlog.SealRef
-	// End: the signers, time and reason of the session_end. Failure is
-	// derived from the cassette (exchanges cut off or unanswered, open at
-	// its end); a Reason left empty says the log was derived.
-	End eventlog.EndOptions
-}
-
-// EventsFromCassette derives the event log of an HTTP cassette (name is
-// its file name, for errors) into out: the events the proxy wrote live,
-// byte for byte, given the same seal, deriver and end options — each
+// eventsFromHTTPCassette is EventsFromCassette of an HTTP cassette (name
+// is its file name, for errors): the events the proxy wrote live, byte for
+// byte, given the same seal, deriver (o.Exchanges) and end options — each
 // exchange's request events at its request_end record, its response
 // events at its response_end or error record, each with that record's
 // time. Exchanges the cassette leaves open (cut off while it was written)
 // derive nothing and are named in the end's failure.
-func EventsFromCassette(r io.Reader, name string, out io.Writer, o DeriveOptions) error {
+func eventsFromHTTPCassette(r io.Reader, name string, out io.Writer, o Options) error {
 	hr, err := cassette.NewHTTPReader(r, name)
 	if err != nil {
 		return err
@@ -283,25 +268,25 @@ func EventsFromCassette(r io.Reader, name string, out io.Writer, o DeriveOptions
 	if err != nil {
 		return err
 	}
-	d := o.Deriver
+	d := o.Exchanges
 	if d == nil {
-		d = ModelDeriver{}
+		d = ModelDeriver{Cassette: o.Cassette}
 	}
-	start := startTime(h.Started)
+	start := StartTime(h.Started)
 	open := map[int64]*cassette.HTTPExchange{}
 	reqIDs := map[int64][]string{}
-	var fails failures
+	var fails Failures
 	var n int64
 	emit := func(evs []eventlog.Event, err error, rec *cassette.HTTPRecord, what string) ([]string, error) {
 		if err != nil {
-			fails.add(fmt.Sprintf("derive the events of exchange %d's %s: %v", rec.X, what, err))
+			fails.Add(fmt.Sprintf("derive the events of exchange %d's %s: %v", rec.X, what, err))
 			return nil, nil
 		}
 		ids := make([]string, 0, len(evs))
 		for i := range evs {
 			e := &evs[i]
 			if e.TS == "" {
-				e.TS = eventTime(h, start, rec.T)
+				e.TS = EventTime(h, start, rec.T)
 			}
 			if e.Source == "" {
 				e.Source = eventlog.SourceObserved
@@ -346,8 +331,8 @@ func EventsFromCassette(r io.Reader, name string, out io.Writer, o DeriveOptions
 			} else {
 				x.Response.Ended, x.Response.EndDetail = true, rec.Detail
 			}
-			if s := responseNote(rec.X, rec); s != "" {
-				fails.add(s)
+			if s := ResponseNote(rec.X, rec); s != "" {
+				fails.Add(s)
 			}
 			evs, derr := d.DeriveResponse(x, reqIDs[rec.X])
 			if _, err := emit(evs, derr, rec, "response"); err != nil {
@@ -358,12 +343,12 @@ func EventsFromCassette(r io.Reader, name string, out io.Writer, o DeriveOptions
 		}
 	}
 	for _, x := range hr.Open() {
-		fails.add(fmt.Sprintf("exchange %d: open at the end of the cassette", x))
+		fails.Add(fmt.Sprintf("exchange %d: open at the end of the cassette", x))
 	}
 	eo := o.End
 	if eo.Reason == "" {
 		eo.Reason = fmt.Sprintf("completed; %d exchange(s); derived from %s", n, name)
 	}
-	eo.Failure = strings.Join(fails.list, "; ")
+	eo.Failure = strings.Join(fails.List, "; ")
 	return eventlog.FinishWith(w, eo)
 }

@@ -1,4 +1,4 @@
-package capture
+package derive
 
 import (
 	"bufio"
@@ -7,12 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
-
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"io"
+	"strings"
 )
 
 // ImportFormatATW010 names the agent-trace-witness 0.1.0 files import reads.
