@@ -68,6 +68,7 @@ func TestScript(t *testing.T) {
 			"envfrom":       cmdEnvFrom,
 			"build-fixture": cmdBuildFixture,
 			"hostile-log":   cmdHostileLog,
+			"docblock":      cmdDocBlock,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
