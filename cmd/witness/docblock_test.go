@@ -201,7 +201,7 @@ func scriptDocblocks(t *testing.T, root string) map[string]bool {
 		t.Fatal(err)
 	}
 	used := map[string]bool{}
-	re := regexp.MustCompile(`(?m)^docblock (\S+) (\S+) \S+$`)
+	re := regexp.MustCompile(`(?m)^(?:\[[^\]]*\] )*docblock (\S+) (\S+) \S+$`)
 	for _, s := range scripts {
 		data, err := os.ReadFile(s)
 		if err != nil {
@@ -246,4 +246,26 @@ func TestDocBlockRule(t *testing.T) {
 	if !matchLines([]string{"a", "  ...", "d"}, []string{"a", "b", "c", "d"}) || matchLines([]string{"a", "...", "d"}, []string{"a", "b"}) {
 		t.Error("matchLines: ... does not stand for any lines")
 	}
+}
+
+// scriptCondition is the scripts' own condition:
+//
+//	[peers]  the pinned npm peers are installed (make peers); under CI
+//	         their absence is an error, not a skip
+func scriptCondition(cond string) (bool, error) {
+	if cond != "peers" {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	root, err := os.Getwd() // cmd/witness, where go test runs
+	if err != nil {
+		return false, err
+	}
+	index := filepath.Join(root, "..", "..", "testdata", "peers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(index); err != nil {
+		if os.Getenv("CI") != "" {
+			return false, fmt.Errorf("the npm peers are not installed (make peers): %w", err)
+		}
+		return false, nil
+	}
+	return true, nil
 }

@@ -70,6 +70,7 @@ func TestScript(t *testing.T) {
 			"hostile-log":   cmdHostileLog,
 			"docblock":      cmdDocBlock,
 		},
+		Condition:           scriptCondition,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 	})
