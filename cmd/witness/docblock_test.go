@@ -93,9 +93,11 @@ func docFiles(root string) ([]string, error) {
 }
 
 var randomIDs = []*regexp.Regexp{
-	regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`),  // key ids
-	regexp.MustCompile(`\b[0-9a-f]{64}\b`),                         // seal refs, digests
-	regexp.MustCompile(`urn:witness:[0-9a-f]{32}(;[0-9a-f]{16})?`), // session ids
+	regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`),   // key ids
+	regexp.MustCompile(`ed25519-[0-9a-f]{16}`),                      // Ed25519 key ids
+	regexp.MustCompile(`public key \(base64\): [A-Za-z0-9+/=]{44}`), // and their public keys
+	regexp.MustCompile(`\b[0-9a-f]{64}\b`),                          // seal refs, digests
+	regexp.MustCompile(`urn:witness:[0-9a-f]{32}(;[0-9a-f]{16})?`),  // session ids
 }
 
 func maskRandom(s string) string {
