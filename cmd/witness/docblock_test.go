@@ -1,11 +1,13 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -92,6 +94,33 @@ func docFiles(root string) ([]string, error) {
 	return files, nil
 }
 
+// updateDocs makes docblock write what the commands printed into a block
+// that differs (go test ./cmd/witness -run 'TestScript/doc_' -update-docs):
+// a "..." of the block is lost then, so put back what the doc leaves out.
+var updateDocs = flag.Bool("update-docs", false, "docblock: rewrite doc blocks that differ with the real output")
+
+var updateDocsMu sync.Mutex
+
+// rewriteBlock replaces the body of the block named name in path by got.
+func rewriteBlock(path, name, got string) error {
+	updateDocsMu.Lock()
+	defer updateDocsMu.Unlock()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(data), "\n")
+	for _, b := range docBlocks(path, string(data)) {
+		if b.name != name {
+			continue
+		}
+		start, end := b.line, b.line+len(b.body) // body lines [start, end)
+		out := append(append(append([]string{}, lines[:start]...), strings.Split(got, "\n")...), lines[end:]...)
+		return os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644)
+	}
+	return fmt.Errorf("no block %s", name)
+}
+
 var randomIDs = []*regexp.Regexp{
 	regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`),   // key ids
 	regexp.MustCompile(`ed25519-[0-9a-f]{16}`),                      // Ed25519 key ids
@@ -152,11 +181,17 @@ func cmdDocBlock(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	want := strings.Join(blk.body, "\n")
 	got := strings.TrimSuffix(string(gotData), "\n")
+	raw := got
 	if blk.random {
 		want, got = maskRandom(want), maskRandom(got)
 	}
 	if !matchLines(strings.Split(want, "\n"), strings.Split(got, "\n")) {
 		ts.Logf("want (%s:%d):\n%s\n\ngot:\n%s", args[0], blk.line, want, got)
+		if *updateDocs {
+			ts.Check(rewriteBlock(filepath.Join(ts.Getenv("REPO"), args[0]), args[1], raw))
+			ts.Logf("rewrote %s's block %s", args[0], args[1])
+			return
+		}
 		ts.Fatalf("docblock: %s's block %s is not what the commands print (regenerate it from the real output)", args[0], args[1])
 	}
 }
