@@ -118,7 +118,7 @@ func StreamNQuads(src EventSource, w io.Writer, opts Options, so StreamOptions) 
 // panic skips the release and leaves the memory mapped.
 func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, sink blockSink) (StreamStats, error) {
 	// huge pages (linux): a fresh page costs a fault, and a run fills its
-	// chunks whole (docs/design/scale.md, "Memory is time on this
+	// chunks whole (docs/design/scale-history.md, "Memory is time on this
 	// machine")
 	ar := offheap.New(offheap.Options{HugePages: true, FaultAfterRelease: so.faultAfterRelease || faultAfterReleaseAll})
 	stats, err := sortAndMerge(src, opts, so, byID, sink, ar)

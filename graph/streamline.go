@@ -7,7 +7,7 @@ import (
 )
 
 // The external sort of StreamNQuads and StreamJSONLD keeps the quad lines
-// of a subject in a compact, private form (docs/design/scale.md, writing):
+// of a subject in a compact, private form (docs/design/scale-history.md, writing):
 //
 //	PRED OBJECT '\n'
 //
@@ -75,7 +75,7 @@ type codeTable struct {
 	// slotHash: a known IRI is found with a hash of its length and three
 	// of its bytes and one string comparison (pointer-equal for the
 	// mapper's constants), about a third of a map lookup's cost on the
-	// mapper's path (docs/design/scale.md, the mapper).
+	// mapper's path (docs/design/scale-history.md, the mapper).
 	slots [codeSlots]codeSlot
 }
 

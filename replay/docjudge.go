@@ -9,7 +9,7 @@ import (
 
 // DocumentJudge is a Judge that also judges the graph document an engine
 // made by NewEngineJSONLD was read from, without the graph in memory
-// (docs/design/scale.md, "replay --seal"): Counterfactual uses it when the
+// (docs/design/scale-history.md, "replay --seal"): Counterfactual uses it when the
 // engine holds no graph. Both readings must give what Judge gives for the
 // graph ReadJSONLD reads and for its counterfactual graph.
 type DocumentJudge interface {

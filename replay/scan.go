@@ -662,7 +662,7 @@ type EngineBuilderOptions struct {
 	// Referrers keeps, for each relation node, the nodes that refer to
 	// it, so that a counterfactual judged on the document (DocumentJudge)
 	// finds the relation nodes it drops without reading the document
-	// again (docs/design/scale.md, "replay --seal"). It costs the
+	// again (docs/design/scale-history.md, "replay --seal"). It costs the
 	// interning of more IRI values during the scan: set it only when a
 	// judge will be used.
 	Referrers bool

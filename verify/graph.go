@@ -36,7 +36,7 @@ func CheckGraph(r *Report, plan Plan, name string, rd io.Reader) error {
 // CheckGraph itself): a counterfactual reading of the document, for
 // replay's drift overlay. The document is scanned and the filtered graph
 // never built when rd can seek and the scan can judge it; otherwise it is
-// read whole and filtered (docs/design/scale.md, "replay --seal"). With
+// read whole and filtered (docs/design/scale-history.md, "replay --seal"). With
 // drop set, Evidence.GraphDigest stays empty: the graph judged is held by
 // no file, so its digest would name no evidence (and the digest is never
 // a finding).

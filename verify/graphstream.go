@@ -14,7 +14,7 @@ import (
 	"github.com/agent-trace-witness/witness/graph"
 )
 
-// This file is CheckGraph without the graph (docs/design/scale.md, "verify
+// This file is CheckGraph without the graph (docs/design/scale-history.md, "verify
 // --graph"): one graph.ScanJSONLDView of the document projects each node
 // at once into what checkGraph reads of it, from the view (no *graph.Node
 // is built for a canonical element), copying only what it keeps. Kept: the
@@ -29,7 +29,7 @@ import (
 // reference, join statements, untrusted sources in the plan) the document
 // is read again the old way. A projection Check judged alone also judges
 // the document read without a set of its nodes (GraphScan.CheckWithout,
-// replay --seal's counterfactual; scale.md, "Ninth round"): the events,
+// replay --seal's counterfactual; scale-history.md, "Ninth round"): the events,
 // tool definitions and sources keep their node, and judgeEvents reads
 // them without the nodes dropped.
 
@@ -770,7 +770,7 @@ type GraphScanOptions struct {
 	// prov:wasGeneratedBy references of the model messages, which say
 	// whether a message is still a model output once nodes are dropped.
 	// replay --seal judges its counterfactual from it without reading the
-	// graph file again (docs/design/scale.md, "Ninth round").
+	// graph file again (docs/design/scale-history.md, "Ninth round").
 	Without bool
 }
 

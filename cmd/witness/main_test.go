@@ -68,7 +68,9 @@ func TestScript(t *testing.T) {
 			"envfrom":       cmdEnvFrom,
 			"build-fixture": cmdBuildFixture,
 			"hostile-log":   cmdHostileLog,
+			"docblock":      cmdDocBlock,
 		},
+		Condition:           scriptCondition,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 	})

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -17,64 +19,60 @@ import (
 
 const module = "github.com/agent-trace-witness/witness"
 
-// The layers, bottom to top (docs/design/architecture.md).
+// The layers' names, as the Layers table of docs/design/architecture.md
+// spells them.
 const (
 	plumbing  = "plumbing"  // internal/*: canonical JSON, exit codes, files, limits
-	testkit   = "testkit"   // generators and helpers for tests and benchmarks
-	formats   = "formats"   // keyring, seal, mcp, cassette, eventlog, modelapi, drift, derive, tlog/bundle: files and their rules
-	recording = "recording" // capture, proxy, httpproxy, serve, tlog: the wire, processes, recording
-	analysis  = "analysis"  // graph, why, verify, replay, firewall, report: read evidence, judge it, show it
-	command   = "cmd"       // main packages: flags, wiring, output
+	formats   = "formats"   // files and their rules
+	recording = "recording" // the wire, processes, recording
+	analysis  = "analysis"  // read evidence, judge it, show it
+	command   = "commands"  // main packages: flags, wiring, output
+	testkit   = "test kit"  // generators and helpers for tests and benchmarks
 )
 
-// layerOf classifies a package by the longest prefix of its path within the
-// module; main packages are commands wherever they are. A package no rule
-// covers is an error: classify it here and in architecture.md.
-var prefixes = []struct{ prefix, layer string }{
-	{"internal/synthlog", testkit},
-	{"internal/testrepo", testkit},
-	{"internal/adversary", testkit},
-	{"internal/realpeers", testkit},
-	{"internal/mysqltest", testkit},
-	{"internal/daemontest", testkit},
-	{"internal/memtest", testkit},
-	{"internal/agente2e", testkit},
-	{"internal/archtest", testkit},
-	{"internal/wirediff", testkit},
-	{"internal", plumbing},
-	{"keyring/osstore", recording},
-	{"keyring", formats},
-	{"seal", formats},
-	{"mcp", formats},
-	{"cassette", formats},
-	{"eventlog", formats},
-	{"modelapi", formats},
-	{"drift", formats},
-	{"derive", formats},
-	{"tlog/bundle", formats},
-	{"capture", recording},
-	{"proxy", recording},
-	{"httpproxy", recording},
-	{"serve", recording},
-	{"tlog", recording},
-	{"graph", analysis},
-	{"why", analysis},
-	{"verify", analysis},
-	{"replay", analysis},
-	{"firewall", analysis},
-	{"verdict", analysis},
-	{"report", analysis},
-	{"cmd", command},
+// layerRow is one row of the Layers table of docs/design/architecture.md
+// (TestLayerTableMatchesDoc keeps the two the same).
+//
+// pkgs is the row's packages in order: an entry names a package and the
+// packages under it (a longer entry elsewhere wins: keyring/osstore is not
+// keyring's), "cmd/*" the packages under cmd. A package may import a
+// package of its own layer only when that package's entry is its own or
+// comes before it in the row.
+//
+// mayImport is the layers its (non-test) code may import, its own
+// included.
+type layerRow struct {
+	name      string
+	pkgs      []string
+	mayImport []string
 }
 
-// mayImport says which layers a layer's (non-test) code may import.
-var mayImport = map[string][]string{
-	plumbing:  {plumbing},
-	testkit:   {plumbing, formats, testkit},
-	formats:   {plumbing, formats},
-	recording: {plumbing, formats, recording},
-	analysis:  {plumbing, formats, analysis},
-	command:   {plumbing, testkit, formats, recording, analysis},
+// layers is the table, in the doc's order. To add a package, or move one,
+// edit its row here and in architecture.md alike.
+var layers = []layerRow{
+	{plumbing, []string{
+		"internal/canon", "internal/exitcode", "internal/jsonlimit", "internal/jsonpath", "internal/jsontree",
+		"internal/proctree", "internal/httpbound", "internal/httpcoding", "internal/offheap",
+		"internal/pagecache", "internal/atomicfile", "internal/version", "internal/junitcheck",
+	}, []string{plumbing}},
+	{formats, []string{"keyring", "seal", "mcp", "cassette", "eventlog", "modelapi", "drift", "derive", "tlog/bundle"},
+		[]string{plumbing, formats}},
+	{recording, []string{"capture", "proxy", "serve", "httpproxy", "keyring/osstore", "tlog"},
+		[]string{plumbing, formats, recording}},
+	{analysis, []string{"graph", "why", "verify", "verdict", "replay", "firewall", "report"},
+		[]string{plumbing, formats, analysis}},
+	{command, []string{"cmd/*"}, []string{plumbing, formats, recording, analysis, testkit}},
+	{testkit, []string{
+		"internal/synthlog", "internal/testrepo", "internal/adversary", "internal/realpeers", "internal/agente2e",
+		"internal/mysqltest", "internal/daemontest", "internal/memtest", "internal/archtest", "internal/wirediff",
+	}, []string{plumbing, formats, testkit}},
+}
+
+// place is where a package sits in the table: its layer's row and its
+// entry's index in that row.
+type place struct {
+	row   *layerRow
+	entry int
 }
 
 // noExec are the layers whose packages must not start processes: neither
@@ -100,17 +98,39 @@ func (p *pkg) inModule() bool { return p.Module != nil && p.Module.Path == modul
 
 func rel(path string) string { return strings.TrimPrefix(strings.TrimPrefix(path, module), "/") }
 
-func layerOf(p *pkg) (string, error) {
+// placeOf finds a package's row and entry: main packages are commands
+// wherever they are; otherwise the longest entry that is the package's
+// path or a prefix of it. A package no entry covers is an error: add it
+// to a row here and in architecture.md.
+func placeOf(p *pkg) (place, error) {
 	if p.Name == "main" {
-		return command, nil
+		return place{row: rowNamed(command)}, nil
 	}
 	r := rel(p.ImportPath)
-	for _, x := range prefixes {
-		if r == x.prefix || strings.HasPrefix(r, x.prefix+"/") {
-			return x.layer, nil
+	best, n := place{}, -1
+	for i := range layers {
+		for j, e := range layers[i].pkgs {
+			prefix := strings.TrimSuffix(e, "/*")
+			if (r == prefix && !strings.HasSuffix(e, "/*")) || strings.HasPrefix(r, prefix+"/") {
+				if len(prefix) > n {
+					best, n = place{&layers[i], j}, len(prefix)
+				}
+			}
 		}
 	}
-	return "", fmt.Errorf("package %s is in no layer: add it to internal/archtest and docs/design/architecture.md", r)
+	if n < 0 {
+		return place{}, fmt.Errorf("package %s is in no layer: add it to a row of internal/archtest and docs/design/architecture.md", r)
+	}
+	return best, nil
+}
+
+func rowNamed(name string) *layerRow {
+	for i := range layers {
+		if layers[i].name == name {
+			return &layers[i]
+		}
+	}
+	panic("no layer " + name)
 }
 
 // listPackages runs go list on the module and returns every package it
@@ -146,11 +166,12 @@ func checkLayers(pkgs map[string]*pkg) []string {
 		if !p.inModule() {
 			continue
 		}
-		layer, err := layerOf(p)
+		at, err := placeOf(p)
 		if err != nil {
 			bad = append(bad, err.Error())
 			continue
 		}
+		layer := at.row.name
 		for _, imp := range p.Imports {
 			q := pkgs[imp]
 			if q == nil || !q.inModule() {
@@ -160,13 +181,12 @@ func checkLayers(pkgs map[string]*pkg) []string {
 				bad = append(bad, fmt.Sprintf("%s imports %s: nothing imports a command", rel(p.ImportPath), rel(imp)))
 				continue
 			}
-			ql, err := layerOf(q)
+			qat, err := placeOf(q)
 			if err != nil {
 				continue // reported for q itself
 			}
-			if !allowed(layer, ql) {
-				bad = append(bad, fmt.Sprintf("%s (%s) imports %s (%s): %s may import only %s",
-					rel(p.ImportPath), layer, rel(imp), ql, layer, strings.Join(mayImport[layer], ", ")))
+			if msg := crossing(rel(p.ImportPath), at, rel(imp), qat); msg != "" {
+				bad = append(bad, msg)
 			}
 		}
 		if noExec[layer] {
@@ -177,13 +197,20 @@ func checkLayers(pkgs map[string]*pkg) []string {
 	return bad
 }
 
-func allowed(from, to string) bool {
-	for _, l := range mayImport[from] {
-		if l == to {
-			return true
+// crossing says what is wrong with from (at) importing to (qat), or "".
+func crossing(from string, at place, to string, qat place) string {
+	if qat.row != at.row {
+		if !slices.Contains(at.row.mayImport, qat.row.name) {
+			return fmt.Sprintf("%s (%s) imports %s (%s): %s may import only %s",
+				from, at.row.name, to, qat.row.name, at.row.name, strings.Join(at.row.mayImport, ", "))
 		}
+		return ""
 	}
-	return false
+	if qat.entry > at.entry {
+		return fmt.Sprintf("%s (%s) imports %s, listed after it in the %s row: within a layer a package imports only those listed before it (reorder the row here and in architecture.md)",
+			from, at.row.name, to, at.row.name)
+	}
+	return ""
 }
 
 // execDeps reports p importing os/exec, or depending on a package that
@@ -288,5 +315,92 @@ func TestCheckLayersCatches(t *testing.T) {
 		if strings.Contains(got, ok) {
 			t.Errorf("allowed import reported: %s\ngot:\n%s", ok, got)
 		}
+	}
+}
+
+// The rule within a layer catches a package importing one listed after it
+// in its row, and lets one import a package listed before it.
+func TestCheckLayersWithinRow(t *testing.T) {
+	mod := &struct{ Path string }{module}
+	w := func(p string) string { return module + "/" + p }
+	pkgs := map[string]*pkg{}
+	for _, p := range []*pkg{
+		{ImportPath: w("capture"), Name: "capture", Imports: []string{w("serve")}, Module: mod},           // listed after capture
+		{ImportPath: w("serve"), Name: "serve", Imports: []string{w("capture")}, Module: mod},             // listed before serve
+		{ImportPath: w("graph/sub"), Name: "sub", Imports: []string{w("graph")}, Module: mod},             // same entry
+		{ImportPath: w("graph"), Name: "graph", Module: mod},                                              //
+		{ImportPath: w("keyring/osstore"), Name: "osstore", Imports: []string{w("keyring")}, Module: mod}, // its own entry, recording
+		{ImportPath: w("keyring"), Name: "keyring", Module: mod},
+	} {
+		pkgs[p.ImportPath] = p
+	}
+	got := strings.Join(checkLayers(pkgs), "\n")
+	if want := "capture (recording) imports serve, listed after it in the recording row"; !strings.Contains(got, want) {
+		t.Errorf("not reported: %s\ngot:\n%s", want, got)
+	}
+	for _, ok := range []string{"serve (", "graph/sub (", "keyring/osstore ("} {
+		if strings.Contains(got, ok) {
+			t.Errorf("allowed import reported: %s\ngot:\n%s", ok, got)
+		}
+	}
+}
+
+// docLayers reads the Layers table of docs/design/architecture.md: per row,
+// the layer, its packages in order (the code spans of the Packages cell)
+// and the layers of the May import cell (a parenthesis is a remark).
+func docLayers(doc string) ([]layerRow, error) {
+	const head = "| Layer | Packages | May import |"
+	i := strings.Index(doc, head)
+	if i < 0 {
+		return nil, fmt.Errorf("no %q table", head)
+	}
+	span := regexp.MustCompile("`([^`]+)`")
+	paren := regexp.MustCompile(`\([^)]*\)`)
+	var rows []layerRow
+	for _, line := range strings.Split(doc[i:], "\n")[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		if len(cells) != 3 {
+			return nil, fmt.Errorf("row %q: want 3 cells", line)
+		}
+		r := layerRow{name: strings.TrimSpace(cells[0])}
+		for _, m := range span.FindAllStringSubmatch(cells[1], -1) {
+			r.pkgs = append(r.pkgs, m[1])
+		}
+		for _, l := range strings.Split(paren.ReplaceAllString(cells[2], ""), ",") {
+			r.mayImport = append(r.mayImport, strings.TrimSpace(l))
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// The Layers table of architecture.md and archtest's layers are the same:
+// the same rows in the same order, each with the same packages in the same
+// order and the same layers it may import.
+func TestLayerTableMatchesDoc(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testrepo.Root(t), "docs/design/architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := docLayers(string(doc))
+	if err != nil {
+		t.Fatalf("docs/design/architecture.md: %v", err)
+	}
+	show := func(r layerRow) string {
+		return fmt.Sprintf("| %s | %s | %s |", r.name, strings.Join(r.pkgs, ", "), strings.Join(r.mayImport, ", "))
+	}
+	var got, want []string
+	for _, r := range rows {
+		got = append(got, show(r))
+	}
+	for _, r := range layers {
+		want = append(want, show(r))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("docs/design/architecture.md's Layers table differs from internal/archtest's layers:\ndoc:\n%s\narchtest:\n%s",
+			strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -46,8 +46,9 @@ type Options struct {
 	// outputs of gigabytes (the graph): they then pass through a few
 	// windows of page cache instead of filling gigabytes of it, which on
 	// a virtual machine whose fresh pages each cost a fault in the host
-	// is most of the time of writing them (docs/design/scale.md). It is
-	// advice: it never makes a write fail.
+	// is most of the time of writing them (docs/design/scale-history.md,
+	// "Outputs through a few windows of page cache"). It is advice: it
+	// never makes a write fail.
 	DropCache bool
 }
 

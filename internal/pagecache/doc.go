@@ -8,7 +8,7 @@
 // bench VM of issue 17), every page the guest touches for the first time
 // in a while costs a fault in the host, ~12-17 us, so that writing a 2 GB
 // output costs seconds of system time in page allocation alone
-// (docs/design/scale.md, "Outputs through a few windows of page cache").
+// (docs/design/scale-history.md, "Outputs through a few windows of page cache").
 // Outside Linux a Writer is the plain file. It is advice to the kernel: it
 // never makes a write fail, and the first call the kernel refuses ends it
 // for that file.
