@@ -569,9 +569,9 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		switch {
 		case len(fail) > 0:
 			tc.Failure = &junit.Message{
-				Message: fmt.Sprintf("%s (%s)", plural(len(fail), "finding"), worst),
-				Type:    string(worst),
-				Text:    strings.Join(fail, "\n") + "\n",
+				Message:        fmt.Sprintf("%s (%s)", plural(len(fail), "finding"), worst),
+				Type:           string(worst),
+				Text:           strings.Join(fail, "\n") + "\n",
 				EscapeNewlines: true,
 			}
 			suite.Failures++
