@@ -1,12 +1,13 @@
 package drift
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/junit"
 )
 
 // Options configure Judge.
@@ -206,78 +207,19 @@ func (v *Verdict) WriteText(w io.Writer) error {
 	return err
 }
 
-// JUnit XML, in the shape of the Jenkins xunit junit-10.xsd: testsuites
-// (name, tests, failures, errors; no skipped) holds testsuite elements
-// (name, tests, failures, errors required; skipped allowed), each holding
-// properties and testcase elements (name required, classname), each with at
-// most a failure or a skipped element (message, type, text).
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-}
-
-type junitMessage struct {
-	Message string
-	Type    string
-	Text    string
-}
-
-// MarshalXML writes the element with its text as character data whose
-// newlines stay newlines (a chardata field would write them as &#xA;), so
-// the diff reads as a diff in the raw file too. Characters XML cannot carry
-// become U+FFFD, as in every text encoding/xml writes.
-func (m junitMessage) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
-	start.Attr = append(start.Attr, xml.Attr{Name: xml.Name{Local: "message"}, Value: m.Message}, xml.Attr{Name: xml.Name{Local: "type"}, Value: m.Type})
-	if err := e.EncodeToken(start); err != nil {
-		return err
-	}
-	if m.Text != "" {
-		if err := e.EncodeToken(xml.CharData(m.Text)); err != nil {
-			return err
-		}
-	}
-	return e.EncodeToken(start.End())
-}
-
 // WriteJUnit writes the verdict as JUnit XML: one testsuite per report,
 // one testcase per entry (matched passes; missed, answer_differed and
 // never_asked fail with the details and the diff in the failure text;
 // never_asked is skipped with AllowUnused) and one for the report's
 // completeness.
 func (v *Verdict) WriteJUnit(w io.Writer) error {
-	out := junitSuites{Name: "witness drift"}
+	out := junit.Suites{Name: "witness drift"}
 	for i, rv := range v.Reports {
 		r := rv.Report
 		class := "witness.drift." + strings.TrimSuffix(filepath.Base(r.Header.Cassette.Name), filepath.Ext(r.Header.Cassette.Name))
-		s := junitSuite{
+		s := junit.Suite{
 			Name: fmt.Sprintf("drift %s (report %s)", r.Header.Cassette.Name, r.File),
-			Properties: []junitProperty{
+			Properties: []junit.Property{
 				{Name: "report", Value: r.File},
 				{Name: "report_index", Value: strconv.Itoa(i + 1)},
 				{Name: "cassette", Value: r.Header.Cassette.Name},
@@ -287,13 +229,13 @@ func (v *Verdict) WriteJUnit(w io.Writer) error {
 			},
 		}
 		for _, c := range rv.Cases {
-			jc := junitCase{Name: c.Name, Classname: class}
+			jc := junit.Case{Name: c.Name, Classname: class}
 			switch c.Outcome {
 			case Fail:
-				jc.Failure = &junitMessage{Message: c.Message, Type: c.Type, Text: c.Text}
+				jc.Failure = &junit.Message{Message: c.Message, Type: c.Type, Text: c.Text}
 				s.Failures++
 			case Skipped:
-				jc.Skipped = &junitMessage{Message: "never asked; allowed by --allow-unused", Type: c.Type}
+				jc.Skipped = &junit.Message{Message: "never asked; allowed by --allow-unused", Type: c.Type}
 				s.Skipped++
 			}
 			s.Tests++
@@ -303,14 +245,5 @@ func (v *Verdict) WriteJUnit(w io.Writer) error {
 		out.Failures += s.Failures
 		out.Suites = append(out.Suites, s)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, out)
 }

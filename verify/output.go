@@ -5,13 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/agent-trace-witness/witness/internal/junit"
 	"github.com/agent-trace-witness/witness/internal/version"
 )
 
@@ -516,49 +516,6 @@ func fingerprint(f Finding) string {
 	return hex.EncodeToString(s[:16])
 }
 
-// JUnit XML structures.
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr"`
-}
-
 // WriteJUnit writes the report as JUnit XML: one test case per check; a check
 // with violation, tampered or incomplete findings fails, listing them; a
 // check that could not run is skipped; notices go to the case's system-out.
@@ -567,9 +524,9 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 	for _, f := range r.Findings {
 		byCheck[f.Check] = append(byCheck[f.Check], f)
 	}
-	suite := junitSuite{
+	suite := junit.Suite{
 		Name: "witness verify",
-		Properties: []junitProperty{
+		Properties: []junit.Property{
 			{Name: "verdict", Value: string(r.Verdict)},
 			{Name: "exit_code", Value: fmt.Sprint(r.ExitCode)},
 			{Name: "seal", Value: r.Seal.File},
@@ -577,25 +534,25 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		},
 	}
 	if r.Evidence.File != "" {
-		suite.Properties = append(suite.Properties, junitProperty{Name: "evidence", Value: r.Evidence.File})
+		suite.Properties = append(suite.Properties, junit.Property{Name: "evidence", Value: r.Evidence.File})
 	}
 	if r.Evidence.GraphDigest != "" {
-		suite.Properties = append(suite.Properties, junitProperty{Name: "graph_digest", Value: r.Evidence.GraphDigest})
+		suite.Properties = append(suite.Properties, junit.Property{Name: "graph_digest", Value: r.Evidence.GraphDigest})
 	}
 	if r.Evidence.GraphFile != "" {
-		suite.Properties = append(suite.Properties, junitProperty{Name: "graph", Value: r.Evidence.GraphFile})
+		suite.Properties = append(suite.Properties, junit.Property{Name: "graph", Value: r.Evidence.GraphFile})
 	}
 	if r.Evidence.Provenance != "" {
-		suite.Properties = append(suite.Properties, junitProperty{Name: "provenance", Value: r.Evidence.Provenance})
+		suite.Properties = append(suite.Properties, junit.Property{Name: "provenance", Value: r.Evidence.Provenance})
 	}
 	for _, f := range r.Evidence.Failures {
-		suite.Properties = append(suite.Properties, junitProperty{Name: "failure", Value: f.EventID + ": " + f.Failure})
+		suite.Properties = append(suite.Properties, junit.Property{Name: "failure", Value: f.EventID + ": " + f.Failure})
 	}
 	for _, q := range r.Qualifiers {
-		suite.Properties = append(suite.Properties, junitProperty{Name: "qualifier", Value: q})
+		suite.Properties = append(suite.Properties, junit.Property{Name: "qualifier", Value: q})
 	}
 	for _, c := range r.Checks {
-		tc := junitCase{Name: c.ID + ": " + c.Title, Classname: "witness.verify"}
+		tc := junit.Case{Name: c.ID + ": " + c.Title, Classname: "witness.verify"}
 		var fail, notes []string
 		worst := Verified
 		for _, f := range byCheck[c.ID] {
@@ -611,14 +568,15 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		}
 		switch {
 		case len(fail) > 0:
-			tc.Failure = &junitFailure{
-				Message: fmt.Sprintf("%s (%s)", plural(len(fail), "finding"), worst),
-				Type:    string(worst),
-				Text:    strings.Join(fail, "\n") + "\n",
+			tc.Failure = &junit.Message{
+				Message:        fmt.Sprintf("%s (%s)", plural(len(fail), "finding"), worst),
+				Type:           string(worst),
+				Text:           strings.Join(fail, "\n") + "\n",
+				EscapeNewlines: true,
 			}
 			suite.Failures++
 		case c.Status == StatusNotCheckable:
-			tc.Skipped = &junitSkipped{Message: c.Reason}
+			tc.Skipped = &junit.Message{Message: c.Reason, NoType: true}
 			suite.Skipped++
 		}
 		if len(notes) > 0 {
@@ -628,15 +586,6 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		suite.Tests++
 	}
 	// junit-10.xsd allows skipped on a testsuite, not on testsuites
-	doc := junitSuites{Name: "witness verify", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}}
-	b, err := xml.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode junit: %w", err)
-	}
-	var out bytes.Buffer
-	out.WriteString(xml.Header)
-	out.Write(b)
-	out.WriteByte('\n')
-	_, err = w.Write(out.Bytes())
-	return err
+	doc := junit.Suites{Name: "witness verify", Tests: suite.Tests, Failures: suite.Failures, Suites: []junit.Suite{suite}}
+	return junit.Write(w, doc)
 }

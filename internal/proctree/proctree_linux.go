@@ -65,19 +65,9 @@ func others(sid int) map[int]bool {
 	return m
 }
 
-// members returns the processes of the server tree of session sid: the
-// descendants of this process whose session is neither this process's nor
-// another live server's (see the package comment), plus, as a fallback,
-// every process of the process group sid. live.mu is held, so that no
-// server starts meanwhile.
-func members(sid int) (pids []int, procs map[int]proc) {
-	procs, ok := snapshot()
-	self := os.Getpid()
-	if !ok {
-		return nil, nil
-	}
-	mySid := procs[self].sid
-	skip := others(sid)
+// descends returns a test of whether the parent chain of a process in procs
+// reaches self, memoised across calls (a chain longer than 4096 does not).
+func descends(procs map[int]proc, self int) func(pid int) bool {
 	below := map[int]bool{} // memo: does the chain of pid reach self?
 	var reaches func(pid, depth int) bool
 	reaches = func(pid, depth int) bool {
@@ -92,11 +82,28 @@ func members(sid int) (pids []int, procs map[int]proc) {
 		below[pid] = v
 		return v
 	}
+	return func(pid int) bool { return reaches(pid, 0) }
+}
+
+// members returns the processes of the server tree of session sid: the
+// descendants of this process whose session is neither this process's nor
+// another live server's (see the package comment), plus, as a fallback,
+// every process of the process group sid. live.mu is held, so that no
+// server starts meanwhile.
+func members(sid int) (pids []int, procs map[int]proc) {
+	procs, ok := snapshot()
+	self := os.Getpid()
+	if !ok {
+		return nil, nil
+	}
+	mySid := procs[self].sid
+	skip := others(sid)
+	reaches := descends(procs, self)
 	for pid, p := range procs {
 		if pid == self {
 			continue
 		}
-		if p.pgrp == sid || (p.sid != mySid && !skip[p.sid] && reaches(pid, 0)) {
+		if p.pgrp == sid || (p.sid != mySid && !skip[p.sid] && reaches(pid)) {
 			pids = append(pids, pid)
 		}
 	}

@@ -16,22 +16,9 @@ func descendants() (pids []int, joined bool, ok bool) {
 	}
 	self := os.Getpid()
 	myPgrp := procs[self].pgrp
-	below := map[int]bool{}
-	var reaches func(pid, depth int) bool
-	reaches = func(pid, depth int) bool {
-		if v, ok := below[pid]; ok {
-			return v
-		}
-		p, ok := procs[pid]
-		if !ok || pid <= 1 || depth > 4096 {
-			return false
-		}
-		v := p.ppid == self || reaches(p.ppid, depth+1)
-		below[pid] = v
-		return v
-	}
+	reaches := descends(procs, self)
 	for pid, p := range procs {
-		if pid != self && !p.zombie && reaches(pid, 0) {
+		if pid != self && !p.zombie && reaches(pid) {
 			pids = append(pids, pid)
 			joined = joined || p.pgrp == myPgrp
 		}
