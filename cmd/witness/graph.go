@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -110,36 +109,9 @@ func runGraph(a *app, o graphOptions) error {
 	if err := o.Output.Check(a); err != nil {
 		return err
 	}
-	opts := graph.Options{OmitPayloads: o.NoPayloads}
-	if o.Seal != "" {
-		s, err := seal.Load(o.Seal)
-		if err != nil {
-			return err
-		}
-		opts.Seal = &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
-	}
-	var classes map[string]string
-	if o.Classes != "" {
-		data, err := os.ReadFile(o.Classes)
-		if err != nil {
-			return usageError(fmt.Errorf("read classes: %w", err), "")
-		}
-		if err := jsonlimit.CheckIn(data, o.Classes, 1); err != nil {
-			return usageError(fmt.Errorf("classes %w", err), `write {"e12": "violation", ...}`)
-		}
-		if err := json.Unmarshal(data, &classes); err != nil {
-			return usageError(fmt.Errorf("classes %s: not a JSON object of strings: %w", o.Classes, err), `write {"e12": "violation", ...}`)
-		}
-	}
-	if o.Format == "dot" && o.Seal != "" {
-		found, err := verifyClasses(a, o)
-		if err != nil {
-			return err
-		}
-		for k, v := range classes {
-			found[k] = v // --classes wins
-		}
-		classes = found
+	wo, err := graphWriteOptions(a, o)
+	if err != nil {
+		return err
 	}
 	var src graph.EventSource
 	var logs []graph.LogInput
@@ -150,74 +122,13 @@ func runGraph(a *app, o graphOptions) error {
 		}
 		defer in.Close()
 		src = graph.NewEventSource(in, o.Events[0])
-	} else {
-		var err error
-		if logs, err = readRunLogs(o.Events); err != nil {
-			return err
-		}
+	} else if logs, err = readRunLogs(o.Events); err != nil {
+		return err
 	}
-
-	var digest string
-	var quads int64
-	write := func(out io.Writer) error {
-		if o.Format == "jsonld" && o.FirewallAudit == "" && src != nil {
-			st, err := graph.StreamJSONLD(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
-			if err != nil {
-				return err
-			}
-			digest, quads = st.Digest, st.Quads
-			return nil
-		}
-		if o.Format == "nquads" && o.FirewallAudit == "" && src != nil {
-			st, err := graph.StreamNQuads(src, out, opts, graph.StreamOptions{TempDir: o.TempDir})
-			if err != nil {
-				return err
-			}
-			digest, quads = st.Digest, st.Quads
-			return nil
-		}
-		if o.Format == "dot" && o.FirewallAudit == "" && src != nil {
-			st, err := graph.StreamDOT(src, out, opts, graph.DOTOptions{Classes: classes, MaxNodes: o.MaxNodes, Title: o.Title}, graph.StreamOptions{TempDir: o.TempDir})
-			if err != nil {
-				return err
-			}
-			digest, quads = st.Digest, st.Quads
-			return nil
-		}
-		var g *graph.Graph
-		var err error
-		if src != nil {
-			if g, err = graph.Build(src, opts); err != nil {
-				return err
-			}
-		} else {
-			run, err := graph.BuildRun(logs, opts)
-			if err != nil {
-				return err
-			}
-			g = run.Graph
-		}
-		if o.FirewallAudit != "" {
-			if err := addFirewallAudit(a, g, o.FirewallAudit); err != nil {
-				return err
-			}
-		}
-		var cnt lineCounter
-		if digest, err = g.WriteNQuads(&cnt); err != nil {
-			return err
-		}
-		quads = cnt.n
-		if o.Format == "jsonld" {
-			err = g.WriteJSONLD(out)
-		} else if o.Format == "nquads" {
-			_, err = g.WriteNQuads(out)
-		} else {
-			err = g.WriteDOT(out, graph.DOTOptions{Classes: classes, MaxNodes: o.MaxNodes, Title: o.Title})
-		}
-		if err != nil {
-			return exitcode.New(exitcode.Failure, fmt.Errorf("write graph: %w", err), "")
-		}
-		return nil
+	var st graph.WriteStats
+	write := func(out io.Writer) (err error) {
+		st, err = graph.Write(out, src, logs, wo)
+		return err
 	}
 	// the graph is derived from the events and regenerated at will: it is
 	// published atomically but not fsynced (atomicfile.Options.NoSync)
@@ -225,18 +136,65 @@ func runGraph(a *app, o graphOptions) error {
 	if err := o.Output.Publish(a, noSync, write); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "witness: graph digest sha256:%s (%d quads)\n", digest, quads)
+	fmt.Fprintf(a.stderr, "witness: graph digest sha256:%s (%d quads)\n", st.Digest, st.Quads)
 	if out := o.Output.File(); out != "" {
 		fmt.Fprintf(a.stderr, "witness: wrote %s (%s)\n", out, o.Format)
 	}
 	return nil
 }
 
-type lineCounter struct{ n int64 }
+// graphWriteOptions are graph.Write's options for o: the seal the graph
+// names, the DOT classes (--classes, and verify's findings with --seal) and
+// the firewall audit overlay.
+func graphWriteOptions(a *app, o graphOptions) (graph.WriteOptions, error) {
+	wo := graph.WriteOptions{Format: o.Format, Build: graph.Options{OmitPayloads: o.NoPayloads},
+		Stream: graph.StreamOptions{TempDir: o.TempDir}}
+	if o.Seal != "" {
+		s, err := seal.Load(o.Seal)
+		if err != nil {
+			return wo, err
+		}
+		wo.Build.Seal = &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
+	}
+	classes, err := readClasses(o.Classes)
+	if err != nil {
+		return wo, err
+	}
+	if o.Format == "dot" && o.Seal != "" {
+		found, err := verifyClasses(a, o)
+		if err != nil {
+			return wo, err
+		}
+		for k, v := range classes {
+			found[k] = v // --classes wins
+		}
+		classes = found
+	}
+	wo.DOT = graph.DOTOptions{Classes: classes, MaxNodes: o.MaxNodes, Title: o.Title}
+	if o.FirewallAudit != "" {
+		wo.Overlay = func(g *graph.Graph) error { return addFirewallAudit(a, g, o.FirewallAudit) }
+	}
+	return wo, nil
+}
 
-func (c *lineCounter) Write(p []byte) (int, error) {
-	c.n += int64(bytes.Count(p, []byte{'\n'}))
-	return len(p), nil
+// readClasses reads the --classes file: a JSON object of event id or node
+// IRI -> DOT class. "" is no classes.
+func readClasses(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("read classes: %w", err), "")
+	}
+	if err := jsonlimit.CheckIn(data, path, 1); err != nil {
+		return nil, usageError(fmt.Errorf("classes %w", err), `write {"e12": "violation", ...}`)
+	}
+	var classes map[string]string
+	if err := json.Unmarshal(data, &classes); err != nil {
+		return nil, usageError(fmt.Errorf("classes %s: not a JSON object of strings: %w", path, err), `write {"e12": "violation", ...}`)
+	}
+	return classes, nil
 }
 
 // verifyClasses runs verify on the log against --seal and returns the DOT

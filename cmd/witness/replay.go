@@ -3,20 +3,12 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/graph"
-	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/replay"
 	"github.com/agent-trace-witness/witness/seal"
-	"github.com/agent-trace-witness/witness/verify"
-	"github.com/agent-trace-witness/witness/why"
 )
 
 // replayOptions are the flags of `witness replay`. Verdict sources other
@@ -90,6 +82,48 @@ several logs, --remove also takes LOGNAME:eN (docs/design/causal-join.md).`,
 // runReplay reads the graph, computes the counterfactual or the ranking and
 // writes it. Nothing is written when anything fails.
 func runReplay(a *app, o *replayOptions) error {
+	if err := checkReplayFlags(o); err != nil {
+		return err
+	}
+	o.output.Reads(append([]string{o.graphFile, o.sealFile, o.whatIfPolicy, o.keys.Input(a)}, o.events...)...)
+	if err := o.output.Check(a); err != nil {
+		return err
+	}
+	eng, err := replayEngine(a, o)
+	if eng == nil || err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if o.rank {
+		r := eng.Rank(o.top)
+		if o.format == "text" {
+			err = r.WriteText(&buf)
+		} else {
+			err = replay.WriteJSON(&buf, r)
+		}
+	} else {
+		r, cerr := eng.Counterfactual(replay.Options{Remove: o.remove, Judge: o.judge, Sources: o.sources})
+		if cerr != nil {
+			return cerr
+		}
+		switch o.format {
+		case "text":
+			err = r.WriteText(&buf)
+		case "dot":
+			err = eng.WriteDOT(&buf, r)
+		default:
+			err = replay.WriteJSON(&buf, r)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	// a device or pipe (/dev/null, /dev/stdout) is written in place
+	return o.output.Write(a, buf.Bytes())
+}
+
+// checkReplayFlags refuses the flag combinations replay cannot answer.
+func checkReplayFlags(o *replayOptions) error {
 	switch o.format {
 	case "json", "text", "dot":
 	default:
@@ -113,353 +147,37 @@ func runReplay(a *app, o *replayOptions) error {
 	if o.top < 0 {
 		return usageError(fmt.Errorf("--top %d is negative", o.top), "use --top N with N >= 0")
 	}
-	o.output.Reads(append([]string{o.graphFile, o.sealFile, o.whatIfPolicy, o.keys.Input(a)}, o.events...)...)
-	if err := o.output.Check(a); err != nil {
-		return err
-	}
-	eng, err := replayEngine(a, o)
-	if eng == nil || err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if o.rank {
-		r := eng.Rank(o.top)
-		if o.format == "text" {
-			err = r.WriteText(&buf)
-		} else {
-			err = replay.WriteJSON(&buf, r)
-		}
-	} else {
-		if o.sealFile != "" && o.judge == nil {
-			j, jerr := newVerifyJudge(a, o)
-			if jerr != nil {
-				return jerr
-			}
-			o.judge = j
-		}
-		r, cerr := eng.Counterfactual(replay.Options{Remove: o.remove, Judge: o.judge, Sources: o.sources})
-		if cerr != nil {
-			return cerr
-		}
-		switch o.format {
-		case "text":
-			err = r.WriteText(&buf)
-		case "dot":
-			err = eng.WriteDOT(&buf, r)
-		default:
-			err = replay.WriteJSON(&buf, r)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	// a device or pipe (/dev/null, /dev/stdout) is written in place
-	return o.output.Write(a, buf.Bytes())
+	return nil
 }
 
-// replayEngine reads the graph or the run into a replay engine. A graph
-// file replayed without a judge given by another verb, verdict sources, a
-// what-if policy or a DOT picture is read straight into replay's index
-// (replay.NewEngineJSONLD), without holding the graph; with --seal the
-// same read judges the observed run and its projection the
-// counterfactual one (replayEngineJSONLD), the judge reading the file
-// again only when that projection cannot. A nil engine and a nil error:
-// the what-if policy has answered.
+// replayEngine reads the graph or the run into a replay engine
+// (replay.Load) and sets o.judge to the judge of its runs. A nil engine
+// and a nil error: the what-if policy has answered.
 func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
-	if len(o.events) == 0 && o.whatIfPolicy == "" && o.judge == nil && len(o.sources) == 0 && o.format != "dot" {
-		f, err := os.Open(o.graphFile)
-		if err != nil {
-			return nil, exitcode.Input("read graph", err, "check the path given to --graph; make the graph with 'witness graph --events FILE --out FILE'")
-		}
-		defer f.Close()
-		if os.Getenv("GOMEMLIMIT") == "" {
-			// the live heap is the engine: collect before the heap doubles it
-			debug.SetMemoryLimit(replay.MemoryLimit)
-		}
-		eng, err := replayEngineJSONLD(a, o, f)
-		switch {
-		case err == nil:
-			return eng, nil
-		case exitcode.Of(err) != exitcode.Tampered || !strings.HasPrefix(err.Error(), "index graph:"):
-			return nil, err
-		}
-		o.judge = nil
-		// a repeated IRI the scan could not see (an unsorted document):
-		// read the graph whole, which names the element
-	}
-	var g *graph.Graph
-	var err error
+	lo := replay.LoadOptions{GraphFile: o.graphFile, Remove: o.remove, SealFile: o.sealFile,
+		Keys:  func() (seal.VerifyOptions, error) { return o.keys.VerifyKeys(a, 0) },
+		Judge: o.judge, Whole: len(o.sources) > 0 || o.format == "dot", MemoryLimit: true}
 	if len(o.events) > 0 {
-		g, err = replayRunGraph(o)
-	} else {
-		g, err = replayReadGraph(o.graphFile)
-	}
-	if err != nil {
-		return nil, err
+		lo.Logs = func() ([]graph.LogInput, error) { return readRunLogs(o.events) }
 	}
 	if o.whatIfPolicy != "" {
-		if done, err := applyWhatIfPolicy(a, o, g); done || err != nil {
-			return nil, err
-		}
+		lo.Prepare = func(g *graph.Graph) (bool, error) { return applyWhatIfPolicy(a, o, g) }
 	}
-	eng, err := replay.NewEngine(g)
-	if err != nil {
-		return nil, fmt.Errorf("replay %s: %w", o.graphFile, err)
+	eng, j, err := replay.Load(lo)
+	if err != nil || eng == nil {
+		return nil, err
 	}
+	o.judge = j
 	return eng, nil
 }
 
-// replayEngineJSONLD reads the graph document f straight into replay's
-// index (replay.EngineBuilder, as replay.NewEngineJSONLD). With --seal the
-// same scan feeds verify's check of the document (verify.GraphScan): the
-// judge (o.judge) then holds the observed run's judgement and the scan's
-// projection, from which it judges the counterfactual too
-// (GraphScan.CheckWithout), whose relation nodes the engine finds from
-// the referrers its builder kept; it reads the file again only when the
-// projection cannot say it. An error of the seal comes after the graph's,
-// as on the in-memory path.
-func replayEngineJSONLD(a *app, o *replayOptions, f *os.File) (*replay.Engine, error) {
-	name := filepath.Base(o.graphFile)
-	var j *verifyJudge
-	var jerr error
-	var gs *verify.GraphScan
-	if o.sealFile != "" {
-		j, jerr = newVerifyJudge(a, o)
-		if jerr == nil && j.sealOnly == nil {
-			// a judgement is verdict and findings: no digest; the
-			// projection is kept for the counterfactual's judgement
-			gs = verify.NewGraphScan(j.plan, verify.GraphScanOptions{NoDigest: true, Without: true})
-		}
-	}
-	// with a seal, the builder keeps who refers to each relation node:
-	// the counterfactual check then needs no read of the file to find
-	// the relation nodes it drops
-	b := replay.NewEngineBuilderWith(replay.EngineBuilderOptions{Referrers: o.sealFile != ""})
-	err := graph.ScanJSONLDView(f, name, func(v *graph.NodeView) error {
-		b.Add(v)
-		if gs != nil {
-			gs.Add(v)
-		}
-		return nil
-	})
-	if err != nil {
-		b.Discard()
-		if gs != nil {
-			gs.Discard()
-		}
-		return nil, err
-	}
-	eng, err := b.Finish()
-	if err != nil {
-		if gs != nil {
-			gs.Discard()
-		}
-		return nil, err
-	}
-	if jerr != nil {
-		return nil, jerr
-	}
-	if gs != nil {
-		r := j.report()
-		err := gs.Check(r, j.plan, j.name, func() (io.Reader, func(), error) {
-			g, err := j.open()
-			if err != nil {
-				return nil, nil, err
-			}
-			return g, func() { g.Close() }, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		r.Finish()
-		j.observed = judgementOf(r)
-		j.scan = gs
-	}
-	if j != nil {
-		o.judge = j
-	}
-	return eng, nil
-}
-
-// replayRunGraph joins the logs of a run (--events) and resolves the
-// LOGNAME:eN forms of --remove to node IRIs.
-func replayRunGraph(o *replayOptions) (*graph.Graph, error) {
-	logs, err := readRunLogs(o.events)
-	if err != nil {
-		return nil, err
-	}
-	run, err := graph.BuildRun(logs, graph.Options{})
-	if err != nil {
-		return nil, err
-	}
-	if len(run.Logs) > 1 {
-		for i, r := range o.remove {
-			iri, err := why.Resolve(run.Graph, r, run.Logs)
-			if err != nil {
-				return nil, err
-			}
-			o.remove[i] = iri
-		}
-	}
-	return run.Graph, nil
-}
-
-// replayReadGraph reads a witness JSON-LD graph.
-func replayReadGraph(path string) (*graph.Graph, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, exitcode.Input("read graph", err, "check the path given to --graph; make the graph with 'witness graph --events FILE --out FILE'")
-	}
-	defer f.Close()
-	return graph.ReadJSONLD(f, filepath.Base(path))
-}
-
-// verifyJudge judges graphs with package verify against one seal: the
-// seal's own checks (signatures, quorum) once, then verify.CheckGraph on
-// each graph, as 'witness verify --seal S --graph G' would.
-type verifyJudge struct {
-	name         string // graph name used in findings, the same for both runs
-	plan         verify.Plan
-	sealFindings []verify.Finding
-	sealOnly     *verify.Report // set when the seal itself is invalid: nothing else can be judged
-	// file is the graph file (--graph) the document readings judge; ""
-	// for a run (--events)
-	file string
-	// observed is the judgement of the file itself when the engine's scan
-	// made it (replayEngineJSONLD); nil: JudgeDocument reads the file
-	observed *replay.Judgement
-	// scan is the projection of the file the engine's scan made
-	// (replayEngineJSONLD), from which JudgeDocument judges the first
-	// counterfactual reading without reading the file
-	// (verify.GraphScan.CheckWithout); nil once that is done, or when
-	// there is none
-	scan *verify.GraphScan
-}
-
-// report is a report holding the seal's findings, for one graph.
-func (j *verifyJudge) report() *verify.Report {
-	return &verify.Report{Findings: append([]verify.Finding(nil), j.sealFindings...)}
-}
-
-// newVerifyJudge loads the seal and checks its signatures with the keys
-// 'witness verify' would use (keyring, ATW_WITNESS_KEY for 0.1.0 seals).
-// It judges graphs (Judge) and, for --graph, the file itself
-// (replay.DocumentJudge), which an engine read without its graph uses.
-func newVerifyJudge(a *app, o *replayOptions) (*verifyJudge, error) {
+// newVerifyJudge is the judge of o's seal (replay.SealJudge), with the
+// keys 'witness verify' would use (keyring, ATW_WITNESS_KEY for 0.1.0
+// seals).
+func newVerifyJudge(a *app, o *replayOptions) (*replay.SealJudge, error) {
 	vo, err := o.keys.VerifyKeys(a, 0)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := verify.Run(verify.Options{SealFile: o.sealFile, SealKeys: vo})
-	if err != nil {
-		return nil, err
-	}
-	name := filepath.Base(o.graphFile)
-	if o.graphFile == "" {
-		name = "run"
-	}
-	j := &verifyJudge{name: name, file: o.graphFile}
-	for _, f := range rep.Findings {
-		if f.Check == verify.CheckSeal {
-			j.sealFindings = append(j.sealFindings, f)
-		}
-		if f.Code == "seal-invalid" {
-			j.sealOnly = rep
-		}
-	}
-	if j.sealOnly != nil {
-		return j, nil
-	}
-	s, err := seal.Load(o.sealFile)
-	if err != nil {
-		return nil, err
-	}
-	j.plan = verify.PlanFromSeal(s)
-	return j, nil
-}
-
-func (j *verifyJudge) Judge(g *graph.Graph) (*replay.Judgement, error) {
-	r := j.sealOnly
-	if r == nil {
-		r = j.report()
-		var buf bytes.Buffer
-		if err := g.WriteJSONLD(&buf); err != nil {
-			return nil, err
-		}
-		if err := verify.CheckGraph(r, j.plan, j.name, &buf); err != nil {
-			return nil, err
-		}
-		r.Finish()
-	}
-	return judgementOf(r), nil
-}
-
-// JudgeDocument judges the graph file itself, as 'witness verify --seal S
-// --graph G' does (scanned, not held), or, with drop, the file read
-// without the nodes drop names (verify.CheckGraphWithout): the judgements
-// Judge gives for the graph read from the file and for its counterfactual
-// graph (replay.DocumentJudge). The first reading with drop is judged
-// from the projection of the engine's scan when it can say it, and the
-// projection then let go; otherwise the file is read.
-func (j *verifyJudge) JudgeDocument(drop func(iri []byte) bool) (*replay.Judgement, error) {
-	if drop == nil && j.observed != nil {
-		return j.observed, nil
-	}
-	if gs := j.scan; drop != nil && gs != nil && j.sealOnly == nil {
-		j.scan = nil // the GC may take the projection once judged
-		r := j.report()
-		if gs.CheckWithout(r, j.plan, j.name, drop) {
-			r.Finish()
-			return judgementOf(r), nil
-		}
-	}
-	r := j.sealOnly
-	if r == nil {
-		f, err := j.open()
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = j.report()
-		if err := verify.CheckGraphWithout(r, j.plan, j.name, f, drop); err != nil {
-			return nil, err
-		}
-		r.Finish()
-	}
-	return judgementOf(r), nil
-}
-
-// ScanDocument calls visit with each node of the graph file
-// (replay.DocumentJudge).
-func (j *verifyJudge) ScanDocument(visit func(v *graph.NodeView) error) error {
-	f, err := j.open()
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return graph.ScanJSONLDView(f, j.name, visit)
-}
-
-// open opens the graph file of the document readings.
-func (j *verifyJudge) open() (*os.File, error) {
-	if j.file == "" {
-		return nil, fmt.Errorf("replay: no graph file to judge")
-	}
-	f, err := os.Open(j.file)
-	if err != nil {
-		return nil, exitcode.Input("read graph", err, "check the path given to --graph")
-	}
-	return f, nil
-}
-
-// judgementOf is replay's form of verify's report.
-func judgementOf(r *verify.Report) *replay.Judgement {
-	out := &replay.Judgement{Verdict: string(r.Verdict)}
-	for _, f := range r.Findings {
-		out.Findings = append(out.Findings, replay.Finding{
-			Code: f.Code, Severity: string(f.Severity), Class: string(f.Class), EventID: f.EventID,
-			Tool: f.Tool, Clause: f.SealClause, Message: f.Message,
-		})
-	}
-	return out
+	return replay.NewSealJudge(o.sealFile, vo, o.graphFile)
 }

@@ -55,14 +55,14 @@ func TestReplaySealStreamed(t *testing.T) {
 				t.Fatal("replay --graph --seal read the graph whole")
 			}
 			// the engine's scan judged the observed run
-			j, ok := o.judge.(*verifyJudge)
-			if !ok || j.observed == nil {
+			j, ok := o.judge.(*replay.SealJudge)
+			if observed, _ := j.Held(); !ok || !observed {
 				t.Fatalf("the engine's scan made no judgement of the observed run (judge %T)", o.judge)
 			}
 			// the relation nodes the counterfactual drops come from the
 			// referrers the engine's builder kept: the file is not read
 			// for them
-			sj := &scanCountingJudge{verifyJudge: j}
+			sj := &scanCountingJudge{SealJudge: j}
 			if _, err := eng.Counterfactual(replay.Options{Remove: c.remove, Judge: sj}); err != nil {
 				t.Fatal(err)
 			}
@@ -133,12 +133,12 @@ func TestReplaySealCounterfactualFromScan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				j, ok := o.judge.(*verifyJudge)
-				if !ok || j.scan == nil {
+				j, ok := o.judge.(*replay.SealJudge)
+				if _, held := j.Held(); !ok || !held {
 					t.Fatalf("the engine's scan kept no projection (judge %T)", o.judge)
 				}
 				if !keep {
-					j.scan = nil
+					j.DropProjection()
 				}
 				if gone {
 					if err := os.Rename(c.graph, c.graph+".gone"); err != nil {
@@ -154,7 +154,7 @@ func TestReplaySealCounterfactualFromScan(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				if j.scan != nil {
+				if _, held := j.Held(); held {
 					t.Error("the projection is held after the counterfactual's judgement")
 				}
 				var out bytes.Buffer
@@ -291,15 +291,15 @@ func runSealPath(t *testing.T, a *app, c sealCase, seal, format string, inMemory
 	return out.Bytes()
 }
 
-// scanCountingJudge is a verifyJudge that counts its ScanDocument calls.
+// scanCountingJudge is a replay.SealJudge that counts its ScanDocument calls.
 type scanCountingJudge struct {
-	*verifyJudge
+	*replay.SealJudge
 	scans int
 }
 
 func (s *scanCountingJudge) ScanDocument(visit func(v *graph.NodeView) error) error {
 	s.scans++
-	return s.verifyJudge.ScanDocument(visit)
+	return s.SealJudge.ScanDocument(visit)
 }
 
 // replayJudgeOnly hides the document methods of a judge: it judges
