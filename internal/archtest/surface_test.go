@@ -150,7 +150,9 @@ func TestExportedNames(t *testing.T) {
 		dirs = append(dirs, d)
 		total += n
 	}
-	sort.Slice(dirs, func(i, j int) bool { return counts[dirs[i]] > counts[dirs[j]] || counts[dirs[i]] == counts[dirs[j]] && dirs[i] < dirs[j] })
+	sort.Slice(dirs, func(i, j int) bool {
+		return counts[dirs[i]] > counts[dirs[j]] || counts[dirs[i]] == counts[dirs[j]] && dirs[i] < dirs[j]
+	})
 	for _, d := range dirs {
 		t.Logf("%5d %s", counts[d], d)
 	}
