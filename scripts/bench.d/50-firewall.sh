@@ -4,7 +4,7 @@
 # decoding the same log's message events. Then audit verification throughput.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=$(go test -run '^$' -bench 'Benchmark(Evaluate|EvaluateFloor|VerifyAudit)$' -benchtime 1x ./firewall)
+out=$(go test -run '^$' -bench 'Benchmark(Evaluate|EvaluateFloor|VerifyAudit)$' -benchtime 1x ./firewall/internal/core)
 printf '%-22s %10s %14s %10s\n' "benchmark" "messages" "msgs/s" "MB/s"
 awk '/^Benchmark/ {
 	split($1, p, "/"); name = p[1]; sub(/^Benchmark/, "", name); sub(/-[0-9]+$/, "", name)
