@@ -24,6 +24,26 @@ const (
 // shellExempt are files of cmd/witness the check skips, each with the reason.
 var shellExempt = map[string]string{}
 
+// shellPending are the functions over the bounds when the check came in
+// (issue 32 item 3), by file and name, still to be split: the check fails
+// on any other, and on one of these once it is within the bounds (remove
+// it from the list then). The list only shrinks.
+var shellPending = map[string]bool{
+	"capture.go:runCapture":              true,
+	"capture.go:newCaptureCmd":           true,
+	"capture_append.go:runCaptureAppend": true,
+	"completion.go:newCompletionCmd":     true,
+	"firewall.go:newFirewallEvaluateCmd": true,
+	"firewall.go:runFirewallEvaluate":    true,
+	"import.go:runImport":                true,
+	"key.go:runKeyExportPublic":          true,
+	"proxy.go:newProxyCmd":               true,
+	"seal.go:runSeal":                    true,
+	"seal_init.go:runSealInit":           true,
+	"serve.go:newServeCmd":               true,
+	"verify.go:newVerifyCmd":             true,
+}
+
 // complexity is the cyclomatic complexity of a function body as gocyclo
 // counts it: 1, plus one per if, for, range, non-default case, non-default
 // select clause, && and ||.
@@ -121,7 +141,9 @@ func TestThinShell(t *testing.T) {
 		t.Fatalf("found only %d functions in %s", len(funcs), dir)
 	}
 	var bad []string
+	seen := map[string]bool{}
 	for _, f := range funcs {
+		key := filepath.Base(f.pos.Filename) + ":" + f.name
 		var why []string
 		if f.lines > maxShellLines {
 			why = append(why, fmt.Sprintf("%d lines (max %d)", f.lines, maxShellLines))
@@ -129,8 +151,17 @@ func TestThinShell(t *testing.T) {
 		if f.cyclo > maxShellComplexity {
 			why = append(why, fmt.Sprintf("complexity %d (max %d)", f.cyclo, maxShellComplexity))
 		}
+		if shellPending[key] {
+			seen[key] = why != nil
+			continue
+		}
 		if why != nil {
 			bad = append(bad, fmt.Sprintf("cmd/witness/%s:%d: %s: %s", filepath.Base(f.pos.Filename), f.pos.Line, f.name, strings.Join(why, ", ")))
+		}
+	}
+	for key := range shellPending {
+		if !seen[key] {
+			bad = append(bad, fmt.Sprintf("cmd/witness/%s is within the bounds now (or gone): remove it from shellPending", key))
 		}
 	}
 	sort.Strings(bad)
