@@ -196,6 +196,16 @@ func cmdDocBlock(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// docsPending are the guides whose output blocks are not all marked and
+// checked yet (issue 32 item 6 in progress): a ratchet, each must still
+// have an unmarked block, so the list can only shrink. README.md and the
+// other guides are held in full.
+var docsPending = map[string]bool{
+	"docs/guide/capture.md": true, "docs/guide/firewall.md": true, "docs/guide/graph.md": true,
+	"docs/guide/keyring.md": true, "docs/guide/log.md": true, "docs/guide/model.md": true,
+	"docs/guide/proxy.md": true, "docs/guide/replay.md": true, "docs/guide/report.md": true,
+}
+
 // Every block of README.md and docs/guide/*.md that shows output is
 // marked, each name once, and a script checks it with docblock.
 func TestDocBlocksMarked(t *testing.T) {
@@ -206,6 +216,14 @@ func TestDocBlocksMarked(t *testing.T) {
 	}
 	used := scriptDocblocks(t, root)
 	seen := map[string]string{}
+	pendingLeft := map[string]bool{}
+	defer func() {
+		for f := range docsPending {
+			if !pendingLeft[f] {
+				t.Errorf("%s has no unmarked output block left: take it off docsPending", f)
+			}
+		}
+	}()
 	for _, f := range files {
 		text, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
@@ -214,6 +232,8 @@ func TestDocBlocksMarked(t *testing.T) {
 		for _, b := range docBlocks(f, string(text)) {
 			at := fmt.Sprintf("%s:%d", f, b.line)
 			switch {
+			case b.name == "" && b.isOutput() && docsPending[f]:
+				pendingLeft[f] = true
 			case b.name == "" && b.isOutput():
 				t.Errorf("%s: a block of output without <!-- output: NAME --> before it (CONTRIBUTING.md, \"Output in the docs\")", at)
 			case b.name == "":
