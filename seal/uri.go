@@ -285,7 +285,26 @@ func normPercent(s string) (string, error) {
 	if !utf8.ValidString(out) {
 		return "", errors.New("percent-encoded bytes that are not UTF-8")
 	}
-	return out, nil
+	return keepC1Encoded(out), nil
+}
+
+// keepC1Encoded writes the C1 control characters (U+0080 to U+009F) that
+// decoding produced back as escapes: written raw they cannot be placed
+// (see splitURI), so decoding them would make a normalized URI that does
+// not normalize again.
+func keepC1Encoded(s string) string {
+	if strings.IndexByte(s, 0xc2) < 0 { // every C1 character starts with the byte 0xC2
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 0x80 && r < 0xa0 {
+			fmt.Fprintf(&b, "%%C2%%%02X", byte(r))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // lowerKeepEscapes lower-cases the ASCII letters of s (a host), keeping

@@ -116,6 +116,9 @@ func TestNormalizeURI(t *testing.T) {
 		"HTTPS://Example.COM:443":                "https://example.com/",
 		"http://example.com:80/a%2cb":            "http://example.com/a%2Cb",
 		"urn:ISBN:1":                             "urn:ISBN:1",
+		// a C1 control stays encoded: written raw it cannot be placed
+		"A:0000%C2%80":          "a:0000%C2%80",
+		"memo://x/%c2%9f%C3%A9": "memo://x/%C2%9Fé",
 	} {
 		n, err := NormalizeURI(in)
 		if err != nil || n.String() != want {
