@@ -43,12 +43,8 @@ type graphOptions struct {
 	JSON bool
 }
 
-func newGraphCmd(a *app) *cobra.Command {
-	var o graphOptions
-	c := &cobra.Command{
-		Use:   "graph --events FILE [--events FILE ...] [--seal FILE] [--format jsonld|nquads|dot] [--out FILE]",
-		Short: "Turn an event log into a canonical PROV-DM causal graph (JSON-LD, N-Quads or DOT)",
-		Long: `graph turns the event log into a W3C PROV-DM causal graph with PROV-O terms
+// graphLong is graph's help.
+const graphLong = `graph turns the event log into a W3C PROV-DM causal graph with PROV-O terms
 (docs/formats/graph.md): the AI agent, the MCP server and the witness are
 prov:Agent; tool calls and model turns prov:Activity; arguments, results,
 messages and external effects prov:Entity; the seal is the prov:Plan of each
@@ -79,7 +75,14 @@ logs with one session id, are refused (exit 2).
 The graph digest, the sha256 of the canonical N-Quads, is printed on stderr
 whatever the format. --json prints it, with the number of quads, the format
 and the files, as one JSON object on stdout instead (docs/formats/cli-json.md);
-the graph then needs --out FILE.`,
+the graph then needs --out FILE.`
+
+func newGraphCmd(a *app) *cobra.Command {
+	var o graphOptions
+	c := &cobra.Command{
+		Use:   "graph --events FILE [--events FILE ...] [--seal FILE] [--format jsonld|nquads|dot] [--out FILE]",
+		Short: "Turn an event log into a canonical PROV-DM causal graph (JSON-LD, N-Quads or DOT)",
+		Long:  graphLong,
 		Example: `  witness graph --events rec/events.jsonl --out graph.jsonld
   witness graph --events rec/events.jsonl --format nquads --out graph.nq
   witness graph --events rec/events.jsonl --seal seal.json --format dot | dot -Tsvg > graph.svg
