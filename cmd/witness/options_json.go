@@ -156,3 +156,41 @@ type sealEnvelopeResult struct {
 	Out           string `json:"out"`
 	PredicateType string `json:"predicate_type"`
 }
+
+// importResult is import --json.
+type importResult struct {
+	Result   string             `json:"result"` // "import"
+	V        int                `json:"v"`
+	File     string             `json:"file"`
+	Source   string             `json:"source"` // atw-0.1.0-events or atw-0.1.0-cassette
+	Out      string             `json:"out"`
+	Events   int                `json:"events"`
+	Paired   int                `json:"paired"`
+	Orphans  []string           `json:"orphans"`
+	Session  string             `json:"session"`
+	SignedBy string             `json:"signed_by"` // key id; "" unsigned
+	Links    []importLinkResult `json:"links"`
+}
+
+// importLinkResult is one pairing import made (or could not make).
+type importLinkResult struct {
+	Line       int64  `json:"line"`
+	Event      string `json:"event"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"` // the tool, or the role of a model event
+	ToolCall   string `json:"tool_call"`
+	ModelInput string `json:"model_input"`
+	Orphan     bool   `json:"orphan"`
+}
+
+// cosignResult is cosign --json.
+type cosignResult struct {
+	Result     string `json:"result"` // "cosign"
+	V          int    `json:"v"`
+	Seal       string `json:"seal"`
+	Out        string `json:"out"`
+	SealRef    string `json:"seal_ref"`
+	KeyID      string `json:"key_id"`
+	Algorithm  string `json:"algorithm"`
+	Signatures int    `json:"signatures"` // the primary signature and the cosignatures
+}
