@@ -15,6 +15,7 @@
 // ended with a final answer, 1 otherwise. The stdio server inherits this
 // process's environment. Launched with node, never npx.
 import { createRequire } from "node:module";
+import { parseArgs } from "./args.mjs";
 
 // The packages live in testdata/peers/node_modules.
 const require = createRequire(new URL("../peers/package.json", import.meta.url));
@@ -27,28 +28,7 @@ const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/cli
 // The same instructions as the other agent (testdata/agents/openai-agents.mjs).
 const instructions = "You are an assistant that reads the user's files and does what the user asks.";
 
-function parseArgs(argv) {
-  const o = { cmd: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === "--") {
-      o.cmd = argv.slice(i + 1);
-      break;
-    }
-    const v = argv[++i];
-    if (v === undefined) throw new Error(`${a}: missing value`);
-    if (a === "--model-url") o.modelURL = v;
-    else if (a === "--mcp-url") o.mcpURL = v;
-    else if (a === "--prompt") o.prompt = v;
-    else throw new Error(`unknown flag ${a}`);
-  }
-  if (!o.modelURL || !o.mcpURL || !o.prompt || o.cmd.length === 0) {
-    throw new Error("usage: anthropic-toolrunner.mjs --model-url URL --mcp-url URL --prompt TEXT -- CMD [ARGS...]");
-  }
-  return o;
-}
-
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseArgs("anthropic-toolrunner.mjs", process.argv.slice(2));
 const fs = new Client({ name: "anthropic-toolrunner", version: "1.0.0" }, { capabilities: {} });
 const everything = new Client({ name: "anthropic-toolrunner", version: "1.0.0" }, { capabilities: {} });
 const ran = [];

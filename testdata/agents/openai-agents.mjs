@@ -16,34 +16,14 @@
 // process's environment (ATW_WITNESS_TS, WITNESS_KEYRING). Launched with
 // node, never npx.
 import { createRequire } from "node:module";
+import { parseArgs } from "./args.mjs";
 
 // The packages live in testdata/peers/node_modules.
 const require = createRequire(new URL("../peers/package.json", import.meta.url));
 const { Agent, run, MCPServerStdio, MCPServerStreamableHttp, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } = require("@openai/agents");
 const { default: OpenAI } = require("openai");
 
-function parseArgs(argv) {
-  const o = { cmd: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === "--") {
-      o.cmd = argv.slice(i + 1);
-      break;
-    }
-    const v = argv[++i];
-    if (v === undefined) throw new Error(`${a}: missing value`);
-    if (a === "--model-url") o.modelURL = v;
-    else if (a === "--mcp-url") o.mcpURL = v;
-    else if (a === "--prompt") o.prompt = v;
-    else throw new Error(`unknown flag ${a}`);
-  }
-  if (!o.modelURL || !o.mcpURL || !o.prompt || o.cmd.length === 0) {
-    throw new Error("usage: openai-agents.mjs --model-url URL --mcp-url URL --prompt TEXT -- CMD [ARGS...]");
-  }
-  return o;
-}
-
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseArgs("openai-agents.mjs", process.argv.slice(2));
 setTracingDisabled(true); // no export to api.openai.com
 setOpenAIAPI("responses");
 setDefaultOpenAIClient(new OpenAI({ baseURL: opts.modelURL, apiKey: "sk-witness-not-a-key", maxRetries: 0 }));
