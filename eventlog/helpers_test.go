@@ -2,54 +2,18 @@ package eventlog
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"testing"
+
+	"github.com/agent-trace-witness/witness/internal/testkeys"
 )
-
-// testKeys is an HMAC signer and verifier over a small set of keys.
-type testKeys map[string][]byte
-
-type testSigner struct {
-	id  string
-	key []byte
-}
-
-func (s testSigner) KeyID() string     { return s.id }
-func (s testSigner) Algorithm() string { return "hmac-sha256" }
-func (s testSigner) Sign(msg []byte) (string, error) {
-	m := hmac.New(sha256.New, s.key)
-	m.Write(msg)
-	return hex.EncodeToString(m.Sum(nil)), nil
-}
-
-func (k testKeys) Verify(keyID, alg string, msg []byte, sig string) error {
-	key, ok := k[keyID]
-	if !ok {
-		return fmt.Errorf("key %s: %w", keyID, ErrUnknownKey)
-	}
-	if alg != "hmac-sha256" {
-		return fmt.Errorf("unsupported alg %q", alg)
-	}
-	m := hmac.New(sha256.New, key)
-	m.Write(msg)
-	want := hex.EncodeToString(m.Sum(nil))
-	if !hmac.Equal([]byte(want), []byte(sig)) {
-		return errors.New("signature mismatch")
-	}
-	return nil
-}
 
 var (
 	goodKey    = bytes.Repeat([]byte{7}, 32)
-	goodSigner = testSigner{id: "k-good", key: goodKey}
-	evilSigner = testSigner{id: "k-evil", key: bytes.Repeat([]byte{9}, 32)}
-	trusted    = testKeys{"k-good": goodKey}
+	goodSigner = testkeys.HMAC{ID: "k-good", Key: goodKey}
+	evilSigner = testkeys.HMAC{ID: "k-evil", Key: bytes.Repeat([]byte{9}, 32)}
+	trusted    = testkeys.Set{Keys: map[string][]byte{"k-good": goodKey}, Unknown: ErrUnknownKey}
 )
 
 const frozenTS = "2026-08-30T14:33:00+00:00"

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,35 +11,13 @@ import (
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/testkeys"
 )
 
 const testTS = "2026-08-30T14:33:00+00:00"
 
-// hmacKey is a eventlog.Signer and eventlog.SignatureVerifier for tests.
-type hmacKey struct {
-	id  string
-	key []byte
-}
-
-func (k hmacKey) KeyID() string     { return k.id }
-func (k hmacKey) Algorithm() string { return "hmac-sha256" }
-func (k hmacKey) Sign(msg []byte) (string, error) {
-	m := hmac.New(sha256.New, k.key)
-	m.Write(msg)
-	return hex.EncodeToString(m.Sum(nil)), nil
-}
-func (k hmacKey) Verify(keyID, alg string, msg []byte, sig string) error {
-	if keyID != k.id {
-		return fmt.Errorf("key %s: %w", keyID, eventlog.ErrUnknownKey)
-	}
-	want, _ := k.Sign(msg)
-	if !hmac.Equal([]byte(want), []byte(sig)) {
-		return fmt.Errorf("hmac mismatch")
-	}
-	return nil
-}
-
-var testKey = hmacKey{id: "k1", key: bytes.Repeat([]byte{7}, 32)}
+// testKey is an eventlog.Signer and eventlog.SignatureVerifier for tests.
+var testKey = testkeys.HMAC{ID: "k1", Key: bytes.Repeat([]byte{7}, 32), Unknown: eventlog.ErrUnknownKey}
 
 func sha(s string) string {
 	h := sha256.Sum256([]byte(s))
