@@ -87,6 +87,9 @@ type mcpTracker struct {
 	// first of them is named in the proxy's log
 	capped      int
 	cappedFirst string
+	// ended counts the sessions whose log was ended while the proxy ran
+	// (DELETE): they hold no files any more, and do not count for the cap
+	ended int
 	// fellBack lists the sessions that wrote server messages in the
 	// wire's order because the budget was spent (set by finish)
 	fellBack []int
@@ -211,6 +214,7 @@ func (t *mcpTracker) leave(s *mcpSession) {
 	last := s.inflight == 0 && ended != "" && !s.done
 	if last {
 		s.done = true
+		t.ended++
 	}
 	t.mu.Unlock()
 	if last {
@@ -232,7 +236,7 @@ func (e *mcpExchange) afterEnd(s *mcpSession) {
 // newSession opens the session of key; the caller holds t.mu and knows
 // that key has none.
 func (t *mcpTracker) newSession(key, id, transport string, x int64, extraNotes ...string) (*mcpSession, error) {
-	if t.maxSessions > 0 && len(t.sessions) >= t.maxSessions {
+	if t.maxSessions > 0 && len(t.sessions)-t.ended >= t.maxSessions {
 		// a session table that only grew would hold two open files and
 		// a deriver per session a peer invents (a server that hands out
 		// a new Mcp-Session-Id per answer): past the cap, the exchanges
@@ -627,6 +631,7 @@ func (t *mcpTracker) end(s *mcpSession, ts, why string) error {
 	s.casF.Close()
 	s.evF.Close()
 	s.closed = true
+	s.d, s.cw = nil, nil // what they hold is not needed any more
 	t.budget.give(held)
 	if err != nil {
 		return fmt.Errorf("MCP session %d (%s): %w", s.n, s.dir, err)
