@@ -203,3 +203,66 @@ func TestSDKSessionEndsOnDelete(t *testing.T) {
 		t.Errorf("the proxy's log: %s", why)
 	}
 }
+
+// TestSessionAfterEnd: a request that carries the id of a session whose
+// log was ended (after its DELETE) is forwarded and recorded in the HTTP
+// cassette, and named in the proxy's log (witness/mcp-after-end), not
+// written into the ended log; a GET stream open at the DELETE holds the
+// end back until it is over.
+func TestSessionAfterEnd(t *testing.T) {
+	up := httptest.NewServer(&fakeMCP{})
+	defer up.Close()
+	s := startProxy(t, up.URL, Options{})
+	resp, _ := mcpCall(t, s.URL+"/mcp", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Accept", "text/event-stream")
+	gr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del, _ := http.NewRequest(http.MethodDelete, s.URL+"/mcp", nil)
+	del.Header.Set("Mcp-Session-Id", sid)
+	dr, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr.Body.Close()
+	path := filepath.Join(s.Dir, MCPDir, "1", derive.EventsFile)
+	time.Sleep(200 * time.Millisecond)
+	if data, _ := os.ReadFile(path); bytes.Contains(data, []byte(`"kind":"session_end"`)) {
+		t.Fatal("the session's log was ended while its GET stream was open")
+	}
+	gr.Body.Close() // the last exchange of the session
+	var data []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if data, _ = os.ReadFile(path); bytes.Contains(data, []byte(`"kind":"session_end"`)) {
+			break
+		}
+	}
+	if r, _ := endOf(t, data); !strings.Contains(r, "DELETE") {
+		t.Fatalf("no end naming the DELETE once the GET stream closed: %q", r)
+	}
+	if r, _ := mcpCall(t, s.URL+"/mcp", sid, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`); r.StatusCode != 200 {
+		t.Errorf("after the end: %d", r.StatusCode)
+	}
+	res, err := s.stop()
+	if err != nil || res.Failure != "" {
+		t.Fatalf("err %v, failure %q", err, res.Failure)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+		t.Error("the ended log changed")
+	}
+	rep, main := s.verifyEvents()
+	if ok, why := verified(rep); !ok {
+		t.Error(why)
+	}
+	if !bytes.Contains(main, []byte(`"method":"witness/mcp-after-end","payload":{"dir":"mcp/1","exchange":4,"method":"POST","session":1}`)) {
+		t.Errorf("the proxy's log does not name the exchange after the end:\n%s", main)
+	}
+	_, xs, _ := s.cassette()
+	if len(xs) != 4 || xs[3].Response == nil || xs[3].Response.Status != 200 {
+		t.Errorf("the HTTP cassette holds %d exchanges; want the 4th answered", len(xs))
+	}
+}
