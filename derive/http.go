@@ -235,8 +235,13 @@ func (f *Failures) Add(s string) {
 
 // ResponseNote is the failure note of an exchange whose response did not
 // complete, or that got no answer ("" when it completed).
+// A GET stream the client closed is the normal end of such a stream
+// (the HTTP proxy writes these details only for one): no note.
 func ResponseNote(x int64, rec *cassette.HTTPRecord) string {
 	switch {
+	case rec.Detail == "closed by the client" && rec.Rec == cassette.RecResponseEnd,
+		rec.Detail == "closed by the client before the upstream answered" && rec.Rec == cassette.RecError:
+		return ""
 	case rec.Rec == cassette.RecError:
 		return fmt.Sprintf("exchange %d: %s", x, rec.Detail)
 	case rec.Detail != "":

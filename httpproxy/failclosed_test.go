@@ -92,3 +92,50 @@ func TestFailClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestFailClosedGetStream: a GET stream whose next event cannot be
+// recorded is a recording failure, not a stream the client closed: the
+// client gets no byte of the event, the stream is not recorded as ended,
+// and the proxy stops with the failure (exit 5).
+func TestFailClosedGetStream(t *testing.T) {
+	send := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		select {
+		case <-send:
+			io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"not yet recorded\"}}\n\n")
+			w.(http.Flusher).Flush()
+		case <-r.Context().Done():
+		}
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	fw := &failingWriter{marker: []byte(`"rec":"response_body"`)}
+	s := startProxy(t, up.URL, Options{wrapCassette: func(w io.Writer) io.Writer { fw.w = w; return fw }})
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", "s-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.armed.Store(true)
+	close(send)
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if bytes.Contains(got, []byte("not yet recorded")) {
+		t.Errorf("the client got bytes that are not in the cassette: %q", got)
+	}
+	res, err := s.stop()
+	if err == nil || !strings.Contains(err.Error(), "recording failed") || !strings.Contains(res.Failure, "recording failed") {
+		t.Fatalf("the proxy ended with %v, failure %q; want the recording failure", err, res.Failure)
+	}
+	// the cassette refuses every write after its first failure: the
+	// stream stays open in it (read as cut off), never closed by the client
+	_, xs, _ := s.cassette()
+	if len(xs) != 1 || xs[0].Response == nil || xs[0].Response.Ended {
+		t.Fatalf("want the stream open in the cassette: %d exchanges, %+v", len(xs), xs[0].Response)
+	}
+}

@@ -47,6 +47,7 @@ const (
 const (
 	MethodMCPSession       = "witness/mcp-session"        // an MCP session began: its number, directory, transport, id
 	MethodEndpointRewrite  = "witness/endpoint-rewritten" // the endpoint event was rewritten to point at the proxy
+	methodMCPAfterEnd      = "witness/mcp-after-end"      // an exchange carried the id of a session whose log was ended
 	endpointHoldLimit      = 64 << 10
 	maxSessionNotes        = 20
 	headerMcpSessionID     = "Mcp-Session-Id"
@@ -86,6 +87,9 @@ type mcpTracker struct {
 	// first of them is named in the proxy's log
 	capped      int
 	cappedFirst string
+	// ended counts the sessions whose log was ended while the proxy ran
+	// (DELETE): they hold no files any more, and do not count for the cap
+	ended int
 	// fellBack lists the sessions that wrote server messages in the
 	// wire's order because the budget was spent (set by finish)
 	fellBack []int
@@ -103,6 +107,10 @@ type mcpTracker struct {
 // its exchanges are recorded in the HTTP cassette only.
 var errSessionCap = errors.New("MCP session cap reached")
 
+// errSessionEnded is the refusal of an exchange that carries the id of a
+// session whose log is ended: it is in the HTTP cassette only.
+var errSessionEnded = errors.New("MCP session ended")
+
 // mcpSession is one MCP session: its message cassette and its deriver.
 type mcpSession struct {
 	n         int
@@ -118,6 +126,13 @@ type mcpSession struct {
 	mu    sync.Mutex
 	notes []string
 	ended string
+
+	// inflight counts the exchanges of the session being served or
+	// finished, done says its log is ended (both under the tracker's mu):
+	// a session the client ended (ended set) is ended once inflight is
+	// back to 0, while the proxy runs (docs/design/http-session-end.md)
+	inflight int
+	done     bool
 
 	// wmu orders the writes of the session's messages. open counts the
 	// requests of the session whose body is being recorded: their
@@ -142,6 +157,8 @@ type mcpSession struct {
 	// written then (startedEarly)
 	preHeader    int
 	startedEarly bool
+	// closed: the session's files are closed (under wmu)
+	closed bool
 }
 
 func (s *mcpSession) note(msg string) {
@@ -160,16 +177,66 @@ func (t *mcpTracker) session(key, id, transport string, x int64, extraNotes ...s
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.byKey[key]; s != nil {
+		if s.done {
+			return s, true, errSessionEnded
+		}
+		s.inflight++
 		return s, true, nil
 	}
 	s, err = t.newSession(key, id, transport, x, extraNotes...)
+	if err == nil {
+		s.inflight++
+	}
 	return s, false, err
+}
+
+// enter counts an exchange among the exchanges of s in flight, s being a
+// session it was just given (a new one, from assign); false when the log
+// of s is ended.
+func (t *mcpTracker) enter(s *mcpSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.done {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+// leave ends the count of an exchange of s, and the session's log when
+// the client ended the session and this was its last exchange in flight.
+func (t *mcpTracker) leave(s *mcpSession) {
+	t.mu.Lock()
+	s.inflight--
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	last := s.inflight == 0 && ended != "" && !s.done
+	if last {
+		s.done = true
+		t.ended++
+	}
+	t.mu.Unlock()
+	if last {
+		if err := t.end(s, eventlog.Timestamp(t.getenv), ""); err != nil {
+			t.p.fail(err) // a log that cannot be ended is a recording failure
+		}
+	}
+}
+
+// afterEnd records, in the proxy's log, an exchange that carries the id
+// of session s after its log was ended: the exchange is in the HTTP
+// cassette only.
+func (e *mcpExchange) afterEnd(s *mcpSession) {
+	e.gone = true
+	payload, _ := json.Marshal(map[string]any{"session": s.n, "dir": filepath.ToSlash(s.dir), "exchange": e.x, "method": e.method})
+	e.t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: methodMCPAfterEnd, Payload: payload}})
 }
 
 // newSession opens the session of key; the caller holds t.mu and knows
 // that key has none.
 func (t *mcpTracker) newSession(key, id, transport string, x int64, extraNotes ...string) (*mcpSession, error) {
-	if t.maxSessions > 0 && len(t.sessions) >= t.maxSessions {
+	if t.maxSessions > 0 && len(t.sessions)-t.ended >= t.maxSessions {
 		// a session table that only grew would hold two open files and
 		// a deriver per session a peer invents (a server that hands out
 		// a new Mcp-Session-Id per answer): past the cap, the exchanges
@@ -338,7 +405,10 @@ func (t *mcpTracker) recordCollision(c *collision) {
 	payload, _ := json.Marshal(p)
 	for _, s := range c.sessions {
 		s.wmu.Lock()
-		err := s.d.Note(eventlog.MethodSessionIDCollision, json.RawMessage(payload))
+		var err error
+		if !s.closed { // an ended session's log is signed: the proxy's log has it
+			err = s.d.Note(eventlog.MethodSessionIDCollision, json.RawMessage(payload))
+		}
 		s.wmu.Unlock()
 		if err != nil {
 			t.p.fail(fmt.Errorf("MCP session %d: write %s: %w", s.n, filepath.Join(s.dir, derive.EventsFile), err))
@@ -390,6 +460,11 @@ func (t *mcpTracker) maxQueued() int {
 // the session's deriver holds what it was fed: those bytes are taken from
 // the memory budget, and given back once the header is written.
 func (t *mcpTracker) write(s *mcpSession, dir cassette.Dir, msg []byte) {
+	if s.closed {
+		// no exchange of an ended session is in flight: nothing is fed
+		t.p.note(fmt.Sprintf("MCP session %d: a %s message came after its log was ended: it is in %s only", s.n, dir, derive.CassetteFile))
+		return
+	}
 	if s.d.Writer() == nil {
 		if t.budget.take(len(msg)) {
 			s.preHeader += len(msg)
@@ -443,6 +518,10 @@ func (t *mcpTracker) reclaim() {
 	t.mu.Unlock()
 	for _, s := range sessions {
 		s.wmu.Lock()
+		if s.closed {
+			s.wmu.Unlock()
+			continue
+		}
 		if len(s.queued) > 0 {
 			t.fallBack(s, false)
 			t.flushQueued(s)
@@ -494,46 +573,70 @@ func (s *mcpSession) openRequest(t *mcpTracker) func() {
 	}
 }
 
-// finish ends every session's event log, signed (at the end of the proxy
-// session: a GET stream may outlive the DELETE that ended its session).
+// finish ends the event log of every session not ended yet, signed, at
+// the end of the proxy session (the sessions the client ended with DELETE
+// were ended when their last exchange did: leave).
 func (t *mcpTracker) finish(ts, why string) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	var open []*mcpSession
+	for _, s := range t.sessions {
+		if !s.done {
+			s.done = true
+			open = append(open, s)
+		}
+	}
+	t.mu.Unlock()
 	var errs []error
+	for _, s := range open {
+		errs = append(errs, t.end(s, ts, why))
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, s := range t.sessions {
 		s.wmu.Lock()
-		if len(s.queued) > 0 { // every request ended before: nothing should wait
-			s.note(fmt.Sprintf("%d server message(s) still waited at the end for a request being recorded", len(s.queued)))
-			t.flushQueued(s)
-		}
 		if s.budgetFull {
 			t.fellBack = append(t.fellBack, s.n)
 		}
-		held := s.preHeader // Finish writes the header
-		s.preHeader = 0
 		s.wmu.Unlock()
-		s.mu.Lock()
-		reason := "completed; " + why
-		if s.ended != "" {
-			reason = "completed; " + s.ended
-		}
-		failure := strings.Join(s.notes, "; ")
-		s.mu.Unlock()
-		if err := s.cw.Err(); err != nil {
-			failure = strings.TrimPrefix(failure+"; recording failed: "+err.Error(), "; ")
-		}
-		err := s.d.Finish(eventlog.EndOptions{Signers: t.signers, TS: ts, Reason: reason, Failure: failure})
-		if err == nil {
-			err = errors.Join(atomicfile.SyncLive(s.casF), atomicfile.SyncLive(s.evF))
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("MCP session %d (%s): %w", s.n, s.dir, err))
-		}
-		s.casF.Close()
-		s.evF.Close()
-		t.budget.give(held)
 	}
 	return errors.Join(errs...)
+}
+
+// end ends the event log of s, signed, with the reason the client gave
+// (DELETE) or else why (the proxy's end), and closes its files. The caller
+// set s.done, so it runs once per session.
+func (t *mcpTracker) end(s *mcpSession, ts, why string) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if len(s.queued) > 0 { // every request ended before: nothing should wait
+		s.note(fmt.Sprintf("%d server message(s) still waited at the end for a request being recorded", len(s.queued)))
+		t.flushQueued(s)
+	}
+	held := s.preHeader // Finish writes the header
+	s.preHeader = 0
+	s.mu.Lock()
+	reason := "completed; " + why
+	if s.ended != "" {
+		reason = "completed; " + s.ended
+	}
+	failure := strings.Join(s.notes, "; ")
+	s.mu.Unlock()
+	if err := s.cw.Err(); err != nil {
+		failure = strings.TrimPrefix(failure+"; recording failed: "+err.Error(), "; ")
+	}
+	err := s.d.Finish(eventlog.EndOptions{Signers: t.signers, TS: ts, Reason: reason, Failure: failure})
+	if err == nil {
+		err = errors.Join(atomicfile.SyncLive(s.casF), atomicfile.SyncLive(s.evF))
+	}
+	s.casF.Close()
+	s.evF.Close()
+	s.closed = true
+	s.d, s.cw = nil, nil // what they hold is not needed any more
+	t.budget.give(held)
+	if err != nil {
+		return fmt.Errorf("MCP session %d (%s): %w", s.n, s.dir, err)
+	}
+	return nil
 }
 
 // count is the number of MCP sessions seen.
@@ -631,6 +734,9 @@ type mcpExchange struct {
 	reqBudget, overBudget   bool
 	dropped                 bool // the SSE event being read was dropped for the budget
 	capped                  bool // its session was refused (MaxMCPSessions)
+	// gone: it carries the id of a session whose log was ended
+	// (afterEnd); left: its count in the session's inflight was ended
+	gone, left bool
 }
 
 // notRead is the note's reason for a body or event not read into
@@ -645,6 +751,10 @@ func (e *mcpExchange) notRead(budget bool) string {
 // close gives back what the exchange took from the memory budget; called
 // once both sides of the exchange are done with it.
 func (e *mcpExchange) close() {
+	if e.sess != nil && !e.left {
+		e.left = true
+		e.t.leave(e.sess)
+	}
 	e.reqMem.release()
 	e.respMem.release()
 	e.sseMem.release()
@@ -656,14 +766,23 @@ func (t *mcpTracker) begin(x int64, r *http.Request) *mcpExchange {
 	e := &mcpExchange{t: t, x: x, method: r.Method, uri: r.RequestURI, reqSID: r.Header.Get(headerMcpSessionID), reqEnc: r.Header.Get("Content-Encoding")}
 	e.reqMem.b, e.respMem.b, e.sseMem.b = t.budget, t.budget, t.budget
 	t.mu.Lock()
+	var s *mcpSession
 	if e.reqSID != "" {
-		e.sess = t.byKey["sid:"+e.reqSID]
+		s = t.byKey["sid:"+e.reqSID]
 		e.upSID = t.upOf[e.reqSID]
-	} else if s := t.byEndpoint[e.uri]; s != nil {
+	} else {
+		s = t.byEndpoint[e.uri]
+	}
+	ended := s != nil && s.done
+	if s != nil && !ended {
+		s.inflight++
 		e.sess = s
 	}
 	t.mu.Unlock()
-	e.isMCP = e.sess != nil || e.reqSID != ""
+	if ended {
+		e.afterEnd(s)
+	}
+	e.isMCP = s != nil || e.reqSID != ""
 	return e
 }
 
@@ -808,13 +927,17 @@ func (e *mcpExchange) respHead(status int, h http.Header) {
 // open sets the exchange's session, opening it when new; existed says
 // it was open already.
 func (e *mcpExchange) open(key, id, transport string, notes ...string) (existed bool) {
-	if e.capped {
+	if e.capped || e.gone {
 		return false // counted once
 	}
 	s, existed, err := e.t.session(key, id, transport, e.x, notes...)
 	if errors.Is(err, errSessionCap) {
 		e.capped = true
 		return false // the HTTP cassette has the exchange; the proxy's log counts it
+	}
+	if errors.Is(err, errSessionEnded) {
+		e.afterEnd(s)
+		return false
 	}
 	if err != nil {
 		e.t.p.fail(err)
@@ -848,8 +971,12 @@ func (e *mcpExchange) claim() {
 		e.capped = true // the HTTP cassette has the exchange; the proxy's log counts it
 	case err != nil:
 		e.t.p.fail(err)
-	default:
-		e.sess = s
+	case s != nil && s != e.sess:
+		if e.t.enter(s) { // a new session, of this client
+			e.sess = s
+		} else {
+			e.afterEnd(s)
+		}
 	}
 	if c != nil {
 		e.clientSID = c.alias
@@ -1132,7 +1259,7 @@ func (e *mcpExchange) end(detail string) {
 			e.sess.note(fmt.Sprintf("exchange %d: the stream ended inside a server-sent event (%d bytes not dispatched)", e.x, n))
 		}
 	}
-	if detail != "" && (e.sse != nil || e.json) && !e.closedStream(detail) {
+	if detail != "" && (e.sse != nil || e.json) && detail != detailClosedByClient { // a GET stream the client closed ends the normal way
 		e.sess.note(fmt.Sprintf("exchange %d: response %s", e.x, detail))
 	}
 	if e.method == http.MethodDelete && e.status >= 200 && e.status < 300 && e.reqSID != "" {
@@ -1140,14 +1267,6 @@ func (e *mcpExchange) end(detail string) {
 		e.sess.ended = fmt.Sprintf("the client ended the MCP session with DELETE (exchange %d)", e.x)
 		e.sess.mu.Unlock()
 	}
-}
-
-// closedStream reports whether detail is a client closing an MCP GET
-// stream (server-initiated messages, or HTTP+SSE's whole session) while
-// the proxy waited for the upstream: the way such streams end, with
-// nothing recorded left undelivered.
-func (e *mcpExchange) closedStream(detail string) bool {
-	return e != nil && e.sess != nil && e.method == http.MethodGet && e.sse != nil && detail == "not delivered: the client went away"
 }
 
 // decodeBody undoes a body's Content-Encoding as the client's fetch does

@@ -668,11 +668,16 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, err := p.rt.RoundTrip(out)
 	if err != nil {
 		<-reqDone // the transport closes the body, also on errors
-		status := http.StatusBadGateway
+		status, detail := http.StatusBadGateway, "upstream: "+err.Error()
 		if r.Context().Err() != nil {
 			status = 0 // the client went away: nobody to answer
+			if getStream(r) {
+				// a GET stream the client closed before the upstream sent
+				// its head: nothing was answered, so nothing is missing
+				detail = detailClosedBeforeAnswer
+			}
 		}
-		p.failExchange(w, r, ex, reqDone, reqIDs, "upstream: "+err.Error(), status)
+		p.failExchange(w, r, ex, reqDone, reqIDs, detail, status)
 		return
 	}
 	defer resp.Body.Close()
@@ -776,6 +781,10 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				detail = "cut off: the recording failed"
 			case p.abortCtx.Err() != nil:
 				detail = "cut off at the end of the session"
+			case r.Context().Err() != nil && r.Method == http.MethodGet && mediaType(resp.Header.Get("Content-Type")) == contentTypeEventStream:
+				// the client closed a GET stream while the proxy waited
+				// for the upstream: every recorded byte was delivered
+				detail, abortClient = detailClosedByClient, false
 			case r.Context().Err() != nil:
 				detail, abortClient = "not delivered: the client went away", false
 			default:
@@ -795,8 +804,8 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		<-reqDone
 		ex.Response.Ended, ex.Response.EndDetail = true, detail
-		// a client closing an MCP GET stream is how such streams end: no note
-		p.settle(ex, cassette.RecResponseEnd, detail, 0, reqIDs, mx.closedStream(detail))
+		// a client closing a GET stream is how such streams end: no note
+		p.settle(ex, cassette.RecResponseEnd, detail, 0, reqIDs, detail == detailClosedByClient)
 		mx.end(detail)
 		mem.release()
 	}
@@ -823,13 +832,40 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 }
 
+// The details of a GET stream the client closed (a server-sent event
+// stream: MCP's server-initiated messages, HTTP+SSE's session): the
+// normal end of such a stream, with nothing recorded left undelivered,
+// so no failure note in either log. derive.ResponseNote knows them too
+// (TestClosedStreamDetails), so a log re-derived from the cassette says
+// the same.
+const (
+	detailClosedByClient     = "closed by the client"                              // response_end
+	detailClosedBeforeAnswer = "closed by the client before the upstream answered" // error, no status
+)
+
+// getStream says whether r asks for a server-sent event stream with GET
+// (its Accept names text/event-stream, as the SDKs' and EventSource's do).
+func getStream(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			if mediaType(part) == contentTypeEventStream {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // failExchange records an exchange that got no upstream answer and
 // answers the client with status (0: not at all).
 func (p *recorder) failExchange(w http.ResponseWriter, r *http.Request, ex *cassette.HTTPExchange, reqDone chan struct{}, reqIDs []string, detail string, status int) {
 	<-reqDone
 	ex.Error, ex.Status = detail, status
 	// recorded before the client is answered: the answer is the witness's
-	p.settle(ex, cassette.RecError, detail, status, reqIDs, false)
+	p.settle(ex, cassette.RecError, detail, status, reqIDs, detail == detailClosedBeforeAnswer)
 	if status != 0 {
 		writeError(w, status, r.URL.Path, "upstream_error", "witness proxy: "+detail)
 	}

@@ -418,11 +418,12 @@ func TestConformance(t *testing.T) {
 		if rep == nil {
 			t.Fatal(err)
 		}
-		// intact and ended; a log may record streams the suite's client
-		// walked away from as not delivered, which makes it incomplete,
-		// not tampered
-		if n := rep.Count(eventlog.SevTampered); n > 0 || !rep.Ended {
-			t.Errorf("%s: %d tampered finding(s), ended %v: %v", f, n, rep.Ended, rep.Err())
+		// intact, ended, and recording no failure: the suite's client
+		// closes GET streams, some before the upstream sent their head,
+		// which is the normal end of such a stream
+		// (docs/design/http-session-end.md)
+		if err := rep.Err(); err != nil || !rep.Ended {
+			t.Errorf("%s: ended %v: %v", f, rep.Ended, err)
 		}
 	}
 	t.Logf("the proxy recorded %d MCP sessions", len(logs))

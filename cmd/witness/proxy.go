@@ -100,7 +100,10 @@ upstream server at URL/PATH. Besides the HTTP cassette, each MCP session
 gets DIR/mcp/N/cassette.jsonl (its JSON-RPC messages, in the stdio
 cassette format) and DIR/mcp/N/events.jsonl (the events the stdio proxy
 would write, signed), which verify, graph, replay and serve read as they
-read a stdio session's. An endpoint event naming the upstream is rewritten
+read a stdio session's. A session the client ends with DELETE has its log
+ended and signed once its last exchange is over, while the proxy runs
+(verify it then); the others when the proxy stops. A GET stream the
+client closes is the normal end of that stream, not a failure. An endpoint event naming the upstream is rewritten
 to name the proxy, and the rewrite is noted in both event logs. A request
 whose Origin header is neither a loopback origin nor given with
 --allow-origin is refused 403 and not forwarded.`,
