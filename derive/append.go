@@ -278,7 +278,7 @@ func requireVouched(path string, rep *eventlog.LogReport, o AppendOptions) error
 	}
 	return exitcode.New(exitcode.Tampered,
 		fmt.Errorf("refusing to sign over %s: %s, so signing the new end would vouch for lines no trusted key sealed", path, why),
-		"append with --allow-unsigned to vouch for them with your key, or without a keyring (the new end is then unsigned)")
+		"pass --keyring with the key that signed it, or append with --allow-unsigned to vouch for them with your key")
 }
 
 // appender writes reported events after the existing log and resolves

@@ -69,9 +69,12 @@ type Keyring struct {
 	exists  bool
 }
 
-// DefaultPath locates the keyring: $WITNESS_KEYRING, else keys.json in the
-// witness folder of the user config dir ($XDG_CONFIG_HOME or ~/.config on
-// Linux, ~/Library/Application Support on macOS, %AppData% on Windows). A
+// DefaultPath is the one default-keyring rule of every command
+// (docs/design/keyring-discovery.md): $WITNESS_KEYRING, else keys.json in
+// the witness folder of the user config dir: $XDG_CONFIG_HOME when it is
+// set and absolute, else $HOME/.config on Linux and the other Unixes (so a
+// host that strips the environment down to HOME finds the same file),
+// ~/Library/Application Support on macOS, %AppData% on Windows. A
 // --keyring flag, handled by the caller, wins over both.
 func DefaultPath(getenv func(string) string) (string, error) {
 	if p := getenv(EnvKeyring); p != "" {
@@ -144,7 +147,7 @@ func checkMode(path string) error {
 // Parse reads keys.json content (named name in errors).
 func Parse(data []byte, name string) ([]Entry, error) {
 	bad := func(err error) error {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("keyring %w", err), "fix or restore the keyring file; 'witness list-keys' shows what it holds")
+		return exitcode.New(exitcode.Usage, fmt.Errorf("keyring %w", err), "fix or restore the keyring file; 'witness key list' shows what it holds")
 	}
 	root, err := jsontree.Parse(data, name)
 	if err != nil {
@@ -331,10 +334,10 @@ func (k *Keyring) Active() (Entry, error) {
 		return a, nil
 	case 0:
 		return Entry{}, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s has no active key", k.path),
-			"run 'witness keygen' first (or 'witness keygen --alg ed25519')")
+			"run 'witness key generate' first")
 	}
 	return Entry{}, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s has %d active keys, want exactly 1", k.path, len(act)),
-		"revoke the extra ones with 'witness revoke-key KEY_ID' (see 'witness list-keys')")
+		"revoke the extra ones with 'witness key revoke KEY_ID' (see 'witness key list')")
 }
 
 // ActiveSigner returns a signer for the active key.
@@ -350,11 +353,11 @@ func (k *Keyring) ActiveSigner() (Signer, error) {
 func (k *Keyring) Signer(keyID string) (Signer, error) {
 	i, ok := k.find(keyID)
 	if !ok {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("key %s: %w in keyring %s", keyID, ErrUnknownKey, k.path), "'witness list-keys' shows the keys it holds")
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("key %s: %w in keyring %s", keyID, ErrUnknownKey, k.path), "'witness key list' shows the keys it holds")
 	}
 	e := k.entries[i]
 	if e.Revoked() {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("key %s was revoked at %s: %w", keyID, e.RevokedAt, ErrRevoked), "sign with the active key, or 'witness rotate-key'")
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("key %s was revoked at %s: %w", keyID, e.RevokedAt, ErrRevoked), "sign with the active key, or 'witness key rotate'")
 	}
 	secret, err := k.secret(i)
 	if err != nil {

@@ -275,7 +275,7 @@ func TestRevoke(t *testing.T) {
 	if !errors.Is(err, ErrRevoked) {
 		t.Errorf("try-all with only a revoked key: %v", err)
 	}
-	if _, err := k.ActiveSigner(); err == nil || !strings.Contains(err.Error(), "no active key") || !strings.Contains(exitcode.HintOf(err), "witness keygen") {
+	if _, err := k.ActiveSigner(); err == nil || !strings.Contains(err.Error(), "no active key") || !strings.Contains(exitcode.HintOf(err), "witness key generate") {
 		t.Errorf("signer after revoking the active key: %v", err)
 	}
 	if _, err := Revoke(p, Options{}, s.KeyID()); err == nil || !strings.Contains(err.Error(), "already revoked at "+e.RevokedAt) {

@@ -26,18 +26,18 @@ func ParseLegacyKey(value string, min int) ([]byte, error) {
 	s := strings.TrimSpace(value)
 	if s == "" {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("%s is empty", LegacyEnv),
-			"run 'witness keygen' for a keyring, or set ATW_WITNESS_KEY to 64 hex characters")
+			"run 'witness key generate' for a keyring, or set ATW_WITNESS_KEY to 64 hex characters")
 	}
 	key, err := hex.DecodeString(s)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage,
 			fmt.Errorf("%s must be hex (64 hex characters = 32 bytes); got %d characters that are not valid hex", LegacyEnv, len(s)),
-			"generate one with 'witness keygen', or 'openssl rand -hex 32'")
+			"generate one with 'witness key generate', or 'openssl rand -hex 32'")
 	}
 	if len(key) < min {
 		return nil, exitcode.New(exitcode.Usage,
 			fmt.Errorf("%s is too short: %d bytes, need at least %d", LegacyEnv, len(key), min),
-			"new keys are 32 bytes (64 hex characters): 'openssl rand -hex 32', or use 'witness keygen'")
+			"new keys are 32 bytes (64 hex characters): 'openssl rand -hex 32', or use 'witness key generate'")
 	}
 	return key, nil
 }

@@ -130,7 +130,7 @@ func Generate(path string, opts Options, alg string) (Entry, error) {
 	_, err := update(path, opts, func(k *Keyring) error {
 		if a, err := k.Active(); err == nil {
 			return exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s already has an active key %s", path, a.KeyID),
-				"use 'witness rotate-key' to replace it, or --keyring for another keyring")
+				"use 'witness key rotate' to replace it, or --keyring for another keyring")
 		}
 		e, err := k.generate(alg, opts.Backend)
 		if err != nil {
@@ -201,7 +201,7 @@ func Revoke(path string, opts Options, keyID string) (Entry, error) {
 	_, err := update(path, opts, func(k *Keyring) error {
 		i, ok := k.find(keyID)
 		if !ok {
-			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s: %w in keyring %s", keyID, ErrUnknownKey, path), "'witness list-keys' shows the key ids")
+			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s: %w in keyring %s", keyID, ErrUnknownKey, path), "'witness key list' shows the key ids")
 		}
 		if k.entries[i].Revoked() {
 			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s was already revoked at %s", keyID, k.entries[i].RevokedAt), "")
@@ -229,7 +229,7 @@ func OpenExisting(path string, opts Options) (*Keyring, error) {
 	}
 	if !k.exists {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s: %w", path, ErrNoKeyring),
-			"create one with 'witness keygen', or pass --keyring / set WITNESS_KEYRING")
+			"create one with 'witness key generate', or pass --keyring / set WITNESS_KEYRING")
 	}
 	return k, nil
 }

@@ -53,7 +53,7 @@ func withTimeout[T any](opts Options, what string, f func() (T, error)) (T, erro
 		if r.err != nil {
 			if errors.Is(r.err, ErrSecretNotFound) {
 				return r.v, exitcode.New(exitcode.Failure, fmt.Errorf("OS keyring %s: secret not found (service %q)", what, opts.Service),
-					"the OS keyring lost this key's secret; rotate to a new key with 'witness rotate-key'")
+					"the OS keyring lost this key's secret; rotate to a new key with 'witness key rotate'")
 			}
 			return r.v, exitcode.New(exitcode.Failure, fmt.Errorf("OS keyring %s: %w", what, r.err), osHint)
 		}

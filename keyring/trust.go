@@ -48,7 +48,7 @@ func (k *Keyring) ExportTrust() (*TrustSet, error) {
 	}
 	if len(t.Keys) == 0 {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s has no ed25519 key to export (hmac keys have no public half)", k.path),
-			"create one with 'witness keygen --alg ed25519' or 'witness rotate-key --alg ed25519'")
+			"create one with 'witness key generate' or 'witness key rotate --alg ed25519'")
 	}
 	return t, nil
 }

@@ -33,7 +33,7 @@ echo
 echo "== report: the incident report of the story =="
 (
 	cd "$out"
-	"$WITNESS" keygen --alg ed25519 >/dev/null
+	"$WITNESS" key generate >/dev/null
 	"$WITNESS" seal --spec spec.json --out seal.json >/dev/null
 	"$WITNESS" capture --out rec --scenario calls.json --seal seal.json -- ./gosdk-server >/dev/null 2>&1
 	echo "\$ witness report --events rec/events.jsonl --seal seal.json --out report.html"

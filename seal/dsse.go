@@ -76,7 +76,7 @@ func Statement(s *Sealed, name string) ([]byte, error) {
 func NewEnvelope(s *Sealed, name string, signer keyring.Signer) (*Envelope, error) {
 	if signer.Algorithm() != keyring.SigEd25519 {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("DSSE envelopes are signed with Ed25519; the key %s is %s", signer.KeyID(), signer.Algorithm()),
-			"rotate to an Ed25519 key ('witness rotate-key --alg ed25519') or use a keyring made with 'witness keygen --alg ed25519'")
+			"rotate to an Ed25519 key ('witness key rotate --alg ed25519') or use a keyring made with 'witness key generate'")
 	}
 	payload, err := Statement(s, name)
 	if err != nil {

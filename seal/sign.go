@@ -28,7 +28,7 @@ func (s *Sealed) Cosign(signer keyring.Signer) error {
 	id := signer.KeyID()
 	if id == "" {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("cosigning needs a key with an id (a keyring key), not a legacy ATW_WITNESS_KEY"),
-			"create a keyring with 'witness keygen --alg ed25519'")
+			"create a keyring with 'witness key generate'")
 	}
 	if s.KeyID == id {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("key %s already signed this seal (primary signature)", id), "cosign with another witness's keyring (--keyring)")

@@ -108,10 +108,6 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newVersionCmd(a),
 		newSealCmd(a),
 		newVerifyCmd(a),
-		newKeygenCmd(a),
-		newRotateKeyCmd(a),
-		newRevokeKeyCmd(a),
-		newListKeysCmd(a),
 		newKeyCmd(a),
 		newCosignCmd(a),
 		newCompletionCmd(a),
@@ -128,6 +124,7 @@ verifies the graph against the seal, and replays counterfactuals on it.`,
 		newReportCmd(a),
 		newManCmd(a),
 	)
+	root.AddCommand(keyAliases(a)...)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
@@ -198,7 +195,7 @@ func refuseFolderInputs(cmd *cobra.Command, args []string) error {
 	}
 	for _, name := range inputFlags {
 		f := cmd.Flags().Lookup(name)
-		if f == nil || !f.Changed || cmd.Name() == "keygen" {
+		if f == nil || !f.Changed || isKeyGenerate(cmd) {
 			continue
 		}
 		var paths []string

@@ -63,7 +63,8 @@ log derived from it (docs/formats/events.md): tool_call and tool_response
 events paired by the exact JSON-RPC id with the real arguments and results,
 notifications, and external effects of tools annotated destructiveHint=true
 or named in --effects. The session end is signed with the active key of
---keyring (or $WITNESS_KEYRING when that file exists); without one, and
+--keyring, else of the default keyring (docs/formats/keys.md: the same
+for every command); without one, and
 when ATW_WITNESS_TS freezes the time, capture warns at start on stderr and
 in the session header's notes.
 
@@ -173,10 +174,10 @@ func serverEnv(a *app, extra []string) ([]string, error) {
 }
 
 // recordingKeys is how the recording verbs (capture, proxy, import) use
-// the keyring: its active key signs the session end, and only a keyring
-// named on purpose (--keyring or $WITNESS_KEYRING) signs; without one the
-// end is written unsigned.
-var recordingKeys = keyUse{Role: "keyring whose active key signs the session end", NoUserDefault: true}
+// the keyring: its active key signs the session end. The keyring is found
+// as by every command (--keyring, else the default); without one the end
+// is written unsigned.
+var recordingKeys = keyUse{Role: "keyring whose active key signs the session end"}
 
 // startWarnings are the loud defaults of a recording (capture, proxy):
 // what a user who launched it from a host that strips the environment, or
@@ -186,7 +187,7 @@ var recordingKeys = keyUse{Role: "keyring whose active key signs the session end
 func startWarnings(a *app, signed bool) []string {
 	var w []string
 	if !signed {
-		w = append(w, "unsigned: no keyring (--keyring, or $"+keyring.EnvKeyring+" naming an existing file), so the session end will not be signed and verify will call this log incomplete; hosts often strip the environment: pass --keyring PATH")
+		w = append(w, "unsigned: no keyring (--keyring, else $"+keyring.EnvKeyring+", else keys.json in the user config folder's witness/), so the session end will not be signed and verify will call this log incomplete; 'witness key generate' creates the default keyring")
 	}
 	if ts := a.getenv(eventlog.EnvTS); ts != "" {
 		w = append(w, "frozen time: "+eventlog.EnvTS+"="+ts+" stamps this live recording with that time instead of the clock (a test setting; unset it for real sessions)")

@@ -38,7 +38,7 @@ session_end stays as a checkpoint and the new events follow it. Each event
 is written as soon as its line is read; a bad line stops the append with an
 error naming the line and field (exit 2), and the events before it stay.
 Unless --keep-open, a new session_end is written, signed with the active key
-of --keyring (or $WITNESS_KEYRING when that file exists). So that an append
+of --keyring, else of the default keyring (docs/formats/keys.md). So that an append
 cannot launder a forged log under a genuine key, signing is refused (exit 3)
 when the log's last end is missing, unsigned or signed only by keys the
 keyring does not hold, unless --allow-unsigned says you vouch for its lines.
@@ -53,7 +53,7 @@ It prints one line per appended event: its id, kind and ref.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Events, "events", "", "event log to append to")
-	o.Keys.AddFlags(c, keyUse{Role: "keyring: verifies the log's signatures and signs the new end with its active key", NoUserDefault: true})
+	o.Keys.AddFlags(c, keyUse{Role: "keyring: verifies the log's signatures and signs the new end with its active key"})
 	f.BoolVar(&o.KeepOpen, "keep-open", false, "do not write a session_end after the appended events")
 	f.BoolVar(&o.AllowUns, "allow-unsigned", false, "sign the new end even over a log whose end is missing, unsigned or signed only by keys the keyring does not hold (vouching for its lines)")
 	o.Redact.AddFlags(c, "")
@@ -102,7 +102,7 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 	if k != nil {
 		opts.Verifier = eventlog.UnknownKeyAs(k, keyring.ErrUnknownKey, keyring.ErrRevoked)
 	} else if !o.KeepOpen {
-		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the new session end is not signed (pass --keyring)\n")
+		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the new session end is not signed (pass --keyring, or create the default keyring with 'witness key generate')\n")
 	}
 	rep, err := derive.AppendLog(o.Events, a.stdin, opts)
 	if rep != nil {

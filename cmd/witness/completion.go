@@ -12,7 +12,7 @@ import (
 // verbs check a value against these lists and the shell completes from
 // them (completeChoices).
 var (
-	keyAlgs         = []string{keyring.AlgHMAC, keyring.AlgEd25519}    // --alg
+	keyAlgs         = []string{algEd25519, algHMAC}                    // --alg
 	keyBackends     = []string{keyring.BackendFile, keyring.BackendOS} // --backend
 	firewallFormats = []string{"text", "json"}                         // firewall ... --format
 )

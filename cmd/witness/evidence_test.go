@@ -98,6 +98,11 @@ func evidenceCommands(stub string) []evidenceCmd {
 // notEvidenceOutputs are output-looking flags that do not write evidence,
 // with the reason.
 var notEvidenceOutputs = map[string]string{
+	"key generate --out": "hidden 0.1.0 spelling of --keyring: the keyring replaces itself atomically under its lock",
+	"key rotate --out":   "hidden 0.1.0 spelling of --keyring",
+	"key revoke --out":   "hidden 0.1.0 spelling of --keyring",
+	"key list --out":     "hidden 0.1.0 spelling of --keyring (read only)",
+	// the hidden old names of the key verbs are the same commands
 	"keygen --out":     "hidden 0.1.0 spelling of --keyring: the keyring replaces itself atomically under its lock",
 	"rotate-key --out": "hidden 0.1.0 spelling of --keyring",
 	"revoke-key --out": "hidden 0.1.0 spelling of --keyring",
@@ -327,8 +332,8 @@ func evidenceFixtures(t *testing.T, stub string) string {
 	writeFile(t, p("agent.json"), `{"system_prompt": "p", "tools": [{"name": "read_file", "scopes": ["read:/data/**"]}], "witness_id": "w-evidence"}`+"\n")
 	writeFile(t, p("key.hex"), strings.Repeat("ab", 32)+"\n")
 	writeFile(t, p("reported.jsonl"), `{"kind":"model_input","content":"hi"}`+"\n")
-	must("keygen", "--keyring", p("keys.json"))
-	must("keygen", "--alg", "ed25519", "--keyring", p("bob.json"))
+	must("key", "generate", "--keyring", p("keys.json"))
+	must("key", "generate", "--keyring", p("bob.json"))
 	must("seal", "--spec", p("agent.json"), "--out", p("seal.json"), "--keyring", p("keys.json"))
 	must("proxy", "--out", p("rec0"), "--seal", p("seal.json"), "--", stub)
 	copyFile(t, p("rec0/events.jsonl"), p("events.jsonl"))

@@ -117,7 +117,8 @@ conversation within maximumHistoryRecords. It prints one line per check
 (event, direction, operation, disposition, reason, decidedBy, cause, next
 action, check reference) and the totals; --out writes an
 org.social-harness/firewall-audit/v4 snapshot, signed with the active key of
---keyring (or of $WITNESS_KEYRING when that file exists), as capture signs a
+--keyring, else of the default keyring (docs/formats/keys.md: the same
+for every command), as capture signs a
 session end: one signature record after the complete record, over every
 byte before it (docs/formats/firewall.md). Without a keyring the snapshot is
 written unsigned.
@@ -163,7 +164,7 @@ absolute path, never over a hard-linked file, and never while a stale
 	f.BoolVar(&o.hostView, "host-view", false, "after each check, print what the host saw: a refused send's FirewallSendError text, an item's guidance with its subjects")
 	// signs as capture signs a session end: only with a keyring named on
 	// purpose (--keyring or $WITNESS_KEYRING)
-	o.keys.AddFlags(c, keyUse{Role: "keyring whose active key signs the audit snapshot", NoUserDefault: true})
+	o.keys.AddFlags(c, keyUse{Role: "keyring whose active key signs the audit snapshot"})
 	_ = c.MarkFlagRequired("policy")
 	_ = c.MarkFlagRequired("events")
 	return c

@@ -42,7 +42,7 @@ hashes are kept as payload_sha256 with no payload (0.1.0 never stored
 payloads); each line's unsealed flag and number are kept under "legacy".
 
 It prints one line per paired event. The session end is signed with the
-active key of --keyring (or $WITNESS_KEYRING when that file exists). That
+active key of --keyring, else of the default keyring (docs/formats/keys.md). That
 signature vouches for the conversion (this log is what import wrote from
 FILE, unchanged since), not for the events: the witness never saw them on
 the wire. Every line keeps source "imported", which the chain and the
@@ -93,7 +93,7 @@ func runImport(a *app, o importOptions) error {
 		return err
 	}
 	if len(signers) == 0 {
-		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring)\n")
+		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the session end is not signed (pass --keyring, or create the default keyring with 'witness key generate')\n")
 	}
 	ts := eventlog.Timestamp(a.getenv)
 	opts := derive.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}

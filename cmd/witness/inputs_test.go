@@ -81,6 +81,10 @@ func inputCases(stub string) []inputCase {
 		{"firewall audit verify --policy", []string{"firewall", "audit", "verify", "--group", "--policy", "MISSING", "F/a.ndjson=F/messages.events.jsonl", "F/b.ndjson=F/messages.events.jsonl"}, "check the path of the message-policy file"},
 		{"firewall audit verify --trust", []string{"firewall", "audit", "verify", "F/a.ndjson", "--trust", "MISSING"}, "check the path given to --trust"},
 		{"key export-public --keyring", []string{"key", "export-public", "--keyring", "MISSING", "--out", "F/t.json"}, "--keyring"},
+		{"key list --keyring", []string{"key", "list", "--keyring", "MISSING"}, "--keyring"},
+		{"key rotate --keyring", []string{"key", "rotate", "--keyring", "MISSING"}, "--keyring"},
+		{"key revoke --keyring", []string{"key", "revoke", "x", "--keyring", "MISSING"}, "--keyring"},
+		// the hidden old names are the same commands
 		{"list-keys --keyring", []string{"list-keys", "--keyring", "MISSING"}, "--keyring"},
 		{"rotate-key --keyring", []string{"rotate-key", "--keyring", "MISSING"}, "--keyring"},
 		{"revoke-key --keyring", []string{"revoke-key", "x", "--keyring", "MISSING"}, "--keyring"},
@@ -93,7 +97,8 @@ func inputCases(stub string) []inputCase {
 // notInputs are input-looking flags that need no missing-file case, with
 // the reason.
 var notInputs = map[string]string{
-	"keygen --keyring":                "creates the keyring",
+	"key generate --keyring":          "creates the keyring",
+	"keygen --keyring":                "creates the keyring (the hidden old name of key generate)",
 	"log init --keyring":              "creates the keyring (or a key in it) when it has no active key",
 	"log serve --keyring":             "mysql storage only; creates the key when missing, as log init does",
 	"log witness --keyring":           "creates the keyring (or a key in it) when it has no active key",

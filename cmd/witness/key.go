@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,13 +24,41 @@ type keyExportOptions struct {
 func newKeyCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "key",
-		Short: "Key material for others: export public keys as a trust file",
-		Args:  cobra.NoArgs,
+		Short: "The keyring: generate, list, rotate and revoke keys; export public keys",
+		Long: `The key verbs manage the keyring, found by the rule every command uses:
+--keyring, else $WITNESS_KEYRING, else keys.json in the user config folder's
+witness/ (docs/formats/keys.md). 'witness key generate' makes the default
+keyring once; every verb, capture and proxy included, then signs with it.`,
+		Example: `  witness key generate
+  witness key list`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
 	}
-	c.AddCommand(newKeyExportPublicCmd(a))
+	c.AddCommand(newKeygenCmd(a), newListKeysCmd(a), newRotateKeyCmd(a), newRevokeKeyCmd(a), newKeyExportPublicCmd(a))
+	return c
+}
+
+// keyAliases are the top-level names the key verbs had before the key
+// group (keygen, list-keys, rotate-key, revoke-key): hidden, and the same
+// command under its old name, so 0.1.0 scripts keep working.
+func keyAliases(a *app) []*cobra.Command {
+	return []*cobra.Command{
+		keyAliasOf(newKeygenCmd(a), "keygen"),
+		keyAliasOf(newListKeysCmd(a), "list-keys"),
+		keyAliasOf(newRotateKeyCmd(a), "rotate-key"),
+		keyAliasOf(newRevokeKeyCmd(a), "revoke-key"),
+	}
+}
+
+// keyAliasOf renames c (a key verb) to its old top-level name and hides it.
+func keyAliasOf(c *cobra.Command, old string) *cobra.Command {
+	now := "witness key " + c.Name()
+	c.Use = old + strings.TrimPrefix(c.Use, c.Name())
+	c.Hidden = true
+	c.Short = "Deprecated alias of '" + now + "'"
+	c.Long = c.Short + ": the same command under its old name.\n\n" + c.Long
 	return c
 }
 

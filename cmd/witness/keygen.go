@@ -17,30 +17,55 @@ type keygenOptions struct {
 func newKeygenCmd(a *app) *cobra.Command {
 	var o keygenOptions
 	c := &cobra.Command{
-		Use:   "keygen",
-		Short: "Create the keyring's signing key (HMAC-SHA256 or Ed25519)",
-		Long: `keygen creates a 32-byte key and makes it the keyring's active signing key.
-The keyring file is written with mode 0600; with --backend os the secret goes
-to the OS keyring (Secret Service, Keychain, Credential Manager) and the file
-keeps only metadata. A keyring that already has an active key is left alone:
-use rotate-key to replace it.`,
-		Example: `  witness keygen --keyring ./keys.json
-  witness keygen --alg ed25519 --keyring ./alice.json`,
+		Use:   "generate",
+		Short: "Create the keyring's signing key (Ed25519; HMAC-SHA256 for 0.1.0)",
+		Long: `generate creates a 32-byte key and makes it the keyring's active signing key.
+Keys are Ed25519 by default: event logs, DSSE envelopes, trust files and
+witness quorums need public keys. --alg hmac-sha256 makes a shared-secret
+key that agent-trace-witness 0.1.0 can read and verify. Without --keyring
+the key goes to the default keyring, the one every command finds by itself
+(docs/formats/keys.md). The keyring file is written with mode 0600; with
+--backend os the secret goes to the OS keyring (Secret Service, Keychain,
+Credential Manager) and the file keeps only metadata. A keyring that
+already has an active key is left alone: use 'witness key rotate' to
+replace it. (Old name: witness keygen.)`,
+		Example: `  witness key generate
+  witness key generate --keyring ./alice.json
+  witness key generate --alg hmac-sha256 --keyring ./keys.json   # readable by 0.1.0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runKeygen(a, o)
 		},
 	}
 	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
-	c.Flags().StringVar(&o.Alg, "alg", "hmac", "key algorithm: hmac (HMAC-SHA256, 0.1.0-compatible) or ed25519")
+	c.Flags().StringVar(&o.Alg, "alg", algEd25519, "key algorithm: ed25519, or hmac-sha256 (agent-trace-witness 0.1.0 compatible)")
 	c.Flags().StringVar(&o.Backend, "backend", "file", "where the secret lives: file (keys.json) or os (OS keyring)")
 	completeChoices(c, "alg", keyAlgs...)
 	completeChoices(c, "backend", keyBackends...)
 	return c
 }
 
+// The --alg names of the key verbs; "hmac" (the keyring's own name, and
+// this flag's value before 0.2) is still accepted.
+const (
+	algEd25519 = "ed25519"
+	algHMAC    = "hmac-sha256"
+)
+
+// keyAlg maps an --alg value to the keyring's algorithm name.
+func keyAlg(v string) (string, error) {
+	switch v {
+	case algEd25519:
+		return keyring.AlgEd25519, nil
+	case algHMAC, keyring.AlgHMAC:
+		return keyring.AlgHMAC, nil
+	}
+	return "", checkChoice("alg", v, algEd25519, algHMAC)
+}
+
 func runKeygen(a *app, o keygenOptions) error {
-	if err := checkChoice("alg", o.Alg, keyAlgs...); err != nil {
+	alg, err := keyAlg(o.Alg)
+	if err != nil {
 		return err
 	}
 	if err := checkChoice("backend", o.Backend, keyBackends...); err != nil {
@@ -50,7 +75,7 @@ func runKeygen(a *app, o keygenOptions) error {
 	if err != nil {
 		return err
 	}
-	e, err := keyring.Generate(path, opts, o.Alg)
+	e, err := keyring.Generate(path, opts, alg)
 	if err != nil {
 		return err
 	}
@@ -60,4 +85,10 @@ func runKeygen(a *app, o keygenOptions) error {
 	}
 	fmt.Fprintf(a.stdout, "%s mode: 0600\n", path)
 	return nil
+}
+
+// isKeyGenerate says cmd is the verb that creates its keyring (whose
+// --keyring names a file that need not exist yet), under either name.
+func isKeyGenerate(cmd *cobra.Command) bool {
+	return cmd.CommandPath() == "witness key generate" || cmd.CommandPath() == "witness keygen"
 }

@@ -17,10 +17,12 @@ type listKeysOptions struct {
 func newListKeysCmd(a *app) *cobra.Command {
 	var o listKeysOptions
 	c := &cobra.Command{
-		Use:   "list-keys",
+		Use:   "list",
 		Short: "List the keyring's keys (never their secrets)",
-		Example: `  witness list-keys --keyring ./keys.json
-  witness list-keys --json`,
+		Long: `list prints the keyring's keys: id, algorithm, backend, status and creation
+time, never a secret. (Old name: witness list-keys.)`,
+		Example: `  witness key list --keyring ./keys.json
+  witness key list --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runListKeys(a, o)

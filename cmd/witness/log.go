@@ -98,7 +98,7 @@ func logSigner(a *app, k *keyringOptions, backend string) (keyring.Signer, strin
 	}
 	if s.Algorithm() != keyring.SigEd25519 {
 		return nil, "", usageError(fmt.Errorf("keyring %s: the active key %s is %s; a log or witness signs with ed25519", path, s.KeyID(), s.Algorithm()),
-			"use another --keyring, or 'witness rotate-key --alg ed25519'")
+			"use another --keyring, or 'witness key rotate --alg ed25519'")
 	}
 	return s, path, nil
 }

@@ -30,11 +30,6 @@ type keyUse struct {
 	// Role is the help of --keyring before its default; "" for
 	// "keyring file".
 	Role string
-	// NoUserDefault: the keys.json in the user config folder is never
-	// looked at, only --keyring and $WITNESS_KEYRING. The recording verbs
-	// (capture, proxy, import, capture append, firewall evaluate) sign only
-	// with a keyring named on purpose.
-	NoUserDefault bool
 	// Required: the command cannot work without a keyring (the key verbs,
 	// cosign, and seal when ATW_WITNESS_KEY is not set either). Without
 	// it, a keyring not named by --keyring that does not exist is skipped.
@@ -57,12 +52,9 @@ func (k *keyringOptions) AddFlags(c *cobra.Command, use keyUse) {
 		role = "keyring file"
 	}
 	def := "default $" + keyring.EnvKeyring + ", else keys.json in the user config folder's witness/"
-	if use.NoUserDefault {
-		def = "default $" + keyring.EnvKeyring + " when that file exists"
-	}
 	f.StringVar(&k.Keyring, "keyring", "", role+" ("+def+")")
 	if use.LegacyOut {
-		// agent-trace-witness 0.1.0's spelling (`witness keygen -o keys.json`)
+		// agent-trace-witness 0.1.0's spelling (`witness key generate -o keys.json`)
 		f.StringVarP(&k.Keyring, "out", "o", "", "same as --keyring (agent-trace-witness 0.1.0 spelling)")
 		f.MarkHidden("out")
 	}
@@ -95,15 +87,12 @@ type keys struct {
 	LegacyHex string
 }
 
-// path resolves where the keyring is: --keyring, else $WITNESS_KEYRING,
-// else keys.json in the user config folder (unless NoUserDefault, which
-// gives "" when neither is set). named says --keyring gave it.
+// path resolves where the keyring is, by the one rule of every command:
+// --keyring, else keyring.DefaultPath ($WITNESS_KEYRING, else keys.json
+// in the user config folder). named says --keyring gave it.
 func (k *keyringOptions) path(a *app) (path string, named bool, err error) {
 	if k.Keyring != "" {
 		return k.Keyring, true, nil
-	}
-	if k.use.NoUserDefault {
-		return a.getenv(keyring.EnvKeyring), false, nil
 	}
 	p, err := keyring.DefaultPath(a.getenv)
 	return p, false, err
@@ -113,7 +102,7 @@ func (k *keyringOptions) path(a *app) (path string, named bool, err error) {
 // (docs/formats/keys.md, "Where the keyring is"):
 //
 //  1. the keyring is --keyring, else $WITNESS_KEYRING, else keys.json in
-//     the user config folder (unless use.NoUserDefault);
+//     the user config folder, for every command;
 //  2. a keyring named by --keyring must exist; one found another way is
 //     used when its file exists and skipped when it does not, unless the
 //     command requires one (use.Required, or needKeyring);
@@ -191,7 +180,7 @@ func (a *app) signerOf(k *keyringOptions, found *keys, perr error) (keyring.Sign
 	}
 	if v := a.getenv(keyring.LegacyEnv); k.use.Legacy && v != "" {
 		if k.KeyID != "" {
-			return nil, usageError(fmt.Errorf("--key-id needs a keyring; ATW_WITNESS_KEY is a single key without an id"), "create a keyring with 'witness keygen'")
+			return nil, usageError(fmt.Errorf("--key-id needs a keyring; ATW_WITNESS_KEY is a single key without an id"), "create a keyring with 'witness key generate'")
 		}
 		return keyring.LegacySigner(v)
 	}
@@ -202,7 +191,7 @@ func (a *app) signerOf(k *keyringOptions, found *keys, perr error) (keyring.Sign
 		return nil, perr
 	}
 	return nil, exitcode.New(exitcode.Usage, fmt.Errorf("no signing key: no keyring at %s and ATW_WITNESS_KEY is not set", found.Path),
-		"run 'witness keygen' (or pass --keyring PATH, or set ATW_WITNESS_KEY to 64 hex characters)")
+		"run 'witness key generate' (or pass --keyring PATH, or set ATW_WITNESS_KEY to 64 hex characters)")
 }
 
 // Input returns the keyring file this command reads, for the list of

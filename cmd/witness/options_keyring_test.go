@@ -84,7 +84,7 @@ func TestFindKeys(t *testing.T) {
 		"recording": {
 			"--keyring": "named", "--keyring missing": "error: keyring not found",
 			"$WITNESS_KEYRING": "env", "$WITNESS_KEYRING missing": "none",
-			"$WITNESS_KEYRING missing, 0.1.0": "none", "user default": "none",
+			"$WITNESS_KEYRING missing, 0.1.0": "none", "user default": "user",
 			"nothing": "none", "nothing, 0.1.0": "none",
 		},
 	}

@@ -58,7 +58,7 @@ On the side it records DIR/cassette.jsonl (every wire line, exact bytes) and
 DIR/events.jsonl (tool calls and responses paired by exact JSON-RPC id,
 notifications, external effects from the --effects mapping or from tools
 annotated destructiveHint=true). The session end is signed with the active
-key of --keyring (or of $WITNESS_KEYRING when that file exists); without
+key of --keyring, else of the default keyring (docs/formats/keys.md); without
 one, and when ATW_WITNESS_TS freezes the time, the proxy warns at start on
 stderr and in the session header's notes. --redact
 rules replace values by keyed hashes in both files before they are written;

@@ -16,12 +16,12 @@ type revokeKeyOptions struct {
 func newRevokeKeyCmd(a *app) *cobra.Command {
 	var o revokeKeyOptions
 	c := &cobra.Command{
-		Use:   "revoke-key KEY_ID",
+		Use:   "revoke KEY_ID",
 		Short: "Revoke a key: it stays in the keyring but never verifies or signs again",
-		Long: `revoke-key marks KEY_ID revoked (with the time) and inactive. The entry stays
+		Long: `revoke marks KEY_ID revoked (with the time) and inactive. The entry stays
 in the keyring so that seals it signed fail verification with a reason that
-says the key was revoked, instead of "unknown key".`,
-		Example: `  witness revoke-key 2026-09-01T00:00:00.000001Z --keyring ./keys.json`,
+says the key was revoked, instead of "unknown key". (Old name: witness revoke-key.)`,
+		Example: `  witness key revoke ed25519-3f2a9c01d4e5b6a7`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.KeyID = args[0]
@@ -47,7 +47,7 @@ func runRevokeKey(a *app, o revokeKeyOptions) error {
 	}
 	fmt.Fprintf(a.stdout, "revoked key_id=%s at %s\n", e.KeyID, e.RevokedAt)
 	if wasActive {
-		fmt.Fprintf(a.stderr, "witness: warning: that was the active key; the keyring cannot sign until you run 'witness keygen'\n")
+		fmt.Fprintf(a.stderr, "witness: warning: that was the active key; the keyring cannot sign until you run 'witness key generate'\n")
 	}
 	return nil
 }

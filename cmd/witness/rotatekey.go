@@ -17,21 +17,21 @@ type rotateKeyOptions struct {
 func newRotateKeyCmd(a *app) *cobra.Command {
 	var o rotateKeyOptions
 	c := &cobra.Command{
-		Use:   "rotate-key",
+		Use:   "rotate",
 		Short: "Replace the active key with a new one (the old key keeps verifying)",
-		Long: `rotate-key generates a new key first and only then, in one atomic write
+		Long: `rotate generates a new key first and only then, in one atomic write
 under the keyring lock, deactivates the old key and adds the new one. If
 anything fails the keyring is unchanged. The old key is kept (not revoked), so
-seals it signed still verify.`,
-		Example: `  witness rotate-key --keyring ./keys.json
-  witness rotate-key --alg ed25519`,
+seals it signed still verify. (Old name: witness rotate-key.)`,
+		Example: `  witness key rotate
+  witness key rotate --alg ed25519 --keyring ./keys.json   # from an HMAC key to Ed25519`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRotateKey(a, o)
 		},
 	}
 	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
-	c.Flags().StringVar(&o.Alg, "alg", "", "algorithm of the new key: hmac or ed25519 (default: the old key's)")
+	c.Flags().StringVar(&o.Alg, "alg", "", "algorithm of the new key: ed25519 or hmac-sha256 (default: the old key's)")
 	c.Flags().StringVar(&o.Backend, "backend", "", "where the new secret lives: file or os (default: the old key's)")
 	completeChoices(c, "alg", keyAlgs...)
 	completeChoices(c, "backend", keyBackends...)
@@ -39,8 +39,10 @@ seals it signed still verify.`,
 }
 
 func runRotateKey(a *app, o rotateKeyOptions) error {
+	alg := ""
 	if o.Alg != "" {
-		if err := checkChoice("alg", o.Alg, keyAlgs...); err != nil {
+		var err error
+		if alg, err = keyAlg(o.Alg); err != nil {
 			return err
 		}
 	}
@@ -53,7 +55,7 @@ func runRotateKey(a *app, o rotateKeyOptions) error {
 	if err != nil {
 		return err
 	}
-	old, created, err := keyring.Rotate(found.Path, found.Opts, o.Alg)
+	old, created, err := keyring.Rotate(found.Path, found.Opts, alg)
 	if err != nil {
 		return err
 	}

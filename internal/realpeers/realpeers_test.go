@@ -138,6 +138,12 @@ type hostRun struct {
 	// mayFail: a step that does not go as scripted is expected (the exit
 	// code is returned) instead of failing the test
 	mayFail bool
+	// home is the host's HOME ("" for a fresh directory), hostEnv more
+	// variables of the host's environment, and defaultEnv starts the
+	// server with the SDK's default environment only (--default-env)
+	home       string
+	hostEnv    []string
+	defaultEnv bool
 }
 
 // hostResult is what the host reported.
@@ -165,12 +171,19 @@ func (p *peers) runHost(t *testing.T, run hostRun) *hostResult {
 	for _, e := range run.elicit {
 		args = append(args, "--elicit", e)
 	}
+	if run.defaultEnv {
+		args = append(args, "--default-env")
+	}
 	args = append(append(args, "--"), run.server...)
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.node, args...)
 	cmd.Dir = dir
-	cmd.Env = env(dir)
+	home := dir
+	if run.home != "" {
+		home = run.home
+	}
+	cmd.Env = env(home, run.hostEnv...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -9,9 +9,9 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 export ATW_WITNESS_TS=2026-08-30T14:33:00+00:00 WITNESS_KEYRING="$tmp/keys.json"
 cp "$OLDPWD/testdata/demo/agent.json" "$OLDPWD/testdata/demo/prompt.md" .
-"$W" keygen >/dev/null
+"$W" key generate --alg hmac-sha256 >/dev/null
 for w in a b c; do
-	"$W" keygen --alg ed25519 --keyring "$w.json" >/dev/null
+	"$W" key generate --keyring "$w.json" >/dev/null
 	"$W" key export-public --keyring "$w.json" --out trust.json --merge >/dev/null
 done
 "$W" seal --spec agent.json --out hmac.json >/dev/null

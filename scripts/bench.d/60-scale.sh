@@ -33,7 +33,7 @@ go build -o "$dir/witness-bench" ./cmd/witness-bench
 W="$dir/witness"
 export ATW_WITNESS_KEY=0000000000000000000000000000000000000000000000000000000000000000
 export WITNESS_KEYRING="$dir/keys.json" ATW_WITNESS_TS=2026-08-30T14:33:00+00:00
-[ -s "$dir/keys.json" ] || "$W" keygen >/dev/null
+[ -s "$dir/keys.json" ] || "$W" key generate >/dev/null
 cp testdata/compat/atw-0.1.0/seal_without_damaging_tool.json "$dir/seal.json"
 has_verb() { "$W" "$1" --help >/dev/null 2>&1; }
 

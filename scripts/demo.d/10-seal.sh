@@ -6,8 +6,8 @@ echo "== 10 seal: sign what the agent may do, before it runs =="
 cp "$REPO/testdata/demo/agent.json" "$REPO/testdata/demo/prompt.md" "$DEMO/"
 (
 	cd "$DEMO"
-	echo "\$ witness keygen            # WITNESS_KEYRING=\$DEMO/keys.json"
-	"$WITNESS" keygen | sed "s#$DEMO/##"
+	echo "\$ witness key generate      # WITNESS_KEYRING=\$DEMO/keys.json"
+	"$WITNESS" key generate | sed "s#$DEMO/##"
 	echo "\$ witness seal --spec agent.json --out seal.json"
 	"$WITNESS" seal --spec agent.json --out seal.json
 	echo "\$ witness verify --seal seal.json"
@@ -21,7 +21,7 @@ cp "$REPO/testdata/demo/agent.json" "$REPO/testdata/demo/prompt.md" "$DEMO/"
 	echo
 	echo "2-of-3 Ed25519 quorum: three witnesses, public keys in one trust file"
 	for w in alice bob carol; do
-		"$WITNESS" keygen --alg ed25519 --keyring "q/$w.json" >/dev/null
+		"$WITNESS" key generate --keyring "q/$w.json" >/dev/null
 		"$WITNESS" key export-public --keyring "q/$w.json" --out trust.json --merge >/dev/null
 	done
 	echo "\$ witness seal --spec agent.json --out quorum-seal.json --keyring q/alice.json"

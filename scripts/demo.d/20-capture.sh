@@ -4,7 +4,7 @@
 echo
 echo "== 20 capture: record a live MCP session =="
 go build -o "$DEMO/gosdk-server" "$REPO/testdata/servers/gosdk"
-[ -f "$WITNESS_KEYRING" ] || "$WITNESS" keygen >/dev/null
+[ -f "$WITNESS_KEYRING" ] || "$WITNESS" key generate >/dev/null
 cat > "$DEMO/capture-calls.json" <<'JSON'
 [
   {"tool": "greet", "arguments": {"name": "witness"}},

@@ -6,7 +6,7 @@ echo
 echo "== 22 event log: import 0.1.0 evidence, append reported events, catch an edit =="
 (
 	cd "$DEMO"
-	[ -f "$WITNESS_KEYRING" ] || "$WITNESS" keygen >/dev/null
+	[ -f "$WITNESS_KEYRING" ] || "$WITNESS" key generate >/dev/null
 	cp "$REPO/testdata/compat/atw-0.1.0/hansard_scenario_1.jsonl" "$REPO/testdata/compat/atw-0.1.0/seal_without_damaging_tool.json" .
 	echo "\$ witness import --from atw-0.1.0 hansard_scenario_1.jsonl --out hansard-events.jsonl"
 	"$WITNESS" import --from atw-0.1.0 hansard_scenario_1.jsonl --out hansard-events.jsonl 2>&1 | fold -w 130 -s

@@ -5,7 +5,7 @@
 echo
 echo "== 25 proxy: record what a host and a server say; serve it back =="
 [ -x "$DEMO/gosdk-server" ] || go build -o "$DEMO/gosdk-server" "$REPO/testdata/servers/gosdk"
-[ -f "$WITNESS_KEYRING" ] || "$WITNESS" keygen >/dev/null
+[ -f "$WITNESS_KEYRING" ] || "$WITNESS" key generate >/dev/null
 cat > "$DEMO/proxy-host.jsonl" <<'JSON'
 {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo-host","version":"1.0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized","params":{}}

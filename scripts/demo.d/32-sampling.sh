@@ -11,7 +11,7 @@ echo "== 32 sampling: a model turn seen on the wire =="
 if ! command -v node >/dev/null || [ ! -f "$REPO/testdata/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ]; then
 	echo "skipped: needs node and the npm peers (run: make peers)"
 else
-	[ -f "$WITNESS_KEYRING" ] || "$WITNESS" keygen >/dev/null
+	[ -f "$WITNESS_KEYRING" ] || "$WITNESS" key generate >/dev/null
 	(
 		cd "$DEMO"
 		ln -sfn "$REPO/testdata" testdata # so the commands below read as from the repository root

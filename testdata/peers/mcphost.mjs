@@ -8,7 +8,7 @@
 // Usage:
 //   node mcphost.mjs --script FILE [--sent FILE] [--status FILE] [--root DIR]...
 //        [--elicit KEY=VALUE]... [--elicit-action accept|decline|cancel]
-//        -- SERVER-COMMAND [ARGS...]
+//        [--default-env] -- SERVER-COMMAND [ARGS...]
 //
 // Answers:
 //   sampling/createMessage  {"model":"witness-test-model","role":"assistant",
@@ -31,6 +31,10 @@
 //   {"notify":"notifications/roots/list_changed"}
 //       send a notification
 //
+// --default-env starts the server with the SDK's default environment only
+// (getDefaultEnvironment(): HOME, LOGNAME, PATH, SHELL, TERM, USER on POSIX),
+// as a host that passes no env does; without it the server gets the host's
+// whole environment.
 // --sent FILE receives the exact bytes the host wrote to the server;
 // --status FILE how the server process ended ("exit N" or "signal NAME"),
 // once the host has closed it the SDK's way (stdin closed, SIGTERM after 2 s).
@@ -63,6 +67,7 @@ const { values: opts } = parseArgs({
     root: { type: "string", multiple: true, default: [] },
     elicit: { type: "string", multiple: true, default: [] },
     "elicit-action": { type: "string", default: "accept" },
+    "default-env": { type: "boolean", default: false },
   },
 });
 const server = process.argv.slice(sep + 1);
@@ -144,7 +149,8 @@ class TappedTransport extends StdioClientTransport {
 const transport = new TappedTransport({
   command: server[0],
   args: server.slice(1),
-  env: { ...process.env },
+  // no env: the SDK passes only getDefaultEnvironment()
+  env: opts["default-env"] ? undefined : { ...process.env },
   stderr: "inherit",
 });
 const client = new Client(
