@@ -272,7 +272,7 @@ func TestBrowserAgentStory(t *testing.T) {
 	}
 	// the lanes name the channels
 	lanes := eval[string](t, b, `document.getElementById("timeline").textContent`)
-	for _, l := range []string{"server: fs", "server: everything", "model"} {
+	for _, l := range []string{"fs server", "everything server", "model"} {
 		if !strings.Contains(lanes, l) {
 			t.Errorf("timeline does not show lane %q", l)
 		}

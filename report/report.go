@@ -115,6 +115,12 @@ type Data struct {
 	Rank      []Ranked  `json:"rank"`
 	Firewall  *Firewall `json:"firewall,omitempty"`
 	Notes     []string  `json:"notes,omitempty"`
+	// Story is the first screen: the worst finding's chain and what the
+	// findings touched (story.go).
+	Story story `json:"story"`
+	// RunChecks are the checks of the run when several logs are judged
+	// as one (each log's own are in Logs).
+	RunChecks []Check `json:"run_checks,omitempty"`
 }
 
 // Verdict is the run's verdict (one verify.Run of all the logs), or a
@@ -201,6 +207,11 @@ type Finding struct {
 	ChainRows []int  `json:"chain_rows,omitempty"`
 	ChainNote string `json:"chain_note,omitempty"`
 	Removing  *What  `json:"removing,omitempty"`
+	// Sentence says what went wrong in one sentence, made from the
+	// finding's events (story.go).
+	Sentence string `json:"sentence"`
+
+	vf verify.Finding // the finding as verify gave it
 }
 
 // What is what removing a finding's cause changes (replay).
@@ -256,6 +267,7 @@ type logState struct {
 	findings []verify.Finding // the run's findings about this log
 	rowOf    map[string]int   // event id → timeline row
 	server   string
+	effects  []effectRec // the log's external effects, the first maxEffects
 }
 
 // runState is the run the logs make: its joined graph and which log each
@@ -440,7 +452,7 @@ func Build(o Options) (*Data, error) {
 			if sealedRun && c.Status == verify.StatusNotCheckable && c.Reason == verify.IntegrityOnly {
 				continue
 			}
-			lg.Checks = append(lg.Checks, Check{ID: c.ID, Title: c.Title, Status: string(c.Status), Reason: c.Reason})
+			lg.Checks = append(lg.Checks, checkRow(c, rep.Findings))
 		}
 		evs, rerr := readEvents(file)
 		ls.events = evs
@@ -452,6 +464,7 @@ func Build(o Options) (*Data, error) {
 			d.Notes = append(d.Notes, fmt.Sprintf("%s: read %d events, then: %v", lg.File, len(evs), rerr))
 		}
 		for _, e := range evs {
+			ls.effects = addEffect(ls.effects, e)
 			if e.Header != nil && e.Header.Server != nil {
 				ls.server = e.Header.Server.Name
 			}
@@ -463,9 +476,6 @@ func Build(o Options) (*Data, error) {
 			if e.Wire != nil && e.Wire.Cassette != "" && lg.Cassette == "" {
 				lg.Cassette = e.Wire.Cassette
 			}
-		}
-		if ls.server == "" {
-			ls.server = "server"
 		}
 		lg.Server = ls.server
 		lg.Events = len(evs)
@@ -508,8 +518,8 @@ func Build(o Options) (*Data, error) {
 	// witness
 	for _, ls := range logs {
 		for _, e := range ls.events {
-			if l := laneOf(e, ls.server); strings.HasPrefix(l, "server: ") {
-				lanes.id(l)
+			if laneKind(e) == "server" {
+				lanes.id(laneOf(e, ls.server))
 				break
 			}
 		}
@@ -521,6 +531,9 @@ func Build(o Options) (*Data, error) {
 		if rank(ls.rep.Verdict) > rank(worst) {
 			worst = ls.rep.Verdict
 		}
+	}
+	for _, c := range runRep.Checks {
+		d.RunChecks = append(d.RunChecks, checkRow(c, runRep.Findings))
 	}
 	d.Verdict = Verdict{Verdict: string(worst), ExitCode: int(worst.ExitCode()), Class: worst.ExitCode().Name(), Line: runRep.VerdictLine()}
 	if worst != runRep.Verdict {
@@ -647,8 +660,26 @@ func (t *interner) id(s string) int {
 	return len(t.list) - 1
 }
 
-// laneOf is the actor lane of an event.
+// serverLane names the lane of an MCP server's messages: "fs server",
+// or "MCP server" for a server the log does not name.
+func serverLane(server string) string {
+	if server == "" {
+		return "MCP server"
+	}
+	return server + " server"
+}
+
+// laneOf is the actor lane of an event, its server's named by serverLane.
 func laneOf(e *eventlog.Event, server string) string {
+	if k := laneKind(e); k != "server" {
+		return k
+	}
+	return serverLane(server)
+}
+
+// laneKind is the kind of actor lane of an event: user, agent, model,
+// server, effects or witness.
+func laneKind(e *eventlog.Event) string {
 	s2c := e.Direction == "s2c"
 	switch e.Kind {
 	case eventlog.KindUserInput:
@@ -659,14 +690,14 @@ func laneOf(e *eventlog.Event, server string) string {
 		if e.Kind == eventlog.KindMCPResponse && !s2c && e.Direction != "" {
 			return "agent"
 		}
-		return "server: " + server
+		return "server"
 	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		return "model"
 	case eventlog.KindExternalEffect:
 		return "effects"
 	case eventlog.KindMCPRequest, eventlog.KindNotification:
 		if s2c {
-			return "server: " + server
+			return "server"
 		}
 		if e.Direction == "c2s" {
 			return "agent"

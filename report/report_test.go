@@ -93,7 +93,7 @@ func TestBuildFixture(t *testing.T) {
 		t.Errorf("wire bytes %q are not in the cassette", det.Wire)
 	}
 	// lanes: one per actor, the server by its name
-	if !contains(d.Lanes, "server: witness-gosdk-fixture") || !contains(d.Lanes, "agent") || !contains(d.Lanes, "effects") {
+	if !contains(d.Lanes, "witness-gosdk-fixture server") || !contains(d.Lanes, "agent") || !contains(d.Lanes, "effects") {
 		t.Errorf("lanes %v", d.Lanes)
 	}
 	if len(d.Rank) == 0 || d.Rank[0].Rank != 1 {
@@ -289,7 +289,7 @@ func TestMultipleLogs(t *testing.T) {
 	if len(d.Logs) != 3 || d.Timeline.Total != total {
 		t.Errorf("logs %d, events %d of %d", len(d.Logs), d.Timeline.Total, total)
 	}
-	for _, l := range []string{"model", "server: fs", "server: everything"} {
+	for _, l := range []string{"model", "fs server", "everything server"} {
 		if !contains(d.Lanes, l) {
 			t.Errorf("no lane %q in %v", l, d.Lanes)
 		}
