@@ -6,7 +6,7 @@ BIN      := bin/witness
 FUZZTIME ?= 3s
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all build test unit peers demo demo-record bench fuzz lint cross docs clean
+.PHONY: all build test unit peers demo demo-record bench fuzz lint cross docs docs-images clean
 
 all: build
 
@@ -50,6 +50,11 @@ demo: build
 # a node_modules that is a symlink to a shared install).
 demo-record: build
 	@bash scripts/demo-record.sh
+
+# The README tour's picture of the report's first screen (the agent
+# story at 1280×800), taken by the browser test in headless Chromium.
+docs-images:
+	WITNESS_REPORT_FIRST_SCREEN=$(CURDIR)/docs/images/report-first-screen.png $(GO) test -count=1 -run 'TestBrowserAgentStory$$' ./report
 
 bench: peers build
 	@bash scripts/bench.sh
