@@ -51,10 +51,15 @@ demo: build
 demo-record: build
 	@bash scripts/demo-record.sh
 
-# The README tour's picture of the report's first screen (the agent
-# story at 1280×800), taken by the browser test in headless Chromium.
-docs-images:
+# The pictures of the report in the README and docs/guide/report.md, taken
+# in headless Chromium by the browser tests: the agent story's first screen
+# at 1280×800 (TestBrowserAgentStory), then the timeline and findings of
+# the demo's agent-story report (TestBrowser with WITNESS_REPORT_PAGE).
+docs-images: build
 	WITNESS_REPORT_FIRST_SCREEN=$(CURDIR)/docs/images/report-first-screen.png $(GO) test -count=1 -run 'TestBrowserAgentStory$$' ./report
+	@bash scripts/demo-report.sh >/dev/null
+	WITNESS_REPORT_PAGE=$(CURDIR)/bin/demo-report/agent/report.html WITNESS_REPORT_SCREENSHOT=$(CURDIR)/bin/report.png $(GO) test -count=1 -run 'TestBrowser$$' ./report
+	cp bin/report-timeline.png bin/report-findings.png docs/images/
 
 bench: peers build
 	@bash scripts/bench.sh

@@ -372,3 +372,58 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
+
+// TestStory: the first screen's data. Every finding has a sentence; the
+// findings that break the rules come worst first; the agent story's worst
+// is the injection, told from its events (the tool, the path it wrote,
+// the untrusted file read before it); its path runs from the untrusted
+// source to the action; what it touched is the write's effect; every
+// failing check says why.
+func TestStory(t *testing.T) {
+	d, err := Build(agentStory(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := buildFixture(t)
+	for _, dd := range []*Data{d, fx} {
+		for i, f := range dd.Findings {
+			if f.Sentence == "" {
+				t.Errorf("finding %d (%s) has no sentence", i, f.Code)
+			}
+			if i > 0 && classRank(f.Class) > classRank(dd.Findings[i-1].Class) {
+				t.Errorf("finding %d (%s) is worse than the one before it", i, f.Class)
+			}
+		}
+		checks := dd.RunChecks
+		for _, l := range dd.Logs {
+			checks = append(checks, l.Checks...)
+		}
+		for _, c := range checks {
+			if c.Status == "fail" && c.Reason == "" {
+				t.Errorf("failing check %s says no why", c.ID)
+			}
+		}
+	}
+	w := d.Findings[d.Story.Worst]
+	if d.Story.Worst != 0 || w.Code != "injection-provenance" {
+		t.Fatalf("worst finding %d %s, want 0 injection-provenance", d.Story.Worst, w.Code)
+	}
+	for _, s := range []string{"write_file wrote to /tmp/witness-agent-demo/precious.txt (fs:e8)", "after the model read /tmp/witness-agent-demo/inbox/poisoned.txt (read_text_file, fs:e7)", "untrusted"} {
+		if !strings.Contains(w.Sentence, s) {
+			t.Errorf("sentence %q does not say %q", w.Sentence, s)
+		}
+	}
+	p := d.Story.Path
+	if len(p) < 3 || p[0].Ref != "fs:e7" || p[0].Role != "source" || p[len(p)-1].Ref != "fs:e8" || p[len(p)-1].Role != "action" {
+		t.Errorf("story path %+v: want fs:e7 (source) … fs:e8 (action)", p)
+	}
+	if len(d.Story.Touched) != 1 || d.Story.Touched[0].What != "write" || d.Story.Touched[0].Target != "/tmp/witness-agent-demo/precious.txt" {
+		t.Errorf("touched %+v: want the write to precious.txt", d.Story.Touched)
+	}
+	if d.Story.Notices != 7 {
+		t.Errorf("%d notices, want 7", d.Story.Notices)
+	}
+	if s := fx.Findings[0].Sentence; s != "delete_file wrote to /srv/data/report.csv (e16), and the seal does not list delete_file." {
+		t.Errorf("fixture sentence %q", s)
+	}
+}

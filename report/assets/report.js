@@ -172,7 +172,7 @@
       for (var i = last - 1; i >= first; i--) {
         if (shown[i]) { before = shown[i]; continue; }
         (function (i) {
-          var b = el("button", { cls: "vrow" + (rows[i][5] & 1 ? " f1" : ""), type: "button", "data-row": String(i), "aria-pressed": i === selected ? "true" : "false", text: (rows[i][5] & 1 ? "⚑ " : "") + rowName(i) + "  · " + D.lanes[rows[i][2]] });
+          var b = el("button", { cls: "vrow" + (rows[i][5] & 1 ? " f1" : ""), type: "button", "data-row": String(i), "aria-pressed": i === selected ? "true" : "false", text: (rows[i][5] & 1 ? "⚑ " : "") + rowName(i) + (rowName(i).indexOf(D.lanes[rows[i][2]]) < 0 ? "  · " + D.lanes[rows[i][2]] : "") });
           b.style.top = i * RH + "px";
           b.addEventListener("click", function () { showEvent(i); });
           spacer.insertBefore(b, before);
