@@ -18,9 +18,9 @@ import (
 // template says verify's message (docs/design/report-story.md).
 
 const (
-	maxEffects   = 1000 // external effects kept per log
-	maxTouched   = 12   // effects and paths named on the first screen
-	maxStorySeps = 8    // steps of the worst finding's chain on the first screen
+	maxEffects    = 1000 // external effects kept per log
+	maxTouched    = 12   // effects and paths named on the first screen
+	maxStorySteps = 8    // steps of the worst finding's chain on the first screen
 )
 
 // story is what the first screen shows besides the sentences.
@@ -213,7 +213,7 @@ func (t *teller) rowOfRef(ref string) int {
 	return -1
 }
 
-// args are the path arguments of the call at row r (its payload, a JSON
+// paths are the path arguments of the call at row r (its payload, a JSON
 // object of arguments), in key order.
 func (t *teller) paths(r int) []string {
 	det := t.details[r]
@@ -254,7 +254,11 @@ func (t *teller) touched(f *Finding) []touch {
 		if tool == "" {
 			tool = f.Tool
 		}
-		out = append(out, touch{What: e.op, Target: e.target, Ref: t.ref(f.Log, e.id), Tool: tool, Note: e.reason, Row: t.logs[f.Log].rowOf[e.id]})
+		row, ok := t.logs[f.Log].rowOf[e.id]
+		if !ok {
+			row = -1
+		}
+		out = append(out, touch{What: e.op, Target: e.target, Ref: t.ref(f.Log, e.id), Tool: tool, Note: e.reason, Row: row})
 		named[e.target] = true
 	}
 	if det := t.details[f.Row]; det != nil && det.Kind == string(eventlog.KindToolCall) {
@@ -459,11 +463,11 @@ func (t *teller) path(f *Finding) ([]storyStep, int) {
 		}
 		out = append(out, ss)
 	}
-	if len(out) <= maxStorySeps {
+	if len(out) <= maxStorySteps {
 		return out, 0
 	}
-	elided := len(out) - maxStorySeps
-	return append(out[:2:2], out[len(out)-(maxStorySeps-2):]...), elided
+	elided := len(out) - maxStorySteps
+	return append(out[:2:2], out[len(out)-(maxStorySteps-2):]...), elided
 }
 
 // chainPath is the shortest way along the chain's links from its last
