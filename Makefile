@@ -12,8 +12,11 @@ all: build
 
 # A build names its commit (witness version); a release sets VERSION too.
 VERSION_PKG := github.com/agent-trace-witness/witness/internal/version
+# DATE is the commit's time in UTC (not the clock: the same commit builds the
+# same bytes); .goreleaser.yaml sets the same three variables.
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS ?= -X $(VERSION_PKG).Commit=$(COMMIT) $(if $(VERSION),-X $(VERSION_PKG).Version=$(VERSION))
+DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+LDFLAGS ?= -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE) $(if $(VERSION),-X $(VERSION_PKG).Version=$(VERSION))
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/witness

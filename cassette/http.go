@@ -560,28 +560,16 @@ func (r *HTTPReader) order(rec *HTTPRecord, w *httpWire) error {
 	if w.X < 1 {
 		return r.lr.errf("x", "must be 1 or more")
 	}
-	st := r.states[w.X]
 	if w.Rec == RecRequest {
-		if w.X != r.lastX+1 {
-			return r.lr.errf("x", "a new exchange is %d, got %d (exchanges missing or reordered)", r.lastX+1, w.X)
-		}
-		if *w.Method == "" {
-			return r.lr.errf("method", "empty")
-		}
-		if !strings.HasPrefix(*w.Path, "/") && *w.Path != "*" {
-			return r.lr.errf("path", "%q does not start with /", *w.Path)
-		}
-		r.lastX = w.X
-		r.states[w.X] = &exchangeState{}
-		return nil
+		return r.orderRequest(w)
 	}
+	st := r.states[w.X]
 	if st == nil && w.X <= r.lastX {
 		return r.lr.errf("x", "exchange %d is already over", w.X)
 	}
 	if st == nil {
 		return r.lr.errf("x", "exchange %d has no request record before this one", w.X)
 	}
-	resp := w.Rec == RecResponse || w.Rec == RecResponseBody || w.Rec == RecResponseEnd
 	switch w.Rec {
 	case RecResponse:
 		if st.resp != 0 {
@@ -611,6 +599,7 @@ func (r *HTTPReader) order(rec *HTTPRecord, w *httpWire) error {
 			return r.lr.errf("rec", "exchange %d has no open response (a response record comes first)", w.X)
 		}
 	}
+	resp := w.Rec == RecResponseBody || w.Rec == RecResponseEnd
 	k := bodyKey{w.X, resp}
 	bd := r.bodies[k]
 	if bd == nil {
@@ -618,46 +607,11 @@ func (r *HTTPReader) order(rec *HTTPRecord, w *httpWire) error {
 		r.bodies[k] = bd
 	}
 	if w.Rec == RecRequestBody || w.Rec == RecResponseBody {
-		if *w.Off != bd.off {
-			return r.lr.errf("off", "expected %d, got %d (bytes missing or inserted)", bd.off, *w.Off)
-		}
-		switch {
-		case w.Text != nil && w.B64 != nil:
-			return r.lr.errf("text", "a record carries text or b64, not both")
-		case w.Text != nil:
-			rec.Data = []byte(*w.Text)
-		case w.B64 != nil:
-			b, err := base64.StdEncoding.DecodeString(*w.B64)
-			if err != nil {
-				return r.lr.errf("b64", "invalid base64: %v", err)
-			}
-			rec.Data = b
-		default:
-			return r.lr.errf("text", "missing (a body record needs text or b64)")
-		}
-		if w.Redacted != (w.N != nil) {
-			return r.lr.errf("n", "present exactly when the chunk is redacted")
-		}
-		if w.N != nil {
-			if *w.N < 0 {
-				return r.lr.errf("n", "must not be negative")
-			}
-			rec.Redacted, rec.N = true, *w.N
-			bd.redacted = true
-		}
-		rec.Off = *w.Off
-		bd.off += rec.Len()
-		bd.h.Write(rec.Data)
-		return nil
+		return r.bodyChunk(rec, w, bd)
 	}
-	// an end
-	if *w.Bytes != bd.off {
-		return r.lr.errf("bytes", "%d, but the chunks hold %d bytes", *w.Bytes, bd.off)
+	if err := r.bodyEnd(rec, w, bd); err != nil {
+		return err
 	}
-	if got := hex.EncodeToString(bd.h.Sum(nil)); got != *w.SHA256 {
-		return r.lr.errf("sha256", "%s, but the chunks hash to %s", *w.SHA256, got)
-	}
-	rec.Bytes, rec.SHA256 = *w.Bytes, *w.SHA256
 	delete(r.bodies, k)
 	if resp {
 		st.resp = 2
@@ -667,6 +621,71 @@ func (r *HTTPReader) order(rec *HTTPRecord, w *httpWire) error {
 	if st.reqEnded && st.resp == 2 {
 		delete(r.states, w.X)
 	}
+	return nil
+}
+
+// orderRequest checks a request record: the next exchange, a method and
+// a path.
+func (r *HTTPReader) orderRequest(w *httpWire) error {
+	if w.X != r.lastX+1 {
+		return r.lr.errf("x", "a new exchange is %d, got %d (exchanges missing or reordered)", r.lastX+1, w.X)
+	}
+	if *w.Method == "" {
+		return r.lr.errf("method", "empty")
+	}
+	if !strings.HasPrefix(*w.Path, "/") && *w.Path != "*" {
+		return r.lr.errf("path", "%q does not start with /", *w.Path)
+	}
+	r.lastX = w.X
+	r.states[w.X] = &exchangeState{}
+	return nil
+}
+
+// bodyChunk checks a body record (its offset follows the bytes before
+// it; text or b64; n exactly when redacted) and adds it to the body.
+func (r *HTTPReader) bodyChunk(rec *HTTPRecord, w *httpWire, bd *body) error {
+	if *w.Off != bd.off {
+		return r.lr.errf("off", "expected %d, got %d (bytes missing or inserted)", bd.off, *w.Off)
+	}
+	switch {
+	case w.Text != nil && w.B64 != nil:
+		return r.lr.errf("text", "a record carries text or b64, not both")
+	case w.Text != nil:
+		rec.Data = []byte(*w.Text)
+	case w.B64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*w.B64)
+		if err != nil {
+			return r.lr.errf("b64", "invalid base64: %v", err)
+		}
+		rec.Data = b
+	default:
+		return r.lr.errf("text", "missing (a body record needs text or b64)")
+	}
+	if w.Redacted != (w.N != nil) {
+		return r.lr.errf("n", "present exactly when the chunk is redacted")
+	}
+	if w.N != nil {
+		if *w.N < 0 {
+			return r.lr.errf("n", "must not be negative")
+		}
+		rec.Redacted, rec.N = true, *w.N
+		bd.redacted = true
+	}
+	rec.Off = *w.Off
+	bd.off += rec.Len()
+	bd.h.Write(rec.Data)
+	return nil
+}
+
+// bodyEnd checks an end record against the chunks of its body.
+func (r *HTTPReader) bodyEnd(rec *HTTPRecord, w *httpWire, bd *body) error {
+	if *w.Bytes != bd.off {
+		return r.lr.errf("bytes", "%d, but the chunks hold %d bytes", *w.Bytes, bd.off)
+	}
+	if got := hex.EncodeToString(bd.h.Sum(nil)); got != *w.SHA256 {
+		return r.lr.errf("sha256", "%s, but the chunks hash to %s", *w.SHA256, got)
+	}
+	rec.Bytes, rec.SHA256 = *w.Bytes, *w.SHA256
 	return nil
 }
 

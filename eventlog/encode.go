@@ -16,6 +16,11 @@ var errSlowPath = errors.New("slow path")
 // encodeEventFast writes the canonical JSON of e directly, members in
 // canonical (sorted) order. payloadCanonical says that e.Payload and
 // e.RPCID are already canonical (the Writer made them so).
+//
+// Its cyclomatic complexity (about 44) is that of a table-driven encoder:
+// one "if the member is set, write it" per member of the event, in the
+// order canonical JSON fixes; the bytes are defined by the general path,
+// which the tests compare it with.
 func encodeEventFast(e *Event, payloadCanonical bool) ([]byte, error) {
 	b := make([]byte, 0, 256+len(e.Payload))
 	first := true

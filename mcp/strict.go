@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/agent-trace-witness/witness/internal/canon"
@@ -613,59 +612,26 @@ func (s *strictScan) str() ([]byte, bool) {
 			s.fail(false, "control character in a string")
 			return nil, false
 		case c == '\\':
-			if s.i+1 >= len(b) {
+			var e canon.Escape
+			out, e = canon.AppendEscape(out, b[s.i:])
+			switch e.Status {
+			case canon.EscapeEOF:
 				s.fail(true, "unexpected end of line in a string")
 				return nil, false
-			}
-			e := b[s.i+1]
-			s.i += 2
-			switch e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r := canon.Hex4(b[s.i:])
-				if r < 0 {
-					s.fail(len(b)-s.i < 4, `invalid \u escape`)
-					return nil, false
-				}
-				s.i += 4
-				switch {
-				case r >= 0xD800 && r <= 0xDBFF:
-					lo := -1
-					if s.i+6 <= len(b) && b[s.i] == '\\' && b[s.i+1] == 'u' {
-						lo = canon.Hex4(b[s.i+2:])
-					}
-					if lo < 0xDC00 || lo > 0xDFFF {
-						if lone == "" {
-							lone = fmt.Sprintf(`\u%04x`, r)
-						}
-						out = utf8.AppendRune(out, utf8.RuneError)
-						continue
-					}
-					s.i += 6
-					out = utf8.AppendRune(out, utf16.DecodeRune(rune(r), rune(lo)))
-				case r >= 0xDC00 && r <= 0xDFFF:
-					if lone == "" {
-						lone = fmt.Sprintf(`\u%04x`, r)
-					}
-					out = utf8.AppendRune(out, utf8.RuneError)
-				default:
-					out = utf8.AppendRune(out, rune(r))
-				}
-			default:
-				s.fail(false, "invalid escape \\%c", e)
+			case canon.EscapeBadHex:
+				s.i += 2 // the error's offset is past the "\u"
+				s.fail(e.Short, `invalid \u escape`)
 				return nil, false
+			case canon.EscapeInvalid:
+				s.i += 2
+				s.fail(false, "invalid escape \\%c", e.R)
+				return nil, false
+			case canon.EscapeLone:
+				if lone == "" {
+					lone = fmt.Sprintf(`\u%04x`, e.R)
+				}
 			}
+			s.i += e.N
 		default:
 			if c >= utf8.RuneSelf {
 				r, n := utf8.DecodeRune(b[s.i:])

@@ -70,133 +70,13 @@ func run(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	t0 := time.Now()
-	var keep any // what the heap profile shows (readgraph: the graph)
-	switch op {
-	case "gen":
-		if len(args) != 3 {
-			return fmt.Errorf("usage: witness-bench gen N FILE")
-		}
-		n, err := strconv.Atoi(args[1])
-		if err != nil {
-			return err
-		}
-		f, err := os.Create(args[2])
-		if err != nil {
-			return err
-		}
-		// a valid capture: the session id derived from the header, the
-		// end signed by the active key of $WITNESS_KEYRING when there is
-		// one, so that verify judges the whole log (issue 33)
-		var signers []eventlog.Signer
-		if p := os.Getenv(keyring.EnvKeyring); p != "" {
-			kr, err := keyring.OpenExisting(p, keyring.Options{})
-			if err != nil {
-				return fmt.Errorf("gen: keyring %s: %w", p, err)
-			}
-			sg, err := kr.ActiveSigner()
-			if err != nil {
-				return fmt.Errorf("gen: keyring %s: %w", p, err)
-			}
-			signers = append(signers, sg)
-		}
-		if err := synthlog.GenerateWith(f, n, 1, synthlog.Options{Signers: signers}); err != nil {
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		r.File, r.Events = args[2], int64(n)
-	case "floor":
-		f, err := os.Open(args[1])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		br := bufio.NewReaderSize(f, 1<<20)
-		for {
-			line, err := br.ReadSlice('\n')
-			h.Write(line)
-			if len(line) > 0 {
-				r.Events++
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil && err != bufio.ErrBufferFull {
-				return err
-			}
-		}
-		r.Digest = hex.EncodeToString(h.Sum(nil))
-		st, _ := f.Stat()
-		r.Bytes = st.Size()
-	case "stream":
-		f, err := os.Open(args[1])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		so := graph.StreamOptions{}
-		if os.Getenv("WITNESS_BENCH_STAGES") != "" {
-			so.Stages = &graph.StreamStages{}
-		}
-		st, err := graph.StreamNQuads(graph.NewEventSource(f, args[1]), io.Discard, graph.Options{}, so)
-		if err != nil {
-			return err
-		}
-		if g := so.Stages; g != nil {
-			fmt.Fprintf(os.Stderr, "stages (wall s): map %.2f merge %.2f drain %.2f; waits: mapper in %.2f out %.2f, packer %.2f, merge %.2f, expander %.2f\n",
-				g.Map.Seconds(), g.Merge.Seconds(), g.Drain.Seconds(), g.MapWaitIn.Seconds(), g.MapWaitOut.Seconds(),
-				g.PackWaitSort.Seconds(), g.MergeWaitOut.Seconds(), g.ExpandWait.Seconds())
-		}
-		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs, r.Spilled = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs, st.Spilled
-	case "jsonld":
-		if len(args) != 3 {
-			return fmt.Errorf("usage: witness-bench jsonld FILE OUT")
-		}
-		f, err := os.Open(args[1])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		out, err := os.Create(args[2])
-		if err != nil {
-			return err
-		}
-		st, err := graph.StreamJSONLD(graph.NewEventSource(f, args[1]), out, graph.Options{}, graph.StreamOptions{})
-		if err != nil {
-			return err
-		}
-		if err := out.Close(); err != nil {
-			return err
-		}
-		r.Events, r.Quads, r.Bytes, r.Digest, r.Runs, r.Spilled = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs, st.Spilled
-	case "readgraph":
-		f, err := os.Open(args[1])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		g, err := graph.ReadJSONLD(f, args[1])
-		if err != nil {
-			return err
-		}
-		r.Quads = int64(g.Len())
-		keep = g
-	case "jsongold":
-		doc, err := os.ReadFile(args[1])
-		if err != nil {
-			return err
-		}
-		h := sha256.New()
-		cw := &counter{w: h}
-		if err := ldoracle.Canonicalize(doc, &ldoracle.Loader{}, cw); err != nil {
-			return err
-		}
-		r.Bytes, r.Quads = cw.n, cw.lines
-		r.Digest = hex.EncodeToString(h.Sum(nil))
-	default:
+	do, ok := ops[op]
+	if !ok {
 		return fmt.Errorf("unknown op %q", op)
+	}
+	keep, err := do(args, &r) // what the heap profile shows (readgraph: the graph)
+	if err != nil {
+		return err
 	}
 	r.Seconds = time.Since(t0).Seconds()
 	if p := os.Getenv("WITNESS_BENCH_MEMPROFILE"); p != "" {
@@ -215,6 +95,162 @@ func run(args []string) error {
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
 	return nil
+}
+
+// ops are the operations of witness-bench, by name.
+var ops = map[string]func(args []string, r *result) (any, error){
+	"gen":       opGen,
+	"floor":     opFloor,
+	"stream":    opStream,
+	"jsonld":    opJsonld,
+	"readgraph": opReadgraph,
+	"jsongold":  opJsongold,
+}
+
+// opGen is the gen op.
+func opGen(args []string, r *result) (any, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("usage: witness-bench gen N FILE")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(args[2])
+	if err != nil {
+		return nil, err
+	}
+	// a valid capture: the session id derived from the header, the
+	// end signed by the active key of $WITNESS_KEYRING when there is
+	// one, so that verify judges the whole log (issue 33)
+	var signers []eventlog.Signer
+	if p := os.Getenv(keyring.EnvKeyring); p != "" {
+		kr, err := keyring.OpenExisting(p, keyring.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("gen: keyring %s: %w", p, err)
+		}
+		sg, err := kr.ActiveSigner()
+		if err != nil {
+			return nil, fmt.Errorf("gen: keyring %s: %w", p, err)
+		}
+		signers = append(signers, sg)
+	}
+	if err := synthlog.GenerateWith(f, n, 1, synthlog.Options{Signers: signers}); err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	r.File, r.Events = args[2], int64(n)
+	return nil, nil
+}
+
+// opFloor is the floor op.
+func opFloor(args []string, r *result) (any, error) {
+	f, err := os.Open(args[1])
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	br := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := br.ReadSlice('\n')
+		h.Write(line)
+		if len(line) > 0 {
+			r.Events++
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return nil, err
+		}
+	}
+	r.Digest = hex.EncodeToString(h.Sum(nil))
+	st, _ := f.Stat()
+	r.Bytes = st.Size()
+	return nil, nil
+}
+
+// opStream is the stream op.
+func opStream(args []string, r *result) (any, error) {
+	f, err := os.Open(args[1])
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	so := graph.StreamOptions{}
+	if os.Getenv("WITNESS_BENCH_STAGES") != "" {
+		so.Stages = &graph.StreamStages{}
+	}
+	st, err := graph.StreamNQuads(graph.NewEventSource(f, args[1]), io.Discard, graph.Options{}, so)
+	if err != nil {
+		return nil, err
+	}
+	if g := so.Stages; g != nil {
+		fmt.Fprintf(os.Stderr, "stages (wall s): map %.2f merge %.2f drain %.2f; waits: mapper in %.2f out %.2f, packer %.2f, merge %.2f, expander %.2f\n",
+			g.Map.Seconds(), g.Merge.Seconds(), g.Drain.Seconds(), g.MapWaitIn.Seconds(), g.MapWaitOut.Seconds(),
+			g.PackWaitSort.Seconds(), g.MergeWaitOut.Seconds(), g.ExpandWait.Seconds())
+	}
+	r.Events, r.Quads, r.Bytes, r.Digest, r.Runs, r.Spilled = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs, st.Spilled
+	return nil, nil
+}
+
+// opJsonld is the jsonld op.
+func opJsonld(args []string, r *result) (any, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("usage: witness-bench jsonld FILE OUT")
+	}
+	f, err := os.Open(args[1])
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out, err := os.Create(args[2])
+	if err != nil {
+		return nil, err
+	}
+	st, err := graph.StreamJSONLD(graph.NewEventSource(f, args[1]), out, graph.Options{}, graph.StreamOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Close(); err != nil {
+		return nil, err
+	}
+	r.Events, r.Quads, r.Bytes, r.Digest, r.Runs, r.Spilled = st.Events, st.Quads, st.Bytes, st.Digest, st.Runs, st.Spilled
+	return nil, nil
+}
+
+// opReadgraph is the readgraph op.
+func opReadgraph(args []string, r *result) (any, error) {
+	f, err := os.Open(args[1])
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	g, err := graph.ReadJSONLD(f, args[1])
+	if err != nil {
+		return nil, err
+	}
+	r.Quads = int64(g.Len())
+	return g, nil
+}
+
+// opJsongold is the jsongold op.
+func opJsongold(args []string, r *result) (any, error) {
+	doc, err := os.ReadFile(args[1])
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	cw := &counter{w: h}
+	if err := ldoracle.Canonicalize(doc, &ldoracle.Loader{}, cw); err != nil {
+		return nil, err
+	}
+	r.Bytes, r.Quads = cw.n, cw.lines
+	r.Digest = hex.EncodeToString(h.Sum(nil))
+	return nil, nil
 }
 
 type counter struct {

@@ -40,6 +40,7 @@ type captureOptions struct {
 	RedactHeaders []string
 	RedactQuery   []string
 	Anchor        anchorOptions // --log
+	JSON          bool
 }
 
 // serverEnvDefault are the variables passed to the server unless --env
@@ -93,7 +94,10 @@ API keys and every --redact-header reach the disk only as keyed hashes
 (--redact-key or $WITNESS_REDACT_KEY; else a key made for the session), so
 do the values of credential query parameters in --url (key, api-key,
 access_token, ... and every --redact-query; docs/design/redaction.md).
-Redirects are not followed; a 401 names the server's WWW-Authenticate.`,
+Redirects are not followed; a 401 names the server's WWW-Authenticate.
+
+What was recorded (server, counts, files) is printed on stdout; --json
+prints it as one JSON object (docs/formats/cli-json.md).`,
 		Example: `  witness capture --out rec -- node server.js stdio
   witness capture --out rec --scenario calls.json --seal seal.json --keyring keys.json -- ./server
   witness capture --out rec --protocol 2025-03-26 --timeout 5s --env API_BASE -- ./server
@@ -131,6 +135,8 @@ Redirects are not followed; a 401 names the server's WWW-Authenticate.`,
 	f.StringArrayVar(&o.RedactHeaders, "redact-header", nil, "with --url: also replace this header's values by keyed hashes (repeatable)")
 	f.StringArrayVar(&o.RedactQuery, "redact-query", nil, "with --url: also replace this query parameter's values by keyed hashes wherever the URL is written (repeatable; key, api-key, access_token and the others of docs/design/redaction.md always are)")
 	o.Anchor.AddFlags(c)
+	f.BoolVar(&o.JSON, "json", false, "print what was recorded (server, counts, files) as JSON")
+	completeChoices(c, "protocol", mcp.SupportedProtocols...)
 	c.MarkFlagRequired("out")
 	c.AddCommand(newCaptureAppendCmd(a))
 	return c
@@ -266,18 +272,11 @@ func runCapture(a *app, o captureOptions) error {
 	lo.Notes = append(lo.Notes, startWarnings(a, len(lo.Signers) > 0)...)
 	o.Output.Reads(o.Scenario, o.Seal, o.Keys.Input(a), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile)
 	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Output.Out, Files: o.Output.Rules(a), Calls: calls})
-	if res != nil && res.Server.Name != "" {
+	if res != nil && err == nil {
+		return reportCapture(a, o, res)
+	}
+	if res != nil && res.Server.Name != "" && !o.JSON {
 		fmt.Fprintf(a.stdout, "witness: server %s %s, protocol %s, %d tools\n", res.Server.Name, res.Server.Version, res.Server.ProtocolVersion, res.Tools)
-	}
-	if res != nil && err == nil {
-		fmt.Fprintf(a.stdout, "witness: %d tool calls (%d answered with an error)\n", res.Calls, res.ToolError)
-		if res.Requests > 0 {
-			fmt.Fprintf(a.stdout, "witness: %d other requests (%d answered with an error)\n", res.Requests, res.ReqError)
-		}
-		fmt.Fprintf(a.stdout, "witness: captured %d events to %s (cassette %s, %d records)\n", res.EventN, res.Events, res.Cassette, res.Records)
-	}
-	if res != nil && err == nil {
-		return o.Anchor.Anchor(a, res.Events, a.stdout)
 	}
 	if err != nil && res != nil {
 		hint := fmt.Sprintf("everything received is kept in %s and %s", res.Cassette, res.Events)
@@ -287,6 +286,27 @@ func runCapture(a *app, o captureOptions) error {
 		return exitcode.WithHint(err, hint)
 	}
 	return err
+}
+
+// reportCapture prints what a finished capture recorded (--json: one JSON
+// object) and anchors its end when --anchor asks; with --json the anchor's
+// line goes to stderr, so stdout holds the object alone.
+func reportCapture(a *app, o captureOptions, res *capture.CaptureResult) error {
+	if o.JSON {
+		if err := printJSON(a, newCaptureResult(res)); err != nil {
+			return err
+		}
+		return o.Anchor.Anchor(a, res.Events, a.stderr)
+	}
+	if res.Server.Name != "" {
+		fmt.Fprintf(a.stdout, "witness: server %s %s, protocol %s, %d tools\n", res.Server.Name, res.Server.Version, res.Server.ProtocolVersion, res.Tools)
+	}
+	fmt.Fprintf(a.stdout, "witness: %d tool calls (%d answered with an error)\n", res.Calls, res.ToolError)
+	if res.Requests > 0 {
+		fmt.Fprintf(a.stdout, "witness: %d other requests (%d answered with an error)\n", res.Requests, res.ReqError)
+	}
+	fmt.Fprintf(a.stdout, "witness: captured %d events to %s (cassette %s, %d records)\n", res.EventN, res.Events, res.Cassette, res.Records)
+	return o.Anchor.Anchor(a, res.Events, a.stdout)
 }
 
 // captureHTTPOptions sets the --url session's options: the URL, the

@@ -1,7 +1,20 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
+
+	"github.com/agent-trace-witness/witness/keyring"
+)
+
+// The values of the enumerated flags that more than one verb takes: the
+// verbs check a value against these lists and the shell completes from
+// them (completeChoices).
+var (
+	keyAlgs         = []string{keyring.AlgHMAC, keyring.AlgEd25519}    // --alg
+	keyBackends     = []string{keyring.BackendFile, keyring.BackendOS} // --backend
+	firewallFormats = []string{"text", "json"}                         // firewall ... --format
 )
 
 // newCompletionCmd is cobra's shell completion command (bash, zsh, fish,
@@ -73,4 +86,19 @@ To load completions in your current shell session:
 		},
 	)
 	return c
+}
+
+// completeChoices makes the shell complete flag's values on c with the
+// choices that start with what is typed (the same list the command checks
+// the value against), and nothing else: no file names.
+func completeChoices(c *cobra.Command, flag string, choices ...string) {
+	_ = c.RegisterFlagCompletionFunc(flag, func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, v := range choices {
+			if strings.HasPrefix(v, prefix) {
+				out = append(out, v)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 }

@@ -12,6 +12,7 @@ type cosignOptions struct {
 	Seal   string
 	Keys   keyringOptions
 	Output outputOptions
+	JSON   bool
 }
 
 func newCosignCmd(a *app) *cobra.Command {
@@ -26,7 +27,8 @@ unchanged. A key that already signed the seal is refused, under whatever
 key_id (or none) its signature is filed.
 
 The cosigned seal is written to --out, a new file: SEAL itself is evidence
-and is never rewritten (docs/design/evidence-files.md).`,
+and is never rewritten (docs/design/evidence-files.md). --json prints what
+was written as one JSON object (docs/formats/cli-json.md).`,
 		Example: `  witness cosign seal.json --keyring ./bob.json --out seal.2.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,6 +38,7 @@ and is never rewritten (docs/design/evidence-files.md).`,
 	}
 	o.Keys.AddFlags(c, keyUse{Required: true, KeyID: true})
 	o.Output.AddFlags(c, "where to write the cosigned seal (a new file; never SEAL itself)", false)
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the files, the key and the signature count as JSON")
 	c.MarkFlagRequired("out")
 	return c
 }
@@ -65,6 +68,10 @@ func runCosign(a *app, o cosignOptions) error {
 	}
 	if err := o.Output.Write(a, b); err != nil {
 		return err
+	}
+	if o.JSON {
+		return printJSON(a, cosignResult{Result: "cosign", V: cliJSONVersion, Seal: o.Seal, Out: o.Output.Out, SealRef: s.Ref(),
+			KeyID: signer.KeyID(), Algorithm: signer.Algorithm(), Signatures: 1 + len(s.Cosignatures)})
 	}
 	fmt.Fprintf(a.stdout, "cosigned %s -> %s with key_id=%s (%s); the seal now carries %d signature(s)\n", o.Seal, o.Output.Out, signer.KeyID(), signer.Algorithm(), 1+len(s.Cosignatures))
 	return nil

@@ -16,6 +16,7 @@ type driftOptions struct {
 	JUnit       string
 	AllowUnused bool
 	Force       bool
+	JSON        bool
 }
 
 func newDriftCmd(a *app) *cobra.Command {
@@ -38,7 +39,8 @@ The run drifted from the recordings when, in any report:
     with SIGKILL, or its report could not be finished), or serve could not
     start.
 
-The verdict is printed on stdout; --junit FILE also writes it as JUnit XML
+The verdict is printed on stdout (--json: as one JSON object, each report's
+counts and cases, docs/formats/cli-json.md); --junit FILE also writes it as JUnit XML
 (one testsuite per report, one testcase per recorded request, missed
 request and host answer, and one for the report's completeness).
 
@@ -54,6 +56,7 @@ report included), 3 a report that was changed or broken, 5 an I/O error.`,
 	}
 	c.Flags().StringVar(&o.JUnit, "junit", "", "also write the verdict as JUnit XML to this file")
 	c.Flags().BoolVar(&o.AllowUnused, "allow-unused", false, "recorded requests never asked for (and server requests never answered) are no drift: skipped")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the verdict as JSON: each report's counts and cases")
 	addForceFlag(c, &o.Force)
 	return c
 }
@@ -83,7 +86,11 @@ func runDrift(a *app, o driftOptions) error {
 			return err
 		}
 	}
-	if err := v.WriteText(a.stdout); err != nil {
+	if o.JSON {
+		if err := printJSON(a, newDriftResult(v)); err != nil {
+			return err
+		}
+	} else if err := v.WriteText(a.stdout); err != nil {
 		return exitcode.New(exitcode.Failure, fmt.Errorf("write stdout: %w", err), "")
 	}
 	if v.Drift {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -73,12 +74,13 @@ canonical installation. Exit 0 when the file is valid, 2 when it is not.`,
 		},
 	}
 	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	completeChoices(c, "format", firewallFormats...)
 	c.Flags().BoolVar(&o.canonical, "canonical", false, "print the canonical installation JSON (the bytes activeRevision hashes)")
 	return c
 }
 
 func runFirewallPolicyCheck(a *app, o *firewallOptions) error {
-	if o.format != "text" && o.format != "json" {
+	if !slices.Contains(firewallFormats, o.format) {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
 	p, err := firewall.LoadPolicy(o.policy)
@@ -155,6 +157,7 @@ absolute path, never over a hard-linked file, and never while a stale
 	f.StringVar(&o.mapping, "mapping", "", "message mapping file: derive messages from tool calls too")
 	f.StringVar(&o.recorded, "recorded", "", "answer English questions from the judgments kept in this audit snapshot")
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	completeChoices(c, "format", firewallFormats...)
 	f.StringVar(&o.activations, "activations", "", "activation history (an audit snapshot or {\"activations\": [...]}): check each message under the installation active at its time")
 	f.StringArrayVar(&o.policyReads, "policy-read", nil, "a policy_read list giving rule texts for --activations (repeatable)")
 	f.BoolVar(&o.hostView, "host-view", false, "after each check, print what the host saw: a refused send's FirewallSendError text, an item's guidance with its subjects")
@@ -167,7 +170,7 @@ absolute path, never over a hard-linked file, and never while a stale
 }
 
 func runFirewallEvaluate(a *app, o *firewallOptions) error {
-	if o.format != "text" && o.format != "json" {
+	if !slices.Contains(firewallFormats, o.format) {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
 	o.output.Reads(append([]string{o.policy, o.events, o.mapping, o.recorded, o.keys.Input(a), o.activations}, o.policyReads...)...)
@@ -346,6 +349,7 @@ incomplete audit or log.`,
 		},
 	}
 	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	completeChoices(c, "format", firewallFormats...)
 	c.Flags().BoolVar(&o.group, "group", false, "verify several members of one conversation together; each argument is AUDIT=EVENTS")
 	c.Flags().StringVar(&o.policy, "policy", "", "with --group: re-evaluate each member's log under this message policy and name every decision its audit records differently")
 	o.keys.AddFlags(c, keyUse{Trust: true})
@@ -354,7 +358,7 @@ incomplete audit or log.`,
 }
 
 func runFirewallAuditVerify(a *app, path string, o *firewallOptions) error {
-	if o.format != "text" && o.format != "json" {
+	if !slices.Contains(firewallFormats, o.format) {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
 	vo, err := o.keys.VerifyKeys(a, 0)
@@ -407,12 +411,13 @@ need not log every refusal. An incomplete snapshot exits 4, a tampered one 3.`,
 	}
 	c.Flags().StringVar(&o.hostLog, "host-log", "", "the host's log (any text, one entry per line)")
 	c.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	completeChoices(c, "format", firewallFormats...)
 	_ = c.MarkFlagRequired("host-log")
 	return c
 }
 
 func runFirewallAuditCorrelate(a *app, path string, o *firewallOptions) error {
-	if o.format != "text" && o.format != "json" {
+	if !slices.Contains(firewallFormats, o.format) {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
 	res, err := firewall.CorrelateHostLogFiles(path, o.hostLog)
@@ -487,11 +492,12 @@ rule texts of the first document. Exit 0 without findings, 1 with findings,
 	f.StringVar(&o.activations, "activations", "", "activation history to use instead of the snapshot's own activation records")
 	f.StringArrayVar(&o.policyReads, "policy-read", nil, "a policy_read list to compare with the history (repeatable)")
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	completeChoices(c, "format", firewallFormats...)
 	return c
 }
 
 func runFirewallAuditActivations(a *app, path string, o *firewallOptions) error {
-	if o.format != "text" && o.format != "json" {
+	if !slices.Contains(firewallFormats, o.format) {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
 	var p *firewall.Policy
@@ -636,7 +642,7 @@ func addFirewallAudit(a *app, g *graph.Graph, path string) error {
 
 // runFirewallAuditVerifyGroup serves `witness firewall audit verify --group`.
 func runFirewallAuditVerifyGroup(a *app, args []string, o *firewallOptions) error {
-	if o.format != "text" && o.format != "json" {
+	if !slices.Contains(firewallFormats, o.format) {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format text or json")
 	}
 	opts := firewall.GroupOptions{Timestamp: eventlog.Timestamp(a.getenv)}

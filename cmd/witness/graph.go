@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +18,9 @@ import (
 	"github.com/agent-trace-witness/witness/seal"
 	"github.com/agent-trace-witness/witness/verify"
 )
+
+// graphFormats are the values of graph --format, the first the default.
+var graphFormats = []string{"jsonld", "nquads", "dot"}
 
 type graphOptions struct {
 	Events     []string
@@ -33,14 +38,13 @@ type graphOptions struct {
 	// FirewallAudit is an audit snapshot whose checks are added as an
 	// overlay (--firewall-audit; see addFirewallAudit in firewall.go).
 	FirewallAudit string
+	// JSON prints the summary (digest, quads, format, files) as one JSON
+	// object on stdout; the graph then goes to --out FILE.
+	JSON bool
 }
 
-func newGraphCmd(a *app) *cobra.Command {
-	var o graphOptions
-	c := &cobra.Command{
-		Use:   "graph --events FILE [--events FILE ...] [--seal FILE] [--format jsonld|nquads|dot] [--out FILE]",
-		Short: "Turn an event log into a canonical PROV-DM causal graph (JSON-LD, N-Quads or DOT)",
-		Long: `graph turns the event log into a W3C PROV-DM causal graph with PROV-O terms
+// graphLong is graph's help.
+const graphLong = `graph turns the event log into a W3C PROV-DM causal graph with PROV-O terms
 (docs/formats/graph.md): the AI agent, the MCP server and the witness are
 prov:Agent; tool calls and model turns prov:Activity; arguments, results,
 messages and external effects prov:Entity; the seal is the prov:Plan of each
@@ -69,11 +73,21 @@ linked by content (docs/design/causal-join.md). The same log twice, or two
 logs with one session id, are refused (exit 2).
 
 The graph digest, the sha256 of the canonical N-Quads, is printed on stderr
-whatever the format.`,
+whatever the format. --json prints it, with the number of quads, the format
+and the files, as one JSON object on stdout instead (docs/formats/cli-json.md);
+the graph then needs --out FILE.`
+
+func newGraphCmd(a *app) *cobra.Command {
+	var o graphOptions
+	c := &cobra.Command{
+		Use:   "graph --events FILE [--events FILE ...] [--seal FILE] [--format jsonld|nquads|dot] [--out FILE]",
+		Short: "Turn an event log into a canonical PROV-DM causal graph (JSON-LD, N-Quads or DOT)",
+		Long:  graphLong,
 		Example: `  witness graph --events rec/events.jsonl --out graph.jsonld
   witness graph --events rec/events.jsonl --format nquads --out graph.nq
   witness graph --events rec/events.jsonl --seal seal.json --format dot | dot -Tsvg > graph.svg
-  witness graph --events model/events.jsonl --events fs/events.jsonl --out run.jsonld`,
+  witness graph --events model/events.jsonl --events fs/events.jsonl --out run.jsonld
+  witness graph --events rec/events.jsonl --out graph.jsonld --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGraph(a, o)
@@ -82,7 +96,7 @@ whatever the format.`,
 	f := c.Flags()
 	f.StringArrayVar(&o.Events, "events", nil, "event log to read (events.jsonl); repeat for the logs of one run")
 	f.StringVar(&o.Seal, "seal", "", "seal file: the plan of the session (default: the seal the log header names)")
-	f.StringVar(&o.Format, "format", "jsonld", "output format: jsonld, nquads or dot")
+	f.StringVar(&o.Format, "format", graphFormats[0], "output format: jsonld, nquads or dot")
 	o.Output.AddFlags(c, "file to write (default: standard output)", true)
 	f.BoolVar(&o.NoPayloads, "no-payloads", false, "leave payload contents (prov:value) out, keep their hashes")
 	f.IntVar(&o.MaxNodes, "max-nodes", graph.DefaultDOTMaxNodes, "dot: draw a summary above this many nodes")
@@ -92,15 +106,18 @@ whatever the format.`,
 	o.Keys.AddFlags(c, keyUse{Legacy: true, Trust: true})
 	f.BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "dot with --seal: accept an event log whose end carries no signature the keyring can check")
 	f.StringVar(&o.FirewallAudit, "firewall-audit", "", "firewall audit snapshot (org.social-harness/firewall-audit/v4): add each check as an activity that used its message")
+	f.BoolVar(&o.JSON, "json", false, "print the digest, quads, format and files as JSON on stdout (needs --out FILE)")
 	_ = c.MarkFlagRequired("events")
+	completeChoices(c, "format", graphFormats...)
 	return c
 }
 
 func runGraph(a *app, o graphOptions) error {
-	switch o.Format {
-	case "jsonld", "nquads", "dot":
-	default:
+	if !slices.Contains(graphFormats, o.Format) {
 		return usageError(fmt.Errorf("unknown --format %q", o.Format), "use --format jsonld, nquads or dot")
+	}
+	if o.JSON && o.Output.File() == "" {
+		return usageError(errors.New("--json prints the summary on stdout, so the graph needs a file"), "add --out FILE")
 	}
 	if o.Format != "dot" && (o.Classes != "" || o.Title != "") {
 		return usageError(fmt.Errorf("--classes and --title apply to --format dot only"), "add --format dot")
@@ -135,6 +152,9 @@ func runGraph(a *app, o graphOptions) error {
 	noSync := func(r atomicfile.Options) atomicfile.Options { r.NoSync, r.DropCache = true, true; return r }
 	if err := o.Output.Publish(a, noSync, write); err != nil {
 		return err
+	}
+	if o.JSON {
+		return printJSON(a, newGraphResult(o, st))
 	}
 	fmt.Fprintf(a.stderr, "witness: graph digest sha256:%s (%d quads)\n", st.Digest, st.Quads)
 	if out := o.Output.File(); out != "" {

@@ -19,6 +19,7 @@ type importOptions struct {
 	Keys   keyringOptions
 	Redact redactOptions
 	Quiet  bool
+	JSON   bool
 }
 
 func newImportCmd(a *app) *cobra.Command {
@@ -45,7 +46,10 @@ active key of --keyring (or $WITNESS_KEYRING when that file exists). That
 signature vouches for the conversion (this log is what import wrote from
 FILE, unchanged since), not for the events: the witness never saw them on
 the wire. Every line keeps source "imported", which the chain and the
-signature cover, and 'witness verify' says "imported, not observed".`,
+signature cover, and 'witness verify' says "imported, not observed".
+
+--json prints the summary and every pairing as one JSON object instead
+(docs/formats/cli-json.md).`,
 		Example: `  witness import --from atw-0.1.0 hansard_scenario_1.jsonl --out events.jsonl
   witness import --from atw-0.1.0 mcp_stdio_001.jsonl --out events.jsonl --keyring keys.json`,
 		Args: cobra.ExactArgs(1),
@@ -60,6 +64,8 @@ signature cover, and 'witness verify' says "imported, not observed".`,
 	o.Keys.AddFlags(c, recordingKeys)
 	o.Redact.AddFlags(c, "")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary line")
+	f.BoolVar(&o.JSON, "json", false, "print the summary and the pairings as JSON")
+	completeChoices(c, "from", derive.ImportFormatATW010)
 	c.MarkFlagRequired("from")
 	c.MarkFlagRequired("out")
 	return c
@@ -91,17 +97,15 @@ func runImport(a *app, o importOptions) error {
 	}
 	ts := eventlog.Timestamp(a.getenv)
 	opts := derive.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
-	if !o.Quiet {
-		opts.OnEvent = func(e *eventlog.Event) {
-			who := e.Tool + e.Role
-			switch {
-			case e.Call != "":
-				fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> tool_call %s\n", e.Legacy.Line, e.Kind, who, e.ID, e.Call)
-			case e.Input != "":
-				fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> model_input %s\n", e.Legacy.Line, e.Kind, who, e.ID, e.Input)
-			case e.Legacy != nil && e.Legacy.Orphan:
-				fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> no open call: orphan\n", e.Legacy.Line, e.Kind, who, e.ID)
-			}
+	links := []importLinkResult{}
+	opts.OnEvent = func(e *eventlog.Event) {
+		l, ok := importLink(e)
+		switch {
+		case !ok || o.Quiet && !o.JSON:
+		case o.JSON:
+			links = append(links, l)
+		default:
+			printImportLink(a, l)
 		}
 	}
 	var rep *derive.ImportReport
@@ -117,15 +121,49 @@ func runImport(a *app, o importOptions) error {
 	if err != nil {
 		return err
 	}
+	res := importResult{Result: "import", V: cliJSONVersion, File: o.File, Source: rep.Format, Out: o.Output.Out,
+		Events: rep.Events, Paired: rep.Paired, Orphans: append([]string{}, rep.Orphans...), Session: rep.Session, Links: links}
+	if len(signers) > 0 {
+		res.SignedBy = signers[0].KeyID()
+	}
+	return printImport(a, o.JSON, res)
+}
+
+// importLink is what import says about one event it paired (or could not
+// pair); ok is false for the events it says nothing about.
+func importLink(e *eventlog.Event) (l importLinkResult, ok bool) {
+	if e.Legacy == nil || e.Call == "" && e.Input == "" && !e.Legacy.Orphan {
+		return l, false
+	}
+	return importLinkResult{Line: e.Legacy.Line, Event: e.ID, Kind: string(e.Kind), Name: e.Tool + e.Role,
+		ToolCall: e.Call, ModelInput: e.Input, Orphan: e.Call == "" && e.Input == ""}, true
+}
+
+func printImportLink(a *app, l importLinkResult) {
+	switch {
+	case l.ToolCall != "":
+		fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> tool_call %s\n", l.Line, l.Kind, l.Name, l.Event, l.ToolCall)
+	case l.ModelInput != "":
+		fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> model_input %s\n", l.Line, l.Kind, l.Name, l.Event, l.ModelInput)
+	default:
+		fmt.Fprintf(a.stdout, "line %d: %s %s (%s) -> no open call: orphan\n", l.Line, l.Kind, l.Name, l.Event)
+	}
+}
+
+// printImport prints import's summary: a line, or with --json one object.
+func printImport(a *app, asJSON bool, r importResult) error {
+	if asJSON {
+		return printJSON(a, r)
+	}
 	kind := "event log"
-	if rep.Format == derive.LegacyATWCassette {
+	if r.Source == derive.LegacyATWCassette {
 		kind = "cassette"
 	}
 	signed := "unsigned"
-	if len(signers) > 0 {
-		signed = "signed by key " + signers[0].KeyID() + " as imported, not observed"
+	if r.SignedBy != "" {
+		signed = "signed by key " + r.SignedBy + " as imported, not observed"
 	}
 	fmt.Fprintf(a.stdout, "witness: imported %d events from %s (atw-0.1.0 %s) to %s: %d paired (earliest open call of the same tool), %d orphans; session %s, %s\n",
-		rep.Events, filepath.Base(o.File), kind, o.Output.Out, rep.Paired, len(rep.Orphans), rep.Session, signed)
+		r.Events, filepath.Base(r.File), kind, r.Out, r.Paired, len(r.Orphans), r.Session, signed)
 	return nil
 }

@@ -34,14 +34,16 @@ use rotate-key to replace it.`,
 	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
 	c.Flags().StringVar(&o.Alg, "alg", "hmac", "key algorithm: hmac (HMAC-SHA256, 0.1.0-compatible) or ed25519")
 	c.Flags().StringVar(&o.Backend, "backend", "file", "where the secret lives: file (keys.json) or os (OS keyring)")
+	completeChoices(c, "alg", keyAlgs...)
+	completeChoices(c, "backend", keyBackends...)
 	return c
 }
 
 func runKeygen(a *app, o keygenOptions) error {
-	if err := checkChoice("alg", o.Alg, keyring.AlgHMAC, keyring.AlgEd25519); err != nil {
+	if err := checkChoice("alg", o.Alg, keyAlgs...); err != nil {
 		return err
 	}
-	if err := checkChoice("backend", o.Backend, keyring.BackendFile, keyring.BackendOS); err != nil {
+	if err := checkChoice("backend", o.Backend, keyBackends...); err != nil {
 		return err
 	}
 	path, opts, err := o.Keys.Path(a, o.Backend)

@@ -62,6 +62,7 @@ anchor returns (repeatable).`,
 	}
 	o.Keys.AddFlags(c, keyUse{Role: "keyring of the log's Ed25519 key (created when it has no active key)", Required: true})
 	c.Flags().StringVar(&o.Backend, "backend", "file", "where a new key's secret lives: file (keys.json) or os (OS keyring)")
+	completeChoices(c, "backend", keyBackends...)
 	c.Flags().StringVar(&o.Origin, "origin", "witness.local/log", "the log's origin: the first line of its checkpoints and its key's name")
 	c.Flags().StringArrayVar(&o.Witnesses, "witness", nil, "URL of a tlog-witness that cosigns the log's checkpoints (repeatable)")
 	return c
@@ -70,7 +71,7 @@ anchor returns (repeatable).`,
 // logSigner returns the active Ed25519 key of the keyring at path,
 // generating one when the keyring has no active key.
 func logSigner(a *app, k *keyringOptions, backend string) (keyring.Signer, string, error) {
-	if err := checkChoice("backend", backend, keyring.BackendFile, keyring.BackendOS); err != nil {
+	if err := checkChoice("backend", backend, keyBackends...); err != nil {
 		return nil, "", err
 	}
 	path, opts, err := k.Path(a, backend)
@@ -268,6 +269,7 @@ whose key_id is --name.`,
 	}
 	o.Keys.AddFlags(c, keyUse{Role: "keyring of the witness's Ed25519 key (created when it has no active key)", Required: true})
 	c.Flags().StringVar(&o.Backend, "backend", "file", "where a new key's secret lives: file (keys.json) or os (OS keyring)")
+	completeChoices(c, "backend", keyBackends...)
 	c.Flags().StringVar(&o.Name, "name", "", "the witness's name on its cosignatures (default: its key id)")
 	c.Flags().StringArrayVar(&o.Logs, "log-key", nil, "verifier key of a log to witness (repeatable)")
 	c.Flags().StringVar(&o.State, "state", "", "folder keeping the last size and root cosigned per log")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,9 @@ import (
 // replayOptions are the flags of `witness replay`. Verdict sources other
 // verbs' packages provide (the firewall's --what-if-policy) append to
 // sources from their own flags.
+// replayFormats are the values of replay --format, the first the default.
+var replayFormats = []string{"json", "text", "dot"}
+
 type replayOptions struct {
 	graphFile string
 	// events are the logs of one run, joined into the graph replayed
@@ -72,7 +76,8 @@ several logs, --remove also takes LOGNAME:eN (docs/design/causal-join.md).`,
 	f.StringVar(&o.sealFile, "seal", "", "seal to verify the observed and counterfactual runs against (drift and verdict overlays)")
 	o.keys.AddFlags(c, keyUse{Legacy: true})
 	o.output.AddFlags(c, "write the output to FILE instead of stdout", true)
-	f.StringVar(&o.format, "format", "json", "output format: json, text or dot")
+	f.StringVar(&o.format, "format", replayFormats[0], "output format: json, text or dot")
+	completeChoices(c, "format", replayFormats...)
 	f.BoolVar(&o.rank, "rank", false, "rank every action by the blast radius of removing it alone")
 	f.IntVar(&o.top, "top", 0, "with --rank, list only the first N actions (0: all)")
 	f.StringVar(&o.whatIfPolicy, "what-if-policy", "", "message-policy file: remove what it would have withheld or refused (enforcement) and add its verdicts")
@@ -124,9 +129,7 @@ func runReplay(a *app, o *replayOptions) error {
 
 // checkReplayFlags refuses the flag combinations replay cannot answer.
 func checkReplayFlags(o *replayOptions) error {
-	switch o.format {
-	case "json", "text", "dot":
-	default:
+	if !slices.Contains(replayFormats, o.format) {
 		return usageError(fmt.Errorf("unknown --format %q", o.format), "use --format json, text or dot")
 	}
 	if o.rank && len(o.remove) > 0 {

@@ -33,17 +33,19 @@ seals it signed still verify.`,
 	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
 	c.Flags().StringVar(&o.Alg, "alg", "", "algorithm of the new key: hmac or ed25519 (default: the old key's)")
 	c.Flags().StringVar(&o.Backend, "backend", "", "where the new secret lives: file or os (default: the old key's)")
+	completeChoices(c, "alg", keyAlgs...)
+	completeChoices(c, "backend", keyBackends...)
 	return c
 }
 
 func runRotateKey(a *app, o rotateKeyOptions) error {
 	if o.Alg != "" {
-		if err := checkChoice("alg", o.Alg, keyring.AlgHMAC, keyring.AlgEd25519); err != nil {
+		if err := checkChoice("alg", o.Alg, keyAlgs...); err != nil {
 			return err
 		}
 	}
 	if o.Backend != "" {
-		if err := checkChoice("backend", o.Backend, keyring.BackendFile, keyring.BackendOS); err != nil {
+		if err := checkChoice("backend", o.Backend, keyBackends...); err != nil {
 			return err
 		}
 	}

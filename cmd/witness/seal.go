@@ -11,6 +11,9 @@ import (
 	"github.com/agent-trace-witness/witness/seal"
 )
 
+// sealEnvelopes are the values of seal --envelope.
+var sealEnvelopes = []string{"dsse"}
+
 type sealOptions struct {
 	Spec        string
 	Output      outputOptions
@@ -18,6 +21,7 @@ type sealOptions struct {
 	WitnessID   string
 	Envelope    string
 	EnvelopeOut string
+	JSON        bool
 }
 
 func newSealCmd(a *app) *cobra.Command {
@@ -36,7 +40,11 @@ created_at comes from ATW_WITNESS_TS or the clock; witness_id from
 --witness-id, the spec, ATW_WITNESS_ID, else witness-cli-local.
 
 With --envelope dsse the seal is also written as an in-toto Statement v1 in a
-DSSE envelope signed with the (Ed25519) key, one JSON line.`,
+DSSE envelope signed with the (Ed25519) key, one JSON line.
+
+What was written is printed on stdout; --json prints it as one JSON object:
+the seal_ref, witness id, tool count, algorithm, key id and files
+(docs/formats/cli-json.md).`,
 		Example: `  witness seal --spec agent.json --out seal.json
   witness seal --spec agent.json --out seal.json --envelope dsse`,
 		Args: cobra.NoArgs,
@@ -52,6 +60,8 @@ DSSE envelope signed with the (Ed25519) key, one JSON line.`,
 	c.Flags().StringVar(&o.WitnessID, "witness-id", "", "witness id (default: the spec's, else $ATW_WITNESS_ID, else witness-cli-local)")
 	c.Flags().StringVar(&o.Envelope, "envelope", "", "also write the seal as an envelope: dsse (in-toto Statement v1, Ed25519)")
 	c.Flags().StringVar(&o.EnvelopeOut, "envelope-out", "", "where to write the envelope (default: OUT with .intoto.jsonl in place of .json)")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the seal_ref, witness id, tools, algorithm, key id and files as JSON")
+	completeChoices(c, "envelope", sealEnvelopes...)
 	c.MarkFlagRequired("spec")
 	c.MarkFlagRequired("out")
 	c.AddCommand(newSealInitCmd(a))
@@ -60,7 +70,7 @@ DSSE envelope signed with the (Ed25519) key, one JSON line.`,
 
 func runSeal(a *app, o sealOptions) error {
 	if o.Envelope != "" {
-		if err := checkChoice("envelope", o.Envelope, "dsse"); err != nil {
+		if err := checkChoice("envelope", o.Envelope, sealEnvelopes...); err != nil {
 			return err
 		}
 	}
@@ -114,12 +124,8 @@ func runSeal(a *app, o sealOptions) error {
 	if err := o.Output.Write(a, b); err != nil {
 		return err
 	}
-	keyDesc := "ATW_WITNESS_KEY"
-	if signer.KeyID() != "" {
-		keyDesc = "key_id=" + signer.KeyID()
-	}
-	fmt.Fprintf(a.stdout, "sealed %d tool(s) for %s -> %s (%s, %s)\n", len(body.Tools), body.WitnessID, out, signer.Algorithm(), keyDesc)
-	fmt.Fprintf(a.stdout, "seal_ref %s\n", s.Ref())
+	res := sealResult{Result: "seal", V: cliJSONVersion, Out: out, SealRef: s.Ref(), WitnessID: body.WitnessID,
+		Tools: len(body.Tools), Algorithm: signer.Algorithm(), KeyID: signer.KeyID()}
 	if env != nil {
 		eb, err := env.Marshal()
 		if err != nil {
@@ -128,7 +134,24 @@ func runSeal(a *app, o sealOptions) error {
 		if err := atomicfile.Write(envOut, eb, envOpts); err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stdout, "in-toto statement in a DSSE envelope -> %s (predicateType %s)\n", envOut, seal.PredicateType)
+		res.Envelope = &sealEnvelopeResult{Out: envOut, PredicateType: seal.PredicateType}
+	}
+	return printSeal(a, o.JSON, res)
+}
+
+// printSeal prints what seal wrote: lines, or with --json one object.
+func printSeal(a *app, asJSON bool, r sealResult) error {
+	if asJSON {
+		return printJSON(a, r)
+	}
+	keyDesc := "ATW_WITNESS_KEY"
+	if r.KeyID != "" {
+		keyDesc = "key_id=" + r.KeyID
+	}
+	fmt.Fprintf(a.stdout, "sealed %d tool(s) for %s -> %s (%s, %s)\n", r.Tools, r.WitnessID, r.Out, r.Algorithm, keyDesc)
+	fmt.Fprintf(a.stdout, "seal_ref %s\n", r.SealRef)
+	if r.Envelope != nil {
+		fmt.Fprintf(a.stdout, "in-toto statement in a DSSE envelope -> %s (predicateType %s)\n", r.Envelope.Out, r.Envelope.PredicateType)
 	}
 	return nil
 }

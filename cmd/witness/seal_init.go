@@ -86,6 +86,7 @@ An existing --out is replaced only with --force.`,
 	f.StringArrayVar(&o.Env, "env", nil, "pass NAME from the environment, or set NAME=VALUE, for the live server (repeatable)")
 	f.StringVar(&o.URL, "url", "", "survey a live MCP server over Streamable HTTP at this URL instead of starting a command")
 	f.StringArrayVar(&o.Headers, "header", nil, "with --url: send this 'Name: value' header with every request (repeatable)")
+	completeChoices(c, "protocol", mcp.SupportedProtocols...)
 	c.MarkFlagRequired("out")
 	c.MarkFlagRequired("system-prompt")
 	return c

@@ -64,7 +64,7 @@ var layers = []layerRow{
 	{command, []string{"cmd/*"}, []string{plumbing, formats, recording, analysis, testkit}},
 	{testkit, []string{
 		"internal/synthlog", "internal/testrepo", "internal/adversary", "internal/realpeers", "internal/agente2e",
-		"internal/mysqltest", "internal/daemontest", "internal/memtest", "internal/archtest", "internal/wirediff",
+		"internal/mysqltest", "internal/daemontest", "internal/memtest", "internal/archtest", "internal/wirediff", "internal/hostilemcp",
 	}, []string{plumbing, formats, testkit}},
 }
 

@@ -35,7 +35,6 @@ var shellPending = map[string]bool{
 	"completion.go:newCompletionCmd":     true,
 	"firewall.go:newFirewallEvaluateCmd": true,
 	"firewall.go:runFirewallEvaluate":    true,
-	"import.go:runImport":                true,
 	"key.go:runKeyExportPublic":          true,
 	"proxy.go:newProxyCmd":               true,
 	"seal.go:runSeal":                    true,

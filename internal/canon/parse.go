@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -251,49 +250,22 @@ func (p *parser) str() (string, error) {
 		case c < 0x20:
 			return "", p.errf("control character in string")
 		case c == '\\':
-			if p.pos+1 >= len(d) {
+			var e Escape
+			out, e = AppendEscape(out, d[p.pos:])
+			switch e.Status {
+			case EscapeEOF:
 				return "", p.errf("unexpected end of input in string")
+			case EscapeBadHex:
+				p.pos += 2 // errors point past the "\u" as they always have
+				return "", p.errf(`invalid \u escape`)
+			case EscapeInvalid:
+				p.pos += 2
+				return "", p.errf("invalid escape \\%c", e.R)
+			case EscapeLone:
+				p.pos += e.N
+				return "", p.errf(`lone UTF-16 surrogate escape \u%04x`, e.R)
 			}
-			e := d[p.pos+1]
-			p.pos += 2
-			switch e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r := Hex4(d[p.pos:])
-				if r < 0 {
-					return "", p.errf(`invalid \u escape`)
-				}
-				p.pos += 4
-				switch {
-				case r >= 0xD800 && r <= 0xDBFF:
-					lo := -1
-					if p.pos+6 <= len(d) && d[p.pos] == '\\' && d[p.pos+1] == 'u' {
-						lo = Hex4(d[p.pos+2:])
-					}
-					if lo < 0xDC00 || lo > 0xDFFF {
-						return "", p.errf(`lone UTF-16 surrogate escape \u%04x`, r)
-					}
-					p.pos += 6
-					out = utf8.AppendRune(out, utf16.DecodeRune(rune(r), rune(lo)))
-				case r >= 0xDC00 && r <= 0xDFFF:
-					return "", p.errf(`lone UTF-16 surrogate escape \u%04x`, r)
-				default:
-					out = utf8.AppendRune(out, rune(r))
-				}
-			default:
-				return "", p.errf("invalid escape \\%c", e)
-			}
+			p.pos += e.N
 		default:
 			out = append(out, c)
 			p.pos++

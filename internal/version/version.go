@@ -34,11 +34,17 @@ type Info struct {
 // debug.ReadBuildInfo otherwise.
 func Get() Info {
 	in := Info{Version: Version, Commit: Commit, Date: Date, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return in
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		in = fromSettings(in, bi.Settings, Commit != "")
 	}
-	for _, s := range bi.Settings {
+	return in
+}
+
+// fromSettings fills in's empty Commit and Date from the build's VCS stamp
+// (vcs.revision, vcs.time); Modified only when the commit is the stamp's
+// (pinned: a -X Commit names it).
+func fromSettings(in Info, settings []debug.BuildSetting, pinned bool) Info {
+	for _, s := range settings {
 		switch s.Key {
 		case "vcs.revision":
 			if in.Commit == "" {
@@ -49,7 +55,7 @@ func Get() Info {
 				in.Date = s.Value
 			}
 		case "vcs.modified":
-			in.Modified = s.Value == "true" && Commit == ""
+			in.Modified = s.Value == "true" && !pinned
 		}
 	}
 	return in

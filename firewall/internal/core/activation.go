@@ -412,11 +412,45 @@ func BuildTimeline(base *Policy, acts []Activation, reads []*PolicyRead) *Timeli
 			}
 		}()
 	}
-	find := func(kind, where, format string, args ...any) {
-		tl.Findings = append(tl.Findings, HistoryFinding{Kind: kind, Where: where, Detail: fmt.Sprintf(format, args...)})
-	}
 	ordered := append([]Activation{}, acts...)
 	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Sequence < ordered[j].Sequence })
+	tb := &timelineBuilder{tl: tl, base: base, reads: reads, fixed: fixedRuleIDs(base),
+		doc: []EnglishRule{}, known: true, bySeq: map[int]string{}, byRev: map[string]*Installation{}}
+	for i, a := range ordered {
+		if prev, dup := tb.bySeq[a.Sequence]; dup {
+			tb.find(FindingDuplicateSequence, a.Source, "sequence %d is also the sequence of %s", a.Sequence, prev)
+		}
+		tb.bySeq[a.Sequence] = a.Source
+		if i > 0 && a.ActivatedAt < ordered[i-1].ActivatedAt {
+			tb.find(FindingOutOfOrderTime, a.Source, "activation %d at %s is earlier than activation %d at %s; updates are serialized, so the sequence order is kept and checks are placed by it",
+				a.Sequence, msTime(a.ActivatedAt), ordered[i-1].Sequence, msTime(ordered[i-1].ActivatedAt))
+		}
+		tb.install(a)
+	}
+	tb.checkReads()
+	return tl
+}
+
+// timelineBuilder is the state of BuildTimeline: the editable document as
+// the activations so far leave it.
+type timelineBuilder struct {
+	tl    *Timeline
+	base  *Policy
+	reads []*PolicyRead
+	fixed map[string]bool // the fixed rules' ids and the built-in middleware's
+	doc   []EnglishRule
+	known bool // every rule text of doc is known
+	bySeq map[int]string
+	byRev map[string]*Installation
+}
+
+func (tb *timelineBuilder) find(kind, where, format string, args ...any) {
+	tb.tl.Findings = append(tb.tl.Findings, HistoryFinding{Kind: kind, Where: where, Detail: fmt.Sprintf(format, args...)})
+}
+
+// fixedRuleIDs are the ids no activation may edit: the base policy's
+// fixed English rules and its built-in middleware's rules.
+func fixedRuleIDs(base *Policy) map[string]bool {
 	fixed := map[string]bool{}
 	if base.English != nil {
 		for _, r := range base.English.FixedRules {
@@ -433,123 +467,126 @@ func BuildTimeline(base *Policy, acts []Activation, reads []*PolicyRead) *Timeli
 			}
 		}
 	}
-	textOf := func(id, rev string) (EnglishRule, bool) {
-		for _, pr := range reads {
+	return fixed
+}
+
+// textOf finds the text of rule id added in revision rev: the policy_read
+// list of that revision, else the lists if they all agree, else the base
+// policy's initialRules.
+func (tb *timelineBuilder) textOf(id, rev string) (EnglishRule, bool) {
+	var found []EnglishRule
+	for _, pr := range tb.reads {
+		for _, r := range pr.Rules {
+			if r.ID != id {
+				continue
+			}
 			if pr.ActiveRevision == rev {
-				for _, r := range pr.Rules {
-					if r.ID == id {
-						return r, true
-					}
-				}
+				return r, true
 			}
+			found = append(found, r)
 		}
-		var found []EnglishRule
-		for _, pr := range reads {
-			for _, r := range pr.Rules {
-				if r.ID == id {
-					found = append(found, r)
-				}
-			}
-		}
-		if len(found) > 0 {
-			b0, _ := canon.Marshal(found[0])
-			for _, r := range found[1:] {
-				if b, _ := canon.Marshal(r); !bytes.Equal(b, b0) {
-					return EnglishRule{}, false // the lists disagree: not guessed
-				}
-			}
-			return found[0], true
-		}
-		if base.English != nil {
-			for _, r := range base.English.InitialRules {
-				if r.ID == id {
-					return r, true
-				}
-			}
-		}
-		return EnglishRule{}, false
 	}
-	doc := []EnglishRule{}
-	known := true
-	bySeq := map[int]string{}
-	byRev := map[string]*Installation{}
-	activated := map[string]bool{}
-	for i, a := range ordered {
-		if prev, dup := bySeq[a.Sequence]; dup {
-			find(FindingDuplicateSequence, a.Source, "sequence %d is also the sequence of %s", a.Sequence, prev)
-		}
-		bySeq[a.Sequence] = a.Source
-		if i > 0 && a.ActivatedAt < ordered[i-1].ActivatedAt {
-			find(FindingOutOfOrderTime, a.Source, "activation %d at %s is earlier than activation %d at %s; updates are serialized, so the sequence order is kept and checks are placed by it",
-				a.Sequence, msTime(a.ActivatedAt), ordered[i-1].Sequence, msTime(ordered[i-1].ActivatedAt))
-		}
-		// removals first, then additions: "Remove and add the same
-		// editable id to replace it atomically".
-		next := []EnglishRule{}
-		removed := map[string]bool{}
-		for _, id := range a.RemovedRuleIDs {
-			if fixed[id] {
-				find(FindingFixedRuleEdited, a.Source, "removes %q, a fixed rule id (policy_update refuses it with fixed-rule)", id)
-			}
-			if removed[id] {
-				find(FindingUnknownRuleRemoved, a.Source, "removes %q twice", id)
-			}
-			removed[id] = true
-		}
-		have := map[string]bool{}
-		for _, r := range doc {
-			have[r.ID] = true
-			if !removed[r.ID] {
-				next = append(next, r)
+	if len(found) > 0 {
+		b0, _ := canon.Marshal(found[0])
+		for _, r := range found[1:] {
+			if b, _ := canon.Marshal(r); !bytes.Equal(b, b0) {
+				return EnglishRule{}, false // the lists disagree: not guessed
 			}
 		}
-		for _, id := range a.RemovedRuleIDs {
-			if !have[id] && !fixed[id] {
-				find(FindingUnknownRuleRemoved, a.Source, "removes %q, which the editable document does not hold (such an update fails)", id)
+		return found[0], true
+	}
+	if tb.base.English != nil {
+		for _, r := range tb.base.English.InitialRules {
+			if r.ID == id {
+				return r, true
 			}
 		}
-		inNext := map[string]bool{}
-		for _, r := range next {
-			inNext[r.ID] = true
+	}
+	return EnglishRule{}, false
+}
+
+// install applies one activation to the document and records the step.
+func (tb *timelineBuilder) install(a Activation) {
+	tb.doc = tb.added(a, tb.removed(a))
+	step := &Installation{Activation: a, Rules: tb.doc, Known: tb.known, RuleIDs: []string{}}
+	for _, r := range tb.doc {
+		step.RuleIDs = append(step.RuleIDs, r.ID)
+	}
+	if prev, ok := tb.byRev[a.ActiveRevision]; ok && strings.Join(sortedIDs(prev.RuleIDs), ",") != strings.Join(sortedIDs(step.RuleIDs), ",") {
+		tb.find(FindingRevisionReused, a.Source, "revision %s was activated by %s with rules [%s], now with [%s]: one digest cannot name two installations",
+			short(a.ActiveRevision), prev.Activation.Source, strings.Join(prev.RuleIDs, ","), strings.Join(step.RuleIDs, ","))
+	}
+	tb.byRev[a.ActiveRevision] = step
+	if tb.known {
+		step.Policy = withEditable(tb.base, tb.doc)
+	}
+	tb.tl.Steps = append(tb.tl.Steps, step)
+}
+
+// removed applies an activation's removals (they come first: "Remove and
+// add the same editable id to replace it atomically") and returns what
+// the document keeps.
+func (tb *timelineBuilder) removed(a Activation) []EnglishRule {
+	next := []EnglishRule{}
+	removed := map[string]bool{}
+	for _, id := range a.RemovedRuleIDs {
+		if tb.fixed[id] {
+			tb.find(FindingFixedRuleEdited, a.Source, "removes %q, a fixed rule id (policy_update refuses it with fixed-rule)", id)
 		}
-		for _, id := range a.AddedRuleIDs {
-			if fixed[id] {
-				find(FindingFixedRuleEdited, a.Source, "adds %q, a fixed rule id (policy_update refuses it with fixed-rule)", id)
-				continue
-			}
-			if inNext[id] {
-				find(FindingRuleAddedTwice, a.Source, "adds %q, which the editable document already holds without removing it (such an update fails)", id)
-				continue
-			}
-			inNext[id] = true
-			r, ok := textOf(id, a.ActiveRevision)
-			if !ok {
-				find(FindingRuleTextUnknown, a.Source, "adds %q, whose rule text no policy_read list (or the policy file) gives unambiguously", id)
-				known = false
-				r = EnglishRule{ID: id}
-			}
+		if removed[id] {
+			tb.find(FindingUnknownRuleRemoved, a.Source, "removes %q twice", id)
+		}
+		removed[id] = true
+	}
+	have := map[string]bool{}
+	for _, r := range tb.doc {
+		have[r.ID] = true
+		if !removed[r.ID] {
 			next = append(next, r)
 		}
-		doc = next
-		step := &Installation{Activation: a, Rules: doc, Known: known, RuleIDs: []string{}}
-		for _, r := range doc {
-			step.RuleIDs = append(step.RuleIDs, r.ID)
-		}
-		if prev, ok := byRev[a.ActiveRevision]; ok && strings.Join(sortedIDs(prev.RuleIDs), ",") != strings.Join(sortedIDs(step.RuleIDs), ",") {
-			find(FindingRevisionReused, a.Source, "revision %s was activated by %s with rules [%s], now with [%s]: one digest cannot name two installations",
-				short(a.ActiveRevision), prev.Activation.Source, strings.Join(prev.RuleIDs, ","), strings.Join(step.RuleIDs, ","))
-		}
-		byRev[a.ActiveRevision] = step
-		activated[a.ActiveRevision] = true
-		if known {
-			step.Policy = withEditable(base, doc)
-		}
-		tl.Steps = append(tl.Steps, step)
 	}
-	for _, pr := range reads {
-		st, ok := byRev[pr.ActiveRevision]
+	for _, id := range a.RemovedRuleIDs {
+		if !have[id] && !tb.fixed[id] {
+			tb.find(FindingUnknownRuleRemoved, a.Source, "removes %q, which the editable document does not hold (such an update fails)", id)
+		}
+	}
+	return next
+}
+
+// added applies an activation's additions to next.
+func (tb *timelineBuilder) added(a Activation, next []EnglishRule) []EnglishRule {
+	inNext := map[string]bool{}
+	for _, r := range next {
+		inNext[r.ID] = true
+	}
+	for _, id := range a.AddedRuleIDs {
+		if tb.fixed[id] {
+			tb.find(FindingFixedRuleEdited, a.Source, "adds %q, a fixed rule id (policy_update refuses it with fixed-rule)", id)
+			continue
+		}
+		if inNext[id] {
+			tb.find(FindingRuleAddedTwice, a.Source, "adds %q, which the editable document already holds without removing it (such an update fails)", id)
+			continue
+		}
+		inNext[id] = true
+		r, ok := tb.textOf(id, a.ActiveRevision)
 		if !ok {
-			find(FindingPolicyReadNotActive, pr.Source, "lists revision %s, which no activation record activated", short(pr.ActiveRevision))
+			tb.find(FindingRuleTextUnknown, a.Source, "adds %q, whose rule text no policy_read list (or the policy file) gives unambiguously", id)
+			tb.known = false
+			r = EnglishRule{ID: id}
+		}
+		next = append(next, r)
+	}
+	return next
+}
+
+// checkReads holds every policy_read list to the installation of its
+// revision.
+func (tb *timelineBuilder) checkReads() {
+	for _, pr := range tb.reads {
+		st, ok := tb.byRev[pr.ActiveRevision]
+		if !ok {
+			tb.find(FindingPolicyReadNotActive, pr.Source, "lists revision %s, which no activation record activated", short(pr.ActiveRevision))
 			continue
 		}
 		ids := []string{}
@@ -557,11 +594,10 @@ func BuildTimeline(base *Policy, acts []Activation, reads []*PolicyRead) *Timeli
 			ids = append(ids, r.ID)
 		}
 		if strings.Join(sortedIDs(ids), ",") != strings.Join(sortedIDs(st.RuleIDs), ",") {
-			find(FindingPolicyReadDisagrees, pr.Source, "revision %s lists editable rules [%s]; the activations since the first make it [%s]",
+			tb.find(FindingPolicyReadDisagrees, pr.Source, "revision %s lists editable rules [%s]; the activations since the first make it [%s]",
 				short(pr.ActiveRevision), strings.Join(ids, ","), strings.Join(st.RuleIDs, ","))
 		}
 	}
-	return tl
 }
 
 func sortedIDs(ids []string) []string {

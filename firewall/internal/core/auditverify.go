@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"strings"
@@ -177,24 +178,14 @@ func VerifyAudit(r io.Reader, name string, each func(AuditLine) error) (*AuditVe
 // checks, activations, complete; counts and digest) and its signature
 // records. The returned error is an I/O failure only.
 func VerifyAuditWith(r io.Reader, name string, opts AuditVerifyOptions) (*AuditVerdict, error) {
-	v := &AuditVerdict{File: name, requireSignature: opts.RequireSignature}
-	br := bufio.NewReaderSize(r, 64<<10)
-	digest := sha256.New() // check and activation lines (the complete record's sha256)
-	prefix := sha256.New() // every byte before the first signature record
-	var lineNo int64
-	state := 0 // 0 expect start, 1 checks, 2 activations, 3 after complete, 4 signatures
-	failed := false
-	unread := false // a line over the limit was skipped: the signed bytes are unknown
-	var complete *CompleteRecord
-	var completeLine int64
-	var completeDigest, prefixDigest string
-	var sigs []sigRecord
-	fail := func(reason, detail string) {
-		if !failed {
-			failed = true
-			v.Complete, v.Reason, v.Detail, v.Line = false, reason, detail, lineNo
-		}
+	sc := &auditScan{
+		v:      &AuditVerdict{File: name, requireSignature: opts.RequireSignature},
+		name:   name,
+		opts:   opts,
+		digest: sha256.New(),
+		prefix: sha256.New(),
 	}
+	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, terminated, tooLong, err := readAuditLine(br)
 		if err != nil {
@@ -203,160 +194,222 @@ func VerifyAuditWith(r io.Reader, name string, opts AuditVerifyOptions) (*AuditV
 		if line == nil && !tooLong {
 			break
 		}
-		lineNo++
+		sc.lineNo++
 		if tooLong {
-			fail(IncompleteMalformed, fmt.Sprintf("line exceeds %d bytes", MaxAuditLineBytes))
-			unread = true
+			sc.fail(IncompleteMalformed, fmt.Sprintf("line exceeds %d bytes", MaxAuditLineBytes))
+			sc.unread = true
 			continue
 		}
 		if !terminated {
-			fail(IncompleteTruncated, "the last line has no trailing newline (cut off)")
+			sc.fail(IncompleteTruncated, "the last line has no trailing newline (cut off)")
 			break
 		}
-		tree, perr := parseAuditLine(line, name, lineNo)
-		var typ string
-		if perr == nil {
-			if t := tree.Get("type"); t == nil {
-				perr = &jsontree.Error{File: name, Line: lineNo, Msg: `record has no "type"`}
-			} else if t.Kind != jsontree.String {
-				perr = &jsontree.Error{File: name, Line: lineNo, Field: "type", Msg: "want a string, got " + t.Kind.String()}
-			} else {
-				typ = t.Str
-			}
-		}
-		if typ == RecordSignature {
-			if state < 4 {
-				prefixDigest = hex.EncodeToString(prefix.Sum(nil))
-				if state != 3 && !failed {
-					fail(IncompleteOutOfOrder, "a signature record before the complete record")
-				}
-				state = 4
-			}
-			s, err := readSignatureRecord(tree, name, lineNo)
-			if err != nil {
-				fail(IncompleteMalformed, "signature: "+detail(err))
-				continue
-			}
-			sigs = append(sigs, s)
-			continue
-		}
-		if state == 4 {
-			fail(IncompleteOutOfOrder, "a "+orType(typ)+" record after the signature records")
-			continue
-		}
-		prefix.Write(line)
-		prefix.Write([]byte{'\n'})
-		if failed {
-			// keep reading for the signature records, which cover the
-			// bytes whatever their structure
-			continue
-		}
-		if perr != nil {
-			fail(IncompleteMalformed, detail(perr))
-			var je *jsontree.Error
-			if errors.As(perr, &je) && je.Col > 0 {
-				v.Col = je.Col
-			}
-			continue
-		}
-		if state == 3 {
-			fail(IncompleteOutOfOrder, "a record follows the complete record")
-			continue
-		}
-		switch typ {
-		case RecordStart:
-			if state != 0 {
-				fail(IncompleteOutOfOrder, "a second start record")
-				continue
-			}
-			s, err := readStartRecord(tree, name, lineNo)
-			if err != nil {
-				fail(IncompleteMalformed, "start: "+detail(err))
-				continue
-			}
-			v.SnapshotID = s.SnapshotID
-			state = 1
-		case RecordCheck, RecordActivation:
-			if state == 0 {
-				fail(IncompleteMissingStart, "the first record is a "+typ+", not start")
-				continue
-			}
-			if typ == RecordCheck {
-				if state == 2 {
-					fail(IncompleteOutOfOrder, "a check record after an activation record")
-					continue
-				}
-				if c := tree.Get("checkId"); c != nil && (c.Kind != jsontree.String || !CheckIDPattern.MatchString(c.Str)) {
-					fail(IncompleteMalformed, fmt.Sprintf("check: checkId %s is not chk_ and 64 lowercase hex", jsonText(c)))
-					continue
-				}
-				v.CheckCount++
-				if opts.Each != nil {
-					if err := opts.Each(AuditLine{File: name, No: lineNo, Raw: line, Tree: tree}); err != nil {
-						fail(IncompleteMalformed, "check: "+detail(err))
-						continue
-					}
-				}
-			} else {
-				state = 2
-				v.ActivationCount++
-			}
-			digest.Write(line)
-			digest.Write([]byte{'\n'})
-		case RecordComplete:
-			if state == 0 {
-				fail(IncompleteMissingStart, "the first record is complete, not start")
-				continue
-			}
-			c, err := readCompleteRecord(tree, name, lineNo)
-			if err != nil {
-				fail(IncompleteMalformed, "complete: "+detail(err))
-				continue
-			}
-			complete = &c
-			completeLine = lineNo
-			completeDigest = hex.EncodeToString(digest.Sum(nil))
-			state = 3
-		default:
-			fail(IncompleteMalformed, fmt.Sprintf("unknown record type %q", typ))
-		}
+		sc.line(line)
 	}
-	if state < 4 {
-		prefixDigest = hex.EncodeToString(prefix.Sum(nil))
+	return sc.finish(), nil
+}
+
+// auditScan is the state of VerifyAuditWith's one pass over a snapshot.
+type auditScan struct {
+	v      *AuditVerdict
+	name   string
+	opts   AuditVerifyOptions
+	digest hash.Hash // check and activation lines (the complete record's sha256)
+	prefix hash.Hash // every byte before the first signature record
+	lineNo int64
+	state  int // 0 expect start, 1 checks, 2 activations, 3 after complete, 4 signatures
+	failed bool
+	unread bool // a line over the limit was skipped: the signed bytes are unknown
+
+	complete                     *CompleteRecord
+	completeLine                 int64
+	completeDigest, prefixDigest string
+	sigs                         []sigRecord
+}
+
+// fail records the first failure, at the current line.
+func (sc *auditScan) fail(reason, detail string) {
+	if !sc.failed {
+		sc.failed = true
+		sc.v.Complete, sc.v.Reason, sc.v.Detail, sc.v.Line = false, reason, detail, sc.lineNo
 	}
-	if unread {
-		prefixDigest = ""
+}
+
+// recordType parses a line and reads its type.
+func (sc *auditScan) recordType(line []byte) (*jsontree.Value, string, error) {
+	tree, err := parseAuditLine(line, sc.name, sc.lineNo)
+	if err != nil {
+		return nil, "", err
 	}
-	v.checkSignatures(sigs, prefixDigest, opts.Keys)
-	if failed {
-		return v, nil
+	switch t := tree.Get("type"); {
+	case t == nil:
+		return tree, "", &jsontree.Error{File: sc.name, Line: sc.lineNo, Msg: `record has no "type"`}
+	case t.Kind != jsontree.String:
+		return tree, "", &jsontree.Error{File: sc.name, Line: sc.lineNo, Field: "type", Msg: "want a string, got " + t.Kind.String()}
+	default:
+		return tree, t.Str, nil
 	}
-	lineNo = 0
-	if state == 0 {
-		fail(IncompleteMissingStart, "the file has no start record")
-		return v, nil
+}
+
+// line takes one whole line of the snapshot.
+func (sc *auditScan) line(line []byte) {
+	tree, typ, perr := sc.recordType(line)
+	if typ == RecordSignature {
+		sc.signature(tree)
+		return
 	}
-	if complete == nil {
-		fail(IncompleteMissingComplete, fmt.Sprintf("no complete record after %d checks and %d activations", v.CheckCount, v.ActivationCount))
-		return v, nil
+	if sc.state == 4 {
+		sc.fail(IncompleteOutOfOrder, "a "+orType(typ)+" record after the signature records")
+		return
 	}
-	// the complete record's claims, checked once nothing follows it
-	lineNo = completeLine
-	c := complete
+	sc.prefix.Write(line)
+	sc.prefix.Write([]byte{'\n'})
+	if sc.failed {
+		// keep reading for the signature records, which cover the
+		// bytes whatever their structure
+		return
+	}
+	if perr != nil {
+		sc.fail(IncompleteMalformed, detail(perr))
+		var je *jsontree.Error
+		if errors.As(perr, &je) && je.Col > 0 {
+			sc.v.Col = je.Col
+		}
+		return
+	}
+	if sc.state == 3 {
+		sc.fail(IncompleteOutOfOrder, "a record follows the complete record")
+		return
+	}
+	switch typ {
+	case RecordStart:
+		sc.start(tree)
+	case RecordCheck, RecordActivation:
+		sc.entry(typ, tree, line)
+	case RecordComplete:
+		sc.completeRecord(tree)
+	default:
+		sc.fail(IncompleteMalformed, fmt.Sprintf("unknown record type %q", typ))
+	}
+}
+
+// signature takes a signature record: the bytes before the first one are
+// what the signatures cover.
+func (sc *auditScan) signature(tree *jsontree.Value) {
+	if sc.state < 4 {
+		sc.prefixDigest = hex.EncodeToString(sc.prefix.Sum(nil))
+		if sc.state != 3 && !sc.failed {
+			sc.fail(IncompleteOutOfOrder, "a signature record before the complete record")
+		}
+		sc.state = 4
+	}
+	s, err := readSignatureRecord(tree, sc.name, sc.lineNo)
+	if err != nil {
+		sc.fail(IncompleteMalformed, "signature: "+detail(err))
+		return
+	}
+	sc.sigs = append(sc.sigs, s)
+}
+
+func (sc *auditScan) start(tree *jsontree.Value) {
+	if sc.state != 0 {
+		sc.fail(IncompleteOutOfOrder, "a second start record")
+		return
+	}
+	s, err := readStartRecord(tree, sc.name, sc.lineNo)
+	if err != nil {
+		sc.fail(IncompleteMalformed, "start: "+detail(err))
+		return
+	}
+	sc.v.SnapshotID = s.SnapshotID
+	sc.state = 1
+}
+
+// entry takes a check or an activation record: checks come first.
+func (sc *auditScan) entry(typ string, tree *jsontree.Value, line []byte) {
+	if sc.state == 0 {
+		sc.fail(IncompleteMissingStart, "the first record is a "+typ+", not start")
+		return
+	}
+	if typ == RecordCheck {
+		if sc.state == 2 {
+			sc.fail(IncompleteOutOfOrder, "a check record after an activation record")
+			return
+		}
+		if c := tree.Get("checkId"); c != nil && (c.Kind != jsontree.String || !CheckIDPattern.MatchString(c.Str)) {
+			sc.fail(IncompleteMalformed, fmt.Sprintf("check: checkId %s is not chk_ and 64 lowercase hex", jsonText(c)))
+			return
+		}
+		sc.v.CheckCount++
+		if sc.opts.Each != nil {
+			if err := sc.opts.Each(AuditLine{File: sc.name, No: sc.lineNo, Raw: line, Tree: tree}); err != nil {
+				sc.fail(IncompleteMalformed, "check: "+detail(err))
+				return
+			}
+		}
+	} else {
+		sc.state = 2
+		sc.v.ActivationCount++
+	}
+	sc.digest.Write(line)
+	sc.digest.Write([]byte{'\n'})
+}
+
+func (sc *auditScan) completeRecord(tree *jsontree.Value) {
+	if sc.state == 0 {
+		sc.fail(IncompleteMissingStart, "the first record is complete, not start")
+		return
+	}
+	c, err := readCompleteRecord(tree, sc.name, sc.lineNo)
+	if err != nil {
+		sc.fail(IncompleteMalformed, "complete: "+detail(err))
+		return
+	}
+	sc.complete = &c
+	sc.completeLine = sc.lineNo
+	sc.completeDigest = hex.EncodeToString(sc.digest.Sum(nil))
+	sc.state = 3
+}
+
+// finish checks the signatures, then the complete record's claims once
+// nothing follows it.
+func (sc *auditScan) finish() *AuditVerdict {
+	v := sc.v
+	if sc.state < 4 {
+		sc.prefixDigest = hex.EncodeToString(sc.prefix.Sum(nil))
+	}
+	if sc.unread {
+		sc.prefixDigest = ""
+	}
+	v.checkSignatures(sc.sigs, sc.prefixDigest, sc.opts.Keys)
+	if sc.failed {
+		return v
+	}
+	sc.lineNo = 0
+	if sc.state == 0 {
+		sc.fail(IncompleteMissingStart, "the file has no start record")
+		return v
+	}
+	if sc.complete == nil {
+		sc.fail(IncompleteMissingComplete, fmt.Sprintf("no complete record after %d checks and %d activations", v.CheckCount, v.ActivationCount))
+		return v
+	}
+	sc.lineNo = sc.completeLine
+	c := sc.complete
 	switch {
 	case c.SnapshotID != v.SnapshotID:
-		fail(IncompleteSnapshotID, fmt.Sprintf("complete names snapshot %q, start %q", c.SnapshotID, v.SnapshotID))
+		sc.fail(IncompleteSnapshotID, fmt.Sprintf("complete names snapshot %q, start %q", c.SnapshotID, v.SnapshotID))
 	case c.CheckCount != v.CheckCount:
-		fail(IncompleteCheckCount, fmt.Sprintf("complete counts %d checks, the file has %d", c.CheckCount, v.CheckCount))
+		sc.fail(IncompleteCheckCount, fmt.Sprintf("complete counts %d checks, the file has %d", c.CheckCount, v.CheckCount))
 	case c.ActivationCount != v.ActivationCount:
-		fail(IncompleteActivationCount, fmt.Sprintf("complete counts %d activations, the file has %d", c.ActivationCount, v.ActivationCount))
-	case c.SHA256 != completeDigest:
-		fail(IncompleteDigest, fmt.Sprintf("complete sha256 %s, the check and activation lines hash to %s", c.SHA256, completeDigest))
+		sc.fail(IncompleteActivationCount, fmt.Sprintf("complete counts %d activations, the file has %d", c.ActivationCount, v.ActivationCount))
+	case c.SHA256 != sc.completeDigest:
+		sc.fail(IncompleteDigest, fmt.Sprintf("complete sha256 %s, the check and activation lines hash to %s", c.SHA256, sc.completeDigest))
 	default:
-		v.SHA256 = completeDigest
+		v.SHA256 = sc.completeDigest
 		v.Complete = true
 	}
-	return v, nil
+	return v
 }
 
 func orType(t string) string {

@@ -311,129 +311,154 @@ func (d *deriver) derive(ev *eventlog.Event) ([]Candidate, error) {
 	switch ev.Kind {
 	case eventlog.KindToolCall:
 		for _, s := range d.m.Send {
-			if s.Tool != ev.Tool {
-				continue
+			if s.Tool == ev.Tool {
+				return d.send(s, ev)
 			}
-			args, err := decodeAny(ev.Payload)
-			if err != nil {
-				return nil, fmt.Errorf("tool_call %s payload: %w", ev.ID, err)
-			}
-			msg := eventlog.Message{Direction: Outgoing, Sender: d.m.LocalAgent}
-			if msg.Conversation, err = resolveString(s.Conversation, args, "conversation"); err != nil {
-				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
-			}
-			if msg.Text, err = resolveString(s.Text, args, "text"); err != nil {
-				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
-			}
-			if msg.Recipients, err = resolveList(s.Recipients, args, "recipients"); err != nil {
-				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
-			}
-			if msg.Operation, err = resolveString(s.Operation, args, "operation"); err != nil {
-				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
-			}
-			if msg.PostID, err = resolveString(s.PostID, args, "postId"); err != nil {
-				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
-			}
-			if msg.AuthorAgentID, err = resolveString(s.AuthorAgentID, args, "authorAgentId"); err != nil {
-				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
-			}
-			if err := resolveCollective(s.Collective, args, &msg); err != nil {
-				return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
-			}
-			if field, err := ValidateMessage(&msg); err != nil {
-				return nil, fmt.Errorf("send %s (%s): derived %s: %w", ev.Tool, ev.ID, field, err)
-			}
-			c := Candidate{Event: ev.ID + ".m0", Message: msg, ts: ev.TS, cause: ev.ID}
-			if s.ResultPostID.set {
-				d.pending[ev.ID] = pendingSend{rule: s, msg: c}
-				d.order = append(d.order, ev.ID)
-				return nil, nil
-			}
-			return []Candidate{c}, nil
 		}
 	case eventlog.KindToolResponse:
-		var out []Candidate
-		if p, ok := d.pending[ev.Call]; ok {
-			delete(d.pending, ev.Call)
-			if res, err := decodeAny(ev.Payload); err == nil && !ev.RPCError {
-				if id, err := resolveString(p.rule.ResultPostID, res, "resultPostId"); err == nil {
-					p.msg.Message.PostID = id
-					if p.msg.Message.AuthorAgentID == "" {
-						p.msg.Message.AuthorAgentID = p.msg.Message.Sender
-					}
-				}
-			}
-			out = append(out, p.msg)
-		}
-		for _, r := range d.m.Deliver {
-			if r.Tool != ev.Tool || ev.RPCError {
-				continue
-			}
-			res, err := decodeAny(ev.Payload)
-			if err != nil {
-				return nil, fmt.Errorf("tool_response %s payload: %w", ev.ID, err)
-			}
-			x, ok := r.Items.Path.Lookup(res)
-			if !ok {
-				continue // nothing delivered (an empty or error result)
-			}
-			if r.ItemsJSON {
-				s, ok := x.(string)
-				if !ok {
-					return nil, fmt.Errorf("deliver %s (%s): items path %s is not a string to parse as JSON", ev.Tool, ev.ID, r.Items.Raw)
-				}
-				if x, err = decodeAny(json.RawMessage(s)); err != nil {
-					return nil, fmt.Errorf("deliver %s (%s): items are not JSON: %w", ev.Tool, ev.ID, err)
-				}
-			}
-			items, isArr := x.([]any)
-			if !isArr {
-				items = []any{x}
-			}
-			for k, item := range items {
-				msg := eventlog.Message{Direction: Incoming}
-				fail := func(err error) error {
-					return fmt.Errorf("deliver %s (%s) item %d: %w", ev.Tool, ev.ID, k, err)
-				}
-				if msg.Conversation, err = resolveString(r.Conversation, item, "conversation"); err != nil {
-					return nil, fail(err)
-				}
-				if msg.Sender, err = resolveString(r.Sender, item, "sender"); err != nil {
-					return nil, fail(err)
-				}
-				if msg.Text, err = resolveString(r.Text, item, "text"); err != nil {
-					return nil, fail(err)
-				}
-				if msg.Recipients, err = resolveList(r.Recipients, item, "recipients"); err != nil {
-					return nil, fail(err)
-				}
-				if !r.Recipients.set {
-					msg.Recipients = []string{d.m.LocalAgent}
-				}
-				if msg.Operation, err = resolveString(r.Operation, item, "operation"); err != nil {
-					return nil, fail(err)
-				}
-				if msg.PostID, err = resolveString(r.PostID, item, "postId"); err != nil {
-					return nil, fail(err)
-				}
-				if msg.AuthorAgentID, err = resolveString(r.AuthorAgentID, item, "authorAgentId"); err != nil {
-					return nil, fail(err)
-				}
-				if msg.PostID != "" && msg.AuthorAgentID == "" {
-					msg.AuthorAgentID = msg.Sender
-				}
-				if err := resolveCollective(r.Collective, item, &msg); err != nil {
-					return nil, fail(err)
-				}
-				if field, err := ValidateMessage(&msg); err != nil {
-					return nil, fail(fmt.Errorf("derived %s: %w", field, err))
-				}
-				out = append(out, Candidate{Event: fmt.Sprintf("%s.m%d", ev.ID, k), Message: msg})
-			}
-		}
-		return out, nil
+		return d.deliver(ev)
 	}
 	return nil, nil
+}
+
+// send derives the outgoing message of a tool call that rule s maps; one
+// whose post id comes from the result waits for it.
+func (d *deriver) send(s SendRule, ev *eventlog.Event) ([]Candidate, error) {
+	args, err := decodeAny(ev.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("tool_call %s payload: %w", ev.ID, err)
+	}
+	msg := eventlog.Message{Direction: Outgoing, Sender: d.m.LocalAgent}
+	if err := resolveInto(args, &msg, []strField{{&msg.Conversation, s.Conversation, "conversation"}, {&msg.Text, s.Text, "text"}},
+		s.Recipients, []strField{{&msg.Operation, s.Operation, "operation"}, {&msg.PostID, s.PostID, "postId"},
+			{&msg.AuthorAgentID, s.AuthorAgentID, "authorAgentId"}}); err != nil {
+		return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
+	}
+	if err := resolveCollective(s.Collective, args, &msg); err != nil {
+		return nil, fmt.Errorf("send %s (%s): %w", ev.Tool, ev.ID, err)
+	}
+	if field, err := ValidateMessage(&msg); err != nil {
+		return nil, fmt.Errorf("send %s (%s): derived %s: %w", ev.Tool, ev.ID, field, err)
+	}
+	c := Candidate{Event: ev.ID + ".m0", Message: msg, ts: ev.TS, cause: ev.ID}
+	if s.ResultPostID.set {
+		d.pending[ev.ID] = pendingSend{rule: s, msg: c}
+		d.order = append(d.order, ev.ID)
+		return nil, nil
+	}
+	return []Candidate{c}, nil
+}
+
+// deliver derives the messages of a tool response: a send waiting for
+// its result, then the items each deliver rule maps.
+func (d *deriver) deliver(ev *eventlog.Event) ([]Candidate, error) {
+	var out []Candidate
+	if p, ok := d.pending[ev.Call]; ok {
+		delete(d.pending, ev.Call)
+		if res, err := decodeAny(ev.Payload); err == nil && !ev.RPCError {
+			if id, err := resolveString(p.rule.ResultPostID, res, "resultPostId"); err == nil {
+				p.msg.Message.PostID = id
+				if p.msg.Message.AuthorAgentID == "" {
+					p.msg.Message.AuthorAgentID = p.msg.Message.Sender
+				}
+			}
+		}
+		out = append(out, p.msg)
+	}
+	for _, r := range d.m.Deliver {
+		if r.Tool != ev.Tool || ev.RPCError {
+			continue
+		}
+		items, err := deliveredItems(r, ev)
+		if err != nil {
+			return nil, err
+		}
+		for k, item := range items {
+			msg, err := d.deliveredMessage(r, item)
+			if err != nil {
+				return nil, fmt.Errorf("deliver %s (%s) item %d: %w", ev.Tool, ev.ID, k, err)
+			}
+			out = append(out, Candidate{Event: fmt.Sprintf("%s.m%d", ev.ID, k), Message: msg})
+		}
+	}
+	return out, nil
+}
+
+// deliveredItems are the items at rule r's path in a tool result: none
+// for an empty or error result, one for a value that is not an array.
+func deliveredItems(r DeliverRule, ev *eventlog.Event) ([]any, error) {
+	res, err := decodeAny(ev.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("tool_response %s payload: %w", ev.ID, err)
+	}
+	x, ok := r.Items.Path.Lookup(res)
+	if !ok {
+		return nil, nil // nothing delivered (an empty or error result)
+	}
+	if r.ItemsJSON {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("deliver %s (%s): items path %s is not a string to parse as JSON", ev.Tool, ev.ID, r.Items.Raw)
+		}
+		if x, err = decodeAny(json.RawMessage(s)); err != nil {
+			return nil, fmt.Errorf("deliver %s (%s): items are not JSON: %w", ev.Tool, ev.ID, err)
+		}
+	}
+	if items, isArr := x.([]any); isArr {
+		return items, nil
+	}
+	return []any{x}, nil
+}
+
+// deliveredMessage is the incoming message rule r maps one item to.
+func (d *deriver) deliveredMessage(r DeliverRule, item any) (eventlog.Message, error) {
+	msg := eventlog.Message{Direction: Incoming}
+	if err := resolveInto(item, &msg, []strField{{&msg.Conversation, r.Conversation, "conversation"}, {&msg.Sender, r.Sender, "sender"}, {&msg.Text, r.Text, "text"}},
+		r.Recipients, []strField{{&msg.Operation, r.Operation, "operation"}, {&msg.PostID, r.PostID, "postId"},
+			{&msg.AuthorAgentID, r.AuthorAgentID, "authorAgentId"}}); err != nil {
+		return msg, err
+	}
+	if !r.Recipients.set {
+		msg.Recipients = []string{d.m.LocalAgent}
+	}
+	if msg.PostID != "" && msg.AuthorAgentID == "" {
+		msg.AuthorAgentID = msg.Sender
+	}
+	if err := resolveCollective(r.Collective, item, &msg); err != nil {
+		return msg, err
+	}
+	if field, err := ValidateMessage(&msg); err != nil {
+		return msg, fmt.Errorf("derived %s: %w", field, err)
+	}
+	return msg, nil
+}
+
+// strField is one string field of a message and the path it comes from.
+type strField struct {
+	dst  *string
+	from FieldRef
+	name string
+}
+
+// resolveInto fills a message's fields from v in the order a mapping
+// lists them (the first failure is the one reported): the before fields,
+// the recipients, the after fields.
+func resolveInto(v any, msg *eventlog.Message, before []strField, recipients FieldRef, after []strField) error {
+	var err error
+	for _, f := range before {
+		if *f.dst, err = resolveString(f.from, v, f.name); err != nil {
+			return err
+		}
+	}
+	if msg.Recipients, err = resolveList(recipients, v, "recipients"); err != nil {
+		return err
+	}
+	for _, f := range after {
+		if *f.dst, err = resolveString(f.from, v, f.name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush returns the sends still waiting for a result at the end of a log.

@@ -3,26 +3,14 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/agent-trace-witness/witness/internal/hostilemcp"
 )
 
 func main() {
-	br := bufio.NewReader(os.Stdin)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) != nil || m.ID == nil {
-			continue
-		}
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"1999-01-01","capabilities":{},"serverInfo":{"name":"badversion","version":"0"}}}`+"\n", m.ID)
-	}
+	hostilemcp.Serve(os.Stdin, func(q hostilemcp.Request) {
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"1999-01-01","capabilities":{},"serverInfo":{"name":"badversion","version":"0"}}}`+"\n", q.ID)
+	})
 }

@@ -4,33 +4,21 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/agent-trace-witness/witness/internal/hostilemcp"
 )
 
 func main() {
-	br := bufio.NewReader(os.Stdin)
 	w := bufio.NewWriter(os.Stdout)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) != nil || m.ID == nil {
-			continue
-		}
-		switch m.Method {
-		case "initialize":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"bigline","version":"0"}}}`+"\n", m.ID)
-		default:
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","description":"%s","inputSchema":{"type":"object"}}]}}`+"\n", m.ID, strings.Repeat("x", 20<<20))
+	hostilemcp.Serve(os.Stdin, func(q hostilemcp.Request) {
+		if q.Method == "initialize" {
+			fmt.Fprint(w, hostilemcp.Initialized(q.ID, "bigline", `{"tools":{}}`))
+		} else {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","description":"%s","inputSchema":{"type":"object"}}]}}`+"\n", q.ID, strings.Repeat("x", 20<<20))
 		}
 		w.Flush()
-	}
+	})
 }

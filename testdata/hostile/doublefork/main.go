@@ -7,13 +7,13 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/agent-trace-witness/witness/internal/hostilemcp"
 )
 
 func main() {
@@ -39,23 +39,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "doublefork: child:", err)
 		os.Exit(1)
 	}
-	br := bufio.NewReader(os.Stdin)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) != nil || m.ID == nil {
-			continue
-		}
-		if m.Method == "initialize" {
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"doublefork","version":"0"}}}`+"\n", m.ID)
-		} else {
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`+"\n", m.ID)
-		}
-	}
+	hostilemcp.Serve(os.Stdin, hostilemcp.NoTools(os.Stdout, "doublefork"))
 }

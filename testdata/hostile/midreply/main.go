@@ -4,31 +4,19 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/agent-trace-witness/witness/internal/hostilemcp"
 )
 
 func main() {
-	br := bufio.NewReader(os.Stdin)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
+	hostilemcp.Serve(os.Stdin, func(q hostilemcp.Request) {
+		if q.Method == "initialize" {
+			fmt.Print(hostilemcp.Initialized(q.ID, "midreply", `{"tools":{}}`))
 			return
 		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) != nil || m.ID == nil {
-			continue
-		}
-		if m.Method == "initialize" {
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"midreply","version":"0"}}}`+"\n", m.ID)
-			continue
-		}
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"ha`, m.ID)
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"ha`, q.ID)
 		os.Exit(3)
-	}
+	})
 }

@@ -5,13 +5,13 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/agent-trace-witness/witness/internal/hostilemcp"
 )
 
 func main() {
@@ -27,29 +27,5 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "setsid: child %d\n", child.Process.Pid)
-	answer(os.Stdin)
-}
-
-// answer answers initialize and every other request with an empty tool
-// list, until stdin closes.
-func answer(in *os.File) {
-	br := bufio.NewReader(in)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) != nil || m.ID == nil {
-			continue
-		}
-		if m.Method == "initialize" {
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"setsid","version":"0"}}}`+"\n", m.ID)
-		} else {
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`+"\n", m.ID)
-		}
-	}
+	hostilemcp.Serve(os.Stdin, hostilemcp.NoTools(os.Stdout, "setsid"))
 }

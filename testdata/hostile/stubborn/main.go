@@ -4,14 +4,14 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/agent-trace-witness/witness/internal/hostilemcp"
 )
 
 func main() {
@@ -25,25 +25,7 @@ func main() {
 	if err := child.Start(); err == nil {
 		fmt.Fprintf(os.Stderr, "stubborn: child %d\n", child.Process.Pid)
 	}
-	br := bufio.NewReader(os.Stdin)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			break
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) != nil || m.ID == nil {
-			continue
-		}
-		if m.Method == "initialize" {
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"stubborn","version":"0"}}}`+"\n", m.ID)
-		} else {
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`+"\n", m.ID)
-		}
-	}
+	hostilemcp.Serve(os.Stdin, hostilemcp.NoTools(os.Stdout, "stubborn"))
 	fmt.Fprintln(os.Stderr, "stubborn: stdin closed, staying alive")
 	for {
 		time.Sleep(time.Hour)

@@ -4,30 +4,19 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/agent-trace-witness/witness/internal/hostilemcp"
 )
 
 func main() {
-	br := bufio.NewReader(os.Stdin)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return
+	hostilemcp.Serve(os.Stdin, func(q hostilemcp.Request) {
+		id := json.RawMessage(`99`)
+		if string(q.ID) == "1" {
+			id = json.RawMessage(`"1"`)
 		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) != nil || m.ID == nil {
-			continue
-		}
-		id := `99`
-		if string(m.ID) == "1" {
-			id = `"1"`
-		}
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"wrongid","version":"0"}}}`+"\n", id)
-	}
+		fmt.Print(hostilemcp.Initialized(id, "wrongid", `{}`))
+	})
 }
