@@ -6,7 +6,7 @@ BIN      := bin/witness
 FUZZTIME ?= 3s
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all build test unit peers demo demo-record bench fuzz lint cross docs clean
+.PHONY: all build test unit peers demo demo-record bench fuzz lint cross docs docs-images clean
 
 all: build
 
@@ -53,6 +53,16 @@ demo: build
 # a node_modules that is a symlink to a shared install).
 demo-record: build
 	@bash scripts/demo-record.sh
+
+# The pictures of the report in the README and docs/guide/report.md, taken
+# in headless Chromium by the browser tests: the agent story's first screen
+# at 1280×800 (TestBrowserAgentStory), then the timeline and findings of
+# the demo's agent-story report (TestBrowser with WITNESS_REPORT_PAGE).
+docs-images: build
+	WITNESS_REPORT_FIRST_SCREEN=$(CURDIR)/docs/images/report-first-screen.png $(GO) test -count=1 -run 'TestBrowserAgentStory$$' ./report
+	@bash scripts/demo-report.sh >/dev/null
+	WITNESS_REPORT_PAGE=$(CURDIR)/bin/demo-report/agent/report.html WITNESS_REPORT_SCREENSHOT=$(CURDIR)/bin/report.png $(GO) test -count=1 -run 'TestBrowser$$' ./report
+	cp bin/report-timeline.png bin/report-findings.png docs/images/
 
 bench: peers build
 	@bash scripts/bench.sh

@@ -173,6 +173,10 @@ func TestBrowser(t *testing.T) {
 	if c := eval[string](t, b, `document.querySelector(".finding").getAttribute("data-code")`); c != "unsealed-tool" {
 		t.Errorf("first finding %q, want unsealed-tool", c)
 	}
+	// the failing check says why
+	if s := eval[string](t, b, `Array.prototype.map.call(document.querySelectorAll("#verdict tr"), function(r){return r.children[1] && r.children[1].textContent === "fail" ? r.children[2].textContent : null}).filter(function(x){return x !== null}).join("|")`); s == "" || strings.Contains("|"+s+"|", "||") {
+		t.Errorf("failing checks' why: %q", s)
+	}
 	// the chain is drawn on click, not before
 	if n := eval[int](t, b, `document.querySelectorAll("#chain-0 .step").length`); n != 0 {
 		t.Errorf("chain drawn before the click (%d steps)", n)
@@ -225,6 +229,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("Tab reached %d of %d controls; missed: %s", len(reached), total, missed)
 	}
 	t.Logf("Tab reached %d of %d controls", len(reached), total)
+	firstScreen(t, b, d, "")
 	b.check(t)
 }
 
@@ -233,7 +238,16 @@ func TestBrowser(t *testing.T) {
 // and a click on it draws its chain back across the channels to the
 // poisoned read (fs:e6, its result fs:e7).
 func TestBrowserAgentStory(t *testing.T) {
-	d, err := Build(agentStory(t))
+	o := agentStory(t)
+	if os.Getenv("WITNESS_REPORT_FIRST_SCREEN") != "" {
+		// the picture names the logs as the README's story does
+		// (openai-agents/model/events.jsonl), from the story's folder
+		t.Chdir("../testdata/demo/agent")
+		for i, e := range o.Events {
+			o.Events[i] = strings.TrimPrefix(e, filepath.Join("..", "testdata", "demo", "agent")+string(filepath.Separator))
+		}
+	}
+	d, err := Build(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,19 +279,70 @@ func TestBrowserAgentStory(t *testing.T) {
 		t.Errorf("after the click the chain shows %d steps, want %d (at least 3)", n, want)
 	}
 	text := eval[string](t, b, `document.querySelector("`+chain+` .chain-steps").textContent`)
-	for _, s := range []string{"fs:e6 · call read_text_file", "fs:e7 · result read_text_file", "model:", "call write_file"} {
+	for _, s := range []string{"fs:e6 · tool call · read_text_file", "fs:e7 · tool response", "model:", "tool call · write_file"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("chain text does not name %q: %q", s, text)
 		}
 	}
-	// the lanes name the channels
+	// the lanes name the channels, in words
 	lanes := eval[string](t, b, `document.getElementById("timeline").textContent`)
-	for _, l := range []string{"server: fs", "server: everything", "model"} {
+	for _, l := range []string{"fs server", "everything server", "model"} {
 		if !strings.Contains(lanes, l) {
 			t.Errorf("timeline does not show lane %q", l)
 		}
 	}
+	if strings.Contains(lanes, "server: ") {
+		t.Errorf("a lane reads %q", "server: …")
+	}
+	// the story: the worst finding is the injection, its path runs from
+	// the untrusted read (fs:e7) to the overwrite (fs:e8), it names what
+	// the overwrite touched; the integrity tables are folded
+	if d.Findings[d.Story.Worst].Code != "injection-provenance" {
+		t.Errorf("worst finding %s, want injection-provenance", d.Findings[d.Story.Worst].Code)
+	}
+	path := eval[string](t, b, `Array.prototype.map.call(document.querySelectorAll("#story-path .sstep"), function(e){return e.className+"|"+e.textContent}).join("\n")`)
+	if p := strings.Split(path, "\n"); len(p) != len(d.Story.Path) || !strings.Contains(p[0], "source") || !strings.Contains(p[0], "fs:e7") ||
+		!strings.Contains(p[len(p)-1], "action") || !strings.Contains(p[len(p)-1], "fs:e8") {
+		t.Errorf("story path %q, want %d steps from the source fs:e7 to the action fs:e8", path, len(d.Story.Path))
+	}
+	if s := eval[string](t, b, `document.getElementById("touched").textContent`); !strings.Contains(s, "precious.txt") {
+		t.Errorf("what it touched: %q", s)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll("#verdict details.log:not([open])").length`); n != len(d.Logs)+1 {
+		t.Errorf("%d folded integrity blocks, want %d (the run's checks and one per log)", n, len(d.Logs)+1)
+	}
+	firstScreen(t, b, d, os.Getenv("WITNESS_REPORT_FIRST_SCREEN"))
 	b.check(t)
+}
+
+// firstScreen: at 1280×800, scrolled to the top, the worst finding's
+// sentence is on the screen whole; out != "" writes a screenshot of that
+// screen (make docs-images: docs/images/report-first-screen.png).
+func firstScreen(t *testing.T, b *browser, d *Data, out string) {
+	t.Helper()
+	if err := chromedp.Do(b.ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatal(err)
+	}
+	got := eval[string](t, b, `(function(){
+		window.scrollTo(0, 0);
+		var e = document.getElementById("story-worst");
+		if (!e) return "no #story-worst";
+		var r = e.getBoundingClientRect();
+		return (r.top >= 0 && r.bottom <= 800 && window.innerHeight === 800 && window.innerWidth === 1280 ? "visible" : "off screen: top " + r.top + " bottom " + r.bottom + " viewport " + window.innerWidth + "x" + window.innerHeight) + "|" + e.textContent;
+	})()`)
+	want := "visible|" + d.Findings[d.Story.Worst].Sentence
+	if got != want {
+		t.Errorf("the worst finding's sentence at 1280×800: %q, want %q", got, want)
+	}
+	if out != "" {
+		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func keys(m map[string]bool) []string {

@@ -25,6 +25,10 @@ type Step struct {
 	Seq   int64  `json:"seq"`             // the event's position in its log; -1 for none
 	Label string `json:"label"`
 	Kind  string `json:"kind"` // activity, entity, agent
+	// What and Text are the step in words, as `witness why` prints it:
+	// its kind ("tool call", "model turn") and an excerpt of its content.
+	What string `json:"what,omitempty"`
+	Text string `json:"text,omitempty"`
 	// Links name the relations from this step to earlier steps
 	// ("used e5", "wasInformedBy e3").
 	Links []Link `json:"links,omitempty"`
@@ -79,7 +83,8 @@ func FromWhy(g *graph.Graph, wc *why.Chain, max int) *Chain {
 	idx := make(map[string]int, n)
 	for i := n - 1; i >= 0; i-- {
 		ws := steps[i]
-		st := Step{Node: ws.IRI, Ref: ws.Ref(), Seq: -1, Label: ws.Kind + " " + ws.Ref(), Kind: "entity"}
+		st := Step{Node: ws.IRI, Ref: ws.Ref(), Seq: -1, Label: ws.Kind + " " + ws.Ref(), Kind: "entity",
+			What: strings.ReplaceAll(ws.Kind, "_", " "), Text: ws.Excerpt}
 		if gn := g.Node(ws.IRI); gn != nil {
 			st.Event, st.Seq, st.Label, st.Kind = graph.NodeEvent(gn), graph.NodeSeq(gn), graph.NodeLabel(gn), graph.DrawKind(gn)
 		}

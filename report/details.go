@@ -64,6 +64,9 @@ func addDetails(d *Data, logs []*logState, refs []eventRef, rows []int, o Option
 			RPCID: string(e.RPCID), SHA256: e.PayloadSHA256, Links: links(e)}
 		if len(logs) > 1 {
 			det.ID = fmt.Sprintf("%s (log %d)", e.ID, li+1)
+			if li < len(d.Logs) && d.Logs[li].Server != "" {
+				det.ID = d.Logs[li].Server + ":" + e.ID // as witness why names it
+			}
 		}
 		p := payloadOf(e)
 		det.PayloadN = len(p)

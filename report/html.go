@@ -43,9 +43,10 @@ func WriteHTML(w io.Writer, d *Data) error {
 		sub += " at " + d.Generated
 	}
 	fmt.Fprintf(&b, `<header><h1>%s</h1><span class="muted">%s</span>
-<nav aria-label="sections"><a href="#verdict-sec">verdict</a><a href="#timeline">timeline</a><a href="#findings">findings</a><a href="#graph">causal graph</a><a href="#counterfactuals">counterfactuals</a><a href="#firewall">firewall</a></nav></header>
+<nav aria-label="sections"><a href="#story">what went wrong</a><a href="#integrity">integrity</a><a href="#timeline">timeline</a><a href="#findings">findings</a><a href="#graph">causal graph</a><a href="#counterfactuals">counterfactuals</a><a href="#firewall">firewall</a></nav></header>
 <main>
-<section id="verdict-sec"><h2>Verdict and evidence integrity</h2><div id="verdict"></div></section>
+<section id="story"><h2>What went wrong</h2><div id="story-body"></div></section>
+<section id="integrity"><h2>Verdict and evidence integrity</h2><div id="verdict"></div></section>
 <section id="timeline"><h2>Timeline</h2><p class="muted"><span id="timeline-count"></span>; one lane per actor, log order left to right. Click an event for its payload, sha256 and wire bytes.</p>
 <div class="tl" id="timeline-lanes"></div>
 <div class="cols"><div><h3>Events</h3><div class="vlist" id="event-list" aria-label="events"></div></div><div class="detail" id="event-detail" aria-live="polite"></div></div></section>

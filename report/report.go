@@ -6,8 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -115,6 +113,12 @@ type Data struct {
 	Rank      []Ranked  `json:"rank"`
 	Firewall  *Firewall `json:"firewall,omitempty"`
 	Notes     []string  `json:"notes,omitempty"`
+	// Story is the first screen: the worst finding's chain and what the
+	// findings touched (story.go).
+	Story story `json:"story"`
+	// RunChecks are the checks of the run when several logs are judged
+	// as one (each log's own are in Logs).
+	RunChecks []Check `json:"run_checks,omitempty"`
 }
 
 // Verdict is the run's verdict (one verify.Run of all the logs), or a
@@ -201,6 +205,11 @@ type Finding struct {
 	ChainRows []int  `json:"chain_rows,omitempty"`
 	ChainNote string `json:"chain_note,omitempty"`
 	Removing  *What  `json:"removing,omitempty"`
+	// Sentence says what went wrong in one sentence, made from the
+	// finding's events (story.go).
+	Sentence string `json:"sentence"`
+
+	vf verify.Finding // the finding as verify gave it
 }
 
 // What is what removing a finding's cause changes (replay).
@@ -256,6 +265,7 @@ type logState struct {
 	findings []verify.Finding // the run's findings about this log
 	rowOf    map[string]int   // event id → timeline row
 	server   string
+	effects  []effectRec // the log's external effects, the first maxEffects
 }
 
 // runState is the run the logs make: its joined graph and which log each
@@ -293,320 +303,6 @@ func (r *runState) logOf(iri string) int {
 		}
 	}
 	return -1
-}
-
-// Build reads the inputs and returns the report's data. It fails (with an
-// exitcode error) only when nothing can be shown: no log, a log that
-// cannot be opened, an unusable seal or key set. Evidence that is tampered
-// with or incomplete is reported, not refused.
-func Build(o Options) (*Data, error) {
-	o.defaults()
-	if len(o.Events) == 0 {
-		return nil, exitcode.New(exitcode.Usage, errors.New("no event log given"), "pass --events FILE (repeat it for several logs)")
-	}
-	for _, f := range o.Events {
-		if err := checkInput(f, "--events"); err != nil {
-			return nil, err
-		}
-	}
-	if o.FirewallAudit != "" {
-		if err := checkInput(o.FirewallAudit, "--firewall-audit"); err != nil {
-			return nil, err
-		}
-	}
-	// with a seal verify can use, the log's graph has it as its plan
-	// (read once: verify judges against the same bytes, LoadedSeal)
-	sealed := false
-	var loaded *verify.SealFile
-	if o.Verify.SealFile != "" && len(o.Events) == 1 {
-		if sf, err := verify.LoadSeal(o.Verify.SealFile, o.Verify.SealKeys); err == nil {
-			loaded = sf
-			if sf.Sealed != nil {
-				o.graphOpts = verify.GraphOptionsFor(verify.PlanFromSeal(sf.Sealed))
-				sealed = true
-			}
-		}
-	}
-	d := &Data{Format: Format, V: 1, Generated: o.Generated, Version: o.Version}
-	lanes := newInterner()
-	kinds := newInterner()
-	labels := newInterner()
-	for _, l := range []string{"user", "agent", "model"} {
-		lanes.id(l)
-	}
-	// the run's verdict: one verification of all the logs, as `witness
-	// verify --events A --events B` gives it
-	runOpts := o.Verify
-	runOpts.LoadedSeal = loaded
-	runOpts.EventsFile = o.Events[0]
-	runOpts.RunEvents = append([]string(nil), o.Events[1:]...)
-	var cs *compactStream
-	var tap *logTap
-	var fp *firstPass
-	var passDone chan struct{}
-	if len(o.Events) == 1 {
-		// verify.Run reads and decodes the log once and hands each
-		// event on (logTap) to the graph stream, which maps the log
-		// while it is verified, and to the page's first pass, which
-		// needs no verdict (the interners are the pass's alone until
-		// it ends)
-		likely := compactLikely(o.Events[0], o)
-		var feed *verify.EventFeed
-		if !o.readsLog {
-			tap = newLogTap(o.Events[0], likely)
-			runOpts.Tap = tap.tap()
-			feed = tap.stream
-		}
-		if likely {
-			cs = startCompact(o.Events[0], feed, o)
-			if o.Verify.SealFile == "" || sealed {
-				// the stream's digest is verify's (the graph without a
-				// seal, or with the seal as its plan): verify does not
-				// stream the log a second time
-				runOpts.NoGraphDigest = true
-				cs.owesDigest = true
-			}
-		}
-		if tap != nil {
-			passDone = make(chan struct{})
-			go func() {
-				defer close(passDone)
-				fp = firstFrom(tap.page, o, kinds, labels)
-				tap.page.Drain()
-			}()
-		}
-	}
-	runRep, err := verify.Run(runOpts)
-	if tap != nil {
-		tap.close()
-		<-passDone
-	}
-	if err == nil && len(o.Events) == 1 && (tap == nil || !tap.used) {
-		// verify did not read the log (a seal it could not use), or
-		// the test says not to use what it read: the page reads the
-		// log itself, and so does the stream
-		fp = readFirst(o.Events[0], o, kinds, labels)
-		if cs != nil && tap != nil {
-			owes := cs.owesDigest
-			cs.cancel()
-			cs = startCompact(o.Events[0], nil, o)
-			cs.owesDigest = owes
-		}
-	}
-	if err != nil {
-		if cs != nil {
-			cs.cancel()
-		}
-		return nil, err
-	}
-	if len(o.Events) == 1 {
-		return buildSingle(o, d, lanes, kinds, labels, runRep, fp, cs)
-	}
-	// a joined run keeps its events and builds its graph in memory
-	// (graph.BuildRun needs every log's bytes); docs/design/report.md
-	var logs []*logState
-	var inputs []graph.LogInput
-	for _, file := range o.Events {
-		ls := &logState{file: file, rowOf: map[string]int{}, rep: runRep}
-		logs = append(logs, ls)
-		if len(o.Events) > 1 {
-			// each log's own integrity (its chain, signatures, end)
-			vo := o.Verify
-			vo.EventsFile, vo.SealFile, vo.RunEvents = file, "", nil
-			rep, err := verify.Run(vo)
-			if err != nil {
-				return nil, err
-			}
-			ls.rep = rep
-		}
-		rep := ls.rep
-		lg := Log{File: filepath.Base(file), Session: rep.Evidence.Session, Verdict: string(rep.Verdict), ExitCode: int(rep.Code()),
-			Line: rep.VerdictLine(), Qualifiers: rep.Qualifiers, Seal: rep.Seal.Digest, Signers: rep.Seal.Signers, Provenance: rep.Evidence.Provenance}
-		if len(o.Events) > 1 {
-			lg.File = file
-		}
-		sealedRun := len(o.Events) > 1 && o.Verify.SealFile != ""
-		if sealedRun {
-			// the log alone shows its integrity; the seal judged the run
-			lg.Seal, lg.Signers, lg.Qualifiers = runRep.Seal.Digest, runRep.Seal.Signers, nil
-			for _, q := range rep.Qualifiers {
-				if q != verify.IntegrityOnly {
-					lg.Qualifiers = append(lg.Qualifiers, q)
-				}
-			}
-			lg.Qualifiers = append(lg.Qualifiers, "this log on its own: its integrity (hash chain, signed end); the seal's checks judge the run (the verdict above)")
-		}
-		for _, c := range rep.Checks {
-			if sealedRun && c.Status == verify.StatusNotCheckable && c.Reason == verify.IntegrityOnly {
-				continue
-			}
-			lg.Checks = append(lg.Checks, Check{ID: c.ID, Title: c.Title, Status: string(c.Status), Reason: c.Reason})
-		}
-		evs, rerr := readEvents(file)
-		ls.events = evs
-		if rerr != nil {
-			if exitcode.Of(rerr) == exitcode.Usage || exitcode.Of(rerr) == exitcode.Failure {
-				return nil, rerr
-			}
-			lg.ReadError = rerr.Error()
-			d.Notes = append(d.Notes, fmt.Sprintf("%s: read %d events, then: %v", lg.File, len(evs), rerr))
-		}
-		for _, e := range evs {
-			if e.Header != nil && e.Header.Server != nil {
-				ls.server = e.Header.Server.Name
-			}
-			if e.End != nil {
-				for _, s := range e.End.Signatures {
-					lg.EndSigned = append(lg.EndSigned, s.KeyID)
-				}
-			}
-			if e.Wire != nil && e.Wire.Cassette != "" && lg.Cassette == "" {
-				lg.Cassette = e.Wire.Cassette
-			}
-		}
-		if ls.server == "" {
-			ls.server = "server"
-		}
-		lg.Server = ls.server
-		lg.Events = len(evs)
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, exitcode.Input("read events", err, "check the path given to --events")
-		}
-		inputs = append(inputs, graph.LogInput{Name: file, Data: data})
-		d.Logs = append(d.Logs, lg)
-	}
-	// the run's findings, each with the log it is about (the seal's and
-	// the run's own go with the first log, the model channel)
-	for _, f := range runRep.Findings {
-		li := 0
-		for i, file := range o.Events {
-			if f.File == file {
-				li = i
-				break
-			}
-		}
-		logs[li].findings = append(logs[li].findings, f)
-	}
-	var run *runState
-	if r, err := graph.BuildRun(inputs, graph.Options{}); err == nil {
-		run = &runState{g: r.Graph, logs: r.Logs}
-		if len(o.Events) > 1 {
-			// a server's lane is named by its log (LOGNAME: its folder)
-			for li, ls := range logs {
-				ls.server = r.Logs[li].Label
-				d.Logs[li].Server = ls.server
-			}
-		}
-	} else if len(o.Events) > 1 && exitcode.Of(err) == exitcode.Usage {
-		// the same log twice, or two logs of one session: not one run
-		return nil, err
-	} else {
-		d.Notes = append(d.Notes, fmt.Sprintf("no causal graph: %v", err))
-	}
-	// lanes: user, agent, model, one per server that has events, effects,
-	// witness
-	for _, ls := range logs {
-		for _, e := range ls.events {
-			if l := laneOf(e, ls.server); strings.HasPrefix(l, "server: ") {
-				lanes.id(l)
-				break
-			}
-		}
-	}
-	lanes.id("effects")
-	lanes.id("witness")
-	worst := runRep.Verdict
-	for _, ls := range logs {
-		if rank(ls.rep.Verdict) > rank(worst) {
-			worst = ls.rep.Verdict
-		}
-	}
-	d.Verdict = Verdict{Verdict: string(worst), ExitCode: int(worst.ExitCode()), Class: worst.ExitCode().Name(), Line: runRep.VerdictLine()}
-	if worst != runRep.Verdict {
-		d.Verdict.Line = fmt.Sprintf("%s: a log of the run is %s on its own; the run: %s", worst, worst, runRep.VerdictLine())
-	}
-
-	// timeline rows: logs merged by time, then by log and position
-	var all []eventRef
-	for li, ls := range logs {
-		for _, e := range ls.events {
-			all = append(all, eventRef{li, e})
-		}
-	}
-	if len(logs) > 1 {
-		sort.SliceStable(all, func(i, j int) bool {
-			a, b := all[i], all[j]
-			if a.ev.TS != b.ev.TS {
-				return a.ev.TS < b.ev.TS
-			}
-			if a.log != b.log {
-				return a.log < b.log
-			}
-			return a.ev.Seq < b.ev.Seq
-		})
-	}
-	if len(all) > maxEventRows {
-		d.Notes = append(d.Notes, fmt.Sprintf("the event list keeps the first %d of %d events; the timeline counts all of them", maxEventRows, len(all)))
-	}
-	findingEvents := map[string]bool{}
-	for li, ls := range logs {
-		for _, f := range ls.findings {
-			if f.EventID != "" {
-				findingEvents[fmt.Sprintf("%d/%s", li, f.EventID)] = true
-			}
-		}
-	}
-	d.Timeline.Total = len(all)
-	for i, r := range all {
-		lane := lanes.id(laneOf(r.ev, logs[r.log].server))
-		if i >= maxEventRows {
-			continue
-		}
-		var flags int64
-		if findingEvents[fmt.Sprintf("%d/%s", r.log, r.ev.ID)] {
-			flags |= 1
-		}
-		row := [6]int64{int64(r.log), r.ev.Seq, int64(lane), int64(kinds.id(string(r.ev.Kind))), int64(labels.id(eventLabel(r.ev))), flags}
-		logs[r.log].rowOf[r.ev.ID] = i
-		d.Timeline.Rows = append(d.Timeline.Rows, row)
-	}
-	if len(all) > o.MaxTimeline {
-		size := (len(all) + o.Buckets - 1) / o.Buckets
-		d.Timeline.Size = size
-		nb := (len(all) + size - 1) / size
-		d.Timeline.Buckets = make([][]int, len(lanes.list))
-		for l := range d.Timeline.Buckets {
-			d.Timeline.Buckets[l] = make([]int, nb)
-		}
-		for i, r := range all {
-			d.Timeline.Buckets[lanes.id(laneOf(r.ev, logs[r.log].server))][i/size]++
-		}
-	}
-
-	// findings, chains, counterfactuals
-	detailRows := map[int]bool{}
-	graphParts(d, o, logs, run, detailRows)
-
-	laneOfEv := map[[2]any]int{}
-	for li, ls := range logs {
-		for _, e := range ls.events {
-			laneOfEv[[2]any{li, e.ID}] = lanes.id(laneOf(e, ls.server))
-		}
-	}
-	laneAt := func(li int, ev string, _ int) int { return laneOfEv[[2]any{li, ev}] }
-	eventsAt := func(rows []int) ([]eventRef, error) {
-		refs := make([]eventRef, len(rows))
-		for i, r := range rows {
-			refs[i] = all[r]
-		}
-		return refs, nil
-	}
-	if err := finish(d, o, logs, run, lanes, detailRows, eventsAt, laneAt); err != nil {
-		return nil, err
-	}
-	d.Lanes, d.Kinds, d.Labels = lanes.list, kinds.list, labels.list
-	return d, nil
 }
 
 func findingScope(f verify.Finding) string {
@@ -647,8 +343,26 @@ func (t *interner) id(s string) int {
 	return len(t.list) - 1
 }
 
-// laneOf is the actor lane of an event.
+// serverLane names the lane of an MCP server's messages: "fs server",
+// or "MCP server" for a server the log does not name.
+func serverLane(server string) string {
+	if server == "" {
+		return "MCP server"
+	}
+	return server + " server"
+}
+
+// laneOf is the actor lane of an event, its server's named by serverLane.
 func laneOf(e *eventlog.Event, server string) string {
+	if k := laneKind(e); k != "server" {
+		return k
+	}
+	return serverLane(server)
+}
+
+// laneKind is the kind of actor lane of an event: user, agent, model,
+// server, effects or witness.
+func laneKind(e *eventlog.Event) string {
 	s2c := e.Direction == "s2c"
 	switch e.Kind {
 	case eventlog.KindUserInput:
@@ -659,14 +373,14 @@ func laneOf(e *eventlog.Event, server string) string {
 		if e.Kind == eventlog.KindMCPResponse && !s2c && e.Direction != "" {
 			return "agent"
 		}
-		return "server: " + server
+		return "server"
 	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		return "model"
 	case eventlog.KindExternalEffect:
 		return "effects"
 	case eventlog.KindMCPRequest, eventlog.KindNotification:
 		if s2c {
-			return "server: " + server
+			return "server"
 		}
 		if e.Direction == "c2s" {
 			return "agent"

@@ -93,7 +93,7 @@ func TestBuildFixture(t *testing.T) {
 		t.Errorf("wire bytes %q are not in the cassette", det.Wire)
 	}
 	// lanes: one per actor, the server by its name
-	if !contains(d.Lanes, "server: witness-gosdk-fixture") || !contains(d.Lanes, "agent") || !contains(d.Lanes, "effects") {
+	if !contains(d.Lanes, "witness-gosdk-fixture server") || !contains(d.Lanes, "agent") || !contains(d.Lanes, "effects") {
 		t.Errorf("lanes %v", d.Lanes)
 	}
 	if len(d.Rank) == 0 || d.Rank[0].Rank != 1 {
@@ -289,7 +289,7 @@ func TestMultipleLogs(t *testing.T) {
 	if len(d.Logs) != 3 || d.Timeline.Total != total {
 		t.Errorf("logs %d, events %d of %d", len(d.Logs), d.Timeline.Total, total)
 	}
-	for _, l := range []string{"model", "server: fs", "server: everything"} {
+	for _, l := range []string{"model", "fs server", "everything server"} {
 		if !contains(d.Lanes, l) {
 			t.Errorf("no lane %q in %v", l, d.Lanes)
 		}
@@ -371,4 +371,59 @@ func FuzzBuild(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestStory: the first screen's data. Every finding has a sentence; the
+// findings that break the rules come worst first; the agent story's worst
+// is the injection, told from its events (the tool, the path it wrote,
+// the untrusted file read before it); its path runs from the untrusted
+// source to the action; what it touched is the write's effect; every
+// failing check says why.
+func TestStory(t *testing.T) {
+	d, err := Build(agentStory(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := buildFixture(t)
+	for _, dd := range []*Data{d, fx} {
+		for i, f := range dd.Findings {
+			if f.Sentence == "" {
+				t.Errorf("finding %d (%s) has no sentence", i, f.Code)
+			}
+			if i > 0 && classRank(f.Class) > classRank(dd.Findings[i-1].Class) {
+				t.Errorf("finding %d (%s) is worse than the one before it", i, f.Class)
+			}
+		}
+		checks := dd.RunChecks
+		for _, l := range dd.Logs {
+			checks = append(checks, l.Checks...)
+		}
+		for _, c := range checks {
+			if c.Status == "fail" && c.Reason == "" {
+				t.Errorf("failing check %s says no why", c.ID)
+			}
+		}
+	}
+	w := d.Findings[d.Story.Worst]
+	if d.Story.Worst != 0 || w.Code != "injection-provenance" {
+		t.Fatalf("worst finding %d %s, want 0 injection-provenance", d.Story.Worst, w.Code)
+	}
+	for _, s := range []string{"write_file wrote to /tmp/witness-agent-demo/precious.txt (fs:e8)", "after the model read /tmp/witness-agent-demo/inbox/poisoned.txt (read_text_file, fs:e7)", "untrusted"} {
+		if !strings.Contains(w.Sentence, s) {
+			t.Errorf("sentence %q does not say %q", w.Sentence, s)
+		}
+	}
+	p := d.Story.Path
+	if len(p) < 3 || p[0].Ref != "fs:e7" || p[0].Role != "source" || p[len(p)-1].Ref != "fs:e8" || p[len(p)-1].Role != "action" {
+		t.Errorf("story path %+v: want fs:e7 (source) … fs:e8 (action)", p)
+	}
+	if len(d.Story.Touched) != 1 || d.Story.Touched[0].What != "write" || d.Story.Touched[0].Target != "/tmp/witness-agent-demo/precious.txt" {
+		t.Errorf("touched %+v: want the write to precious.txt", d.Story.Touched)
+	}
+	if d.Story.Notices != 7 {
+		t.Errorf("%d notices, want 7", d.Story.Notices)
+	}
+	if s := fx.Findings[0].Sentence; s != "delete_file wrote to /srv/data/report.csv (e16), and the seal does not list delete_file." {
+		t.Errorf("fixture sentence %q", s)
+	}
 }

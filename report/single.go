@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/graph"
@@ -31,16 +30,16 @@ const (
 )
 
 func laneCode(e *eventlog.Event) uint8 {
-	switch l := laneOf(e, ""); {
-	case l == "user":
+	switch laneKind(e) {
+	case "user":
 		return laneUser
-	case l == "agent":
+	case "agent":
 		return laneAgent
-	case l == "model":
+	case "model":
 		return laneModel
-	case strings.HasPrefix(l, "server: "):
+	case "server":
 		return laneServer
-	case l == "effects":
+	case "effects":
 		return laneEffects
 	}
 	return laneWitness
@@ -58,7 +57,7 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	lg := Log{File: filepath.Base(file), Session: rep.Evidence.Session, Verdict: string(rep.Verdict), ExitCode: int(rep.Code()),
 		Line: rep.VerdictLine(), Qualifiers: rep.Qualifiers, Seal: rep.Seal.Digest, Signers: rep.Seal.Signers, Provenance: rep.Evidence.Provenance}
 	for _, c := range rep.Checks {
-		lg.Checks = append(lg.Checks, Check{ID: c.ID, Title: c.Title, Status: string(c.Status), Reason: c.Reason})
+		lg.Checks = append(lg.Checks, checkRow(c, rep.Findings))
 	}
 	findingEvents := map[string]bool{}
 	for _, f := range ls.findings {
@@ -72,7 +71,7 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 		}
 		return nil, fp.openErr
 	}
-	ls.server, ls.rowOf = fp.server, fp.rowOf
+	ls.server, ls.rowOf, ls.effects = fp.server, fp.rowOf, fp.effects
 	lg.EndSigned, lg.Cassette = fp.endSigned, fp.cassette
 	links, codes, kept, rerr := fp.links, fp.codes, fp.kept, fp.rerr
 	d.Timeline.Rows = fp.rows
@@ -85,9 +84,6 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	if rerr != nil {
 		lg.ReadError = rerr.Error()
 		d.Notes = append(d.Notes, fmt.Sprintf("%s: read %d events, then: %v", lg.File, len(codes), rerr))
-	}
-	if ls.server == "" {
-		ls.server = "server"
 	}
 	lg.Server = ls.server
 	lg.Events = len(codes)
@@ -117,12 +113,12 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 	// lanes: user, agent, model, the server if it has events, effects,
 	// witness
 	if hasCode(codes, laneServer) {
-		lanes.id("server: " + ls.server)
+		lanes.id(serverLane(ls.server))
 	}
 	lanes.id("effects")
 	lanes.id("witness")
 	var laneID [laneWitness + 1]int
-	for c, l := range []string{"user", "agent", "model", "server: " + ls.server, "effects", "witness"} {
+	for c, l := range []string{"user", "agent", "model", serverLane(ls.server), "effects", "witness"} {
 		laneID[c] = lanes.ix[l]
 	}
 	d.Verdict = Verdict{Verdict: string(runRep.Verdict), ExitCode: int(runRep.Verdict.ExitCode()), Class: runRep.Verdict.ExitCode().Name(), Line: runRep.VerdictLine()}
@@ -225,6 +221,7 @@ type firstPass struct {
 	rowOf            map[string]int
 	rerr             error // the read's error (not io.EOF)
 	openErr          error
+	effects          []effectRec
 }
 
 // readFirst reads the log once, without the verdict (it runs beside
@@ -265,6 +262,7 @@ func firstFrom(r graph.EventSource, o Options, kinds, labels *interner) *firstPa
 		if e.Header != nil && e.Header.Server != nil {
 			fp.server = e.Header.Server.Name
 		}
+		fp.effects = addEffect(fp.effects, e)
 		if e.End != nil {
 			for _, s := range e.End.Signatures {
 				fp.endSigned = append(fp.endSigned, s.KeyID)
@@ -345,7 +343,7 @@ func graphParts(d *Data, o Options, logs []*logState, run *runState, detailRows 
 				d.Notes = append(d.Notes, fmt.Sprintf("only the first %d findings are shown", maxFindings))
 				break
 			}
-			df := Finding{Log: li, Code: f.Code, Class: string(f.Class), Severity: string(f.Severity), Message: f.Message, Event: f.EventID, Tool: f.Tool, Row: -1}
+			df := Finding{Log: li, Code: f.Code, Class: string(f.Class), Severity: string(f.Severity), Message: f.Message, Event: f.EventID, Tool: f.Tool, Row: -1, vf: f}
 			if r, ok := ls.rowOf[f.EventID]; ok && f.EventID != "" {
 				df.Row = r
 				detailRows[r] = true
@@ -401,11 +399,6 @@ func graphParts(d *Data, o Options, logs []*logState, run *runState, detailRows 
 // reads the firewall audit.
 func finish(d *Data, o Options, logs []*logState, run *runState, lanes *interner, detailRows map[int]bool,
 	eventsAt func(rows []int) ([]eventRef, error), laneAt func(log int, ev string, row int) int) error {
-	// what breaks the rules first, notices last
-	sort.SliceStable(d.Findings, func(i, j int) bool {
-		return (d.Findings[i].Class == string(verify.ClassNotice)) != (d.Findings[j].Class == string(verify.ClassNotice)) && d.Findings[j].Class == string(verify.ClassNotice)
-	})
-
 	// details: finding and chain events first, then the earliest events
 	for i := 0; i < len(d.Timeline.Rows) && len(detailRows) < o.MaxDetails; i++ {
 		detailRows[i] = true
@@ -425,6 +418,8 @@ func finish(d *Data, o Options, logs []*logState, run *runState, lanes *interner
 	for i := range d.Details {
 		d.Timeline.Rows[d.Details[i].Row][5] |= 2
 	}
+	// the sentences, the findings worst first, the first screen's story
+	tell(d, logs, o)
 	if len(d.Timeline.Rows) > len(d.Details) {
 		d.Notes = append(d.Notes, fmt.Sprintf("payloads and wire bytes are embedded for %d of %d events (the findings' events and chains first, then the earliest); the others are in the event log and its cassette", len(d.Details), d.Timeline.Total))
 	}

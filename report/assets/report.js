@@ -13,6 +13,7 @@
   function el(tag, attrs, kids) {
     var e = document.createElement(tag);
     for (var k in attrs || {}) {
+      if (attrs[k] == null) continue;
       if (k === "text") e.textContent = attrs[k];
       else if (k === "cls") e.className = attrs[k];
       else e.setAttribute(k, attrs[k]);
@@ -26,33 +27,88 @@
     return e;
   }
   function $(id) { return document.getElementById(id); }
+  function words(s) { return String(s || "").replace(/_/g, " "); }
+  function logName(li) { var l = D.logs[li] || {}; return l.server || "log " + (li + 1); }
+  // "fs:e8 tool call write_file": the log (with several), the event, its kind in words, its label unless it repeats the kind
   function rowName(i) {
-    var r = rows[i];
-    var s = "e" + r[1] + " " + D.kinds[r[3]] + " " + D.labels[r[4]];
-    if (D.logs.length > 1) s += " (log " + (r[0] + 1) + ")";
-    return s;
+    var r = rows[i], kind = D.kinds[r[3]], label = D.labels[r[4]];
+    return (D.logs.length > 1 ? logName(r[0]) + ":" : "") + "e" + r[1] + " " + words(kind) + (label && label !== kind ? " " + label : "");
+  }
+  function stepText(s) { return s.what ? s.what + (s.text ? " · " + s.text : "") : s.label.replace(/\n/g, " · "); }
+  function cut(s, n) { s = String(s || ""); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+  var REL = { used: "used by", wasDerivedFrom: "carried into", wasInformedBy: "informed", wasGeneratedBy: "generated" };
+
+  // the first screen: what went wrong, worst first; the worst finding's chain; what the findings touched
+  function renderStory() {
+    var v = D.verdict, st = D.story, box = $("story-body"), bad = D.findings.length - st.notices;
+    var intact = 0;
+    D.logs.forEach(function (l) { l.checks.forEach(function (c) { if (c.id === "event-chain" && c.status === "pass") intact++; }); });
+    var integ = intact === D.logs.length ? "the evidence is intact: hash chain and signed end hold in " + (D.logs.length > 1 ? "all " + D.logs.length + " logs" : "the log")
+      : "the hash chain or signed end does not hold in " + (D.logs.length - intact) + " of " + D.logs.length + " log(s)";
+    box.appendChild(el("p", { cls: "story-verdict" }, [el("span", { cls: "badge b-" + v.verdict, id: "verdict-badge", text: v.verdict }),
+      " exit " + v.exit_code + " · " + (bad ? bad + " finding" + (bad > 1 ? "s" : "") + " that break the rules" : "no finding breaks the rules") + " · " + integ]));
+    if (bad) {
+      var ol = el("ol", { cls: "story-findings", id: "story-findings" });
+      D.findings.forEach(function (f, fi) {
+        if (f.class === "notice") return;
+        ol.appendChild(el("li", { cls: "story-finding c-" + f.class, "data-code": f.code }, [el("span", { cls: "badge b-" + f.class, text: f.class }), " ",
+          el("span", { cls: "sentence", id: fi === st.worst ? "story-worst" : null, text: f.sentence }), " ", el("a", { href: "#finding-" + fi, text: f.code })]));
+      });
+      box.appendChild(ol);
+    }
+    if (st.notices) box.appendChild(el("p", { cls: "muted", text: "and " + st.notices + " notice" + (st.notices > 1 ? "s" : "") + " (checks this evidence cannot run, things worth knowing): under Findings." }));
+    if (st.path && st.path.length) {
+      var wf = D.findings[st.worst];
+      box.appendChild(el("h3", { text: "How it happened: the chain of the first finding (" + wf.code + "), source first" }));
+      var path = el("ol", { cls: "story-path", id: "story-path" });
+      st.path.forEach(function (p, i) {
+        if (st.elided && i === 2) path.appendChild(el("li", { cls: "sstep elided", text: "… " + st.elided + " more steps (show chain below)" }));
+        var b = el("button", { type: "button", cls: "sstep" + (p.role ? " " + p.role : ""), title: p.text || "" }, [el("span", { cls: "sref", text: p.ref + (p.role === "source" ? " · untrusted source" : "") }),
+          el("span", { cls: "swhat", text: p.what }), p.text ? el("span", { cls: "stext", text: cut(p.text, 64) }) : null]);
+        if (p.row >= 0) b.addEventListener("click", function () { showEvent(p.row); scrollList(p.row); });
+        else b.disabled = true;
+        path.appendChild(el("li", {}, [b, i < st.path.length - 1 ? el("span", { cls: "srel", text: "→ " + (REL[p.rel] || p.rel || "") }) : null]));
+      });
+      box.appendChild(path);
+    }
+    if (st.touched && st.touched.length) {
+      box.appendChild(el("h3", { text: "What it touched" }));
+      box.appendChild(el("ul", { cls: "touched", id: "touched" }, st.touched.map(function (t) {
+        return el("li", {}, [el("strong", { text: t.what }), " ", el("code", { text: t.target }), el("span", { cls: "muted", text: " · " + (t.tool ? t.tool + ", " : "") + t.ref + (t.note ? " (" + t.note + ")" : "") })]);
+      })));
+    }
   }
 
-  // verdict and integrity
+  // verdict and integrity: one folded block per log, failing checks say why
+  function checkTable(checks) {
+    var ct = el("table", {}, [el("tr", {}, [el("th", { text: "check" }), el("th", { text: "status" }), el("th", { text: "why" })])]);
+    checks.forEach(function (c) {
+      ct.appendChild(el("tr", {}, [el("td", { text: c.title }), el("td", { cls: c.status, text: c.status }), el("td", { cls: c.status === "fail" ? "" : "muted", text: c.reason || "" })]));
+    });
+    return ct;
+  }
+  function tally(checks) {
+    var n = {};
+    checks.forEach(function (c) { n[c.status] = (n[c.status] || 0) + 1; });
+    return ["pass", "fail", "not-checkable"].filter(function (k) { return n[k]; }).map(function (k) { return n[k] + " " + k; }).join(", ");
+  }
   function renderVerdict() {
-    var v = D.verdict, box = $("verdict");
-    box.appendChild(el("p", {}, [el("span", { cls: "badge b-" + v.verdict, id: "verdict-badge", text: v.verdict }), " exit " + v.exit_code + " (" + v.class + ")"]));
-    box.appendChild(el("p", { id: "verdict-line", text: v.line }));
+    var box = $("verdict");
+    box.appendChild(el("p", { id: "verdict-line", text: D.verdict.line }));
+    if (D.run_checks && D.run_checks.length) {
+      box.appendChild(el("details", { cls: "log" }, [el("summary", { text: "the run's checks (" + D.logs.length + " logs judged as one): " + tally(D.run_checks) }), checkTable(D.run_checks)]));
+    }
     D.logs.forEach(function (l) {
-      box.appendChild(el("h3", { text: l.file + (l.session ? " · session " + l.session : "") }));
-      var facts = [["verdict", l.verdict + " (exit " + l.exit_code + ")"], ["events", String(l.events)], ["server", l.server || ""],
+      var facts = [["verdict", l.verdict + " (exit " + l.exit_code + ")"], ["events", String(l.events)], ["channel", l.server || "—"],
         ["seal", l.seal || "none given: integrity only"], ["seal signed by", (l.signers || []).join(", ") || "—"],
         ["session end signed by", (l.end_signed_by || []).join(", ") || "unsigned"], ["provenance", l.provenance || ""],
         ["cassette", l.cassette || "—"]];
-      var t = el("table", {}, facts.map(function (f) { return el("tr", {}, [el("th", { text: f[0] }), el("td", { text: f[1] })]); }));
-      box.appendChild(t);
-      (l.qualifiers || []).forEach(function (q) { box.appendChild(el("p", { cls: "note", text: "⚠ " + q })); });
-      if (l.read_error) box.appendChild(el("p", { cls: "fail", text: l.read_error }));
-      var ct = el("table", {}, [el("tr", {}, [el("th", { text: "check" }), el("th", { text: "status" }), el("th", { text: "why" })])]);
-      l.checks.forEach(function (c) {
-        ct.appendChild(el("tr", {}, [el("td", { text: c.title }), el("td", { cls: c.status, text: c.status }), el("td", { cls: "muted", text: c.reason || "" })]));
-      });
-      box.appendChild(ct);
+      var kids = [el("summary", {}, [el("strong", { text: l.file }), (l.session ? " · session " + l.session : "") + " · " + l.verdict + " · checks: " + tally(l.checks)])];
+      kids.push(el("table", {}, facts.map(function (f) { return el("tr", {}, [el("th", { text: f[0] }), el("td", { text: f[1] })]); })));
+      (l.qualifiers || []).forEach(function (q) { kids.push(el("p", { cls: "note", text: "⚠ " + q })); });
+      if (l.read_error) kids.push(el("p", { cls: "fail", text: l.read_error }));
+      kids.push(checkTable(l.checks));
+      box.appendChild(el("details", { cls: "log" }, kids));
     });
     (D.notes || []).forEach(function (n) { box.appendChild(el("p", { cls: "note", text: n })); });
   }
@@ -116,7 +172,7 @@
       for (var i = last - 1; i >= first; i--) {
         if (shown[i]) { before = shown[i]; continue; }
         (function (i) {
-          var b = el("button", { cls: "vrow" + (rows[i][5] & 1 ? " f1" : ""), type: "button", "data-row": String(i), "aria-pressed": i === selected ? "true" : "false", text: (rows[i][5] & 1 ? "⚑ " : "") + rowName(i) + "  · " + D.lanes[rows[i][2]] });
+          var b = el("button", { cls: "vrow" + (rows[i][5] & 1 ? " f1" : ""), type: "button", "data-row": String(i), "aria-pressed": i === selected ? "true" : "false", text: (rows[i][5] & 1 ? "⚑ " : "") + rowName(i) + (rowName(i).indexOf(D.lanes[rows[i][2]]) < 0 ? "  · " + D.lanes[rows[i][2]] : "") });
           b.style.top = i * RH + "px";
           b.addEventListener("click", function () { showEvent(i); });
           spacer.insertBefore(b, before);
@@ -170,9 +226,9 @@
       var ev = f.row >= 0 ? el("button", { type: "button", cls: "goto", text: f.event }) : null;
       if (ev) ev.addEventListener("click", function () { showEvent(f.row); scrollList(f.row); });
       var chainBox = el("div", { cls: "chain", id: "chain-" + fi, hidden: "" });
-      var card = el("div", { cls: "finding c-" + f.class, "data-code": f.code }, [
+      var card = el("div", { cls: "finding c-" + f.class, "data-code": f.code, id: "finding-" + fi }, [
         el("div", {}, [el("span", { cls: "badge b-" + f.class, text: f.class }), " ", el("strong", { text: f.code }), f.tool ? " · tool " + f.tool : "", ev ? " · event " : "", ev]),
-        el("p", { text: f.message }), btn, chainBox]);
+        el("p", { cls: "sentence", text: f.sentence }), f.sentence !== f.message ? el("p", { cls: "muted", text: "verify: " + f.message }) : null, btn, chainBox]);
       btn.addEventListener("click", function () {
         var open = chainBox.hasAttribute("hidden");
         if (open) { if (!chainBox.firstChild) drawChain(f, chainBox); chainBox.removeAttribute("hidden"); }
@@ -194,7 +250,7 @@
       var x = 10 + i * (W + GAP), last = i === st.length - 1;
       var g = sv("g", { "class": "step" });
       g.appendChild(sv("rect", { x: x, y: y0, width: W, height: H, rx: s.kind === "activity" ? 2 : 18, fill: last ? (COLORS[f.class] || "#c0392b") : (s.kind === "activity" ? "#9fb1fc" : "#fffc87"), stroke: "#555" }));
-      s.label.split("\n").slice(0, 2).forEach(function (line, li) {
+      (s.what ? [(s.ref ? s.ref + " " : "") + s.what, s.text || ""] : s.label.split("\n").slice(0, 2)).forEach(function (line, li) {
         var t = sv("text", { x: x + W / 2, y: y0 + 17 + li * 14, "text-anchor": "middle" });
         if (last) t.setAttribute("style", "fill:#fff;font-weight:600");
         t.textContent = line.length > 30 ? line.slice(0, 29) + "…" : line;
@@ -216,7 +272,7 @@
     var ol = el("ol", { cls: "chain-steps" });
     st.forEach(function (s, i) {
       var r = f.chain_rows[i];
-      var item = el("li", {}, [(s.ref ? s.ref + " · " : "") + s.label.replace(/\n/g, " · "), (s.links || []).length ? el("span", { cls: "muted", text: "  ← " + s.links.map(function (l) { return l.rel + " " + (st[l.to].ref || st[l.to].event || st[l.to].label.split("\n")[0]); }).join(", ") }) : null]);
+      var item = el("li", {}, [(s.ref ? s.ref + " · " : "") + stepText(s), (s.links || []).length ? el("span", { cls: "muted", text: "  ← " + s.links.map(function (l) { return l.rel + " " + (st[l.to].ref || st[l.to].event || st[l.to].label.split("\n")[0]); }).join(", ") }) : null]);
       if (r >= 0) {
         var b = el("button", { type: "button", text: "event" });
         b.addEventListener("click", function () { showEvent(r); scrollList(r); });
@@ -299,6 +355,7 @@
   var phases = {};
   function phase(name, f) { var t = performance.now(); f(); phases[name] = Math.round(performance.now() - t); }
   phases.parse = Math.round(performance.now() - window.witnessStartedAt);
+  phase("story", renderStory);
   phase("verdict", renderVerdict);
   phase("timeline", renderTimeline);
   phase("findings", renderFindings);
