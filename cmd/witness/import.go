@@ -18,7 +18,6 @@ type importOptions struct {
 	Output outputOptions
 	Keys   keyringOptions
 	Redact redactOptions
-	Quiet  bool
 }
 
 func newImportCmd(a *app) *cobra.Command {
@@ -59,7 +58,6 @@ signature cover, and 'witness verify' says "imported, not observed".`,
 	o.Output.AddFlags(c, "event log to write (a new file unless --force)", false)
 	o.Keys.AddFlags(c, recordingKeys)
 	o.Redact.AddFlags(c, "")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary line")
 	c.MarkFlagRequired("from")
 	c.MarkFlagRequired("out")
 	return c
@@ -91,7 +89,7 @@ func runImport(a *app, o importOptions) error {
 	}
 	ts := eventlog.Timestamp(a.getenv)
 	opts := derive.ImportOptions{Name: filepath.Base(o.File), TS: ts, Signers: signers, Redactor: red}
-	if !o.Quiet {
+	if !a.quiet { // --quiet (the root flag): only the summary line
 		opts.OnEvent = func(e *eventlog.Event) {
 			who := e.Tool + e.Role
 			switch {

@@ -251,7 +251,7 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	rep, err := verify.Run(verify.Options{
 		SealFile: o.Seal, EventsFile: first(o.Events), RunEvents: rest(o.Events), GraphFile: o.Graph,
 		SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned,
-		Stdin: a.stdin, Anchor: anchor,
+		Stdin: a.stdin, Anchor: anchor, Progress: a.progress.Wrap(true),
 	})
 	if err != nil {
 		return err

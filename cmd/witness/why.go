@@ -90,7 +90,7 @@ func runWhy(a *app, o whyOptions, node string) error {
 	if o.Graph != "" {
 		ch, err = whyFromGraph(o.Graph, node)
 	} else {
-		ch, err = whyFromEvents(o, node)
+		ch, err = whyFromEvents(a, o, node)
 	}
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func whyFromGraph(path, node string) (*why.Chain, error) {
 }
 
 // whyFromEvents joins the logs of a run and explains node.
-func whyFromEvents(o whyOptions, node string) (*why.Chain, error) {
+func whyFromEvents(a *app, o whyOptions, node string) (*why.Chain, error) {
 	opts := graph.Options{}
 	if o.Seal != "" {
 		s, err := seal.Load(o.Seal)
@@ -138,10 +138,10 @@ func whyFromEvents(o whyOptions, node string) (*why.Chain, error) {
 				return nil, exitcode.Input("read events", err, "check the path given to --events")
 			}
 			defer f.Close()
-			return why.ExplainLog(f, o.Events[0], node, opts, o.Tmp, why.Options{})
+			return why.ExplainLog(a.progress.Reader(o.Events[0], f, true), o.Events[0], node, opts, o.Tmp, why.Options{})
 		}
 	}
-	logs, err := readRunLogs(o.Events)
+	logs, err := readRunLogs(a, o.Events)
 	if err != nil {
 		return nil, err
 	}
