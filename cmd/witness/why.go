@@ -45,8 +45,11 @@ NODE is an event id qualified by its log when several logs are given
 (LOGNAME:e7, LOGNAME being the name of the log file's directory, or the path
 as given when two logs share it), a bare event id when only one log has it,
 or a graph IRI. --json prints {"node","chain":[{"event","log","kind","iri",
-"excerpt","via"}],"sources"}. Exit 0 when printed, 2 on an unknown node
-(docs/design/causal-join.md).
+"excerpt","via"}],"sources","no_sources"}. Exit 0 when printed, 2 on an
+unknown node (docs/design/causal-join.md). When no step is a source, the
+last line says why instead of an empty list ("sources: none: ..."): the run
+has no model channel (only MCP logs were given, so nothing recorded says
+what asked for a call), or no model turn of the run asked for it.
 
 --graph FILE reads a graph written by 'witness graph' (one log, or the logs
 of a run joined) in place of --events, without holding the whole graph: the
