@@ -139,7 +139,13 @@ func newRootCmd(a *app) *cobra.Command {
 		Long: `witness is an external witness for autonomous AI agents. It seals what an
 agent is allowed to do before it runs, captures what it did at the MCP
 protocol boundary, turns the capture into a canonical W3C PROV causal graph,
-verifies the graph against the seal, and replays counterfactuals on it.`,
+verifies the graph against the seal, and replays counterfactuals on it.
+
+graph, verify, report, replay and why show a progress line on stderr while
+they read a log, when stderr is a terminal (WITNESS_PROGRESS=1 forces it on,
+WITNESS_PROGRESS=0 off). --quiet, on every verb, turns it off and drops the
+notes on stderr; errors, hints, warnings and stdout stay
+(docs/design/progress.md).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version.Get().String(),
