@@ -41,6 +41,18 @@ type LoadOptions struct {
 	// MemoryLimit sets the runtime's soft memory limit to MemoryLimit when
 	// the graph is read straight into the index and GOMEMLIMIT is unset.
 	MemoryLimit bool
+	// Progress, when set, wraps the graph file as it is read (the CLI's
+	// progress line, internal/progress); it must hand back the bytes it
+	// reads unchanged.
+	Progress func(name string, r io.Reader) io.Reader
+}
+
+// graphReader is the graph file f read through o.Progress.
+func (o LoadOptions) graphReader(f io.Reader) io.Reader {
+	if o.Progress == nil {
+		return f
+	}
+	return o.Progress(o.GraphFile, f)
 }
 
 // Load reads the graph or the run into an engine and returns it with the
@@ -104,7 +116,7 @@ func loadGraph(o LoadOptions) (*graph.Graph, error) {
 			return nil, exitcode.Input("read graph", err, "check the path given to --graph; make the graph with 'witness graph --events FILE --out FILE'")
 		}
 		defer f.Close()
-		return graph.ReadJSONLD(f, filepath.Base(o.GraphFile))
+		return graph.ReadJSONLD(o.graphReader(f), filepath.Base(o.GraphFile))
 	}
 	logs, err := o.Logs()
 	if err != nil {
@@ -158,7 +170,7 @@ func loadStreamed(o LoadOptions) (*Engine, Judge, error) {
 	// the counterfactual check then needs no read of the file to find
 	// the relation nodes it drops
 	b := NewEngineBuilderWith(EngineBuilderOptions{Referrers: o.SealFile != ""})
-	err = graph.ScanJSONLDView(f, filepath.Base(o.GraphFile), func(v *graph.NodeView) error {
+	err = graph.ScanJSONLDView(o.graphReader(f), filepath.Base(o.GraphFile), func(v *graph.NodeView) error {
 		b.Add(v)
 		if gs != nil {
 			gs.Add(v)

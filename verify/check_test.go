@@ -149,7 +149,7 @@ func TestCleanCaptureVerifies(t *testing.T) {
 	r := runCheck(t, plan, data, signedOpts())
 	if r.Verdict != Verified || r.Code() != exitcode.OK {
 		var b bytes.Buffer
-		r.WriteText(&b)
+		r.WriteText(&b, true)
 		t.Fatalf("verdict %s, want verified:\n%s", r.Verdict, b.String())
 	}
 	// testPlan says nothing of resources, prompts, sampling and
@@ -301,7 +301,7 @@ func TestChecks(t *testing.T) {
 			data := buildLog(t, p, logSpec{events: evs, header: tt.header, signer: testKey})
 			r := runCheck(t, p, data, signedOpts())
 			var text bytes.Buffer
-			r.WriteText(&text)
+			r.WriteText(&text, true)
 			if r.Verdict != tt.verdict {
 				t.Errorf("verdict %s, want %s\n%s", r.Verdict, tt.verdict, text.String())
 			}
@@ -420,7 +420,7 @@ func TestTamperedAndIncomplete(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runCheck(t, plan, tt.data(), tt.opts)
 			var text bytes.Buffer
-			r.WriteText(&text)
+			r.WriteText(&text, true)
 			if r.Verdict != tt.verdict {
 				t.Errorf("verdict %s, want %s\n%s", r.Verdict, tt.verdict, text.String())
 			}

@@ -29,7 +29,7 @@ func reportBytes(t testing.TB, r *Report, err error) string {
 		return b.String()
 	}
 	r.Finish()
-	for _, w := range []func(io.Writer) error{r.WriteText, r.WriteJSON, r.WriteSARIF, r.WriteJUnit} {
+	for _, w := range []func(io.Writer) error{func(w io.Writer) error { return r.WriteText(w, true) }, r.WriteJSON, r.WriteSARIF, r.WriteJUnit} {
 		if err := w(&b); err != nil {
 			t.Fatal(err)
 		}

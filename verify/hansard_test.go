@@ -48,7 +48,7 @@ func TestHansard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text bytes.Buffer
-	r.WriteText(&text)
+	r.WriteText(&text, true)
 	t.Log("\n" + text.String())
 	if r.Verdict != Violation {
 		t.Errorf("verdict %s, want violation", r.Verdict)
@@ -110,7 +110,7 @@ func TestHansardCleanScenario(t *testing.T) {
 	r := runCheck(t, plan, out.Bytes(), signedOpts())
 	if r.Verdict != Verified {
 		var b bytes.Buffer
-		r.WriteText(&b)
+		r.WriteText(&b, true)
 		t.Fatalf("verdict %s:\n%s", r.Verdict, b.String())
 	}
 }

@@ -60,10 +60,19 @@ func plural(n int, one string) string {
 }
 
 // WriteText writes the human report: one line per finding, then the verdict
-// line.
-func (r *Report) WriteText(w io.Writer) error {
+// line. Unless verbose, the notices of two or more checks that could not
+// run (code not-checkable) are summed up in one line, where the first of
+// them would be, naming the checks (docs/design/progress.md); the machine
+// formats always list them.
+func (r *Report) WriteText(w io.Writer, verbose bool) error {
 	var b bytes.Buffer
+	summary, summed := r.notCheckableSummary(verbose)
 	for _, f := range r.Findings {
+		if summed && f.Code == "not-checkable" {
+			b.WriteString(summary)
+			summary = ""
+			continue
+		}
 		fmt.Fprintf(&b, "%s: %s: %s: %s%s\n", r.location(f), f.Severity, f.Code, f.Message, refs(f))
 		for i, c := range f.Chain {
 			arrow := "  <- "
@@ -77,6 +86,33 @@ func (r *Report) WriteText(w io.Writer) error {
 	b.WriteByte('\n')
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// notCheckableSummary is the line that stands for the not-checkable
+// notices in the text report, and whether there is one: not when verbose,
+// nor for fewer than two checks.
+func (r *Report) notCheckableSummary(verbose bool) (string, bool) {
+	if verbose {
+		return "", false
+	}
+	var checks []string
+	seen := map[string]bool{}
+	loc := ""
+	for _, f := range r.Findings {
+		if f.Code != "not-checkable" || seen[f.Check] {
+			continue
+		}
+		if loc == "" {
+			loc = r.location(f)
+		}
+		seen[f.Check] = true
+		checks = append(checks, f.Check)
+	}
+	if len(checks) < 2 {
+		return "", false
+	}
+	return fmt.Sprintf("%s: notice: not-checkable: %d checks not checkable: %s; --verbose lists them with their reasons\n",
+		loc, len(checks), strings.Join(checks, ", ")), true
 }
 
 // VerdictLine returns the verdict line of the text report (no newline).

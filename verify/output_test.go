@@ -32,7 +32,7 @@ func render(t testing.TB, r *Report, format string) []byte {
 	var err error
 	switch format {
 	case "text":
-		err = r.WriteText(&b)
+		err = r.WriteText(&b, true)
 	case "json":
 		err = r.WriteJSON(&b)
 	case "sarif":
@@ -332,5 +332,40 @@ func TestCodesDocumented(t *testing.T) {
 		if _, ok := codes[code]; !ok {
 			t.Errorf("chain code %s not described", code)
 		}
+	}
+}
+
+// The text report sums up the notices of two or more checks that could
+// not run in one line, where the first was, unless verbose; one such
+// notice is printed as it is. The other findings are untouched.
+func TestNotCheckableSummary(t *testing.T) {
+	r := &Report{Evidence: Evidence{File: "run.jsonl"}, Findings: []Finding{
+		{Check: "unsealed-tool", Code: "unsealed-tool", Severity: SevError, Class: ClassViolation, Message: "tool x is not sealed"},
+		{Check: "system-prompt", Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, File: "run.jsonl", Message: "system-prompt not checkable: no model input"},
+		{Check: "sampling", Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, File: "run.jsonl", Message: "sampling not checkable: the seal is silent"},
+		{Check: "elicitation", Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, File: "run.jsonl", Message: "elicitation not checkable: the seal is silent"},
+	}}
+	var quiet, verbose bytes.Buffer
+	if err := r.WriteText(&quiet, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteText(&verbose, true); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(quiet.String()), "\n")
+	want := "run.jsonl: notice: not-checkable: 3 checks not checkable: system-prompt, sampling, elicitation; --verbose lists them with their reasons"
+	if len(lines) != 3 || lines[1] != want || !strings.Contains(lines[0], "unsealed-tool") {
+		t.Errorf("summary report:\n%s\nwant its second line %q", quiet.String(), want)
+	}
+	if n := strings.Count(verbose.String(), "not-checkable: "); n != 3 || strings.Contains(verbose.String(), "--verbose") {
+		t.Errorf("verbose report lists %d not-checkable notices, want 3:\n%s", n, verbose.String())
+	}
+	r.Findings = r.Findings[:2]
+	var one bytes.Buffer
+	if err := r.WriteText(&one, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(one.String(), "system-prompt not checkable: no model input") {
+		t.Errorf("one notice was summed up:\n%s", one.String())
 	}
 }

@@ -58,6 +58,10 @@ type Options struct {
 	// and decoded (Tap); nothing else changes. It is not called for the
 	// further logs of a run (RunEvents).
 	Tap *Tap
+	// Progress, when set, wraps each event log as it is opened (the
+	// CLI's progress line, internal/progress); it must hand back the
+	// bytes it reads unchanged.
+	Progress func(name string, r io.Reader) io.Reader
 }
 
 // GraphOptionsFor returns the graph options of the digest verify gives a
@@ -222,6 +226,9 @@ func openEvents(o Options) (io.Reader, func(), error) {
 			return nil, nil, exitcode.Input("read events", err, "check the path given to --events")
 		}
 		rd, closeFn = f, func() { f.Close() }
+	}
+	if o.Progress != nil {
+		rd = o.Progress(o.EventsFile, rd)
 	}
 	br, kind := sniffReader(rd)
 	if err := wrongKind("--events", o.EventsFile, kind, KindEvents); err != nil {

@@ -195,7 +195,7 @@ func TestScaleGolden(t *testing.T) {
 			if err := r.WriteJSON(&js); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.WriteText(&text); err != nil {
+			if err := r.WriteText(&text, true); err != nil {
 				t.Fatal(err)
 			}
 			// the temporary directory is not part of the report's meaning

@@ -24,11 +24,11 @@ import (
 // The chain is the one Explain gives on the whole graph. The logs come from
 // opts.Logs or, without them, from the graph's session nodes (LogsOf).
 func ExplainJSONLD(r io.ReadSeeker, name, node string, opts Options) (*Chain, error) {
-	sub, err := Subgraph(r, name, node, opts)
+	sub, model, err := subgraph(r, name, node, opts)
 	if err != nil {
 		return nil, err
 	}
-	return Explain(sub, node, opts)
+	return explain(sub, node, opts, model)
 }
 
 // Subgraph reads the graph document r in two passes (graph.ScanJSONLDView,
@@ -44,9 +44,17 @@ func ExplainJSONLD(r io.ReadSeeker, name, node string, opts Options) (*Chain, er
 // it was read whole. An unknown or ambiguous node is Resolve's usage
 // error. r is read from its current offset, then rewound to it.
 func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, error) {
+	g, _, err := subgraph(r, name, node, opts)
+	return g, err
+}
+
+// subgraph is Subgraph, and whether the document holds a model channel's
+// nodes (which the part kept may not).
+func subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, bool, error) {
+	model := false
 	at, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
+		return nil, false, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
 	}
 	ix := newCausalIndex()
 	_, id := splitRef(node)
@@ -67,13 +75,16 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 		if string(firstLiteral(v, graph.WEventID)) == id {
 			cands = append(cands, string(v.ID))
 		}
+		if v.HasType(graph.WModelTurn) || v.HasType(graph.WModelMessage) {
+			model = true
+		}
 		if v.HasType(graph.WCaptureSession) {
 			return sessions.AddNode(v.Node())
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	logs := opts.Logs
 	if len(logs) == 0 {
@@ -85,7 +96,7 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 		// one in document order: Resolve sees them in ID order
 		sort.Strings(cands)
 		if start, err = resolveAmong(node, cands, logs); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	max := opts.MaxSteps
@@ -110,13 +121,13 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 	if fromSpans {
 		doc, err := ix.elements(r, at, keep)
 		if err != nil {
-			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
+			return nil, false, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
 		}
 		src = bytes.NewReader(doc)
 	}
 	ix = nil
 	if _, err := r.Seek(at, io.SeekStart); err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
+		return nil, false, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %w", name, err), "")
 	}
 	// the session nodes of the first pass name the logs; the second pass
 	// ends at the last node kept (the first pass has read the document
@@ -139,14 +150,14 @@ func Subgraph(r io.ReadSeeker, name, node string, opts Options) (*graph.Graph, e
 	})
 	if err != nil && err != errAllFound {
 		if fromSpans { // the file changed since the first pass
-			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: the nodes of the first reading: %w (the file changed?)", name, err), "")
+			return nil, false, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: the nodes of the first reading: %w (the file changed?)", name, err), "")
 		}
-		return nil, err
+		return nil, false, err
 	}
 	if want != 0 {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %d nodes of the first reading are not in the second (the file changed?)", name, want), "")
+		return nil, false, exitcode.New(exitcode.Failure, fmt.Errorf("read graph %s: %d nodes of the first reading are not in the second (the file changed?)", name, want), "")
 	}
-	return sub, nil
+	return sub, model, nil
 }
 
 // errAllFound ends the second pass of Subgraph.

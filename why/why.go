@@ -57,7 +57,16 @@ type Chain struct {
 	Node    string   `json:"node"`
 	Chain   []Step   `json:"chain"`
 	Sources []string `json:"sources"`
+	// NoSources says why Sources is empty: the run has no model channel
+	// , or nothing recorded led to the node.
+	NoSources string `json:"no_sources,omitempty"`
 }
+
+// The reasons of Chain.NoSources.
+const (
+	noModelChannel = "this run has no model channel, so nothing recorded says what asked for it (record the model API with 'witness proxy --listen ADDR --upstream URL' and give its log with --events)"
+	noCause        = "no model turn of this run asked for it and it used nothing recorded"
+)
 
 // causal are the predicates a chain follows, in the order they are tried.
 var causal = []string{graph.ProvWasInformedBy, graph.ProvUsed, graph.ProvWasDerivedFrom, graph.ProvWasGeneratedBy, graph.ProvWasInfluencedBy, graph.WPossiblyInfluencedBy}
@@ -66,6 +75,17 @@ var causal = []string{graph.ProvWasInformedBy, graph.ProvUsed, graph.ProvWasDeri
 // qualified by its log (LOGNAME:e7) or a bare event id when only one log
 // has it. An unknown or ambiguous node is a usage error (exit 2).
 func Explain(g *graph.Graph, node string, opts Options) (*Chain, error) {
+	return explain(g, node, opts, hasModel(g))
+}
+
+// hasModel reports whether g holds a model channel's nodes.
+func hasModel(g *graph.Graph) bool {
+	return len(g.OfType(graph.WModelTurn)) > 0 || len(g.OfType(graph.WModelMessage)) > 0
+}
+
+// explain is Explain, told whether the run has a model channel (the
+// whole graph's, which a subgraph cannot say).
+func explain(g *graph.Graph, node string, opts Options, model bool) (*Chain, error) {
 	logs := opts.Logs
 	if len(logs) == 0 {
 		logs = LogsOf(g)
@@ -101,6 +121,12 @@ func Explain(g *graph.Graph, node string, opts Options) (*Chain, error) {
 			ch.Sources = append(ch.Sources, st.Ref())
 		}
 	})
+	if len(ch.Sources) == 0 {
+		ch.NoSources = noCause
+		if !model {
+			ch.NoSources = noModelChannel
+		}
+	}
 	return ch, nil
 }
 
@@ -487,7 +513,11 @@ func (c *Chain) WriteText(w interface{ Write([]byte) (int, error) }) error {
 		}
 		fmt.Fprintf(&b, "  %-14s %-16s %s%s\n", s.Ref(), s.Kind, s.Excerpt, via)
 	}
-	fmt.Fprintf(&b, "sources: %s\n", strings.Join(c.Sources, ", "))
+	if len(c.Sources) == 0 && c.NoSources != "" {
+		fmt.Fprintf(&b, "sources: none: %s\n", c.NoSources)
+	} else {
+		fmt.Fprintf(&b, "sources: %s\n", strings.Join(c.Sources, ", "))
+	}
 	_, err := w.Write([]byte(b.String()))
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/progress"
 )
 
 // app carries what every command needs from the process: its streams and its
@@ -27,6 +28,51 @@ type app struct {
 	// inside a test; then `witness proxy` is its process's only starter
 	// of children (proxy.Options.SoleChild).
 	ownProcess bool
+	// quiet is --quiet: no progress line and no notes on stderr (what a
+	// command did, where it wrote); errors, their hints, warnings and
+	// every result on stdout stay.
+	quiet bool
+	// progress is the command's progress line (nil: off), made when the
+	// verb starts (progress.Enabled).
+	progress *progress.Reporter
+}
+
+// notes is where a command writes its notes on stderr ("witness: wrote
+// FILE", the graph digest...): stderr, or nothing with --quiet.
+func (a *app) notes() io.Writer {
+	if a.quiet {
+		return io.Discard
+	}
+	a.progress.Done()
+	return a.stderr
+}
+
+// progressVerbs are the verbs that read long logs and show the progress
+// line; the others (a proxy whose stdout is the wire...) never do.
+var progressVerbs = map[string]bool{"witness graph": true, "witness verify": true, "witness report": true, "witness replay": true, "witness why": true}
+
+// startProgress makes the progress line of a verb of progressVerbs
+// (progress.Enabled); when it is on, whatever the verb writes on stdout
+// first blanks it.
+func (a *app) startProgress(verb string) {
+	if !progressVerbs[verb] {
+		return
+	}
+	a.progress = progress.New(a.stderr, progress.Enabled(a.stderr, a.quiet, a.getenv("WITNESS_PROGRESS")), nil)
+	if a.progress != nil {
+		a.stdout = blankFirst{a.progress, a.stdout}
+	}
+}
+
+// blankFirst blanks the progress line before each write to w.
+type blankFirst struct {
+	p *progress.Reporter
+	w io.Writer
+}
+
+func (b blankFirst) Write(p []byte) (int, error) {
+	b.p.Done()
+	return b.w.Write(p)
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -40,6 +86,7 @@ func run(args []string, a *app) int {
 	started := false
 	markStarted(root, &started)
 	err := root.Execute()
+	a.progress.Done() // blank the progress line before anything else is printed
 	if err == nil {
 		return int(exitcode.OK)
 	}
@@ -92,12 +139,20 @@ func newRootCmd(a *app) *cobra.Command {
 		Long: `witness is an external witness for autonomous AI agents. It seals what an
 agent is allowed to do before it runs, captures what it did at the MCP
 protocol boundary, turns the capture into a canonical W3C PROV causal graph,
-verifies the graph against the seal, and replays counterfactuals on it.`,
+verifies the graph against the seal, and replays counterfactuals on it.
+
+graph, verify, report, replay and why show a progress line on stderr while
+they read a log, when stderr is a terminal (WITNESS_PROGRESS=1 forces it on,
+WITNESS_PROGRESS=0 off). --quiet, on every verb, turns it off and drops the
+notes on stderr; errors, hints, warnings and stdout stay
+(docs/design/progress.md).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print no progress line and no notes on stderr (errors, hints, warnings and stdout stay)")
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) { a.startProgress(c.CommandPath()) }
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)

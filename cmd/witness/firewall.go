@@ -637,7 +637,7 @@ func addFirewallAudit(a *app, g *graph.Graph, path string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "witness: firewall audit %s: %d checks, %d linked to their message, %d unlinked\n", path, res.Checks, res.Linked, res.Unlinked)
+	fmt.Fprintf(a.notes(), "witness: firewall audit %s: %d checks, %d linked to their message, %d unlinked\n", path, res.Checks, res.Linked, res.Unlinked)
 	return nil
 }
 

@@ -138,8 +138,8 @@ func runGraph(a *app, o graphOptions) error {
 			return exitcode.Input("read events", err, "check the path given to --events; give the events.jsonl that 'witness capture' wrote")
 		}
 		defer in.Close()
-		src = graph.NewEventSource(in, o.Events[0])
-	} else if logs, err = readRunLogs(o.Events); err != nil {
+		src = graph.NewEventSource(a.progress.Reader(o.Events[0], in, true), o.Events[0])
+	} else if logs, err = readRunLogs(a, o.Events); err != nil {
 		return err
 	}
 	var st graph.WriteStats
@@ -156,9 +156,9 @@ func runGraph(a *app, o graphOptions) error {
 	if o.JSON {
 		return printJSON(a, newGraphResult(o, st))
 	}
-	fmt.Fprintf(a.stderr, "witness: graph digest sha256:%s (%d quads)\n", st.Digest, st.Quads)
+	fmt.Fprintf(a.notes(), "witness: graph digest sha256:%s (%d quads)\n", st.Digest, st.Quads)
 	if out := o.Output.File(); out != "" {
-		fmt.Fprintf(a.stderr, "witness: wrote %s (%s)\n", out, o.Format)
+		fmt.Fprintf(a.notes(), "witness: wrote %s (%s)\n", out, o.Format)
 	}
 	return nil
 }
@@ -239,6 +239,6 @@ func verifyClasses(a *app, o graphOptions) (map[string]string, error) {
 			out[f.EventID] = c
 		}
 	}
-	fmt.Fprintf(a.stderr, "witness: %s\n", rep.VerdictLine())
+	fmt.Fprintf(a.notes(), "witness: %s\n", rep.VerdictLine())
 	return out, nil
 }

@@ -18,7 +18,6 @@ type importOptions struct {
 	Output outputOptions
 	Keys   keyringOptions
 	Redact redactOptions
-	Quiet  bool
 	JSON   bool
 }
 
@@ -63,7 +62,6 @@ signature cover, and 'witness verify' says "imported, not observed".
 	o.Output.AddFlags(c, "event log to write (a new file unless --force)", false)
 	o.Keys.AddFlags(c, recordingKeys)
 	o.Redact.AddFlags(c, "")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary line")
 	f.BoolVar(&o.JSON, "json", false, "print the summary and the pairings as JSON")
 	completeChoices(c, "from", derive.ImportFormatATW010)
 	c.MarkFlagRequired("from")
@@ -101,7 +99,7 @@ func runImport(a *app, o importOptions) error {
 	opts.OnEvent = func(e *eventlog.Event) {
 		l, ok := importLink(e)
 		switch {
-		case !ok || o.Quiet && !o.JSON:
+		case !ok || a.quiet && !o.JSON:
 		case o.JSON:
 			links = append(links, l)
 		default:

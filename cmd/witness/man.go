@@ -32,7 +32,7 @@ func newManCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "wrote %d manual pages to %s\n", n, args[0])
+			fmt.Fprintf(a.notes(), "wrote %d manual pages to %s\n", n, args[0])
 			return nil
 		},
 	}

@@ -228,7 +228,7 @@ func runHTTPProxy(a *app, o proxyOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Anchor.Anchor(a, res.Events, a.stderr); err != nil {
+	if err := o.Anchor.Anchor(a, res.Events, a.notes()); err != nil {
 		return err
 	}
 	if res.Failure != "" {
@@ -269,7 +269,7 @@ func runProxy(a *app, o proxyOptions) error {
 	if res == nil || err != nil {
 		return err // a recording failure is exit 5 whatever the server did: it was ended by the proxy
 	}
-	if err := o.Anchor.Anchor(a, res.Events, a.stderr); err != nil {
+	if err := o.Anchor.Anchor(a, res.Events, a.notes()); err != nil {
 		return err
 	}
 	status := res.Outcome.ExitStatus

@@ -159,9 +159,9 @@ func checkReplayFlags(o *replayOptions) error {
 func replayEngine(a *app, o *replayOptions) (*replay.Engine, error) {
 	lo := replay.LoadOptions{GraphFile: o.graphFile, Remove: o.remove, SealFile: o.sealFile,
 		Keys:  func() (seal.VerifyOptions, error) { return o.keys.VerifyKeys(a, 0) },
-		Judge: o.judge, Whole: len(o.sources) > 0 || o.format == "dot", MemoryLimit: true}
+		Judge: o.judge, Whole: len(o.sources) > 0 || o.format == "dot", MemoryLimit: true, Progress: a.progress.Wrap(false)}
 	if len(o.events) > 0 {
-		lo.Logs = func() ([]graph.LogInput, error) { return readRunLogs(o.events) }
+		lo.Logs = func() ([]graph.LogInput, error) { return readRunLogs(a, o.events) }
 	}
 	if o.whatIfPolicy != "" {
 		lo.Prepare = func(g *graph.Graph) (bool, error) { return applyWhatIfPolicy(a, o, g) }

@@ -99,7 +99,7 @@ func runReport(a *app, o reportOptions) error {
 	}
 	ro := report.Options{
 		Events:        o.Events,
-		Verify:        verify.Options{SealFile: o.Seal, SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned},
+		Verify:        verify.Options{SealFile: o.Seal, SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned, Progress: a.progress.Wrap(true)},
 		FirewallAudit: o.FirewallAudit,
 		Explainer:     report.WhyExplainer{},
 		Generated:     a.getenv("ATW_WITNESS_TS"),

@@ -179,7 +179,7 @@ func runSealInit(a *app, o sealInitOptions) error {
 		notes = append(notes, d.AddSurface(sf.Resources, sf.Templates, sf.Prompts, o.Surface)...)
 	}
 	for _, n := range notes {
-		fmt.Fprintf(a.stderr, "witness: note: %s\n", n)
+		fmt.Fprintf(a.notes(), "witness: note: %s\n", n)
 	}
 	data, err := d.Marshal()
 	if err != nil {

@@ -35,6 +35,9 @@ type verifyOptions struct {
 	JUnit         bool
 	Output        outputOptions // the report
 	AllowUnsigned bool
+	// Verbose lists each check that could not run with its reason in the
+	// text report, in place of one summary line.
+	Verbose bool
 
 	// Anchoring (docs/design/transparency.md): the log at hand, the log key
 	// pinned, and the witness quorum over the bundle's checkpoint.
@@ -103,7 +106,13 @@ them) and judged: an MCP tools/call no model output asked for
 (model-call-not-executed, a notice), and, when the seal marks untrusted
 sources ("untrusted"), a destructive or unsealed action causally
 downstream of untrusted content (injection-provenance, a violation,
-printed with its chain; docs/design/causal-join.md).`,
+printed with its chain; docs/design/causal-join.md).
+
+The text report sums up the checks that could not run on this evidence
+(not-checkable notices) in one line naming them, when there are two or
+more; --verbose prints each with its reason. --json, --sarif and --junit
+always list them. Reading a long log, verify shows a progress line on
+stderr when it is a terminal (--quiet: none).`,
 		Example: `  witness verify --seal seal.json
   ATW_WITNESS_KEY=$(printf '0%.0s' {1..64}) witness verify --seal seal_without_damaging_tool.json
   witness verify --seal seal.json --trust trust.json --quorum 2
@@ -127,6 +136,7 @@ printed with its chain; docs/design/causal-join.md).`,
 	c.Flags().BoolVar(&o.JUnit, "junit", false, "print the report as JUnit XML (one test case per check)")
 	o.Output.AddFlags(c, "write the report to this file instead of stdout (the verdict line still goes to stdout)", true)
 	c.Flags().BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept an event log whose end carries no signature the keyring can check")
+	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "text report: list each check that could not run with its reason (default: one summary line)")
 	c.Flags().StringVar(&o.Log, "log", "", "transparency log (folder or URL) to check the session's anchoring against: a later entry of the session is tampered, none incomplete")
 	c.Flags().StringVar(&o.LogKey, "log-key", "", "pin the log's verifier key (origin+hash+base64), or list it in the --trust file's log_keys; a log or bundle under a key not pinned is unauthenticated (exit 6)")
 	c.Flags().IntVar(&o.LogQuorum, "log-quorum", 0, "require this many distinct witnesses of --trust to have cosigned the bundle's checkpoint")
@@ -251,7 +261,7 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	rep, err := verify.Run(verify.Options{
 		SealFile: o.Seal, EventsFile: first(o.Events), RunEvents: rest(o.Events), GraphFile: o.Graph,
 		SealKeys: vo, EndVerifier: verify.EndVerifier(vo.Keyring, vo.Trust), AllowUnsigned: o.AllowUnsigned,
-		Stdin: a.stdin, Anchor: anchor,
+		Stdin: a.stdin, Anchor: anchor, Progress: a.progress.Wrap(true),
 	})
 	if err != nil {
 		return err
@@ -265,7 +275,7 @@ func runVerifyEvidence(a *app, o verifyOptions) error {
 	case o.JUnit:
 		err = rep.WriteJUnit(&buf)
 	default:
-		err = rep.WriteText(&buf)
+		err = rep.WriteText(&buf, o.Verbose)
 	}
 	if err != nil {
 		return err

@@ -45,8 +45,11 @@ NODE is an event id qualified by its log when several logs are given
 (LOGNAME:e7, LOGNAME being the name of the log file's directory, or the path
 as given when two logs share it), a bare event id when only one log has it,
 or a graph IRI. --json prints {"node","chain":[{"event","log","kind","iri",
-"excerpt","via"}],"sources"}. Exit 0 when printed, 2 on an unknown node
-(docs/design/causal-join.md).
+"excerpt","via"}],"sources","no_sources"}. Exit 0 when printed, 2 on an
+unknown node (docs/design/causal-join.md). When no step is a source, the
+last line says why instead of an empty list ("sources: none: ..."): the run
+has no model channel (only MCP logs were given, so nothing recorded says
+what asked for a call), or no model turn of the run asked for it.
 
 --graph FILE reads a graph written by 'witness graph' (one log, or the logs
 of a run joined) in place of --events, without holding the whole graph: the
@@ -90,7 +93,7 @@ func runWhy(a *app, o whyOptions, node string) error {
 	if o.Graph != "" {
 		ch, err = whyFromGraph(o.Graph, node)
 	} else {
-		ch, err = whyFromEvents(o, node)
+		ch, err = whyFromEvents(a, o, node)
 	}
 	if err != nil {
 		return err
@@ -122,7 +125,7 @@ func whyFromGraph(path, node string) (*why.Chain, error) {
 }
 
 // whyFromEvents joins the logs of a run and explains node.
-func whyFromEvents(o whyOptions, node string) (*why.Chain, error) {
+func whyFromEvents(a *app, o whyOptions, node string) (*why.Chain, error) {
 	opts := graph.Options{}
 	if o.Seal != "" {
 		s, err := seal.Load(o.Seal)
@@ -138,10 +141,10 @@ func whyFromEvents(o whyOptions, node string) (*why.Chain, error) {
 				return nil, exitcode.Input("read events", err, "check the path given to --events")
 			}
 			defer f.Close()
-			return why.ExplainLog(f, o.Events[0], node, opts, o.Tmp, why.Options{})
+			return why.ExplainLog(a.progress.Reader(o.Events[0], f, true), o.Events[0], node, opts, o.Tmp, why.Options{})
 		}
 	}
-	logs, err := readRunLogs(o.Events)
+	logs, err := readRunLogs(a, o.Events)
 	if err != nil {
 		return nil, err
 	}

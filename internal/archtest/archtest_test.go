@@ -53,7 +53,7 @@ var layers = []layerRow{
 	{plumbing, []string{
 		"internal/canon", "internal/exitcode", "internal/jsonlimit", "internal/jsonpath", "internal/jsontree",
 		"internal/proctree", "internal/httpbound", "internal/httpcoding", "internal/offheap",
-		"internal/pagecache", "internal/atomicfile", "internal/version", "internal/junitcheck", "internal/junit",
+		"internal/pagecache", "internal/atomicfile", "internal/version", "internal/junitcheck", "internal/junit", "internal/progress",
 	}, []string{plumbing}},
 	{formats, []string{"keyring", "seal", "mcp", "cassette", "eventlog", "modelapi", "drift", "derive", "tlog/bundle"},
 		[]string{plumbing, formats}},
