@@ -32,8 +32,6 @@ var shellPending = map[string]bool{
 	"capture.go:runCapture":              true,
 	"capture.go:newCaptureCmd":           true,
 	"capture_append.go:runCaptureAppend": true,
-	"firewall.go:newFirewallEvaluateCmd": true,
-	"firewall.go:runFirewallEvaluate":    true,
 	"key.go:runKeyExportPublic":          true,
 	"proxy.go:newProxyCmd":               true,
 	"seal.go:runSeal":                    true,
