@@ -34,8 +34,6 @@ var shellPending = map[string]bool{
 	"capture_append.go:runCaptureAppend": true,
 	"key.go:runKeyExportPublic":          true,
 	"proxy.go:newProxyCmd":               true,
-	"seal.go:runSeal":                    true,
-	"seal_init.go:runSealInit":           true,
 	"serve.go:newServeCmd":               true,
 	"verify.go:newVerifyCmd":             true,
 }
