@@ -32,7 +32,6 @@ var shellPending = map[string]bool{
 	"capture.go:runCapture":              true,
 	"capture.go:newCaptureCmd":           true,
 	"capture_append.go:runCaptureAppend": true,
-	"key.go:runKeyExportPublic":          true,
 	"proxy.go:newProxyCmd":               true,
 	"serve.go:newServeCmd":               true,
 	"verify.go:newVerifyCmd":             true,
