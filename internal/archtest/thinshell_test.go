@@ -31,7 +31,6 @@ var shellExempt = map[string]string{}
 var shellPending = map[string]bool{
 	"capture.go:runCapture":              true,
 	"capture.go:newCaptureCmd":           true,
-	"capture_append.go:runCaptureAppend": true,
 	"proxy.go:newProxyCmd":               true,
 	"serve.go:newServeCmd":               true,
 	"verify.go:newVerifyCmd":             true,
