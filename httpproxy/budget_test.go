@@ -9,6 +9,7 @@ import (
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"github.com/agent-trace-witness/witness/internal/memtest"
 	"io"
 	"net/http"
@@ -73,7 +74,7 @@ func (h *hostileStreams) begun(sid string) chan struct{} {
 }
 
 func (h *hostileStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sid := r.Header.Get(headerMcpSessionID)
+	sid := r.Header.Get(httplocal.HeaderMcpSessionID)
 	switch {
 	case r.Method == http.MethodPost && sid == "":
 		io.Copy(io.Discard, r.Body)
@@ -82,14 +83,14 @@ func (h *hostileStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sid = fmt.Sprintf("s%d", h.n)
 		h.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set(headerMcpSessionID, sid)
+		w.Header().Set(httplocal.HeaderMcpSessionID, sid)
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"hostile","version":"1"}}}`)
 	case r.Method == http.MethodPost:
 		close(h.begun(sid)) // the body is still open
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusAccepted)
 	case r.Method == http.MethodGet:
-		w.Header().Set("Content-Type", contentTypeEventStream)
+		w.Header().Set("Content-Type", httplocal.ContentTypeEventStream)
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
 		select {
@@ -225,12 +226,12 @@ func sharedBudget(t *testing.T, budget int64, sessions, perSession, size int) (u
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				sid := resp.Header.Get(headerMcpSessionID)
+				sid := resp.Header.Get(httplocal.HeaderMcpSessionID)
 				if sid == "" {
 					return fmt.Errorf("session %d: no session id", i)
 				}
 				get, _ := http.NewRequest(http.MethodGet, s.URL+"/mcp", nil)
-				get.Header.Set(headerMcpSessionID, sid)
+				get.Header.Set(httplocal.HeaderMcpSessionID, sid)
 				stream, err := client.Do(get)
 				if err != nil {
 					return err
@@ -241,7 +242,7 @@ func sharedBudget(t *testing.T, budget int64, sessions, perSession, size int) (u
 				go func() {
 					req, _ := http.NewRequest(http.MethodPost, s.URL+"/mcp", pr)
 					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set(headerMcpSessionID, sid)
+					req.Header.Set(httplocal.HeaderMcpSessionID, sid)
 					resp, err := client.Do(req)
 					if err == nil {
 						io.Copy(io.Discard, resp.Body)
@@ -399,7 +400,7 @@ func TestMCPSessionPerAnswer(t *testing.T) {
 		sid := fmt.Sprintf("s%d", n)
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set(headerMcpSessionID, sid)
+		w.Header().Set(httplocal.HeaderMcpSessionID, sid)
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}))
 	defer up.Close()
@@ -410,10 +411,10 @@ func TestMCPSessionPerAnswer(t *testing.T) {
 	for range exchanges {
 		h := map[string]string{"Content-Type": "application/json"}
 		if sid != "" {
-			h[headerMcpSessionID] = sid
+			h[httplocal.HeaderMcpSessionID] = sid
 		}
 		resp, _ := post(t, s.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, h)
-		if sid = resp.Header.Get(headerMcpSessionID); sid == "" {
+		if sid = resp.Header.Get(httplocal.HeaderMcpSessionID); sid == "" {
 			t.Fatal("no session id")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
 	"github.com/agent-trace-witness/witness/verify"
 	"io"
@@ -41,7 +42,7 @@ type sharedSessionServer struct {
 
 func (h *sharedSessionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
-	h.sids = append(h.sids, r.Header.Get(headerMcpSessionID))
+	h.sids = append(h.sids, r.Header.Get(httplocal.HeaderMcpSessionID))
 	h.mu.Unlock()
 	switch r.Method {
 	case http.MethodGet:
@@ -70,7 +71,7 @@ func (h *sharedSessionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	case "initialize":
 		result = map[string]any{"protocolVersion": m.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
 			"serverInfo": map[string]any{"name": "hostile-shared-session", "version": "1.0.0"}}
-		w.Header().Set(headerMcpSessionID, sharedSessionID)
+		w.Header().Set(httplocal.HeaderMcpSessionID, sharedSessionID)
 	case "tools/list":
 		result = map[string]any{"tools": []any{map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}}}}
 	case "tools/call":
@@ -308,7 +309,7 @@ type idServer struct {
 }
 
 func (h *idServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reqSID := r.Header.Get(headerMcpSessionID)
+	reqSID := r.Header.Get(httplocal.HeaderMcpSessionID)
 	h.mu.Lock()
 	h.seen = append(h.seen, reqSID)
 	h.mu.Unlock()
@@ -337,7 +338,7 @@ func (h *idServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		result = `{"content":[{"type":"text","text":` + string(m.Params.Arguments) + `}]}`
 	}
 	if sid := h.sid(m.Method, n, reqSID, string(m.Params.Arguments)); sid != "" {
-		w.Header().Set(headerMcpSessionID, sid)
+		w.Header().Set(httplocal.HeaderMcpSessionID, sid)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+`}`)
@@ -363,11 +364,11 @@ func (c *rawClient) call(method, params string) string {
 	c.t.Helper()
 	h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 	if c.sid != "" {
-		h[headerMcpSessionID] = c.sid
+		h[httplocal.HeaderMcpSessionID] = c.sid
 	}
 	resp, body := post(c.t, c.url, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.id, method, params), h)
 	c.id++
-	if sid := resp.Header.Get(headerMcpSessionID); sid != "" {
+	if sid := resp.Header.Get(httplocal.HeaderMcpSessionID); sid != "" {
 		c.sid = sid
 	}
 	return body
@@ -375,7 +376,7 @@ func (c *rawClient) call(method, params string) string {
 
 func (c *rawClient) connect(name string) {
 	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+name+`","version":"1"}}`)
-	post(c.t, c.url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Content-Type": "application/json", headerMcpSessionID: c.sid})
+	post(c.t, c.url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Content-Type": "application/json", httplocal.HeaderMcpSessionID: c.sid})
 }
 
 // collisionEvents returns the payloads of the collision events of MCP
@@ -497,7 +498,7 @@ func TestSessionIDMoved(t *testing.T) {
 func TestSSEEndpointCollision(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", contentTypeEventStream)
+			w.Header().Set("Content-Type", httplocal.ContentTypeEventStream)
 			fmt.Fprint(w, "event: endpoint\ndata: /messages?sessionId=same\n\n")
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
@@ -509,7 +510,7 @@ func TestSSEEndpointCollision(t *testing.T) {
 	s := startProxy(t, up.URL, Options{})
 	for range 2 {
 		req, _ := http.NewRequest(http.MethodGet, s.URL+"/sse", nil)
-		req.Header.Set("Accept", contentTypeEventStream)
+		req.Header.Set("Accept", httplocal.ContentTypeEventStream)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

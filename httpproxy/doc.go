@@ -1,5 +1,5 @@
-// Package httpproxy is the HTTP side of the witness's recording layer:
-// `witness proxy --listen` and `witness serve --listen`.
+// Package httpproxy is the HTTP side of `witness proxy`: `witness proxy
+// --listen`, the recording HTTP proxy.
 //
 // Run is a reverse proxy for model APIs (OpenAI, Anthropic and anything
 // else over HTTP) that records every exchange into an HTTP cassette
@@ -13,9 +13,9 @@
 // aside). Beside the cassette it writes a signed event log whose events
 // a derive.ExchangeDeriver makes from each recorded exchange.
 //
-// Replay answers requests from such a cassette: a request that matches a
-// recorded one (method, path, canonical JSON body) gets the recorded
-// answer, chunk by chunk as it was recorded.
+// The servers that replay such a cassette (`witness serve --listen`) are
+// package serve/httpserve; what the proxy and they share is
+// internal/httplocal.
 //
 // docs/design/http-proxy.md explains the choices.
 package httpproxy

@@ -5,36 +5,11 @@ import (
 	"github.com/agent-trace-witness/witness/derive"
 	"net/http"
 	"sort"
-	"strings"
 )
 
 // CredentialHeaders are the headers whose values never reach the disk:
 // each is replaced by a keyed hash in the cassette (lower case).
 var CredentialHeaders = cassette.CredentialHeaders
-
-// hopByHop are the headers of one connection (RFC 9110, section 7.6.1),
-// which a proxy does not forward.
-var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-// endToEnd returns a copy of h without hop-by-hop headers (those of the
-// list and those the Connection header names).
-func endToEnd(h http.Header) http.Header {
-	out := h.Clone()
-	if out == nil {
-		out = http.Header{}
-	}
-	for _, v := range h.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				out.Del(name)
-			}
-		}
-	}
-	for _, name := range hopByHop {
-		out.Del(name)
-	}
-	return out
-}
 
 // hasher replaces credential header values and credential query values
 // by keyed hashes.

@@ -10,6 +10,7 @@ import (
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"github.com/agent-trace-witness/witness/keyring"
 	"io"
 	"net/http"
@@ -73,7 +74,7 @@ func startProxy(t testing.TB, upstream string, o Options) *session {
 	ready := make(chan string, 1)
 	o.Upstream = upstream
 	o.OutDir = s.Dir
-	o.Listen = DefaultListen
+	o.Listen = httplocal.DefaultListen
 	o.Signals = s.sigs
 	o.Stderr = s.errw
 	o.Ready = func(u string) { ready <- u }

@@ -10,7 +10,7 @@ import (
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/httpcoding"
-	"github.com/agent-trace-witness/witness/internal/jsonlimit"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"github.com/agent-trace-witness/witness/mcp"
 	"github.com/agent-trace-witness/witness/modelapi"
 	"mime"
@@ -45,13 +45,11 @@ const (
 // The notification methods the proxy writes into its own event log about
 // MCP traffic (the session logs hold the MCP events themselves).
 const (
-	MethodMCPSession       = "witness/mcp-session"        // an MCP session began: its number, directory, transport, id
-	MethodEndpointRewrite  = "witness/endpoint-rewritten" // the endpoint event was rewritten to point at the proxy
-	methodMCPAfterEnd      = "witness/mcp-after-end"      // an exchange carried the id of a session whose log was ended
-	endpointHoldLimit      = 64 << 10
-	maxSessionNotes        = 20
-	headerMcpSessionID     = "Mcp-Session-Id"
-	contentTypeEventStream = "text/event-stream"
+	MethodMCPSession      = "witness/mcp-session"        // an MCP session began: its number, directory, transport, id
+	MethodEndpointRewrite = "witness/endpoint-rewritten" // the endpoint event was rewritten to point at the proxy
+	methodMCPAfterEnd     = "witness/mcp-after-end"      // an exchange carried the id of a session whose log was ended
+	endpointHoldLimit     = 64 << 10
+	maxSessionNotes       = 20
 )
 
 // mcpTracker finds the MCP sessions in the proxy's exchanges and writes
@@ -646,23 +644,6 @@ func (t *mcpTracker) count() int {
 	return len(t.sessions)
 }
 
-// splitMessages returns the JSON-RPC messages of a body: the body itself,
-// or the elements of a batch (2025-03-26). It does not parse them: the
-// session's deriver does, once (anyRPC tells JSON-RPC from other bodies
-// while an exchange is not yet known to be MCP).
-func splitMessages(body []byte) [][]byte {
-	b := bytes.TrimSpace(body)
-	if len(b) == 0 {
-		return nil
-	}
-	if mcp.IsBatch(b) && json.Valid(b) && jsonlimit.Check(b) == nil {
-		var msgs [][]byte
-		mcp.ForElements(b, func(el json.RawMessage) { msgs = append(msgs, el) })
-		return msgs
-	}
-	return [][]byte{b}
-}
-
 // anyRPC says whether any of msgs is a JSON-RPC message.
 func anyRPC(msgs [][]byte) bool {
 	for _, m := range msgs {
@@ -763,7 +744,7 @@ func (e *mcpExchange) close() {
 
 // begin starts reading an exchange whose request head was recorded.
 func (t *mcpTracker) begin(x int64, r *http.Request) *mcpExchange {
-	e := &mcpExchange{t: t, x: x, method: r.Method, uri: r.RequestURI, reqSID: r.Header.Get(headerMcpSessionID), reqEnc: r.Header.Get("Content-Encoding")}
+	e := &mcpExchange{t: t, x: x, method: r.Method, uri: r.RequestURI, reqSID: r.Header.Get(httplocal.HeaderMcpSessionID), reqEnc: r.Header.Get("Content-Encoding")}
 	e.reqMem.b, e.respMem.b, e.sseMem.b = t.budget, t.budget, t.budget
 	t.mu.Lock()
 	var s *mcpSession
@@ -844,7 +825,7 @@ func (e *mcpExchange) reqEnd() {
 			return
 		}
 	}
-	msgs := splitMessages(body)
+	msgs := httplocal.SplitMessages(body)
 	if !e.isMCP && !anyRPC(msgs) {
 		e.reqMem.release()
 		return // not MCP (a model API request, a form, nothing)
@@ -873,13 +854,13 @@ func (e *mcpExchange) noteLater(msg string) {
 // prepares the reading of its body.
 func (e *mcpExchange) respHead(status int, h http.Header) {
 	e.status = status
-	e.respSID = h.Get(headerMcpSessionID)
+	e.respSID = h.Get(httplocal.HeaderMcpSessionID)
 	e.enc = h.Get("Content-Encoding")
 	if strings.EqualFold(e.enc, "identity") {
 		e.enc = ""
 	}
 	ct := mediaType(h.Get("Content-Type"))
-	sse := ct == contentTypeEventStream
+	sse := ct == httplocal.ContentTypeEventStream
 	if e.respSID != "" && (e.sess != nil || e.isMCP || sse) {
 		e.claim()
 	}
@@ -1239,7 +1220,7 @@ func (e *mcpExchange) end(detail string) {
 		}
 		if body != nil {
 			if e.json {
-				msgs := splitMessages(body)
+				msgs := httplocal.SplitMessages(body)
 				for _, m := range msgs {
 					e.t.feed(e.sess, cassette.S2C, m)
 				}

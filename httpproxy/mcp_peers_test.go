@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
+	"github.com/agent-trace-witness/witness/serve/httpserve"
 	"io"
 	"net"
 	"net/http"
@@ -73,7 +75,7 @@ func sdkClient(t *testing.T, url, mode string) string {
 // TestPeersEverythingHTTP: the TypeScript SDK's clients get through the
 // proxy, line for line, what they get direct from server-everything in
 // streamableHttp and sse modes; each session's cassette replays through
-// ServeMCP to the same answers.
+// httpserve.ServeMCP to the same answers.
 func TestPeersEverythingHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node servers")
@@ -119,7 +121,7 @@ func TestPeersEverythingHTTP(t *testing.T) {
 			done := make(chan error, 1)
 			var stderr syncBuffer
 			go func() {
-				_, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), MCPServeOptions{Listen: DefaultListen, Stderr: &stderr, ExitAfter: 1, Ready: func(u string) { ready <- u }})
+				_, err := httpserve.ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), httpserve.MCPServeOptions{Listen: httplocal.DefaultListen, Stderr: &stderr, ExitAfter: 1, Ready: func(u string) { ready <- u }})
 				done <- err
 			}()
 			u := <-ready

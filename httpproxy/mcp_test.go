@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"github.com/agent-trace-witness/witness/internal/memtest"
 	"github.com/agent-trace-witness/witness/modelapi"
+	"github.com/agent-trace-witness/witness/serve/httpserve"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -618,7 +620,7 @@ func FuzzMCPExchange(f *testing.F) {
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"x"}]`), 3)
 	up, _ := url.Parse("http://up.example/base")
 	f.Fuzz(func(t *testing.T, body []byte, cut int) {
-		msgs := splitMessages(body)
+		msgs := httplocal.SplitMessages(body)
 		for _, m := range msgs {
 			if len(m) > len(body) {
 				t.Fatal("a message longer than its body")
@@ -671,12 +673,12 @@ func TestServeMCPReplaysProxySession(t *testing.T) {
 	ready := make(chan string, 1)
 	var stderr syncBuffer
 	type out struct {
-		res *MCPServeResult
+		res *httpserve.MCPServeResult
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), MCPServeOptions{Listen: DefaultListen, ExitAfter: 1, Stderr: &stderr, Ready: func(u string) { ready <- u }})
+		res, err := httpserve.ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), httpserve.MCPServeOptions{Listen: httplocal.DefaultListen, ExitAfter: 1, Stderr: &stderr, Ready: func(u string) { ready <- u }})
 		done <- out{res, err}
 	}()
 	u := <-ready
@@ -693,7 +695,7 @@ func TestServeMCPReplaysProxySession(t *testing.T) {
 	}
 	// a request the recording does not hold is a miss: exit code 4
 	go func() {
-		res, err := ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), MCPServeOptions{Listen: DefaultListen, ExitAfter: 1, Stderr: &stderr, Ready: func(u string) { ready <- u }})
+		res, err := httpserve.ServeMCP(filepath.Join(s.Dir, MCPDir, "1", derive.CassetteFile), httpserve.MCPServeOptions{Listen: httplocal.DefaultListen, ExitAfter: 1, Stderr: &stderr, Ready: func(u string) { ready <- u }})
 		done <- out{res, err}
 	}()
 	u = <-ready

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/drift"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
+	"github.com/agent-trace-witness/witness/serve/httpserve"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -22,12 +24,12 @@ func serveMCPReport(t *testing.T, cassette string, sigterm bool, client func(url
 	ready := make(chan string, 1)
 	sigs := make(chan os.Signal, 1)
 	done := make(chan error, 1)
-	o := MCPServeOptions{Listen: DefaultListen, Stderr: &stderr, Signals: sigs, Report: &rep, Ready: func(u string) { ready <- u }}
+	o := httpserve.MCPServeOptions{Listen: httplocal.DefaultListen, Stderr: &stderr, Signals: sigs, Report: &rep, Ready: func(u string) { ready <- u }}
 	if !sigterm {
 		o.ExitAfter = 1
 	}
 	go func() {
-		_, err := ServeMCP(cassette, o)
+		_, err := httpserve.ServeMCP(cassette, o)
 		done <- err
 	}()
 	client(<-ready + "/mcp")

@@ -12,6 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/httpbound"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"io"
 	"log"
 	"net"
@@ -24,19 +25,11 @@ import (
 	"time"
 )
 
-// DefaultListen is the address the proxy and the replaying server listen
-// on when none is given: loopback, a free port.
-const DefaultListen = "127.0.0.1:0"
-
-// DefaultShutdownGrace is how long exchanges in flight may run on after a
-// signal before their connections are closed.
-const DefaultShutdownGrace = 5 * time.Second
-
 // Options configure a recording HTTP proxy session (`witness proxy
 // --listen`).
 type Options struct {
 	// Listen is the address to listen on (host:port); a host-less ":PORT"
-	// listens on loopback. Default DefaultListen.
+	// listens on loopback. Default httplocal.DefaultListen.
 	Listen string
 	// Listener, when set, is used instead of Listen.
 	Listener net.Listener
@@ -71,7 +64,7 @@ type Options struct {
 	Getenv  func(string) string // for ATW_WITNESS_TS
 	Stderr  io.Writer           // "listening on", notes
 	// Signals end the session (SIGINT, SIGTERM): exchanges in flight get
-	// ShutdownGrace (default DefaultShutdownGrace) to finish.
+	// ShutdownGrace (default httplocal.DefaultShutdownGrace) to finish.
 	Signals       <-chan os.Signal
 	ShutdownGrace time.Duration
 	// Transport reaches the upstream; nil: a transport that neither
@@ -83,7 +76,7 @@ type Options struct {
 	Ready func(url string)
 	// AllowOrigins are the browser origins ("https://app.example") let in
 	// besides loopback ones; a request with another Origin is refused 403
-	// (CheckOrigin). "*" lets every origin in.
+	// (httplocal.CheckOrigin). "*" lets every origin in.
 	AllowOrigins []string
 	// MemoryBudget bounds the bytes all exchanges and MCP sessions hold
 	// at once beyond their fixed buffers (0: DefaultMemoryBudget): the
@@ -150,21 +143,6 @@ func ParseUpstream(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// listen opens the listener: a host-less address listens on loopback.
-func listen(addr string) (net.Listener, error) {
-	if addr == "" {
-		addr = DefaultListen
-	}
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("listen on %s: %w", addr, err), "choose another --listen address, or 127.0.0.1:0 for a free port")
-	}
-	return ln, nil
-}
-
 // NewTransport returns the transport the proxy uses by default: no
 // redirects followed (a RoundTripper never follows them), no compression
 // asked for, and the upstream reached through HTTPS_PROXY / HTTP_PROXY
@@ -223,7 +201,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	ln := o.Listener
 	if ln == nil {
-		if ln, err = listen(o.Listen); err != nil {
+		if ln, err = httplocal.Listen(o.Listen); err != nil {
 			return nil, err
 		}
 	}
@@ -318,7 +296,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	grace := o.ShutdownGrace
 	if grace <= 0 {
-		grace = DefaultShutdownGrace
+		grace = httplocal.DefaultShutdownGrace
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	if err := srv.Shutdown(sctx); err != nil {
@@ -522,32 +500,6 @@ func (p *recorder) append(evs []eventlog.Event, t int64) []string {
 	return ids
 }
 
-// errorBody is the JSON error the witness answers with itself, in the
-// shape of the API the path names (Anthropic's for /v1/messages, else
-// OpenAI's), so that SDKs surface its message.
-func errorBody(path, typ, msg string) []byte {
-	var v any
-	if isAnthropic(path) {
-		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
-	} else {
-		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": "witness_" + typ}}
-	}
-	b, _ := json.Marshal(v)
-	return b
-}
-
-func isAnthropic(path string) bool {
-	p, _, _ := strings.Cut(path, "?")
-	return strings.HasSuffix(p, "/messages") || strings.Contains(p, "/messages/")
-}
-
-func writeError(w http.ResponseWriter, status int, path, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Witness-Error", typ)
-	w.WriteHeader(status)
-	w.Write(errorBody(path, typ, msg))
-}
-
 // waitFinishing returns once no earlier exchange is still recording its
 // end: finishing is held while an end is written.
 func (p *recorder) waitFinishing() {
@@ -565,9 +517,9 @@ func (p *recorder) upstreamRequest(ctx context.Context, r *http.Request, body io
 		return nil, err
 	}
 	out.ContentLength = r.ContentLength
-	out.Header = endToEnd(r.Header)
+	out.Header = httplocal.EndToEnd(r.Header)
 	if upSID != "" {
-		out.Header.Set(headerMcpSessionID, upSID)
+		out.Header.Set(httplocal.HeaderMcpSessionID, upSID)
 	}
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = []string{""} // only what the client sent
@@ -600,11 +552,11 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.waitFinishing() // the ends of earlier exchanges are recorded first
 	select {
 	case <-p.failed:
-		writeError(w, http.StatusServiceUnavailable, r.URL.Path, "recording_failed", "witness proxy: the recording failed; the proxy is stopping and forwards nothing more")
+		httplocal.WriteError(w, http.StatusServiceUnavailable, r.URL.Path, "recording_failed", "witness proxy: the recording failed; the proxy is stopping and forwards nothing more")
 		return
 	default:
 	}
-	if !CheckOrigin(r, p.allowOrigins) {
+	if !httplocal.CheckOrigin(r, p.allowOrigins) {
 		p.refuseOrigin(w, r)
 		return
 	}
@@ -612,7 +564,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x, err := p.cas.Request(head)
 	if err != nil {
 		p.fail(err)
-		writeError(w, http.StatusBadGateway, r.URL.Path, "recording_failed", "witness proxy: the request could not be recorded, so it was not forwarded")
+		httplocal.WriteError(w, http.StatusBadGateway, r.URL.Path, "recording_failed", "witness proxy: the request could not be recorded, so it was not forwarded")
 		return
 	}
 	ex := &cassette.HTTPExchange{X: x, Request: cassette.HTTPMessage{Method: head.Method, Path: head.Path, Host: head.Host, Proto: head.Proto, Header: head.Header, PathRedacted: head.Redacted}}
@@ -710,18 +662,18 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rh := p.hash.fields(resp.Header)
 	if err := p.cas.Response(x, resp.StatusCode, resp.Proto, rh); err != nil {
 		p.fail(err)
-		writeError(w, http.StatusBadGateway, r.URL.Path, "recording_failed", "witness proxy: the answer could not be recorded, so it was not forwarded")
+		httplocal.WriteError(w, http.StatusBadGateway, r.URL.Path, "recording_failed", "witness proxy: the answer could not be recorded, so it was not forwarded")
 		<-reqDone
 		return
 	}
 	ex.Response = &cassette.HTTPMessage{Status: resp.StatusCode, Proto: resp.Proto, Header: rh}
 	mx.respHead(resp.StatusCode, resp.Header)
 	hdr := w.Header()
-	for k, v := range endToEnd(resp.Header) {
+	for k, v := range httplocal.EndToEnd(resp.Header) {
 		hdr[k] = v
 	}
 	if mx.clientSID != "" {
-		hdr.Set(headerMcpSessionID, mx.clientSID)
+		hdr.Set(httplocal.HeaderMcpSessionID, mx.clientSID)
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
@@ -799,7 +751,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				detail = "cut off: the recording failed"
 			case p.abortCtx.Err() != nil:
 				detail = "cut off at the end of the session"
-			case r.Context().Err() != nil && r.Method == http.MethodGet && mediaType(resp.Header.Get("Content-Type")) == contentTypeEventStream:
+			case r.Context().Err() != nil && r.Method == http.MethodGet && mediaType(resp.Header.Get("Content-Type")) == httplocal.ContentTypeEventStream:
 				// the client closed a GET stream while the proxy waited
 				// for the upstream: every recorded byte was delivered
 				detail, abortClient = detailClosedByClient, false
@@ -869,7 +821,7 @@ func getStream(r *http.Request) bool {
 	}
 	for _, v := range r.Header.Values("Accept") {
 		for _, part := range strings.Split(v, ",") {
-			if mediaType(part) == contentTypeEventStream {
+			if mediaType(part) == httplocal.ContentTypeEventStream {
 				return true
 			}
 		}
@@ -885,7 +837,7 @@ func (p *recorder) failExchange(w http.ResponseWriter, r *http.Request, ex *cass
 	// recorded before the client is answered: the answer is the witness's
 	p.settle(ex, cassette.RecError, detail, status, reqIDs, detail == detailClosedBeforeAnswer)
 	if status != 0 {
-		writeError(w, status, r.URL.Path, "upstream_error", "witness proxy: "+detail)
+		httplocal.WriteError(w, status, r.URL.Path, "upstream_error", "witness proxy: "+detail)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/serve/httpserve"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -51,14 +52,14 @@ type replaying struct {
 	URL    string
 	sigs   chan os.Signal
 	done   chan struct{}
-	res    *ServeResult
+	res    *httpserve.ServeResult
 	err    error
 	stderr *syncBuffer
 }
 
-func startReplay(t *testing.T, path string, m Matcher, o ServeOptions) *replaying {
+func startReplay(t *testing.T, path string, m httpserve.Matcher, o httpserve.ServeOptions) *replaying {
 	t.Helper()
-	rp, err := LoadReplay(path, m)
+	rp, err := httpserve.LoadReplay(path, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func startReplay(t *testing.T, path string, m Matcher, o ServeOptions) *replayin
 	return r
 }
 
-func (r *replaying) stop() (*ServeResult, error) {
+func (r *replaying) stop() (*httpserve.ServeResult, error) {
 	select {
 	case <-r.done:
 	default:
@@ -93,7 +94,7 @@ func (r *replaying) stop() (*ServeResult, error) {
 // and no miss make a clean exit.
 func TestReplayAnswers(t *testing.T) {
 	path := recordFixture(t)
-	r := startReplay(t, path, Matcher{}, ServeOptions{RequireAll: true})
+	r := startReplay(t, path, httpserve.Matcher{}, httpserve.ServeOptions{RequireAll: true})
 	for i, want := range []string{`{"answer":1}`, `{"answer":2}`} {
 		resp, body := post(t, r.URL+"/v1/chat/completions", `{"messages":[{"content":"hi","role":"user"}],"model":"m","user":"run-1"}`, nil)
 		if resp.StatusCode != 200 || body != want || resp.Header.Get("Content-Type") != "application/json" {
@@ -133,7 +134,7 @@ func TestReplayAnswers(t *testing.T) {
 // makes serve end with exit code 4 (incomplete).
 func TestReplayMiss(t *testing.T) {
 	path := recordFixture(t)
-	r := startReplay(t, path, Matcher{}, ServeOptions{})
+	r := startReplay(t, path, httpserve.Matcher{}, httpserve.ServeOptions{})
 	resp, body := post(t, r.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"bye"}],"user":"run-1"}`, nil)
 	if resp.StatusCode != 400 || !strings.HasPrefix(body, `{"error":{"code":"witness_invalid_request_error","message":"witness serve: the cassette `) {
 		t.Errorf("openai-style miss: %d %s", resp.StatusCode, body)
@@ -164,11 +165,11 @@ func TestReplayMiss(t *testing.T) {
 // count, present or not; without it they do.
 func TestReplayIgnoreField(t *testing.T) {
 	path := recordFixture(t)
-	m, err := ParseIgnore([]string{"user", "$.stream_options"})
+	m, err := httpserve.ParseIgnore([]string{"user", "$.stream_options"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startReplay(t, path, m, ServeOptions{ExitAfter: 2})
+	r := startReplay(t, path, m, httpserve.ServeOptions{ExitAfter: 2})
 	resp, body := post(t, r.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"user":"run-2","stream_options":{"include_usage":true}}`, nil)
 	if resp.StatusCode != 200 || body != `{"answer":1}` {
 		t.Errorf("with ignored fields: %d %s", resp.StatusCode, body)
@@ -182,13 +183,13 @@ func TestReplayIgnoreField(t *testing.T) {
 		t.Errorf("%+v %v", r.res, r.err)
 	}
 	// without the ignore list, another user is a miss
-	r2 := startReplay(t, path, Matcher{}, ServeOptions{ExitAfter: 1})
+	r2 := startReplay(t, path, httpserve.Matcher{}, httpserve.ServeOptions{ExitAfter: 1})
 	resp, _ = post(t, r2.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"user":"run-2"}`, nil)
 	<-r2.done
 	if resp.StatusCode != 400 || exitcode.Of(r2.err) != exitcode.Incomplete {
 		t.Errorf("%d %v", resp.StatusCode, r2.err)
 	}
-	if _, err := ParseIgnore([]string{"$"}); exitcode.Of(err) != exitcode.Usage {
+	if _, err := httpserve.ParseIgnore([]string{"$"}); exitcode.Of(err) != exitcode.Usage {
 		t.Errorf("whole body: %v", err)
 	}
 }
@@ -196,15 +197,15 @@ func TestReplayIgnoreField(t *testing.T) {
 // TestCassetteKind: serve tells the two cassette kinds apart by header.
 func TestCassetteKind(t *testing.T) {
 	path := recordFixture(t)
-	if k, err := CassetteKind(path); err != nil || k != "witness-http-cassette" {
+	if k, err := httpserve.CassetteKind(path); err != nil || k != "witness-http-cassette" {
 		t.Errorf("%q %v", k, err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte("{\"format\":\"x\"}\n"), 0o600)
-	if _, err := CassetteKind(bad); exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), "bad.jsonl:1: $.format: not a witness cassette") {
+	if _, err := httpserve.CassetteKind(bad); exitcode.Of(err) != exitcode.Tampered || !strings.Contains(err.Error(), "bad.jsonl:1: $.format: not a witness cassette") {
 		t.Errorf("%v", err)
 	}
-	if _, err := CassetteKind(filepath.Join(t.TempDir(), "none")); exitcode.Of(err) != exitcode.Usage {
+	if _, err := httpserve.CassetteKind(filepath.Join(t.TempDir(), "none")); exitcode.Of(err) != exitcode.Usage {
 		t.Errorf("missing: %v", err)
 	}
 }

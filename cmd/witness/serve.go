@@ -11,11 +11,11 @@ import (
 
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/drift"
-	"github.com/agent-trace-witness/witness/httpproxy"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/serve"
+	"github.com/agent-trace-witness/witness/serve/httpserve"
 )
 
 type serveOptions struct {
@@ -137,7 +137,7 @@ neither a loopback origin nor given with --allow-origin (403).`,
 }
 
 func runServe(a *app, o serveOptions) error {
-	kind, kerr := httpproxy.CassetteKind(o.Cassette)
+	kind, kerr := httpserve.CassetteKind(o.Cassette)
 	if kerr == nil && kind == cassette.HTTPFormat {
 		return runServeHTTP(a, o)
 	}
@@ -207,14 +207,14 @@ func runServeHTTP(a *app, o serveOptions) error {
 	if o.MaxConns <= 0 {
 		return usageError(fmt.Errorf("--max-conns %d: give a positive number", o.MaxConns), fmt.Sprintf("the default is %d", httpbound.DefaultMaxConns))
 	}
-	m, err := httpproxy.ParseIgnore(o.IgnoreField)
+	m, err := httpserve.ParseIgnore(o.IgnoreField)
 	if err != nil {
 		return err
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	so := httpproxy.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll,
+	so := httpserve.ServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter, Pace: o.Pace, RequireAll: o.RequireAll,
 		AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted, MaxConns: o.MaxConns}
 	fail := func(err error) error { return err }
 	if o.Report != "" {
@@ -226,7 +226,7 @@ func runServeHTTP(a *app, o serveOptions) error {
 		defer atomicfile.SyncLive(f)
 		so.Report, fail = f, fl
 	}
-	s, err := httpproxy.LoadReplay(o.Cassette, m)
+	s, err := httpserve.LoadReplay(o.Cassette, m)
 	if err != nil {
 		return fail(err)
 	}
@@ -250,7 +250,7 @@ func runServeMCPHTTP(a *app, o serveOptions) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	so := httpproxy.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
+	so := httpserve.MCPServeOptions{Listen: o.Listen, Stderr: a.stderr, Signals: sigs, ExitAfter: o.ExitAfter,
 		RequireAll: o.RequireAll, AnswerTimeout: o.AnswerTimeout, AllowOrigins: o.AllowOrigin, AllowRedacted: o.AllowRedacted, MaxConns: o.MaxConns}
 	fail := func(err error) error { return err }
 	if o.Report != "" {
@@ -267,7 +267,7 @@ func runServeMCPHTTP(a *app, o serveOptions) error {
 	if _, err := loadServed(o); err != nil {
 		return fail(err)
 	}
-	_, err := httpproxy.ServeMCP(o.Cassette, so)
+	_, err := httpserve.ServeMCP(o.Cassette, so)
 	return err
 }
 

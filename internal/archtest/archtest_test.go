@@ -57,7 +57,7 @@ var layers = []layerRow{
 	}, []string{plumbing}},
 	{formats, []string{"keyring", "seal", "mcp", "cassette", "eventlog", "modelapi", "drift", "derive", "tlog/bundle"},
 		[]string{plumbing, formats}},
-	{recording, []string{"capture", "proxy", "serve", "httpproxy", "keyring/osstore", "tlog"},
+	{recording, []string{"internal/httplocal", "capture", "proxy", "serve", "httpproxy", "keyring/osstore", "tlog"},
 		[]string{plumbing, formats, recording}},
 	{analysis, []string{"graph", "why", "verify", "verdict", "replay", "firewall", "report"},
 		[]string{plumbing, formats, analysis}},

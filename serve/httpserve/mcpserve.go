@@ -1,10 +1,11 @@
-package httpproxy
+package httpserve
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"io"
 	"log"
 	"net"
@@ -23,7 +24,7 @@ import (
 
 // MCPServeOptions configure ServeMCP.
 type MCPServeOptions struct {
-	Listen   string       // default DefaultListen; a host-less ":PORT" is loopback
+	Listen   string       // default httplocal.DefaultListen; a host-less ":PORT" is loopback
 	Listener net.Listener // used instead of Listen when set
 	Stderr   io.Writer
 	Signals  <-chan os.Signal
@@ -34,7 +35,7 @@ type MCPServeOptions struct {
 	RequireAll    bool
 	AnswerTimeout time.Duration
 	// AllowOrigins are the browser origins let in besides loopback ones
-	// (CheckOrigin).
+	// (httplocal.CheckOrigin).
 	AllowOrigins []string
 	Ready        func(url string)
 	// Report, when set, receives one drift report for the whole run
@@ -82,7 +83,7 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 	}
 	ln := o.Listener
 	if ln == nil {
-		if ln, err = listen(o.Listen); err != nil {
+		if ln, err = httplocal.Listen(o.Listen); err != nil {
 			return nil, err
 		}
 	}
@@ -128,7 +129,7 @@ func ServeMCP(path string, o MCPServeOptions) (*MCPServeResult, error) {
 	for _, s := range open {
 		s.end()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultShutdownGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), httplocal.DefaultShutdownGrace)
 	if err := srv.Shutdown(ctx); err != nil {
 		srv.Close()
 	}
@@ -344,11 +345,11 @@ func jsonRPCError(w http.ResponseWriter, status, code int, msg string) {
 func (ms *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ms.wg.Add(1)
 	defer ms.wg.Done()
-	if !CheckOrigin(r, ms.o.AllowOrigins) {
-		writeOriginRefusal(w, r)
+	if !httplocal.CheckOrigin(r, ms.o.AllowOrigins) {
+		httplocal.WriteOriginRefusal(w, r)
 		return
 	}
-	sid := r.Header.Get(headerMcpSessionID)
+	sid := r.Header.Get(httplocal.HeaderMcpSessionID)
 	ms.mu.Lock()
 	s := ms.sessions[sid]
 	closing := ms.closing
@@ -405,7 +406,7 @@ func (ms *mcpServer) post(w http.ResponseWriter, r *http.Request, sid string, s 
 		jsonRPCError(w, http.StatusRequestEntityTooLarge, -32600, "witness serve: request body too large")
 		return
 	}
-	msgs := splitMessages(body)
+	msgs := httplocal.SplitMessages(body)
 	var ids []string
 	initialize := false
 	for _, m := range msgs {
@@ -438,7 +439,7 @@ func (ms *mcpServer) post(w http.ResponseWriter, r *http.Request, sid string, s 
 		ms.sessions[s.id] = s
 		ms.all = append(ms.all, s)
 		ms.mu.Unlock()
-		w.Header().Set(headerMcpSessionID, s.id)
+		w.Header().Set(httplocal.HeaderMcpSessionID, s.id)
 	}
 	if len(ids) == 0 {
 		if err := s.write(msgs); err != nil {
@@ -504,7 +505,7 @@ func (ms *mcpServer) stream(w http.ResponseWriter, r *http.Request, s *servedSes
 		}()
 	}
 	h := w.Header()
-	h.Set("Content-Type", contentTypeEventStream)
+	h.Set("Content-Type", httplocal.ContentTypeEventStream)
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)

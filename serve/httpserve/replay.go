@@ -1,4 +1,4 @@
-package httpproxy
+package httpserve
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/agent-trace-witness/witness/internal/httplocal"
 	"io"
 	"log"
 	"net"
@@ -229,7 +230,7 @@ func (s *Replay) Exchanges() int { return len(s.all) }
 
 // ServeOptions configure Replay.Serve.
 type ServeOptions struct {
-	Listen   string       // default DefaultListen; a host-less ":PORT" is loopback
+	Listen   string       // default httplocal.DefaultListen; a host-less ":PORT" is loopback
 	Listener net.Listener // used instead of Listen when set
 	Stderr   io.Writer
 	Signals  <-chan os.Signal
@@ -243,7 +244,7 @@ type ServeOptions struct {
 	RequireAll bool
 	Ready      func(url string)
 	// AllowOrigins are the browser origins let in besides loopback ones
-	// (CheckOrigin).
+	// (httplocal.CheckOrigin).
 	AllowOrigins []string
 	// Report, when set, receives a drift report (docs/formats/drift-report.md):
 	// the header once listening, one entry per request as it is answered
@@ -274,7 +275,7 @@ func (s *Replay) Serve(o ServeOptions) (*ServeResult, error) {
 	ln := o.Listener
 	if ln == nil {
 		var err error
-		if ln, err = listen(o.Listen); err != nil {
+		if ln, err = httplocal.Listen(o.Listen); err != nil {
 			return nil, err
 		}
 	}
@@ -309,7 +310,7 @@ func (s *Replay) Serve(o ServeOptions) (*ServeResult, error) {
 		serveErr = err
 		end = drift.End{Stop: drift.StopFailed, Error: err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultShutdownGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), httplocal.DefaultShutdownGrace)
 	if err := srv.Shutdown(ctx); err != nil {
 		srv.Close()
 	}
@@ -379,8 +380,8 @@ const maxReplayBody = 64 << 20
 func (rs *replayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rs.wg.Add(1)
 	defer rs.wg.Done()
-	if !CheckOrigin(r, rs.o.AllowOrigins) {
-		writeOriginRefusal(w, r)
+	if !httplocal.CheckOrigin(r, rs.o.AllowOrigins) {
+		httplocal.WriteOriginRefusal(w, r)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReplayBody+1))
@@ -443,7 +444,7 @@ func (rs *replayServer) answer(w http.ResponseWriter, x *cassette.HTTPExchange) 
 		if status == 0 {
 			return true // the client went away while recording: nothing was answered
 		}
-		writeError(w, status, x.Request.Path, "upstream_error", "witness proxy: "+x.Error)
+		httplocal.WriteError(w, status, x.Request.Path, "upstream_error", "witness proxy: "+x.Error)
 		return false
 	}
 	resp := x.Response
@@ -451,7 +452,7 @@ func (rs *replayServer) answer(w http.ResponseWriter, x *cassette.HTTPExchange) 
 	for _, f := range resp.Header {
 		hd.Add(f.Name, f.Value)
 	}
-	for k, v := range endToEnd(hd) {
+	for k, v := range httplocal.EndToEnd(hd) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.Status)
@@ -480,7 +481,7 @@ func (rs *replayServer) miss(w http.ResponseWriter, r *http.Request, k Key) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Witness-Error", "no_recorded_answer")
 	w.WriteHeader(http.StatusBadRequest)
-	w.Write(errorBody(r.URL.Path, typ, msg))
+	w.Write(httplocal.ErrorBody(r.URL.Path, typ, msg))
 
 	var out strings.Builder
 	fmt.Fprintf(&out, "witness: serve: miss: no recorded answer for %s", k)
