@@ -1,0 +1,103 @@
+package flagmode
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func proxyLike() (*Set, *pflag.FlagSet) {
+	s := New(
+		Mode{Name: "stdio", Title: "a stdio server (-- CMD)", Enter: "drop --listen and give -- CMD"},
+		Mode{Name: "listen", Title: "--listen (the HTTP proxy)", Enter: "add --listen and --upstream"},
+		Mode{Name: "input", Title: "an HTTP cassette"},
+	)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("out", "", "")
+	fs.String("effects", "", "effects")
+	fs.String("listen", "", "listen")
+	fs.Int("max-conns", 1, "conns")
+	fs.Bool("pace", false, "pace")
+	s.Only("effects", "stdio")
+	s.Only("listen", "listen", "input")
+	s.Only("max-conns", "listen", "input")
+	s.Only("pace", "input")
+	return s, fs
+}
+
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		mode      string
+		err, hint string
+	}{
+		{[]string{"--out", "d"}, "stdio", "", ""},
+		{[]string{"--out", "d", "--effects", "x"}, "stdio", "", ""},
+		{[]string{"--effects", "x"}, "listen", "--effects is for a stdio server (-- CMD), not for --listen (the HTTP proxy)", "drop --effects, or drop --listen and give -- CMD"},
+		{[]string{"--max-conns", "2"}, "stdio", "--max-conns is for --listen (the HTTP proxy) or an HTTP cassette, not for a stdio server (-- CMD)", "drop --max-conns, or add --listen and --upstream"},
+		{[]string{"--pace"}, "listen", "--pace is for an HTTP cassette, not for --listen (the HTTP proxy)", "drop --pace"},
+		// the first in the order declared, whatever the order given
+		{[]string{"--pace", "--effects", "x"}, "listen", "--effects is for a stdio server (-- CMD), not for --listen (the HTTP proxy)", "drop --effects, or drop --listen and give -- CMD"},
+		// a default is not a flag given
+		{nil, "stdio", "", ""},
+	} {
+		s, fs := proxyLike()
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		e := s.Check(fs, c.mode)
+		if c.err == "" {
+			if e != nil {
+				t.Errorf("%v in %s: %v", c.args, c.mode, e)
+			}
+			continue
+		}
+		if e == nil {
+			t.Errorf("%v in %s: no error, want %q", c.args, c.mode, c.err)
+			continue
+		}
+		if e.Error() != c.err || e.Hint() != c.hint {
+			t.Errorf("%v in %s:\n got %q / %q\nwant %q / %q", c.args, c.mode, e.Error(), e.Hint(), c.err, c.hint)
+		}
+	}
+}
+
+func TestGroups(t *testing.T) {
+	s, fs := proxyLike()
+	got := s.Usage(fs)
+	want := "Flags:\n" +
+		"      --out string   \n" +
+		"\nFlags for a stdio server (-- CMD):\n" +
+		"      --effects string   effects\n" +
+		"\nFlags for --listen (the HTTP proxy) or an HTTP cassette:\n" +
+		"      --listen string   listen\n" +
+		"      --max-conns int   conns (default 1)\n" +
+		"\nFlags for an HTTP cassette:\n" +
+		"      --pace   pace\n"
+	if got != want {
+		t.Errorf("Usage:\n%s\nwant:\n%s", got, want)
+	}
+	if n := len(s.Groups(fs)); n != 4 {
+		t.Errorf("%d groups, want 4", n)
+	}
+}
+
+func TestProgrammingErrors(t *testing.T) {
+	for name, f := range map[string]func(){
+		"mode twice":   func() { New(Mode{Name: "a"}, Mode{Name: "a"}) },
+		"flag twice":   func() { s := New(Mode{Name: "a"}); s.Only("x", "a"); s.Only("x", "a") },
+		"no mode":      func() { New(Mode{Name: "a"}).Only("x") },
+		"unknown mode": func() { New(Mode{Name: "a"}).Only("x", "b") },
+		"check":        func() { New(Mode{Name: "a"}).Check(pflag.NewFlagSet("", pflag.ContinueOnError), "b") },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.HasPrefix(r.(string), "flagmode: ") {
+					t.Errorf("%s: recovered %v, want a flagmode panic", name, r)
+				}
+			}()
+			f()
+		}()
+	}
+}
