@@ -56,20 +56,31 @@ func (s *Set) mode(name string) (Mode, bool) {
 	return Mode{}, false
 }
 
-// Only declares that flag belongs to the modes named, and to no other. A
-// flag declared twice, or with no mode or an unknown one, is a
-// programming error (panic).
-func (s *Set) Only(flag string, modes ...string) {
+// Only declares that the flag of fs named flag belongs to the modes named,
+// and to no other (the help says so: Groups). A flag not in fs, declared
+// twice, or with no mode or an unknown one, is a programming error
+// (panic).
+func (s *Set) Only(fs *pflag.FlagSet, flag string, modes ...string) {
+	f := fs.Lookup(flag)
+	if f == nil {
+		panic("flagmode: --" + flag + " is not a flag of the set")
+	}
 	if _, ok := s.of[flag]; ok {
 		panic("flagmode: --" + flag + " declared twice")
 	}
 	if len(modes) == 0 {
 		panic("flagmode: --" + flag + " declared with no mode")
 	}
-	for _, m := range modes {
-		if _, ok := s.mode(m); !ok {
-			panic("flagmode: --" + flag + ": unknown mode " + m)
+	var titles []string
+	for _, name := range modes {
+		m, ok := s.mode(name)
+		if !ok {
+			panic("flagmode: --" + flag + ": unknown mode " + name)
 		}
+		titles = append(titles, m.Title)
+	}
+	if err := fs.SetAnnotation(flag, annotation, titles); err != nil {
+		panic("flagmode: " + err.Error())
 	}
 	s.of[flag] = append([]string(nil), modes...)
 	s.order = append(s.order, flag)
@@ -147,59 +158,50 @@ func (s *Set) Check(fs *pflag.FlagSet, mode string) *Error {
 	return nil
 }
 
-// Group is the flags of one line of the help: Title "" for the flags of
-// every mode.
+// annotation is the key of the pflag annotation that carries the titles
+// of a flag's modes, for the help (Groups reads it from any copy of the
+// flag set, cobra's LocalFlags included).
+const annotation = "flagmode"
+
+// Group is the flags of one part of the help: Title "" for the flags of
+// every mode, else the titles of the group's modes.
 type Group struct {
 	Title string
 	Flags *pflag.FlagSet
 }
 
 // Groups splits the flags of fs for the help: first those of every mode,
-// then, for each combination of modes in the order the flags were
-// declared, the flags that belong to just those modes. Empty groups are
-// left out.
-func (s *Set) Groups(fs *pflag.FlagSet) []Group {
-	all := pflag.NewFlagSet("", pflag.ContinueOnError)
-	all.SortFlags = fs.SortFlags
-	var groups []Group
-	index := map[string]int{}
+// then, in the order fs lists them, one group for each combination of
+// modes that flags belong to (as Only declared it). Empty groups are left
+// out.
+func Groups(fs *pflag.FlagSet) []Group {
+	groups := []Group{{}}
+	index := map[string]int{"": 0}
 	fs.VisitAll(func(f *pflag.Flag) {
-		if _, ok := s.of[f.Name]; !ok {
-			all.AddFlag(f)
-		}
-	})
-	for _, name := range s.order {
-		f := fs.Lookup(name)
-		if f == nil {
-			continue
-		}
-		var ms []Mode
-		for _, n := range s.of[name] {
-			m, _ := s.mode(n)
-			ms = append(ms, m)
-		}
-		t := titles(ms)
+		t := strings.Join(f.Annotations[annotation], " or ")
 		i, ok := index[t]
 		if !ok {
-			g := pflag.NewFlagSet("", pflag.ContinueOnError)
-			g.SortFlags = fs.SortFlags
-			groups = append(groups, Group{Title: t, Flags: g})
+			groups = append(groups, Group{Title: t})
 			i = len(groups) - 1
 			index[t] = i
 		}
+		if groups[i].Flags == nil {
+			groups[i].Flags = pflag.NewFlagSet("", pflag.ContinueOnError)
+			groups[i].Flags.SortFlags = fs.SortFlags
+		}
 		groups[i].Flags.AddFlag(f)
-	}
-	if all.HasFlags() {
-		groups = append([]Group{{Flags: all}}, groups...)
+	})
+	if groups[0].Flags == nil {
+		groups = groups[1:]
 	}
 	return groups
 }
 
 // Usage is the help's flag lines, grouped (Groups): the flags of every
 // mode under "Flags:", then each group under "Flags for TITLE:".
-func (s *Set) Usage(fs *pflag.FlagSet) string {
+func Usage(fs *pflag.FlagSet) string {
 	var b strings.Builder
-	for i, g := range s.Groups(fs) {
+	for i, g := range Groups(fs) {
 		if i > 0 {
 			b.WriteString("\n")
 		}

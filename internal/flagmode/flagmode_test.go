@@ -19,10 +19,10 @@ func proxyLike() (*Set, *pflag.FlagSet) {
 	fs.String("listen", "", "listen")
 	fs.Int("max-conns", 1, "conns")
 	fs.Bool("pace", false, "pace")
-	s.Only("effects", "stdio")
-	s.Only("listen", "listen", "input")
-	s.Only("max-conns", "listen", "input")
-	s.Only("pace", "input")
+	s.Only(fs, "effects", "stdio")
+	s.Only(fs, "listen", "listen", "input")
+	s.Only(fs, "max-conns", "listen", "input")
+	s.Only(fs, "pace", "input")
 	return s, fs
 }
 
@@ -64,8 +64,9 @@ func TestCheck(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
-	s, fs := proxyLike()
-	got := s.Usage(fs)
+	_, fs := proxyLike()
+	got := Usage(fs)
+	// in the order of fs (sorted), each combination of modes once
 	want := "Flags:\n" +
 		"      --out string   \n" +
 		"\nFlags for a stdio server (-- CMD):\n" +
@@ -78,7 +79,7 @@ func TestGroups(t *testing.T) {
 	if got != want {
 		t.Errorf("Usage:\n%s\nwant:\n%s", got, want)
 	}
-	if n := len(s.Groups(fs)); n != 4 {
+	if n := len(Groups(fs)); n != 4 {
 		t.Errorf("%d groups, want 4", n)
 	}
 }
@@ -86,9 +87,10 @@ func TestGroups(t *testing.T) {
 func TestProgrammingErrors(t *testing.T) {
 	for name, f := range map[string]func(){
 		"mode twice":   func() { New(Mode{Name: "a"}, Mode{Name: "a"}) },
-		"flag twice":   func() { s := New(Mode{Name: "a"}); s.Only("x", "a"); s.Only("x", "a") },
-		"no mode":      func() { New(Mode{Name: "a"}).Only("x") },
-		"unknown mode": func() { New(Mode{Name: "a"}).Only("x", "b") },
+		"flag twice":   func() { s, fs := proxyLike(); s.Only(fs, "pace", "stdio") },
+		"no flag":      func() { s, fs := proxyLike(); s.Only(fs, "nope", "stdio") },
+		"no mode":      func() { s, fs := proxyLike(); s.Only(fs, "out") },
+		"unknown mode": func() { s, fs := proxyLike(); s.Only(fs, "out", "b") },
 		"check":        func() { New(Mode{Name: "a"}).Check(pflag.NewFlagSet("", pflag.ContinueOnError), "b") },
 	} {
 		func() {
