@@ -36,11 +36,8 @@ var shellPending = map[string]bool{
 	"firewall.go:newFirewallEvaluateCmd": true,
 	"firewall.go:runFirewallEvaluate":    true,
 	"key.go:runKeyExportPublic":          true,
-	"proxy.go:newProxyCmd":               true,
 	"seal.go:runSeal":                    true,
 	"seal_init.go:runSealInit":           true,
-	"serve.go:newServeCmd":               true,
-	"verify.go:newVerifyCmd":             true,
 }
 
 // complexity is the cyclomatic complexity of a function body as gocyclo
