@@ -103,3 +103,17 @@ func TestProgrammingErrors(t *testing.T) {
 		}()
 	}
 }
+
+// The modes ride on the flags themselves, so a copy of the set (cobra's
+// LocalFlags is one) is grouped alike.
+func TestGroupsOfACopy(t *testing.T) {
+	_, fs := proxyLike()
+	cp := pflag.NewFlagSet("copy", pflag.ContinueOnError)
+	fs.VisitAll(cp.AddFlag)
+	if got, want := Usage(cp), Usage(fs); got != want {
+		t.Errorf("copy:\n%s\nwant:\n%s", got, want)
+	}
+	if g := Groups(pflag.NewFlagSet("", pflag.ContinueOnError)); len(g) != 0 {
+		t.Errorf("no flags: %d groups", len(g))
+	}
+}
