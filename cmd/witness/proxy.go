@@ -8,6 +8,7 @@ import (
 	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/httpproxy"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/flagmode"
 	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/proxy"
 	"github.com/spf13/cobra"
@@ -38,14 +39,11 @@ type proxyOptions struct {
 	MaxSessions   int           // --max-mcp-sessions
 	MaxConns      int           // --max-conns
 	Anchor        anchorOptions // --log
+	modes         modeFlags     // which flags are for which mode
 }
 
-func newProxyCmd(a *app) *cobra.Command {
-	var o proxyOptions
-	c := &cobra.Command{
-		Use:   "proxy --out DIR [--seal FILE] [--keyring PATH] [--effects FILE] (-- CMD [ARGS...] | --listen ADDR --upstream URL)",
-		Short: "Run an MCP stdio server, or an HTTP API, behind a transparent, recording proxy",
-		Long: `proxy is what a real MCP host runs as its server command. It starts CMD
+// proxyLong is the help of `witness proxy`.
+const proxyLong = `proxy is what a real MCP host runs as its server command. It starts CMD
 (without a shell, in its own process group) and forwards bytes unchanged in
 both directions, passes the server's stderr through, closes the server's
 stdin when the host closes the proxy's (and SIGTERMs the server if it has
@@ -106,43 +104,48 @@ ended and signed once its last exchange is over, while the proxy runs
 client closes is the normal end of that stream, not a failure. An endpoint event naming the upstream is rewritten
 to name the proxy, and the rewrite is noted in both event logs. A request
 whose Origin header is neither a loopback origin nor given with
---allow-origin is refused 403 and not forwarded.`,
-		Example: `  witness proxy --out rec -- node server.js
+--allow-origin is refused 403 and not forwarded.`
+
+const proxyExample = `  witness proxy --out rec -- node server.js
   witness proxy --out rec --seal seal.json --keyring keys.json --effects effects.json -- ./server --flag
   witness proxy --out rec --listen 127.0.0.1:0 --upstream https://api.openai.com
   witness proxy --out rec --listen 127.0.0.1:0 --upstream https://mcp.example.com   # then: client URL http://127.0.0.1:PORT/mcp
-  # then: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 node agent.js`,
+  # then: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 node agent.js`
+
+// The modes of `witness proxy`: a stdio server behind -- CMD, or the HTTP
+// proxy of --listen ADDR --upstream URL.
+var (
+	proxyStdio  = flagmode.Mode{Name: "stdio", Title: "a stdio server (-- CMD)", Enter: "give -- CMD in place of --listen and --upstream"}
+	proxyListen = flagmode.Mode{Name: "listen", Title: "--listen (the HTTP proxy)", Enter: "add --listen and --upstream"}
+)
+
+func newProxyCmd(a *app) *cobra.Command {
+	var o proxyOptions
+	c := &cobra.Command{
+		Use:     "proxy --out DIR [--seal FILE] [--keyring PATH] [--effects FILE] (-- CMD [ARGS...] | --listen ADDR --upstream URL)",
+		Short:   "Run an MCP stdio server, or an HTTP API, behind a transparent, recording proxy",
+		Long:    proxyLong,
+		Example: proxyExample,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if o.Listen != "" || o.Upstream != "" {
+			if o.httpMode() {
 				return cobra.NoArgs(cmd, args)
 			}
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = args
-			if o.Listen != "" || o.Upstream != "" {
-				for _, f := range []string{"effects", "stdin-grace", "term-grace"} {
-					if cmd.Flags().Changed(f) {
-						return usageError(fmt.Errorf("--%s is for a stdio server, not for --listen", f), "drop --"+f)
-					}
-				}
-				return runHTTPProxy(a, o)
-			}
-			if len(o.RedactHeaders) > 0 || len(o.RedactQuery) > 0 {
-				return usageError(errors.New("--redact-header and --redact-query are for --listen (HTTP) sessions"), "drop them, or add --listen and --upstream")
-			}
-			if len(o.AllowOrigin) > 0 {
-				return usageError(errors.New("--allow-origin is for --listen (HTTP) sessions"), "drop --allow-origin, or add --listen and --upstream")
-			}
-			for _, f := range []string{"memory-budget-mib", "max-mcp-sessions"} {
-				if cmd.Flags().Changed(f) {
-					return usageError(fmt.Errorf("--%s is for --listen (HTTP) sessions", f), "drop --"+f+", or add --listen and --upstream")
-				}
-			}
-			return runProxy(a, o)
+			return runProxyMode(a, o)
 		},
 	}
 	c.Flags().SetInterspersed(false)
+	o.AddFlags(c)
+	c.MarkFlagRequired("out")
+	return c
+}
+
+// AddFlags declares the flags of `witness proxy` on c, each with its mode.
+func (o *proxyOptions) AddFlags(c *cobra.Command) {
+	o.modes = newModeFlags(c, proxyStdio, proxyListen)
 	o.Output.AddFlags(c, "directory to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)", false)
 	c.Flags().StringVar(&o.Seal, "seal", "", "seal whose digest goes into the session header")
 	o.Keys.AddFlags(c, recordingKeys)
@@ -159,8 +162,23 @@ whose Origin header is neither a loopback origin nor given with
 	c.Flags().IntVar(&o.MemoryMiB, "memory-budget-mib", httpproxy.DefaultMemoryBudget>>20, "HTTP mode: MiB that all exchanges and MCP sessions may hold at once beyond fixed buffers (bodies, queued answers); past it they stop holding, nothing forwarded is lost (docs/design/http-proxy.md)")
 	c.Flags().IntVar(&o.MaxConns, "max-conns", httpbound.DefaultMaxConns, "HTTP mode: client connections open at once; past it, new ones wait to be accepted (docs/design/http-proxy.md)")
 	c.Flags().IntVar(&o.MaxSessions, "max-mcp-sessions", httpproxy.DefaultMaxMCPSessions, "HTTP mode: MCP sessions read into DIR/mcp; the exchanges of later sessions are in the HTTP cassette only, and the proxy log says so")
-	c.MarkFlagRequired("out")
-	return c
+	o.modes.only([]string{proxyStdio.Name}, "effects", "stdin-grace", "term-grace")
+	o.modes.only([]string{proxyListen.Name}, "listen", "upstream", "redact-header", "redact-query", "allow-origin", "memory-budget-mib", "max-conns", "max-mcp-sessions")
+}
+
+// httpMode says the proxy runs as the HTTP proxy (--listen, --upstream).
+func (o *proxyOptions) httpMode() bool { return o.Listen != "" || o.Upstream != "" }
+
+// runProxyMode refuses the flags of the other mode and runs the proxy.
+func runProxyMode(a *app, o proxyOptions) error {
+	mode, run := proxyStdio, runProxy
+	if o.httpMode() {
+		mode, run = proxyListen, runHTTPProxy
+	}
+	if err := o.modes.check(mode.Name); err != nil {
+		return err
+	}
+	return run(a, o)
 }
 
 // checkHTTPProxyFlags checks the flags of HTTP mode.

@@ -13,6 +13,7 @@ import (
 	"github.com/agent-trace-witness/witness/drift"
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
+	"github.com/agent-trace-witness/witness/internal/flagmode"
 	"github.com/agent-trace-witness/witness/internal/httpbound"
 	"github.com/agent-trace-witness/witness/serve"
 	"github.com/agent-trace-witness/witness/serve/httpserve"
@@ -32,14 +33,11 @@ type serveOptions struct {
 	Force       bool
 	AllowOrigin []string
 	MaxConns    int
+	modes       modeFlags // which flags are for which mode
 }
 
-func newServeCmd(a *app) *cobra.Command {
-	var o serveOptions
-	c := &cobra.Command{
-		Use:   "serve --cassette FILE [--listen ADDR]",
-		Short: "Answer as an MCP stdio server, or an HTTP API, from a recorded cassette",
-		Long: `serve is an MCP stdio server that answers from a cassette recorded by
+// serveLong is the help of `witness serve`.
+const serveLong = `serve is an MCP stdio server that answers from a cassette recorded by
 'witness proxy' or 'witness capture', so that CI can re-run an agent against
 recorded servers, offline.
 
@@ -107,19 +105,43 @@ server-sent event stream, one with only notifications or responses with
 202, a GET opens the stream for server messages no POST waits for, and
 DELETE ends the session. --exit-after N then stops after N sessions ended
 by DELETE. Both kinds of --listen refuse a request whose Origin header is
-neither a loopback origin nor given with --allow-origin (403).`,
-		Example: `  witness serve --cassette rec/cassette.jsonl
+neither a loopback origin nor given with --allow-origin (403).`
+
+const serveExample = `  witness serve --cassette rec/cassette.jsonl
   # as the server command of an MCP host in CI:
   #   {"command": "witness", "args": ["serve", "--cassette", "rec/cassette.jsonl", "--report", "out/drift-echo.jsonl"]}
   # then, after the host's tests:
   #   witness drift out/drift-echo.jsonl --junit out/drift.xml
   witness serve --cassette rec/cassette.jsonl --listen 127.0.0.1:0 --ignore-field user --exit-after 3
-  witness serve --cassette rec/mcp/1/cassette.jsonl --listen 127.0.0.1:0   # MCP over Streamable HTTP`,
-		Args: cobra.NoArgs,
+  witness serve --cassette rec/mcp/1/cassette.jsonl --listen 127.0.0.1:0   # MCP over Streamable HTTP`
+
+// The modes of `witness serve`, by the cassette's kind and --listen.
+var (
+	serveStdio        = flagmode.Mode{Name: "stdio", Title: "an MCP cassette on stdio"}
+	serveMCPListen    = flagmode.Mode{Name: "mcp-listen", Title: "an MCP cassette over --listen", Enter: "add --listen 127.0.0.1:0"}
+	serveHTTPCassette = flagmode.Mode{Name: "http", Title: "an HTTP cassette"}
+)
+
+func newServeCmd(a *app) *cobra.Command {
+	var o serveOptions
+	c := &cobra.Command{
+		Use:     "serve --cassette FILE [--listen ADDR]",
+		Short:   "Answer as an MCP stdio server, or an HTTP API, from a recorded cassette",
+		Long:    serveLong,
+		Example: serveExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(a, o)
 		},
 	}
+	o.AddFlags(c)
+	c.MarkFlagRequired("cassette")
+	return c
+}
+
+// AddFlags declares the flags of `witness serve` on c, each with its mode.
+func (o *serveOptions) AddFlags(c *cobra.Command) {
+	o.modes = newModeFlags(c, serveStdio, serveMCPListen, serveHTTPCassette)
 	c.Flags().StringVar(&o.Cassette, "cassette", "", "cassette to answer from")
 	c.Flags().BoolVar(&o.RequireAll, "require-all", false, "also exit 4 when recorded requests were never asked for, or server requests left unanswered")
 	c.Flags().DurationVar(&o.AnswerTimeout, "answer-timeout", time.Minute, "how long to wait for the host's answer to a server request before it is a miss (0: until stdin closes)")
@@ -132,13 +154,20 @@ neither a loopback origin nor given with --allow-origin (403).`,
 	c.Flags().BoolVar(&o.Pace, "pace", false, "HTTP cassettes: send the chunks of an answer at their recorded times")
 	c.Flags().StringVar(&o.Report, "report", "", "write a drift report (JSON lines) to this file as serve goes, finished when it stops; read it with 'witness drift'")
 	addForceFlag(c, &o.Force)
-	c.MarkFlagRequired("cassette")
-	return c
+	o.modes.only([]string{serveStdio.Name, serveMCPListen.Name}, "answer-timeout")
+	o.modes.only([]string{serveMCPListen.Name, serveHTTPCassette.Name}, "listen", "exit-after", "allow-origin", "max-conns")
+	o.modes.only([]string{serveHTTPCassette.Name}, "ignore-field", "pace")
 }
 
 func runServe(a *app, o serveOptions) error {
 	kind, kerr := httpserve.CassetteKind(o.Cassette)
 	if kerr == nil && kind == cassette.HTTPFormat {
+		if o.Listen == "" {
+			return usageError(fmt.Errorf("cassette %s records HTTP exchanges: serve it with --listen ADDR", o.Cassette), "for example --listen 127.0.0.1:0")
+		}
+		if err := o.modes.check(serveHTTPCassette.Name); err != nil {
+			return err
+		}
 		return runServeHTTP(a, o)
 	}
 	if kerr != nil && o.Report == "" {
@@ -146,12 +175,12 @@ func runServe(a *app, o serveOptions) error {
 	}
 	// with --report, a cassette that cannot be read still leaves a report
 	// that says serve failed to start (loadServed reports the error)
-	if len(o.IgnoreField) > 0 || o.Pace {
-		return usageError(fmt.Errorf("cassette %s records an MCP session: --ignore-field and --pace are for HTTP cassettes", o.Cassette),
-			"serve an MCP cassette as an MCP host's server command, or over Streamable HTTP with --listen alone")
+	mode := serveStdio
+	if o.Listen != "" {
+		mode = serveMCPListen
 	}
-	if o.Listen == "" && (o.ExitAfter != 0 || len(o.AllowOrigin) > 0) {
-		return usageError(fmt.Errorf("--exit-after and --allow-origin need --listen"), "add --listen 127.0.0.1:0, or drop them")
+	if err := o.modes.check(mode.Name); err != nil {
+		return err
 	}
 	if o.AnswerTimeout < 0 {
 		return usageError(fmt.Errorf("--answer-timeout %s is negative", o.AnswerTimeout), "give a duration such as 30s, or 0 to wait until the host closes stdin")
@@ -159,6 +188,12 @@ func runServe(a *app, o serveOptions) error {
 	if o.Listen != "" {
 		return runServeMCPHTTP(a, o)
 	}
+	return runServeStdio(a, o)
+}
+
+// runServeStdio serves an MCP cassette on stdio, the server command of an
+// MCP host.
+func runServeStdio(a *app, o serveOptions) error {
 	// Stop on the signals a host stops its server with, finishing the
 	// report; a broken stdout is then a write error, not a death by SIGPIPE.
 	sigs := make(chan os.Signal, 1)
@@ -198,9 +233,6 @@ func runServe(a *app, o serveOptions) error {
 
 // runServeHTTP serves an HTTP cassette (`witness serve --listen`).
 func runServeHTTP(a *app, o serveOptions) error {
-	if o.Listen == "" {
-		return usageError(fmt.Errorf("cassette %s records HTTP exchanges: serve it with --listen ADDR", o.Cassette), "for example --listen 127.0.0.1:0")
-	}
 	if o.ExitAfter < 0 {
 		return usageError(fmt.Errorf("--exit-after %d is negative", o.ExitAfter), "use --exit-after N with N >= 1, or leave it out")
 	}

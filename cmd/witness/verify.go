@@ -48,12 +48,8 @@ type verifyOptions struct {
 	LogTimeout time.Duration
 }
 
-func newVerifyCmd(a *app) *cobra.Command {
-	var o verifyOptions
-	c := &cobra.Command{
-		Use:   "verify",
-		Short: "Verify evidence (events or graph) against a seal, or a seal's signatures alone",
-		Long: `verify checks the seal's signature and cosignatures over its canonical body.
+// verifyLong is the help of `witness verify`.
+const verifyLong = `verify checks the seal's signature and cosignatures over its canonical body.
 HMAC signatures are checked with the keyring (a seal with key_id uses only
 that key; one without tries every non-revoked key) or with ATW_WITNESS_KEY
 for 0.1.0 seals; Ed25519 signatures with the keyring's or a trust file's
@@ -112,20 +108,35 @@ The text report sums up the checks that could not run on this evidence
 (not-checkable notices) in one line naming them, when there are two or
 more; --verbose prints each with its reason. --json, --sarif and --junit
 always list them. Reading a long log, verify shows a progress line on
-stderr when it is a terminal (--quiet: none).`,
-		Example: `  witness verify --seal seal.json
+stderr when it is a terminal (--quiet: none).`
+
+const verifyExample = `  witness verify --seal seal.json
   ATW_WITNESS_KEY=$(printf '0%.0s' {1..64}) witness verify --seal seal_without_damaging_tool.json
   witness verify --seal seal.json --trust trust.json --quorum 2
   witness verify --seal seal.json --events events.jsonl
   witness verify --seal seal.json --events model/events.jsonl --events fs/events.jsonl
   witness verify --events events.jsonl
   witness verify --seal seal.intoto.jsonl --trust trust.json
-  witness verify --seal seal.json --graph graph.jsonld --events events.jsonl --sarif --out verify.sarif`,
-		Args: cobra.NoArgs,
+  witness verify --seal seal.json --graph graph.jsonld --events events.jsonl --sarif --out verify.sarif`
+
+func newVerifyCmd(a *app) *cobra.Command {
+	var o verifyOptions
+	c := &cobra.Command{
+		Use:     "verify",
+		Short:   "Verify evidence (events or graph) against a seal, or a seal's signatures alone",
+		Long:    verifyLong,
+		Example: verifyExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(a, o)
 		},
 	}
+	o.AddFlags(c)
+	return c
+}
+
+// AddFlags declares the flags of `witness verify` on c.
+func (o *verifyOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Seal, "seal", "", "the signed seal, or its DSSE envelope ('witness seal --envelope dsse'); without it, --events checks integrity only")
 	o.Keys.AddFlags(c, keyUse{Legacy: true, Trust: true})
 	c.Flags().IntVar(&o.Quorum, "quorum", 0, "require at least this many distinct trusted keys to have signed the body")
@@ -141,7 +152,6 @@ stderr when it is a terminal (--quiet: none).`,
 	c.Flags().StringVar(&o.LogKey, "log-key", "", "pin the log's verifier key (origin+hash+base64), or list it in the --trust file's log_keys; a log or bundle under a key not pinned is unauthenticated (exit 6)")
 	c.Flags().IntVar(&o.LogQuorum, "log-quorum", 0, "require this many distinct witnesses of --trust to have cosigned the bundle's checkpoint")
 	c.Flags().DurationVar(&o.LogTimeout, "log-timeout", tlog.DefaultTimeout, "with a --log URL: the time each exchange with the log may take, to its answer's last byte; past it, exit 5 (answers are bounded in size too)")
-	return c
 }
 
 func runVerify(a *app, o verifyOptions) error {

@@ -54,6 +54,7 @@ var layers = []layerRow{
 		"internal/canon", "internal/exitcode", "internal/jsonlimit", "internal/jsonpath", "internal/jsontree",
 		"internal/proctree", "internal/httpbound", "internal/httpcoding", "internal/offheap",
 		"internal/pagecache", "internal/atomicfile", "internal/version", "internal/junitcheck", "internal/junit", "internal/progress",
+		"internal/flagmode",
 	}, []string{plumbing}},
 	{formats, []string{"keyring", "seal", "mcp", "cassette", "eventlog", "modelapi", "drift", "derive", "tlog/bundle"},
 		[]string{plumbing, formats}},
