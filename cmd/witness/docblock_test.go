@@ -202,7 +202,7 @@ func cmdDocBlock(ts *testscript.TestScript, neg bool, args []string) {
 // other guides are held in full.
 var docsPending = map[string]bool{
 	"docs/guide/firewall.md": true, "docs/guide/keyring.md": true, "docs/guide/log.md": true,
-	"docs/guide/model.md": true, "docs/guide/proxy.md": true,
+	"docs/guide/model.md": true,
 }
 
 // Every block of README.md and docs/guide/*.md that shows output is
