@@ -25,9 +25,9 @@ import (
 // and a script in testdata/script runs the real commands and checks what
 // they print against it with `docblock FILE NAME GOT` (CONTRIBUTING.md,
 // "Output in the docs"). "random ids" says the block's key ids, 64-digit
-// hex values (seal refs, digests), session ids and transparency log keys
-// come from a random key or session and differ from run to run: they are
-// masked on both sides.
+// hex values (seal refs, digests), session ids, transparency log keys and
+// local ports come from a random key, session or port and differ from run
+// to run: they are masked on both sides.
 var docMarker = regexp.MustCompile(`^<!-- output: ([a-z0-9][a-z0-9-]*)(, random ids)? -->$`)
 
 type docBlock struct {
@@ -129,6 +129,7 @@ var randomIDs = []*regexp.Regexp{
 	regexp.MustCompile(`\b[0-9a-f]{64}\b`),                          // seal refs, digests
 	regexp.MustCompile(`urn:witness:[0-9a-f]{32}(;[0-9a-f]{16})?`),  // session ids
 	regexp.MustCompile(`\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}`),          // transparency log keys (NAME+HASH+KEY)
+	regexp.MustCompile(`127\.0\.0\.1:[0-9]+`),                       // ports the system chose (--listen 127.0.0.1:0)
 }
 
 func maskRandom(s string) string {
@@ -204,7 +205,6 @@ func cmdDocBlock(ts *testscript.TestScript, neg bool, args []string) {
 // other guides are held in full.
 var docsPending = map[string]bool{
 	"docs/guide/firewall.md": true,
-	"docs/guide/model.md":    true,
 }
 
 // Every block of README.md and docs/guide/*.md that shows output is
