@@ -49,6 +49,11 @@ type Check = core.Check
 // Engine runs a policy's middleware chains over candidates.
 type Engine = core.Engine
 
+// EvalReport writes what an evaluation prints: a line (or JSON object) per
+// check as it runs (its Each method is an EvaluateOptions.Each), then the
+// totals, the policy history and the audit snapshot written (Finish).
+type EvalReport = core.EvalReport
+
 // EvaluateOptions configures an evaluation.
 type EvaluateOptions = core.EvaluateOptions
 
@@ -68,15 +73,6 @@ type GroupVerdict = core.GroupVerdict
 // HostLogCorrelation is the result of correlating a host log with an
 // audit snapshot.
 type HostLogCorrelation = core.HostLogCorrelation
-
-// HostView is what the host saw of one check: a refused send's
-// FirewallSendError, an admitted item's guidance, or nothing (withheld).
-type HostView = core.HostView
-
-// HostViewer derives host views check by check, in evaluation order; it
-// remembers which incoming messages the runtime was shown, since only
-// those (and the incoming candidate) may be guidance subjects.
-type HostViewer = core.HostViewer
 
 // Mapping says which MCP tools send and deliver application messages and
 // where in their payloads the message fields are.
@@ -189,6 +185,14 @@ func NewEngine(p *Policy, provider Provider, localAgent string, capturedAt strin
 	return core.NewEngine(p, provider, localAgent, capturedAt)
 }
 
+// NewEvalReport returns a report written to w in format ("text" or
+// "json"). With hostView it also gives, after each check, what the host saw
+// of it (a refused send's FirewallSendError, an admitted item's guidance),
+// under the installations of tl (nil: p's alone).
+func NewEvalReport(w io.Writer, format string, p *Policy, tl *Timeline, hostView bool) (*EvalReport, error) {
+	return core.NewEvalReport(w, format, p, tl, hostView)
+}
+
 // EvaluateFile reads the event log at path twice: once to digest it and
 // infer the local agent, once to check every message. Memory is bounded by
 // the history windows (maximumHistoryRecords per conversation).
@@ -248,11 +252,6 @@ func WriteHostLogCorrelation(w io.Writer, c *HostLogCorrelation) error {
 	return core.WriteHostLogCorrelation(w, c)
 }
 
-// NewHostViewer returns a viewer for the checks of e.
-func NewHostViewer(e *Engine) *HostViewer {
-	return core.NewHostViewer(e)
-}
-
 // LoadMapping reads and decodes a mapping file (a configuration input: its
 // errors carry the Usage code).
 func LoadMapping(path string) (*Mapping, error) {
@@ -262,18 +261,6 @@ func LoadMapping(path string) (*Mapping, error) {
 // DecodeMapping decodes a mapping document.
 func DecodeMapping(data []byte, name string) (*Mapping, error) {
 	return core.DecodeMapping(data, name)
-}
-
-// CheckLine renders one check as a line of text: event, direction,
-// operation, disposition, reason, decidedBy, cause, next action, the
-// collective failure when there is one (failure=deadline-passed), check id.
-func CheckLine(c *Check) string {
-	return core.CheckLine(c)
-}
-
-// WriteSummary writes the totals of an evaluation as text.
-func WriteSummary(w io.Writer, s *Summary) error {
-	return core.WriteSummary(w, s)
 }
 
 // DescribePolicy writes a human summary of a decoded policy and its digest.

@@ -555,6 +555,40 @@ func (p *recorder) waitFinishing() {
 	defer p.finishing.Unlock()
 }
 
+// upstreamRequest is the request the proxy sends on: the client's method,
+// target, length and end-to-end headers, the upstream's session id where
+// the proxy gave the client an alias (mcp-http.md, "One session per
+// client"), and no User-Agent of Go's own.
+func (p *recorder) upstreamRequest(ctx context.Context, r *http.Request, body io.ReadCloser, upSID string) (*http.Request, error) {
+	out, err := http.NewRequestWithContext(ctx, r.Method, p.target(r), body)
+	if err != nil {
+		return nil, err
+	}
+	out.ContentLength = r.ContentLength
+	out.Header = endToEnd(r.Header)
+	if upSID != "" {
+		out.Header.Set(headerMcpSessionID, upSID)
+	}
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // only what the client sent
+	}
+	return out, nil
+}
+
+// roundTripFailure is the status and detail of an exchange whose upstream
+// round trip failed: 502, or no answer when the client went away (a GET
+// stream it closed before the upstream sent its head is a normal end:
+// nothing was answered, so nothing is missing).
+func roundTripFailure(r *http.Request, err error) (int, string) {
+	if r.Context().Err() == nil {
+		return http.StatusBadGateway, "upstream: " + err.Error()
+	}
+	if getStream(r) {
+		return 0, detailClosedBeforeAnswer
+	}
+	return 0, "upstream: " + err.Error()
+}
+
 // ServeHTTP records and forwards one exchange. Order: the request head is
 // written to the cassette, then each request chunk as the upstream
 // transport reads it (before it goes upstream), then the response head
@@ -651,32 +685,16 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(p.abortCtx, cancel)
 	defer stop()
-	out, err := http.NewRequestWithContext(ctx, r.Method, p.target(r), body)
+	out, err := p.upstreamRequest(ctx, r, body, mx.upSID)
 	if err != nil {
 		endReq("not forwarded: "+err.Error(), false)
 		p.failExchange(w, r, ex, reqDone, reqIDs, "bad request target: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	out.ContentLength = r.ContentLength
-	out.Header = endToEnd(r.Header)
-	if mx.upSID != "" {
-		out.Header.Set(headerMcpSessionID, mx.upSID) // an alias the proxy gave the client (mcp-http.md, "One session per client")
-	}
-	if _, ok := out.Header["User-Agent"]; !ok {
-		out.Header["User-Agent"] = []string{""} // no Go default User-Agent: only what the client sent
-	}
 	resp, err := p.rt.RoundTrip(out)
 	if err != nil {
 		<-reqDone // the transport closes the body, also on errors
-		status, detail := http.StatusBadGateway, "upstream: "+err.Error()
-		if r.Context().Err() != nil {
-			status = 0 // the client went away: nobody to answer
-			if getStream(r) {
-				// a GET stream the client closed before the upstream sent
-				// its head: nothing was answered, so nothing is missing
-				detail = detailClosedBeforeAnswer
-			}
-		}
+		status, detail := roundTripFailure(r, err)
 		p.failExchange(w, r, ex, reqDone, reqIDs, detail, status)
 		return
 	}

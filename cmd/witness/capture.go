@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/capture"
+	"github.com/agent-trace-witness/witness/derive"
 	"github.com/agent-trace-witness/witness/eventlog"
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/keyring"
@@ -47,12 +48,8 @@ type captureOptions struct {
 // adds more: enough to run node or a binary, nothing secret.
 var serverEnvDefault = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TERM", "NODE_PATH", "SYSTEMROOT"}
 
-func newCaptureCmd(a *app) *cobra.Command {
-	var o captureOptions
-	c := &cobra.Command{
-		Use:   "capture --out DIR [--scenario FILE] [--seal FILE] [--keyring PATH] [--timeout D] [--protocol V] (--url URL [--header 'K: V'] | -- CMD [ARGS...])",
-		Short: "Run a scripted session against an MCP server (stdio or Streamable HTTP) and record it",
-		Long: `capture starts CMD as an MCP stdio server (no shell, its own process
+// captureLong is the help text of `witness capture`.
+const captureLong = `capture starts CMD as an MCP stdio server (no shell, its own process
 group, an explicit environment), sends initialize with a pinned protocol
 version, lists every page of tools/list, makes the scenario's tool calls and
 shuts the server down (close stdin, SIGTERM, SIGKILL).
@@ -98,19 +95,20 @@ access_token, ... and every --redact-query; docs/design/redaction.md).
 Redirects are not followed; a 401 names the server's WWW-Authenticate.
 
 What was recorded (server, counts, files) is printed on stdout; --json
-prints it as one JSON object (docs/formats/cli-json.md).`,
+prints it as one JSON object (docs/formats/cli-json.md).`
+
+func newCaptureCmd(a *app) *cobra.Command {
+	var o captureOptions
+	c := &cobra.Command{
+		Use:   "capture --out DIR [--scenario FILE] [--seal FILE] [--keyring PATH] [--timeout D] [--protocol V] (--url URL [--header 'K: V'] | -- CMD [ARGS...])",
+		Short: "Run a scripted session against an MCP server (stdio or Streamable HTTP) and record it",
+		Long:  captureLong,
 		Example: `  witness capture --out rec -- node server.js stdio
   witness capture --out rec --scenario calls.json --seal seal.json --keyring keys.json -- ./server
   witness capture --out rec --protocol 2025-03-26 --timeout 5s --env API_BASE -- ./server
   witness capture --out rec --scenario calls.json --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if o.URL == "" && len(args) == 0 {
-				return usageError(errors.New("give the server: --url URL, or a command after --"), "for example: witness capture --out rec -- node server.js")
-			}
-			if o.URL != "" && len(args) > 0 {
-				return usageError(fmt.Errorf("--url and a server command (%s) both given", args[0]), "record a remote server with --url, or start one with -- CMD")
-			}
-			return nil
+			return o.checkServer(args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = args
@@ -118,6 +116,26 @@ prints it as one JSON object (docs/formats/cli-json.md).`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
+	o.addFlags(c)
+	c.MarkFlagRequired("out")
+	c.AddCommand(newCaptureAppendCmd(a))
+	return c
+}
+
+// checkServer checks that the server is given one way: --url, or a
+// command after -- (args).
+func (o *captureOptions) checkServer(args []string) error {
+	if o.URL == "" && len(args) == 0 {
+		return usageError(errors.New("give the server: --url URL, or a command after --"), "for example: witness capture --out rec -- node server.js")
+	}
+	if o.URL != "" && len(args) > 0 {
+		return usageError(fmt.Errorf("--url and a server command (%s) both given", args[0]), "record a remote server with --url, or start one with -- CMD")
+	}
+	return nil
+}
+
+// addFlags registers the flags of `witness capture` on c.
+func (o *captureOptions) addFlags(c *cobra.Command) {
 	f := c.Flags()
 	o.Output.AddFlags(c, "folder to write cassette.jsonl and events.jsonl into (must not hold a recording unless --force)", false)
 	f.StringVar(&o.Scenario, "scenario", "", "JSON list of tool calls and requests to make, and answers to the server's requests")
@@ -138,9 +156,6 @@ prints it as one JSON object (docs/formats/cli-json.md).`,
 	o.Anchor.AddFlags(c)
 	f.BoolVar(&o.JSON, "json", false, "print what was recorded (server, counts, files) as JSON")
 	completeChoices(c, "protocol", mcp.SupportedProtocols...)
-	c.MarkFlagRequired("out")
-	c.AddCommand(newCaptureAppendCmd(a))
-	return c
 }
 
 // serverEnv builds the server's environment from the defaults and --env.
@@ -209,14 +224,8 @@ func captureSigners(a *app, k *keyringOptions) ([]eventlog.Signer, error) {
 }
 
 func runCapture(a *app, o captureOptions) error {
-	if !mcp.Supported(o.Protocol) {
-		return usageError(fmt.Errorf("--protocol %q is not supported", o.Protocol), "use one of "+strings.Join(mcp.SupportedProtocols, ", "))
-	}
-	if o.Timeout <= 0 || o.StdinGrace <= 0 || o.TermGrace <= 0 {
-		return usageError(fmt.Errorf("--timeout, --stdin-grace and --term-grace must be positive"), "for example --timeout 30s")
-	}
-	if o.MaxLine <= 0 {
-		return usageError(fmt.Errorf("--max-line must be positive"), "the default is 16777216 (16 MiB)")
+	if err := o.check(); err != nil {
+		return err
 	}
 	var calls []capture.ScenarioCall
 	var notes []string
@@ -229,48 +238,10 @@ func runCapture(a *app, o captureOptions) error {
 	for _, n := range notes {
 		fmt.Fprintf(a.stderr, "witness: warning: %s\n", n)
 	}
-	lo := capture.LiveOptions{Protocol: o.Protocol, Timeout: o.Timeout,
-		MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Getenv: a.getenv, Notes: notes,
-		Warn: func(s string) { fmt.Fprintf(a.stderr, "witness: warning: %s\n", s) }}
-	var err error
-	if o.URL != "" {
-		if err = captureHTTPOptions(a, &o, &lo); err != nil {
-			return err
-		}
-	} else {
-		if len(o.Headers) > 0 || len(o.RedactHeaders) > 0 || len(o.RedactQuery) > 0 {
-			return usageError(errors.New("--header, --redact-header and --redact-query are for --url sessions"), "drop them, or record a remote server with --url")
-		}
-		lo.Command, lo.Args = o.Command[0], o.Command[1:]
-		if lo.Env, err = serverEnv(a, o.Env); err != nil {
-			return err
-		}
-	}
-	if o.Seal != "" {
-		s, err := seal.Load(o.Seal)
-		if err != nil {
-			return err
-		}
-		lo.Seal = &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
-	}
-	if o.Effects != "" {
-		data, err := os.ReadFile(o.Effects)
-		if err != nil {
-			return exitcode.Input("read effects mapping", err, "check the path given to --effects")
-		}
-		m, err := proxy.ParseEffects(data, o.Effects)
-		if err != nil {
-			return exitcode.New(exitcode.Usage, err, "see docs/formats/effects.md")
-		}
-		lo.Effects = m.Func()
-	}
-	if lo.Redactor, err = o.Redact.Load(a); err != nil {
+	lo, err := o.liveOptions(a, notes)
+	if err != nil {
 		return err
 	}
-	if lo.Signers, err = captureSigners(a, &o.Keys); err != nil {
-		return err
-	}
-	lo.Notes = append(lo.Notes, startWarnings(a, len(lo.Signers) > 0)...)
 	o.Output.Reads(o.Scenario, o.Seal, o.Keys.Input(a), o.Effects, o.Redact.RulesFile, o.Redact.KeyFile)
 	res, err := capture.RunCapture(capture.CaptureOptions{LiveOptions: lo, OutDir: o.Output.Out, Files: o.Output.Rules(a), Calls: calls})
 	if res != nil && err == nil {
@@ -287,6 +258,61 @@ func runCapture(a *app, o captureOptions) error {
 		return exitcode.WithHint(err, hint)
 	}
 	return err
+}
+
+// check checks the values of the protocol, timing and size flags.
+func (o *captureOptions) check() error {
+	if !mcp.Supported(o.Protocol) {
+		return usageError(fmt.Errorf("--protocol %q is not supported", o.Protocol), "use one of "+strings.Join(mcp.SupportedProtocols, ", "))
+	}
+	if o.Timeout <= 0 || o.StdinGrace <= 0 || o.TermGrace <= 0 {
+		return usageError(fmt.Errorf("--timeout, --stdin-grace and --term-grace must be positive"), "for example --timeout 30s")
+	}
+	if o.MaxLine <= 0 {
+		return usageError(fmt.Errorf("--max-line must be positive"), "the default is 16777216 (16 MiB)")
+	}
+	return nil
+}
+
+// liveOptions are the options of the session: the server (--url or the
+// command), the seal, the effects, the redaction and the signers; notes
+// are the scenario's, kept in the session header with the start warnings.
+func (o *captureOptions) liveOptions(a *app, notes []string) (capture.LiveOptions, error) {
+	lo := capture.LiveOptions{Protocol: o.Protocol, Timeout: o.Timeout,
+		MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Getenv: a.getenv, Notes: notes,
+		Warn: func(s string) { fmt.Fprintf(a.stderr, "witness: warning: %s\n", s) }}
+	var err error
+	if o.URL != "" {
+		if err = captureHTTPOptions(a, o, &lo); err != nil {
+			return lo, err
+		}
+	} else {
+		if len(o.Headers) > 0 || len(o.RedactHeaders) > 0 || len(o.RedactQuery) > 0 {
+			return lo, usageError(errors.New("--header, --redact-header and --redact-query are for --url sessions"), "drop them, or record a remote server with --url")
+		}
+		lo.Command, lo.Args = o.Command[0], o.Command[1:]
+		if lo.Env, err = serverEnv(a, o.Env); err != nil {
+			return lo, err
+		}
+	}
+	if o.Seal != "" {
+		s, err := seal.Load(o.Seal)
+		if err != nil {
+			return lo, err
+		}
+		lo.Seal = &eventlog.SealRef{Digest: s.Ref(), WitnessID: s.WitnessID}
+	}
+	if lo.Effects, err = loadEffects(o.Effects); err != nil {
+		return lo, err
+	}
+	if lo.Redactor, err = o.Redact.Load(a); err != nil {
+		return lo, err
+	}
+	if lo.Signers, err = captureSigners(a, &o.Keys); err != nil {
+		return lo, err
+	}
+	lo.Notes = append(lo.Notes, startWarnings(a, len(lo.Signers) > 0)...)
+	return lo, nil
 }
 
 // reportCapture prints what a finished capture recorded (--json: one JSON
@@ -329,4 +355,20 @@ func captureHTTPOptions(a *app, o *captureOptions, lo *capture.LiveOptions) erro
 	}
 	lo.URL, lo.Header, lo.HeaderKey, lo.RedactHeaders, lo.RedactQuery = o.URL, h, key, o.RedactHeaders, o.RedactQuery
 	return nil
+}
+
+// loadEffects reads the --effects mapping (none when path is "").
+func loadEffects(path string) (derive.EffectFunc, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, exitcode.Input("read effects mapping", err, "check the path given to --effects")
+	}
+	m, err := proxy.ParseEffects(data, path)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, err, "see docs/formats/effects.md")
+	}
+	return m.Func(), nil
 }

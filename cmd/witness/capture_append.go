@@ -86,8 +86,25 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 			}
 		},
 	}
-	// the keyring verifies the existing log and signs the new end
+	if err := o.appendKeys(a, &opts); err != nil {
+		return err
+	}
+	rep, err := derive.AppendLog(o.Events, a.stdin, opts)
+	if rep != nil {
+		fmt.Fprintf(a.stdout, "witness: appended %d reported events to %s; log %s\n", len(rep.Appended), o.Events, appendedState(rep, opts))
+	}
+	if err == nil && rep != nil && rep.Ended {
+		// the new end (a checkpoint once the log is appended to again)
+		return o.Anchor.Anchor(a, o.Events, a.stdout)
+	}
+	return err
+}
+
+// appendKeys sets the keys of an append on opts: the keyring verifies the
+// existing log and (unless --keep-open) its active key signs the new end.
+func (o captureAppendOptions) appendKeys(a *app, opts *derive.AppendOptions) error {
 	var k *keyring.Keyring
+	var err error
 	if o.KeepOpen {
 		k, err = o.Keys.Verifier(a)
 	} else {
@@ -104,23 +121,20 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 	} else if !o.KeepOpen {
 		fmt.Fprintf(a.stderr, "witness: warning: no keyring: the new session end is not signed (pass --keyring, or create the default keyring with 'witness key generate')\n")
 	}
-	rep, err := derive.AppendLog(o.Events, a.stdin, opts)
-	if rep != nil {
-		state := "left open (--keep-open)"
-		if rep.Ended {
-			state = "ended, unsigned"
-			if rep.Signed > 0 {
-				state = "ended, signed by key " + opts.Signers[0].KeyID()
-			}
+	return nil
+}
+
+// appendedState says in what state an append left the log.
+func appendedState(rep *derive.AppendReport, opts derive.AppendOptions) string {
+	state := "left open (--keep-open)"
+	if rep.Ended {
+		state = "ended, unsigned"
+		if rep.Signed > 0 {
+			state = "ended, signed by key " + opts.Signers[0].KeyID()
 		}
-		if rep.Reopened {
-			state = "reopened after its session_end (kept as a checkpoint), " + state
-		}
-		fmt.Fprintf(a.stdout, "witness: appended %d reported events to %s; log %s\n", len(rep.Appended), o.Events, state)
 	}
-	if err == nil && rep != nil && rep.Ended {
-		// the new end (a checkpoint once the log is appended to again)
-		return o.Anchor.Anchor(a, o.Events, a.stdout)
+	if rep.Reopened {
+		state = "reopened after its session_end (kept as a checkpoint), " + state
 	}
-	return err
+	return state
 }

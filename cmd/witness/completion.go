@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,22 @@ var (
 	firewallFormats = []string{"text", "json"}                         // firewall ... --format
 )
 
+// completionShell is one shell the completion command writes a script for:
+// its name, how the script is loaded, and how cobra generates it.
+type completionShell struct {
+	name, load string
+	gen        func(root *cobra.Command, w io.Writer) error
+}
+
+// completionShells are the shells of the completion command, in the order
+// of its sub-commands.
+var completionShells = []completionShell{
+	{"bash", "source <(witness completion bash)", func(r *cobra.Command, w io.Writer) error { return r.GenBashCompletionV2(w, true) }},
+	{"zsh", "source <(witness completion zsh)", func(r *cobra.Command, w io.Writer) error { return r.GenZshCompletion(w) }},
+	{"fish", "witness completion fish | source", func(r *cobra.Command, w io.Writer) error { return r.GenFishCompletion(w, true) }},
+	{"powershell", "witness completion powershell | Out-String | Invoke-Expression", func(r *cobra.Command, w io.Writer) error { return r.GenPowerShellCompletionWithDesc(w) }},
+}
+
 // newCompletionCmd is cobra's shell completion command (bash, zsh, fish,
 // powershell), registered explicitly so it is part of the command tree and
 // of the generated CLI reference.
@@ -31,61 +48,27 @@ See each sub-command's help for details on how to use the generated script.`,
 			return cmd.Help()
 		},
 	}
-	c.AddCommand(
-		&cobra.Command{
-			Use:   "bash",
-			Short: "Generate the autocompletion script for bash",
-			Long: `Generate the autocompletion script for the bash shell.
-
-To load completions in your current shell session:
-
-	source <(witness completion bash)`,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return cmd.Root().GenBashCompletionV2(a.stdout, true)
-			},
-		},
-		&cobra.Command{
-			Use:   "zsh",
-			Short: "Generate the autocompletion script for zsh",
-			Long: `Generate the autocompletion script for the zsh shell.
-
-To load completions in your current shell session:
-
-	source <(witness completion zsh)`,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return cmd.Root().GenZshCompletion(a.stdout)
-			},
-		},
-		&cobra.Command{
-			Use:   "fish",
-			Short: "Generate the autocompletion script for fish",
-			Long: `Generate the autocompletion script for the fish shell.
-
-To load completions in your current shell session:
-
-	witness completion fish | source`,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return cmd.Root().GenFishCompletion(a.stdout, true)
-			},
-		},
-		&cobra.Command{
-			Use:   "powershell",
-			Short: "Generate the autocompletion script for powershell",
-			Long: `Generate the autocompletion script for powershell.
-
-To load completions in your current shell session:
-
-	witness completion powershell | Out-String | Invoke-Expression`,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return cmd.Root().GenPowerShellCompletionWithDesc(a.stdout)
-			},
-		},
-	)
+	for _, sh := range completionShells {
+		c.AddCommand(newCompletionShellCmd(a, sh))
+	}
 	return c
+}
+
+// newCompletionShellCmd is the completion sub-command of one shell.
+func newCompletionShellCmd(a *app, sh completionShell) *cobra.Command {
+	long := "Generate the autocompletion script for the " + sh.name + " shell."
+	if sh.name == "powershell" {
+		long = "Generate the autocompletion script for powershell."
+	}
+	return &cobra.Command{
+		Use:   sh.name,
+		Short: "Generate the autocompletion script for " + sh.name,
+		Long:  long + "\n\nTo load completions in your current shell session:\n\n\t" + sh.load,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sh.gen(cmd.Root(), a.stdout)
+		},
+	}
 }
 
 // completeChoices makes the shell complete flag's values on c with the

@@ -105,12 +105,8 @@ func runFirewallPolicyCheck(a *app, o *firewallOptions) error {
 	return firewall.DescribePolicy(a.stdout, o.policy, p)
 }
 
-func newFirewallEvaluateCmd(a *app) *cobra.Command {
-	var o firewallOptions
-	c := &cobra.Command{
-		Use:   "evaluate --policy FILE --events FILE [--out audit.ndjson]",
-		Short: "Re-evaluate a policy's rules offline over captured messages",
-		Long: `evaluate runs the policy's built-in code middleware (and its English rules
+// firewallEvaluateLong is the help text of `witness firewall evaluate`.
+const firewallEvaluateLong = `evaluate runs the policy's built-in code middleware (and its English rules
 through a decision provider that needs no model) over the message events of an
 event log, in log order, each check seeing the earlier records of its own
 conversation within maximumHistoryRecords. It prints one line per check
@@ -144,12 +140,25 @@ FirewallSendError text (reason, each next action, check reference), an
 admitted item's guidance with its subject references, or that a withheld
 item was not shown. The audit snapshot (--out) is published only to an
 absolute path, never over a hard-linked file, and never while a stale
-<out>.partial exists.`,
-		Args: cobra.NoArgs,
+<out>.partial exists.`
+
+func newFirewallEvaluateCmd(a *app) *cobra.Command {
+	var o firewallOptions
+	c := &cobra.Command{
+		Use:   "evaluate --policy FILE --events FILE [--out audit.ndjson]",
+		Short: "Re-evaluate a policy's rules offline over captured messages",
+		Long:  firewallEvaluateLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFirewallEvaluate(a, &o)
 		},
 	}
+	o.addEvaluateFlags(c)
+	return c
+}
+
+// addEvaluateFlags registers the flags of `witness firewall evaluate` on c.
+func (o *firewallOptions) addEvaluateFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&o.policy, "policy", "", "message-policy file (org.social-harness/message-policy/v1)")
 	f.StringVar(&o.events, "events", "", "event log with message events")
@@ -167,7 +176,6 @@ absolute path, never over a hard-linked file, and never while a stale
 	o.keys.AddFlags(c, keyUse{Role: "keyring whose active key signs the audit snapshot"})
 	_ = c.MarkFlagRequired("policy")
 	_ = c.MarkFlagRequired("events")
-	return c
 }
 
 func runFirewallEvaluate(a *app, o *firewallOptions) error {
@@ -183,15 +191,48 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 			return err
 		}
 	}
-	p, err := firewall.LoadPolicy(o.policy)
+	opts, err := o.evaluateOptions(a)
 	if err != nil {
 		return err
+	}
+	rep, err := firewall.NewEvalReport(a.stdout, o.format, opts.Policy, opts.Timeline, o.hostView)
+	if err != nil {
+		return err
+	}
+	opts.Each = rep.Each
+	out := o.output.File()
+	if o.keys.Keyring != "" && out == "" {
+		return usageError(fmt.Errorf("--keyring signs the audit snapshot, but there is no --out"), "add --out audit.ndjson")
+	}
+	var sum *firewall.Summary
+	if out == "" {
+		sum, err = firewall.EvaluateFile(o.events, opts)
+	} else if opts.Signers, err = o.keys.Signers(a); err == nil {
+		err = atomicfile.Publish(out, firewall.AuditFile(out, o.output.Rules(a)), func(w io.Writer) error {
+			opts.Audit = w
+			var e error
+			sum, e = firewall.EvaluateFile(o.events, opts)
+			return e
+		})
+	}
+	if err != nil {
+		return err
+	}
+	return rep.Finish(sum, opts, out)
+}
+
+// evaluateOptions loads what `witness firewall evaluate` evaluates with:
+// the policy, the mapping, the recorded judgments and the policy history.
+func (o *firewallOptions) evaluateOptions(a *app) (firewall.EvaluateOptions, error) {
+	p, err := firewall.LoadPolicy(o.policy)
+	if err != nil {
+		return firewall.EvaluateOptions{}, err
 	}
 	opts := firewall.EvaluateOptions{Policy: p, LocalAgent: o.agent, Timestamp: eventlog.Timestamp(a.getenv)}
 	if o.mapping != "" {
 		m, err := firewall.LoadMapping(o.mapping)
 		if err != nil {
-			return err
+			return opts, err
 		}
 		opts.Mapping = m
 		if opts.LocalAgent == "" {
@@ -201,106 +242,20 @@ func runFirewallEvaluate(a *app, o *firewallOptions) error {
 	if o.recorded != "" {
 		rp, err := firewall.LoadJudgments(o.recorded)
 		if err != nil {
-			return err
+			return opts, err
 		}
 		opts.Provider = rp
 		opts.Elapsed = rp.Elapsed // the durations it recorded: the timing rules that need them apply
 	}
 	if len(o.policyReads) > 0 && o.activations == "" {
-		return usageError(fmt.Errorf("--policy-read gives rule texts to an activation history, but there is no --activations"), "add --activations FILE")
+		return opts, usageError(fmt.Errorf("--policy-read gives rule texts to an activation history, but there is no --activations"), "add --activations FILE")
 	}
 	if o.activations != "" {
 		if opts.Timeline, err = loadTimeline(p, o.activations, o.policyReads); err != nil {
-			return err
+			return opts, err
 		}
 	}
-	var checks []map[string]any
-	var hv *firewall.HostViewer
-	if o.hostView {
-		eng, err := firewall.NewEngine(p, nil, "", "")
-		if err != nil {
-			return err
-		}
-		hv = firewall.NewHostViewer(eng)
-		hv.Timeline = opts.Timeline
-	}
-	opts.Each = func(c *firewall.Check) error {
-		var view *firewall.HostView
-		if hv != nil {
-			view = hv.View(c)
-		}
-		if o.format == "json" {
-			m := map[string]any{"checkId": c.CheckID, "event": c.Input.Candidate.Event,
-				"direction": c.Input.Direction, "operation": c.Input.Candidate.Message.Operation,
-				"disposition": c.Decision.Disposition, "reason": c.Decision.Reason, "decidedBy": c.Decision.DecidedBy,
-				"cause": c.Decision.Cause, "nextAction": c.Decision.NextAction, "guidance": c.Decision.Guidance}
-			if view != nil {
-				m["host"] = view
-			}
-			if c.Decision.CollectiveFailure != "" {
-				m["collectiveFailure"] = c.Decision.CollectiveFailure
-			}
-			if c.ElapsedMs != 0 {
-				m["elapsedMs"] = c.ElapsedMs
-			}
-			checks = append(checks, m)
-			return nil
-		}
-		if _, err := fmt.Fprintln(a.stdout, firewall.CheckLine(c)); err != nil || view == nil {
-			return err
-		}
-		_, err := fmt.Fprintln(a.stdout, view.Line())
-		return err
-	}
-	out := o.output.File()
-	if o.keys.Keyring != "" && out == "" {
-		return usageError(fmt.Errorf("--keyring signs the audit snapshot, but there is no --out"), "add --out audit.ndjson")
-	}
-	if out != "" {
-		if opts.Signers, err = o.keys.Signers(a); err != nil {
-			return err
-		}
-	}
-	var sum *firewall.Summary
-	if out != "" {
-		err = atomicfile.Publish(out, firewall.AuditFile(out, o.output.Rules(a)), func(w io.Writer) error {
-			opts.Audit = w
-			var e error
-			sum, e = firewall.EvaluateFile(o.events, opts)
-			return e
-		})
-	} else {
-		sum, err = firewall.EvaluateFile(o.events, opts)
-	}
-	if err != nil {
-		return err
-	}
-	if o.format == "json" {
-		if checks == nil {
-			checks = []map[string]any{}
-		}
-		res := map[string]any{"summary": sum, "checks": checks, "audit": out}
-		if opts.Timeline != nil {
-			res["history"] = opts.Timeline
-		}
-		return firewall.WriteJSONLine(a.stdout, res)
-	}
-	if err := firewall.WriteSummary(a.stdout, sum); err != nil {
-		return err
-	}
-	if opts.Timeline != nil {
-		if err := firewall.WriteTimeline(a.stdout, opts.Timeline, opts.Timeline.Findings); err != nil {
-			return err
-		}
-	}
-	if out != "" {
-		signed := ""
-		if len(opts.Signers) > 0 {
-			signed = fmt.Sprintf(" (signed by key %s, %s)", opts.Signers[0].KeyID(), opts.Signers[0].Algorithm())
-		}
-		_, err = fmt.Fprintf(a.stdout, "audit: %s%s\n", out, signed)
-	}
-	return err
+	return opts, nil
 }
 
 func newFirewallAuditVerifyCmd(a *app) *cobra.Command {

@@ -111,35 +111,8 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 		if err := atomicfile.Check(out, outOpts); err != nil {
 			return err
 		}
-		_, statErr := os.Stat(out)
-		exists := statErr == nil
-		if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-			return exitcode.New(exitcode.Failure, statErr, "")
-		}
-		switch {
-		case exists && o.Output.Force:
-			empty := &keyring.TrustSet{}
-			if err := empty.Merge(t); err != nil {
-				return err
-			}
-			t = empty
-		case exists && o.Merge:
-			old, err := keyring.LoadTrust(out)
-			if err != nil {
-				return err
-			}
-			if err := old.Merge(t); err != nil {
-				return err
-			}
-			t = old
-		case exists:
-			return usageError(errors.New("--out "+out+": trust file exists"), "add --merge to add these keys to it, --force to replace it, or choose another --out")
-		default:
-			empty := &keyring.TrustSet{}
-			if err := empty.Merge(t); err != nil {
-				return err
-			}
-			t = empty
+		if t, err = o.trustToWrite(out, t); err != nil {
+			return err
 		}
 	}
 	b, err := t.Marshal()
@@ -155,6 +128,31 @@ func runKeyExportPublic(a *app, o keyExportOptions) error {
 	}
 	fmt.Fprintf(a.stdout, "wrote %s to %s\n", trustCounts(t), out)
 	return nil
+}
+
+// trustToWrite is the trust file to write to out with the keys of t: t
+// alone when out does not exist or with --force, added to out's keys with
+// --merge; an existing out without either is a usage error.
+func (o keyExportOptions) trustToWrite(out string, t *keyring.TrustSet) (*keyring.TrustSet, error) {
+	_, statErr := os.Stat(out)
+	exists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return nil, exitcode.New(exitcode.Failure, statErr, "")
+	}
+	base := &keyring.TrustSet{}
+	switch {
+	case exists && o.Merge && !o.Output.Force:
+		var err error
+		if base, err = keyring.LoadTrust(out); err != nil {
+			return nil, err
+		}
+	case exists && !o.Output.Force:
+		return nil, usageError(errors.New("--out "+out+": trust file exists"), "add --merge to add these keys to it, --force to replace it, or choose another --out")
+	}
+	if err := base.Merge(t); err != nil {
+		return nil, err
+	}
+	return base, nil
 }
 
 // exportTrust returns the keyring's public keys as a trust set, with the

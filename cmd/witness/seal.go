@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agent-trace-witness/witness/internal/atomicfile"
+	"github.com/agent-trace-witness/witness/keyring"
 	"github.com/agent-trace-witness/witness/seal"
 )
 
@@ -95,25 +96,46 @@ func runSeal(a *app, o sealOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Check(out, o.Output.Rules(a)); err != nil {
+	if err := o.checkOutputs(a, out, envOut, envOpts); err != nil {
 		return err
 	}
-	if o.Envelope == "dsse" {
-		if filepath.Clean(envOut) == filepath.Clean(out) {
-			return usageError(fmt.Errorf("--envelope-out %s is the seal's --out", envOut), "write the envelope to another file")
-		}
-		if err := atomicfile.Check(envOut, envOpts); err != nil {
-			return err
-		}
-	}
-	var env *seal.Envelope
 	s, err := seal.Sign(body, signer)
 	if err != nil {
 		return err
 	}
+	res := sealResult{Result: "seal", V: cliJSONVersion, Out: out, SealRef: s.Ref(), WitnessID: body.WitnessID,
+		Tools: len(body.Tools), Algorithm: signer.Algorithm(), KeyID: signer.KeyID()}
+	if err := o.writeSeal(a, s, signer, envOut, envOpts); err != nil {
+		return err
+	}
 	if o.Envelope == "dsse" {
-		env, err = seal.NewEnvelope(s, filepath.Base(out), signer)
-		if err != nil {
+		res.Envelope = &sealEnvelopeResult{Out: envOut, PredicateType: seal.PredicateType}
+	}
+	return printSeal(a, o.JSON, res)
+}
+
+// checkOutputs checks, before anything is signed, that the seal can be
+// written to out and the envelope (with --envelope) to envOut.
+func (o sealOptions) checkOutputs(a *app, out, envOut string, envOpts atomicfile.Options) error {
+	if err := atomicfile.Check(out, o.Output.Rules(a)); err != nil {
+		return err
+	}
+	if o.Envelope != "dsse" {
+		return nil
+	}
+	if filepath.Clean(envOut) == filepath.Clean(out) {
+		return usageError(fmt.Errorf("--envelope-out %s is the seal's --out", envOut), "write the envelope to another file")
+	}
+	return atomicfile.Check(envOut, envOpts)
+}
+
+// writeSeal writes the signed seal s to --out and, with --envelope dsse,
+// its in-toto envelope signed by signer to envOut.
+func (o sealOptions) writeSeal(a *app, s *seal.Sealed, signer keyring.Signer, envOut string, envOpts atomicfile.Options) error {
+	var env *seal.Envelope
+	if o.Envelope == "dsse" {
+		var err error
+		if env, err = seal.NewEnvelope(s, filepath.Base(o.Output.File()), signer); err != nil {
 			return err
 		}
 	}
@@ -121,22 +143,14 @@ func runSeal(a *app, o sealOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Output.Write(a, b); err != nil {
+	if err := o.Output.Write(a, b); err != nil || env == nil {
 		return err
 	}
-	res := sealResult{Result: "seal", V: cliJSONVersion, Out: out, SealRef: s.Ref(), WitnessID: body.WitnessID,
-		Tools: len(body.Tools), Algorithm: signer.Algorithm(), KeyID: signer.KeyID()}
-	if env != nil {
-		eb, err := env.Marshal()
-		if err != nil {
-			return err
-		}
-		if err := atomicfile.Write(envOut, eb, envOpts); err != nil {
-			return err
-		}
-		res.Envelope = &sealEnvelopeResult{Out: envOut, PredicateType: seal.PredicateType}
+	eb, err := env.Marshal()
+	if err != nil {
+		return err
 	}
-	return printSeal(a, o.JSON, res)
+	return atomicfile.Write(envOut, eb, envOpts)
 }
 
 // printSeal prints what seal wrote: lines, or with --json one object.

@@ -94,44 +94,9 @@ An existing --out is replaced only with --force.`,
 
 // runSealInit writes the spec draft of `witness seal init`.
 func runSealInit(a *app, o sealInitOptions) error {
-	if o.URL != "" && len(o.Command) > 0 {
-		return usageError(fmt.Errorf("--url and a server command (%s) both given", o.Command[0]), "survey a remote server with --url, or start one with -- CMD")
-	}
-	sources := 0
-	for _, given := range []bool{o.From != "", o.Events != "", o.URL != "", len(o.Command) > 0} {
-		if given {
-			sources++
-		}
-	}
-	if sources != 1 {
-		return usageError(errors.New("give exactly one of --from DIR, --events FILE, --url URL and -- CMD [ARGS...]"),
-			"for example: witness seal init --out agent.json --system-prompt prompt.txt -- node server.js")
-	}
-	live := o.URL != "" || len(o.Command) > 0
-	if o.Surface && !live {
-		return usageError(errors.New("--surface needs a live server (--url URL or -- CMD [ARGS...]): a capture's header holds no resource or prompt lists"), "drop --surface, or name the server")
-	}
-	if len(o.Headers) > 0 && o.URL == "" {
-		return usageError(errors.New("--header is for a --url server"), "drop --header, or survey a remote server with --url")
-	}
-	if len(o.Env) > 0 && len(o.Command) == 0 {
-		return usageError(errors.New("--env is for a server command (-- CMD [ARGS...])"), "drop --env")
-	}
-	var header http.Header
-	if o.URL != "" {
-		if _, err := capture.ParseServerURL(o.URL); err != nil {
-			return err
-		}
-		var err error
-		if header, err = capture.ParseHeaderLines(o.Headers); err != nil {
-			return err
-		}
-	}
-	if o.Timeout <= 0 {
-		return usageError(errors.New("--timeout must be positive"), "for example --timeout 30s")
-	}
-	if !mcp.Supported(o.Protocol) {
-		return usageError(fmt.Errorf("--protocol %q is not supported", o.Protocol), "use one of "+strings.Join(mcp.SupportedProtocols, ", "))
+	header, err := o.check()
+	if err != nil {
+		return err
 	}
 	prompt, err := readSystemPrompt(o.SystemPrompt)
 	if err != nil {
@@ -148,26 +113,91 @@ func runSealInit(a *app, o sealInitOptions) error {
 	var tools []eventlog.ToolDef
 	var sf *capture.Surface
 	if events != "" {
-		if tools, err = headerTools(events, o.From != ""); err != nil {
-			return err
-		}
-	} else {
-		lo := capture.LiveOptions{Protocol: o.Protocol, Timeout: o.Timeout, Getenv: a.getenv,
-			Warn: func(s string) { fmt.Fprintf(a.stderr, "witness: warning: %s\n", s) }}
-		if o.URL != "" {
-			lo.URL, lo.Header = o.URL, header
-		} else {
-			env, err := serverEnv(a, o.Env)
-			if err != nil {
-				return err
-			}
-			lo.Command, lo.Args, lo.Env = o.Command[0], o.Command[1:], env
-		}
-		if sf, err = capture.Survey(lo); err != nil {
-			return err
-		}
+		tools, err = headerTools(events, o.From != "")
+	} else if sf, err = o.survey(a, header); err == nil {
 		tools = sf.Tools
 	}
+	if err != nil {
+		return err
+	}
+	d := o.draft(a, prompt, tools, sf)
+	data, err := d.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := o.Output.Write(a, data); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "witness: wrote %s: %d tools pinned, scopes empty\n", o.Output.Out, len(d.Tools))
+	fmt.Fprintf(a.stdout, "witness: next: fill in each tool's scopes, then 'witness seal --spec %s --out seal.json'\n", o.Output.Out)
+	return nil
+}
+
+// check checks the flag combinations of `witness seal init` (usage errors)
+// and returns the --header lines of a --url server.
+func (o sealInitOptions) check() (http.Header, error) {
+	if o.URL != "" && len(o.Command) > 0 {
+		return nil, usageError(fmt.Errorf("--url and a server command (%s) both given", o.Command[0]), "survey a remote server with --url, or start one with -- CMD")
+	}
+	sources := 0
+	for _, given := range []bool{o.From != "", o.Events != "", o.URL != "", len(o.Command) > 0} {
+		if given {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return nil, usageError(errors.New("give exactly one of --from DIR, --events FILE, --url URL and -- CMD [ARGS...]"),
+			"for example: witness seal init --out agent.json --system-prompt prompt.txt -- node server.js")
+	}
+	live := o.URL != "" || len(o.Command) > 0
+	if o.Surface && !live {
+		return nil, usageError(errors.New("--surface needs a live server (--url URL or -- CMD [ARGS...]): a capture's header holds no resource or prompt lists"), "drop --surface, or name the server")
+	}
+	if len(o.Headers) > 0 && o.URL == "" {
+		return nil, usageError(errors.New("--header is for a --url server"), "drop --header, or survey a remote server with --url")
+	}
+	if len(o.Env) > 0 && len(o.Command) == 0 {
+		return nil, usageError(errors.New("--env is for a server command (-- CMD [ARGS...])"), "drop --env")
+	}
+	var header http.Header
+	if o.URL != "" {
+		if _, err := capture.ParseServerURL(o.URL); err != nil {
+			return nil, err
+		}
+		var err error
+		if header, err = capture.ParseHeaderLines(o.Headers); err != nil {
+			return nil, err
+		}
+	}
+	if o.Timeout <= 0 {
+		return nil, usageError(errors.New("--timeout must be positive"), "for example --timeout 30s")
+	}
+	if !mcp.Supported(o.Protocol) {
+		return nil, usageError(fmt.Errorf("--protocol %q is not supported", o.Protocol), "use one of "+strings.Join(mcp.SupportedProtocols, ", "))
+	}
+	return header, nil
+}
+
+// survey lists the tools and the surface of the live server (--url, or
+// the command after --).
+func (o sealInitOptions) survey(a *app, header http.Header) (*capture.Surface, error) {
+	lo := capture.LiveOptions{Protocol: o.Protocol, Timeout: o.Timeout, Getenv: a.getenv,
+		Warn: func(s string) { fmt.Fprintf(a.stderr, "witness: warning: %s\n", s) }}
+	if o.URL != "" {
+		lo.URL, lo.Header = o.URL, header
+	} else {
+		env, err := serverEnv(a, o.Env)
+		if err != nil {
+			return nil, err
+		}
+		lo.Command, lo.Args, lo.Env = o.Command[0], o.Command[1:], env
+	}
+	return capture.Survey(lo)
+}
+
+// draft is the spec draft of prompt and tools, with the surface sf of a
+// live server (nil for a capture); its notes go to stderr.
+func (o sealInitOptions) draft(a *app, prompt string, tools []eventlog.ToolDef, sf *capture.Surface) *seal.Draft {
 	dts := make([]seal.DraftTool, 0, len(tools))
 	for _, t := range tools {
 		dts = append(dts, seal.DraftTool{Name: t.Name, DefinitionSHA256: t.SHA256, Annotations: t.Annotations})
@@ -181,16 +211,7 @@ func runSealInit(a *app, o sealInitOptions) error {
 	for _, n := range notes {
 		fmt.Fprintf(a.notes(), "witness: note: %s\n", n)
 	}
-	data, err := d.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := o.Output.Write(a, data); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stdout, "witness: wrote %s: %d tools pinned, scopes empty\n", o.Output.Out, len(d.Tools))
-	fmt.Fprintf(a.stdout, "witness: next: fill in each tool's scopes, then 'witness seal --spec %s --out seal.json'\n", o.Output.Out)
-	return nil
+	return d
 }
 
 // readSystemPrompt reads the prompt file: its exact bytes, non-empty UTF-8.
