@@ -20,7 +20,8 @@ var (
 //	build-fixture NAME
 //
 // which builds testdata/servers/NAME (the Go SDK fixture server "gosdk",
-// the "echo" server) once per test run, with the test's own Go
+// the "echo" server), or testdata/modelserver for "modelserver" (the
+// scripted model API), once per test run, with the test's own Go
 // environment (its module and build caches: a script's $HOME is empty),
 // and copies the binary to $WORK/NAME.
 func cmdBuildFixture(ts *testscript.TestScript, neg bool, args []string) {
@@ -40,7 +41,11 @@ func cmdBuildFixture(ts *testscript.TestScript, neg bool, args []string) {
 			fixtureDir = d
 		}
 		bin = filepath.Join(fixtureDir, name)
-		cmd := exec.Command("go", "build", "-o", bin, "./testdata/servers/"+name)
+		pkg := "./testdata/servers/" + name
+		if name == "modelserver" {
+			pkg = "./testdata/modelserver"
+		}
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
 		cmd.Dir = ts.Getenv("REPO")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fixtureMu.Unlock()

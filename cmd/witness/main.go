@@ -13,12 +13,17 @@ import (
 )
 
 func main() {
-	// Tessera (the transparency log engine of 'witness log' and --log)
-	// logs its internals through klog; what witness must say it returns as
-	// errors, so klog's lines would only be noise on stderr.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	silenceKlog()
 	a := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	a.ownProcess = true
 	os.Exit(run(os.Args[1:], a))
+}
+
+// silenceKlog drops klog's lines: Tessera (the transparency log engine of
+// 'witness log' and --log) logs its internals through klog; what witness
+// must say it returns as errors, so klog's lines would only be noise on
+// stderr. The scripts' in-process witness (TestMain) calls it too.
+func silenceKlog() {
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 }

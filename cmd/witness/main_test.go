@@ -24,6 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"witness": func() {
+			silenceKlog() // as main does
 			a := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 			a.ownProcess = true // a process of its own, as main
 			os.Exit(run(os.Args[1:], a))
