@@ -19,7 +19,7 @@ func appendTerm(b []byte, t Term) []byte {
 	b = append(b, '"')
 	b = AppendEscaped(b, t.Lex)
 	b = append(b, '"')
-	if dt := t.datatype(); dt != XSDString {
+	if dt := t.datatype(); dt != xsdString {
 		b = append(b, "^^<"...)
 		b = append(b, dt...)
 		b = append(b, '>')
@@ -98,9 +98,9 @@ func appendQuad(b []byte, s, p string, o Term) []byte {
 	return append(b, " .\n"...)
 }
 
-// Quads returns the graph's canonical N-Quads lines (each ending in '\n'),
+// quads returns the graph's canonical N-Quads lines (each ending in '\n'),
 // sorted and de-duplicated.
-func (g *Graph) Quads() [][]byte {
+func (g *Graph) quads() [][]byte {
 	var lines [][]byte
 	for _, n := range g.Nodes {
 		for _, t := range n.Types {
