@@ -20,8 +20,8 @@ import (
 
 // Format and Version identify the cassette format in its header line.
 const (
-	Format  = "witness-cassette"
-	Version = 1
+	format  = "witness-cassette"
+	version = 1
 )
 
 // Dir is the direction of a wire record.
@@ -158,7 +158,7 @@ type pieceSum struct {
 // NewWriter writes the header h to w and returns a Writer. h.Format and h.V
 // are set by NewWriter. Env must hold names only.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	h.Format, h.V = Format, Version
+	h.Format, h.V = format, version
 	if h.Args == nil {
 		h.Args = []string{}
 	}
@@ -320,9 +320,9 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// ParseError reports a bad cassette line, naming file, line and field (the
+// parseError reports a bad cassette line, naming file, line and field (the
 // one positioned error of witness's readers, internal/jsontree.Error).
-type ParseError = jsontree.Error
+type parseError = jsontree.Error
 
 // MaxRecordBytes bounds one cassette line when reading (a 16 MiB wire line
 // becomes at most ~22 MiB of base64 plus the envelope).
@@ -355,7 +355,7 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	cr := &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name, off: map[Dir]int64{}, cont: map[Dir]bool{}, long: map[Dir]*readSum{}}
 	line, err := cr.readLine()
 	if err == io.EOF {
-		return nil, &ParseError{File: name, Line: 1, Err: errors.New("empty cassette (no header line)")}
+		return nil, &parseError{File: name, Line: 1, Err: errors.New("empty cassette (no header line)")}
 	}
 	if err != nil {
 		return nil, err
@@ -368,11 +368,11 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	if err := dec.Decode(&cr.h); err != nil {
 		return nil, cr.errf(fieldOf(err), "header: %v", err)
 	}
-	if cr.h.Format != Format {
-		return nil, cr.errf("format", "not a witness cassette: format is %q, want %q", cr.h.Format, Format)
+	if cr.h.Format != format {
+		return nil, cr.errf("format", "not a witness cassette: format is %q, want %q", cr.h.Format, format)
 	}
-	if cr.h.V != Version {
-		return nil, cr.errf("v", "unsupported cassette version %d (this witness reads %d)", cr.h.V, Version)
+	if cr.h.V != version {
+		return nil, cr.errf("v", "unsupported cassette version %d (this witness reads %d)", cr.h.V, version)
 	}
 	return cr, nil
 }
@@ -384,13 +384,13 @@ func (r *Reader) Header() Header { return r.h }
 // pass, before it is decoded.
 func (r *Reader) checkDepth(line []byte) error {
 	if err := jsonlimit.CheckIn(line, r.name, r.line); err != nil {
-		return &ParseError{File: r.name, Line: r.line, Err: err}
+		return &parseError{File: r.name, Line: r.line, Err: err}
 	}
 	return nil
 }
 
-func (r *Reader) errf(field, format string, args ...any) *ParseError {
-	return &ParseError{File: r.name, Line: r.line, Field: field, Err: fmt.Errorf(format, args...)}
+func (r *Reader) errf(field, format string, args ...any) *parseError {
+	return &parseError{File: r.name, Line: r.line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
 func fieldOf(err error) string {

@@ -100,7 +100,7 @@ func TestHTTPCassetteKind(t *testing.T) {
 	if k, err := Kind(first, "c"); err != nil || k != HTTPFormat {
 		t.Errorf("http: %q %v", k, err)
 	}
-	if k, err := Kind([]byte(`{"format":"witness-cassette","v":1}`), "c"); err != nil || k != Format {
+	if k, err := Kind([]byte(`{"format":"witness-cassette","v":1}`), "c"); err != nil || k != format {
 		t.Errorf("stdio: %q %v", k, err)
 	}
 	if _, err := Kind([]byte(`{"format":"other"}`), "c"); err == nil || !strings.Contains(err.Error(), "c:1: $.format: not a witness cassette") {
@@ -143,7 +143,7 @@ func TestHTTPCassetteRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
-			var pe *ParseError
+			var pe *parseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("%T is not a ParseError", err)
 			}
