@@ -16,8 +16,8 @@ import (
 
 // Format and Version name the report format in its header line.
 const (
-	Format  = "witness-drift-report"
-	Version = 1
+	format  = "witness-drift-report"
+	version = 1
 )
 
 // Limits of what one entry carries, so that every report line stays small
@@ -25,10 +25,10 @@ const (
 // at MaxDiff bytes (both at a UTF-8 boundary, marked as cut).
 const (
 	MaxPreview = 160
-	MaxDiff    = 32 << 10
-	// MaxLine bounds a report line on reading; Writer never writes a
+	maxDiff    = 32 << 10
+	// maxLine bounds a report line on reading; Writer never writes a
 	// longer one.
-	MaxLine = 1 << 20
+	maxLine = 1 << 20
 )
 
 // Status is what became of one recorded request, incoming request or host
@@ -53,8 +53,8 @@ const (
 	AnswerDiffered Status = "answer_differed"
 )
 
-// Statuses lists every status, in the order counts are shown.
-var Statuses = []Status{Matched, Missed, NeverAsked, AnswerDiffered}
+// statuses lists every status, in the order counts are shown.
+var statuses = []Status{Matched, Missed, NeverAsked, AnswerDiffered}
 
 // Kind says what an entry is about.
 type Kind string
@@ -187,8 +187,8 @@ func (c Counts) String() string {
 	return fmt.Sprintf("%d matched, %d missed, %d never_asked, %d answer_differed", c.Matched, c.Missed, c.NeverAsked, c.AnswerDiffered)
 }
 
-// Of returns the count of status s.
-func (c Counts) Of(s Status) int {
+// of returns the count of status s.
+func (c Counts) of(s Status) int {
 	switch s {
 	case Matched:
 		return c.Matched
@@ -220,7 +220,7 @@ type Writer struct {
 // NewWriter writes the header h (Format and V are filled in) to w and
 // returns a Writer for the entries.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	h.Format, h.V = Format, Version
+	h.Format, h.V = format, version
 	rw := &Writer{w: w}
 	rw.line(h)
 	return rw, rw.err
@@ -255,10 +255,10 @@ func (w *Writer) Entry(e Entry) error {
 			m.Preview = Cut(m.Preview, MaxPreview)
 		}
 	}
-	e.Diff = Cut(e.Diff, MaxDiff)
-	e.RecordedAnswer = Cut(e.RecordedAnswer, MaxDiff/4)
-	e.HostAnswer = Cut(e.HostAnswer, MaxDiff/4)
-	e.Reason = Cut(e.Reason, MaxDiff/4)
+	e.Diff = Cut(e.Diff, maxDiff)
+	e.RecordedAnswer = Cut(e.RecordedAnswer, maxDiff/4)
+	e.HostAnswer = Cut(e.HostAnswer, maxDiff/4)
+	e.Reason = Cut(e.Reason, maxDiff/4)
 	w.counts.add(e.Status)
 	w.line(struct {
 		Record string `json:"record"`
@@ -283,7 +283,7 @@ func (w *Writer) Close(e End) error {
 	}
 	w.ended = true
 	e.Entries, e.Counts = w.n, w.counts
-	e.Error = Cut(e.Error, MaxDiff/4)
+	e.Error = Cut(e.Error, maxDiff/4)
 	w.line(struct {
 		Record string `json:"record"`
 		End
