@@ -238,9 +238,9 @@ func recording(getenv func(string) string, now time.Time) (dir string, on bool) 
 	return "witness-cassette-" + now.UTC().Format("20060102T150405Z"), true
 }
 
-// dialOptions configure the library path: a live session that records to
+// DialOptions configure the library path: a live session that records to
 // files only when ATW_RECORD=1 (or when Out is set).
-type dialOptions struct {
+type DialOptions struct {
 	LiveOptions        // Cassette and Events are set by Dial
 	Out         string // capture folder; default from Recording(getenv)
 	// Force replaces an existing recording in the folder (never through a
@@ -248,17 +248,17 @@ type dialOptions struct {
 	Force bool
 }
 
-// session is a live session opened by Dial; Close also closes its files.
-type session struct {
+// Session is a live session opened by Dial; Close also closes its files.
+type Session struct {
 	*Live
 	Dir   string // the capture folder, "" when not recording
 	files []*os.File
 }
 
-// dial opens a live session for library callers. With ATW_RECORD=1 (read
+// Dial opens a live session for library callers. With ATW_RECORD=1 (read
 // through o.Getenv) or o.Out set, the cassette and event log are written to
 // DIR/cassette.jsonl and DIR/events.jsonl; otherwise they are discarded.
-func dial(o dialOptions) (*session, error) {
+func Dial(o DialOptions) (*Session, error) {
 	if err := StdioSupported(); err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func dial(o dialOptions) (*session, error) {
 	if dir == "" {
 		dir, _ = recording(o.Getenv, time.Now())
 	}
-	s := &session{Dir: dir}
+	s := &Session{Dir: dir}
 	o.Cassette, o.Events = io.Discard, io.Discard
 	if dir != "" {
 		cf, ef, err := derive.CreateRecordingFiles(dir, atomicfile.Options{Flag: "ATW_RECORD_OUT", Force: o.Force})
@@ -287,7 +287,7 @@ func dial(o dialOptions) (*session, error) {
 
 // Close ends the session, syncs its files (atomicfile.SyncLive) and closes
 // them.
-func (s *session) Close() error {
+func (s *Session) Close() error {
 	err := s.Live.Close()
 	for _, f := range s.files {
 		if serr := atomicfile.SyncLive(f); err == nil {
@@ -300,7 +300,7 @@ func (s *session) Close() error {
 	return err
 }
 
-func (s *session) closeFiles() error {
+func (s *Session) closeFiles() error {
 	var first error
 	for _, f := range s.files {
 		if err := f.Close(); err != nil && first == nil {

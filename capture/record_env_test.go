@@ -44,7 +44,7 @@ func TestDialRecordsWithATWRecord(t *testing.T) {
 		}
 		return ""
 	}
-	s, err := dial(dialOptions{LiveOptions: LiveOptions{Command: bin, Env: lvServerEnv(), Getenv: getenv}})
+	s, err := Dial(DialOptions{LiveOptions: LiveOptions{Command: bin, Env: lvServerEnv(), Getenv: getenv}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestDialRecordsWithATWRecord(t *testing.T) {
 		t.Fatalf("cassette: %v\n%s", err, cas)
 	}
 	// without ATW_RECORD nothing is written
-	s2, err := dial(dialOptions{LiveOptions: LiveOptions{Command: bin, Env: lvServerEnv(), Getenv: func(string) string { return "" }}})
+	s2, err := Dial(DialOptions{LiveOptions: LiveOptions{Command: bin, Env: lvServerEnv(), Getenv: func(string) string { return "" }}})
 	if err != nil {
 		t.Fatal(err)
 	}
