@@ -58,9 +58,6 @@ func NewRecorder(w *eventlog.Writer, o RecorderOptions) *Recorder {
 		open: map[string]openCall{}, lastByTool: map[string]string{}, toolOf: map[string]string{}}
 }
 
-// writer returns the chain Writer the recorder writes through.
-func (r *Recorder) writer() *eventlog.Writer { return r.w }
-
 // ToolCallEvent is an outgoing tool call (choke point a).
 type ToolCallEvent struct {
 	Tool      string

@@ -187,21 +187,6 @@ func (c Counts) String() string {
 	return fmt.Sprintf("%d matched, %d missed, %d never_asked, %d answer_differed", c.Matched, c.Missed, c.NeverAsked, c.AnswerDiffered)
 }
 
-// of returns the count of status s.
-func (c Counts) of(s Status) int {
-	switch s {
-	case Matched:
-		return c.Matched
-	case Missed:
-		return c.Missed
-	case NeverAsked:
-		return c.NeverAsked
-	case AnswerDiffered:
-		return c.AnswerDiffered
-	}
-	return 0
-}
-
 // Writer writes a report as it happens: each record is one line handed to
 // the underlying writer in one Write call, so a process killed between two
 // records leaves whole lines (and at worst no end record). It is safe for

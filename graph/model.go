@@ -270,20 +270,6 @@ func (g *Graph) ByEventID(id string) *Node {
 	return nil
 }
 
-// inverse returns the IRIs of the nodes that point to id through pred, sorted.
-func (g *Graph) inverse(pred, id string) []string {
-	var out []string
-	for _, n := range g.Nodes {
-		for _, v := range n.Props[pred] {
-			if v.IRI == id {
-				out = append(out, n.ID)
-				break
-			}
-		}
-	}
-	return out
-}
-
 // Len returns the number of nodes.
 func (g *Graph) Len() int { return len(g.Nodes) }
 

@@ -98,24 +98,6 @@ func appendQuad(b []byte, s, p string, o Term) []byte {
 	return append(b, " .\n"...)
 }
 
-// quads returns the graph's canonical N-Quads lines (each ending in '\n'),
-// sorted and de-duplicated.
-func (g *Graph) quads() [][]byte {
-	var lines [][]byte
-	for _, n := range g.Nodes {
-		for _, t := range n.Types {
-			lines = append(lines, appendQuad(nil, n.ID, RDFType, Ref(t)))
-		}
-		for p, vals := range n.Props {
-			for _, v := range vals {
-				lines = append(lines, appendQuad(nil, n.ID, p, v))
-			}
-		}
-	}
-	slices.SortFunc(lines, bytes.Compare)
-	return slices.CompactFunc(lines, bytes.Equal)
-}
-
 // WriteNQuads writes the RDFC-1.0 canonical N-Quads of g to w and returns
 // the graph digest: the lower-case hex sha256 of the bytes written (what
 // sha256sum prints for the file). Lines are produced node by node, in the

@@ -58,20 +58,6 @@ func (e Entry) sigAlg() string {
 	return SigHMACSHA256
 }
 
-// fingerprint returns a short stable fingerprint: sha256 of the public key
-// for Ed25519, "" for HMAC (an HMAC key has nothing public).
-func (e Entry) fingerprint() string {
-	if e.PublicKey == "" {
-		return ""
-	}
-	pub, err := base64.StdEncoding.DecodeString(e.PublicKey)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(pub)
-	return hex.EncodeToString(sum[:8])
-}
-
 // sigAlgFor maps a keyring algorithm to its signature algorithm name.
 func sigAlgFor(alg string) (string, error) {
 	switch alg {

@@ -54,20 +54,6 @@ func ShortIdentity(id string) string {
 	return id
 }
 
-// signerIdentity returns the identity of the key behind a signer.
-func signerIdentity(s Signer) (string, error) {
-	switch t := s.(type) {
-	case *hmacSigner:
-		return hmacIdentity(t.key), nil
-	case *ed25519Signer:
-		return Ed25519Identity(t.PublicKey())
-	}
-	if p, ok := s.(PublicKeyer); ok && s.Algorithm() == SigEd25519 {
-		return Ed25519Identity(p.PublicKey())
-	}
-	return "", fmt.Errorf("cannot tell the identity of a %s signer", s.Algorithm())
-}
-
 // SignedBy reports whether signature sig (algorithm alg) over msg was made
 // by signer's key, whatever key id it is filed under.
 func SignedBy(s Signer, msg []byte, alg, sig string) bool {

@@ -3,7 +3,6 @@ package tlog
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -299,6 +298,3 @@ func (l *Log) Anchor(ctx context.Context, e bundle.Entry) (b *bundle.Bundle, war
 	}
 	return b, warnings, nil
 }
-
-// errNoLog marks a --log target that is neither a log folder nor a URL.
-var errNoLog = errors.New("not a log")
