@@ -320,9 +320,9 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// parseError reports a bad cassette line, naming file, line and field (the
+// ParseError reports a bad cassette line, naming file, line and field (the
 // one positioned error of witness's readers, internal/jsontree.Error).
-type parseError = jsontree.Error
+type ParseError = jsontree.Error
 
 // MaxRecordBytes bounds one cassette line when reading (a 16 MiB wire line
 // becomes at most ~22 MiB of base64 plus the envelope).
@@ -355,7 +355,7 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	cr := &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name, off: map[Dir]int64{}, cont: map[Dir]bool{}, long: map[Dir]*readSum{}}
 	line, err := cr.readLine()
 	if err == io.EOF {
-		return nil, &parseError{File: name, Line: 1, Err: errors.New("empty cassette (no header line)")}
+		return nil, &ParseError{File: name, Line: 1, Err: errors.New("empty cassette (no header line)")}
 	}
 	if err != nil {
 		return nil, err
@@ -384,13 +384,13 @@ func (r *Reader) Header() Header { return r.h }
 // pass, before it is decoded.
 func (r *Reader) checkDepth(line []byte) error {
 	if err := jsonlimit.CheckIn(line, r.name, r.line); err != nil {
-		return &parseError{File: r.name, Line: r.line, Err: err}
+		return &ParseError{File: r.name, Line: r.line, Err: err}
 	}
 	return nil
 }
 
-func (r *Reader) errf(field, format string, args ...any) *parseError {
-	return &parseError{File: r.name, Line: r.line, Field: field, Err: fmt.Errorf(format, args...)}
+func (r *Reader) errf(field, format string, args ...any) *ParseError {
+	return &ParseError{File: r.name, Line: r.line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
 func fieldOf(err error) string {

@@ -133,7 +133,7 @@ func TestReaderErrorsNameLineAndField(t *testing.T) {
 	}
 	for name, in := range cases {
 		_, _, err := readAllRecords(t, []byte(in))
-		var pe *parseError
+		var pe *ParseError
 		if !errors.As(err, &pe) || pe.File != "c.jsonl" || pe.Line == 0 {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -154,7 +154,7 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, recs, err := readAllRecords(t, data)
 		if err != nil {
-			var pe *parseError
+			var pe *ParseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("error without file and line: %v", err)
 			}

@@ -370,13 +370,13 @@ func Kind(first []byte, name string) (string, error) {
 		Format string `json:"format"`
 	}
 	if err := json.Unmarshal(bytes.TrimRight(first, "\r\n"), &h); err != nil {
-		return "", &parseError{File: name, Line: 1, Err: fmt.Errorf("not a cassette header: %w", err)}
+		return "", &ParseError{File: name, Line: 1, Err: fmt.Errorf("not a cassette header: %w", err)}
 	}
 	switch h.Format {
 	case format, HTTPFormat:
 		return h.Format, nil
 	}
-	return "", &parseError{File: name, Line: 1, Field: "format", Err: fmt.Errorf("not a witness cassette: format is %q, want %q or %q", h.Format, format, HTTPFormat)}
+	return "", &ParseError{File: name, Line: 1, Field: "format", Err: fmt.Errorf("not a witness cassette: format is %q, want %q or %q", h.Format, format, HTTPFormat)}
 }
 
 // exchangeState is what an HTTP cassette reader knows of one exchange.
@@ -405,7 +405,7 @@ func NewHTTPReader(r io.Reader, name string) (*HTTPReader, error) {
 	lr := &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name}
 	line, err := lr.readLine()
 	if err == io.EOF {
-		return nil, &parseError{File: name, Line: 1, Err: errors.New("empty cassette (no header line)")}
+		return nil, &ParseError{File: name, Line: 1, Err: errors.New("empty cassette (no header line)")}
 	}
 	if err != nil {
 		return nil, err

@@ -143,7 +143,7 @@ func TestHTTPCassetteRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
-			var pe *parseError
+			var pe *ParseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("%T is not a ParseError", err)
 			}

@@ -15,21 +15,21 @@ type Activation = core.Activation
 // the fixed rules and the editable English document.
 type PolicyRead = core.PolicyRead
 
-// historyFinding is one inconsistency of a policy history, or between a
+// HistoryFinding is one inconsistency of a policy history, or between a
 // check and the history.
-type historyFinding = core.HistoryFinding
+type HistoryFinding = core.HistoryFinding
 
 // Timeline is a policy history in activation sequence order.
 type Timeline = core.Timeline
 
-// activationReport is the result of placing an audit snapshot's checks in
+// ActivationReport is the result of placing an audit snapshot's checks in
 // a policy history.
-type activationReport = core.ActivationReport
+type ActivationReport = core.ActivationReport
 
-// auditVerdict is the result of verifying a snapshot: complete or not
+// AuditVerdict is the result of verifying a snapshot: complete or not
 // (its structure), and authenticated or not (its signature records), two
 // separate questions.
-type auditVerdict = core.AuditVerdict
+type AuditVerdict = core.AuditVerdict
 
 // AuditVerifyOptions control VerifyAuditWith.
 type AuditVerifyOptions = core.AuditVerifyOptions
@@ -46,8 +46,8 @@ type DeriveResult = core.DeriveResult
 // provider trace.
 type Check = core.Check
 
-// engine runs a policy's middleware chains over candidates.
-type engine = core.Engine
+// Engine runs a policy's middleware chains over candidates.
+type Engine = core.Engine
 
 // EvaluateOptions configures an evaluation.
 type EvaluateOptions = core.EvaluateOptions
@@ -55,19 +55,19 @@ type EvaluateOptions = core.EvaluateOptions
 // Summary counts the outcomes of an evaluation.
 type Summary = core.Summary
 
-// groupMember is one member's evidence: its audit snapshot and its event
+// GroupMember is one member's evidence: its audit snapshot and its event
 // log.
-type groupMember = core.GroupMember
+type GroupMember = core.GroupMember
 
 // GroupOptions configures a group verification.
 type GroupOptions = core.GroupOptions
 
-// groupVerdict is the result of VerifyGroup.
-type groupVerdict = core.GroupVerdict
+// GroupVerdict is the result of VerifyGroup.
+type GroupVerdict = core.GroupVerdict
 
-// hostLogCorrelation is the result of correlating a host log with an
+// HostLogCorrelation is the result of correlating a host log with an
 // audit snapshot.
-type hostLogCorrelation = core.HostLogCorrelation
+type HostLogCorrelation = core.HostLogCorrelation
 
 // HostView is what the host saw of one check: a refused send's
 // FirewallSendError, an admitted item's guidance, or nothing (withheld).
@@ -78,29 +78,29 @@ type HostView = core.HostView
 // those (and the incoming candidate) may be guidance subjects.
 type HostViewer = core.HostViewer
 
-// mapping says which MCP tools send and deliver application messages and
+// Mapping says which MCP tools send and deliver application messages and
 // where in their payloads the message fields are.
-type mapping = core.Mapping
+type Mapping = core.Mapping
 
-// overlayResult counts what AddAuditOverlay added.
-type overlayResult = core.OverlayResult
+// OverlayResult counts what AddAuditOverlay added.
+type OverlayResult = core.OverlayResult
 
-// whatIf is a message-policy counterfactual source for replay: the policy
+// WhatIf is a message-policy counterfactual source for replay: the policy
 // in enforcement mode re-evaluated over the messages of a graph.
-type whatIf = core.WhatIf
+type WhatIf = core.WhatIf
 
 // Policy is a decoded message-policy file with every default filled in.
 type Policy = core.Policy
 
-// provider is a decision provider: it answers named bounded-choice
+// Provider is a decision provider: it answers named bounded-choice
 // questions, or fails with a typed operational error (which makes the
 // rule's check unavailable).
-type provider = core.Provider
+type Provider = core.Provider
 
-// recordedProvider answers from the provider judgments retained in an
+// RecordedProvider answers from the provider judgments retained in an
 // earlier audit snapshot, by question key, and is unavailable for any
 // question it has no record of.
-type recordedProvider = core.RecordedProvider
+type RecordedProvider = core.RecordedProvider
 
 // AuthTampered: a signature does not verify (or was made over other
 // bytes), or was made by a revoked key.
@@ -134,42 +134,42 @@ func BuildTimeline(base *Policy, acts []Activation, reads []*PolicyRead) *Timeli
 // record in the policy history: acts (nil: the snapshot's own activation
 // records) with the policy_read lists, over base (optional: without it
 // only revisions and rule ids are compared).
-func CheckAuditActivations(path string, base *Policy, acts []Activation, reads []*PolicyRead) (*activationReport, error) {
+func CheckAuditActivations(path string, base *Policy, acts []Activation, reads []*PolicyRead) (*ActivationReport, error) {
 	return core.CheckAuditActivations(path, base, acts, reads)
 }
 
 // WriteTimeline writes a policy history as text: one line per activation
 // (sequence, time, revision, added and removed ids, the rules then
 // active), then each finding.
-func WriteTimeline(w io.Writer, tl *Timeline, findings []historyFinding) error {
+func WriteTimeline(w io.Writer, tl *Timeline, findings []HistoryFinding) error {
 	return core.WriteTimeline(w, tl, findings)
 }
 
 // LoadJudgments reads the provider judgments retained in the check records
 // of a complete snapshot, for the recorded provider. An incomplete snapshot
 // is refused with the Incomplete exit code.
-func LoadJudgments(path string) (*recordedProvider, error) {
+func LoadJudgments(path string) (*RecordedProvider, error) {
 	return core.LoadJudgments(path)
 }
 
 // VerifyAuditFileWith verifies the snapshot at path. The returned error is
 // an I/O failure only; the verdict says complete or not, and authenticated
 // or not.
-func VerifyAuditFileWith(path string, opts AuditVerifyOptions) (*auditVerdict, error) {
+func VerifyAuditFileWith(path string, opts AuditVerifyOptions) (*AuditVerdict, error) {
 	return core.VerifyAuditFileWith(path, opts)
 }
 
 // VerifyAudit verifies a snapshot read from r; name is used in messages.
 // When each is non-nil it is called with every check record as it is read.
 // Signatures are not checked (see VerifyAuditWith).
-func VerifyAudit(r io.Reader, name string, each func(AuditLine) error) (*auditVerdict, error) {
+func VerifyAudit(r io.Reader, name string, each func(AuditLine) error) (*AuditVerdict, error) {
 	return core.VerifyAudit(r, name, each)
 }
 
 // VerifyAuditWith verifies a snapshot read from r: its structure (start,
 // checks, activations, complete; counts and digest) and its signature
 // records. The returned error is an I/O failure only.
-func VerifyAuditWith(r io.Reader, name string, opts AuditVerifyOptions) (*auditVerdict, error) {
+func VerifyAuditWith(r io.Reader, name string, opts AuditVerifyOptions) (*AuditVerdict, error) {
 	return core.VerifyAuditWith(r, name, opts)
 }
 
@@ -179,13 +179,13 @@ func VerifyAuditWith(r io.Reader, name string, opts AuditVerifyOptions) (*auditV
 // tool events, in log order (cause: the tool_call or tool_response it comes
 // from), then an unsigned session_end whose reason says the log was derived.
 // The original log stays the evidence; the copy is a working file.
-func DeriveLog(r io.Reader, name string, w io.Writer, mapping *mapping, mappingDigest string) (*DeriveResult, error) {
+func DeriveLog(r io.Reader, name string, w io.Writer, mapping *Mapping, mappingDigest string) (*DeriveResult, error) {
 	return core.DeriveLog(r, name, w, mapping, mappingDigest)
 }
 
 // NewEngine prepares the chains of p. provider answers English questions
 // (UnavailableProvider when nil).
-func NewEngine(p *Policy, provider provider, localAgent string, capturedAt string) (*engine, error) {
+func NewEngine(p *Policy, provider Provider, localAgent string, capturedAt string) (*Engine, error) {
 	return core.NewEngine(p, provider, localAgent, capturedAt)
 }
 
@@ -217,7 +217,7 @@ func CheckAuditExport(path string, flag string) error {
 }
 
 // ParseGroupMember reads a member argument, AUDIT=EVENTS.
-func ParseGroupMember(arg string) (groupMember, error) {
+func ParseGroupMember(arg string) (GroupMember, error) {
 	return core.ParseGroupMember(arg)
 }
 
@@ -232,35 +232,35 @@ func ParseGroupMember(arg string) (groupMember, error) {
 // that does not belong to the log beside it (a swapped file) is invalid
 // evidence, exit 3. Broken invariants are findings (GroupVerdict.Err: exit
 // 1).
-func VerifyGroup(opts GroupOptions) (*groupVerdict, error) {
+func VerifyGroup(opts GroupOptions) (*GroupVerdict, error) {
 	return core.VerifyGroup(opts)
 }
 
 // CorrelateHostLogFiles correlates the host log at hostPath with the
 // audit snapshot at auditPath (which must be complete and untampered).
-func CorrelateHostLogFiles(auditPath string, hostPath string) (*hostLogCorrelation, error) {
+func CorrelateHostLogFiles(auditPath string, hostPath string) (*HostLogCorrelation, error) {
 	return core.CorrelateHostLogFiles(auditPath, hostPath)
 }
 
 // WriteHostLogCorrelation writes a correlation as text, one line per
 // reference found, then the totals.
-func WriteHostLogCorrelation(w io.Writer, c *hostLogCorrelation) error {
+func WriteHostLogCorrelation(w io.Writer, c *HostLogCorrelation) error {
 	return core.WriteHostLogCorrelation(w, c)
 }
 
 // NewHostViewer returns a viewer for the checks of e.
-func NewHostViewer(e *engine) *HostViewer {
+func NewHostViewer(e *Engine) *HostViewer {
 	return core.NewHostViewer(e)
 }
 
 // LoadMapping reads and decodes a mapping file (a configuration input: its
 // errors carry the Usage code).
-func LoadMapping(path string) (*mapping, error) {
+func LoadMapping(path string) (*Mapping, error) {
 	return core.LoadMapping(path)
 }
 
 // DecodeMapping decodes a mapping document.
-func DecodeMapping(data []byte, name string) (*mapping, error) {
+func DecodeMapping(data []byte, name string) (*Mapping, error) {
 	return core.DecodeMapping(data, name)
 }
 
@@ -298,7 +298,7 @@ func AuditFile(path string, o atomicfile.Options) atomicfile.Options {
 }
 
 // AddAuditOverlayFile adds the checks of the audit snapshot at path to g.
-func AddAuditOverlayFile(g *graph.Graph, path string) (*overlayResult, error) {
+func AddAuditOverlayFile(g *graph.Graph, path string) (*OverlayResult, error) {
 	return core.AddAuditOverlayFile(g, path)
 }
 
@@ -307,13 +307,13 @@ func AddAuditOverlayFile(g *graph.Graph, path string) (*overlayResult, error) {
 // reference, else by the check's event id), with its disposition, reason,
 // decidedBy, cause, next action and check id. An incomplete snapshot is
 // refused (exit code Incomplete).
-func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*overlayResult, error) {
+func AddAuditOverlay(g *graph.Graph, r io.Reader, name string) (*OverlayResult, error) {
 	return core.AddAuditOverlay(g, r, name)
 }
 
 // NewWhatIf prepares a what-if source for policy p (its mode is set to
 // enforcement, as the question is what it would have withheld or refused).
-func NewWhatIf(p *Policy, provider provider, localAgent string, ts string) *whatIf {
+func NewWhatIf(p *Policy, provider Provider, localAgent string, ts string) *WhatIf {
 	return core.NewWhatIf(p, provider, localAgent, ts)
 }
 
