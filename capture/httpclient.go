@@ -27,14 +27,14 @@ import (
 
 // Defaults of the live Streamable HTTP client.
 const (
-	// DefaultStreamLinger is how long the client keeps reading a POST's
+	// defaultStreamLinger is how long the client keeps reading a POST's
 	// SSE stream after the response it waited for, for what the server
 	// sends before it closes the stream (the spec says it should close it
 	// then); a stream still open after it is closed by the client.
-	DefaultStreamLinger = 2 * time.Second
-	// DefaultRetry is the wait before resuming a stream that ended early
+	defaultStreamLinger = 2 * time.Second
+	// defaultRetry is the wait before resuming a stream that ended early
 	// when the server gave no retry: field.
-	DefaultRetry = time.Second
+	defaultRetry = time.Second
 	// maxResume bounds the resumptions (GET with Last-Event-ID) of one
 	// request's stream.
 	maxResume = 5
@@ -48,9 +48,9 @@ const (
 	maxErrorBody = 64 << 10
 )
 
-// HTTPOptions configure a live MCP client over the Streamable HTTP
+// httpOptions configure a live MCP client over the Streamable HTTP
 // transport (MCP 2025-03-26 and later).
-type HTTPOptions struct {
+type httpOptions struct {
 	URL string
 	// Header holds headers sent with every request (--header), such as
 	// Authorization; credential values reach the cassette only as keyed
@@ -62,7 +62,7 @@ type HTTPOptions struct {
 	MaxMessage int           // largest message: a JSON body or an SSE event; default mcp.DefaultMaxLine
 	Linger     time.Duration // default DefaultStreamLinger
 
-	Recorder *HTTPRecorder // required: every exchange is recorded here, each byte before it is parsed
+	Recorder *httpRecorder // required: every exchange is recorded here, each byte before it is parsed
 	// Messages is required: every JSON-RPC message is recorded here, in
 	// the stdio cassette format, before it is sent or acted on (the event
 	// log is derived from it, as for a stdio server).
@@ -77,11 +77,11 @@ type HTTPOptions struct {
 	Transport http.RoundTripper
 }
 
-// NewHTTPTransport returns the client's default transport: no compression
+// newHTTPTransport returns the client's default transport: no compression
 // asked for (bodies are recorded as they come, and a compressed body the
 // client did not ask for is refused, not inflated), no proxy from the
 // environment. Redirects are never followed (the client's CheckRedirect).
-func NewHTTPTransport() *http.Transport {
+func newHTTPTransport() *http.Transport {
 	return &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
@@ -135,17 +135,17 @@ func ParseHeaderLines(lines []string) (http.Header, error) {
 	return h, nil
 }
 
-// HTTPClient is a live MCP client over Streamable HTTP: each message is a
+// httpClient is a live MCP client over Streamable HTTP: each message is a
 // POST answered with JSON, with an SSE stream, or with 202 Accepted;
 // Mcp-Session-Id and MCP-Protocol-Version are sent once initialize gave
 // them; a GET stream carries the server's own requests when the server
 // offers one; DELETE ends the session. Every exchange is recorded before
 // its bytes are acted on, and replies are matched by the exact id token.
-type HTTPClient struct {
-	o   HTTPOptions
+type httpClient struct {
+	o   httpOptions
 	u   *url.URL
 	hc  *http.Client
-	rec *HTTPRecorder
+	rec *httpRecorder
 
 	mu        sync.Mutex
 	nextID    int64
@@ -160,8 +160,8 @@ type HTTPClient struct {
 	Protocol         string
 }
 
-// StartHTTP returns a client for o.URL; nothing is sent before Initialize.
-func StartHTTP(o HTTPOptions) (*HTTPClient, error) {
+// startHTTP returns a client for o.URL; nothing is sent before Initialize.
+func startHTTP(o httpOptions) (*httpClient, error) {
 	if o.Recorder == nil || o.Messages == nil {
 		return nil, errors.New("start HTTP client: no recorder or message cassette")
 	}
@@ -179,7 +179,7 @@ func StartHTTP(o HTTPOptions) (*HTTPClient, error) {
 		o.MaxMessage = mcp.DefaultMaxLine
 	}
 	if o.Linger <= 0 {
-		o.Linger = DefaultStreamLinger
+		o.Linger = defaultStreamLinger
 	}
 	if o.Warn == nil {
 		o.Warn = func(string) {}
@@ -190,15 +190,15 @@ func StartHTTP(o HTTPOptions) (*HTTPClient, error) {
 	}
 	tr := o.Transport
 	if tr == nil {
-		tr = NewHTTPTransport()
+		tr = newHTTPTransport()
 	}
 	hc := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &HTTPClient{o: o, u: u, hc: hc, rec: o.Recorder, nextID: 1}, nil
+	return &httpClient{o: o, u: u, hc: hc, rec: o.Recorder, nextID: 1}, nil
 }
 
 // do sends req. An error names the URL as the cassette does, credential
 // query values hashed: it is recorded (an error record, the log's end).
-func (c *HTTPClient) do(req *http.Request) (*http.Response, error) {
+func (c *httpClient) do(req *http.Request) (*http.Response, error) {
 	resp, err := c.hc.Do(req)
 	var ue *url.Error
 	if err != nil && errors.As(err, &ue) {
@@ -208,7 +208,7 @@ func (c *HTTPClient) do(req *http.Request) (*http.Response, error) {
 }
 
 // where is the server's URL as it may be written.
-func (c *HTTPClient) where() string {
+func (c *httpClient) where() string {
 	s, _ := c.rec.URI(c.u.Redacted())
 	return s
 }
@@ -221,7 +221,7 @@ type httpAnswer struct {
 // Request sends a request and waits for the reply with the same id token,
 // on the POST's JSON answer or its SSE stream (resumed with a GET and
 // Last-Event-ID when the stream ends before the reply).
-func (c *HTTPClient) Request(method string, params json.RawMessage) (*mcp.Message, error) {
+func (c *httpClient) Request(method string, params json.RawMessage) (*mcp.Message, error) {
 	c.mu.Lock()
 	id := c.nextID
 	c.nextID++
@@ -246,11 +246,11 @@ func (c *HTTPClient) Request(method string, params json.RawMessage) (*mcp.Messag
 
 // notify sends a notification (or a response to the server) and expects
 // 202 Accepted; another success is recorded and tolerated.
-func (c *HTTPClient) notify(method string, params json.RawMessage) error {
+func (c *httpClient) notify(method string, params json.RawMessage) error {
 	return c.send(method, mcp.Notification(method, params))
 }
 
-func (c *HTTPClient) send(what string, body []byte) error {
+func (c *httpClient) send(what string, body []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.o.Timeout)
 	defer cancel()
 	_, err := c.post(ctx, what, body, nil)
@@ -259,7 +259,7 @@ func (c *HTTPClient) send(what string, body []byte) error {
 
 // headers returns the request headers: --header values first, then those
 // the transport needs.
-func (c *HTTPClient) headers(accept string) http.Header {
+func (c *httpClient) headers(accept string) http.Header {
 	h := http.Header{}
 	for k, vs := range c.o.Header {
 		for _, v := range vs {
@@ -281,7 +281,7 @@ func (c *HTTPClient) headers(accept string) http.Header {
 
 // post sends one message; id is the token of the request whose reply is
 // awaited (nil for a notification or an answer).
-func (c *HTTPClient) post(ctx context.Context, what string, body []byte, id json.RawMessage) (*httpAnswer, error) {
+func (c *httpClient) post(ctx context.Context, what string, body []byte, id json.RawMessage) (*httpAnswer, error) {
 	h := c.headers("application/json, text/event-stream")
 	h.Set("Content-Type", "application/json")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.u.String(), bytes.NewReader(body))
@@ -366,7 +366,7 @@ func encodingNote(resp *http.Response) string {
 	return ""
 }
 
-func (c *HTTPClient) bodyError(what string, err error) error {
+func (c *httpClient) bodyError(what string, err error) error {
 	var ee *exitcode.Error
 	if errors.As(err, &ee) {
 		return err
@@ -378,7 +378,7 @@ func (c *HTTPClient) bodyError(what string, err error) error {
 // (after recording the answer's body, up to maxErrorBody): a redirect (never
 // followed), 401 (with the server's WWW-Authenticate as the hint), and
 // every other status outside 2xx.
-func (c *HTTPClient) checkStatus(x int64, what string, resp *http.Response) error {
+func (c *httpClient) checkStatus(x int64, what string, resp *http.Response) error {
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
@@ -406,7 +406,7 @@ func (c *HTTPClient) checkStatus(x int64, what string, resp *http.Response) erro
 	return exitcode.New(exitcode.Failure, errors.New(msg), "the cassette holds the server's answer")
 }
 
-func (c *HTTPClient) sessionID() string {
+func (c *httpClient) sessionID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.session
@@ -416,7 +416,7 @@ func (c *HTTPClient) sessionID() string {
 // dispatched as it comes. After the awaited reply the stream is read on
 // for Linger, then closed. It returns the last event id and retry, for a
 // resumption when the stream ended before the reply.
-func (c *HTTPClient) readStream(ctx context.Context, x int64, body io.ReadCloser, id json.RawMessage, a *httpAnswer) (string, time.Duration, error) {
+func (c *httpClient) readStream(ctx context.Context, x int64, body io.ReadCloser, id json.RawMessage, a *httpAnswer) (string, time.Duration, error) {
 	var perr error
 	stop := &bodyStop{}
 	var linger *time.Timer
@@ -450,7 +450,7 @@ func (c *HTTPClient) readStream(ctx context.Context, x int64, body io.ReadCloser
 	if linger != nil {
 		linger.Stop()
 	}
-	retry := DefaultRetry
+	retry := defaultRetry
 	if ms, ok := p.Retry(); ok {
 		retry = time.Duration(ms) * time.Millisecond
 	}
@@ -468,7 +468,7 @@ func (c *HTTPClient) readStream(ctx context.Context, x int64, body io.ReadCloser
 
 // resume waits retry, then GETs the stream again with Last-Event-ID
 // (Streamable HTTP resumability) and reads it like the POST's stream.
-func (c *HTTPClient) resume(ctx context.Context, what, last string, retry time.Duration, id json.RawMessage, a *httpAnswer) (string, time.Duration, error) {
+func (c *httpClient) resume(ctx context.Context, what, last string, retry time.Duration, id json.RawMessage, a *httpAnswer) (string, time.Duration, error) {
 	c.o.Warn(fmt.Sprintf("the server ended the stream of %s before the response; resuming after event %q in %s", what, last, retry))
 	select {
 	case <-time.After(retry):
@@ -515,7 +515,7 @@ func (c *HTTPClient) resume(ctx context.Context, what, last string, retry time.D
 // dispatch acts on one message from the server: the awaited reply (done),
 // a request (answered with a POST), a notification or another response
 // (recorded only).
-func (c *HTTPClient) dispatch(data []byte, id json.RawMessage) (*mcp.Message, bool) {
+func (c *httpClient) dispatch(data []byte, id json.RawMessage) (*mcp.Message, bool) {
 	// a copy: data may be the SSE parser's buffer, and the deriver holds
 	// messages until the session header is known
 	data = append([]byte(nil), bytes.TrimRight(data, " \t\r\n")...)
@@ -544,7 +544,7 @@ func (c *HTTPClient) dispatch(data []byte, id json.RawMessage) (*mcp.Message, bo
 
 // answer answers a server request with a POST: the scripted answer, ping's
 // empty result, or "method not found".
-func (c *HTTPClient) answer(m *mcp.Message) {
+func (c *httpClient) answer(m *mcp.Message) {
 	// an answer's POST may itself be answered with a stream carrying a
 	// request: bound the nesting a hostile server could make of that
 	if c.depth.Add(1) > maxAnswerDepth {
@@ -579,7 +579,7 @@ func (c *HTTPClient) answer(m *mcp.Message) {
 // version (the answer may set Mcp-Session-Id), check the answered version,
 // then notifications/initialized with MCP-Protocol-Version, then open the
 // GET stream for the server's own messages when the server offers one.
-func (c *HTTPClient) Initialize() (json.RawMessage, error) {
+func (c *httpClient) Initialize() (json.RawMessage, error) {
 	var caps any = map[string]any{}
 	if c.o.Capabilities != nil {
 		caps = c.o.Capabilities
@@ -635,7 +635,7 @@ func checkInitialize(m *mcp.Message, asked string) (string, error) {
 // to a request on that stream only once it is open, and drops it before,
 // so the scripted requests wait for it (the conformance suite's
 // elicitation scenario sends its request so).
-func (c *HTTPClient) openStream() {
+func (c *httpClient) openStream() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := c.headers("text/event-stream")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.u.String(), nil)
@@ -706,17 +706,17 @@ func (c *HTTPClient) openStream() {
 }
 
 // CallTool calls a tool with the given arguments (a JSON object, or nil).
-func (c *HTTPClient) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
+func (c *httpClient) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
 	return callTool(c, name, args)
 }
 
 // ListTools follows nextCursor through every page of tools/list.
-func (c *HTTPClient) ListTools() ([]json.RawMessage, error) { return listTools(c) }
+func (c *httpClient) ListTools() ([]json.RawMessage, error) { return listTools(c) }
 
 // Close ends the session: it closes the GET stream and sends DELETE with
 // the session id (a server may answer 405: it does not let clients end
 // sessions).
-func (c *HTTPClient) Close() Shutdown {
+func (c *httpClient) Close() Shutdown {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

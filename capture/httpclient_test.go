@@ -459,11 +459,11 @@ func FuzzHTTPAnswer(f *testing.F) {
 			return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(&chunkReader{b: body, n: n})}, nil
 		})
 		var hc, mc bytes.Buffer
-		key, id, err := HeaderKey(nil, bytes.Repeat([]byte{1}, 32))
+		key, id, err := headerKey(nil, bytes.Repeat([]byte{1}, 32))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := NewHTTPRecorder(&hc, cassette.HTTPFileHeader{Mode: "client", Upstream: "http://x/mcp", Started: frozenTS, Frozen: true}, key, id, nil, nil, nil)
+		rec, err := newHTTPRecorder(&hc, cassette.HTTPFileHeader{Mode: "client", Upstream: "http://x/mcp", Started: frozenTS, Frozen: true}, key, id, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -471,7 +471,7 @@ func FuzzHTTPAnswer(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := StartHTTP(HTTPOptions{URL: "http://x/mcp", Recorder: rec, Messages: cw, Transport: rt, Timeout: time.Second, MaxMessage: 4 << 10, Linger: time.Millisecond})
+		c, err := startHTTP(httpOptions{URL: "http://x/mcp", Recorder: rec, Messages: cw, Transport: rt, Timeout: time.Second, MaxMessage: 4 << 10, Linger: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func openHTTPLive(o LiveOptions) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	hashKey, keyID, err := HeaderKey(o.Redactor, o.HeaderKey)
+	hashKey, keyID, err := headerKey(o.Redactor, o.HeaderKey)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func openHTTPLive(o LiveOptions) (*Live, error) {
 	if hout == nil {
 		hout = io.Discard
 	}
-	rec, err := NewHTTPRecorder(hout, cassette.HTTPFileHeader{Mode: "client", Upstream: u.String(), Started: started, Frozen: frozen, Redaction: redaction},
+	rec, err := newHTTPRecorder(hout, cassette.HTTPFileHeader{Mode: "client", Upstream: u.String(), Started: started, Frozen: frozen, Redaction: redaction},
 		hashKey, keyID, o.Redactor, o.RedactHeaders, o.RedactQuery)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func openHTTPLive(o LiveOptions) (*Live, error) {
 	l := &Live{o: o, cw: cw, hw: rec.Writer()}
 	l.d = derive.NewDeriver(o.Events, cw.Header(), derive.Options{Seal: o.Seal, Redactor: o.Redactor, Cassette: derive.CassetteFile, Effects: o.Effects, Notes: o.Notes})
 	cw.OnRecord(func(r *cassette.Record) { _ = l.d.Feed(r) })
-	c, err := StartHTTP(HTTPOptions{URL: o.URL, Header: o.Header, Protocol: o.Protocol, Timeout: o.Timeout, MaxMessage: o.MaxLine,
+	c, err := startHTTP(httpOptions{URL: o.URL, Header: o.Header, Protocol: o.Protocol, Timeout: o.Timeout, MaxMessage: o.MaxLine,
 		Recorder: rec, Messages: cw, Warn: o.Warn, Answer: o.Answer, Capabilities: o.Capabilities})
 	if err != nil {
 		_ = l.d.Finish(eventlog.EndOptions{Signers: o.Signers, Reason: "session did not start", Failure: "session did not start: " + err.Error()})

@@ -22,11 +22,11 @@ const maxRedactLine = 16 << 20
 // chunkSize is the largest chunk read at once from a body.
 const httpChunk = 32 << 10
 
-// HTTPRecorder records the exchanges of the HTTP capture client into an
+// httpRecorder records the exchanges of the HTTP capture client into an
 // HTTP cassette: heads with credential headers replaced by keyed hashes,
 // bodies chunk by chunk (redacted by the body rules, line by line), each
 // chunk before the client acts on its bytes.
-type HTTPRecorder struct {
+type httpRecorder struct {
 	w      *cassette.HTTPWriter
 	secret map[string]bool // header names
 	params map[string]bool // query parameter names
@@ -34,12 +34,12 @@ type HTTPRecorder struct {
 	body   *derive.Redactor // body rules; nil: none
 }
 
-// HeaderKey returns the redactor whose keyed hash replaces credential
+// headerKey returns the redactor whose keyed hash replaces credential
 // headers and its key id for the cassette header: body's key when body
 // rules are given, else key (--redact-key, $WITNESS_REDACT_KEY), else a
 // random key made for this session alone (its id starts with "session:",
 // docs/formats/http-cassette.md).
-func HeaderKey(body *derive.Redactor, key []byte) (*derive.Redactor, string, error) {
+func headerKey(body *derive.Redactor, key []byte) (*derive.Redactor, string, error) {
 	if body != nil {
 		return body, body.Info().KeyID, nil
 	}
@@ -61,14 +61,14 @@ func HeaderKey(body *derive.Redactor, key []byte) (*derive.Redactor, string, err
 	return r, id, nil
 }
 
-// NewHTTPRecorder writes the cassette header h to out (its HeaderKey and
+// newHTTPRecorder writes the cassette header h to out (its HeaderKey and
 // RedactedHeaders are set here from hashKey, keyID and extra header names)
 // and returns the recorder. body holds the body rules (nil: none); extra
 // names more headers to hash, extraParams more query parameters
 // (cassette.CredentialParams are always hashed). h.Upstream is written
 // with its credential query values hashed.
-func NewHTTPRecorder(out io.Writer, h cassette.HTTPFileHeader, hashKey *derive.Redactor, keyID string, body *derive.Redactor, extra, extraParams []string) (*HTTPRecorder, error) {
-	r := &HTTPRecorder{hash: hashKey.Token, body: body}
+func newHTTPRecorder(out io.Writer, h cassette.HTTPFileHeader, hashKey *derive.Redactor, keyID string, body *derive.Redactor, extra, extraParams []string) (*httpRecorder, error) {
+	r := &httpRecorder{hash: hashKey.Token, body: body}
 	r.secret, h.RedactedHeaders = cassette.NameSet(cassette.CredentialHeaders, extra)
 	r.params, h.RedactedQuery = cassette.NameSet(cassette.CredentialParams, extraParams)
 	h.HeaderKey = keyID
@@ -83,20 +83,20 @@ func NewHTTPRecorder(out io.Writer, h cassette.HTTPFileHeader, hashKey *derive.R
 
 // URI returns a request target or URL as it may be written: credential
 // query values replaced by keyed hashes, and whether any was.
-func (r *HTTPRecorder) URI(s string) (string, bool) {
+func (r *httpRecorder) URI(s string) (string, bool) {
 	return cassette.RedactQuery(s, r.params, r.hash)
 }
 
 // Writer returns the cassette writer (its OnRecord hook feeds the events).
-func (r *HTTPRecorder) Writer() *cassette.HTTPWriter { return r.w }
+func (r *httpRecorder) Writer() *cassette.HTTPWriter { return r.w }
 
-func (r *HTTPRecorder) failed(err error) error {
+func (r *httpRecorder) failed(err error) error {
 	return exitcode.New(exitcode.Failure, fmt.Errorf("record the exchange: %w", err), "the cassette could not be written; nothing more is sent")
 }
 
 // Request records a request head and its whole body (nil: none) and
 // returns the exchange number.
-func (r *HTTPRecorder) Request(req *http.Request, body []byte) (int64, error) {
+func (r *httpRecorder) Request(req *http.Request, body []byte) (int64, error) {
 	path, red := r.URI(req.URL.RequestURI())
 	x, err := r.w.Request(cassette.HTTPRecord{Method: req.Method, Path: path, Host: req.URL.Host, Proto: req.Proto,
 		Header: cassette.HeaderFields(req.Header, r.secret, r.hash), Redacted: red})
@@ -116,7 +116,7 @@ func (r *HTTPRecorder) Request(req *http.Request, body []byte) (int64, error) {
 }
 
 // Response records a response head.
-func (r *HTTPRecorder) Response(x int64, resp *http.Response) error {
+func (r *httpRecorder) Response(x int64, resp *http.Response) error {
 	if err := r.w.Response(x, resp.StatusCode, resp.Proto, cassette.HeaderFields(resp.Header, r.secret, r.hash)); err != nil {
 		return r.failed(err)
 	}
@@ -124,7 +124,7 @@ func (r *HTTPRecorder) Response(x int64, resp *http.Response) error {
 }
 
 // Fail records that exchange x got no answer.
-func (r *HTTPRecorder) Fail(x int64, detail string) { _ = r.w.Fail(x, detail, 0) }
+func (r *httpRecorder) Fail(x int64, detail string) { _ = r.w.Fail(x, detail, 0) }
 
 // bodyStop is why the client closed a body it was reading, set before it
 // closes it, so that the end record says so instead of naming the read
@@ -159,7 +159,7 @@ func (s *bodyStop) close(body io.Closer, why string) {
 // ReadBody reads a response body to its end, recording it, and returns it
 // (max bytes at most; beyond them the body is closed, the end records the
 // cut and the error says so).
-func (r *HTTPRecorder) ReadBody(x int64, body io.ReadCloser, max int, consume func([]byte) bool) ([]byte, error) {
+func (r *httpRecorder) ReadBody(x int64, body io.ReadCloser, max int, consume func([]byte) bool) ([]byte, error) {
 	return r.readBody(x, body, max, consume, nil)
 }
 
@@ -168,7 +168,7 @@ func (r *HTTPRecorder) ReadBody(x int64, body io.ReadCloser, max int, consume fu
 // is nil, keeps them (up to max, < 0: no limit) and returns them. consume
 // returning false stops the reading. The end record carries why the body
 // ended early: over max, a read error, or stop's reason.
-func (r *HTTPRecorder) readBody(x int64, body io.ReadCloser, max int, consume func([]byte) bool, stop *bodyStop) ([]byte, error) {
+func (r *httpRecorder) readBody(x int64, body io.ReadCloser, max int, consume func([]byte) bool, stop *bodyStop) ([]byte, error) {
 	defer body.Close()
 	var kept, pend []byte
 	var n int

@@ -80,8 +80,8 @@ type Live struct {
 	result error
 }
 
-// EnvNames returns the names of NAME=VALUE entries, sorted as given.
-func EnvNames(env []string) []string {
+// envNames returns the names of NAME=VALUE entries, sorted as given.
+func envNames(env []string) []string {
 	names := make([]string, 0, len(env))
 	for _, kv := range env {
 		n, _, _ := strings.Cut(kv, "=")
@@ -90,10 +90,10 @@ func EnvNames(env []string) []string {
 	return names
 }
 
-// OpenLive spawns the server, records everything, and performs the
+// openLive spawns the server, records everything, and performs the
 // handshake and the full tool listing. On error the session is already
 // closed (server stopped, log finished) and the error says what failed.
-func OpenLive(o LiveOptions) (*Live, error) {
+func openLive(o LiveOptions) (*Live, error) {
 	if o.Cassette == nil || o.Events == nil {
 		return nil, errors.New("open session: cassette and events writers are required")
 	}
@@ -107,7 +107,7 @@ func OpenLive(o LiveOptions) (*Live, error) {
 		return openHTTPLive(o)
 	}
 	frozen := o.Getenv != nil && o.Getenv(eventlog.EnvTS) != ""
-	h := cassette.Header{Command: o.Command, Args: o.Args, Env: EnvNames(o.Env), Protocol: o.Protocol,
+	h := cassette.Header{Command: o.Command, Args: o.Args, Env: envNames(o.Env), Protocol: o.Protocol,
 		Started: eventlog.Timestamp(o.Getenv), Frozen: frozen, Mode: "client"}
 	if o.Redactor != nil {
 		if b, err := json.Marshal(o.Redactor.Info()); err == nil {
@@ -125,7 +125,7 @@ func OpenLive(o LiveOptions) (*Live, error) {
 	l := &Live{o: o, cw: cw}
 	l.d = derive.NewDeriver(o.Events, cw.Header(), derive.Options{Seal: o.Seal, Redactor: o.Redactor, Cassette: derive.CassetteFile, Effects: o.Effects, Notes: o.Notes})
 	cw.OnRecord(func(r *cassette.Record) { _ = l.d.Feed(r) })
-	c, err := StartStdio(StdioOptions{Command: o.Command, Args: o.Args, Env: o.Env, Dir: o.Dir, Protocol: o.Protocol,
+	c, err := startStdio(stdioOptions{Command: o.Command, Args: o.Args, Env: o.Env, Dir: o.Dir, Protocol: o.Protocol,
 		Timeout: o.Timeout, MaxLine: o.MaxLine, StdinGrace: o.StdinGrace, TermGrace: o.TermGrace, Cassette: cw, Warn: o.Warn,
 		Answer: o.Answer, Capabilities: o.Capabilities})
 	if err != nil {
@@ -211,8 +211,8 @@ func joinFailure(a, b string) string {
 	return a + "; " + b
 }
 
-// Counts returns the number of cassette records and event lines written.
-func (l *Live) Counts() (records, events int64) {
+// counts returns the number of cassette records and event lines written.
+func (l *Live) counts() (records, events int64) {
 	records = l.cw.Count()
 	if w := l.d.Writer(); w != nil {
 		events = w.Count()
@@ -220,15 +220,15 @@ func (l *Live) Counts() (records, events int64) {
 	return records, events
 }
 
-// Deriver returns the session's event deriver.
-func (l *Live) Deriver() *derive.Deriver { return l.d }
+// deriver returns the session's event deriver.
+func (l *Live) deriver() *derive.Deriver { return l.d }
 
-// Recording says where the library path records a session, following
+// recording says where the library path records a session, following
 // agent-trace-witness 0.1.0's ATW_RECORD convention: ATW_RECORD=1 turns it
 // on, ATW_RECORD_OUT names the folder, and without it a folder
 // "witness-cassette-<UTC time>" in the working directory is used (0.1.0
 // promised a default and wrote nothing).
-func Recording(getenv func(string) string, now time.Time) (dir string, on bool) {
+func recording(getenv func(string) string, now time.Time) (dir string, on bool) {
 	if getenv == nil || getenv("ATW_RECORD") != "1" {
 		return "", false
 	}
@@ -264,7 +264,7 @@ func Dial(o DialOptions) (*Session, error) {
 	}
 	dir := o.Out
 	if dir == "" {
-		dir, _ = Recording(o.Getenv, time.Now())
+		dir, _ = recording(o.Getenv, time.Now())
 	}
 	s := &Session{Dir: dir}
 	o.Cassette, o.Events = io.Discard, io.Discard
@@ -276,7 +276,7 @@ func Dial(o DialOptions) (*Session, error) {
 		s.files = []*os.File{cf, ef}
 		o.Cassette, o.Events = cf, ef
 	}
-	l, err := OpenLive(o.LiveOptions)
+	l, err := openLive(o.LiveOptions)
 	if err != nil {
 		s.closeFiles()
 		return nil, err

@@ -13,7 +13,7 @@ import (
 // answer, record and parse it, derive and chain the two events.
 func BenchmarkLiveToolCall(b *testing.B) {
 	bin := lvBuildTestServer(b, "testdata/servers/gosdk")
-	l, err := OpenLive(LiveOptions{Command: bin, Env: lvServerEnv(), Cassette: io.Discard, Events: io.Discard, Getenv: lvFrozenEnv})
+	l, err := openLive(LiveOptions{Command: bin, Env: lvServerEnv(), Cassette: io.Discard, Events: io.Discard, Getenv: lvFrozenEnv})
 	if err != nil {
 		b.Fatal(err)
 	}

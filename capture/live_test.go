@@ -312,7 +312,7 @@ func TestProtocolVersions(t *testing.T) {
 			t.Fatalf("%s: negotiated %s", v, c.res.Server.ProtocolVersion)
 		}
 	}
-	_, err := OpenLive(LiveOptions{Command: bin, Protocol: "2026-07-28", Cassette: &bytes.Buffer{}, Events: &bytes.Buffer{}})
+	_, err := openLive(LiveOptions{Command: bin, Protocol: "2026-07-28", Cassette: &bytes.Buffer{}, Events: &bytes.Buffer{}})
 	if err == nil || exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("unsupported pinned version: %v", err)
 	}
@@ -517,13 +517,13 @@ func TestScenarioExchanges(t *testing.T) {
 	if err != nil || len(calls) != 6 || calls[3].Method != "resources/read" || string(calls[3].Params) != `{"uri":"file:///a"}` || calls[4].Params != nil || calls[0].Answer != mcp.MethodSamplingCreateMessage {
 		t.Fatalf("%v %+v", err, calls)
 	}
-	if caps := string(ScenarioCapabilities(calls)); caps != `{"elicitation":{"form":{},"url":{}},"sampling":{}}` {
+	if caps := string(scenarioCapabilities(calls)); caps != `{"elicitation":{"form":{},"url":{}},"sampling":{}}` {
 		t.Fatalf("capabilities %s", caps)
 	}
-	if ScenarioCapabilities(calls[3:]) != nil || ScenarioAnswers(calls[3:]) != nil {
+	if scenarioCapabilities(calls[3:]) != nil || scenarioAnswers(calls[3:]) != nil {
 		t.Fatal("no answers, yet capabilities or an answer function")
 	}
-	answer := ScenarioAnswers(calls)
+	answer := scenarioAnswers(calls)
 	var got []string
 	for _, m := range []string{mcp.MethodElicitationCreate, mcp.MethodElicitationCreate, mcp.MethodElicitationCreate, mcp.MethodSamplingCreateMessage, "roots/list"} {
 		res, e, ok := answer(m, nil)

@@ -9,11 +9,11 @@ import (
 	"syscall"
 )
 
-// GroupAlive reports whether process group pgid still has a member that is
+// groupAlive reports whether process group pgid still has a member that is
 // not a zombie. On Linux it reads /proc, so that zombies (dead, waiting for
 // a parent or init to reap them) do not count as survivors; elsewhere it
 // asks kill(-pgid, 0).
-func GroupAlive(pgid int) bool {
+func groupAlive(pgid int) bool {
 	if syscall.Kill(-pgid, 0) != nil {
 		return false
 	}

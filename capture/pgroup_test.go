@@ -15,12 +15,12 @@ import (
 func TestNoSurvivors(t *testing.T) {
 	bin := lvBuildTestServer(t, "testdata/hostile/stubborn")
 	var cas, evs bytes.Buffer
-	l, err := OpenLive(LiveOptions{Command: bin, Env: lvServerEnv(), Cassette: &cas, Events: &evs, Getenv: lvFrozenEnv,
+	l, err := openLive(LiveOptions{Command: bin, Env: lvServerEnv(), Cassette: &cas, Events: &evs, Getenv: lvFrozenEnv,
 		Timeout: 2 * time.Second, StdinGrace: 100 * time.Millisecond, TermGrace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgid := l.Transport.(*StdioClient).PGID()
+	pgid := l.Transport.(*stdioClient).PGID()
 	if err := syscall.Kill(-pgid, 0); err != nil {
 		t.Fatalf("group not alive before close: %v", err)
 	}
@@ -30,7 +30,7 @@ func TestNoSurvivors(t *testing.T) {
 	// GroupAlive ignores zombies: a killed grandchild is reparented to init,
 	// which may reap it late (or never, in a container without an init)
 	deadline := time.Now().Add(3 * time.Second)
-	for GroupAlive(pgid) {
+	for groupAlive(pgid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process group %d still has live members", pgid)
 		}

@@ -13,13 +13,13 @@ import (
 func TestRecordingEnv(t *testing.T) {
 	now := time.Date(2026, 8, 30, 14, 33, 0, 0, time.UTC)
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	if _, on := Recording(env(nil), now); on {
+	if _, on := recording(env(nil), now); on {
 		t.Fatal("recording without ATW_RECORD")
 	}
-	if d, on := Recording(env(map[string]string{"ATW_RECORD": "1", "ATW_RECORD_OUT": "x/y"}), now); !on || d != "x/y" {
+	if d, on := recording(env(map[string]string{"ATW_RECORD": "1", "ATW_RECORD_OUT": "x/y"}), now); !on || d != "x/y" {
 		t.Fatal(d)
 	}
-	if d, _ := Recording(env(map[string]string{"ATW_RECORD": "1"}), now); d != "witness-cassette-20260830T143300Z" {
+	if d, _ := recording(env(map[string]string{"ATW_RECORD": "1"}), now); d != "witness-cassette-20260830T143300Z" {
 		t.Fatal(d)
 	}
 }

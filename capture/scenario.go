@@ -186,12 +186,12 @@ func parseScenarioExchange(data []byte, el *jsontree.Value, at string, i int, ba
 	return c, err
 }
 
-// ScenarioAnswers returns a function answering the server's requests
+// scenarioAnswers returns a function answering the server's requests
 // from the answer elements of calls: the answers to one method are used
 // in order, the last one for every later request; ok is false for a
 // method the scenario does not answer. It is not safe for concurrent use
 // (the client's reader calls it from one goroutine).
-func ScenarioAnswers(calls []ScenarioCall) AnswerFunc {
+func scenarioAnswers(calls []ScenarioCall) AnswerFunc {
 	byMethod := map[string][]ScenarioCall{}
 	for _, c := range calls {
 		if c.Answer != "" {
@@ -214,12 +214,12 @@ func ScenarioAnswers(calls []ScenarioCall) AnswerFunc {
 	}
 }
 
-// ScenarioCapabilities returns the client capabilities the scenario's
+// scenarioCapabilities returns the client capabilities the scenario's
 // answers declare in initialize: sampling for sampling/createMessage,
 // elicitation (form and URL modes) for elicitation/create, roots for
 // roots/list; nil when it answers none of them (capture then declares
 // none, as before).
-func ScenarioCapabilities(calls []ScenarioCall) json.RawMessage {
+func scenarioCapabilities(calls []ScenarioCall) json.RawMessage {
 	caps := map[string]json.RawMessage{}
 	for _, c := range calls {
 		switch c.Answer {
@@ -301,14 +301,14 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 	defer ef.Close()
 	o.Cassette, o.Events = cf, ef
 	if o.Answer == nil {
-		o.Answer = ScenarioAnswers(o.Calls)
+		o.Answer = scenarioAnswers(o.Calls)
 	}
 	if o.Capabilities == nil {
-		o.Capabilities = ScenarioCapabilities(o.Calls)
+		o.Capabilities = scenarioCapabilities(o.Calls)
 	}
-	l, err := OpenLive(o.LiveOptions)
+	l, err := openLive(o.LiveOptions)
 	if l != nil {
-		res.Records, res.EventN = l.Counts()
+		res.Records, res.EventN = l.counts()
 	}
 	if err != nil {
 		return res, err
@@ -344,8 +344,8 @@ func RunCapture(o CaptureOptions) (*CaptureResult, error) {
 		}
 	}
 	cerr := l.Close()
-	res.Server = l.Deriver().Server()
-	res.Records, res.EventN = l.Counts()
+	res.Server = l.deriver().Server()
+	res.Records, res.EventN = l.counts()
 	if runErr != nil {
 		return res, runErr
 	}

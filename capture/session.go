@@ -21,8 +21,8 @@ func listTools(c requester) ([]json.RawMessage, error) {
 	cursor := ""
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
-		if page >= MaxToolPages {
-			return all, exitcode.New(exitcode.Failure, fmt.Errorf("tools/list: more than %d pages", MaxToolPages), "")
+		if page >= maxToolPages {
+			return all, exitcode.New(exitcode.Failure, fmt.Errorf("tools/list: more than %d pages", maxToolPages), "")
 		}
 		params := json.RawMessage(`{}`)
 		if cursor != "" {

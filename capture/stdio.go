@@ -27,8 +27,8 @@ const (
 	DefaultTermGrace  = 5 * time.Second  // wait after SIGTERM before SIGKILL
 )
 
-// StdioOptions configure a live stdio client.
-type StdioOptions struct {
+// stdioOptions configure a live stdio client.
+type stdioOptions struct {
 	Command string
 	Args    []string
 	Env     []string // the server's whole environment, NAME=VALUE; nothing is inherited
@@ -55,11 +55,11 @@ type StdioOptions struct {
 // a JSON-RPC error object; ok is false when it has no answer for it.
 type AnswerFunc func(method string, params json.RawMessage) (result, errObj json.RawMessage, ok bool)
 
-// StdioClient is a live MCP client over a server's stdio. It owns its
+// stdioClient is a live MCP client over a server's stdio. It owns its
 // framing: every line is recorded in the cassette before it is parsed, and
 // replies are matched to requests by the exact id token.
-type StdioClient struct {
-	o          StdioOptions
+type stdioClient struct {
+	o          stdioOptions
 	cmd        *exec.Cmd
 	pgid       int
 	unregister func() // the server's session is no longer live (proctree)
@@ -109,7 +109,7 @@ func (e *ServerError) Error() string {
 	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, e.Msg)
 }
 
-func (o *StdioOptions) defaults() {
+func (o *stdioOptions) defaults() {
 	if o.Protocol == "" {
 		o.Protocol = mcp.DefaultProtocol
 	}
@@ -142,9 +142,9 @@ func StdioSupported() error {
 	return nil
 }
 
-// StartStdio spawns the server (no shell, its own process group, explicit
+// startStdio spawns the server (no shell, its own process group, explicit
 // environment) and starts reading its stdout and stderr.
-func StartStdio(o StdioOptions) (*StdioClient, error) {
+func startStdio(o stdioOptions) (*stdioClient, error) {
 	if err := StdioSupported(); err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func StartStdio(o StdioOptions) (*StdioClient, error) {
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	c := &StdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, unregister: unregister, stdin: inW, pending: map[string]chan *mcp.Message{}, cancelled: map[string]bool{}, nextID: 1,
+	c := &stdioClient{o: o, cmd: cmd, pgid: cmd.Process.Pid, unregister: unregister, stdin: inW, pending: map[string]chan *mcp.Message{}, cancelled: map[string]bool{}, nextID: 1,
 		fatalCh: make(chan struct{}), stdoutDone: make(chan struct{}), stderrDone: make(chan struct{}), exited: make(chan struct{})}
 	o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeSpawn, Detail: "own process group, no shell"})
 	c.stdoutFile, c.stderrFile = outR, errR
@@ -226,9 +226,9 @@ func exitStatus(ps *os.ProcessState, err error) string {
 }
 
 // PGID returns the server's process group id.
-func (c *StdioClient) PGID() int { return c.pgid }
+func (c *stdioClient) PGID() int { return c.pgid }
 
-func (c *StdioClient) fail(err error) {
+func (c *stdioClient) fail(err error) {
 	c.fatalOnce.Do(func() {
 		c.mu.Lock()
 		c.fatal = err
@@ -238,7 +238,7 @@ func (c *StdioClient) fail(err error) {
 	})
 }
 
-func (c *StdioClient) readStdout(f *os.File) {
+func (c *stdioClient) readStdout(f *os.File) {
 	defer close(c.stdoutDone)
 	defer f.Close()
 	lr := mcp.NewLineReader(f, c.o.MaxLine)
@@ -270,7 +270,7 @@ func (c *StdioClient) readStdout(f *os.File) {
 	}
 }
 
-func (c *StdioClient) dispatch(line []byte, seq int64) {
+func (c *stdioClient) dispatch(line []byte, seq int64) {
 	m, err := mcp.Parse(line)
 	if mcp.IsAmbiguous(err) && m.Kind == mcp.KindResponse {
 		// the envelope is pinned down, the content is not: answer the
@@ -344,7 +344,7 @@ func preview(b []byte) string {
 	return strconv.Quote(s)
 }
 
-func (c *StdioClient) readStderr(f *os.File) {
+func (c *stdioClient) readStderr(f *os.File) {
 	defer close(c.stderrDone)
 	defer f.Close()
 	buf := make([]byte, 32<<10)
@@ -363,7 +363,7 @@ func (c *StdioClient) readStderr(f *os.File) {
 // write records line in the cassette, then writes it with its newline to
 // the server's stdin, under a write deadline so that a server that stops
 // reading cannot block the client.
-func (c *StdioClient) write(line []byte) error {
+func (c *stdioClient) write(line []byte) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	return c.writeLocked(line)
@@ -371,7 +371,7 @@ func (c *StdioClient) write(line []byte) error {
 
 // writeLocked is write with sendMu held; a nil line sends only the
 // deferred notification.
-func (c *StdioClient) writeLocked(line []byte) error {
+func (c *stdioClient) writeLocked(line []byte) error {
 	c.stdinMu.Lock()
 	closed := c.closedIn
 	c.stdinMu.Unlock()
@@ -401,7 +401,7 @@ func (c *StdioClient) writeLocked(line []byte) error {
 // Request sends a request and waits for the reply with the same id token.
 // On timeout it sends notifications/cancelled (except for initialize, which
 // must not be cancelled) and returns an error.
-func (c *StdioClient) Request(method string, params json.RawMessage) (*mcp.Message, error) {
+func (c *stdioClient) Request(method string, params json.RawMessage) (*mcp.Message, error) {
 	c.mu.Lock()
 	id := c.nextID
 	c.nextID++
@@ -458,18 +458,18 @@ func (c *StdioClient) Request(method string, params json.RawMessage) (*mcp.Messa
 
 // report records err in the cassette (a lifecycle error record) and
 // returns it.
-func (c *StdioClient) report(err error) error {
+func (c *stdioClient) report(err error) error {
 	c.o.Cassette.Lifecycle(cassette.Record{Life: cassette.LifeError, Detail: err.Error()})
 	return err
 }
 
-func (c *StdioClient) unmatchedIDs() string {
+func (c *stdioClient) unmatchedIDs() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return strings.Join(c.unmatched, ", ")
 }
 
-func (c *StdioClient) exitSuffix() string {
+func (c *stdioClient) exitSuffix() string {
 	select {
 	case <-c.exited:
 	case <-time.After(500 * time.Millisecond):
@@ -480,13 +480,13 @@ func (c *StdioClient) exitSuffix() string {
 	return "; server " + exitStatus(c.exitState, c.exitErr)
 }
 
-func (c *StdioClient) exitHint() string {
+func (c *stdioClient) exitHint() string {
 	return "the server's stderr is in the cassette (records with \"dir\":\"stderr\")"
 }
 
 // Initialize performs the handshake: initialize with the pinned protocol
 // version, check the answered version, then notifications/initialized.
-func (c *StdioClient) Initialize() (json.RawMessage, error) {
+func (c *stdioClient) Initialize() (json.RawMessage, error) {
 	var caps any = map[string]any{}
 	if c.o.Capabilities != nil {
 		caps = c.o.Capabilities
@@ -530,17 +530,17 @@ func serverError(method string, raw json.RawMessage) *ServerError {
 	return se
 }
 
-// MaxToolPages bounds tools/list pagination.
-const MaxToolPages = 1000
+// maxToolPages bounds tools/list pagination.
+const maxToolPages = 1000
 
 // ListTools follows nextCursor through every page of tools/list and returns
 // the raw tool definitions in server order.
-func (c *StdioClient) ListTools() ([]json.RawMessage, error) { return listTools(c) }
+func (c *stdioClient) ListTools() ([]json.RawMessage, error) { return listTools(c) }
 
 // CallTool calls a tool with the given arguments (a JSON object, or nil).
 // A JSON-RPC error is returned as the message, not as an error: it is a
 // recorded response.
-func (c *StdioClient) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
+func (c *stdioClient) CallTool(name string, args json.RawMessage) (*mcp.Message, error) {
 	return callTool(c, name, args)
 }
 
@@ -559,7 +559,7 @@ type Shutdown struct {
 // Close shuts the server down: close stdin, wait, SIGTERM the process group,
 // wait, SIGKILL; it keeps reading stdout and stderr until EOF, reaps the
 // process, and kills what is left of its process group.
-func (c *StdioClient) Close() Shutdown {
+func (c *stdioClient) Close() Shutdown {
 	var sd Shutdown
 	select {
 	case <-c.exited:
@@ -629,7 +629,7 @@ func (c *StdioClient) Close() Shutdown {
 	return sd
 }
 
-func (c *StdioClient) signal(sig syscall.Signal) {
+func (c *stdioClient) signal(sig syscall.Signal) {
 	name := "SIGTERM"
 	if sig == syscall.SIGKILL {
 		name = "SIGKILL"

@@ -39,7 +39,7 @@ func Survey(o LiveOptions) (*Surface, error) {
 	if o.Events == nil {
 		o.Events = io.Discard
 	}
-	l, err := OpenLive(o)
+	l, err := openLive(o)
 	if err != nil {
 		return nil, err
 	}
@@ -98,8 +98,8 @@ func (sf *Surface) list(l *Live, method, key, field string) ([]string, error) {
 	cursor := ""
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
-		if page >= MaxToolPages {
-			return out, exitcode.New(exitcode.Failure, fmt.Errorf("%s: more than %d pages", method, MaxToolPages), "")
+		if page >= maxToolPages {
+			return out, exitcode.New(exitcode.Failure, fmt.Errorf("%s: more than %d pages", method, maxToolPages), "")
 		}
 		params := json.RawMessage(`{}`)
 		if cursor != "" {

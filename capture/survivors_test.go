@@ -44,7 +44,7 @@ func TestNoSurvivorsOutsideTheGroup(t *testing.T) {
 			bin := lvBuildTestServer(t, "testdata/hostile/"+c.name)
 			var cas lockedBuffer
 			var evs bytes.Buffer
-			l, err := OpenLive(LiveOptions{Command: bin, Env: lvServerEnv(), Cassette: &cas, Events: &evs, Getenv: lvFrozenEnv,
+			l, err := openLive(LiveOptions{Command: bin, Env: lvServerEnv(), Cassette: &cas, Events: &evs, Getenv: lvFrozenEnv,
 				Timeout: 5 * time.Second, StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)

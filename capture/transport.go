@@ -27,15 +27,15 @@ type Transport interface {
 }
 
 var (
-	_ Transport = (*StdioClient)(nil)
-	_ Transport = (*HTTPClient)(nil)
+	_ Transport = (*stdioClient)(nil)
+	_ Transport = (*httpClient)(nil)
 )
 
 // Initialized implements Transport.
-func (c *StdioClient) Initialized() json.RawMessage { return c.InitializeResult }
+func (c *stdioClient) Initialized() json.RawMessage { return c.InitializeResult }
 
 // Initialized implements Transport.
-func (c *HTTPClient) Initialized() json.RawMessage { return c.InitializeResult }
+func (c *httpClient) Initialized() json.RawMessage { return c.InitializeResult }
 
 // start makes t the session's transport, runs the handshake and lists the
 // tools; on an error the session is closed and its log finished.

@@ -20,8 +20,8 @@ import (
 
 // Format and Version identify the cassette format in its header line.
 const (
-	Format  = "witness-cassette"
-	Version = 1
+	format  = "witness-cassette"
+	version = 1
 )
 
 // Dir is the direction of a wire record.
@@ -158,7 +158,7 @@ type pieceSum struct {
 // NewWriter writes the header h to w and returns a Writer. h.Format and h.V
 // are set by NewWriter. Env must hold names only.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	h.Format, h.V = Format, Version
+	h.Format, h.V = format, version
 	if h.Args == nil {
 		h.Args = []string{}
 	}
@@ -368,11 +368,11 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	if err := dec.Decode(&cr.h); err != nil {
 		return nil, cr.errf(fieldOf(err), "header: %v", err)
 	}
-	if cr.h.Format != Format {
-		return nil, cr.errf("format", "not a witness cassette: format is %q, want %q", cr.h.Format, Format)
+	if cr.h.Format != format {
+		return nil, cr.errf("format", "not a witness cassette: format is %q, want %q", cr.h.Format, format)
 	}
-	if cr.h.V != Version {
-		return nil, cr.errf("v", "unsupported cassette version %d (this witness reads %d)", cr.h.V, Version)
+	if cr.h.V != version {
+		return nil, cr.errf("v", "unsupported cassette version %d (this witness reads %d)", cr.h.V, version)
 	}
 	return cr, nil
 }

@@ -70,15 +70,15 @@ func RedactQuery(uri string, secret map[string]bool, hash func([]byte) string) (
 	return replaceQuery(uri, secret, false, func(v string) string { return hash([]byte(v)) })
 }
 
-// Masked is what MaskQuery puts in place of a credential query value.
-const Masked = "redacted"
+// masked is what MaskQuery puts in place of a credential query value.
+const masked = "redacted"
 
 // MaskQuery returns uri with every non-empty value of a query parameter
 // secret names, keyed hash or not, replaced by Masked: two request targets
 // that differ only in their credentials mask to the same text (replay
 // matches a live request on it against a recorded, hashed one).
 func MaskQuery(uri string, secret map[string]bool) string {
-	out, _ := replaceQuery(uri, secret, true, func(string) string { return Masked })
+	out, _ := replaceQuery(uri, secret, true, func(string) string { return masked })
 	return out
 }
 

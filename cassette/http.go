@@ -212,7 +212,7 @@ type HTTPWriter struct {
 // NewHTTPWriter writes the header h (Format and V are set here) and
 // returns the writer.
 func NewHTTPWriter(w io.Writer, h HTTPFileHeader) (*HTTPWriter, error) {
-	h.Format, h.V = HTTPFormat, Version
+	h.Format, h.V = HTTPFormat, version
 	if h.RedactedHeaders == nil {
 		h.RedactedHeaders = []string{}
 	}
@@ -373,10 +373,10 @@ func Kind(first []byte, name string) (string, error) {
 		return "", &ParseError{File: name, Line: 1, Err: fmt.Errorf("not a cassette header: %w", err)}
 	}
 	switch h.Format {
-	case Format, HTTPFormat:
+	case format, HTTPFormat:
 		return h.Format, nil
 	}
-	return "", &ParseError{File: name, Line: 1, Field: "format", Err: fmt.Errorf("not a witness cassette: format is %q, want %q or %q", h.Format, Format, HTTPFormat)}
+	return "", &ParseError{File: name, Line: 1, Field: "format", Err: fmt.Errorf("not a witness cassette: format is %q, want %q or %q", h.Format, format, HTTPFormat)}
 }
 
 // exchangeState is what an HTTP cassette reader knows of one exchange.
@@ -422,8 +422,8 @@ func NewHTTPReader(r io.Reader, name string) (*HTTPReader, error) {
 	if hr.h.Format != HTTPFormat {
 		return nil, lr.errf("format", "not an HTTP cassette: format is %q, want %q", hr.h.Format, HTTPFormat)
 	}
-	if hr.h.V != Version {
-		return nil, lr.errf("v", "unsupported cassette version %d (this witness reads %d)", hr.h.V, Version)
+	if hr.h.V != version {
+		return nil, lr.errf("v", "unsupported cassette version %d (this witness reads %d)", hr.h.V, version)
 	}
 	if hr.h.Mode == "" {
 		return nil, lr.errf("mode", "missing")

@@ -100,7 +100,7 @@ func TestHTTPCassetteKind(t *testing.T) {
 	if k, err := Kind(first, "c"); err != nil || k != HTTPFormat {
 		t.Errorf("http: %q %v", k, err)
 	}
-	if k, err := Kind([]byte(`{"format":"witness-cassette","v":1}`), "c"); err != nil || k != Format {
+	if k, err := Kind([]byte(`{"format":"witness-cassette","v":1}`), "c"); err != nil || k != format {
 		t.Errorf("stdio: %q %v", k, err)
 	}
 	if _, err := Kind([]byte(`{"format":"other"}`), "c"); err == nil || !strings.Contains(err.Error(), "c:1: $.format: not a witness cassette") {

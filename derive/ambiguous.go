@@ -11,9 +11,9 @@ import (
 	"unicode/utf8"
 )
 
-// NewAmbiguousLine describes line (read in direction dir) with its reasons
+// newAmbiguousLine describes line (read in direction dir) with its reasons
 // and the readings rd.
-func NewAmbiguousLine(dir string, line []byte, partial bool, reasons []string, rd mcp.Readings) *eventlog.AmbiguousLine {
+func newAmbiguousLine(dir string, line []byte, partial bool, reasons []string, rd mcp.Readings) *eventlog.AmbiguousLine {
 	sum := sha256.Sum256(line)
 	a := &eventlog.AmbiguousLine{Direction: dir, Bytes: len(line), SHA256: hex.EncodeToString(sum[:]), Partial: partial,
 		Reasons: append([]string{}, reasons...), ReadingsDropped: rd.Dropped}

@@ -368,8 +368,8 @@ func readInputLine(br *bufio.Reader) ([]byte, error) {
 	var out []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(out)+len(chunk) > MaxImportLine+1 {
-			return nil, fmt.Errorf("line longer than %d bytes", MaxImportLine)
+		if len(out)+len(chunk) > maxImportLine+1 {
+			return nil, fmt.Errorf("line longer than %d bytes", maxImportLine)
 		}
 		out = append(out, chunk...)
 		switch err {
@@ -436,7 +436,7 @@ func (a *appender) appendOne(raw []byte) (string, eventlog.Kind, string, error) 
 	case eventlog.KindMessage:
 		var cause string
 		if cause, err = a.resolve("cause", in.Cause, ""); err == nil {
-			id, err = a.rec.Message(MessageEvent{Message: *in.Message, Cause: cause, TS: in.TS})
+			id, err = a.rec.message(messageEvent{Message: *in.Message, Cause: cause, TS: in.TS})
 		}
 	}
 	if err != nil {

@@ -24,21 +24,21 @@ import (
 // saw on the wire that is not a JSON-RPC message it can pair.
 const (
 	MethodInvalidLine       = "witness/invalid-line"           // a server line that is not a JSON-RPC message
-	MethodLineTooLong       = "witness/line-too-long"          // a server line over the maximum line size
-	MethodUnmatchedResponse = eventlog.MethodUnmatchedResponse // a response whose id matches no pending request
-	// MethodOpenRequestsLimit: more requests of one direction are open
+	methodLineTooLong       = "witness/line-too-long"          // a server line over the maximum line size
+	methodUnmatchedResponse = eventlog.MethodUnmatchedResponse // a response whose id matches no pending request
+	// methodOpenRequestsLimit: more requests of one direction are open
 	// (sent, not answered) than the deriver tracks (MaxOpenRequests); the
 	// requests past the limit are still events, but their answers will
 	// not be paired
-	MethodOpenRequestsLimit  = "witness/open-requests-limit"
+	methodOpenRequestsLimit  = "witness/open-requests-limit"
 	maxBufferedBeforeHeader  = 4096
 	maxInvalidLineInEventLen = 4096
 )
 
-// MaxOpenRequests bounds the requests of one direction the deriver keeps
+// maxOpenRequests bounds the requests of one direction the deriver keeps
 // open for pairing, so that a flood of unanswered requests cannot grow its
 // memory without limit.
-const MaxOpenRequests = 4096
+const maxOpenRequests = 4096
 
 // Methods whose exchanges are not mcp_request/mcp_response events
 // (docs/design/mcp-surface.md, decision 2).
@@ -157,7 +157,7 @@ func NewDeriver(out io.Writer, h cassette.Header, o Options) *Deriver {
 	}
 	d := &Deriver{out: out, ch: h, o: o, pending: map[string]*pendingReq{}, spending: map[string]*pendingReq{},
 		progress: map[cassette.Dir]map[string]*pendingReq{cassette.C2S: {}, cassette.S2C: {}},
-		maxOpen:  MaxOpenRequests, atLimit: map[cassette.Dir]bool{}, untracked: map[string]int{},
+		maxOpen:  maxOpenRequests, atLimit: map[cassette.Dir]bool{}, untracked: map[string]int{},
 		toolNames: map[string]int{}, annots: map[string]json.RawMessage{}, longLine: map[cassette.Dir]bool{}}
 	d.server.Command, d.server.Args = h.Command, h.Args
 	if t, err := parseAnyTime(h.Started); err == nil {
@@ -248,7 +248,7 @@ func (d *Deriver) feed(r *cassette.Record) error {
 		if first && r.Dir == cassette.S2C {
 			payload, _ := json.Marshal(map[string]any{"offset": r.Off, "bytes_before_cut": len(r.Data)})
 			return d.do(func() error {
-				_, err := d.rec.Notification(NotificationEvent{Method: MethodLineTooLong, Params: json.RawMessage(payload), TS: ts, Wire: wire})
+				_, err := d.rec.notification(notificationEvent{Method: methodLineTooLong, Params: json.RawMessage(payload), TS: ts, Wire: wire})
 				return err
 			})
 		}
@@ -376,9 +376,9 @@ func (d *Deriver) ambiguous(r *cassette.Record, m *mcp.Message, perr error, ts s
 		// answered, ambiguously: the event below says how
 		_, answered = d.untrack(d.openOf(otherDir(r.Dir)), mcp.IDKey(m.ID))
 	}
-	a := NewAmbiguousLine(dirName(r.Dir), r.Data, r.Partial, reasons, rd)
+	a := newAmbiguousLine(dirName(r.Dir), r.Data, r.Partial, reasons, rd)
 	if err := d.do(func() error {
-		_, err := d.rec.Ambiguous(a, ts, wire)
+		_, err := d.rec.ambiguous(a, ts, wire)
 		return err
 	}); err != nil {
 		return err
@@ -406,7 +406,7 @@ func (d *Deriver) invalid(r *cassette.Record, perr error, ts string, wire *event
 	}
 	payload, _ := json.Marshal(p)
 	return d.do(func() error {
-		_, err := d.rec.Notification(NotificationEvent{Method: MethodInvalidLine, Params: json.RawMessage(payload), TS: ts, Wire: wire})
+		_, err := d.rec.notification(notificationEvent{Method: MethodInvalidLine, Params: json.RawMessage(payload), TS: ts, Wire: wire})
 		return err
 	})
 }
@@ -431,7 +431,7 @@ func (d *Deriver) track(p *pendingReq, ts string, wire *eventlog.WireRef) func()
 		d.atLimit[p.dir] = true
 		b, _ := json.Marshal(map[string]any{"direction": dirName(p.dir), "limit": d.maxOpen, "method": p.method, "id": p.id})
 		return func() error {
-			_, err := d.rec.Notification(NotificationEvent{Method: MethodOpenRequestsLimit, Direction: dirName(p.dir), Params: json.RawMessage(b), Wire: wire, TS: ts})
+			_, err := d.rec.notification(notificationEvent{Method: methodOpenRequestsLimit, Direction: dirName(p.dir), Params: json.RawMessage(b), Wire: wire, TS: ts})
 			return err
 		}
 	}
@@ -540,7 +540,7 @@ func (d *Deriver) request(w wireMsg) error {
 				During: one, DuringCandidates: cands, TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
 			return err
 		}
-		p.callID, err = d.rec.MCPRequest(MCPRequestEvent{Method: m.Method, RPCID: id, Direction: dirName(w.dir), Params: params,
+		p.callID, err = d.rec.mcpRequest(mcpRequestEvent{Method: m.Method, RPCID: id, Direction: dirName(w.dir), Params: params,
 			During: one, DuringCandidates: cands, TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
 		return err
 	})
@@ -571,7 +571,7 @@ func (d *Deriver) notification(w wireMsg) error {
 		if about != nil {
 			concerns = about.callID
 		}
-		_, err := d.rec.Notification(NotificationEvent{Method: m.Method, Params: rawOrNil(m.Params), Direction: dirName(w.dir), Concerns: concerns,
+		_, err := d.rec.notification(notificationEvent{Method: m.Method, Params: rawOrNil(m.Params), Direction: dirName(w.dir), Concerns: concerns,
 			TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
 		return err
 	})
@@ -641,7 +641,7 @@ func (d *Deriver) unmatched(w wireMsg) error {
 	b, _ := json.Marshal(payload)
 	nums := mcp.NumbersUnder(m.Numbers, "$")
 	return d.do(func() error {
-		_, err := d.rec.Notification(NotificationEvent{Method: MethodUnmatchedResponse, Params: json.RawMessage(b), Direction: dirName(w.dir),
+		_, err := d.rec.notification(notificationEvent{Method: methodUnmatchedResponse, Params: json.RawMessage(b), Direction: dirName(w.dir),
 			TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
 		return err
 	})
@@ -660,16 +660,16 @@ func (d *Deriver) answer(w wireMsg, p *pendingReq) error {
 	}
 	return d.do(func() error {
 		var err error
-		in := MCPResponseEvent{Method: p.method, Call: p.callID, RPCID: id, Direction: dirName(w.dir), Result: result, RPCError: rpcErr,
+		in := mcpResponseEvent{Method: p.method, Call: p.callID, RPCID: id, Direction: dirName(w.dir), Result: result, RPCError: rpcErr,
 			TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted}
 		switch {
 		case p.dir == cassette.S2C && p.method == methodSampling:
 			_, err = d.rec.ModelOutput(ModelOutputEvent{Content: result, Input: p.callID, Method: p.method, RPCID: id, Direction: in.Direction,
 				RPCError: rpcErr, TS: w.ts, Wire: w.wire, Numbers: nums, WireRedacted: w.redacted})
 		case p.dir == cassette.S2C && p.method == methodElicitation:
-			_, err = d.rec.UserInput(in)
+			_, err = d.rec.userInput(in)
 		default:
-			_, err = d.rec.MCPResponse(in)
+			_, err = d.rec.mcpResponse(in)
 		}
 		return err
 	})
@@ -817,7 +817,7 @@ func (d *Deriver) Note(method string, params any) error {
 		ts = d.ch.Started
 	}
 	if err := d.do(func() error {
-		_, err := d.rec.Notification(NotificationEvent{Method: method, Params: params, TS: ts})
+		_, err := d.rec.notification(notificationEvent{Method: method, Params: params, TS: ts})
 		return err
 	}); err != nil {
 		d.err = err

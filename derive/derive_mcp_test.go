@@ -451,9 +451,9 @@ func TestDeriveMCPRedacted(t *testing.T) {
 	w, err := eventlog.StartLog(&buf, &eventlog.Header{}, frozenTS, "")
 	must(t, err)
 	rec := NewRecorder(w, RecorderOptions{Clock: func() string { return frozenTS }, Redactor: red})
-	_, err = rec.MCPRequest(MCPRequestEvent{Method: "resources/read", Direction: eventlog.DirC2S, Params: map[string]string{"uri": s1}})
+	_, err = rec.mcpRequest(mcpRequestEvent{Method: "resources/read", Direction: eventlog.DirC2S, Params: map[string]string{"uri": s1}})
 	must(t, err)
-	_, err = rec.UserInput(MCPResponseEvent{Method: "elicitation/create", Direction: eventlog.DirC2S, Result: map[string]any{"content": map[string]string{"password": s2}}})
+	_, err = rec.userInput(mcpResponseEvent{Method: "elicitation/create", Direction: eventlog.DirC2S, Result: map[string]any{"content": map[string]string{"password": s2}}})
 	must(t, err)
 	if bytes.Contains(buf.Bytes(), []byte(s1)) || bytes.Contains(buf.Bytes(), []byte(s2)) {
 		t.Fatalf("recorder wrote a secret:\n%s", buf.Bytes())
@@ -483,7 +483,7 @@ func TestDeriveOpenRequestLimit(t *testing.T) {
 	var limitDirs []string
 	for _, e := range evs {
 		switch {
-		case e.Method == MethodOpenRequestsLimit:
+		case e.Method == methodOpenRequestsLimit:
 			notes++
 			limitDirs = append(limitDirs, e.Direction)
 		case e.Kind == eventlog.KindMCPRequest && e.Method == "ping":

@@ -41,7 +41,7 @@ func sampleLog(t testing.TB, signers ...eventlog.Signer) []byte {
 	must(t, err)
 	_, err = rec.ExternalEffect(ExternalEffectEvent{Tool: "read_file", Effect: eventlog.Effect{Op: "read", Target: "/data/x", Reason: "test"}})
 	must(t, err)
-	_, err = rec.Message(MessageEvent{Message: eventlog.Message{Direction: "outgoing", Conversation: "c1", Sender: "a", Text: "hello", Operation: "direct"}, Cause: resp})
+	_, err = rec.message(messageEvent{Message: eventlog.Message{Direction: "outgoing", Conversation: "c1", Sender: "a", Text: "hello", Operation: "direct"}, Cause: resp})
 	must(t, err)
 	_ = call
 	if err := eventlog.Finish(w, signers, frozenTS); err != nil {

@@ -19,12 +19,12 @@ const ImportFormatATW010 = "atw-0.1.0"
 
 // Legacy formats recorded in Event.Legacy.Format.
 const (
-	LegacyATWEvents   = "atw-0.1.0-events"
+	legacyATWEvents   = "atw-0.1.0-events"
 	LegacyATWCassette = "atw-0.1.0-cassette"
 )
 
-// MaxImportLine is the longest line import accepts.
-const MaxImportLine = 16 << 20
+// maxImportLine is the longest line import accepts.
+const maxImportLine = 16 << 20
 
 // ImportOptions control an import.
 type ImportOptions struct {
@@ -94,7 +94,7 @@ func detectATW(raw []byte) (string, bool) {
 	_, hasType := keys["type"]
 	switch {
 	case hasType && hasHash:
-		return LegacyATWEvents, true
+		return legacyATWEvents, true
 	case hasType && hasPayload:
 		return LegacyATWCassette, true
 	}
@@ -337,8 +337,8 @@ func (s *lineScanner) next() ([]byte, error) {
 		var out []byte
 		for {
 			chunk, err := s.br.ReadSlice('\n')
-			if len(out)+len(chunk) > MaxImportLine+1 {
-				return nil, importErr(s.name, s.line+1, "", "line longer than %d bytes", MaxImportLine)
+			if len(out)+len(chunk) > maxImportLine+1 {
+				return nil, importErr(s.name, s.line+1, "", "line longer than %d bytes", maxImportLine)
 			}
 			out = append(out, chunk...)
 			if err == bufio.ErrBufferFull {
@@ -455,7 +455,7 @@ func openATW(r io.Reader, o ImportOptions) (*atwImport, *atwLine, error) {
 
 // parse reads one line in the import's format.
 func (im *atwImport) parse(raw []byte, line int64) (*atwLine, error) {
-	if im.format == LegacyATWEvents {
+	if im.format == legacyATWEvents {
 		return parseATWLogLine(raw, im.name, line)
 	}
 	return parseATWCassetteLine(raw, im.name, line, im.o.TS)
@@ -482,7 +482,7 @@ func (im *atwImport) next() (*atwLine, error) {
 // an event log, takes the seal digest from the first line's seal_ref.
 func atwHeader(format, name string, l1 *atwLine, red *Redactor) *eventlog.Header {
 	h := &eventlog.Header{ImportedFrom: ImportFormatATW010, Pairing: eventlog.PairingEarliestOpenSameTool}
-	if format == LegacyATWEvents {
+	if format == legacyATWEvents {
 		h.Seal = &eventlog.SealRef{Digest: l1.sealRef}
 		h.Notes = []string{
 			fmt.Sprintf("imported from %s, an agent-trace-witness 0.1.0 event log", name),
@@ -510,7 +510,7 @@ func atwHeader(format, name string, l1 *atwLine, red *Redactor) *eventlog.Header
 func (im *atwImport) event(cur *atwLine) (*eventlog.Event, error) {
 	e := &eventlog.Event{Kind: cur.kind, TS: cur.ts, Source: eventlog.SourceImported, Tool: cur.tool, Role: cur.role,
 		Legacy: &eventlog.Legacy{Format: im.format, Line: cur.line, Unsealed: cur.unseal}, IsError: cur.isError, Effect: cur.effect}
-	if im.format == LegacyATWEvents {
+	if im.format == legacyATWEvents {
 		e.PayloadSHA256 = cur.hash
 		if cur.sealRef != im.header.Seal.Digest {
 			e.Legacy.SealRef = cur.sealRef

@@ -43,7 +43,7 @@ func decodeAll(t *testing.T, data []byte) []*eventlog.Event {
 
 func TestImportHansardPairsByTool(t *testing.T) {
 	out, rep := importFile(t, "hansard_scenario_1.jsonl", goodSigner)
-	if rep.Format != LegacyATWEvents || rep.Events != 6 || rep.Paired != 3 || len(rep.Orphans) != 0 {
+	if rep.Format != legacyATWEvents || rep.Events != 6 || rep.Paired != 3 || len(rep.Orphans) != 0 {
 		t.Fatalf("report %+v", rep)
 	}
 	evs := decodeAll(t, out)

@@ -58,9 +58,6 @@ func NewRecorder(w *eventlog.Writer, o RecorderOptions) *Recorder {
 		open: map[string]openCall{}, lastByTool: map[string]string{}, toolOf: map[string]string{}}
 }
 
-// Writer returns the chain Writer the recorder writes through.
-func (r *Recorder) Writer() *eventlog.Writer { return r.w }
-
 // ToolCallEvent is an outgoing tool call (choke point a).
 type ToolCallEvent struct {
 	Tool      string
@@ -136,9 +133,9 @@ type ModelOutputEvent struct {
 	WireRedacted bool
 }
 
-// MCPRequestEvent is a JSON-RPC request other than tools/call and
+// mcpRequestEvent is a JSON-RPC request other than tools/call and
 // sampling/createMessage, in either direction (kind mcp_request).
-type MCPRequestEvent struct {
+type mcpRequestEvent struct {
 	Method    string
 	RPCID     json.RawMessage
 	Direction string // eventlog.DirC2S or eventlog.DirS2C
@@ -154,9 +151,9 @@ type MCPRequestEvent struct {
 	WireRedacted     bool
 }
 
-// MCPResponseEvent is the answer to an mcp_request (kind mcp_response), or
+// mcpResponseEvent is the answer to an mcp_request (kind mcp_response), or
 // to an elicitation/create request (kind user_input, Recorder.UserInput).
-type MCPResponseEvent struct {
+type mcpResponseEvent struct {
 	Method       string // the request's method
 	Call         string // id of the mcp_request it answers
 	RPCID        json.RawMessage
@@ -181,8 +178,8 @@ type ExternalEffectEvent struct {
 	Wire   *eventlog.WireRef
 }
 
-// MessageEvent is an application message between agents (firewall).
-type MessageEvent struct {
+// messageEvent is an application message between agents (firewall).
+type messageEvent struct {
 	Message eventlog.Message
 	Cause   string
 	Payload any
@@ -190,9 +187,9 @@ type MessageEvent struct {
 	Source  eventlog.Source
 }
 
-// NotificationEvent is a JSON-RPC notification in either direction, or a
+// notificationEvent is a JSON-RPC notification in either direction, or a
 // witness observation of the wire (witness/...).
-type NotificationEvent struct {
+type notificationEvent struct {
 	Method       string
 	Params       any
 	RPCID        json.RawMessage // only in logs of older witnesses (server requests)
@@ -310,9 +307,9 @@ func (r *Recorder) ModelOutput(in ModelOutputEvent) (string, error) {
 	return r.write(e, in.TS, in.Source, in.Content)
 }
 
-// MCPRequest records a JSON-RPC request other than tools/call and
+// mcpRequest records a JSON-RPC request other than tools/call and
 // sampling/createMessage and returns its id.
-func (r *Recorder) MCPRequest(in MCPRequestEvent) (string, error) {
+func (r *Recorder) mcpRequest(in mcpRequestEvent) (string, error) {
 	if in.Method == "" {
 		return "", errors.New("record mcp_request: method is empty")
 	}
@@ -327,9 +324,9 @@ func (r *Recorder) MCPRequest(in MCPRequestEvent) (string, error) {
 	return r.write(e, in.TS, in.Source, params)
 }
 
-// MCPResponse records the answer to an mcp_request and returns its id. A
+// mcpResponse records the answer to an mcp_request and returns its id. A
 // JSON-RPC error is marked rpc_error and is_error.
-func (r *Recorder) MCPResponse(in MCPResponseEvent) (string, error) {
+func (r *Recorder) mcpResponse(in mcpResponseEvent) (string, error) {
 	e := r.answer(eventlog.KindMCPResponse, in)
 	if in.RPCError {
 		t := true
@@ -340,16 +337,16 @@ func (r *Recorder) MCPResponse(in MCPResponseEvent) (string, error) {
 	return r.write(e, in.TS, in.Source, in.Result)
 }
 
-// UserInput records the host's answer to an elicitation/create request
+// userInput records the host's answer to an elicitation/create request
 // (what the user answered) and returns its id.
-func (r *Recorder) UserInput(in MCPResponseEvent) (string, error) {
+func (r *Recorder) userInput(in mcpResponseEvent) (string, error) {
 	e := r.answer(eventlog.KindUserInput, in)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.write(e, in.TS, in.Source, in.Result)
 }
 
-func (r *Recorder) answer(k eventlog.Kind, in MCPResponseEvent) *eventlog.Event {
+func (r *Recorder) answer(k eventlog.Kind, in mcpResponseEvent) *eventlog.Event {
 	return &eventlog.Event{Kind: k, Method: in.Method, Call: in.Call, RPCID: rpcID(in.RPCID), Direction: in.Direction,
 		RPCError: in.RPCError, Wire: in.Wire, Numbers: in.Numbers, Redacted: in.WireRedacted}
 }
@@ -377,16 +374,16 @@ func (r *Recorder) ExternalEffect(in ExternalEffectEvent) (string, error) {
 	return r.write(&eventlog.Event{Kind: eventlog.KindExternalEffect, Tool: in.Tool, Call: call, Effect: &eff, Wire: in.Wire}, in.TS, in.Source, in.Detail)
 }
 
-// Message records an application message between agents and returns its id.
-func (r *Recorder) Message(in MessageEvent) (string, error) {
+// message records an application message between agents and returns its id.
+func (r *Recorder) message(in messageEvent) (string, error) {
 	m := in.Message
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.write(&eventlog.Event{Kind: eventlog.KindMessage, Message: &m, Cause: in.Cause}, in.TS, in.Source, in.Payload)
 }
 
-// Notification records a server notification (or server request) and returns its id.
-func (r *Recorder) Notification(in NotificationEvent) (string, error) {
+// notification records a server notification (or server request) and returns its id.
+func (r *Recorder) notification(in notificationEvent) (string, error) {
 	if in.Method == "" {
 		return "", errors.New("record notification: method is empty")
 	}
@@ -397,9 +394,9 @@ func (r *Recorder) Notification(in NotificationEvent) (string, error) {
 	return r.write(e, in.TS, in.Source, in.Params)
 }
 
-// Ambiguous records a wire line that has no single reading and returns the
+// ambiguous records a wire line that has no single reading and returns the
 // event's id.
-func (r *Recorder) Ambiguous(a *eventlog.AmbiguousLine, ts string, wire *eventlog.WireRef) (string, error) {
+func (r *Recorder) ambiguous(a *eventlog.AmbiguousLine, ts string, wire *eventlog.WireRef) (string, error) {
 	if a == nil {
 		return "", errors.New("record ambiguous: no line")
 	}
@@ -418,8 +415,8 @@ func (r *Recorder) Finish(o eventlog.EndOptions) error {
 	return eventlog.FinishWith(r.w, o)
 }
 
-// OpenCalls returns the ids of calls that have no response yet, in no order.
-func (r *Recorder) OpenCalls() []string {
+// openCalls returns the ids of calls that have no response yet, in no order.
+func (r *Recorder) openCalls() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]string, 0, len(r.open))

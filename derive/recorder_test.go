@@ -40,8 +40,8 @@ func TestRecorderPairsByExactID(t *testing.T) {
 	if byID[orphan].Call != "" {
 		t.Errorf("a second answer to id 0 was paired with %s", byID[orphan].Call)
 	}
-	if len(rec.OpenCalls()) != 0 {
-		t.Errorf("open calls %v", rec.OpenCalls())
+	if len(rec.openCalls()) != 0 {
+		t.Errorf("open calls %v", rec.openCalls())
 	}
 	if _, err := eventlog.VerifyLog(bytes.NewReader(buf.Bytes()), "x", eventlog.VerifyLogOptions{AllowUnsigned: true}); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestRecorderValidation(t *testing.T) {
 	if _, err := rec.ExternalEffect(ExternalEffectEvent{Tool: "x"}); err == nil {
 		t.Error("effect without op")
 	}
-	if _, err := rec.Notification(NotificationEvent{}); err == nil {
+	if _, err := rec.notification(notificationEvent{}); err == nil {
 		t.Error("notification without method")
 	}
 	if _, err := rec.ModelInput(ModelInputEvent{Content: json.RawMessage(`{bad`)}); err == nil {

@@ -67,9 +67,9 @@ func ParseRedactRule(s string) (RedactRule, error) {
 	return RedactRule{}, fmt.Errorf("rule %q is neither a JSON path (\"$.a.b\", \"$..key\") nor a regular expression (\"re:...\")", s)
 }
 
-// ParseRedactRules parses a rules file: one rule per line; blank lines and
+// parseRedactRules parses a rules file: one rule per line; blank lines and
 // lines starting with # are ignored. Errors name the file and line.
-func ParseRedactRules(data []byte, name string) ([]RedactRule, error) {
+func parseRedactRules(data []byte, name string) ([]RedactRule, error) {
 	var rules []RedactRule
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -137,7 +137,7 @@ func LoadRedactor(o RedactOptions) (*Redactor, error) {
 		if err != nil {
 			return nil, exitcode.Input("read redaction rules", err, "check the path given to --redact-rules")
 		}
-		rs, err := ParseRedactRules(data, o.RulesFile)
+		rs, err := parseRedactRules(data, o.RulesFile)
 		if err != nil {
 			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("redaction rules %w", err), "see docs/formats/events.md, section redaction, for the rule syntax")
 		}

@@ -109,7 +109,7 @@ func TestRedactRegexAndLines(t *testing.T) {
 
 func TestRedactRulesParse(t *testing.T) {
 	good := "# comment\n\n$.a.b\n$..password\n$['odd key'][0]\nre:(?i)bearer [a-z0-9]+\n$.a[*]\n"
-	rs, err := ParseRedactRules([]byte(good), "rules.txt")
+	rs, err := parseRedactRules([]byte(good), "rules.txt")
 	must(t, err)
 	if len(rs) != 5 {
 		t.Fatalf("%d rules", len(rs))
@@ -124,7 +124,7 @@ func TestRedactRulesParse(t *testing.T) {
 		{"$.a[0\n", "unclosed"},
 		{"$a\n", "unexpected"},
 	} {
-		_, err := ParseRedactRules([]byte(c.in), "rules.txt")
+		_, err := parseRedactRules([]byte(c.in), "rules.txt")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.in, err, c.want)
 		}
@@ -171,7 +171,7 @@ func FuzzRedactRules(f *testing.F) {
 	f.Add("$['k'][0]\n$.a[*]\n# c\n", `{"k":["v"],"a":[1,2]}`)
 	f.Add("re:(\n", "not json sk-a")
 	f.Fuzz(func(t *testing.T, rules, value string) {
-		rs, err := ParseRedactRules([]byte(rules), "fuzz")
+		rs, err := parseRedactRules([]byte(rules), "fuzz")
 		if err != nil {
 			return
 		}

@@ -50,7 +50,7 @@ func Read(r io.Reader, name string) (*Report, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			var long *lineTooLong
 			if errors.As(err, &long) {
-				return nil, invalid(&jsontree.Error{File: name, Line: lineNo + 1, Msg: fmt.Sprintf("a line longer than %d bytes", MaxLine)})
+				return nil, invalid(&jsontree.Error{File: name, Line: lineNo + 1, Msg: fmt.Sprintf("a line longer than %d bytes", maxLine)})
 			}
 			return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read report %s: %w", name, err), "")
 		}
@@ -123,17 +123,17 @@ func (rep *Report) header(line []byte) error {
 		}
 		return notReport("")
 	}
-	if f.Str != Format {
+	if f.Str != format {
 		return notReport(f.Str)
 	}
 	var perr error
 	o := jsontree.NewObjectReader(name, "", v, &perr)
 	o.String("format", true)
-	if ver := o.Int("v", true); perr == nil && ver != Version {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("%s: drift report version %d, this witness reads version %d", name, ver, Version), "use the witness that wrote it")
+	if ver := o.Int("v", true); perr == nil && ver != version {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("%s: drift report version %d, this witness reads version %d", name, ver, version), "use the witness that wrote it")
 	}
 	h := &rep.Header
-	h.Format, h.V = Format, Version
+	h.Format, h.V = format, version
 	if c := o.Object("cassette", true); c != nil {
 		h.Cassette.Name = c.String("name", true)
 		h.Cassette.SHA256 = c.String("sha256", false)
@@ -212,7 +212,7 @@ func readEntry(o *jsontree.ObjectReader) Entry {
 	var e Entry
 	e.N = int(o.Int("n", true))
 	e.Status = Status(o.String("status", true))
-	if !oneOf(e.Status, Statuses) && o.Has("status") {
+	if !oneOf(e.Status, statuses) && o.Has("status") {
 		o.Fail("status", fmt.Sprintf("unknown status %q", e.Status))
 	}
 	e.Kind = Kind(o.String("kind", true))
@@ -302,7 +302,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		buf = append(buf, frag...)
-		if len(buf) > MaxLine+1 {
+		if len(buf) > maxLine+1 {
 			return nil, &lineTooLong{}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {

@@ -16,8 +16,8 @@ import (
 
 // Format and Version name the report format in its header line.
 const (
-	Format  = "witness-drift-report"
-	Version = 1
+	format  = "witness-drift-report"
+	version = 1
 )
 
 // Limits of what one entry carries, so that every report line stays small
@@ -25,10 +25,10 @@ const (
 // at MaxDiff bytes (both at a UTF-8 boundary, marked as cut).
 const (
 	MaxPreview = 160
-	MaxDiff    = 32 << 10
-	// MaxLine bounds a report line on reading; Writer never writes a
+	maxDiff    = 32 << 10
+	// maxLine bounds a report line on reading; Writer never writes a
 	// longer one.
-	MaxLine = 1 << 20
+	maxLine = 1 << 20
 )
 
 // Status is what became of one recorded request, incoming request or host
@@ -53,8 +53,8 @@ const (
 	AnswerDiffered Status = "answer_differed"
 )
 
-// Statuses lists every status, in the order counts are shown.
-var Statuses = []Status{Matched, Missed, NeverAsked, AnswerDiffered}
+// statuses lists every status, in the order counts are shown.
+var statuses = []Status{Matched, Missed, NeverAsked, AnswerDiffered}
 
 // Kind says what an entry is about.
 type Kind string
@@ -187,21 +187,6 @@ func (c Counts) String() string {
 	return fmt.Sprintf("%d matched, %d missed, %d never_asked, %d answer_differed", c.Matched, c.Missed, c.NeverAsked, c.AnswerDiffered)
 }
 
-// Of returns the count of status s.
-func (c Counts) Of(s Status) int {
-	switch s {
-	case Matched:
-		return c.Matched
-	case Missed:
-		return c.Missed
-	case NeverAsked:
-		return c.NeverAsked
-	case AnswerDiffered:
-		return c.AnswerDiffered
-	}
-	return 0
-}
-
 // Writer writes a report as it happens: each record is one line handed to
 // the underlying writer in one Write call, so a process killed between two
 // records leaves whole lines (and at worst no end record). It is safe for
@@ -220,7 +205,7 @@ type Writer struct {
 // NewWriter writes the header h (Format and V are filled in) to w and
 // returns a Writer for the entries.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	h.Format, h.V = Format, Version
+	h.Format, h.V = format, version
 	rw := &Writer{w: w}
 	rw.line(h)
 	return rw, rw.err
@@ -255,10 +240,10 @@ func (w *Writer) Entry(e Entry) error {
 			m.Preview = Cut(m.Preview, MaxPreview)
 		}
 	}
-	e.Diff = Cut(e.Diff, MaxDiff)
-	e.RecordedAnswer = Cut(e.RecordedAnswer, MaxDiff/4)
-	e.HostAnswer = Cut(e.HostAnswer, MaxDiff/4)
-	e.Reason = Cut(e.Reason, MaxDiff/4)
+	e.Diff = Cut(e.Diff, maxDiff)
+	e.RecordedAnswer = Cut(e.RecordedAnswer, maxDiff/4)
+	e.HostAnswer = Cut(e.HostAnswer, maxDiff/4)
+	e.Reason = Cut(e.Reason, maxDiff/4)
 	w.counts.add(e.Status)
 	w.line(struct {
 		Record string `json:"record"`
@@ -283,7 +268,7 @@ func (w *Writer) Close(e End) error {
 	}
 	w.ended = true
 	e.Entries, e.Counts = w.n, w.counts
-	e.Error = Cut(e.Error, MaxDiff/4)
+	e.Error = Cut(e.Error, maxDiff/4)
 	w.line(struct {
 		Record string `json:"record"`
 		End

@@ -23,9 +23,9 @@ type Outcome string
 
 // The outcomes of a case.
 const (
-	Pass    Outcome = "pass"
-	Fail    Outcome = "fail"
-	Skipped Outcome = "skipped" // never_asked with AllowUnused
+	pass    Outcome = "pass"
+	fail    Outcome = "fail"
+	skipped Outcome = "skipped" // never_asked with AllowUnused
 )
 
 // Case is one verdict: an entry, or the check that a report is complete.
@@ -68,20 +68,20 @@ func Judge(reports []*Report, o Options) *Verdict {
 func judge(r *Report, o Options) *ReportVerdict {
 	rv := &ReportVerdict{Report: r}
 	add := func(c Case) {
-		if c.Outcome == Fail {
+		if c.Outcome == fail {
 			rv.Drift = true
 		}
 		rv.Cases = append(rv.Cases, c)
 	}
-	complete := Case{Name: "serve stopped cleanly and wrote its whole report", Outcome: Pass, Type: "complete_report"}
+	complete := Case{Name: "serve stopped cleanly and wrote its whole report", Outcome: pass, Type: "complete_report"}
 	switch {
 	case r.End == nil:
-		complete.Outcome, complete.Type = Fail, "incomplete_report"
+		complete.Outcome, complete.Type = fail, "incomplete_report"
 		complete.Message = "incomplete report: " + r.Cut
 		complete.Text = "A report without its end record does not show what the run did not ask for. " +
 			"Let the host stop serve by closing its input or with SIGTERM, not SIGKILL."
 	case r.End.Stop == StopFailed:
-		complete.Outcome, complete.Type = Fail, "serve_failed"
+		complete.Outcome, complete.Type = fail, "serve_failed"
 		complete.Message = "serve could not start: " + r.End.Error
 	default:
 		complete.Message = "stopped: " + stopText(r.End)
@@ -110,7 +110,7 @@ func stopText(e *End) string {
 }
 
 func entryCase(e Entry, o Options) Case {
-	c := Case{Type: string(e.Status), Outcome: Fail}
+	c := Case{Type: string(e.Status), Outcome: fail}
 	var text []string
 	switch e.Kind {
 	case KindRequest:
@@ -129,10 +129,10 @@ func entryCase(e Entry, o Options) Case {
 	}
 	switch e.Status {
 	case Matched:
-		c.Outcome = Pass
+		c.Outcome = pass
 	case NeverAsked:
 		if o.AllowUnused {
-			c.Outcome = Skipped
+			c.Outcome = skipped
 		}
 	}
 	c.Message = e.Reason
@@ -152,7 +152,7 @@ func entryCase(e Entry, o Options) Case {
 		}
 		text = append(text, s)
 	}
-	if c.Outcome != Pass {
+	if c.Outcome != pass {
 		msg("recorded", e.Recorded)
 		msg("incoming", e.Incoming)
 		msg("nearest recorded request", e.Nearest)
@@ -189,7 +189,7 @@ func (v *Verdict) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%s (cassette %s): %s: %d matched, %d missed, %d never asked, %d host answers differed\n",
 			r.File, r.Header.Cassette.Name, state, counts.Matched, counts.Missed, counts.NeverAsked, counts.AnswerDiffered)
 		for _, c := range rv.Cases {
-			if c.Outcome != Fail {
+			if c.Outcome != fail {
 				continue
 			}
 			fmt.Fprintf(&b, "  FAIL %s: %s\n", c.Name, c.Message)
@@ -231,10 +231,10 @@ func (v *Verdict) WriteJUnit(w io.Writer) error {
 		for _, c := range rv.Cases {
 			jc := junit.Case{Name: c.Name, Classname: class}
 			switch c.Outcome {
-			case Fail:
+			case fail:
 				jc.Failure = &junit.Message{Message: c.Message, Type: c.Type, Text: c.Text}
 				s.Failures++
-			case Skipped:
+			case skipped:
 				jc.Skipped = &junit.Message{Message: "never asked; allowed by --allow-unused", Type: c.Type}
 				s.Skipped++
 			}

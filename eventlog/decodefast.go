@@ -804,7 +804,7 @@ func (l *FastReader) DecodeLine(line []byte, num int64, partial bool) (*Event, e
 		if partial {
 			pe.Err = fmt.Errorf("%w: %w", ErrCutOff, pe.Err)
 		}
-		pe.Locate(l.name, num)
+		pe.locate(l.name, num)
 		return nil, pe
 	}
 	return e, nil
@@ -821,12 +821,12 @@ func (l *FastReader) readLine() ([]byte, error) {
 	l.partial = false
 	for {
 		chunk, err := l.br.ReadSlice('\n')
-		if len(l.buf)+len(chunk) > MaxLineBytes+1 {
+		if len(l.buf)+len(chunk) > maxLineBytes+1 {
 			for err == bufio.ErrBufferFull {
 				_, err = l.br.ReadSlice('\n')
 			}
 			l.line++
-			return nil, &ParseError{File: l.name, Line: l.line, Err: fmt.Errorf("%w (%d bytes)", ErrLineTooLong, MaxLineBytes)}
+			return nil, &ParseError{File: l.name, Line: l.line, Err: fmt.Errorf("%w (%d bytes)", errLineTooLong, maxLineBytes)}
 		}
 		switch err {
 		case nil:

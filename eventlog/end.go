@@ -56,7 +56,7 @@ func FinishWith(w *Writer, o EndOptions) error {
 		Prev:    w.head,
 		End:     &End{Count: w.seq, Head: w.head, Reason: o.Reason, Failure: o.Failure},
 	}
-	msg, err := EndMessage(e)
+	msg, err := endMessage(e)
 	if err != nil {
 		return fmt.Errorf("finish log: %w", err)
 	}
@@ -73,11 +73,11 @@ func FinishWith(w *Writer, o EndOptions) error {
 	return nil
 }
 
-// EndMessage returns the bytes a session_end's signatures sign: the
+// endMessage returns the bytes a session_end's signatures sign: the
 // canonical JSON of the whole line without End.Signatures. It holds the
 // count, the chain head and the session id, and covers every other byte of
 // the line too.
-func EndMessage(e *Event) ([]byte, error) {
+func endMessage(e *Event) ([]byte, error) {
 	if e.Kind != KindSessionEnd || e.End == nil {
 		return nil, errors.New("end message: not a session_end event")
 	}

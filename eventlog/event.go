@@ -60,8 +60,8 @@ const (
 	SourceImported Source = "imported" // converted from another tool's log (atw-0.1.0)
 )
 
-// GenesisPrev is the "prev" value of the first line of a log.
-const GenesisPrev = "0000000000000000000000000000000000000000000000000000000000000000"
+// genesisPrev is the "prev" value of the first line of a log.
+const genesisPrev = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // Event is one line of the event log. Every line carries the common envelope
 // (v, seq, id, session, kind, ts, source, prev); the other fields depend on the

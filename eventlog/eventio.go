@@ -17,8 +17,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
-// MaxLineBytes is the largest event line a Reader accepts by default.
-const MaxLineBytes = 64 << 20
+// maxLineBytes is the largest event line a Reader accepts by default.
+const maxLineBytes = 64 << 20
 
 // ParseError reports a bad line in an event log, naming file, line and field.
 type ParseError struct {
@@ -76,7 +76,7 @@ type Writer struct {
 
 // NewWriter starts a new log on w for the given session id.
 func NewWriter(w io.Writer, session string) *Writer {
-	return &Writer{w: w, session: session, head: GenesisPrev}
+	return &Writer{w: w, session: session, head: genesisPrev}
 }
 
 // ResumeWriter continues a log whose last line had sequence number lastSeq and
@@ -153,7 +153,7 @@ type Reader struct {
 
 // NewReader reads the log r; name is used in error messages.
 func NewReader(r io.Reader, name string) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name, max: MaxLineBytes}
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name, max: maxLineBytes}
 }
 
 // SetMaxLine changes the largest accepted line.
@@ -170,8 +170,8 @@ func (r *Reader) Raw() []byte { return r.raw }
 // (a cut-off tail).
 func (r *Reader) Partial() bool { return r.partial }
 
-// ErrLineTooLong is wrapped by the ParseError returned for an over-long line.
-var ErrLineTooLong = errors.New("line exceeds the maximum line size")
+// errLineTooLong is wrapped by the ParseError returned for an over-long line.
+var errLineTooLong = errors.New("line exceeds the maximum line size")
 
 // Next returns the next event, or io.EOF at the end. A line that is not a
 // valid event yields a *ParseError; reading may continue after it.
@@ -199,7 +199,7 @@ func (r *Reader) Next() (*Event, error) {
 		ev, perr = DecodeEvent(line)
 	}
 	if perr != nil {
-		perr.Locate(r.name, r.line)
+		perr.locate(r.name, r.line)
 		return nil, perr
 	}
 	return ev, nil
@@ -216,7 +216,7 @@ func (r *Reader) readLine() ([]byte, error) {
 				_, err = r.br.ReadSlice('\n')
 			}
 			r.line++
-			return nil, &ParseError{File: r.name, Line: r.line, Err: fmt.Errorf("%w (%d bytes)", ErrLineTooLong, r.max)}
+			return nil, &ParseError{File: r.name, Line: r.line, Err: fmt.Errorf("%w (%d bytes)", errLineTooLong, r.max)}
 		}
 		out = append(out, chunk...)
 		switch err {
@@ -236,9 +236,9 @@ func (r *Reader) readLine() ([]byte, error) {
 	}
 }
 
-// Locate names the file and line of e (a line of an event log); a nesting
+// locate names the file and line of e (a line of an event log); a nesting
 // error is placed there too, with its column.
-func (e *ParseError) Locate(file string, line int64) {
+func (e *ParseError) locate(file string, line int64) {
 	e.File, e.Line = file, line
 	if le, ok := e.Err.(*jsonlimit.Error); ok {
 		e.Err = le.In(file, line)

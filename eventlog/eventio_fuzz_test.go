@@ -11,7 +11,7 @@ func FuzzDecodeEvent(f *testing.F) {
 	for _, l := range lines(sampleLog(f, goodSigner)) {
 		f.Add(bytes.TrimSuffix(l, []byte("\n")))
 	}
-	f.Add([]byte(`{"v":1,"seq":0,"id":"e0","session":"s","kind":"tool_call","ts":"t","source":"observed","prev":"` + GenesisPrev + `","rpc_id":"x"}`))
+	f.Add([]byte(`{"v":1,"seq":0,"id":"e0","session":"s","kind":"tool_call","ts":"t","source":"observed","prev":"` + genesisPrev + `","rpc_id":"x"}`))
 	f.Add([]byte(`{"v":2}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, perr := DecodeEvent(line)

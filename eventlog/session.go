@@ -15,8 +15,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/version"
 )
 
-// HeaderFormat is the value of Header.Format.
-const HeaderFormat = "witness-events"
+// headerFormat is the value of Header.Format.
+const headerFormat = "witness-events"
 
 // Pairing rules named in Header.Pairing.
 const (
@@ -75,7 +75,7 @@ func StartLog(w io.Writer, h *Header, ts string, source Source) (*Writer, error)
 		h = &Header{}
 	}
 	if h.Format == "" {
-		h.Format = HeaderFormat
+		h.Format = headerFormat
 	}
 	if h.WitnessVersion == "" {
 		h.WitnessVersion = version.Version

@@ -274,8 +274,8 @@ func newLogVerifier(name string, opts VerifyLogOptions) *logVerifier {
 	}
 	return &logVerifier{
 		opts:     opts,
-		rep:      &LogReport{File: name, Head: GenesisPrev, Findings: []Finding{}, Last: map[Kind]string{}, counts: map[string]int{}},
-		prevHash: GenesisPrev,
+		rep:      &LogReport{File: name, Head: genesisPrev, Findings: []Finding{}, Last: map[Kind]string{}, counts: map[string]int{}},
+		prevHash: genesisPrev,
 		lastSeq:  -1,
 	}
 }
@@ -305,7 +305,7 @@ func (v *logVerifier) line(lineNo int64, raw []byte, partial bool) {
 // event. The chain goes on from its bytes; after an over-long line (whose
 // bytes were not kept) the next line's prev cannot be checked.
 func (v *logVerifier) checkUnparsed(perr *ParseError) {
-	if errors.Is(perr, ErrLineTooLong) {
+	if errors.Is(perr, errLineTooLong) {
 		v.add(v.lineNo, "", FindParse, SevTampered, "%v", perr.Err)
 		v.prevHash = ""
 	} else {
@@ -614,7 +614,7 @@ func checkSignatures(ev *Event, opts VerifyLogOptions, add func(code, sev, forma
 		add(FindUnsigned, unsignedSev, "the session_end carries no signature")
 		return nil
 	}
-	msg, err := EndMessage(ev)
+	msg, err := endMessage(ev)
 	if err != nil {
 		add(FindSignature, SevTampered, "%v", err)
 		return nil
@@ -866,7 +866,7 @@ func decodeAhead(rd *Reader, l *aheadLine) {
 		ev, perr = DecodeEvent(l.raw)
 	}
 	if perr != nil {
-		perr.Locate(rd.name, l.no)
+		perr.locate(rd.name, l.no)
 		l.perr = perr
 		return
 	}

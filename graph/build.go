@@ -52,8 +52,8 @@ func Build(src EventSource, opts Options) (*Graph, error) {
 	return g, nil
 }
 
-// BuildEvents builds the graph of an in-memory event list.
-func BuildEvents(events []*eventlog.Event, opts Options) (*Graph, error) {
+// buildEvents builds the graph of an in-memory event list.
+func buildEvents(events []*eventlog.Event, opts Options) (*Graph, error) {
 	return Build(&sliceSource{events: events}, opts)
 }
 
@@ -102,7 +102,7 @@ func wrapTampered(err error) error {
 // position format; other errors get the file name in front. The streaming
 // path reads ahead, so its source's line is not the event's.
 func placeEventError(src EventSource, err error, withLine bool) error {
-	var ee *EventError
+	var ee *eventError
 	if errors.As(err, &ee) && ee.File == "" {
 		if n, ok := src.(namer); ok {
 			ee.File = n.Name()

@@ -47,7 +47,7 @@ func TestGraphDocMappingPerKind(t *testing.T) {
 		}
 		before := map[string]bool{}
 		for i, e := range evs {
-			g, err := BuildEvents(evs[:i+1], Options{})
+			g, err := buildEvents(evs[:i+1], Options{})
 			if err != nil {
 				t.Fatalf("events up to %s: %v", e.ID, err)
 			}

@@ -103,7 +103,7 @@ func nodeLabel(n *Node) string {
 	switch {
 	case n.HasType(WToolCall):
 		l := "call " + tool
-		if id := n.Value(OtelJSONRPCRequestID); id != "" {
+		if id := n.Value(otelJSONRPCRequestID); id != "" {
 			l += "\nid " + id
 		}
 		return l + "\n" + ev
@@ -111,11 +111,11 @@ func nodeLabel(n *Node) string {
 		return "args\n" + lastSegment(n.ID)
 	case n.HasType(WResult):
 		l := "result " + tool
-		if n.Value(WIsError) == "true" {
+		if n.Value(wIsError) == "true" {
 			l += " (error)"
 		}
 		return l + "\n" + ev
-	case n.HasType(WSamplingTurn):
+	case n.HasType(wSamplingTurn):
 		return "sampling turn (observed)\n" + lastSegment(n.ID)
 	case n.HasType(WModelTurn):
 		return "model turn\n" + lastSegment(n.ID)
@@ -129,7 +129,7 @@ func nodeLabel(n *Node) string {
 		return "answer " + shorten(n.Value(OtelMCPMethodName), 30) + errorMark(n) + "\n" + ev
 	case n.HasType(WUserInput):
 		l := "user input"
-		if a := n.Value(WElicitationAction); a != "" {
+		if a := n.Value(wElicitationAction); a != "" {
 			l += " " + shorten(a, 20)
 		}
 		return l + errorMark(n) + "\n" + ev
@@ -141,18 +141,18 @@ func nodeLabel(n *Node) string {
 		return "AMBIGUOUS wire line\n" + ev
 	case n.HasType(WAgentMessage):
 		return "message " + shorten(n.Value(WSender), 20) + "\n" + ev
-	case n.HasType(WAIAgent):
+	case n.HasType(waiAgent):
 		return "AI agent"
-	case n.HasType(WUser):
+	case n.HasType(wUser):
 		return "user"
-	case n.HasType(WMCPServer):
+	case n.HasType(wmcpServer):
 		l := "MCP server"
-		if s := n.Value(WServerName); s != "" {
+		if s := n.Value(wServerName); s != "" {
 			l += "\n" + shorten(s, 40)
 		}
 		return l
-	case n.HasType(WWitness):
-		return "witness " + n.Value(WWitnessVersion)
+	case n.HasType(wWitness):
+		return "witness " + n.Value(wWitnessVersion)
 	}
 	if ev != "" {
 		return ev
@@ -180,17 +180,17 @@ func requestLabel(n *Node) string {
 	}
 	if t := n.Value(OtelMCPResourceURI); t != "" {
 		l += "\n" + shorten(t, 40)
-	} else if t := n.Value(OtelPromptName); t != "" {
+	} else if t := n.Value(otelPromptName); t != "" {
 		l += "\n" + shorten(t, 40)
 	}
-	if id := n.Value(OtelJSONRPCRequestID); id != "" {
+	if id := n.Value(otelJSONRPCRequestID); id != "" {
 		l += "\nid " + shorten(id, 20)
 	}
 	return l
 }
 
 func errorMark(n *Node) string {
-	if n.Value(WIsError) == "true" {
+	if n.Value(wIsError) == "true" {
 		return " (error)"
 	}
 	return ""
@@ -463,7 +463,7 @@ func (g *Graph) writeFull(bw *bufio.Writer, drawn []*Node, classes map[string]st
 
 // subclasses are the witness classes that refine another witness class a
 // node also has; summaries count them apart.
-var subclasses = []string{WSamplingTurn, WResourceRead, WPromptGet, WElicitation, WResourceContents, WPromptMessages}
+var subclasses = []string{wSamplingTurn, wResourceRead, wPromptGet, wElicitation, wResourceContents, wPromptMessages}
 
 // className returns the most specific witness class of n, for summaries.
 func className(n *Node) string {

@@ -11,7 +11,7 @@ import (
 	"slices"
 )
 
-// StreamDOT writes the Graphviz picture of the event log src to w without
+// streamDOT writes the Graphviz picture of the event log src to w without
 // building the graph: the bytes of Build(src).WriteDOT(w, do). It reads
 // the subjects of the external sort of StreamNQuads (in subject IRI order)
 // and keeps per drawn node only its time step, drawing kind and class (a
@@ -23,7 +23,7 @@ import (
 // sha256 of the canonical N-Quads, computed on the side from the same
 // sorted blocks), the number of quads, and the DOT bytes written; nothing
 // is written to w when the log does not map.
-func StreamDOT(src EventSource, w io.Writer, opts Options, do DOTOptions, so StreamOptions) (StreamStats, error) {
+func streamDOT(src EventSource, w io.Writer, opts Options, do DOTOptions, so StreamOptions) (StreamStats, error) {
 	if do.MaxNodes <= 0 {
 		do.MaxNodes = DefaultDOTMaxNodes
 	}
@@ -175,7 +175,7 @@ func parseBlock(blk []byte) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := Term{Lex: string(lex), Datatype: XSDString}
+		t := Term{Lex: string(lex), Datatype: xsdString}
 		if dt != nil {
 			t.Datatype = string(dt)
 		}

@@ -85,7 +85,7 @@ func TestStreamDOTEqualsWriteDOT(t *testing.T) {
 					if strings.Contains(want.String(), "summary [shape=note") {
 						summaries++
 					}
-					rbs := []int{DefaultRunBytes}
+					rbs := []int{defaultRunBytes}
 					if ci == 1 && max == 40 && !opts.OmitPayloads {
 						rbs = append(rbs, 64<<10)
 						if len(l.log) < 64<<10 {
@@ -94,7 +94,7 @@ func TestStreamDOTEqualsWriteDOT(t *testing.T) {
 					}
 					for _, rb := range rbs {
 						var got bytes.Buffer
-						st, err := StreamDOT(NewEventSource(bytes.NewReader(l.log), l.name), &got, opts, do, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})
+						st, err := streamDOT(NewEventSource(bytes.NewReader(l.log), l.name), &got, opts, do, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -137,7 +137,7 @@ func TestStreamDOTBoundedMemory(t *testing.T) {
 		inUse0 := memtest.InUse()
 		src := &sampledSource{src: NewEventSource(bytes.NewReader(log), "s")}
 		lw := &liveWriter{}
-		st, err := StreamDOT(src, lw, Options{}, DOTOptions{Classes: map[string]string{"e5": "violation"}}, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})
+		st, err := streamDOT(src, lw, Options{}, DOTOptions{Classes: map[string]string{"e5": "violation"}}, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +262,7 @@ func BenchmarkStreamDOT100k(b *testing.B) {
 	b.SetBytes(int64(len(log)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := StreamDOT(NewEventSource(bytes.NewReader(log), "bench"), io.Discard, Options{}, DOTOptions{}, StreamOptions{TempDir: b.TempDir()}); err != nil {
+		if _, err := streamDOT(NewEventSource(bytes.NewReader(log), "bench"), io.Discard, Options{}, DOTOptions{}, StreamOptions{TempDir: b.TempDir()}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -315,7 +315,7 @@ func BenchmarkStreamDOTFile(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		st, err := StreamDOT(NewEventSource(f, name), io.Discard, Options{}, DOTOptions{}, StreamOptions{TempDir: b.TempDir()})
+		st, err := streamDOT(NewEventSource(f, name), io.Discard, Options{}, DOTOptions{}, StreamOptions{TempDir: b.TempDir()})
 		f.Close()
 		if err != nil {
 			b.Fatal(err)

@@ -249,8 +249,8 @@ func TestExpandsToPROVO(t *testing.T) {
 	}
 	raw, _ := json.Marshal(exp)
 	for _, iri := range []string{ProvActivity, ProvEntity, ProvAgent, ProvPlan, ProvAssociation, ProvUsed, ProvWasGeneratedBy,
-		ProvWasAssociatedWith, ProvWasInformedBy, ProvWasDerivedFrom, ProvQualifiedAssociation, ProvHadPlan, ProvStartedAtTime,
-		ProvEndedAtTime, OtelToolName, OtelJSONRPCRequestID, OtelMCPMethodName, XSDDateTime} {
+		provWasAssociatedWith, ProvWasInformedBy, ProvWasDerivedFrom, provQualifiedAssociation, provHadPlan, provStartedAtTime,
+		provEndedAtTime, OtelToolName, otelJSONRPCRequestID, OtelMCPMethodName, xsdDateTime} {
 		if !bytes.Contains(raw, []byte(`"`+iri+`"`)) {
 			t.Errorf("expanded document lacks %s", iri)
 		}
@@ -262,7 +262,7 @@ func TestExpandsToPROVO(t *testing.T) {
 	for _, n := range nodes {
 		if n["@id"] == CallIRI(SessionIRI("sess-1"), "e3") {
 			for _, u := range n[ProvUsed].([]any) {
-				if u.(map[string]any)["@id"] == ArgsIRI(SessionIRI("sess-1"), "e3") {
+				if u.(map[string]any)["@id"] == argsIRI(SessionIRI("sess-1"), "e3") {
 					found = true
 				}
 			}

@@ -16,30 +16,30 @@ const iriPrefix = "urn:witness:"
 // SessionIRI returns the base IRI of a session, without a trailing slash.
 func SessionIRI(session string) string { return iriPrefix + PctEncode(session) }
 
-// ScopedSessionIRI returns the base IRI of a session scoped by a log
+// scopedSessionIRI returns the base IRI of a session scoped by a log
 // identity (a joined graph, docs/design/causal-join.md):
 // urn:witness:<session>;<scope>. A percent-encoded session never holds
 // ';', so the two parts cannot be confused.
-func ScopedSessionIRI(session, scope string) string {
+func scopedSessionIRI(session, scope string) string {
 	return SessionIRI(session) + ";" + PctEncode(scope)
 }
 
-// SealIRI returns the IRI of the seal whose canonical JSON has sha256 digest.
-func SealIRI(digest string) string { return iriPrefix + "seal:sha256:" + PctEncode(digest) }
+// sealIRI returns the IRI of the seal whose canonical JSON has sha256 digest.
+func sealIRI(digest string) string { return iriPrefix + "seal:sha256:" + PctEncode(digest) }
 
 // Node IRIs below take the session base returned by SessionIRI.
 
-// AgentIRI is the AI agent the session witnessed.
-func AgentIRI(base string) string { return base + "/agent" }
+// agentIRI is the AI agent the session witnessed.
+func agentIRI(base string) string { return base + "/agent" }
 
-// ServerIRI is the MCP server.
-func ServerIRI(base string) string { return base + "/server" }
+// serverIRI is the MCP server.
+func serverIRI(base string) string { return base + "/server" }
 
-// WitnessIRI is the witness itself.
-func WitnessIRI(base string) string { return base + "/witness" }
+// witnessIRI is the witness itself.
+func witnessIRI(base string) string { return base + "/witness" }
 
-// SessionNodeIRI is the capture session activity.
-func SessionNodeIRI(base string) string { return base + "/session" }
+// sessionNodeIRI is the capture session activity.
+func sessionNodeIRI(base string) string { return base + "/session" }
 
 // ToolIRI is the definition of tool name as the server listed it.
 func ToolIRI(base, name string) string { return base + "/tool/" + PctEncode(name) }
@@ -47,8 +47,8 @@ func ToolIRI(base, name string) string { return base + "/tool/" + PctEncode(name
 // CallIRI is the tool-call activity of tool_call event id.
 func CallIRI(base, id string) string { return base + "/call/" + PctEncode(id) }
 
-// ArgsIRI is the arguments entity of tool_call event id.
-func ArgsIRI(base, id string) string { return base + "/args/" + PctEncode(id) }
+// argsIRI is the arguments entity of tool_call event id.
+func argsIRI(base, id string) string { return base + "/args/" + PctEncode(id) }
 
 // ResultIRI is the result entity of tool_response event id.
 func ResultIRI(base, id string) string { return base + "/result/" + PctEncode(id) }
@@ -59,24 +59,24 @@ func TurnIRI(base, id string) string { return base + "/turn/" + PctEncode(id) }
 // MsgIRI is the model message entity of model_input or model_output event id.
 func MsgIRI(base, id string) string { return base + "/msg/" + PctEncode(id) }
 
-// EffectIRI is the external-effect entity of external_effect event id.
-func EffectIRI(base, id string) string { return base + "/effect/" + PctEncode(id) }
+// effectIRI is the external-effect entity of external_effect event id.
+func effectIRI(base, id string) string { return base + "/effect/" + PctEncode(id) }
 
-// NoteIRI is the notification entity of notification event id.
-func NoteIRI(base, id string) string { return base + "/note/" + PctEncode(id) }
+// noteIRI is the notification entity of notification event id.
+func noteIRI(base, id string) string { return base + "/note/" + PctEncode(id) }
 
-// AmbiguousIRI is the entity of ambiguous event id (a wire line with more
+// ambiguousIRI is the entity of ambiguous event id (a wire line with more
 // than one reading).
-func AmbiguousIRI(base, id string) string { return base + "/ambiguous/" + PctEncode(id) }
+func ambiguousIRI(base, id string) string { return base + "/ambiguous/" + PctEncode(id) }
 
-// MessageIRI is the agent-message entity of message event id.
-func MessageIRI(base, id string) string { return base + "/message/" + PctEncode(id) }
+// messageIRI is the agent-message entity of message event id.
+func messageIRI(base, id string) string { return base + "/message/" + PctEncode(id) }
 
-// RequestIRI is the request activity of mcp_request event id.
-func RequestIRI(base, id string) string { return base + "/request/" + PctEncode(id) }
+// requestIRI is the request activity of mcp_request event id.
+func requestIRI(base, id string) string { return base + "/request/" + PctEncode(id) }
 
-// ParamsIRI is the params entity of mcp_request event id.
-func ParamsIRI(base, id string) string { return base + "/params/" + PctEncode(id) }
+// paramsIRI is the params entity of mcp_request event id.
+func paramsIRI(base, id string) string { return base + "/params/" + PctEncode(id) }
 
 // AnswerIRI is the answer entity of mcp_response event id.
 func AnswerIRI(base, id string) string { return base + "/answer/" + PctEncode(id) }
@@ -85,12 +85,12 @@ func AnswerIRI(base, id string) string { return base + "/answer/" + PctEncode(id
 // answer).
 func UserInputIRI(base, id string) string { return base + "/user-input/" + PctEncode(id) }
 
-// UserIRI is the user behind the host, to whom elicitation answers are
+// userIRI is the user behind the host, to whom elicitation answers are
 // attributed.
-func UserIRI(base string) string { return base + "/user" }
+func userIRI(base string) string { return base + "/user" }
 
-// AssocIRI is the qualified association of activity (a call or turn IRI).
-func AssocIRI(activity string) string { return activity + "/assoc" }
+// assocIRI is the qualified association of activity (a call or turn IRI).
+func assocIRI(activity string) string { return activity + "/assoc" }
 
 // PctEncode percent-encodes every byte of s outside the RFC 3986 unreserved
 // set, with upper-case hex.

@@ -34,8 +34,8 @@ const (
 	// WJoinCandidate names, on an ambiguous node, each node it may be
 	// joined to. Not a dependency.
 	WJoinCandidate = NSWitness + "joinCandidate"
-	// WModelCallID is the model-side id of a model tool call.
-	WModelCallID = NSWitness + "modelCallId"
+	// wModelCallID is the model-side id of a model tool call.
+	wModelCallID = NSWitness + "modelCallId"
 	// WModelStatus is the status of the model answer a model tool call
 	// came from, written only when it is not complete (error, partial,
 	// ambiguous: docs/formats/model-events.md).
@@ -48,7 +48,7 @@ const (
 
 // Join outcomes (WJoin values).
 const (
-	JoinLinked      = "linked"       // model tool call: exactly one MCP tools/call executed it
+	joinLinked      = "linked"       // model tool call: exactly one MCP tools/call executed it
 	JoinAmbiguous   = "ambiguous"    // several candidates; none guessed
 	JoinNotExecuted = "not-executed" // model tool call: no MCP tools/call followed
 	JoinRequested   = "requested"    // MCP tools/call: one model tool call asked for it
@@ -121,7 +121,7 @@ func BuildRun(logs []LogInput, opts Options) (*Run, error) {
 			rl.Session = rec.events[0].Session
 			rl.Base = SessionIRI(rl.Session)
 			if o.Scope != "" {
-				rl.Base = ScopedSessionIRI(rl.Session, o.Scope)
+				rl.Base = scopedSessionIRI(rl.Session, o.Scope)
 			}
 		}
 		for _, prev := range run.Logs {
@@ -143,7 +143,7 @@ func BuildRun(logs []LogInput, opts Options) (*Run, error) {
 		if rl.Base == "" {
 			continue
 		}
-		s := SessionNodeIRI(rl.Base)
+		s := sessionNodeIRI(rl.Base)
 		if err := firstErr(g.Add(s, WLogName, Str(rl.Label)), g.Add(s, WLogSHA256, Str(rl.SHA256))); err != nil {
 			return nil, err
 		}
@@ -215,7 +215,7 @@ func mergeGraphs(gs []*Graph) *Graph {
 		for _, n := range h.Nodes {
 			if have := g.index[n.ID]; have != nil {
 				for _, t := range n.Types {
-					have.AddType(t)
+					have.addType(t)
 				}
 				for p, vals := range n.Props {
 					for _, v := range vals {
@@ -335,7 +335,7 @@ func (j *joiner) collect() {
 				}
 				for i, tc := range out.ToolCalls {
 					mc := &modelCall{log: li, out: e, index: i, id: tc.ID, name: tc.Name, ts: ts, linked: -1,
-						iri: ModelToolCallIRI(base, e.ID, i)}
+						iri: modelToolCallIRI(base, e.ID, i)}
 					if out.Status != modelapi.StatusComplete {
 						mc.status = out.Status
 					}
@@ -537,7 +537,7 @@ func removeInt(s []int, v int) []int {
 // callIRIs returns the activity and arguments IRIs of MCP call c.
 func (j *joiner) callIRIs(c *mcpCall) (act, args string) {
 	b := j.logs[c.log].Base
-	return CallIRI(b, c.ev.ID), ArgsIRI(b, c.ev.ID)
+	return CallIRI(b, c.ev.ID), argsIRI(b, c.ev.ID)
 }
 
 // join collects, matches and writes the links.
@@ -606,7 +606,7 @@ func (j *joiner) modelCallNode(mc *modelCall) error {
 		return err
 	}
 	if mc.id != "" {
-		if err := g.Add(n, WModelCallID, Str(mc.id)); err != nil {
+		if err := g.Add(n, wModelCallID, Str(mc.id)); err != nil {
 			return err
 		}
 	}
@@ -624,7 +624,7 @@ func (j *joiner) modelCallNode(mc *modelCall) error {
 	case mc.linked >= 0:
 		act, args := j.callIRIs(j.calls[mc.linked])
 		return firstErr(
-			g.Add(n, WJoin, Str(JoinLinked)),
+			g.Add(n, WJoin, Str(joinLinked)),
 			g.Add(act, ProvWasInformedBy, Ref(turn)),
 			g.Add(act, ProvUsed, Ref(n)),
 			g.Add(args, ProvWasDerivedFrom, Ref(n)),
@@ -778,8 +778,8 @@ func collectStrings(payload []byte, out *[]string) {
 	walk(v, false, 0)
 }
 
-// ModelToolCallIRI is the entity of the i-th tool call of model_output
+// modelToolCallIRI is the entity of the i-th tool call of model_output
 // event id.
-func ModelToolCallIRI(base, id string, i int) string {
+func modelToolCallIRI(base, id string, i int) string {
 	return MsgIRI(base, id) + "/tool-call/" + fmt.Sprint(i)
 }

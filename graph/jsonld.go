@@ -67,7 +67,7 @@ func appendJSONValue(b []byte, t Term) ([]byte, error) {
 		return append(b, '}'), err
 	}
 	dt := t.datatype()
-	if dt == XSDString {
+	if dt == xsdString {
 		return appendJSONString(b, t.Lex)
 	}
 	b = append(b, `{"@type":`...)
@@ -204,7 +204,7 @@ func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
 	return g, nil
 }
 
-// ScanJSONLD reads a graph document as ReadJSONLD does and gives each node
+// scanJSONLD reads a graph document as ReadJSONLD does and gives each node
 // to fn, so that a caller can keep what it needs of a node instead of the
 // whole *Graph. A document that begins as WriteJSONLD writes it is
 // streamed: fn sees the nodes in document order (sorted, for a graph
@@ -214,7 +214,7 @@ func ReadJSONLD(r io.Reader, name string) (*Graph, error) {
 // (ReadJSONLD) and its nodes given in ID order. The read errors are
 // ReadJSONLD's; an error of fn ends the scan and is returned unchanged.
 // It is ScanJSONLDView with each view made a node.
-func ScanJSONLD(r io.Reader, name string, fn func(*Node) error) error {
+func scanJSONLD(r io.Reader, name string, fn func(*Node) error) error {
 	return ScanJSONLDView(r, name, func(v *NodeView) error { return fn(v.asNode()) })
 }
 
@@ -357,7 +357,7 @@ func parseNode(obj map[string]any) (*Node, error) {
 				if err := CheckIRI(full); err != nil {
 					return nil, atPath(`$["@type"]`, err)
 				}
-				n.AddType(full)
+				n.addType(full)
 			}
 		case strings.HasPrefix(k, "@"):
 			return nil, atPath(jsonpath.Member("", k), errors.New("keyword not allowed in a witness graph node"))
@@ -454,15 +454,15 @@ func parseValue(x any) (Term, error) {
 // emits.
 func checkLexical(lex, dt string) error {
 	switch dt {
-	case XSDDateTime:
-		c, err := DateTime(lex)
+	case xsdDateTime:
+		c, err := dateTime(lex)
 		if err != nil {
 			return err
 		}
 		if c != lex {
 			return fmt.Errorf("dateTime %q is not canonical (want %q)", lex, c)
 		}
-	case XSDBoolean:
+	case xsdBoolean:
 		if lex != "true" && lex != "false" {
 			return fmt.Errorf("boolean %q is not true or false", lex)
 		}

@@ -277,7 +277,7 @@ func (p *canonNodeParser) value() (TermView, bool) {
 	switch p.peek() {
 	case '"':
 		s, ok := p.string()
-		return TermView{Lex: s, Datatype: XSDString}, ok
+		return TermView{Lex: s, Datatype: xsdString}, ok
 	case '{':
 	default:
 		return TermView{}, false
@@ -306,7 +306,7 @@ func (p *canonNodeParser) value() (TermView, bool) {
 // lexicalOK is checkLexical for the lexical form lex of datatype dt.
 func (p *canonNodeParser) lexicalOK(lex []byte, dt string) bool {
 	switch dt {
-	case XSDDateTime, XSDBoolean, XSDInteger:
+	case xsdDateTime, xsdBoolean, XSDInteger:
 		return checkLexical(string(lex), dt) == nil
 	}
 	return true

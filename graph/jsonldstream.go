@@ -645,7 +645,7 @@ func (j *jsonldNode) view(v *NodeView, blk []byte) error {
 				// the document cannot hold it either (canon.AppendString)
 				return errInvalidUTF8
 			}
-			t.Datatype = XSDString
+			t.Datatype = xsdString
 			if o.dt != nil {
 				t.Datatype = j.key(o.dt).iri
 			}

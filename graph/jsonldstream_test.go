@@ -28,7 +28,7 @@ func TestStreamJSONLDEqualsInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, rb := range []int{1, 4 << 10, 256 << 10, DefaultRunBytes} {
+			for _, rb := range []int{1, 4 << 10, 256 << 10, defaultRunBytes} {
 				t.Run(fmt.Sprintf("%s/omit=%v/run%d", name, opts.OmitPayloads, rb), func(t *testing.T) {
 					var got bytes.Buffer
 					st, err := StreamJSONLD(NewEventSource(bytes.NewReader(log), name), &got, opts, StreamOptions{RunBytes: rb, TempDir: t.TempDir()})

@@ -81,7 +81,7 @@ func (m *mapper) finish() error {
 	if !m.ended || m.base == "" {
 		return nil
 	}
-	return m.add(SessionNodeIRI(m.base), ProvEndedAtTime, m.lastEnd)
+	return m.add(sessionNodeIRI(m.base), provEndedAtTime, m.lastEnd)
 }
 
 func newMapper(opts Options, emit emitFunc) *mapper {
@@ -90,10 +90,10 @@ func newMapper(opts Options, emit emitFunc) *mapper {
 	return m
 }
 
-// EventError is a mapping error naming the event. Once the reader has
+// eventError is a mapping error naming the event. Once the reader has
 // placed it (File, Line) it prints in the one position format of witness's
 // readers: "file:line: $.field: message (event eN, seq N)".
-type EventError struct {
+type eventError struct {
 	File  string
 	Line  int64
 	ID    string
@@ -102,7 +102,7 @@ type EventError struct {
 	Err   error
 }
 
-func (e *EventError) Error() string {
+func (e *eventError) Error() string {
 	path := ""
 	if e.Field != "" {
 		path = "$." + e.Field
@@ -110,11 +110,11 @@ func (e *EventError) Error() string {
 	return jsontree.Format(e.File, e.Line, 0, path, fmt.Sprintf("%v (event %s, seq %d)", e.Err, e.ID, e.Seq))
 }
 
-func (e *EventError) Unwrap() error { return e.Err }
+func (e *eventError) Unwrap() error { return e.Err }
 
-// DateTime returns the canonical xsd:dateTime form of an RFC 3339 time: UTC,
+// dateTime returns the canonical xsd:dateTime form of an RFC 3339 time: UTC,
 // "Z", fractional seconds with trailing zeros trimmed.
-func DateTime(ts string) (string, error) {
+func dateTime(ts string) (string, error) {
 	if canonicalDateTime(ts) {
 		return ts, nil
 	}
@@ -154,8 +154,8 @@ func (m *mapper) agent() (string, error) {
 	if m.agentIRI != "" {
 		return m.agentIRI, nil
 	}
-	a := AgentIRI(m.base)
-	if err := m.declareAgent(a, WAIAgent); err != nil {
+	a := agentIRI(m.base)
+	if err := m.declareAgent(a, waiAgent); err != nil {
 		return a, err
 	}
 	m.agentIRI = a
@@ -166,8 +166,8 @@ func (m *mapper) server() (string, error) {
 	if m.srvIRI != "" {
 		return m.srvIRI, nil
 	}
-	s := ServerIRI(m.base)
-	if err := m.declareAgent(s, WMCPServer); err != nil {
+	s := serverIRI(m.base)
+	if err := m.declareAgent(s, wmcpServer); err != nil {
 		return s, err
 	}
 	m.srvIRI = s
@@ -178,7 +178,7 @@ func (m *mapper) setPlan(ref *eventlog.SealRef) error {
 	if ref == nil || ref.Digest == "" || m.plan != "" {
 		return nil
 	}
-	m.plan = SealIRI(ref.Digest)
+	m.plan = sealIRI(ref.Digest)
 	if err := m.typ(m.plan, ProvEntity, ProvPlan, WSeal); err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func (m *mapper) setPlan(ref *eventlog.SealRef) error {
 func (m *mapper) associate(activity string) error {
 	q := ""
 	if m.plan != "" {
-		q = AssocIRI(activity)
+		q = assocIRI(activity)
 	}
 	return m.associateQ(activity, q)
 }
@@ -208,17 +208,17 @@ func (m *mapper) associateQ(activity, q string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.add(activity, ProvWasAssociatedWith, Ref(a)); err != nil {
+	if err := m.add(activity, provWasAssociatedWith, Ref(a)); err != nil {
 		return err
 	}
 	if m.plan == "" {
 		return nil
 	}
 	return firstErr(
-		m.add(activity, ProvQualifiedAssociation, Ref(q)),
+		m.add(activity, provQualifiedAssociation, Ref(q)),
 		m.typ(q, ProvAssociation),
-		m.add(q, ProvAgentProp, Ref(a)),
-		m.add(q, ProvHadPlan, Ref(m.plan)),
+		m.add(q, provAgentProp, Ref(a)),
+		m.add(q, provHadPlan, Ref(m.plan)),
 	)
 }
 
@@ -245,7 +245,7 @@ func (m *mapper) envelope(node string, e *eventlog.Event) error {
 		}
 	}
 	if e.Redacted {
-		if err := m.add(node, WRedacted, boolLit(true)); err != nil {
+		if err := m.add(node, wRedacted, boolLit(true)); err != nil {
 			return err
 		}
 	}
@@ -259,8 +259,8 @@ func (m *mapper) legacy(node string, l *eventlog.Legacy) error {
 		return nil
 	}
 	if err := firstErr(
-		m.add(node, WLegacyFormat, Str(l.Format)),
-		m.add(node, WLegacyLine, Lit(strconv.FormatInt(l.Line, 10), XSDInteger)),
+		m.add(node, wLegacyFormat, Str(l.Format)),
+		m.add(node, wLegacyLine, Lit(strconv.FormatInt(l.Line, 10), XSDInteger)),
 	); err != nil {
 		return err
 	}
@@ -270,12 +270,12 @@ func (m *mapper) legacy(node string, l *eventlog.Legacy) error {
 		}
 	}
 	if l.Unsealed != nil {
-		if err := m.add(node, WLegacyUnsealed, boolLit(*l.Unsealed)); err != nil {
+		if err := m.add(node, wLegacyUnsealed, boolLit(*l.Unsealed)); err != nil {
 			return err
 		}
 	}
 	if l.Orphan {
-		if err := m.add(node, WLegacyOrphan, boolLit(true)); err != nil {
+		if err := m.add(node, wLegacyOrphan, boolLit(true)); err != nil {
 			return err
 		}
 	}
@@ -285,7 +285,7 @@ func (m *mapper) legacy(node string, l *eventlog.Legacy) error {
 // payload emits the payload hash and (unless omitted) its canonical JSON.
 func (m *mapper) payload(node string, e *eventlog.Event) error {
 	if e.PayloadSHA256 != "" {
-		if err := m.add(node, WPayloadSHA256, Str(e.PayloadSHA256)); err != nil {
+		if err := m.add(node, wPayloadSHA256, Str(e.PayloadSHA256)); err != nil {
 			return err
 		}
 	}
@@ -296,7 +296,7 @@ func (m *mapper) payload(node string, e *eventlog.Event) error {
 	// every log witness writes: lines are canonical JSON)
 	p := bytes.TrimSpace(e.Payload)
 	if !utf8.Valid(p) {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "payload", Err: errors.New("not valid UTF-8")}
+		return &eventError{ID: e.ID, Seq: e.Seq, Field: "payload", Err: errors.New("not valid UTF-8")}
 	}
 	if !m.payloadOK {
 		m.payloadP, m.payloadOK = m.strs.bytes(p), true
@@ -338,9 +338,9 @@ func (m *mapper) unresolved(node, field, target string) error {
 
 func boolLit(b bool) Term {
 	if b {
-		return Lit("true", XSDBoolean)
+		return Lit("true", xsdBoolean)
 	}
-	return Lit("false", XSDBoolean)
+	return Lit("false", xsdBoolean)
 }
 
 // rpcID returns the jsonrpc.request.id value of a raw id token: the string
@@ -363,11 +363,11 @@ func rpcID(raw json.RawMessage) (string, error) {
 // event maps one event.
 func (m *mapper) event(e *eventlog.Event) error {
 	if err := m.event1(e); err != nil {
-		var ee *EventError
+		var ee *eventError
 		if errors.As(err, &ee) {
 			return err
 		}
-		return &EventError{ID: e.ID, Seq: e.Seq, Err: err}
+		return &eventError{ID: e.ID, Seq: e.Seq, Err: err}
 	}
 	return nil
 }
@@ -379,11 +379,11 @@ func (m *mapper) event1(e *eventlog.Event) error {
 		return err
 	}
 	if _, dup := m.lookup(e.ID); dup {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "id", Err: errors.New("duplicate event id")}
+		return &eventError{ID: e.ID, Seq: e.Seq, Field: "id", Err: errors.New("duplicate event id")}
 	}
-	ts, err := DateTime(e.TS)
+	ts, err := dateTime(e.TS)
 	if err != nil {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "ts", Err: err}
+		return &eventError{ID: e.ID, Seq: e.Seq, Field: "ts", Err: err}
 	}
 	info := evInfo{kind: kindConst(e.Kind)}
 	if e.Kind == eventlog.KindModelInput || e.Kind == eventlog.KindModelOutput {
@@ -392,7 +392,7 @@ func (m *mapper) event1(e *eventlog.Event) error {
 	}
 	defer m.remember(e.ID, info)
 	m.startEvent(e)
-	return m.kindStep(e, Lit(ts, XSDDateTime))
+	return m.kindStep(e, Lit(ts, xsdDateTime))
 }
 
 // kindStep dispatches an event to the step that maps its kind; dt is the
@@ -426,7 +426,7 @@ func (m *mapper) kindStep(e *eventlog.Event, dt Term) error {
 	case eventlog.KindUserInput:
 		return m.userInput(e, dt)
 	}
-	return &EventError{ID: e.ID, Seq: e.Seq, Field: "kind", Err: fmt.Errorf("unknown kind %q", e.Kind)}
+	return &eventError{ID: e.ID, Seq: e.Seq, Field: "kind", Err: fmt.Errorf("unknown kind %q", e.Kind)}
 }
 
 // checkSession takes the session (and the seal given in the options) from
@@ -434,7 +434,7 @@ func (m *mapper) kindStep(e *eventlog.Event, dt Term) error {
 func (m *mapper) checkSession(e *eventlog.Event) error {
 	if m.started {
 		if e.Session != m.session {
-			return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: fmt.Errorf("session %q differs from the log's session %q", e.Session, m.session)}
+			return &eventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: fmt.Errorf("session %q differs from the log's session %q", e.Session, m.session)}
 		}
 		return nil
 	}
@@ -442,10 +442,10 @@ func (m *mapper) checkSession(e *eventlog.Event) error {
 	m.session = e.Session
 	m.base = SessionIRI(e.Session)
 	if m.opts.Scope != "" {
-		m.base = ScopedSessionIRI(e.Session, m.opts.Scope)
+		m.base = scopedSessionIRI(e.Session, m.opts.Scope)
 	}
 	if err := CheckIRI(m.base); err != nil {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: err}
+		return &eventError{ID: e.ID, Seq: e.Seq, Field: "session", Err: err}
 	}
 	if m.opts.Seal != nil {
 		return m.setPlan(m.opts.Seal)
@@ -456,7 +456,7 @@ func (m *mapper) checkSession(e *eventlog.Event) error {
 // sessionEnd: the capture session ends; its count, chain head, reason and
 // signing keys.
 func (m *mapper) sessionEnd(e *eventlog.Event, dt Term) error {
-	s := SessionNodeIRI(m.base)
+	s := sessionNodeIRI(m.base)
 	if err := m.typ(s, ProvActivity, WCaptureSession); err != nil {
 		return err
 	}
@@ -465,18 +465,18 @@ func (m *mapper) sessionEnd(e *eventlog.Event, dt Term) error {
 		return nil
 	}
 	if err := firstErr(
-		m.add(s, WEventCount, Lit(strconv.FormatInt(e.End.Count, 10), XSDInteger)),
-		m.add(s, WChainHead, Str(e.End.Head)),
+		m.add(s, wEventCount, Lit(strconv.FormatInt(e.End.Count, 10), XSDInteger)),
+		m.add(s, wChainHead, Str(e.End.Head)),
 	); err != nil {
 		return err
 	}
 	if e.End.Reason != "" {
-		if err := m.add(s, WEndReason, Str(e.End.Reason)); err != nil {
+		if err := m.add(s, wEndReason, Str(e.End.Reason)); err != nil {
 			return err
 		}
 	}
 	for _, sig := range e.End.Signatures {
-		if err := m.add(s, WSignatureKeyID, Str(sig.KeyID)); err != nil {
+		if err := m.add(s, wSignatureKeyID, Str(sig.KeyID)); err != nil {
 			return err
 		}
 	}
@@ -500,7 +500,7 @@ func (m *mapper) modelInput(e *eventlog.Event, dt Term) error {
 		m.typ(n, ProvEntity, WModelMessage),
 		m.envelope(n, e),
 		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(by)),
+		m.add(n, provWasAttributedTo, Ref(by)),
 		m.role(n, e),
 		m.payload(n, e),
 		m.wireFields(n, e),
@@ -528,7 +528,7 @@ func (m *mapper) externalEffect(e *eventlog.Event, dt Term) error {
 		m.typ(n, ProvEntity, WExternalEffect),
 		m.envelope(n, e),
 		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.add(n, provWasAttributedTo, Ref(srv)),
 		m.tool(n, e),
 		m.payload(n, e),
 	); err != nil {
@@ -562,7 +562,7 @@ func (m *mapper) effect(n string, eff *eventlog.Effect) error {
 		}
 	}
 	if eff.Reason != "" {
-		return m.add(n, WEffectReason, Str(eff.Reason))
+		return m.add(n, wEffectReason, Str(eff.Reason))
 	}
 	return nil
 }
@@ -592,7 +592,7 @@ func (m *mapper) notification(e *eventlog.Event, dt Term) error {
 		m.typ(n, ProvEntity, WNotification),
 		m.envelope(n, e),
 		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(by)),
+		m.add(n, provWasAttributedTo, Ref(by)),
 		m.payload(n, e),
 		m.addStr(n, OtelMCPMethodName, e.Method),
 		m.addStr(n, WDirection, e.Direction),
@@ -622,27 +622,27 @@ func (m *mapper) rpc(n string, e *eventlog.Event) error {
 	}
 	id, err := rpcID(e.RPCID)
 	if err != nil {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: err}
+		return &eventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: err}
 	}
 	raw := bytes.TrimSpace(e.RPCID)
 	if !utf8.Valid(raw) {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: errors.New("not valid UTF-8")}
+		return &eventError{ID: e.ID, Seq: e.Seq, Field: "rpc_id", Err: errors.New("not valid UTF-8")}
 	}
-	return firstErr(m.add(n, OtelJSONRPCRequestID, Str(id)), m.add(n, WRPCIDJSON, Str(string(raw))))
+	return firstErr(m.add(n, otelJSONRPCRequestID, Str(id)), m.add(n, WRPCIDJSON, Str(string(raw))))
 }
 
 // sessionStart: the capture session starts, associated with the witness;
 // then what its header says.
 func (m *mapper) sessionStart(e *eventlog.Event, dt Term) error {
-	s := SessionNodeIRI(m.base)
-	w := WitnessIRI(m.base)
+	s := sessionNodeIRI(m.base)
+	w := witnessIRI(m.base)
 	if err := firstErr(
 		m.typ(s, ProvActivity, WCaptureSession),
 		m.envelope(s, e),
 		m.add(s, WSession, Str(m.session)),
-		m.add(s, ProvStartedAtTime, dt),
-		m.declareAgent(w, WWitness),
-		m.add(s, ProvWasAssociatedWith, Ref(w)),
+		m.add(s, provStartedAtTime, dt),
+		m.declareAgent(w, wWitness),
+		m.add(s, provWasAssociatedWith, Ref(w)),
 	); err != nil {
 		return err
 	}
@@ -674,20 +674,20 @@ func (m *mapper) addStr(node, p, v string) error {
 // source, notes and redaction rules.
 func (m *mapper) headerFields(s, w string, h *eventlog.Header) error {
 	if err := firstErr(
-		m.addStr(w, WWitnessVersion, h.WitnessVersion),
-		m.addStr(s, WPairing, h.Pairing),
+		m.addStr(w, wWitnessVersion, h.WitnessVersion),
+		m.addStr(s, wPairing, h.Pairing),
 		m.addStr(s, WImportedFrom, h.ImportedFrom),
 	); err != nil {
 		return err
 	}
 	for _, note := range h.Notes {
-		if err := m.addStr(s, WNote, note); err != nil {
+		if err := m.addStr(s, wNote, note); err != nil {
 			return err
 		}
 	}
 	if h.Redaction != nil {
 		for _, r := range h.Redaction.Rules {
-			if err := m.addStr(s, WRedactionRule, r); err != nil {
+			if err := m.addStr(s, wRedactionRule, r); err != nil {
 				return err
 			}
 		}
@@ -720,20 +720,20 @@ func (m *mapper) serverInfo(e *eventlog.Event, sv *eventlog.ServerInfo) error {
 		return err
 	}
 	if err := firstErr(
-		m.addStr(srv, WServerName, sv.Name),
-		m.addStr(srv, WServerVersion, sv.Version),
-		m.addStr(srv, OtelMCPProtocolVer, sv.ProtocolVersion),
-		m.addStr(srv, WServerCommand, sv.Command),
-		m.addStr(srv, WToolsSHA256, sv.ToolsSHA256),
+		m.addStr(srv, wServerName, sv.Name),
+		m.addStr(srv, wServerVersion, sv.Version),
+		m.addStr(srv, otelMCPProtocolVer, sv.ProtocolVersion),
+		m.addStr(srv, wServerCommand, sv.Command),
+		m.addStr(srv, wToolsSHA256, sv.ToolsSHA256),
 	); err != nil {
 		return err
 	}
 	if len(sv.Args) > 0 {
 		argv, err := canon.Marshal(sv.Args)
 		if err != nil {
-			return &EventError{ID: e.ID, Seq: e.Seq, Field: "header.server.args", Err: err}
+			return &eventError{ID: e.ID, Seq: e.Seq, Field: "header.server.args", Err: err}
 		}
-		if err := m.addStr(srv, WServerArgv, string(argv)); err != nil {
+		if err := m.addStr(srv, wServerArgv, string(argv)); err != nil {
 			return err
 		}
 	}
@@ -754,7 +754,7 @@ func (m *mapper) toolDef(e *eventlog.Event, srv string, i int, td eventlog.ToolD
 		m.typ(t, ProvEntity, WToolDefinition),
 		m.add(t, OtelToolName, Str(td.Name)),
 		m.addStr(t, WDefinitionSHA256, td.SHA256),
-		m.add(t, ProvWasAttributedTo, Ref(srv)),
+		m.add(t, provWasAttributedTo, Ref(srv)),
 	); err != nil {
 		return err
 	}
@@ -763,7 +763,7 @@ func (m *mapper) toolDef(e *eventlog.Event, srv string, i int, td eventlog.ToolD
 	}
 	c, err := canon.Transform(td.Annotations)
 	if err != nil {
-		return &EventError{ID: e.ID, Seq: e.Seq, Field: fmt.Sprintf("header.server.tools[%d].annotations", i), Err: err}
+		return &eventError{ID: e.ID, Seq: e.Seq, Field: fmt.Sprintf("header.server.tools[%d].annotations", i), Err: err}
 	}
 	return m.addStr(t, WAnnotations, string(c))
 }
@@ -797,7 +797,7 @@ func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 	argsTime := dt
 	if caused {
 		if out, ok := m.lookup(e.Cause); ok && out.ts != "" {
-			argsTime = Lit(out.ts, XSDDateTime)
+			argsTime = Lit(out.ts, xsdDateTime)
 		}
 	}
 	act, args := x.get(pAct), x.get(pArgs)
@@ -808,15 +808,15 @@ func (m *mapper) toolCall(e *eventlog.Event, dt Term) error {
 	if err := firstErr(
 		m.typ(act, ProvActivity, WToolCall),
 		m.envelope(act, e),
-		m.add(act, ProvStartedAtTime, dt),
-		m.add(act, OtelOperationName, Str("execute_tool")),
+		m.add(act, provStartedAtTime, dt),
+		m.add(act, otelOperationName, Str("execute_tool")),
 		m.tool(act, e),
 		m.rpc(act, e),
 		m.associateQ(act, q),
-		m.add(act, ProvWasAssociatedWith, Ref(srv)),
+		m.add(act, provWasAssociatedWith, Ref(srv)),
 		m.add(act, ProvUsed, Ref(args)),
 		m.typ(args, ProvEntity, WArguments),
-		m.add(args, ProvWasAttributedTo, Ref(a)),
+		m.add(args, provWasAttributedTo, Ref(a)),
 		m.add(args, ProvGeneratedAtTime, argsTime),
 		m.payload(args, e),
 	); err != nil {
@@ -858,12 +858,12 @@ func (m *mapper) callCause(act, args, turn, msg string) error {
 // tool error, the error type tool_error.
 func (m *mapper) responseError(n string, e *eventlog.Event) error {
 	if e.IsError != nil {
-		if err := m.add(n, WIsError, boolLit(*e.IsError)); err != nil {
+		if err := m.add(n, wIsError, boolLit(*e.IsError)); err != nil {
 			return err
 		}
 	}
 	if e.RPCError {
-		if err := m.add(n, WRPCError, boolLit(true)); err != nil {
+		if err := m.add(n, wrpcError, boolLit(true)); err != nil {
 			return err
 		}
 		var obj struct {
@@ -873,13 +873,13 @@ func (m *mapper) responseError(n string, e *eventlog.Event) error {
 		dec.UseNumber()
 		if dec.Decode(&obj) == nil && obj.Code != "" {
 			if code, err := canon.FormatNumber(string(obj.Code)); err == nil {
-				if err := firstErr(m.add(n, OtelRPCStatusCode, Str(code)), m.add(n, OtelErrorType, Str(code))); err != nil {
+				if err := firstErr(m.add(n, otelRPCStatusCode, Str(code)), m.add(n, otelErrorType, Str(code))); err != nil {
 					return err
 				}
 			}
 		}
 	} else if e.IsError != nil && *e.IsError {
-		if err := m.add(n, OtelErrorType, Str("tool_error")); err != nil {
+		if err := m.add(n, otelErrorType, Str("tool_error")); err != nil {
 			return err
 		}
 	}
@@ -905,7 +905,7 @@ func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 		m.typ(n, ProvEntity, WResult),
 		m.envelope(n, e),
 		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(srv)),
+		m.add(n, provWasAttributedTo, Ref(srv)),
 		m.tool(n, e),
 		m.rpc(n, e),
 		m.payload(n, e),
@@ -919,7 +919,7 @@ func (m *mapper) toolResponse(e *eventlog.Event, dt Term) error {
 		act := m.strs.get(pc)
 		return firstErr(
 			m.add(n, ProvWasGeneratedBy, Ref(act)),
-			m.add(act, ProvEndedAtTime, dt),
+			m.add(act, provEndedAtTime, dt),
 			m.influences(n, e.Call),
 		)
 	} else if e.Call != "" {
@@ -961,19 +961,19 @@ func (m *mapper) modelOutput(e *eventlog.Event, dt Term) error {
 	if hasInput {
 		input = x.get(pIn)
 		in, _ := m.lookup(e.Input)
-		start = Lit(in.ts, XSDDateTime)
+		start = Lit(in.ts, xsdDateTime)
 	}
 	if err := firstErr(
 		m.typ(turn, ProvActivity, WModelTurn),
-		m.add(turn, OtelOperationName, Str("chat")),
-		m.add(turn, ProvStartedAtTime, start),
-		m.add(turn, ProvEndedAtTime, dt),
+		m.add(turn, otelOperationName, Str("chat")),
+		m.add(turn, provStartedAtTime, start),
+		m.add(turn, provEndedAtTime, dt),
 		m.associateQ(turn, q),
 		m.typ(out, ProvEntity, WModelMessage),
 		m.envelope(out, e),
 		m.add(out, ProvWasGeneratedBy, Ref(turn)),
 		m.add(out, ProvGeneratedAtTime, dt),
-		m.add(out, ProvWasAttributedTo, Ref(a)),
+		m.add(out, provWasAttributedTo, Ref(a)),
 		m.role(out, e),
 		m.payload(out, e),
 		m.wireFields(out, e),
@@ -1057,15 +1057,15 @@ func (m *mapper) messageCause(n string, e *eventlog.Event) error {
 	case eventlog.KindModelInput, eventlog.KindModelOutput:
 		return m.add(n, ProvWasDerivedFrom, Ref(MsgIRI(b, e.Cause)))
 	case eventlog.KindExternalEffect:
-		return m.add(n, ProvWasDerivedFrom, Ref(EffectIRI(b, e.Cause)))
+		return m.add(n, ProvWasDerivedFrom, Ref(effectIRI(b, e.Cause)))
 	case eventlog.KindNotification:
-		return m.add(n, ProvWasDerivedFrom, Ref(NoteIRI(b, e.Cause)))
+		return m.add(n, ProvWasDerivedFrom, Ref(noteIRI(b, e.Cause)))
 	case eventlog.KindAmbiguous:
-		return m.add(n, ProvWasDerivedFrom, Ref(AmbiguousIRI(b, e.Cause)))
+		return m.add(n, ProvWasDerivedFrom, Ref(ambiguousIRI(b, e.Cause)))
 	case eventlog.KindMessage:
-		return m.add(n, ProvWasDerivedFrom, Ref(MessageIRI(b, e.Cause)))
+		return m.add(n, ProvWasDerivedFrom, Ref(messageIRI(b, e.Cause)))
 	case eventlog.KindMCPRequest:
-		return m.add(n, ProvWasGeneratedBy, Ref(RequestIRI(b, e.Cause)))
+		return m.add(n, ProvWasGeneratedBy, Ref(requestIRI(b, e.Cause)))
 	case eventlog.KindMCPResponse:
 		return m.add(n, ProvWasDerivedFrom, Ref(AnswerIRI(b, e.Cause)))
 	case eventlog.KindUserInput:

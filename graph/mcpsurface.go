@@ -40,11 +40,11 @@ type answerRef struct {
 func requestClass(method string) string {
 	switch method {
 	case mcp.MethodResourcesRead:
-		return WResourceRead
+		return wResourceRead
 	case mcp.MethodPromptsGet:
-		return WPromptGet
+		return wPromptGet
 	case mcp.MethodElicitationCreate:
-		return WElicitation
+		return wElicitation
 	}
 	return ""
 }
@@ -54,9 +54,9 @@ func requestClass(method string) string {
 func answerClass(method string) string {
 	switch method {
 	case mcp.MethodResourcesRead:
-		return WResourceContents
+		return wResourceContents
 	case mcp.MethodPromptsGet:
-		return WPromptMessages
+		return wPromptMessages
 	}
 	return ""
 }
@@ -96,12 +96,12 @@ func (m *mapper) sender(direction string) (string, error) {
 
 // user returns the user agent (a prov:Person), declared once.
 func (m *mapper) user() (string, error) {
-	u := UserIRI(m.base)
+	u := userIRI(m.base)
 	if m.declared[u] {
 		return u, nil
 	}
 	m.declared[u] = true
-	return u, m.typ(u, ProvAgent, ProvPerson, WUser)
+	return u, m.typ(u, ProvAgent, provPerson, wUser)
 }
 
 // wireFields emits the JSON-RPC method, direction and id of an event
@@ -123,7 +123,7 @@ func (m *mapper) requestNode(id string) string {
 	case eventlog.KindToolCall:
 		return CallIRI(m.base, id)
 	case eventlog.KindMCPRequest:
-		return RequestIRI(m.base, id)
+		return requestIRI(m.base, id)
 	case eventlog.KindModelInput:
 		return MsgIRI(m.base, id)
 	}
@@ -237,13 +237,13 @@ func (m *mapper) sampling(e *eventlog.Event, turn, out string) error {
 	if e.Method != methodSampling {
 		return nil
 	}
-	if err := firstErr(m.typ(turn, WSamplingTurn), m.add(turn, OtelMCPMethodName, Str(e.Method))); err != nil {
+	if err := firstErr(m.typ(turn, wSamplingTurn), m.add(turn, OtelMCPMethodName, Str(e.Method))); err != nil {
 		return err
 	}
 	if e.RPCError {
 		return nil
 	}
-	return m.addStr(out, OtelResponseModel, payloadString(e.Payload, "model"))
+	return m.addStr(out, otelResponseModel, payloadString(e.Payload, "model"))
 }
 
 // mcpRequest: a JSON-RPC request other than tools/call and sampling, in
@@ -253,8 +253,8 @@ func (m *mapper) sampling(e *eventlog.Event, turn, out string) error {
 // during.
 func (m *mapper) mcpRequest(e *eventlog.Event, dt Term) error {
 	b := m.base
-	act := RequestIRI(b, e.ID)
-	params := ParamsIRI(b, e.ID)
+	act := requestIRI(b, e.ID)
+	params := paramsIRI(b, e.ID)
 	by, err := m.sender(e.Direction)
 	if err != nil {
 		return err
@@ -270,13 +270,13 @@ func (m *mapper) mcpRequest(e *eventlog.Event, dt Term) error {
 	if err := firstErr(
 		m.typ(act, types...),
 		m.envelope(act, e),
-		m.add(act, ProvStartedAtTime, dt),
+		m.add(act, provStartedAtTime, dt),
 		m.wireFields(act, e),
 		m.associate(act),
-		m.add(act, ProvWasAssociatedWith, Ref(srv)),
+		m.add(act, provWasAssociatedWith, Ref(srv)),
 		m.add(act, ProvUsed, Ref(params)),
 		m.typ(params, ProvEntity, WRequestParams),
-		m.add(params, ProvWasAttributedTo, Ref(by)),
+		m.add(params, provWasAttributedTo, Ref(by)),
 		m.add(params, ProvGeneratedAtTime, dt),
 		m.payload(params, e),
 		m.requestTarget(act, e),
@@ -293,7 +293,7 @@ func (m *mapper) requestTarget(act string, e *eventlog.Event) error {
 	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		return m.addStr(act, OtelMCPResourceURI, payloadString(e.Payload, "uri"))
 	case mcp.MethodPromptsGet:
-		return m.addStr(act, OtelPromptName, payloadString(e.Payload, "name"))
+		return m.addStr(act, otelPromptName, payloadString(e.Payload, "name"))
 	}
 	return nil
 }
@@ -318,7 +318,7 @@ func (m *mapper) mcpResponse(e *eventlog.Event, dt Term) error {
 		m.typ(n, types...),
 		m.envelope(n, e),
 		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(by)),
+		m.add(n, provWasAttributedTo, Ref(by)),
 		m.wireFields(n, e),
 		m.payload(n, e),
 		m.responseError(n, e),
@@ -332,10 +332,10 @@ func (m *mapper) mcpResponse(e *eventlog.Event, dt Term) error {
 // its call names.
 func (m *mapper) answerOf(e *eventlog.Event, n string, dt Term) error {
 	if _, ok := m.link(e, "call", e.Call, eventlog.KindMCPRequest); ok {
-		req := RequestIRI(m.base, e.Call)
+		req := requestIRI(m.base, e.Call)
 		return firstErr(
 			m.add(n, ProvWasGeneratedBy, Ref(req)),
-			m.add(req, ProvEndedAtTime, dt),
+			m.add(req, provEndedAtTime, dt),
 			m.influences(n, e.Call),
 			m.answer(e.Call, n, ""),
 		)
@@ -358,7 +358,7 @@ func (m *mapper) userInput(e *eventlog.Event, dt Term) error {
 		m.typ(n, ProvEntity, WUserInput),
 		m.envelope(n, e),
 		m.add(n, ProvGeneratedAtTime, dt),
-		m.add(n, ProvWasAttributedTo, Ref(u)),
+		m.add(n, provWasAttributedTo, Ref(u)),
 		m.wireFields(n, e),
 		m.payload(n, e),
 		m.responseError(n, e),
@@ -366,7 +366,7 @@ func (m *mapper) userInput(e *eventlog.Event, dt Term) error {
 		return err
 	}
 	if !e.RPCError {
-		if err := m.addStr(n, WElicitationAction, payloadString(e.Payload, "action")); err != nil {
+		if err := m.addStr(n, wElicitationAction, payloadString(e.Payload, "action")); err != nil {
 			return err
 		}
 	}

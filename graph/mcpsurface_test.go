@@ -188,99 +188,99 @@ func TestSurfaceMapping(t *testing.T) {
 			t.Errorf("%s %s = %v, want %q", strings.TrimPrefix(iri, b), compact(pred), got, want)
 		}
 	}
-	agent, srv, user := AgentIRI(b), ServerIRI(b), UserIRI(b)
+	agent, srv, user := agentIRI(b), serverIRI(b), userIRI(b)
 
 	// a resource read: an activity using its params, generating the
 	// contents, attributed to the server
-	read, contents := RequestIRI(b, "e6"), AnswerIRI(b, "e7")
-	has(read, RDFType, ProvActivity, WMCPRequest, WResourceRead)
-	has(read, ProvUsed, ParamsIRI(b, "e6"))
-	has(read, ProvWasAssociatedWith, agent, srv)
+	read, contents := requestIRI(b, "e6"), AnswerIRI(b, "e7")
+	has(read, RDFType, ProvActivity, WMCPRequest, wResourceRead)
+	has(read, ProvUsed, paramsIRI(b, "e6"))
+	has(read, provWasAssociatedWith, agent, srv)
 	val(read, OtelMCPResourceURI, "file:///data/notes.txt")
 	val(read, OtelMCPMethodName, "resources/read")
 	val(read, WDirection, "c2s")
 	val(read, WRPCIDJSON, "2")
-	val(read, ProvEndedAtTime, "2026-09-01T10:00:00Z")
-	has(ParamsIRI(b, "e6"), ProvWasAttributedTo, agent)
-	has(contents, RDFType, ProvEntity, WMCPAnswer, WResourceContents)
+	val(read, provEndedAtTime, "2026-09-01T10:00:00Z")
+	has(paramsIRI(b, "e6"), provWasAttributedTo, agent)
+	has(contents, RDFType, ProvEntity, WMCPAnswer, wResourceContents)
 	has(contents, ProvWasGeneratedBy, read)
-	has(contents, ProvWasAttributedTo, srv)
+	has(contents, provWasAttributedTo, srv)
 	if g.ByEventID("e6").ID != read || g.ByEventID("e7").ID != contents {
 		t.Error("primary nodes of e6/e7")
 	}
 	// a prompt get
-	has(RequestIRI(b, "e8"), RDFType, WPromptGet)
-	val(RequestIRI(b, "e8"), OtelPromptName, "summarize")
-	val(RequestIRI(b, "e8"), OtelJSONRPCRequestID, "p-3")
-	has(AnswerIRI(b, "e9"), RDFType, WPromptMessages)
+	has(requestIRI(b, "e8"), RDFType, wPromptGet)
+	val(requestIRI(b, "e8"), otelPromptName, "summarize")
+	val(requestIRI(b, "e8"), otelJSONRPCRequestID, "p-3")
+	has(AnswerIRI(b, "e9"), RDFType, wPromptMessages)
 	// an error answer: the tool-error convention, no contents class
 	errAns := AnswerIRI(b, "e11")
-	val(errAns, WRPCError, "true")
-	val(errAns, WIsError, "true")
-	val(errAns, OtelErrorType, "-32601")
-	val(errAns, OtelRPCStatusCode, "-32601")
+	val(errAns, wrpcError, "true")
+	val(errAns, wIsError, "true")
+	val(errAns, otelErrorType, "-32601")
+	val(errAns, otelRPCStatusCode, "-32601")
 	// sampling: a model turn observed, informed by the tool call it was
 	// made during; the request attributed to the server, the answer to the
 	// agent (the host ran the model)
 	call, turn, in, out := CallIRI(b, "e12"), TurnIRI(b, "e15"), MsgIRI(b, "e13"), MsgIRI(b, "e15")
-	has(turn, RDFType, ProvActivity, WModelTurn, WSamplingTurn)
+	has(turn, RDFType, ProvActivity, WModelTurn, wSamplingTurn)
 	has(turn, ProvWasInformedBy, call)
 	has(turn, ProvUsed, in)
 	val(turn, OtelMCPMethodName, "sampling/createMessage")
-	has(in, ProvWasAttributedTo, srv)
+	has(in, provWasAttributedTo, srv)
 	has(in, ProvWasInfluencedBy, call)
 	hasNot(in, ProvWasGeneratedBy)
 	val(in, WDirection, "s2c")
 	val(in, WSource, "observed")
 	has(out, ProvWasGeneratedBy, turn)
-	has(out, ProvWasAttributedTo, agent)
-	val(out, OtelResponseModel, "claude-test-1")
+	has(out, provWasAttributedTo, agent)
+	val(out, otelResponseModel, "claude-test-1")
 	// what the server did after the answer depends on it
 	has(ResultIRI(b, "e18"), ProvWasInfluencedBy, out)
-	has(EffectIRI(b, "e17"), ProvWasInfluencedBy, out)
+	has(effectIRI(b, "e17"), ProvWasInfluencedBy, out)
 	// notifications concerning a request
-	has(NoteIRI(b, "e14"), ProvWasInfluencedBy, in)
-	has(NoteIRI(b, "e14"), ProvWasAttributedTo, agent)
-	has(NoteIRI(b, "e16"), ProvWasInfluencedBy, call)
-	has(NoteIRI(b, "e16"), ProvWasAttributedTo, srv)
-	hasNot(NoteIRI(b, "e37"), ProvWasInfluencedBy)
+	has(noteIRI(b, "e14"), ProvWasInfluencedBy, in)
+	has(noteIRI(b, "e14"), provWasAttributedTo, agent)
+	has(noteIRI(b, "e16"), ProvWasInfluencedBy, call)
+	has(noteIRI(b, "e16"), provWasAttributedTo, srv)
+	hasNot(noteIRI(b, "e37"), ProvWasInfluencedBy)
 	// elicitation: the server's request informed by the call, the user's
 	// answer attributed to the user; the effect after it depends on it,
 	// the one before does not
-	elic, ans := RequestIRI(b, "e21"), UserInputIRI(b, "e22")
-	has(elic, RDFType, WElicitation, WMCPRequest)
+	elic, ans := requestIRI(b, "e21"), UserInputIRI(b, "e22")
+	has(elic, RDFType, wElicitation, WMCPRequest)
 	has(elic, ProvWasInformedBy, CallIRI(b, "e19"))
-	has(ParamsIRI(b, "e21"), ProvWasGeneratedBy, CallIRI(b, "e19"))
-	has(ParamsIRI(b, "e21"), ProvWasAttributedTo, srv)
+	has(paramsIRI(b, "e21"), ProvWasGeneratedBy, CallIRI(b, "e19"))
+	has(paramsIRI(b, "e21"), provWasAttributedTo, srv)
 	has(ans, RDFType, ProvEntity, WUserInput)
 	has(ans, ProvWasGeneratedBy, elic)
-	has(ans, ProvWasAttributedTo, user)
-	val(ans, WElicitationAction, "accept")
-	has(user, RDFType, ProvAgent, ProvPerson, WUser)
-	has(EffectIRI(b, "e23"), ProvWasInfluencedBy, ans)
+	has(ans, provWasAttributedTo, user)
+	val(ans, wElicitationAction, "accept")
+	has(user, RDFType, ProvAgent, provPerson, wUser)
+	has(effectIRI(b, "e23"), ProvWasInfluencedBy, ans)
 	has(ResultIRI(b, "e24"), ProvWasInfluencedBy, ans)
-	hasNot(EffectIRI(b, "e20"), ProvWasInfluencedBy)
+	hasNot(effectIRI(b, "e20"), ProvWasInfluencedBy)
 	// a server request with nothing open: no link; the host's answer is
 	// the agent's
-	hasNot(RequestIRI(b, "e25"), ProvWasInformedBy)
-	has(AnswerIRI(b, "e26"), ProvWasAttributedTo, agent)
+	hasNot(requestIRI(b, "e25"), ProvWasInformedBy)
+	has(AnswerIRI(b, "e26"), provWasAttributedTo, agent)
 	// ambiguous: candidates named, never a guess
-	amb := RequestIRI(b, "e29")
-	has(amb, WDuringCandidate, CallIRI(b, "e27"), RequestIRI(b, "e28"))
+	amb := requestIRI(b, "e29")
+	has(amb, WDuringCandidate, CallIRI(b, "e27"), requestIRI(b, "e28"))
 	hasNot(amb, ProvWasInformedBy)
-	hasNot(ParamsIRI(b, "e29"), ProvWasGeneratedBy)
+	hasNot(paramsIRI(b, "e29"), ProvWasGeneratedBy)
 	has(AnswerIRI(b, "e31"), WPossiblyInfluencedBy, UserInputIRI(b, "e30"))
 	hasNot(AnswerIRI(b, "e31"), ProvWasInfluencedBy)
 	has(ResultIRI(b, "e34"), WPossiblyInfluencedBy, UserInputIRI(b, "e30"))
 	has(ResultIRI(b, "e34"), ProvWasInfluencedBy, MsgIRI(b, "e33"))
-	val(UserInputIRI(b, "e30"), WElicitationAction, "decline")
+	val(UserInputIRI(b, "e30"), wElicitationAction, "decline")
 	// a sampling error answer
-	val(MsgIRI(b, "e33"), WRPCError, "true")
-	if v := node(MsgIRI(b, "e33")).Values(OtelResponseModel); len(v) != 0 {
+	val(MsgIRI(b, "e33"), wrpcError, "true")
+	if v := node(MsgIRI(b, "e33")).Values(otelResponseModel); len(v) != 0 {
 		t.Errorf("error answer names a model %v", v)
 	}
 	// an agent message quoting the resource contents
-	has(MessageIRI(b, "e38"), ProvWasDerivedFrom, contents)
+	has(messageIRI(b, "e38"), ProvWasDerivedFrom, contents)
 	// nothing unresolved in a valid log
 	for _, n := range g.Nodes {
 		if v := n.Values(WUnresolvedLink); len(v) > 0 {
@@ -306,16 +306,16 @@ func TestSurfaceBadLinks(t *testing.T) {
 	for i, e := range evs {
 		e.V, e.Seq, e.ID, e.Session, e.TS, e.Source = 1, int64(i), "e"+string(rune('0'+i)), "bad", ts, eventlog.SourceObserved
 	}
-	g, err := BuildEvents(evs, Options{})
+	g, err := buildEvents(evs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := SessionIRI("bad")
 	want := map[string][]string{
-		RequestIRI(b, "e1"):   {"during=e0", "during_candidates=e0", "during_candidates=e77"},
+		requestIRI(b, "e1"):   {"during=e0", "during_candidates=e0", "during_candidates=e77"},
 		AnswerIRI(b, "e3"):    {"call=e0"},
 		UserInputIRI(b, "e4"): {"call=e0"},
-		NoteIRI(b, "e5"):      {"concerns=e3"},
+		noteIRI(b, "e5"):      {"concerns=e3"},
 		MsgIRI(b, "e6"):       {"during=e4"},
 	}
 	for iri, w := range want {
@@ -332,10 +332,10 @@ func TestSurfaceBadLinks(t *testing.T) {
 			}
 		}
 	}
-	if v := g.Node(RequestIRI(b, "e2")).Values(OtelMCPResourceURI); len(v) != 0 {
+	if v := g.Node(requestIRI(b, "e2")).Values(OtelMCPResourceURI); len(v) != 0 {
 		t.Errorf("uri from an array payload: %v", v)
 	}
-	if v := g.Node(UserInputIRI(b, "e4")).Values(WElicitationAction); len(v) != 0 {
+	if v := g.Node(UserInputIRI(b, "e4")).Values(wElicitationAction); len(v) != 0 {
 		t.Errorf("action from a number: %v", v)
 	}
 }

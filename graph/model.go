@@ -21,7 +21,7 @@ type Term struct {
 func Ref(iri string) Term { return Term{IRI: iri} }
 
 // Str returns an xsd:string literal.
-func Str(s string) Term { return Term{Lex: s, Datatype: XSDString} }
+func Str(s string) Term { return Term{Lex: s, Datatype: xsdString} }
 
 // Lit returns a literal of the given datatype.
 func Lit(lex, datatype string) Term { return Term{Lex: lex, Datatype: datatype} }
@@ -32,14 +32,14 @@ func (t Term) IsIRI() bool { return t.IRI != "" }
 // datatype returns the datatype IRI, xsd:string when unset.
 func (t Term) datatype() string {
 	if t.Datatype == "" {
-		return XSDString
+		return xsdString
 	}
 	return t.Datatype
 }
 
-// NQuad returns t in RDFC-1.0 canonical N-Quads form: <iri>, "lex" for
+// nQuad returns t in RDFC-1.0 canonical N-Quads form: <iri>, "lex" for
 // xsd:string, "lex"^^<datatype> otherwise.
-func (t Term) NQuad() string {
+func (t Term) nQuad() string {
 	return string(appendTerm(nil, t))
 }
 
@@ -95,26 +95,26 @@ func (n *Node) Value(pred string) string {
 // rdf:type with a resource adds to Types.
 func (n *Node) Add(pred string, t Term) {
 	if pred == RDFType && t.IRI != "" {
-		n.AddType(t.IRI)
+		n.addType(t.IRI)
 		return
 	}
 	if n.Props == nil {
 		n.Props = map[string][]Term{}
 	}
 	if t.IRI == "" && t.Datatype == "" {
-		t.Datatype = XSDString
+		t.Datatype = xsdString
 	}
 	vals := n.Props[pred]
-	key := t.NQuad()
-	i := sort.Search(len(vals), func(i int) bool { return vals[i].NQuad() >= key })
-	if i < len(vals) && vals[i].NQuad() == key {
+	key := t.nQuad()
+	i := sort.Search(len(vals), func(i int) bool { return vals[i].nQuad() >= key })
+	if i < len(vals) && vals[i].nQuad() == key {
 		return
 	}
 	n.Props[pred] = slices.Insert(vals, i, t)
 }
 
-// AddType adds an rdf:type.
-func (n *Node) AddType(t string) {
+// addType adds an rdf:type.
+func (n *Node) addType(t string) {
 	i, found := slices.BinarySearch(n.Types, t)
 	if !found {
 		n.Types = slices.Insert(n.Types, i, t)
@@ -140,10 +140,10 @@ func (n *Node) canonicalize() {
 	for p, vals := range n.Props {
 		for i := range vals {
 			if vals[i].IRI == "" && vals[i].Datatype == "" {
-				vals[i].Datatype = XSDString
+				vals[i].Datatype = xsdString
 			}
 		}
-		sort.SliceStable(vals, func(i, j int) bool { return vals[i].NQuad() < vals[j].NQuad() })
+		sort.SliceStable(vals, func(i, j int) bool { return vals[i].nQuad() < vals[j].nQuad() })
 		vals = slices.CompactFunc(vals, func(a, b Term) bool { return a == b })
 		if len(vals) == 0 {
 			delete(n.Props, p)
@@ -177,8 +177,8 @@ func (g *Graph) reindex() {
 	}
 }
 
-// ErrDuplicateNode is returned by AddNode for an IRI already in the graph.
-var ErrDuplicateNode = errors.New("node already in the graph")
+// errDuplicateNode is returned by AddNode for an IRI already in the graph.
+var errDuplicateNode = errors.New("node already in the graph")
 
 // AddNode inserts n (for overlays such as firewall checks or replay marks),
 // keeping the graph sorted and n canonical. n.ID must be a valid IRI that is
@@ -188,7 +188,7 @@ func (g *Graph) AddNode(n *Node) error {
 		return fmt.Errorf("add node: %w", err)
 	}
 	if g.Node(n.ID) != nil {
-		return fmt.Errorf("add node %s: %w", n.ID, ErrDuplicateNode)
+		return fmt.Errorf("add node %s: %w", n.ID, errDuplicateNode)
 	}
 	for _, t := range n.Types {
 		if err := CheckIRI(t); err != nil {
@@ -218,8 +218,8 @@ func (g *Graph) AddNode(n *Node) error {
 	return nil
 }
 
-// Ensure returns the node with IRI id, adding an empty one if needed.
-func (g *Graph) Ensure(id string) (*Node, error) {
+// ensure returns the node with IRI id, adding an empty one if needed.
+func (g *Graph) ensure(id string) (*Node, error) {
 	if n := g.Node(id); n != nil {
 		return n, nil
 	}
@@ -238,7 +238,7 @@ func (g *Graph) Add(s, p string, o Term) error {
 	if err := checkTerm(o); err != nil {
 		return fmt.Errorf("add %s %s: %w", s, p, err)
 	}
-	n, err := g.Ensure(s)
+	n, err := g.ensure(s)
 	if err != nil {
 		return err
 	}
@@ -268,20 +268,6 @@ func (g *Graph) ByEventID(id string) *Node {
 		}
 	}
 	return nil
-}
-
-// Inverse returns the IRIs of the nodes that point to id through pred, sorted.
-func (g *Graph) Inverse(pred, id string) []string {
-	var out []string
-	for _, n := range g.Nodes {
-		for _, v := range n.Props[pred] {
-			if v.IRI == id {
-				out = append(out, n.ID)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // Len returns the number of nodes.

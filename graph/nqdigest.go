@@ -109,7 +109,7 @@ func (d *NQuadsDigest) Add(n *Node) error {
 				b.text = append(b.text, v.IRI...)
 			} else {
 				b.text = append(b.text, v.Lex...)
-				if dt := v.datatype(); dt != XSDString {
+				if dt := v.datatype(); dt != xsdString {
 					dv.dt = dt
 				}
 			}
@@ -138,7 +138,7 @@ func (d *NQuadsDigest) AddView(v *NodeView) error {
 				b.text = append(b.text, t.IRI...)
 			} else {
 				b.text = append(b.text, t.Lex...)
-				if dt := t.Datatype; dt != XSDString {
+				if dt := t.Datatype; dt != xsdString {
 					dv.dt = dt
 				}
 			}

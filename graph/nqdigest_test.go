@@ -39,7 +39,7 @@ func digestGraph(t testing.TB, n int) *Graph {
 }
 
 func (g *Graph) mustEnsure(t testing.TB, id string) *Node {
-	n, err := g.Ensure(id)
+	n, err := g.ensure(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func appendTerm(b []byte, t Term) []byte {
 	b = append(b, '"')
 	b = AppendEscaped(b, t.Lex)
 	b = append(b, '"')
-	if dt := t.datatype(); dt != XSDString {
+	if dt := t.datatype(); dt != xsdString {
 		b = append(b, "^^<"...)
 		b = append(b, dt...)
 		b = append(b, '>')
@@ -96,24 +96,6 @@ func appendQuad(b []byte, s, p string, o Term) []byte {
 	b = append(b, "> "...)
 	b = appendTerm(b, o)
 	return append(b, " .\n"...)
-}
-
-// Quads returns the graph's canonical N-Quads lines (each ending in '\n'),
-// sorted and de-duplicated.
-func (g *Graph) Quads() [][]byte {
-	var lines [][]byte
-	for _, n := range g.Nodes {
-		for _, t := range n.Types {
-			lines = append(lines, appendQuad(nil, n.ID, RDFType, Ref(t)))
-		}
-		for p, vals := range n.Props {
-			for _, v := range vals {
-				lines = append(lines, appendQuad(nil, n.ID, p, v))
-			}
-		}
-	}
-	slices.SortFunc(lines, bytes.Compare)
-	return slices.CompactFunc(lines, bytes.Equal)
 }
 
 // WriteNQuads writes the RDFC-1.0 canonical N-Quads of g to w and returns

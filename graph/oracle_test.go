@@ -136,7 +136,7 @@ func randomGraph(t testing.TB, n int, seed uint64) *Graph {
 	for i, id := range ids {
 		nd := NewNode(id)
 		for k := r.IntN(3); k >= 0; k-- {
-			nd.AddType(randTypes[r.IntN(len(randTypes))])
+			nd.addType(randTypes[r.IntN(len(randTypes))])
 		}
 		for k := r.IntN(6); k > 0; k-- {
 			p := randPreds[r.IntN(len(randPreds))]
@@ -145,7 +145,7 @@ func randomGraph(t testing.TB, n int, seed uint64) *Graph {
 			case 0, 1:
 				o = Ref(ids[r.IntN(n)])
 			case 2:
-				o = Lit(t0.Add(time.Duration(r.Int64N(1e15))).Format("2006-01-02T15:04:05.999999999Z"), XSDDateTime)
+				o = Lit(t0.Add(time.Duration(r.Int64N(1e15))).Format("2006-01-02T15:04:05.999999999Z"), xsdDateTime)
 			case 3:
 				o = Lit(fmt.Sprint(r.Int64()-r.Int64()), XSDInteger)
 			case 4:
@@ -156,7 +156,7 @@ func randomGraph(t testing.TB, n int, seed uint64) *Graph {
 			nd.Add(p, o)
 		}
 		if len(nd.Types) == 0 && len(nd.Props) == 0 {
-			nd.AddType(ProvEntity)
+			nd.addType(ProvEntity)
 		}
 		if err := g.AddNode(nd); err != nil {
 			t.Fatalf("node %d: %v", i, err)

@@ -40,8 +40,8 @@ func provTimeViolations(g *Graph) []string {
 		return t, true
 	}
 	for _, n := range g.Nodes {
-		start, hasStart := at(n, ProvStartedAtTime)
-		end, hasEnd := at(n, ProvEndedAtTime)
+		start, hasStart := at(n, provStartedAtTime)
+		end, hasEnd := at(n, provEndedAtTime)
 		if hasStart && hasEnd && end.Before(start) {
 			out = append(out, fmt.Sprintf("%s ends (%s) before it starts (%s)", n.ID, end, start))
 		}
@@ -51,10 +51,10 @@ func provTimeViolations(g *Graph) []string {
 				if an == nil {
 					continue
 				}
-				if s, ok := at(an, ProvStartedAtTime); ok && gen.Before(s) {
+				if s, ok := at(an, provStartedAtTime); ok && gen.Before(s) {
 					out = append(out, fmt.Sprintf("%s generated (%s) before its activity %s started (%s)", n.ID, gen, a, s))
 				}
-				if e, ok := at(an, ProvEndedAtTime); ok && gen.After(e) {
+				if e, ok := at(an, provEndedAtTime); ok && gen.After(e) {
 					out = append(out, fmt.Sprintf("%s generated (%s) after its activity %s ended (%s)", n.ID, gen, a, e))
 				}
 			}
@@ -69,7 +69,7 @@ func provTimeViolations(g *Graph) []string {
 			}
 			for _, i := range n.Refs(ProvWasInformedBy) {
 				if in := g.Node(i); in != nil {
-					if s, ok := at(in, ProvStartedAtTime); ok && s.After(end) {
+					if s, ok := at(in, provStartedAtTime); ok && s.After(end) {
 						out = append(out, fmt.Sprintf("%s informed by %s, which started (%s) after it ended (%s)", n.ID, i, s, end))
 					}
 				}
@@ -145,21 +145,21 @@ func TestProvTimeConstraints(t *testing.T) {
 	}
 	g := buildBytes(t, appendedLog(t), Options{})
 	s := sessionNode(t, g)
-	if s == nil || len(s.Values(ProvEndedAtTime)) != 1 || s.Value(ProvEndedAtTime) != "2026-08-30T14:41:00Z" {
+	if s == nil || len(s.Values(provEndedAtTime)) != 1 || s.Value(provEndedAtTime) != "2026-08-30T14:41:00Z" {
 		t.Errorf("appended session end times: %v", s)
 	}
 	// the checker is not vacuous: the old mapping's second end time and
 	// late argument generation are caught
 	bad := buildBytes(t, appendedLog(t), Options{})
 	sn := sessionNode(t, bad)
-	sn.Add(ProvEndedAtTime, Lit("2026-08-30T14:33:02Z", XSDDateTime))
+	sn.Add(provEndedAtTime, Lit("2026-08-30T14:33:02Z", xsdDateTime))
 	if len(provTimeViolations(bad)) == 0 {
 		t.Error("two end times not caught")
 	}
 	bad = buildBytes(t, appendedLog(t), Options{})
 	for _, n := range bad.Nodes {
 		if n.HasType(WArguments) && len(n.Refs(ProvWasGeneratedBy)) > 0 {
-			n.Props[ProvGeneratedAtTime] = []Term{Lit("2026-08-30T14:40:05Z", XSDDateTime)}
+			n.Props[ProvGeneratedAtTime] = []Term{Lit("2026-08-30T14:40:05Z", xsdDateTime)}
 		}
 	}
 	if len(provTimeViolations(bad)) == 0 {

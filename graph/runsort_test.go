@@ -280,7 +280,7 @@ func benchRun(b *testing.B, n, runBytes int, byID bool) *run {
 // process's CPU time, Linux) on a busy machine.
 func BenchmarkSortRecords(b *testing.B) {
 	for _, byID := range []bool{false, true} {
-		r := benchRun(b, 200000, DefaultRunBytes, byID)
+		r := benchRun(b, 200000, defaultRunBytes, byID)
 		orig := slices.Clone(r.recs)
 		for _, way := range []string{"old", "radix"} {
 			b.Run(fmt.Sprintf("byID=%v/%s", byID, way), func(b *testing.B) {

@@ -14,7 +14,7 @@ func checkScan(t *testing.T, doc []byte) {
 	t.Helper()
 	w, werr := ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
 	var nodes []*Node
-	serr := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(n *Node) error {
+	serr := scanJSONLD(bytes.NewReader(doc), "g.jsonld", func(n *Node) error {
 		nodes = append(nodes, n)
 		return nil
 	})
@@ -67,7 +67,7 @@ func TestScanJSONLD(t *testing.T) {
 	} {
 		checkScan(t, []byte(d))
 	}
-	stop := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(*Node) error { return errStop })
+	stop := scanJSONLD(bytes.NewReader(doc), "g.jsonld", func(*Node) error { return errStop })
 	if stop != errStop {
 		t.Errorf("fn's error came back as %v", stop)
 	}
@@ -106,14 +106,14 @@ func checkScanView(t *testing.T, doc []byte) {
 func checkScanViewIn(t *testing.T, doc []byte, batch int, r io.Reader) {
 	t.Helper()
 	var want, got []*Node
-	werr := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(n *Node) error {
+	werr := scanJSONLD(bytes.NewReader(doc), "g.jsonld", func(n *Node) error {
 		want = append(want, n)
 		return nil
 	})
 	gerr := scanJSONLDView(r, "g.jsonld", func(v *NodeView) error {
 		n := &Node{ID: string(v.ID), Props: map[string][]Term{}}
 		for _, tp := range v.Types {
-			n.AddType(tp)
+			n.addType(tp)
 		}
 		if len(n.Types) != len(v.Types) {
 			t.Fatalf("%q: view types %q not sorted and unique", doc, v.Types)
@@ -219,7 +219,7 @@ func TestReadErrorStable(t *testing.T) {
 		}
 		for i := 0; i < 50; i++ {
 			_, err := ReadJSONLD(bytes.NewReader(doc), "g.jsonld")
-			serr := ScanJSONLD(bytes.NewReader(doc), "g.jsonld", func(*Node) error { return nil })
+			serr := scanJSONLD(bytes.NewReader(doc), "g.jsonld", func(*Node) error { return nil })
 			if err == nil || err.Error() != first.Error() || serr == nil || serr.Error() != first.Error() {
 				t.Fatalf("%s: read %d: %v / scan %v, first %v", tail, i, err, serr, first)
 			}

@@ -65,8 +65,8 @@ type StreamStats struct {
 	Digest  string // sha256 hex of the bytes written: the graph digest
 }
 
-// DefaultRunBytes is the default StreamOptions.RunBytes.
-const DefaultRunBytes = 64 << 20
+// defaultRunBytes is the default StreamOptions.RunBytes.
+const defaultRunBytes = 64 << 20
 
 // StreamNQuads writes the RDFC-1.0 canonical N-Quads of the event log src to
 // w without building the graph: each event's quads are grouped by subject
@@ -132,7 +132,7 @@ func streamBlocks(src EventSource, opts Options, so StreamOptions, byID bool, si
 // goroutine it starts that touches them has ended when it returns.
 func sortAndMerge(src EventSource, opts Options, so StreamOptions, byID bool, sink blockSink, ar *offheap.Arena) (StreamStats, error) {
 	if so.RunBytes <= 0 {
-		so.RunBytes = DefaultRunBytes
+		so.RunBytes = defaultRunBytes
 	}
 	var sg StreamStages
 	t0 := time.Now()

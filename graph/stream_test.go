@@ -24,9 +24,9 @@ func TestStreamEqualsInMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sizes := []int{1, 4 << 10, 256 << 10, DefaultRunBytes}
+		sizes := []int{1, 4 << 10, 256 << 10, defaultRunBytes}
 		if len(log) > 1<<20 {
-			sizes = []int{256 << 10, DefaultRunBytes}
+			sizes = []int{256 << 10, defaultRunBytes}
 		}
 		for _, rb := range sizes {
 			t.Run(fmt.Sprintf("%s/run%d", name, rb), func(t *testing.T) {

@@ -27,32 +27,32 @@ import (
 
 // streamPreds are the predicates a compact line names in one byte.
 var streamPreds = sortedTable(RDFType,
-	ProvUsed, ProvWasGeneratedBy, ProvWasAssociatedWith, ProvWasInformedBy, ProvWasDerivedFrom,
-	ProvWasInfluencedBy, ProvWasAttributedTo, ProvQualifiedAssociation, ProvAgentProp, ProvHadPlan,
-	ProvStartedAtTime, ProvEndedAtTime, ProvGeneratedAtTime, ProvValue,
-	WEventID, WSeq, WSource, WSession, WPayloadSHA256, WRole, WIsError, WRPCError, WRPCIDJSON,
-	WEffectOp, WEffectTarget, WEffectReason, WDefinitionSHA256, WAnnotations, WToolsSHA256,
-	WServerName, WServerVersion, WServerCommand, WServerArgv, WWitnessVersion, WSealDigest,
-	WWitnessID, WBoundSeal, WImportedFrom, WPairing, WNote, WRedactionRule, WEventCount,
-	WChainHead, WEndReason, WSignatureKeyID, WUnresolvedLink, WRedacted, WLegacyFormat,
-	WLegacyLine, WLegacySealRef, WLegacyUnsealed, WLegacyOrphan, WDirection, WConversation,
+	ProvUsed, ProvWasGeneratedBy, provWasAssociatedWith, ProvWasInformedBy, ProvWasDerivedFrom,
+	ProvWasInfluencedBy, provWasAttributedTo, provQualifiedAssociation, provAgentProp, provHadPlan,
+	provStartedAtTime, provEndedAtTime, ProvGeneratedAtTime, ProvValue,
+	WEventID, WSeq, WSource, WSession, wPayloadSHA256, WRole, wIsError, wrpcError, WRPCIDJSON,
+	WEffectOp, WEffectTarget, wEffectReason, WDefinitionSHA256, WAnnotations, wToolsSHA256,
+	wServerName, wServerVersion, wServerCommand, wServerArgv, wWitnessVersion, WSealDigest,
+	WWitnessID, WBoundSeal, WImportedFrom, wPairing, wNote, wRedactionRule, wEventCount,
+	wChainHead, wEndReason, wSignatureKeyID, WUnresolvedLink, wRedacted, wLegacyFormat,
+	wLegacyLine, WLegacySealRef, wLegacyUnsealed, wLegacyOrphan, WDirection, WConversation,
 	WSender, WRecipient, WText, WOperation, WAuthorAgentID, WPostID, WDuringCandidate,
-	WPossiblyInfluencedBy, WElicitationAction,
-	OtelOperationName, OtelToolName, OtelMCPMethodName, OtelMCPProtocolVer, OtelJSONRPCRequestID,
-	OtelErrorType, OtelRPCStatusCode, OtelMCPResourceURI, OtelPromptName, OtelResponseModel,
-	WJoin, WJoinCandidate, WModelCallID, WModelStatus, WLogName, WLogSHA256)
+	WPossiblyInfluencedBy, wElicitationAction,
+	otelOperationName, OtelToolName, OtelMCPMethodName, otelMCPProtocolVer, otelJSONRPCRequestID,
+	otelErrorType, otelRPCStatusCode, OtelMCPResourceURI, otelPromptName, otelResponseModel,
+	WJoin, WJoinCandidate, wModelCallID, WModelStatus, WLogName, WLogSHA256)
 
 // streamTypes are the literal datatypes a compact line names in one byte.
-var streamTypes = sortedTable(XSDDateTime, XSDInteger, XSDBoolean)
+var streamTypes = sortedTable(xsdDateTime, XSDInteger, xsdBoolean)
 
 // streamClasses are the classes the object of an rdf:type line names in
 // one byte.
 var streamClasses = sortedTable(ProvEntity, ProvActivity, ProvAgent, ProvSoftwareAgent, ProvPlan,
-	ProvAssociation, ProvPerson,
-	WCaptureSession, WToolCall, WModelTurn, WAIAgent, WMCPServer, WWitness, WSeal, WToolDefinition,
+	ProvAssociation, provPerson,
+	WCaptureSession, WToolCall, WModelTurn, waiAgent, wmcpServer, wWitness, WSeal, WToolDefinition,
 	WArguments, WResult, WModelMessage, WExternalEffect, WNotification, WAgentMessage, WAmbiguousLine,
-	WMCPRequest, WResourceRead, WPromptGet, WElicitation, WRequestParams, WMCPAnswer,
-	WResourceContents, WPromptMessages, WUserInput, WUser, WSamplingTurn, WModelToolCall)
+	WMCPRequest, wResourceRead, wPromptGet, wElicitation, WRequestParams, WMCPAnswer,
+	wResourceContents, wPromptMessages, WUserInput, wUser, wSamplingTurn, WModelToolCall)
 
 const (
 	predBase  = 0x10 // PRED byte = predBase + rank
@@ -212,7 +212,7 @@ func appendLinePre(b, pre []byte, p string, o Term) []byte {
 	b = append(b, '"')
 	b = AppendEscaped(b, o.Lex)
 	b = append(b, '"')
-	if dt := o.datatype(); dt != XSDString {
+	if dt := o.datatype(); dt != xsdString {
 		b = streamTypes.appendCoded(b, typeBase, dt)
 	}
 	return append(b, '\n')

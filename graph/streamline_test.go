@@ -57,7 +57,7 @@ func checkCompactPre(t *testing.T, pre []byte, p1 string, o1 Term, p2 string, o2
 func TestCompactLines(t *testing.T) {
 	preds := []string{RDFType, ProvUsed, ProvValue, WEventID, OtelToolName, "urn:p", "http://www.w3.org/ns/prov#usedX", "http://www.w3.org/ns/prov#use", "https://z"}
 	objs := []Term{Ref(ProvEntity), Ref(WToolCall), Ref(WModelToolCall), Ref("http://www.w3.org/ns/prov#Entit"), Ref("http://www.w3.org/ns/prov#EntityX"), Ref("http://www.w3.org/ns/prov#Entity/"), Ref("http://a"), Ref("zz:c"), Ref("urn:witness:s"), Ref("urn:witness:s/"), Ref("urn:witness:s0"), Ref("urn:witness:s."), Ref("urn:witness:r/x"), Ref("urn:witness:t"), Ref("urn:witness:seal:sha256:00"), Ref("urn:witness:"), Ref("urn:witness:s/x>"[:15]), Ref("urn:witness:s/call/e1"), Ref("urn:witness:s/call/e10"), Str(""), Str("a\"b\\c\n"), Str("é"),
-		Lit("2026-08-30T14:33:00Z", XSDDateTime), Lit("1", XSDInteger), Lit("true", XSDBoolean), Lit("x", "urn:dt"), Lit("x", "http://www.w3.org/2001/XMLSchema#a"), Lit("x", "zz:dt"), Lit("x", XSDString)}
+		Lit("2026-08-30T14:33:00Z", xsdDateTime), Lit("1", XSDInteger), Lit("true", xsdBoolean), Lit("x", "urn:dt"), Lit("x", "http://www.w3.org/2001/XMLSchema#a"), Lit("x", "zz:dt"), Lit("x", xsdString)}
 	for _, p1 := range preds {
 		for _, p2 := range preds {
 			for _, o1 := range objs {
@@ -74,7 +74,7 @@ func TestCompactLines(t *testing.T) {
 
 func FuzzCompactLine(f *testing.F) {
 	f.Add(ProvUsed, "urn:a", "", "", WEventID, "", "e1", "")
-	f.Add("urn:p", "", "x\"y", XSDDateTime, "urn:q", "", "x", "urn:dt")
+	f.Add("urn:p", "", "x\"y", xsdDateTime, "urn:q", "", "x", "urn:dt")
 	f.Add(RDFType, ProvEntity, "", "", RDFType, ProvEntity+"x", "", "")
 	f.Add(RDFType, "", "x", "", RDFType, "urn:c", "", "")
 	f.Add(ProvUsed, "urn:witness:s/e1", "", "", ProvUsed, "urn:witness:s.", "", "")

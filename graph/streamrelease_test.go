@@ -110,7 +110,7 @@ func TestStreamAbortReleases(t *testing.T) {
 			})
 		}, "disk full"},
 		{"spill fails", func(dir string) (StreamStats, error) {
-			return StreamDOT(src(log), io.Discard, Options{}, DOTOptions{}, so(filepath.Join(dir, "missing")))
+			return streamDOT(src(log), io.Discard, Options{}, DOTOptions{}, so(filepath.Join(dir, "missing")))
 		}, "temporary run file"},
 	}
 	for _, c := range cases {

@@ -43,7 +43,7 @@ func Write(out io.Writer, src EventSource, logs []LogInput, o WriteOptions) (Wri
 		case "nquads":
 			st, err = StreamNQuads(src, out, o.Build, o.Stream)
 		case "dot":
-			st, err = StreamDOT(src, out, o.Build, o.DOT, o.Stream)
+			st, err = streamDOT(src, out, o.Build, o.DOT, o.Stream)
 		default:
 			return WriteStats{}, fmt.Errorf("graph: unknown format %q", o.Format)
 		}

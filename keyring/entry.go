@@ -28,8 +28,8 @@ const (
 	BackendOS   = "os"
 )
 
-// KeyTimeFormat is the 0.1.0 key timestamp form (UTC, microseconds, Z).
-const KeyTimeFormat = "2006-01-02T15:04:05.000000Z"
+// keyTimeFormat is the 0.1.0 key timestamp form (UTC, microseconds, Z).
+const keyTimeFormat = "2006-01-02T15:04:05.000000Z"
 
 // SecretSize is the size of every generated secret: an HMAC key or an
 // Ed25519 seed.
@@ -50,30 +50,16 @@ type Entry struct {
 // Revoked reports whether the key was revoked.
 func (e Entry) Revoked() bool { return e.RevokedAt != "" }
 
-// SigAlg is the signature algorithm name of the entry's key.
-func (e Entry) SigAlg() string {
+// sigAlg is the signature algorithm name of the entry's key.
+func (e Entry) sigAlg() string {
 	if e.Algorithm == AlgEd25519 {
 		return SigEd25519
 	}
 	return SigHMACSHA256
 }
 
-// Fingerprint returns a short stable fingerprint: sha256 of the public key
-// for Ed25519, "" for HMAC (an HMAC key has nothing public).
-func (e Entry) Fingerprint() string {
-	if e.PublicKey == "" {
-		return ""
-	}
-	pub, err := base64.StdEncoding.DecodeString(e.PublicKey)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(pub)
-	return hex.EncodeToString(sum[:8])
-}
-
-// SigAlgFor maps a keyring algorithm to its signature algorithm name.
-func SigAlgFor(alg string) (string, error) {
+// sigAlgFor maps a keyring algorithm to its signature algorithm name.
+func sigAlgFor(alg string) (string, error) {
 	switch alg {
 	case AlgHMAC:
 		return SigHMACSHA256, nil
@@ -91,7 +77,7 @@ func newEntry(alg string, now time.Time, rnd io.Reader) (Entry, error) {
 	if _, err := io.ReadFull(rnd, secret); err != nil {
 		return Entry{}, fmt.Errorf("generate key: %w", err)
 	}
-	ts := now.UTC().Format(KeyTimeFormat)
+	ts := now.UTC().Format(keyTimeFormat)
 	e := Entry{Algorithm: alg, Active: true, CreatedAt: ts, Backend: BackendFile, secret: secret}
 	switch alg {
 	case AlgHMAC:

@@ -14,7 +14,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out, err := Marshal(entries)
+		out, err := marshal(entries)
 		if err != nil {
 			t.Fatalf("accepted keyring does not marshal: %v", err)
 		}

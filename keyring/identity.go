@@ -32,9 +32,9 @@ func Ed25519Identity(pubB64 string) (string, error) {
 	return SigEd25519 + ":" + hex.EncodeToString(sum[:]), nil
 }
 
-// HMACIdentity returns the identity of an HMAC secret: a keyed fingerprint,
+// hmacIdentity returns the identity of an HMAC secret: a keyed fingerprint,
 // never the secret.
-func HMACIdentity(secret []byte) string {
+func hmacIdentity(secret []byte) string {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(hmacIdentityLabel))
 	return SigHMACSHA256 + ":" + hex.EncodeToString(m.Sum(nil))
@@ -54,20 +54,6 @@ func ShortIdentity(id string) string {
 	return id
 }
 
-// SignerIdentity returns the identity of the key behind a signer.
-func SignerIdentity(s Signer) (string, error) {
-	switch t := s.(type) {
-	case *hmacSigner:
-		return HMACIdentity(t.key), nil
-	case *ed25519Signer:
-		return Ed25519Identity(t.PublicKey())
-	}
-	if p, ok := s.(PublicKeyer); ok && s.Algorithm() == SigEd25519 {
-		return Ed25519Identity(p.PublicKey())
-	}
-	return "", fmt.Errorf("cannot tell the identity of a %s signer", s.Algorithm())
-}
-
 // SignedBy reports whether signature sig (algorithm alg) over msg was made
 // by signer's key, whatever key id it is filed under.
 func SignedBy(s Signer, msg []byte, alg, sig string) bool {
@@ -76,12 +62,12 @@ func SignedBy(s Signer, msg []byte, alg, sig string) bool {
 	}
 	switch t := s.(type) {
 	case *hmacSigner:
-		return VerifyHMAC(t.key, msg, sig) == nil
+		return verifyHMAC(t.key, msg, sig) == nil
 	case *ed25519Signer:
-		return VerifyEd25519(t.PublicKey(), msg, sig) == nil
+		return verifyEd25519(t.PublicKey(), msg, sig) == nil
 	}
 	if p, ok := s.(PublicKeyer); ok {
-		return VerifyEd25519(p.PublicKey(), msg, sig) == nil
+		return verifyEd25519(p.PublicKey(), msg, sig) == nil
 	}
 	mine, err := s.Sign(msg)
 	return err == nil && hmac.Equal([]byte(mine), []byte(sig))

@@ -245,10 +245,10 @@ func checkPublic(e Entry) error {
 	return nil
 }
 
-// Marshal returns the keys.json bytes for entries: 0.1.0's layout (indent
+// marshal returns the keys.json bytes for entries: 0.1.0's layout (indent
 // 2, sorted keys, non-ASCII escaped, trailing newline). HMAC file-backend
 // entries have exactly 0.1.0's six fields.
-func Marshal(entries []Entry) ([]byte, error) {
+func marshal(entries []Entry) ([]byte, error) {
 	list := make([]map[string]any, 0, len(entries))
 	for _, e := range entries {
 		m := map[string]any{
@@ -298,9 +298,9 @@ func (k *Keyring) Entries() []Entry {
 	return out
 }
 
-// VerificationKeys returns every non-revoked entry (active or not), in file
+// verificationKeys returns every non-revoked entry (active or not), in file
 // order, without secrets.
-func (k *Keyring) VerificationKeys() []Entry {
+func (k *Keyring) verificationKeys() []Entry {
 	var out []Entry
 	for _, e := range k.Entries() {
 		if !e.Revoked() {
@@ -396,7 +396,7 @@ func (k *Keyring) Verify(keyID, alg string, msg []byte, sig string) error {
 }
 
 func (k *Keyring) save() error {
-	data, err := Marshal(k.entries)
+	data, err := marshal(k.entries)
 	if err != nil {
 		return err
 	}

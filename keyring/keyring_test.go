@@ -48,7 +48,7 @@ func TestParseAndMarshal010Schema(t *testing.T) {
 	if len(entries) != 2 || entries[1].KeyID != "2026-09-01T00:00:01.000002Z" || !entries[1].Active || entries[0].Active {
 		t.Fatalf("entries %+v", entries)
 	}
-	out, err := Marshal(entries)
+	out, err := marshal(entries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestRotateFailureLeavesKeyringUnchanged(t *testing.T) {
 		{"same microsecond every time (key id collision)", Options{Now: func() time.Time {
 			k, _ := Open(p, Options{})
 			a, _ := k.Active()
-			ts, _ := time.Parse(KeyTimeFormat, a.KeyID)
+			ts, _ := time.Parse(keyTimeFormat, a.KeyID)
 			return ts
 		}}, ""},
 		{"OS keyring refuses the new secret", Options{Backend: BackendOS, OS: &memStore{failSet: errors.New("locked collection")}}, ""},
@@ -248,8 +248,8 @@ func TestRotateKeepsOldKeyForVerification(t *testing.T) {
 	if s2.KeyID() != created.KeyID || s2.Algorithm() != SigEd25519 {
 		t.Errorf("active signer %s %s", s2.KeyID(), s2.Algorithm())
 	}
-	if len(k.VerificationKeys()) != 2 {
-		t.Errorf("verification keys %d", len(k.VerificationKeys()))
+	if len(k.verificationKeys()) != 2 {
+		t.Errorf("verification keys %d", len(k.verificationKeys()))
 	}
 }
 
@@ -418,7 +418,7 @@ func TestTrustLogKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ts.Keys) != 0 || len(ts.LogKeys) != 1 || ts.Has("example.test/other") {
+	if len(ts.Keys) != 0 || len(ts.LogKeys) != 1 || ts.has("example.test/other") {
 		t.Fatalf("parsed %+v", ts)
 	}
 	if err := ts.Merge(&TrustSet{LogKeys: []string{a, b}}); err != nil {

@@ -16,7 +16,7 @@ const LegacyEnv = "ATW_WITNESS_KEY"
 // verify (see docs/design/legacy-keys.md).
 const (
 	MinLegacyVerifyBytes = 16
-	MinSignBytes         = SecretSize
+	minSignBytes         = SecretSize
 )
 
 // ParseLegacyKey decodes an ATW_WITNESS_KEY value: hex (either case), outer
@@ -45,7 +45,7 @@ func ParseLegacyKey(value string, min int) ([]byte, error) {
 // LegacySigner returns an HMAC signer for an ATW_WITNESS_KEY value. Keys
 // shorter than 32 bytes are refused for signing.
 func LegacySigner(value string) (Signer, error) {
-	key, err := ParseLegacyKey(value, MinSignBytes)
+	key, err := ParseLegacyKey(value, minSignBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func realPath(path string) (string, error) {
 // generate makes a key with an id not yet in the keyring (3 attempts, as
 // 0.1.0) and, for the OS backend, stores its secret there first.
 func (k *Keyring) generate(alg, backend string) (Entry, error) {
-	if _, err := SigAlgFor(alg); err != nil {
+	if _, err := sigAlgFor(alg); err != nil {
 		return Entry{}, exitcode.New(exitcode.Usage, err, "use --alg hmac or --alg ed25519")
 	}
 	if backend != BackendFile && backend != BackendOS {
@@ -206,7 +206,7 @@ func Revoke(path string, opts Options, keyID string) (Entry, error) {
 		if k.entries[i].Revoked() {
 			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s was already revoked at %s", keyID, k.entries[i].RevokedAt), "")
 		}
-		k.entries[i].RevokedAt = opts.Now().UTC().Format(KeyTimeFormat)
+		k.entries[i].RevokedAt = opts.Now().UTC().Format(keyTimeFormat)
 		k.entries[i].Active = false
 		out = k.entries[i]
 		return nil
@@ -218,8 +218,8 @@ func Revoke(path string, opts Options, keyID string) (Entry, error) {
 	return out, nil
 }
 
-// ErrNoKeyring is returned by OpenExisting for a missing keyring file.
-var ErrNoKeyring = errors.New("keyring not found")
+// errNoKeyring is returned by OpenExisting for a missing keyring file.
+var errNoKeyring = errors.New("keyring not found")
 
 // OpenExisting is Open, but a missing file is an error (with a hint).
 func OpenExisting(path string, opts Options) (*Keyring, error) {
@@ -228,7 +228,7 @@ func OpenExisting(path string, opts Options) (*Keyring, error) {
 		return nil, err
 	}
 	if !k.exists {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s: %w", path, ErrNoKeyring),
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("keyring %s: %w", path, errNoKeyring),
 			"create one with 'witness key generate', or pass --keyring / set WITNESS_KEYRING")
 	}
 	return k, nil

@@ -69,10 +69,10 @@ func HMACHex(key, msg []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// VerifyHMAC checks a lowercase-hex HMAC-SHA256 signature in constant time.
+// verifyHMAC checks a lowercase-hex HMAC-SHA256 signature in constant time.
 // Uppercase hex does not verify (as in 0.1.0): the signature text is
 // compared, not its decoded bytes, so there is exactly one valid spelling.
-func VerifyHMAC(key, msg []byte, sig string) error {
+func verifyHMAC(key, msg []byte, sig string) error {
 	want := HMACHex(key, msg)
 	if subtle.ConstantTimeCompare([]byte(sig), []byte(want)) != 1 {
 		return ErrBadSignature
@@ -80,9 +80,9 @@ func VerifyHMAC(key, msg []byte, sig string) error {
 	return nil
 }
 
-// VerifyEd25519 checks a standard-base64 Ed25519 signature against a
+// verifyEd25519 checks a standard-base64 Ed25519 signature against a
 // standard-base64 public key.
-func VerifyEd25519(pubB64 string, msg []byte, sig string) error {
+func verifyEd25519(pubB64 string, msg []byte, sig string) error {
 	pub, err := base64.StdEncoding.Strict().DecodeString(pubB64)
 	if err != nil || len(pub) != ed25519.PublicKeySize {
 		return fmt.Errorf("public key is not %d bytes of standard base64", ed25519.PublicKeySize)

@@ -13,8 +13,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
-// TrustFormat is the format string of trust files.
-const TrustFormat = "witness-trust/v1"
+// trustFormat is the format string of trust files.
+const trustFormat = "witness-trust/v1"
 
 // TrustedKey is one public key a verifier trusts.
 type TrustedKey struct {
@@ -95,7 +95,7 @@ func (t *TrustSet) Marshal() ([]byte, error) {
 		}
 		keys = append(keys, m)
 	}
-	m := map[string]any{"format": TrustFormat, "keys": keys}
+	m := map[string]any{"format": trustFormat, "keys": keys}
 	if len(t.LogKeys) > 0 {
 		m["log_keys"] = t.LogKeys
 	}
@@ -130,8 +130,8 @@ func ParseTrust(data []byte, name string) (*TrustSet, error) {
 	}
 	var perr error
 	top := jsontree.NewObjectReader(name, "", root, &perr)
-	if f := top.String("format", true); perr == nil && f != TrustFormat {
-		top.Fail("format", fmt.Sprintf("want %q, got %q", TrustFormat, f))
+	if f := top.String("format", true); perr == nil && f != trustFormat {
+		top.Fail("format", fmt.Sprintf("want %q, got %q", trustFormat, f))
 	}
 	t := &TrustSet{}
 	seen := map[string]bool{}
@@ -211,8 +211,8 @@ func (t *TrustSet) Verify(keyID, alg string, msg []byte, sig string) error {
 	return NewVerifier(nil, t, nil).Verify(keyID, alg, msg, sig)
 }
 
-// Has reports whether keyID is in the set and not revoked.
-func (t *TrustSet) Has(keyID string) bool {
+// has reports whether keyID is in the set and not revoked.
+func (t *TrustSet) has(keyID string) bool {
 	for _, k := range t.Keys {
 		if k.KeyID == keyID {
 			return k.RevokedAt == ""

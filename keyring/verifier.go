@@ -9,8 +9,8 @@ import (
 // Source names of the keys a Verifier holds, as they appear in "verified
 // with ..." details.
 const (
-	SourceKeyring = "keyring"
-	SourceTrust   = "trust file"
+	sourceKeyring = "keyring"
+	sourceTrust   = "trust file"
 	SourceLegacy  = LegacyEnv
 )
 
@@ -58,7 +58,7 @@ func (c *candidate) identity() (string, error) {
 			if err != nil {
 				c.idErr = err
 			} else {
-				c.id = HMACIdentity(s)
+				c.id = hmacIdentity(s)
 			}
 		}
 	}
@@ -68,13 +68,13 @@ func (c *candidate) identity() (string, error) {
 func (c *candidate) verify(msg []byte, sig string) error {
 	var err error
 	if c.alg == SigEd25519 {
-		err = VerifyEd25519(c.pub, msg, sig)
+		err = verifyEd25519(c.pub, msg, sig)
 	} else {
 		s, serr := c.secret()
 		if serr != nil {
 			return serr
 		}
-		err = VerifyHMAC(s, msg, sig)
+		err = verifyHMAC(s, msg, sig)
 	}
 	switch {
 	case err == nil:
@@ -93,13 +93,13 @@ func NewVerifier(k *Keyring, t *TrustSet, legacy []byte) *Verifier {
 	var where []string
 	if t != nil {
 		for _, tk := range t.Keys {
-			v.cands = append(v.cands, &candidate{keyID: tk.KeyID, alg: SigEd25519, source: SourceTrust, revokedAt: tk.RevokedAt, pub: tk.PublicKey})
+			v.cands = append(v.cands, &candidate{keyID: tk.KeyID, alg: SigEd25519, source: sourceTrust, revokedAt: tk.RevokedAt, pub: tk.PublicKey})
 		}
 		where = append(where, "the trust file")
 	}
 	if k != nil {
 		for i, e := range k.entries {
-			c := &candidate{keyID: e.KeyID, alg: e.SigAlg(), source: SourceKeyring, revokedAt: e.RevokedAt, pub: e.PublicKey}
+			c := &candidate{keyID: e.KeyID, alg: e.sigAlg(), source: sourceKeyring, revokedAt: e.RevokedAt, pub: e.PublicKey}
 			i := i
 			c.secret = func() ([]byte, error) { return k.secret(i) }
 			v.cands = append(v.cands, c)

@@ -32,7 +32,7 @@ func ErrorResponse(id json.RawMessage, code int, message string) []byte {
 // JSON-RPC error codes used by the witness.
 const (
 	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
+	codeInvalidParams  = -32602
 )
 
 func build(id json.RawMessage, method string, params, result, errObj json.RawMessage) []byte {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 )
 
-// IDSpan returns the byte range [start, end) of the top-level "id" member's
+// idSpan returns the byte range [start, end) of the top-level "id" member's
 // value in the JSON object line, so that the id token can be replaced while
 // every other byte stays as it was (witness serve echoes the incoming id into
 // a recorded response). ok is false when the line is not a JSON object or has
 // no top-level "id".
-func IDSpan(line []byte) (start, end int, ok bool) {
+func idSpan(line []byte) (start, end int, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -51,7 +51,7 @@ func IDSpan(line []byte) (start, end int, ok bool) {
 // ReplaceID returns a copy of line with the top-level id token replaced by
 // id, every other byte unchanged. ok is false when line has no top-level id.
 func ReplaceID(line []byte, id json.RawMessage) ([]byte, bool) {
-	s, e, ok := IDSpan(line)
+	s, e, ok := idSpan(line)
 	if !ok {
 		return nil, false
 	}

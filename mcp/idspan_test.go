@@ -29,7 +29,7 @@ func FuzzIDSpan(f *testing.F) {
 	f.Add([]byte(`{"id" :"a\"b" }`))
 	f.Add([]byte(`{"x":[{"id":2}],"id":null}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		s, e, ok := IDSpan(line)
+		s, e, ok := idSpan(line)
 		if !ok {
 			return
 		}

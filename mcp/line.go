@@ -76,9 +76,6 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 // Max returns the maximum line size.
 func (lr *LineReader) Max() int { return lr.max }
 
-// Offset returns the number of bytes returned so far.
-func (lr *LineReader) Offset() int64 { return lr.off }
-
 // Next returns the next line. At the end of the stream it returns io.EOF;
 // a read error is returned after every buffered byte has been handed out.
 // The first piece of an over-long line comes with a *LineTooLongError (and

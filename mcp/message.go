@@ -143,7 +143,7 @@ func exactIntegerID(tok string) bool {
 	if strings.ContainsAny(tok, ".eE") || tok == "-0" {
 		return false
 	}
-	c, exact := CanonicalNumber(tok)
+	c, exact := canonicalNumber(tok)
 	return exact && c == tok
 }
 

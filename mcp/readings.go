@@ -33,9 +33,9 @@ type Reading struct {
 	Arguments json.RawMessage
 }
 
-// MaxReadingValues bounds how many values of one line (batch elements,
+// maxReadingValues bounds how many values of one line (batch elements,
 // several values) Readings reads; the rest are counted in Dropped.
-const MaxReadingValues = 64
+const maxReadingValues = 64
 
 // Readings is the result of ReadAll.
 type Readings struct {
@@ -82,9 +82,9 @@ func ReadAll(data []byte) Readings {
 		}
 		return out
 	}
-	if len(values) > MaxReadingValues {
-		out.Dropped = len(values) - MaxReadingValues
-		values = values[:MaxReadingValues]
+	if len(values) > maxReadingValues {
+		out.Dropped = len(values) - maxReadingValues
+		values = values[:maxReadingValues]
 	}
 	for n, v := range values {
 		for _, st := range strategies {

@@ -494,7 +494,7 @@ func (s *strictScan) number() bool {
 		return true // a short integer: canonical as written
 	}
 	lit := string(s.b[start:end])
-	c, exact := CanonicalNumber(lit)
+	c, exact := canonicalNumber(lit)
 	switch {
 	case !exact:
 		s.r.add(s.inEnvelope(), "number %s at %s cannot be represented exactly", shortLit(lit), s.path())
@@ -567,10 +567,10 @@ func shortLit(lit string) string {
 	return lit
 }
 
-// CanonicalNumber returns the canonical JSON text of the number literal lit
+// canonicalNumber returns the canonical JSON text of the number literal lit
 // and whether it denotes exactly the value lit denotes (canon.ExactNumber,
 // the one rule shared with the model API reader).
-func CanonicalNumber(lit string) (string, bool) { return canon.ExactNumber(lit) }
+func canonicalNumber(lit string) (string, bool) { return canon.ExactNumber(lit) }
 
 // str scans a string token and returns its decoded value; invalid UTF-8 and
 // lone surrogate escapes are reasons (the canonical encoder refuses them),

@@ -73,7 +73,7 @@ func TestParseKeepsExactNumberTexts(t *testing.T) {
 	}
 	for lit, exact := range map[string]bool{"12345678901234567891": false, "0.1": true, "0.10000000000000000001": false,
 		"1e400": false, "1e-400": false, "-0.0": true, "100e-2": true, "9007199254740993": false, "123456789012345678": false, "123456789012345": true} {
-		if _, got := CanonicalNumber(lit); got != exact {
+		if _, got := canonicalNumber(lit); got != exact {
 			t.Errorf("CanonicalNumber(%s) exact=%v, want %v", lit, got, exact)
 		}
 	}

@@ -8,9 +8,9 @@ type API string
 // The APIs modelapi reads. APINone is a request that is none of them.
 const (
 	APINone              API = ""
-	APIOpenAIChat        API = "openai.chat"
-	APIOpenAIResponses   API = "openai.responses"
-	APIAnthropicMessages API = "anthropic.messages"
+	apiOpenAIChat        API = "openai.chat"
+	apiOpenAIResponses   API = "openai.responses"
+	apiAnthropicMessages API = "anthropic.messages"
 )
 
 // Detect names the API of an HTTP request by its method and path. Only POST
@@ -33,23 +33,23 @@ func Detect(method, path string) API {
 	}
 	switch {
 	case strings.HasSuffix(path, "/chat/completions"):
-		return APIOpenAIChat
+		return apiOpenAIChat
 	case strings.HasSuffix(path, "/v1/responses"), strings.HasSuffix(path, "/openai/responses"):
-		return APIOpenAIResponses
+		return apiOpenAIResponses
 	case strings.HasSuffix(path, "/v1/messages"):
-		return APIAnthropicMessages
+		return apiAnthropicMessages
 	}
 	return APINone
 }
 
 func (a API) valid() bool {
-	return a == APIOpenAIChat || a == APIOpenAIResponses || a == APIAnthropicMessages
+	return a == apiOpenAIChat || a == apiOpenAIResponses || a == apiAnthropicMessages
 }
 
-// Limits bound what one exchange may cost. A limit that is reached is
+// limits bound what one exchange may cost. A limit that is reached is
 // reported in the payload's problems and makes the output partial; the
 // bytes themselves stay in the cassette.
-type Limits struct {
+type limits struct {
 	// MaxEventBytes is the largest server-sent event (all its lines) that
 	// is read; a longer one is skipped, without being buffered.
 	MaxEventBytes int
@@ -63,11 +63,11 @@ type Limits struct {
 	MaxParts int
 }
 
-// DefaultLimits returns the limits NewAssembler, ParseResponse and Read
+// defaultLimits returns the limits NewAssembler, ParseResponse and Read
 // use: events up to 16 MiB, bodies up to 64 MiB, 64 MiB of assembled text,
 // 1024 parts.
-func DefaultLimits() Limits {
-	return Limits{
+func defaultLimits() limits {
+	return limits{
 		MaxEventBytes: 16 << 20,
 		MaxBodyBytes:  64 << 20,
 		MaxTextBytes:  64 << 20,

@@ -12,12 +12,12 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
-// Assembler reads a streamed answer (text/event-stream) as its bytes pass,
+// assembler reads a streamed answer (text/event-stream) as its bytes pass,
 // in any chunking, and assembles the same Output a non-streamed answer
 // gives. Memory is bounded by its Limits whatever the stream holds.
-type Assembler struct {
+type assembler struct {
 	api  API
-	lim  Limits
+	lim  limits
 	sse  sseParser
 	hash hash.Hash
 	size int64
@@ -68,13 +68,13 @@ type itemAcc struct {
 	done                  *Output // the item's contribution as output_item.done gave it
 }
 
-// NewAssembler returns an assembler for a streamed answer of api with
+// newAssembler returns an assembler for a streamed answer of api with
 // DefaultLimits.
-func NewAssembler(api API) *Assembler { return NewAssemblerLimits(api, DefaultLimits()) }
+func newAssembler(api API) *assembler { return newAssemblerLimits(api, defaultLimits()) }
 
-// NewAssemblerLimits returns an assembler with the given limits.
-func NewAssemblerLimits(api API, lim Limits) *Assembler {
-	a := &Assembler{
+// newAssemblerLimits returns an assembler with the given limits.
+func newAssemblerLimits(api API, lim limits) *assembler {
+	a := &assembler{
 		api:    api,
 		lim:    lim,
 		hash:   sha256.New(),
@@ -94,7 +94,7 @@ func NewAssemblerLimits(api API, lim Limits) *Assembler {
 
 // SetHTTPStatus records the HTTP status of the response (an event stream
 // under a 4xx or 5xx status is an error).
-func (a *Assembler) SetHTTPStatus(status int) {
+func (a *assembler) SetHTTPStatus(status int) {
 	a.out.HTTPStatus = status
 	if status >= 400 {
 		a.out.Status = StatusError
@@ -104,20 +104,20 @@ func (a *Assembler) SetHTTPStatus(status int) {
 
 // Feed reads the next bytes of the stream; chunk boundaries may fall
 // anywhere, even inside a UTF-8 character.
-func (a *Assembler) Feed(chunk []byte) {
+func (a *assembler) Feed(chunk []byte) {
 	a.hash.Write(chunk)
 	a.size += int64(len(chunk))
 	a.sse.feed(chunk)
 }
 
-func (a *Assembler) skipped(n, size int) {
+func (a *assembler) skipped(n, size int) {
 	a.out.Events++
 	a.out.degrade(StatusPartial)
 	a.out.problem("event %d: over the limit of %d bytes (%d bytes or more): skipped", n, a.lim.MaxEventBytes, size)
 }
 
 // addText appends s to b within the text limit.
-func (a *Assembler) addText(b *strings.Builder, s string) {
+func (a *assembler) addText(b *strings.Builder, s string) {
 	if a.textBytes+len(s) > a.lim.MaxTextBytes {
 		if !a.textOver {
 			a.textOver = true
@@ -130,7 +130,7 @@ func (a *Assembler) addText(b *strings.Builder, s string) {
 	b.WriteString(s)
 }
 
-func (a *Assembler) event(ev sseEvent) {
+func (a *assembler) event(ev sseEvent) {
 	a.out.Events++
 	if !a.api.valid() {
 		return
@@ -139,17 +139,17 @@ func (a *Assembler) event(ev sseEvent) {
 		a.after++
 		return
 	}
-	if a.api == APIOpenAIChat && string(ev.data) == "[DONE]" {
+	if a.api == apiOpenAIChat && string(ev.data) == "[DONE]" {
 		a.terminal = true
 		return
 	}
-	if a.api == APIAnthropicMessages {
+	if a.api == apiAnthropicMessages {
 		switch ev.typ {
 		case "ping":
 			// skipped by its name; a ping whose data says another type
 			// is read by other clients
 			if v, err := readJSON(ev.data, "event "+itoa(ev.n)); err != nil || v.Kind != jsontree.Object || str(v.Get("type")) != "ping" {
-				a.out.degrade(StatusAmbiguous)
+				a.out.degrade(statusAmbiguous)
 				a.out.problem("event %d is named \"ping\" but its data is not a ping: the Anthropic SDK skips it by its name", ev.n)
 			}
 			return
@@ -163,10 +163,10 @@ func (a *Assembler) event(ev sseEvent) {
 	}
 	name := "event " + itoa(ev.n)
 	v, err := readJSON(ev.data, name)
-	if err == nil && a.api == APIAnthropicMessages && v.Kind == jsontree.Object && str(v.Get("type")) != ev.typ {
+	if err == nil && a.api == apiAnthropicMessages && v.Kind == jsontree.Object && str(v.Get("type")) != ev.typ {
 		// the Anthropic SDK picks the events it reads by their event:
 		// name, then reads them by their type
-		a.out.degrade(StatusAmbiguous)
+		a.out.degrade(statusAmbiguous)
 		a.out.problem("%s is named %q but its type is %q: the Anthropic SDK reads it by one, then the other", name, ev.typ, str(v.Get("type")))
 		return
 	}
@@ -180,12 +180,12 @@ func (a *Assembler) event(ev sseEvent) {
 		a.out.problem("%s", s.err.Error())
 		return
 	}
-	if ev.typ == "error" || (a.api == APIOpenAIResponses && str(v.Get("type")) == "error") {
+	if ev.typ == "error" || (a.api == apiOpenAIResponses && str(v.Get("type")) == "error") {
 		a.fail(v)
 		return
 	}
 	switch a.api {
-	case APIOpenAIChat:
+	case apiOpenAIChat:
 		if e := v.Get("error"); !isNull(e) {
 			a.out.Error = raw(e)
 			a.out.Status = StatusError
@@ -193,9 +193,9 @@ func (a *Assembler) event(ev sseEvent) {
 			return
 		}
 		a.chatChunk(s, v)
-	case APIOpenAIResponses:
+	case apiOpenAIResponses:
 		a.responsesEvent(s, v)
-	case APIAnthropicMessages:
+	case apiAnthropicMessages:
 		a.anthropicEvent(s, v)
 	}
 	if s.err != nil {
@@ -205,7 +205,7 @@ func (a *Assembler) event(ev sseEvent) {
 }
 
 // fail records an error event: the stream ends in an error.
-func (a *Assembler) fail(v *jsontree.Value) {
+func (a *assembler) fail(v *jsontree.Value) {
 	a.out.Status = StatusError
 	a.out.Error = raw(v)
 	a.terminal = true
@@ -224,7 +224,7 @@ func intMember(s *shape, v *jsontree.Value, key, path string) (int, bool) {
 	return int(i), true
 }
 
-func (a *Assembler) chatChunk(s *shape, v *jsontree.Value) {
+func (a *assembler) chatChunk(s *shape, v *jsontree.Value) {
 	if id := str(v.Get("id")); id != "" {
 		a.out.ID = id
 	}
@@ -306,7 +306,7 @@ func (a *Assembler) chatChunk(s *shape, v *jsontree.Value) {
 	}
 }
 
-func (a *Assembler) anthropicEvent(s *shape, v *jsontree.Value) {
+func (a *assembler) anthropicEvent(s *shape, v *jsontree.Value) {
 	switch str(v.Get("type")) {
 	case "message_start":
 		m := v.Get("message")
@@ -324,7 +324,7 @@ func (a *Assembler) anthropicEvent(s *shape, v *jsontree.Value) {
 		if i != a.started {
 			// the Anthropic SDK appends each started block and applies a
 			// delta to the block at its index
-			a.out.degrade(StatusAmbiguous)
+			a.out.degrade(statusAmbiguous)
 			a.out.problem("content_block_start %d is the stream's block %d: the Anthropic SDK appends it as block %d and applies index %d's deltas elsewhere", i, a.started, a.started, i)
 		}
 		a.started++
@@ -388,7 +388,7 @@ func (a *Assembler) anthropicEvent(s *shape, v *jsontree.Value) {
 
 // mergeUsage overwrites the usage members that u sets (not null), as the
 // Anthropic SDK merges message_delta's usage into message_start's.
-func (a *Assembler) mergeUsage(u *jsontree.Value) {
+func (a *assembler) mergeUsage(u *jsontree.Value) {
 	if u == nil || u.Kind != jsontree.Object {
 		return
 	}
@@ -399,7 +399,7 @@ func (a *Assembler) mergeUsage(u *jsontree.Value) {
 	}
 }
 
-func (a *Assembler) item(i int) *itemAcc {
+func (a *assembler) item(i int) *itemAcc {
 	it := a.items[i]
 	if it == nil {
 		if len(a.items) >= a.lim.MaxParts {
@@ -413,15 +413,15 @@ func (a *Assembler) item(i int) *itemAcc {
 	return it
 }
 
-func (a *Assembler) responsesEvent(s *shape, v *jsontree.Value) {
+func (a *assembler) responsesEvent(s *shape, v *jsontree.Value) {
 	typ := str(v.Get("type"))
 	if !responsesEventKnown(typ) {
-		a.out.degrade(StatusAmbiguous)
+		a.out.degrade(statusAmbiguous)
 		a.out.problem("%s has the type %q, which the openai SDK's stream accumulator rejects and a raw reader skips", s.name, typ)
 		return
 	}
 	if why := a.resp.respStrict(typ, v); why != "" {
-		a.out.degrade(StatusAmbiguous)
+		a.out.degrade(statusAmbiguous)
 		a.out.problem("%s (%s): %s; the openai SDK's stream accumulator throws on it and a raw reader goes on", s.name, typ, why)
 	}
 	switch typ {
@@ -446,7 +446,7 @@ func (a *Assembler) responsesEvent(s *shape, v *jsontree.Value) {
 			}
 			return
 		}
-		done := &Output{API: APIOpenAIResponses}
+		done := &Output{API: apiOpenAIResponses}
 		done.responseItem(s, item, "$.item")
 		it.done = done
 		if it.typ == "" {
@@ -485,7 +485,7 @@ func (a *Assembler) responsesEvent(s *shape, v *jsontree.Value) {
 		}
 	case "response.completed", "response.incomplete", "response.failed":
 		r := v.Get("response")
-		fin := &Output{API: APIOpenAIResponses, Status: StatusComplete}
+		fin := &Output{API: apiOpenAIResponses, Status: StatusComplete}
 		fin.fromObject(s, r, "$.response")
 		a.final = fin
 		a.terminal = true
@@ -503,7 +503,7 @@ func (a *Assembler) responsesEvent(s *shape, v *jsontree.Value) {
 // stream that ends, cut or not, before its terminal event ([DONE],
 // message_stop, response.completed, response.incomplete or
 // response.failed) is partial, with everything received kept.
-func (a *Assembler) Finish(cut bool) *Output {
+func (a *assembler) Finish(cut bool) *Output {
 	o := a.out
 	if n := a.sse.pending(); n > 0 {
 		o.degrade(StatusPartial)
@@ -518,21 +518,21 @@ func (a *Assembler) Finish(cut bool) *Output {
 		o.problem("the stream %s before its terminal event (%s)", how, terminalOf(a.api))
 	}
 	if n := a.sse.bomLines; n > 0 {
-		o.degrade(StatusAmbiguous)
+		o.degrade(statusAmbiguous)
 		o.problem("%d line(s) begin with a byte-order mark: the openai SDK drops the mark and reads the field, an SSE parser as the standard says ignores the line", n)
 	}
 	if a.after > 0 {
 		// the openai SDK's responses stream reads on past
 		// response.completed, @openai/agents stops there
-		o.degrade(StatusAmbiguous)
+		o.degrade(statusAmbiguous)
 		o.problem("%d events after the terminal event: some clients read them, others stop at the terminal event", a.after)
 	}
 	switch a.api {
-	case APIOpenAIChat:
+	case apiOpenAIChat:
 		a.finishChat()
-	case APIOpenAIResponses:
+	case apiOpenAIResponses:
 		a.finishResponses()
-	case APIAnthropicMessages:
+	case apiAnthropicMessages:
 		a.finishAnthropic()
 	}
 	o.Body = BodyRef{Bytes: a.size, SHA256: hex.EncodeToString(a.hash.Sum(nil))}
@@ -541,9 +541,9 @@ func (a *Assembler) Finish(cut bool) *Output {
 
 func terminalOf(api API) string {
 	switch api {
-	case APIOpenAIChat:
+	case apiOpenAIChat:
 		return "data: [DONE]"
-	case APIAnthropicMessages:
+	case apiAnthropicMessages:
 		return "message_stop"
 	}
 	return "response.completed, response.incomplete or response.failed"
@@ -558,17 +558,17 @@ func sortedKeys[T any](m map[int]T) []int {
 	return ks
 }
 
-func (a *Assembler) finishChat() {
+func (a *assembler) finishChat() {
 	o := a.out
 	o.Text, o.Refusal = a.text.String(), a.refusal.String()
 	for n, k := range sortedKeys(a.calls) {
 		c := a.calls[k]
 		if k != n {
-			o.degrade(StatusAmbiguous)
+			o.degrade(statusAmbiguous)
 			o.problem("tool call index %d follows index %d: the openai SDK's stream accumulator fails on the gap, @openai/agents keeps the call", k, n-1)
 		}
 		if c.ids > 1 || c.names > 1 {
-			o.degrade(StatusAmbiguous)
+			o.degrade(statusAmbiguous)
 			o.problem("tool call index %d: its id came in %d deltas and its name in %d: the openai SDK keeps the last of each, @openai/agents joins them", k, c.ids, c.names)
 		}
 		tc := ToolCall{ID: c.id, Name: c.name}
@@ -577,7 +577,7 @@ func (a *Assembler) finishChat() {
 	}
 }
 
-func (a *Assembler) finishAnthropic() {
+func (a *assembler) finishAnthropic() {
 	o := a.out
 	if len(a.usage) > 0 {
 		o.Usage = payload(a.usage)
@@ -611,7 +611,7 @@ func (a *Assembler) finishAnthropic() {
 	o.Text = text.String()
 }
 
-func (a *Assembler) finishResponses() {
+func (a *assembler) finishResponses() {
 	o := a.out
 	asm := &Output{}
 	for _, k := range sortedKeys(a.items) {

@@ -24,7 +24,7 @@ func BenchmarkTinyDeltas(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			for i := 0; i < b.N; i++ {
-				a := NewAssembler(APIOpenAIChat)
+				a := newAssembler(apiOpenAIChat)
 				for off := 0; off < len(s); off += 4096 {
 					a.Feed(s[off:min(off+4096, len(s))])
 				}

@@ -34,12 +34,12 @@ func Read(x Exchange) (api API, in *Input, out *Output) {
 	if api == APINone {
 		return APINone, nil, nil
 	}
-	in, err := ParseRequest(api, x.RequestBody)
+	in, err := parseRequest(api, x.RequestBody)
 	if err != nil {
 		in = &Input{API: api, Status: InputInvalid, Body: refOf(x.RequestBody)}
-		var ae *AmbiguousError
+		var ae *ambiguousError
 		if errors.As(err, &ae) {
-			in.Status = InputAmbiguous
+			in.Status = inputAmbiguous
 			for _, r := range ae.Reasons {
 				in.Problems = append(in.Problems, ae.Name+": "+r)
 			}
@@ -50,10 +50,10 @@ func Read(x Exchange) (api API, in *Input, out *Output) {
 	if x.Status == 0 {
 		return api, in, nil
 	}
-	lim := DefaultLimits()
+	lim := defaultLimits()
 	body, doubt, err := decodeBody(x.ResponseBody, x.ContentEncoding, lim)
 	if err != nil || (body == nil && doubt != "") {
-		out = &Output{API: api, Status: StatusAmbiguous, HTTPStatus: x.Status, Streamed: IsEventStream(x.ContentType), Body: refOf(x.ResponseBody)}
+		out = &Output{API: api, Status: statusAmbiguous, HTTPStatus: x.Status, Streamed: isEventStream(x.ContentType), Body: refOf(x.ResponseBody)}
 		if err != nil {
 			out.Status = StatusPartial
 			out.problem("%v: not read", err)
@@ -68,11 +68,11 @@ func Read(x Exchange) (api API, in *Input, out *Output) {
 		// known, the Content-Type says (the request's own finding says
 		// why it is in doubt)
 		ct, ctDoubt = bodyJSON, ""
-		if IsEventStream(x.ContentType) {
+		if isEventStream(x.ContentType) {
 			ct = bodyStream
 		}
 	}
-	if x.Status >= 400 && !IsEventStream(x.ContentType) {
+	if x.Status >= 400 && !isEventStream(x.ContentType) {
 		// the SDKs read an error status's body as the error, never as a
 		// stream
 		ct, ctDoubt = bodyJSON, ""
@@ -81,7 +81,7 @@ func Read(x Exchange) (api API, in *Input, out *Output) {
 		doubt = strings.TrimPrefix(doubt+"; "+ctDoubt, "; ")
 	}
 	if ct == bodyStream {
-		a := NewAssemblerLimits(api, lim)
+		a := newAssemblerLimits(api, lim)
 		a.SetHTTPStatus(x.Status)
 		a.Feed(body)
 		out = a.Finish(x.Cut)
@@ -93,7 +93,7 @@ func Read(x Exchange) (api API, in *Input, out *Output) {
 		}
 	}
 	if doubt != "" {
-		out.degrade(StatusAmbiguous)
+		out.degrade(statusAmbiguous)
 		out.problem("%s", doubt)
 	}
 	if x.ContentEncoding != "" {
@@ -104,7 +104,7 @@ func Read(x Exchange) (api API, in *Input, out *Output) {
 
 // decodeBody undoes a response's Content-Encoding (internal/httpcoding);
 // doubt says where a client's reading may differ from the body returned.
-func decodeBody(b []byte, enc string, lim Limits) (body []byte, doubt string, err error) {
+func decodeBody(b []byte, enc string, lim limits) (body []byte, doubt string, err error) {
 	if enc == "" {
 		return b, "", nil
 	}
@@ -143,7 +143,7 @@ func contentTypeOf(ct string, stream bool) (how, doubt string) {
 		return bodyJSON, ""
 	case isJSON(strings.ToLower(mt)):
 		return bodyJSON, fmt.Sprintf("Content-Type %q: the openai SDK reads the body as JSON, the Anthropic SDK as text", ct)
-	case IsEventStream(ct):
+	case isEventStream(ct):
 		return bodyStream, fmt.Sprintf("Content-Type %q on an answer to a request that did not ask to stream: the SDKs read the body as text", ct)
 	}
 	return bodyJSON, fmt.Sprintf("Content-Type %q is not JSON: the SDKs read the body as text, not as the answer read here", ct)

@@ -12,7 +12,7 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
-var apis = []API{APIOpenAIChat, APIOpenAIResponses, APIAnthropicMessages}
+var apis = []API{apiOpenAIChat, apiOpenAIResponses, apiAnthropicMessages}
 
 // seedExchanges adds the recorded exchanges to a fuzz corpus through add.
 func seedExchanges(f *testing.F, add func(api uint8, r recorded)) {
@@ -49,9 +49,9 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add(uint8(2), []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","data":"AA=="}}]}]}`))
 	f.Fuzz(func(t *testing.T, api uint8, body []byte) {
 		a := apis[int(api)%len(apis)]
-		in, err := ParseRequest(a, body)
+		in, err := parseRequest(a, body)
 		if err != nil {
-			var ae *AmbiguousError
+			var ae *ambiguousError
 			var je *jsontree.Error
 			if !errors.As(err, &ae) && !errors.As(err, &je) {
 				t.Fatalf("error of type %T: %v", err, err)
@@ -60,7 +60,7 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		p := in.Payload()
 		checkCanonical(t, "input", p)
-		in2, _ := ParseRequest(a, body)
+		in2, _ := parseRequest(a, body)
 		if !bytes.Equal(in2.Payload(), p) {
 			t.Fatalf("two reads differ")
 		}
@@ -71,7 +71,7 @@ func FuzzParseRequest(f *testing.F) {
 // and its payload is canonical JSON.
 func FuzzSSE(f *testing.F) {
 	seedExchanges(f, func(api uint8, r recorded) {
-		if IsEventStream(r.ContentType) {
+		if isEventStream(r.ContentType) {
 			// the first events: the engine slows down on large inputs
 			f.Add(api, r.ResponseBody[:min(len(r.ResponseBody), 1200)], []byte{1, 7, 3, 200, 2})
 		}
@@ -80,7 +80,7 @@ func FuzzSSE(f *testing.F) {
 	f.Add(uint8(2), []byte("event: x\rdata: {\"type\":\"message_stop\"}\r\r"), []byte{5})
 	f.Fuzz(func(t *testing.T, api uint8, stream, cuts []byte) {
 		a := apis[int(api)%len(apis)]
-		lim := DefaultLimits()
+		lim := defaultLimits()
 		lim.MaxEventBytes, lim.MaxTextBytes, lim.MaxParts = 512, 2048, 8 // reach the limits too
 		whole := assemble(a, lim, [][]byte{stream}, false)
 		checkCanonical(t, "output", []byte(whole))
@@ -109,7 +109,7 @@ func FuzzParseResponse(f *testing.F) {
 		o := ParseResponse(a, int(status), ct, body)
 		checkCanonical(t, "output", o.Payload())
 		switch o.Status {
-		case StatusComplete, StatusPartial, StatusError, StatusAmbiguous:
+		case StatusComplete, StatusPartial, StatusError, statusAmbiguous:
 		default:
 			t.Fatalf("status %q", o.Status)
 		}

@@ -15,16 +15,16 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
-// AmbiguousError is the error of a JSON body (or event) that readers
+// ambiguousError is the error of a JSON body (or event) that readers
 // disagree on: duplicated or case-variant member names, invalid UTF-8, a
 // lone surrogate escape, a number canonical JSON cannot carry exactly.
 // Nothing is read from such a body; the reasons name where.
-type AmbiguousError struct {
+type ambiguousError struct {
 	Name    string   // what was read: "request body", "response body", "event 3"
 	Reasons []string // each with its position or JSON path
 }
 
-func (e *AmbiguousError) Error() string {
+func (e *ambiguousError) Error() string {
 	return e.Name + " is ambiguous: " + strings.Join(e.Reasons, "; ")
 }
 
@@ -46,20 +46,20 @@ func readJSON(data []byte, name string) (*jsontree.Value, error) {
 			}
 			off += n
 		}
-		return nil, &AmbiguousError{Name: name, Reasons: []string{fmt.Sprintf("invalid UTF-8 at byte %d", off)}}
+		return nil, &ambiguousError{Name: name, Reasons: []string{fmt.Sprintf("invalid UTF-8 at byte %d", off)}}
 	}
 	if err := jsonlimit.CheckIn(data, name, 1); err != nil {
 		le := err.(*jsonlimit.Error)
 		return nil, &jsontree.Error{File: name, Line: int64(le.Line), Col: le.Col, Err: le}
 	}
 	if err := jsontree.CheckNames(data, name); err != nil {
-		return nil, &AmbiguousError{Name: name, Reasons: []string{strings.TrimPrefix(err.Error(), name+":")}}
+		return nil, &ambiguousError{Name: name, Reasons: []string{strings.TrimPrefix(err.Error(), name+":")}}
 	}
 	v, err := jsontree.Parse(data, name)
 	if err != nil {
 		var je *jsontree.Error
 		if errors.As(err, &je) && strings.Contains(je.Msg, "surrogate") {
-			return nil, &AmbiguousError{Name: name, Reasons: []string{strings.TrimPrefix(err.Error(), name+":")}}
+			return nil, &ambiguousError{Name: name, Reasons: []string{strings.TrimPrefix(err.Error(), name+":")}}
 		}
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func readJSON(data []byte, name string) (*jsontree.Value, error) {
 		}
 	})
 	if len(reasons) > 0 {
-		return nil, &AmbiguousError{Name: name, Reasons: reasons}
+		return nil, &ambiguousError{Name: name, Reasons: reasons}
 	}
 	if deep != "" {
 		return nil, &jsontree.Error{File: name, Field: deep, Msg: fmt.Sprintf("nesting deeper than %d levels (too deep to embed in an event)", jsonlimit.MaxWireDepth)}

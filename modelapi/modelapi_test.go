@@ -18,13 +18,13 @@ func TestDetect(t *testing.T) {
 		method, path string
 		want         API
 	}{
-		{"POST", "/v1/chat/completions", APIOpenAIChat},
-		{"POST", "/openai/v1/chat/completions?api-version=2025-01-01", APIOpenAIChat},
-		{"POST", "/openai/deployments/gpt4o/chat/completions", APIOpenAIChat},
-		{"POST", "/v1/responses", APIOpenAIResponses},
-		{"POST", "/gateway/openai/responses", APIOpenAIResponses},
-		{"POST", "/v1/messages", APIAnthropicMessages},
-		{"POST", "/anthropic/v1/messages", APIAnthropicMessages},
+		{"POST", "/v1/chat/completions", apiOpenAIChat},
+		{"POST", "/openai/v1/chat/completions?api-version=2025-01-01", apiOpenAIChat},
+		{"POST", "/openai/deployments/gpt4o/chat/completions", apiOpenAIChat},
+		{"POST", "/v1/responses", apiOpenAIResponses},
+		{"POST", "/gateway/openai/responses", apiOpenAIResponses},
+		{"POST", "/v1/messages", apiAnthropicMessages},
+		{"POST", "/anthropic/v1/messages", apiAnthropicMessages},
 		{"GET", "/v1/chat/completions", APINone},
 		{"POST", "/v1/messages/count_tokens", APINone},
 		{"POST", "/v1/threads/t1/messages", APINone},
@@ -56,7 +56,7 @@ func TestParseRequestShapes(t *testing.T) {
 	{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"/x\"}"}}]},
 	{"role":"tool","tool_call_id":"call_1","content":"file body"}],
 	"tools":[{"type":"function","function":{"name":"read","description":"Reads","parameters":{"type":"object"},"strict":true}}]}`
-	in, err := ParseRequest(APIOpenAIChat, []byte(chat))
+	in, err := parseRequest(apiOpenAIChat, []byte(chat))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestParseRequestShapes(t *testing.T) {
 
 	resp := `{"model":"gpt-4o","instructions":"Use tools.","previous_response_id":"resp_0","input":[{"type":"function_call_output","call_id":"call_9","output":"42"},{"role":"user","content":[{"type":"input_text","text":"and now?"}]}],
 	"tools":[{"type":"function","name":"calc","parameters":{"type":"object"}},{"type":"web_search_preview"}]}`
-	in, err = ParseRequest(APIOpenAIResponses, []byte(resp))
+	in, err = parseRequest(apiOpenAIResponses, []byte(resp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestParseRequestShapes(t *testing.T) {
 	"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"read","input":{ "path" : "/x" }}]},
 	{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"body"}],"is_error":true},{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/4AAQ"}}]}],
 	"tools":[{"name":"read","description":"Reads","input_schema":{"type":"object"}}]}`
-	in, err = ParseRequest(APIAnthropicMessages, []byte(anth))
+	in, err = parseRequest(apiAnthropicMessages, []byte(anth))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,20 +109,20 @@ func TestParseRequestErrorsNameTheField(t *testing.T) {
 		body string
 		want string // in the error text
 	}{
-		{APIOpenAIChat, `{"model":"m","messages":{}}`, "1:25: $.messages: want a array, got object"},
-		{APIOpenAIChat, `{"model":"m","messages":[{"role":"user","content":3}]}`, "$.messages[0].content: want a string or an array of content parts"},
-		{APIOpenAIChat, `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "$.messages[0].tool_call_id: missing"},
-		{APIOpenAIChat, `{"model":7,"messages":[]}`, "$.model: want a string, got number"},
-		{APIOpenAIChat, `{"model":"m","messages":[],"stream":"yes"}`, "$.stream: want a boolean, got string"},
-		{APIOpenAIChat, `{"model":"m","messages":[],"tools":[{"type":"function","function":{"description":"x"}}]}`, "$.tools[0].function.name: missing"},
-		{APIAnthropicMessages, `{"model":"m","system":5,"messages":[]}`, "$.system: want a string or an array of blocks"},
-		{APIOpenAIResponses, `{"input":[{"type":"function_call_output","output":"x"}]}`, "$.input[0].call_id: missing"},
-		{APIOpenAIChat, `{"model":"m",`, "request body:1:14: not valid JSON"},
-		{APIOpenAIChat, strings.Repeat("[", 300), "nesting deeper than 256 levels"},
-		{APIOpenAIChat, `{"model":"m","messages":[],"x":` + strings.Repeat("[", 230) + strings.Repeat("]", 230) + `}`, "nesting deeper than 224 levels"},
+		{apiOpenAIChat, `{"model":"m","messages":{}}`, "1:25: $.messages: want a array, got object"},
+		{apiOpenAIChat, `{"model":"m","messages":[{"role":"user","content":3}]}`, "$.messages[0].content: want a string or an array of content parts"},
+		{apiOpenAIChat, `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "$.messages[0].tool_call_id: missing"},
+		{apiOpenAIChat, `{"model":7,"messages":[]}`, "$.model: want a string, got number"},
+		{apiOpenAIChat, `{"model":"m","messages":[],"stream":"yes"}`, "$.stream: want a boolean, got string"},
+		{apiOpenAIChat, `{"model":"m","messages":[],"tools":[{"type":"function","function":{"description":"x"}}]}`, "$.tools[0].function.name: missing"},
+		{apiAnthropicMessages, `{"model":"m","system":5,"messages":[]}`, "$.system: want a string or an array of blocks"},
+		{apiOpenAIResponses, `{"input":[{"type":"function_call_output","output":"x"}]}`, "$.input[0].call_id: missing"},
+		{apiOpenAIChat, `{"model":"m",`, "request body:1:14: not valid JSON"},
+		{apiOpenAIChat, strings.Repeat("[", 300), "nesting deeper than 256 levels"},
+		{apiOpenAIChat, `{"model":"m","messages":[],"x":` + strings.Repeat("[", 230) + strings.Repeat("]", 230) + `}`, "nesting deeper than 224 levels"},
 	}
 	for _, c := range cases {
-		_, err := ParseRequest(c.api, []byte(c.body))
+		_, err := parseRequest(c.api, []byte(c.body))
 		var je *jsontree.Error
 		if err == nil || !errors.As(err, &je) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ParseRequest(%.60s) = %v, want a positioned error with %q", c.body, err, c.want)
@@ -141,18 +141,18 @@ func TestParseRequestAmbiguity(t *testing.T) {
 		{`{"model":"\ud800","messages":[]}`, `surrogate`},
 	}
 	for _, c := range cases {
-		_, err := ParseRequest(APIOpenAIChat, []byte(c.body))
-		var ae *AmbiguousError
+		_, err := parseRequest(apiOpenAIChat, []byte(c.body))
+		var ae *ambiguousError
 		if !errors.As(err, &ae) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ParseRequest(%s) = %v, want an *AmbiguousError with %q", c.body, err, c.want)
 		}
 		_, in, _ := Read(Exchange{Method: "POST", Path: "/v1/chat/completions", RequestBody: []byte(c.body)})
-		if in.Status != InputAmbiguous || in.Model != "" || len(in.Problems) == 0 {
+		if in.Status != inputAmbiguous || in.Model != "" || len(in.Problems) == 0 {
 			t.Errorf("Read(%s): input %s, want ambiguous with nothing read", c.body, in.Payload())
 		}
 	}
 	// 1.0 is exact: read, canonical
-	in, err := ParseRequest(APIOpenAIChat, []byte(`{"model":"a","messages":[],"temperature":1.0}`))
+	in, err := parseRequest(apiOpenAIChat, []byte(`{"model":"a","messages":[],"temperature":1.0}`))
 	if err != nil || string(in.Params["temperature"]) != "1" {
 		t.Errorf("temperature 1.0: %v %s", err, in.Payload())
 	}
@@ -231,8 +231,8 @@ func TestErrorsAndCuts(t *testing.T) {
 }
 
 // assemble feeds chunks to a new assembler and returns the payload.
-func assemble(api API, lim Limits, chunks [][]byte, cut bool) string {
-	a := NewAssemblerLimits(api, lim)
+func assemble(api API, lim limits, chunks [][]byte, cut bool) string {
+	a := newAssemblerLimits(api, lim)
 	a.SetHTTPStatus(200)
 	for _, c := range chunks {
 		a.Feed(c)
@@ -255,24 +255,24 @@ func TestAnyChunkingSameOutput(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	n := 0
 	for sc, rec := range fixtures(t) {
-		if !IsEventStream(rec.ContentType) {
+		if !isEventStream(rec.ContentType) {
 			continue
 		}
 		n++
 		api := Detect(rec.Method, rec.Path)
-		whole := assemble(api, DefaultLimits(), [][]byte{rec.ResponseBody}, false)
-		bytewise := assemble(api, DefaultLimits(), split(rec.ResponseBody, r, 1), false)
+		whole := assemble(api, defaultLimits(), [][]byte{rec.ResponseBody}, false)
+		bytewise := assemble(api, defaultLimits(), split(rec.ResponseBody, r, 1), false)
 		if bytewise != whole {
 			t.Errorf("%s: byte by byte differs:\n%s\n%s", sc, bytewise, whole)
 		}
 		for i := 0; i < 20; i++ {
-			if got := assemble(api, DefaultLimits(), split(rec.ResponseBody, r, 40), false); got != whole {
+			if got := assemble(api, defaultLimits(), split(rec.ResponseBody, r, 40), false); got != whole {
 				t.Fatalf("%s: a random chunking differs:\n%s\n%s", sc, got, whole)
 			}
 		}
 		// the same stream with CRLF line ends reads the same
 		crlf := bytes.ReplaceAll(rec.ResponseBody, []byte("\n"), []byte("\r\n"))
-		if got := assemble(api, DefaultLimits(), split(crlf, r, 7), false); stripBody(got) != stripBody(whole) {
+		if got := assemble(api, defaultLimits(), split(crlf, r, 7), false); stripBody(got) != stripBody(whole) {
 			t.Errorf("%s: CRLF differs:\n%s\n%s", sc, got, whole)
 		}
 	}
@@ -328,12 +328,12 @@ func TestSSEParserDrop(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	// a 100 MB event is skipped without being buffered
-	a := NewAssembler(APIAnthropicMessages)
+	a := newAssembler(apiAnthropicMessages)
 	a.Feed([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\"}}\n\nevent: content_block_delta\ndata: \""))
 	chunk := bytes.Repeat([]byte("a"), 1<<20)
 	for i := 0; i < 100; i++ {
 		a.Feed(chunk)
-		if c := cap(a.sse.line) + cap(a.sse.data); c > 2*DefaultLimits().MaxEventBytes {
+		if c := cap(a.sse.line) + cap(a.sse.data); c > 2*defaultLimits().MaxEventBytes {
 			t.Fatalf("after %d MiB the parser holds %d bytes", i+1, c)
 		}
 	}
@@ -344,7 +344,7 @@ func TestLimits(t *testing.T) {
 	}
 
 	// many tiny deltas assemble in order, within the text limit
-	lim := DefaultLimits()
+	lim := defaultLimits()
 	lim.MaxTextBytes = 1000
 	var b bytes.Buffer
 	for i := 0; i < 2000; i++ {
@@ -352,13 +352,13 @@ func TestLimits(t *testing.T) {
 	}
 	b.WriteString("data: [DONE]\n\n")
 	var o2 Output
-	json.Unmarshal([]byte(assemble(APIOpenAIChat, lim, [][]byte{b.Bytes()}, false)), &o2)
+	json.Unmarshal([]byte(assemble(apiOpenAIChat, lim, [][]byte{b.Bytes()}, false)), &o2)
 	if len(o2.Text) != 1000 || o2.Text[:12] != "012345678901" || o2.Status != StatusPartial {
 		t.Errorf("tiny deltas: %d bytes, status %s, %q", len(o2.Text), o2.Status, o2.Problems)
 	}
 
 	// tool call indexes beyond MaxParts, and far-apart indexes, stay bounded
-	lim = DefaultLimits()
+	lim = defaultLimits()
 	lim.MaxParts = 3
 	b.Reset()
 	for _, idx := range []int{0, 2147483647, 5, 9, 1} {
@@ -366,8 +366,8 @@ func TestLimits(t *testing.T) {
 	}
 	b.WriteString("data: [DONE]\n\n")
 	var o3 Output
-	json.Unmarshal([]byte(assemble(APIOpenAIChat, lim, [][]byte{b.Bytes()}, false)), &o3)
-	if len(o3.ToolCalls) != 3 || o3.ToolCalls[0].ID != "c0" || o3.ToolCalls[1].ID != "c5" || o3.ToolCalls[2].ID != "c2147483647" || o3.Status != StatusAmbiguous {
+	json.Unmarshal([]byte(assemble(apiOpenAIChat, lim, [][]byte{b.Bytes()}, false)), &o3)
+	if len(o3.ToolCalls) != 3 || o3.ToolCalls[0].ID != "c0" || o3.ToolCalls[1].ID != "c5" || o3.ToolCalls[2].ID != "c2147483647" || o3.Status != statusAmbiguous {
 		// ambiguous, which outranks partial: the gaps between the
 		// indexes are read otherwise by the SDKs
 		t.Errorf("tool call limit: %+v %s", o3.ToolCalls, o3.Status)
@@ -377,15 +377,15 @@ func TestLimits(t *testing.T) {
 func TestAmbiguousEventIsNotRead(t *testing.T) {
 	s := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\",\"Content\":\"b\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}]}\n\ndata: [DONE]\n\n"
 	var o Output
-	json.Unmarshal([]byte(assemble(APIOpenAIChat, DefaultLimits(), [][]byte{[]byte(s)}, false)), &o)
-	if o.Status != StatusAmbiguous || o.Text != "c" || !strings.Contains(strings.Join(o.Problems, ";"), `event 1`) {
+	json.Unmarshal([]byte(assemble(apiOpenAIChat, defaultLimits(), [][]byte{[]byte(s)}, false)), &o)
+	if o.Status != statusAmbiguous || o.Text != "c" || !strings.Contains(strings.Join(o.Problems, ";"), `event 1`) {
 		t.Errorf("ambiguous event: %+v", o)
 	}
 }
 
 func TestInvalidArgumentsKept(t *testing.T) {
 	body := `{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1,"}}]},"finish_reason":"tool_calls"}]}`
-	o := ParseResponse(APIOpenAIChat, 200, "application/json", []byte(body))
+	o := ParseResponse(apiOpenAIChat, 200, "application/json", []byte(body))
 	if o.Status != StatusComplete || len(o.ToolCalls) != 1 || o.ToolCalls[0].Arguments != `{"a":1,` || o.ToolCalls[0].Input != nil || o.ToolCalls[0].ArgumentsError == "" {
 		t.Errorf("invalid arguments: %s", o.Payload())
 	}

@@ -16,7 +16,7 @@ import (
 // Input status values.
 const (
 	InputOK        = "ok"        // the body was read
-	InputAmbiguous = "ambiguous" // readers could disagree on the body: nothing read from it
+	inputAmbiguous = "ambiguous" // readers could disagree on the body: nothing read from it
 	InputInvalid   = "invalid"   // not JSON, too deep, or not the API's request shape
 )
 
@@ -106,10 +106,10 @@ func payload(v any) json.RawMessage {
 	return b
 }
 
-// ParseRequest reads a request body of api. Errors are *AmbiguousError
+// parseRequest reads a request body of api. Errors are *AmbiguousError
 // (readers could disagree on the body) or *jsontree.Error naming the line,
 // column and JSON path of the field at fault.
-func ParseRequest(api API, body []byte) (*Input, error) {
+func parseRequest(api API, body []byte) (*Input, error) {
 	const name = "request body"
 	if !api.valid() {
 		return nil, fmt.Errorf("modelapi: unknown API %q", api)
@@ -123,7 +123,7 @@ func ParseRequest(api API, body []byte) (*Input, error) {
 	if !s.want(v, "", jsontree.Object, true) {
 		return nil, s.err
 	}
-	if m := v.Get("model"); s.want(m, "$.model", jsontree.String, api != APIOpenAIResponses) {
+	if m := v.Get("model"); s.want(m, "$.model", jsontree.String, api != apiOpenAIResponses) {
 		in.Model = m.Str
 	}
 	if st := v.Get("stream"); st != nil && st.Kind != jsontree.Null && s.want(st, "$.stream", jsontree.Bool, false) {
@@ -131,13 +131,13 @@ func ParseRequest(api API, body []byte) (*Input, error) {
 	}
 	mapped := map[string]bool{"model": true, "stream": true, "tools": true}
 	switch api {
-	case APIOpenAIChat:
+	case apiOpenAIChat:
 		mapped["messages"] = true
 		chatRequest(s, v, in)
-	case APIOpenAIResponses:
+	case apiOpenAIResponses:
 		mapped["input"], mapped["instructions"] = true, true
 		responsesRequest(s, v, in)
-	case APIAnthropicMessages:
+	case apiAnthropicMessages:
 		mapped["messages"], mapped["system"] = true, true
 		anthropicRequest(s, v, in)
 	}
@@ -150,7 +150,7 @@ func ParseRequest(api API, body []byte) (*Input, error) {
 			in.Params = map[string]json.RawMessage{}
 		}
 		in.Params[m.Key] = raw(m.Val)
-		if m.Key == "previous_response_id" && api == APIOpenAIResponses {
+		if m.Key == "previous_response_id" && api == apiOpenAIResponses {
 			in.PreviousResponseID = str(m.Val)
 		}
 	}
@@ -405,7 +405,7 @@ func (c *ToolCall) setArguments(text string) {
 	}
 	v, err := readJSON([]byte(text), "arguments")
 	if err != nil {
-		var ae *AmbiguousError
+		var ae *ambiguousError
 		if errors.As(err, &ae) {
 			c.ArgumentsError = "ambiguous: " + strings.Join(ae.Reasons, "; ")
 		} else {
@@ -432,7 +432,7 @@ func tools(s *shape, api API, v *jsontree.Value) []Tool {
 		def, defPath, skip := t, p, map[string]bool{"type": true}
 		schema := "parameters"
 		switch {
-		case api == APIOpenAIChat && typ == "function":
+		case api == apiOpenAIChat && typ == "function":
 			def, defPath = t.Get("function"), p+".function"
 			if !s.want(def, defPath, jsontree.Object, true) {
 				return out
@@ -442,8 +442,8 @@ func tools(s *shape, api API, v *jsontree.Value) []Tool {
 				out = append(out, Tool{Type: typ, Value: raw(t)})
 				continue
 			}
-		case api == APIOpenAIResponses && typ == "function":
-		case api == APIAnthropicMessages && (typ == "" || typ == "custom"):
+		case api == apiOpenAIResponses && typ == "function":
+		case api == apiAnthropicMessages && (typ == "" || typ == "custom"):
 			schema = "input_schema"
 			typ = "function"
 		default:

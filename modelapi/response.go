@@ -23,9 +23,9 @@ const (
 	// StatusError: the provider answered an error (HTTP 4xx or 5xx, an
 	// error event mid-stream, a failed response); Error holds its body.
 	StatusError = "error"
-	// StatusAmbiguous: a body or event readers could disagree on; nothing
+	// statusAmbiguous: a body or event readers could disagree on; nothing
 	// read from it is chosen, Problems gives the reasons.
-	StatusAmbiguous = "ambiguous"
+	statusAmbiguous = "ambiguous"
 )
 
 // Output is what the model answered: the payload of a model_output event
@@ -73,14 +73,14 @@ func (o *Output) problem(format string, args ...any) {
 // degrade lowers the status to s unless it is already worse (error >
 // ambiguous > partial > complete).
 func (o *Output) degrade(s string) {
-	rank := map[string]int{StatusComplete: 0, StatusPartial: 1, StatusAmbiguous: 2, StatusError: 3}
+	rank := map[string]int{StatusComplete: 0, StatusPartial: 1, statusAmbiguous: 2, StatusError: 3}
 	if rank[s] > rank[o.Status] {
 		o.Status = s
 	}
 }
 
-// IsEventStream reports whether a Content-Type is text/event-stream.
-func IsEventStream(contentType string) bool {
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "text/event-stream"
 }
@@ -90,12 +90,12 @@ func IsEventStream(contentType string) bool {
 // that ended normally (NewAssembler, Finish(false)). It never fails: what
 // cannot be read is the Output's status and problems.
 func ParseResponse(api API, status int, contentType string, body []byte) *Output {
-	return parseResponse(api, status, contentType, body, DefaultLimits())
+	return parseResponse(api, status, contentType, body, defaultLimits())
 }
 
-func parseResponse(api API, status int, contentType string, body []byte, lim Limits) *Output {
-	if IsEventStream(contentType) {
-		a := NewAssemblerLimits(api, lim)
+func parseResponse(api API, status int, contentType string, body []byte, lim limits) *Output {
+	if isEventStream(contentType) {
+		a := newAssemblerLimits(api, lim)
 		a.SetHTTPStatus(status)
 		a.Feed(body)
 		return a.Finish(false)
@@ -132,9 +132,9 @@ func parseResponse(api API, status int, contentType string, body []byte, lim Lim
 
 // unreadable records a body or event that could not be read.
 func (o *Output) unreadable(err error) {
-	var ae *AmbiguousError
+	var ae *ambiguousError
 	if errors.As(err, &ae) {
-		o.degrade(StatusAmbiguous)
+		o.degrade(statusAmbiguous)
 		for _, r := range ae.Reasons {
 			o.problem("%s: %s", ae.Name, r)
 		}
@@ -164,7 +164,7 @@ func (o *Output) fromObject(s *shape, v *jsontree.Value, base string) {
 	if !s.want(v, base, jsontree.Object, true) {
 		return
 	}
-	if e := v.Get("error"); !isNull(e) && o.API != APIOpenAIResponses {
+	if e := v.Get("error"); !isNull(e) && o.API != apiOpenAIResponses {
 		o.Status = StatusError
 		o.Error = raw(e)
 	}
@@ -174,11 +174,11 @@ func (o *Output) fromObject(s *shape, v *jsontree.Value, base string) {
 		o.Usage = raw(u)
 	}
 	switch o.API {
-	case APIOpenAIChat:
+	case apiOpenAIChat:
 		o.chatCompletion(s, v, base)
-	case APIOpenAIResponses:
+	case apiOpenAIResponses:
 		o.response(s, v, base)
-	case APIAnthropicMessages:
+	case apiAnthropicMessages:
 		o.anthropicMessage(s, v, base)
 	}
 }

@@ -7,7 +7,7 @@ import (
 // kindOf classifies a graph node. The capture session activity is the run
 // itself, not an action of it, and the seal is its plan: neither is
 // removable nor counted as an action.
-func kindOf(n *graph.Node) Kind { return kindOfTypes(n.Types) }
+func kindOf(n *graph.Node) kind { return kindOfTypes(n.Types) }
 
 // toolHints are the explicit MCP annotations replay reads.
 type toolHints struct {
@@ -21,10 +21,10 @@ type toolHints struct {
 // the canonical JSON of the definition's MCP annotations); only explicit
 // values count (destructiveHint true, idempotentHint false), and neither
 // when the tool is marked readOnlyHint true.
-func recordsOf(g *graph.Graph) []Record {
+func recordsOf(g *graph.Graph) []record {
 	var rb recordBuilder
-	rb.recs = make([]Record, 0, len(g.Nodes))
-	rb.slab = make([]Dep, 0, len(g.Nodes)*2)
+	rb.recs = make([]record, 0, len(g.Nodes))
+	rb.slab = make([]dep, 0, len(g.Nodes)*2)
 	for _, n := range g.Nodes {
 		rb.add(n)
 	}
@@ -37,10 +37,10 @@ type toolFlags struct{ destructive, notIdempotent bool }
 // recordBuilder turns nodes into records one at a time, then gives
 // activities the hints of the tool definitions they used.
 type recordBuilder struct {
-	recs []Record
+	recs []record
 	// Dependencies of all nodes share one growing slab; each record keeps
 	// a capped window of it (older windows stay valid when it grows).
-	slab []Dep
+	slab []dep
 	// defs are the tool definitions (a small map): a call's prov:used
 	// targets are checked against it at the end.
 	defs map[string]toolFlags
@@ -53,7 +53,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 		}
 		rb.defs[n.ID] = toolFlagsOf([]byte(n.Value(graph.WAnnotations)))
 	}
-	r := Record{ID: n.ID, Kind: kindOf(n)}
+	r := record{ID: n.ID, Kind: kindOf(n)}
 	effect := false
 	for _, t := range n.Types {
 		if t == graph.WExternalEffect {
@@ -61,7 +61,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 		}
 	}
 	var op, target string
-	var maybe []Dep
+	var maybe []dep
 	start := len(rb.slab)
 	// One pass over the properties (their order does not matter: the
 	// index sorts dependents and keeps the smallest edge of a pair).
@@ -72,7 +72,7 @@ func (rb *recordBuilder) add(n *graph.Node) {
 		case useMaybe:
 			for _, t := range vals {
 				if t.IRI != "" {
-					maybe = append(maybe, Dep{Edge: edge, On: t.IRI})
+					maybe = append(maybe, dep{Edge: edge, On: t.IRI})
 				}
 			}
 			continue
@@ -94,32 +94,32 @@ func (rb *recordBuilder) add(n *graph.Node) {
 			if t.IRI == "" {
 				continue
 			}
-			rb.slab = append(rb.slab, Dep{Edge: edge, On: t.IRI})
+			rb.slab = append(rb.slab, dep{Edge: edge, On: t.IRI})
 		}
 	}
 	if len(rb.slab) > start {
 		r.Deps = rb.slab[start:len(rb.slab):len(rb.slab)]
 	}
 	r.Maybe = maybe
-	if r.Kind == KindEntity && effect {
-		r.Effect = &EffectFact{Op: op, Target: target}
+	if r.Kind == kindEntity && effect {
+		r.Effect = &effectFact{Op: op, Target: target}
 	}
 	rb.recs = append(rb.recs, r)
 }
 
 // finish gives each activity the hints of the tool definitions it used
 // (its prov:used dependencies) and returns the records.
-func (rb *recordBuilder) finish() []Record {
+func (rb *recordBuilder) finish() []record {
 	if len(rb.defs) == 0 {
 		return rb.recs
 	}
 	for i := range rb.recs {
 		r := &rb.recs[i]
-		if r.Kind != KindActivity {
+		if r.Kind != kindActivity {
 			continue
 		}
 		for _, d := range r.Deps {
-			if d.Edge != EdgeUsed {
+			if d.Edge != edgeUsed {
 				continue
 			}
 			if f, ok := rb.defs[d.On]; ok {
@@ -168,7 +168,7 @@ func counterfactualGraph(g *graph.Graph, gone func(string) bool) *graph.Graph {
 		}
 		// A relation node (neither activity, entity nor agent) that only
 		// removed nodes pointed to describes a relation that no longer holds.
-		return kindOf(n) == KindOther && !n.HasType(graph.WCaptureSession) && !n.HasType(graph.ProvPlan) &&
+		return kindOf(n) == kindOther && !n.HasType(graph.WCaptureSession) && !n.HasType(graph.ProvPlan) &&
 			referred[n.ID] && referrers[n.ID] == 0
 	}
 	dropped := map[string]bool{}

@@ -10,7 +10,7 @@ import "slices"
 type closure struct {
 	in    []bool
 	via   []int32
-	edge  []Edge
+	edge  []edge
 	order []int32
 }
 
@@ -24,7 +24,7 @@ func (ix *index) compensate(seeds []int32) *closure { return ix.closureOf(seeds,
 // computed.
 func (ix *index) closureOf(seeds []int32, skip []bool) *closure {
 	n := ix.n()
-	c := &closure{in: make([]bool, n), via: make([]int32, n), edge: make([]Edge, n)}
+	c := &closure{in: make([]bool, n), via: make([]int32, n), edge: make([]edge, n)}
 	sorted := append([]int32(nil), seeds...)
 	slices.Sort(sorted)
 	for _, s := range sorted {

@@ -7,12 +7,12 @@ import (
 	"github.com/agent-trace-witness/witness/graph"
 )
 
-// DocumentJudge is a Judge that also judges the graph document an engine
+// documentJudge is a Judge that also judges the graph document an engine
 // made by NewEngineJSONLD was read from, without the graph in memory
 // (docs/design/scale-history.md, "replay --seal"): Counterfactual uses it when the
 // engine holds no graph. Both readings must give what Judge gives for the
 // graph ReadJSONLD reads and for its counterfactual graph.
-type DocumentJudge interface {
+type documentJudge interface {
 	Judge
 	// JudgeDocument judges the document; with drop set, the document read
 	// without the nodes drop names and without every reference to them
@@ -27,7 +27,7 @@ type DocumentJudge interface {
 // judgements of the document dj reads and of its counterfactual reading:
 // what Counterfactual computes with a Judge on the graph and on
 // counterfactualGraph, without either graph.
-func (e *Engine) judgeDocument(res *Result, dj DocumentJudge) error {
+func (e *Engine) judgeDocument(res *Result, dj documentJudge) error {
 	drop, err := e.dropped(res, dj)
 	if err != nil {
 		return fmt.Errorf("counterfactual graph: %w", err)
@@ -50,7 +50,7 @@ func (e *Engine) judgeDocument(res *Result, dj DocumentJudge) error {
 // refer to. Those are found from the referrers the engine's builder kept
 // (EngineBuilderOptions.Referrers), or else by a scan of the document
 // (dj.ScanDocument), and only when the graph has relation nodes.
-func (e *Engine) dropped(res *Result, dj DocumentJudge) (func(iri []byte) bool, error) {
+func (e *Engine) dropped(res *Result, dj documentJudge) (func(iri []byte) bool, error) {
 	ix := e.ix
 	set := map[string]struct{}{}
 	for i, in := range res.in {

@@ -10,9 +10,9 @@ import (
 
 // DOT classes replay gives graph.WriteDOT.
 const (
-	ClassRemoved       = "removed"        // in the compensation set: grey, dashed
-	ClassNotReplayable = "not-replayable" // in the compensation set and not replayable: magenta, bold
-	ClassAmbiguous     = "ambiguous"      // possibly removed, through an ambiguous link: light orange, dashed
+	classRemoved       = "removed"        // in the compensation set: grey, dashed
+	classNotReplayable = "not-replayable" // in the compensation set and not replayable: magenta, bold
+	classAmbiguous     = "ambiguous"      // possibly removed, through an ambiguous link: light orange, dashed
 )
 
 // WriteDOT draws the observed graph with graph's DOT writer (PROV shapes,
@@ -27,13 +27,13 @@ func (e *Engine) WriteDOT(w io.Writer, r *Result) error {
 	}
 	classes := make(map[string]string, len(r.CompensationSet)+len(r.PossiblyRemoved))
 	for _, m := range r.PossiblyRemoved {
-		classes[m.Node] = ClassAmbiguous
+		classes[m.Node] = classAmbiguous
 	}
 	for _, m := range r.CompensationSet {
-		classes[m.Node] = ClassRemoved
+		classes[m.Node] = classRemoved
 	}
 	for _, n := range r.NotReplayable {
-		classes[n.Node] = ClassNotReplayable
+		classes[n.Node] = classNotReplayable
 	}
 	var names []string
 	for _, x := range r.Removed {

@@ -32,7 +32,7 @@ func FuzzRemove(f *testing.F) {
 			t.Fatalf("%q: %d removed", in, len(r.Removed))
 		}
 		for _, x := range r.Removed {
-			if !r.Removes(x.Node) || (x.Kind != "activity" && x.Kind != "entity") {
+			if !r.removes(x.Node) || (x.Kind != "activity" && x.Kind != "entity") {
 				t.Fatalf("%q: removed %+v", in, x)
 			}
 		}
@@ -78,12 +78,12 @@ func FuzzReplayGraph(f *testing.F) {
 				t.Fatalf("rank %+v disagrees with counterfactual (%d, %d, %d)", x, len(r.CompensationSet), r.CompensationActions, len(r.NotReplayable))
 			}
 			for _, a := range r.Ambiguous {
-				if r.Removes(a.Node) || len(a.On) == 0 {
+				if r.removes(a.Node) || len(a.On) == 0 {
 					t.Fatalf("ambiguous %+v", a)
 				}
 			}
 			for _, m := range r.PossiblyRemoved {
-				if r.Removes(m.Node) || m.Via == nil {
+				if r.removes(m.Node) || m.Via == nil {
 					t.Fatalf("possibly removed %+v", m)
 				}
 			}

@@ -70,8 +70,8 @@ func TestHansardDeleteFile(t *testing.T) {
 	// The list_dir and read_file responses survive.
 	for _, n := range g.OfType(graph.WResult) {
 		tool := n.Value(graph.OtelToolName)
-		if (tool == "delete_file") != r.Removes(n.ID) {
-			t.Errorf("result of %s: removed=%v", tool, r.Removes(n.ID))
+		if (tool == "delete_file") != r.removes(n.ID) {
+			t.Errorf("result of %s: removed=%v", tool, r.removes(n.ID))
 		}
 	}
 	// The log records no external effect, so none is residual or lost.

@@ -39,7 +39,7 @@ func (e *Engine) Impact(remove []string, keep int) (*Impact, error) {
 	im := &Impact{Removed: rm, CompensationSize: len(members), Actions: ix.acts}
 	for _, i := range members {
 		r := &ix.recs[i]
-		if r.Kind == KindActivity {
+		if r.Kind == kindActivity {
 			im.CompensationActions++
 		}
 		if !ix.notReplayable(i) {
@@ -92,7 +92,7 @@ func (ix *index) reach(seeds []int32) []int32 {
 func countActivities(recs []nodeInfo) int {
 	n := 0
 	for i := range recs {
-		if recs[i].Kind == KindActivity {
+		if recs[i].Kind == kindActivity {
 			n++
 		}
 	}

@@ -169,7 +169,7 @@ func loadStreamed(o LoadOptions) (*Engine, Judge, error) {
 	// with a seal, the builder keeps who refers to each relation node:
 	// the counterfactual check then needs no read of the file to find
 	// the relation nodes it drops
-	b := NewEngineBuilderWith(EngineBuilderOptions{Referrers: o.SealFile != ""})
+	b := newEngineBuilderWith(engineBuilderOptions{Referrers: o.SealFile != ""})
 	err = graph.ScanJSONLDView(o.graphReader(f), filepath.Base(o.GraphFile), func(v *graph.NodeView) error {
 		b.Add(v)
 		if gs != nil {

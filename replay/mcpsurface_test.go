@@ -117,7 +117,7 @@ func TestSurfaceCompensation(t *testing.T) {
 				t.Errorf("possibly removed %v, want %v", got, c.possibly)
 			}
 			for _, m := range r.PossiblyRemoved {
-				if m.Via == nil || r.Removes(m.Node) {
+				if m.Via == nil || r.removes(m.Node) {
 					t.Errorf("possibly removed %+v", m)
 				}
 			}

@@ -7,99 +7,99 @@ import (
 	"sort"
 )
 
-// Kind is what a node is for replay.
-type Kind uint8
+// kind is what a node is for replay.
+type kind uint8
 
 const (
-	KindOther    Kind = iota // relation nodes, plans, anything else: never removable
-	KindActivity             // prov:Activity: an action of the run
-	KindEntity               // prov:Entity: a datum (arguments, response, effect, message)
-	KindAgent                // prov:Agent and its subclasses: never removable
+	kindOther    kind = iota // relation nodes, plans, anything else: never removable
+	kindActivity             // prov:Activity: an action of the run
+	kindEntity               // prov:Entity: a datum (arguments, response, effect, message)
+	kindAgent                // prov:Agent and its subclasses: never removable
 )
 
-func (k Kind) String() string {
+func (k kind) String() string {
 	switch k {
-	case KindActivity:
+	case kindActivity:
 		return "activity"
-	case KindEntity:
+	case kindEntity:
 		return "entity"
-	case KindAgent:
+	case kindAgent:
 		return "agent"
 	}
 	return "other"
 }
 
 // Removable reports whether a node of this kind may be named by --remove.
-func (k Kind) Removable() bool { return k == KindActivity || k == KindEntity }
+func (k kind) Removable() bool { return k == kindActivity || k == kindEntity }
 
-// Edge is a PROV dependency relation that replay follows.
-type Edge uint8
+// edge is a PROV dependency relation that replay follows.
+type edge uint8
 
 const (
-	EdgeUsed            Edge = iota + 1 // Activity prov:used Entity: the activity depends on the entity
-	EdgeWasGeneratedBy                  // Entity prov:wasGeneratedBy Activity: the entity depends on the activity
-	EdgeWasInformedBy                   // Activity prov:wasInformedBy Activity: the informed activity depends on the informant
-	EdgeWasDerivedFrom                  // Entity prov:wasDerivedFrom Entity: the derived entity depends on its source
-	EdgeWasInfluencedBy                 // any prov:wasInfluencedBy any: the influenced node depends on the influencer (a result on the host's answer to a server request made during its call)
+	edgeUsed            edge = iota + 1 // Activity prov:used Entity: the activity depends on the entity
+	edgeWasGeneratedBy                  // Entity prov:wasGeneratedBy Activity: the entity depends on the activity
+	edgeWasInformedBy                   // Activity prov:wasInformedBy Activity: the informed activity depends on the informant
+	edgeWasDerivedFrom                  // Entity prov:wasDerivedFrom Entity: the derived entity depends on its source
+	edgeWasInfluencedBy                 // any prov:wasInfluencedBy any: the influenced node depends on the influencer (a result on the host's answer to a server request made during its call)
 
 	// Ambiguous links: the node may depend on the object, or may not. They
 	// are never followed; a counterfactual reports them (Result.Ambiguous).
-	EdgeDuringCandidate      // witness:duringCandidate: a server request made while several host requests were open → each of them
-	EdgePossiblyInfluencedBy // witness:possiblyInfluencedBy: a result of one of those candidates → the host's answer to that server request
+	edgeDuringCandidate      // witness:duringCandidate: a server request made while several host requests were open → each of them
+	edgePossiblyInfluencedBy // witness:possiblyInfluencedBy: a result of one of those candidates → the host's answer to that server request
 )
 
 // Name is the compact PROV name of the edge ("prov:used", ...).
-func (e Edge) Name() string {
+func (e edge) Name() string {
 	switch e {
-	case EdgeUsed:
+	case edgeUsed:
 		return "prov:used"
-	case EdgeWasGeneratedBy:
+	case edgeWasGeneratedBy:
 		return "prov:wasGeneratedBy"
-	case EdgeWasInformedBy:
+	case edgeWasInformedBy:
 		return "prov:wasInformedBy"
-	case EdgeWasDerivedFrom:
+	case edgeWasDerivedFrom:
 		return "prov:wasDerivedFrom"
-	case EdgeWasInfluencedBy:
+	case edgeWasInfluencedBy:
 		return "prov:wasInfluencedBy"
-	case EdgeDuringCandidate:
+	case edgeDuringCandidate:
 		return "witness:duringCandidate"
-	case EdgePossiblyInfluencedBy:
+	case edgePossiblyInfluencedBy:
 		return "witness:possiblyInfluencedBy"
 	}
 	return "edge?"
 }
 
-// Dep is one dependency of a node: the node depends on On through Edge
+// dep is one dependency of a node: the node depends on On through Edge
 // (the node is the subject of the PROV statement, On its object).
-type Dep struct {
-	Edge Edge
+type dep struct {
+	Edge edge
 	On   string
 }
 
-// Record is what replay needs to know about one graph node. Adapters (the
+// record is what replay needs to know about one graph node. Adapters (the
 // graph.Graph adapter, tests, the bench generator) produce records; replay
 // never reads a file format itself.
-type Record struct {
+type record struct {
 	ID   string
-	Kind Kind
+	Kind kind
 	// Tool is the MCP tool of an activity (or of the call behind an effect).
 	Tool string
 	// Effect is set on an external-effect entity.
-	Effect *EffectFact
+	Effect *effectFact
 	// Destructive and NotIdempotent are the tool's explicit MCP annotations
 	// (destructiveHint true, idempotentHint false) on an activity.
 	Destructive   bool
 	NotIdempotent bool
 	// Deps are the node's outgoing dependency edges.
-	Deps []Dep
+	Deps []dep
 	// Maybe are the node's ambiguous links (EdgeDuringCandidate,
 	// EdgePossiblyInfluencedBy): dependencies the evidence neither shows
 	// nor rules out.
-	Maybe []Dep
+	Maybe []dep
 }
 
-// EffectFact describes an external effect entity.
-type EffectFact struct {
+// effectFact describes an external effect entity.
+type effectFact struct {
 	Op     string `json:"op"`
 	Target string `json:"target,omitempty"`
 }
@@ -119,7 +119,7 @@ type index struct {
 	recs   []nodeInfo
 	depOff []int32 // len n+1
 	dep    []int32 // dependents, sorted per node
-	depVia []Edge  // edge by which dep[i] depends on its owner
+	depVia []edge  // edge by which dep[i] depends on its owner
 	// maybe lists the ambiguous links between nodes, by subject then edge
 	// then object.
 	maybe []maybeLink
@@ -143,21 +143,21 @@ type index struct {
 // dependencies: a third of a Record's size, a million times.
 type nodeInfo struct {
 	Tool          string
-	Effect        *EffectFact
-	Kind          Kind
+	Effect        *effectFact
+	Kind          kind
 	Destructive   bool
 	NotIdempotent bool
 }
 
 // infoOf is r's nodeInfo.
-func infoOf(r *Record) nodeInfo {
+func infoOf(r *record) nodeInfo {
 	return nodeInfo{Tool: r.Tool, Effect: r.Effect, Kind: r.Kind, Destructive: r.Destructive, NotIdempotent: r.NotIdempotent}
 }
 
 // maybeLink is an ambiguous link: node from may depend on node on.
 type maybeLink struct {
 	from, on int32
-	edge     Edge
+	edge     edge
 }
 
 // lookup returns the index of the node id (binary search of the sorted
@@ -170,10 +170,10 @@ func (ix *index) lookup(id string) (int32, bool) {
 // buildIndex numbers the records by id. Duplicate ids are an error; edges to
 // ids that are not nodes are ignored (a dangling reference depends on nothing
 // replay can remove).
-func buildIndex(recs []Record) (*index, error) {
+func buildIndex(recs []record) (*index, error) {
 	sorted := recs
 	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID }) {
-		sorted = make([]Record, len(recs))
+		sorted = make([]record, len(recs))
 		copy(sorted, recs)
 		sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	}
@@ -194,7 +194,7 @@ func buildIndex(recs []Record) (*index, error) {
 	for i := range sorted {
 		total += len(sorted[i].Deps)
 	}
-	l := links{off: make([]int32, n+1), target: make([]int32, 0, total), edge: make([]Edge, 0, total)}
+	l := links{off: make([]int32, n+1), target: make([]int32, 0, total), edge: make([]edge, 0, total)}
 	for i := range sorted {
 		for _, d := range sorted[i].Deps {
 			j, ok := pos[d.On]
@@ -222,7 +222,7 @@ func buildIndex(recs []Record) (*index, error) {
 type links struct {
 	off    []int32
 	target []int32
-	edge   []Edge
+	edge   []edge
 	maybe  []maybeLink
 }
 
@@ -246,7 +246,7 @@ func (ix *index) link(l links) {
 	}
 	ix.depOff = counts
 	ix.dep = make([]int32, counts[n])
-	ix.depVia = make([]Edge, counts[n])
+	ix.depVia = make([]edge, counts[n])
 	fill := make([]int32, n)
 	copy(fill, counts[:n])
 	for i := 0; i < n; i++ { // i ascending: each dependents list comes out sorted
@@ -301,12 +301,12 @@ func (ix *index) link(l links) {
 func (ix *index) notReplayable(i int32) bool {
 	r := &ix.recs[i]
 	switch r.Kind {
-	case KindEntity:
+	case kindEntity:
 		if r.Effect != nil {
 			_, ok := irreversibleOps[r.Effect.Op]
 			return ok
 		}
-	case KindActivity:
+	case kindActivity:
 		return r.Destructive || r.NotIdempotent
 	}
 	return false
@@ -315,12 +315,12 @@ func (ix *index) notReplayable(i int32) bool {
 // notReplayableReasons lists why the node's effects cannot be undone.
 func notReplayableReasons(r *nodeInfo) []string {
 	var out []string
-	if r.Kind == KindEntity && r.Effect != nil {
+	if r.Kind == kindEntity && r.Effect != nil {
 		if why, ok := irreversibleOps[r.Effect.Op]; ok {
 			out = append(out, "op "+r.Effect.Op+": "+why)
 		}
 	}
-	if r.Kind == KindActivity {
+	if r.Kind == kindActivity {
 		if r.Destructive {
 			out = append(out, "tool "+quoteTool(r.Tool)+" is annotated destructiveHint: true")
 		}
@@ -340,7 +340,7 @@ func quoteTool(t string) string {
 
 func (ix *index) n() int { return len(ix.ids) }
 
-func (ix *index) dependents(u int32) ([]int32, []Edge) {
+func (ix *index) dependents(u int32) ([]int32, []edge) {
 	a, b := ix.depOff[u], ix.depOff[u+1]
 	return ix.dep[a:b], ix.depVia[a:b]
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/agent-trace-witness/witness/verdict"
 )
 
-// NodeVerdict is one verdict a source gives about one node (see package
+// nodeVerdict is one verdict a source gives about one node (see package
 // verdict, which firewall and replay share).
-type NodeVerdict = verdict.Node
+type nodeVerdict = verdict.Node
 
 // VerdictSource feeds per-node verdicts into the verdict overlay (see
 // package verdict).
@@ -69,8 +69,8 @@ type NodeVerdicts struct {
 	Node           string        `json:"node"`
 	Source         string        `json:"source"`
 	Removed        bool          `json:"removed"` // the node is in the compensation set
-	Observed       []NodeVerdict `json:"observed"`
-	Counterfactual []NodeVerdict `json:"counterfactual"`
+	Observed       []nodeVerdict `json:"observed"`
+	Counterfactual []nodeVerdict `json:"counterfactual"`
 }
 
 func findingKey(f Finding) string {
@@ -146,10 +146,10 @@ func nodeVerdicts(sources []VerdictSource, obs, cf *graph.Graph, gone func(strin
 		for id := range ids {
 			o, c := ov[id], cv[id]
 			if o == nil {
-				o = []NodeVerdict{}
+				o = []nodeVerdict{}
 			}
 			if c == nil {
-				c = []NodeVerdict{}
+				c = []nodeVerdict{}
 			}
 			out = append(out, NodeVerdicts{Node: id, Source: s.Name(), Removed: gone(id), Observed: o, Counterfactual: c})
 		}

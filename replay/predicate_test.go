@@ -93,7 +93,7 @@ func graphIRIs(t *testing.T) map[string]string {
 type readOf struct {
 	Deps, Maybe []string // "edge object"
 	Tool        string
-	Effect      EffectFact
+	Effect      effectFact
 }
 
 // TestPredicatesSamePaths feeds every IRI constant of the graph package,

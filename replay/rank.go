@@ -144,7 +144,7 @@ func (ix *index) reachComps(budgetWords, dfsFactor int, onlyActivities bool) (re
 	for i := 0; i < n; i++ {
 		c := comp[i]
 		own[c].nodes++
-		if ix.recs[i].Kind == KindActivity {
+		if ix.recs[i].Kind == kindActivity {
 			own[c].activities++
 		}
 		if ix.notReplayable(int32(i)) {
@@ -220,7 +220,7 @@ func (ix *index) reachComps(budgetWords, dfsFactor int, onlyActivities bool) (re
 		if onlyActivities {
 			need = make([]bool, nc)
 			for i := 0; i < n; i++ {
-				if ix.recs[i].Kind == KindActivity {
+				if ix.recs[i].Kind == kindActivity {
 					need[comp[i]] = true
 				}
 			}
@@ -432,7 +432,7 @@ func (ix *index) rank(budgetWords, top int) ([]RankEntry, int, RankStats) {
 	}
 	var acts int
 	for i := range ix.recs {
-		if ix.recs[i].Kind == KindActivity {
+		if ix.recs[i].Kind == kindActivity {
 			acts++
 		}
 	}
@@ -460,7 +460,7 @@ func (ix *index) rank(budgetWords, top int) ([]RankEntry, int, RankStats) {
 		}
 	}
 	for i := range ix.recs {
-		if ix.recs[i].Kind != KindActivity {
+		if ix.recs[i].Kind != kindActivity {
 			continue
 		}
 		a := int32(i)

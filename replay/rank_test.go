@@ -8,22 +8,22 @@ import (
 
 // randomRecords builds a random dependency graph of n nodes with about
 // m edges; some edges point backwards to create cycles when cyclic is set.
-func randomRecords(seed uint64, n, m int, cyclic bool) []Record {
+func randomRecords(seed uint64, n, m int, cyclic bool) []record {
 	r := rand.New(rand.NewPCG(seed, 7))
-	recs := make([]Record, n)
+	recs := make([]record, n)
 	for i := range recs {
-		k := KindEntity
+		k := kindEntity
 		if r.IntN(3) == 0 {
-			k = KindActivity
+			k = kindActivity
 		}
 		if i == 0 {
-			k = KindAgent
+			k = kindAgent
 		}
-		recs[i] = Record{ID: fmt.Sprintf("n%03d", i), Kind: k}
-		if k == KindEntity && r.IntN(5) == 0 {
-			recs[i].Effect = &EffectFact{Op: []string{"delete", "read", "send", "write"}[r.IntN(4)]}
+		recs[i] = record{ID: fmt.Sprintf("n%03d", i), Kind: k}
+		if k == kindEntity && r.IntN(5) == 0 {
+			recs[i].Effect = &effectFact{Op: []string{"delete", "read", "send", "write"}[r.IntN(4)]}
 		}
-		if k == KindActivity && r.IntN(4) == 0 {
+		if k == kindActivity && r.IntN(4) == 0 {
 			recs[i].Destructive = true
 		}
 	}
@@ -32,7 +32,7 @@ func randomRecords(seed uint64, n, m int, cyclic bool) []Record {
 		if !cyclic && a < b {
 			a, b = b, a
 		}
-		recs[a].Deps = append(recs[a].Deps, Dep{Edge: Edge(1 + r.IntN(4)), On: recs[b].ID})
+		recs[a].Deps = append(recs[a].Deps, dep{Edge: edge(1 + r.IntN(4)), On: recs[b].ID})
 	}
 	return recs
 }
@@ -42,7 +42,7 @@ func bruteWeights(ix *index, s int32) weights {
 	var w weights
 	for _, v := range c.order {
 		w.nodes++
-		if ix.recs[v].Kind == KindActivity {
+		if ix.recs[v].Kind == kindActivity {
 			w.activities++
 		}
 		if len(notReplayableReasons(&ix.recs[v])) > 0 {
@@ -76,7 +76,7 @@ func TestReachAllMatchesBruteForce(t *testing.T) {
 				}
 				acts, _ := ix.reachAll(rankBudgetWords, 1000, true)
 				for i := int32(0); i < int32(ix.n()); i++ {
-					if ix.recs[i].Kind == KindActivity && acts[i] != bruteWeights(ix, i) {
+					if ix.recs[i].Kind == kindActivity && acts[i] != bruteWeights(ix, i) {
 						t.Fatalf("activities-only: node %s got %+v", ix.ids[i], acts[i])
 					}
 					if want := bruteWeights(ix, i); got[i] != want {
@@ -90,11 +90,11 @@ func TestReachAllMatchesBruteForce(t *testing.T) {
 
 func TestReachAllChunksAndTrees(t *testing.T) {
 	// A chain is all tree: no bitset pass.
-	var recs []Record
+	var recs []record
 	for i := 0; i < 50; i++ {
-		r := Record{ID: fmt.Sprintf("c%02d", i), Kind: KindActivity}
+		r := record{ID: fmt.Sprintf("c%02d", i), Kind: kindActivity}
 		if i > 0 {
-			r.Deps = []Dep{{EdgeWasInformedBy, fmt.Sprintf("c%02d", i-1)}}
+			r.Deps = []dep{{edgeWasInformedBy, fmt.Sprintf("c%02d", i-1)}}
 		}
 		recs = append(recs, r)
 	}
@@ -115,15 +115,15 @@ func TestReachAllChunksAndTrees(t *testing.T) {
 }
 
 func TestRankOrder(t *testing.T) {
-	recs := []Record{
-		{ID: "agent", Kind: KindAgent},
-		{ID: "a1", Kind: KindActivity, Tool: "t"},
-		{ID: "a2", Kind: KindActivity, Tool: "t"},
-		{ID: "a3", Kind: KindActivity, Tool: "rm", Destructive: true},
-		{ID: "e1", Kind: KindEntity, Deps: []Dep{{EdgeWasGeneratedBy, "a1"}}},
-		{ID: "e2", Kind: KindEntity, Deps: []Dep{{EdgeWasGeneratedBy, "a2"}}},
-		{ID: "e3", Kind: KindEntity, Effect: &EffectFact{Op: "delete"}, Deps: []Dep{{EdgeWasGeneratedBy, "a3"}}},
-		{ID: "a4", Kind: KindActivity},
+	recs := []record{
+		{ID: "agent", Kind: kindAgent},
+		{ID: "a1", Kind: kindActivity, Tool: "t"},
+		{ID: "a2", Kind: kindActivity, Tool: "t"},
+		{ID: "a3", Kind: kindActivity, Tool: "rm", Destructive: true},
+		{ID: "e1", Kind: kindEntity, Deps: []dep{{edgeWasGeneratedBy, "a1"}}},
+		{ID: "e2", Kind: kindEntity, Deps: []dep{{edgeWasGeneratedBy, "a2"}}},
+		{ID: "e3", Kind: kindEntity, Effect: &effectFact{Op: "delete"}, Deps: []dep{{edgeWasGeneratedBy, "a3"}}},
+		{ID: "a4", Kind: kindActivity},
 	}
 	ix, err := buildIndex(recs)
 	if err != nil {

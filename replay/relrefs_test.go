@@ -159,7 +159,7 @@ func TestReferrersEqualScan(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		kept, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, EngineBuilderOptions{Referrers: true})
+		kept, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, engineBuilderOptions{Referrers: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -302,7 +302,7 @@ func TestReferrersHostile(t *testing.T) {
 		"urn:x/r13": {"urn:x/e2", "urn:x/r13"},
 	}
 	for name, doc := range hostileRelDocs() {
-		e, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, EngineBuilderOptions{Referrers: true})
+		e, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, engineBuilderOptions{Referrers: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -327,7 +327,7 @@ func TestReferrersHostile(t *testing.T) {
 			}
 			var got []string
 			for _, id := range droppedIDs(e, drop) {
-				if !r.Removes(id) {
+				if !r.removes(id) {
 					got = append(got, id)
 				}
 			}
@@ -346,7 +346,7 @@ func TestReferrersDuplicate(t *testing.T) {
 		relDoc(`"@id":"urn:x/r1","@type":"prov:Entity"`, `"@id":"urn:x/a1","@type":"prov:Activity","prov:qualifiedAssociation":{"@id":"urn:x/r1"}`, `"@id":"urn:x/r1","@type":"prov:Association"`),
 	} {
 		_, want := NewEngineJSONLD(bytes.NewReader(doc), "g.jsonld")
-		_, got := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, EngineBuilderOptions{Referrers: true})
+		_, got := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, engineBuilderOptions{Referrers: true})
 		if want == nil || got == nil || got.Error() != want.Error() {
 			t.Errorf("got %v, want %v", got, want)
 		}
@@ -372,7 +372,7 @@ func FuzzReferrers(f *testing.F) {
 		if err != nil {
 			return
 		}
-		kept, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, EngineBuilderOptions{Referrers: true})
+		kept, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, engineBuilderOptions{Referrers: true})
 		if err != nil {
 			return
 		}
@@ -404,7 +404,7 @@ func TestReferrersBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1<<16, EngineBuilderOptions{Referrers: true})
+	kept, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1<<16, engineBuilderOptions{Referrers: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
-func verdictList(vs []NodeVerdict) string {
+func verdictList(vs []nodeVerdict) string {
 	if len(vs) == 0 {
 		return "(none)"
 	}

@@ -12,14 +12,14 @@ import (
 
 // Format and Version identify replay's JSON output (docs/replay.md).
 const (
-	Format     = "witness-replay"
-	RankFormat = "witness-replay-rank"
-	Version    = 1
+	format     = "witness-replay"
+	rankFormat = "witness-replay-rank"
+	version    = 1
 )
 
-// Notice is printed with every counterfactual: replay reasons about the
+// notice is printed with every counterfactual: replay reasons about the
 // evidence, it does not act on the world.
-const Notice = "replay computes a counterfactual over the evidence graph only: it never re-runs the agent or a server, " +
+const notice = "replay computes a counterfactual over the evidence graph only: it never re-runs the agent or a server, " +
 	"never undoes an effect and never re-creates what was deleted, overwritten, sent or paid"
 
 // Options are the inputs of one counterfactual.
@@ -210,7 +210,7 @@ func (e *Engine) resolveOne(q string) (int32, error) {
 	}
 	if k := ix.recs[i].Kind; !k.Removable() {
 		what := k.String()
-		if k == KindOther {
+		if k == kindOther {
 			what = "not an action or a datum (session, seal or relation node)"
 		}
 		return 0, exitcode.New(exitcode.Usage, fmt.Errorf("--remove %q: the node is %s and cannot be removed; only activities and entities can", q, what), e.hint(q))
@@ -235,20 +235,20 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 	ix := e.ix
 	c := ix.compensate(seeds)
 	res := &Result{
-		Format:                  Format,
-		V:                       Version,
+		Format:                  format,
+		V:                       version,
 		Removed:                 rm,
 		CompensationSet:         []Member{},
 		ResidualExternalEffects: []EffectRef{},
 		NotReplayable:           []NotReplayable{},
-		Notice:                  Notice,
+		Notice:                  notice,
 		ix:                      ix,
 		in:                      c.in,
 	}
 	res.Graph.Nodes = ix.n()
 	for i := range ix.recs {
 		r, id := &ix.recs[i], ix.ids[i]
-		if r.Kind == KindActivity {
+		if r.Kind == kindActivity {
 			res.Graph.Actions++
 		}
 		if r.Effect != nil {
@@ -265,7 +265,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 			m.Via = &Via{Edge: c.edge[i].Name(), On: ix.ids[c.via[i]]}
 		}
 		res.CompensationSet = append(res.CompensationSet, m)
-		if r.Kind == KindActivity {
+		if r.Kind == kindActivity {
 			res.CompensationActions++
 		}
 		if ix.notReplayable(int32(i)) {
@@ -280,7 +280,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 	if e.g == nil {
 		// a judge of the document the engine was read from, and no
 		// source: judged without the graph
-		dj, ok := opts.Judge.(DocumentJudge)
+		dj, ok := opts.Judge.(documentJudge)
 		if !ok || len(opts.Sources) > 0 {
 			return nil, errNoGraph
 		}
@@ -289,7 +289,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		}
 		return res, nil
 	}
-	cf := counterfactualGraph(e.g, res.Removes)
+	cf := counterfactualGraph(e.g, res.removes)
 	v := &Verdicts{Nodes: []NodeVerdicts{}}
 	if opts.Judge != nil {
 		obs, err := opts.Judge.Judge(e.g)
@@ -304,7 +304,7 @@ func (e *Engine) Counterfactual(opts Options) (*Result, error) {
 		v.Observed, v.Counterfactual = obs.Verdict, cfj.Verdict
 		v.Changed = obs.Verdict != cfj.Verdict
 	}
-	nv, err := nodeVerdicts(opts.Sources, e.g, cf, res.Removes)
+	nv, err := nodeVerdicts(opts.Sources, e.g, cf, res.removes)
 	if err != nil {
 		return nil, fmt.Errorf("verdict overlay: %w", err)
 	}
@@ -374,8 +374,8 @@ func (ix *index) ambiguous(in []bool) ([]Ambiguous, []Member) {
 	return out, members
 }
 
-// Removes reports whether node id is in the compensation set.
-func (r *Result) Removes(id string) bool {
+// removes reports whether node id is in the compensation set.
+func (r *Result) removes(id string) bool {
 	if r.ix == nil {
 		return false
 	}
@@ -389,7 +389,7 @@ func (e *Engine) CounterfactualGraph(r *Result) *graph.Graph {
 	if e.g == nil {
 		return nil
 	}
-	return counterfactualGraph(e.g, r.Removes)
+	return counterfactualGraph(e.g, r.removes)
 }
 
 // RankResult is the blast-radius ranking (format witness-replay-rank v1).
@@ -406,11 +406,11 @@ type RankResult struct {
 // radius. top > 0 keeps only the first top entries.
 func (e *Engine) Rank(top int) *RankResult {
 	entries, total, st := e.ix.rank(rankBudgetWords, top)
-	res := &RankResult{Format: RankFormat, V: Version, Method: st, Total: total, Ranking: entries}
+	res := &RankResult{Format: rankFormat, V: version, Method: st, Total: total, Ranking: entries}
 	res.Graph.Nodes = e.ix.n()
 	for i := range e.ix.recs {
 		r := &e.ix.recs[i]
-		if r.Kind == KindActivity {
+		if r.Kind == kindActivity {
 			res.Graph.Actions++
 		}
 		if r.Effect != nil {

@@ -201,14 +201,14 @@ func (fakeJudge) Judge(g *graph.Graph) (*Judgement, error) {
 type fakeSource struct{}
 
 func (fakeSource) Name() string { return "policy" }
-func (fakeSource) Verdicts(g *graph.Graph) (map[string][]NodeVerdict, error) {
-	out := map[string][]NodeVerdict{}
+func (fakeSource) Verdicts(g *graph.Graph) (map[string][]nodeVerdict, error) {
+	out := map[string][]nodeVerdict{}
 	for _, n := range g.OfType(graph.WToolCall) {
 		v := "allow"
 		if n.Value(graph.OtelToolName) == "delete_file" {
 			v = "deny"
 		}
-		out[n.ID] = []NodeVerdict{{Verdict: v, Rule: "r1"}}
+		out[n.ID] = []nodeVerdict{{Verdict: v, Rule: "r1"}}
 	}
 	return out, nil
 }
@@ -267,7 +267,7 @@ func TestCounterfactualGraphDropsRelations(t *testing.T) {
 	for _, n := range cf.Nodes {
 		for p, vals := range n.Props {
 			for _, v := range vals {
-				if v.IRI != "" && r.Removes(v.IRI) {
+				if v.IRI != "" && r.removes(v.IRI) {
 					t.Errorf("%s %s still points to removed %s", n.ID, p, v.IRI)
 				}
 			}
@@ -283,7 +283,7 @@ func TestCounterfactualGraphDropsRelations(t *testing.T) {
 }
 
 func TestErrorsAreCoded(t *testing.T) {
-	_, err := buildIndex([]Record{{ID: "a"}, {ID: "a"}})
+	_, err := buildIndex([]record{{ID: "a"}, {ID: "a"}})
 	if err == nil {
 		t.Fatal("duplicate ids accepted")
 	}

@@ -180,11 +180,11 @@ type viewBuilder struct {
 	names *nameTable
 	// per node, in document order
 	node    []int32 // name number of the node's IRI
-	kind    []Kind
+	kind    []kind
 	tool    []int32 // number of the node's tool name in toolName (0: none)
 	depOff  []int32 // deps of node i: depOn[depOff[i]:depOff[i+1]]
 	depOn   []int32
-	depEdge []Edge
+	depEdge []edge
 	effects []effectOf
 	maybe   []maybeLink // from: node, on: name number
 	// defs are the tool definitions (name number of the definition).
@@ -219,7 +219,7 @@ type viewBuilder struct {
 // effectOf is the effect of node (document order).
 type effectOf struct {
 	node int32
-	fact EffectFact
+	fact effectFact
 }
 
 // add keeps what replay needs of v: what recordBuilder.add keeps of the
@@ -229,7 +229,7 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 	vb.node = append(growBy(vb.node, 1), vb.names.intern(v.ID))
 	kind := kindOfTypes(v.Types)
 	vb.kind = append(growBy(vb.kind, 1), kind)
-	if kind == KindOther && !v.HasType(graph.WCaptureSession) && !v.HasType(graph.ProvPlan) {
+	if kind == kindOther && !v.HasType(graph.WCaptureSession) && !v.HasType(graph.ProvPlan) {
 		vb.relations = append(vb.relations, i)
 	} else if vb.refs {
 		vb.markPlain(vb.node[i])
@@ -246,8 +246,8 @@ func (vb *viewBuilder) add(v *graph.NodeView) {
 		}
 		vb.defs[vb.node[i]] = f
 	}
-	effect := kind == KindEntity && v.HasType(graph.WExternalEffect)
-	var fact EffectFact
+	effect := kind == kindEntity && v.HasType(graph.WExternalEffect)
+	var fact effectFact
 	tool := int32(0)
 	for _, p := range v.Props {
 		use, edge := predUse(p.Pred)
@@ -432,7 +432,7 @@ func (vb *viewBuilder) index() (*index, *eventTable, error) {
 		for k, d := range order {
 			l.off[k+1] = l.off[k] + vb.depOff[d] - depFrom(vb.depOff, d)
 		}
-		l.target, l.edge = make([]int32, len(vb.depOn)), make([]Edge, len(vb.depOn))
+		l.target, l.edge = make([]int32, len(vb.depOn)), make([]edge, len(vb.depOn))
 	}
 	vb.parallel(n, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
@@ -448,7 +448,7 @@ func (vb *viewBuilder) index() (*index, *eventTable, error) {
 				l.target[w], l.edge[w] = at[on], edge
 				w++
 				// an activity has the hints of the tool definitions it used
-				if f, ok := vb.defs[on]; ok && edge == EdgeUsed && r.Kind == KindActivity {
+				if f, ok := vb.defs[on]; ok && edge == edgeUsed && r.Kind == kindActivity {
 					r.Destructive = r.Destructive || f.destructive
 					r.NotIdempotent = r.NotIdempotent || f.notIdempotent
 				}
@@ -596,12 +596,12 @@ func (vb *viewBuilder) parallel(n int, f func(lo, hi int)) {
 // graph; what needs the graph itself (a Judge, verdict Sources, WriteDOT,
 // CounterfactualGraph) is refused or nil.
 func NewEngineJSONLD(r io.Reader, name string) (*Engine, error) {
-	return newEngineJSONLD(r, name, 1<<16, EngineBuilderOptions{})
+	return newEngineJSONLD(r, name, 1<<16, engineBuilderOptions{})
 }
 
 // newEngineJSONLD is NewEngineJSONLD with a name table of size slots at
 // first and the builder's options o.
-func newEngineJSONLD(r io.Reader, name string, size int, o EngineBuilderOptions) (*Engine, error) {
+func newEngineJSONLD(r io.Reader, name string, size int, o engineBuilderOptions) (*Engine, error) {
 	b := newEngineBuilder(size, o)
 	err := graph.ScanJSONLDView(r, name, func(v *graph.NodeView) error {
 		b.Add(v)
@@ -657,8 +657,8 @@ type viewBatch struct {
 	others []graph.TermView
 }
 
-// EngineBuilderOptions are the choices of an EngineBuilder.
-type EngineBuilderOptions struct {
+// engineBuilderOptions are the choices of an EngineBuilder.
+type engineBuilderOptions struct {
 	// Referrers keeps, for each relation node, the nodes that refer to
 	// it, so that a counterfactual judged on the document (DocumentJudge)
 	// finds the relation nodes it drops without reading the document
@@ -670,15 +670,15 @@ type EngineBuilderOptions struct {
 
 // NewEngineBuilder returns an empty EngineBuilder with no options.
 func NewEngineBuilder() *EngineBuilder {
-	return newEngineBuilder(1<<16, EngineBuilderOptions{})
+	return newEngineBuilder(1<<16, engineBuilderOptions{})
 }
 
-// NewEngineBuilderWith returns an empty EngineBuilder with options o.
-func NewEngineBuilderWith(o EngineBuilderOptions) *EngineBuilder {
+// newEngineBuilderWith returns an empty EngineBuilder with options o.
+func newEngineBuilderWith(o engineBuilderOptions) *EngineBuilder {
 	return newEngineBuilder(1<<16, o)
 }
 
-func newEngineBuilder(size int, o EngineBuilderOptions) *EngineBuilder {
+func newEngineBuilder(size int, o engineBuilderOptions) *EngineBuilder {
 	return &EngineBuilder{vb: viewBuilder{names: newNameTable(size), depOff: make([]int32, 0, 1024), tools: map[string]int32{}, refs: o.Referrers}}
 }
 
@@ -821,22 +821,22 @@ func (vb *viewBatch) reset() {
 // mapping from graph predicates to replay for both paths (viewBuilder.add
 // on the stream, recordBuilder.add on a *graph.Graph); a switch, so the
 // stream's hot path neither allocates nor hashes.
-func predUse(pred string) (propUse, Edge) {
+func predUse(pred string) (propUse, edge) {
 	switch pred {
 	case graph.ProvUsed:
-		return useDep, EdgeUsed
+		return useDep, edgeUsed
 	case graph.ProvWasGeneratedBy:
-		return useDep, EdgeWasGeneratedBy
+		return useDep, edgeWasGeneratedBy
 	case graph.ProvWasInformedBy:
-		return useDep, EdgeWasInformedBy
+		return useDep, edgeWasInformedBy
 	case graph.ProvWasDerivedFrom:
-		return useDep, EdgeWasDerivedFrom
+		return useDep, edgeWasDerivedFrom
 	case graph.ProvWasInfluencedBy:
-		return useDep, EdgeWasInfluencedBy
+		return useDep, edgeWasInfluencedBy
 	case graph.WDuringCandidate:
-		return useMaybe, EdgeDuringCandidate
+		return useMaybe, edgeDuringCandidate
 	case graph.WPossiblyInfluencedBy:
-		return useMaybe, EdgePossiblyInfluencedBy
+		return useMaybe, edgePossiblyInfluencedBy
 	case graph.OtelToolName:
 		return useTool, 0
 	case graph.WEffectOp:
@@ -872,12 +872,12 @@ func replayReads(pred string) bool {
 }
 
 // kindOfTypes is kindOf for a node's types.
-func kindOfTypes(types []string) Kind {
+func kindOfTypes(types []string) kind {
 	var act, ent, agent bool
 	for _, t := range types {
 		switch t {
 		case graph.WCaptureSession, graph.ProvPlan:
-			return KindOther
+			return kindOther
 		case graph.ProvActivity:
 			act = true
 		case graph.ProvEntity:
@@ -888,13 +888,13 @@ func kindOfTypes(types []string) Kind {
 	}
 	switch {
 	case act:
-		return KindActivity
+		return kindActivity
 	case agent:
-		return KindAgent
+		return kindAgent
 	case ent:
-		return KindEntity
+		return kindEntity
 	}
-	return KindOther
+	return kindOther
 }
 
 // toolFlagsOf reads a tool definition's witness:annotations (the canonical

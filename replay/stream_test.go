@@ -141,7 +141,7 @@ func TestEngineJSONLDEqualsEngine(t *testing.T) {
 			t.Errorf("%s: outputs differ (%d bytes stream, %d bytes graph)", name, len(got), len(want))
 		}
 		// a name table of one slot at first: grown many times
-		small, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, EngineBuilderOptions{Referrers: true})
+		small, err := newEngineJSONLD(bytes.NewReader(doc), "g.jsonld", 1, engineBuilderOptions{Referrers: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

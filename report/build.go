@@ -26,7 +26,7 @@ func Build(o Options) (*Data, error) {
 		return nil, err
 	}
 	loaded, sealed := loadSeal(&o)
-	d := &Data{Format: Format, V: 1, Generated: o.Generated, Version: o.Version}
+	d := &Data{Format: format, V: 1, Generated: o.Generated, Version: o.Version}
 	lanes := newInterner()
 	kinds := newInterner()
 	labels := newInterner()

@@ -63,14 +63,14 @@ func (x WhyExplainer) Explain(g *graph.Graph, node string) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	return FromWhy(g, wc, max), nil
+	return fromWhy(g, wc, max), nil
 }
 
-// FromWhy turns why's chain (the node first, then its causes, nearest
+// fromWhy turns why's chain (the node first, then its causes, nearest
 // first) into a report chain: the causes farthest first, the node last,
 // each step linked to the causes why reached from it. At most max steps
 // are kept (max <= 0: all).
-func FromWhy(g *graph.Graph, wc *why.Chain, max int) *Chain {
+func fromWhy(g *graph.Graph, wc *why.Chain, max int) *Chain {
 	steps := wc.Chain
 	c := &Chain{Node: wc.Node}
 	if len(steps) > 0 {

@@ -16,11 +16,11 @@ import (
 	"github.com/agent-trace-witness/witness/verify"
 )
 
-// DefaultCompactAbove is the number of events of a single log above which
+// defaultCompactAbove is the number of events of a single log above which
 // the graph-derived parts of the page (chains, counterfactuals, ranking,
 // picture) are computed from compact projections of the streamed graph
 // instead of the whole *graph.Graph (docs/design/report.md).
-const DefaultCompactAbove = 50000
+const defaultCompactAbove = 50000
 
 // GCPercent is the garbage collector's target (runtime/debug.SetGCPercent)
 // that `witness report` sets when GOGC is unset. A large log's report
@@ -340,7 +340,7 @@ func (s *stopReader) Read(p []byte) (int, error) {
 func compactLikely(file string, o Options) bool {
 	above := o.CompactAbove
 	if above == 0 {
-		above = DefaultCompactAbove
+		above = defaultCompactAbove
 	}
 	if above < 0 {
 		return true

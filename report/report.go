@@ -17,18 +17,18 @@ import (
 	"github.com/agent-trace-witness/witness/verify"
 )
 
-// Format is the format name of the embedded data (docs/formats/report.md).
-const Format = "witness-report"
+// format is the format name of the embedded data (docs/formats/report.md).
+const format = "witness-report"
 
 // Defaults of the size limits (docs/design/report.md says why).
 const (
 	DefaultMaxTimeline   = 2000   // events drawn one by one; above, the timeline shows buckets
-	DefaultBuckets       = 120    // buckets of an aggregated timeline
+	defaultBuckets       = 120    // buckets of an aggregated timeline
 	DefaultMaxDetails    = 2000   // events whose payload and wire bytes are embedded
-	DefaultMaxExcerpt    = 4096   // bytes kept of one payload or one wire excerpt
+	defaultMaxExcerpt    = 4096   // bytes kept of one payload or one wire excerpt
 	DefaultMaxGraphNodes = 300    // graph nodes drawn one by one; above, a summary per time window
-	DefaultGraphWindows  = 24     // time windows of a summarised graph
-	DefaultTopRank       = 10     // blast-radius ranking entries
+	defaultGraphWindows  = 24     // time windows of a summarised graph
+	defaultTopRank       = 10     // blast-radius ranking entries
 	maxFindings          = 500    // findings shown with their chain
 	maxWhatIfEffects     = 20     // not-replayable nodes named per finding's what-if
 	maxEventRows         = 200000 // event rows embedded (the list is virtualised)
@@ -84,12 +84,12 @@ func (o *Options) defaults() {
 		}
 	}
 	def(&o.MaxTimeline, DefaultMaxTimeline)
-	def(&o.Buckets, DefaultBuckets)
+	def(&o.Buckets, defaultBuckets)
 	def(&o.MaxDetails, DefaultMaxDetails)
-	def(&o.MaxExcerpt, DefaultMaxExcerpt)
+	def(&o.MaxExcerpt, defaultMaxExcerpt)
 	def(&o.MaxGraphNodes, DefaultMaxGraphNodes)
-	def(&o.GraphWindows, DefaultGraphWindows)
-	def(&o.TopRank, DefaultTopRank)
+	def(&o.GraphWindows, defaultGraphWindows)
+	def(&o.TopRank, defaultTopRank)
 	if o.Explainer == nil {
 		o.Explainer = WhyExplainer{}
 	}

@@ -184,7 +184,7 @@ func TestScaleSummaries(t *testing.T) {
 	if sum != 3000 {
 		t.Errorf("buckets count %d events, want 3000", sum)
 	}
-	if d.Graph.Summary == "" || len(d.Graph.Nodes) > DefaultGraphWindows*len(d.Lanes) {
+	if d.Graph.Summary == "" || len(d.Graph.Nodes) > defaultGraphWindows*len(d.Lanes) {
 		t.Errorf("graph: %d nodes, summary %q", len(d.Graph.Nodes), d.Graph.Summary)
 	}
 	if len(d.Details) != 100 {

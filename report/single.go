@@ -91,7 +91,7 @@ func buildSingle(o Options, d *Data, lanes, kinds, labels *interner, runRep *ver
 
 	above := o.CompactAbove
 	if above == 0 {
-		above = DefaultCompactAbove
+		above = defaultCompactAbove
 	}
 	compact := above < 0 || len(codes) > above
 	var run *runState

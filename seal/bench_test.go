@@ -24,7 +24,7 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	})
 	var keyrings []*keyring.Keyring
-	trust := &TrustSet{}
+	trust := &trustSet{}
 	for i := 0; i < 3; i++ {
 		p := filepath.Join(b.TempDir(), "keys.json")
 		if _, err := keyring.Generate(p, keyring.Options{}, keyring.AlgEd25519); err != nil {

@@ -16,10 +16,10 @@ import (
 
 // in-toto / DSSE constants.
 const (
-	// PayloadType is the DSSE payload type of in-toto statements.
-	PayloadType = "application/vnd.in-toto+json"
-	// StatementType is the in-toto Statement v1 type.
-	StatementType = "https://in-toto.io/Statement/v1"
+	// payloadType is the DSSE payload type of in-toto statements.
+	payloadType = "application/vnd.in-toto+json"
+	// statementType is the in-toto Statement v1 type.
+	statementType = "https://in-toto.io/Statement/v1"
 	// PredicateType names the witness seal predicate.
 	PredicateType = "https://w3id.org/agent-trace-witness/seal/v1"
 )
@@ -37,9 +37,9 @@ type EnvelopeS struct {
 	Sig   string `json:"sig"` // standard base64
 }
 
-// PAE is DSSE's pre-authentication encoding:
+// pae is DSSE's pre-authentication encoding:
 // "DSSEv1" SP len(type) SP type SP len(body) SP body.
-func PAE(payloadType string, payload []byte) []byte {
+func pae(payloadType string, payload []byte) []byte {
 	b := []byte("DSSEv1 ")
 	b = strconv.AppendInt(b, int64(len(payloadType)), 10)
 	b = append(b, ' ')
@@ -50,10 +50,10 @@ func PAE(payloadType string, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// Statement returns the in-toto Statement v1 for the seal, as canonical
+// statement returns the in-toto Statement v1 for the seal, as canonical
 // JSON: one subject named name whose sha256 digest is the digest of the
 // canonical seal body, and the whole seal file content as the predicate.
-func Statement(s *Sealed, name string) ([]byte, error) {
+func statement(s *Sealed, name string) ([]byte, error) {
 	digest, err := s.Digest()
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func Statement(s *Sealed, name string) ([]byte, error) {
 		return nil, err
 	}
 	st := map[string]any{
-		"_type":         StatementType,
+		"_type":         statementType,
 		"subject":       []any{map[string]any{"name": name, "digest": map[string]string{"sha256": digest}}},
 		"predicateType": PredicateType,
 		"predicate":     json.RawMessage(pred),
@@ -78,16 +78,16 @@ func NewEnvelope(s *Sealed, name string, signer keyring.Signer) (*Envelope, erro
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("DSSE envelopes are signed with Ed25519; the key %s is %s", signer.KeyID(), signer.Algorithm()),
 			"rotate to an Ed25519 key ('witness key rotate --alg ed25519') or use a keyring made with 'witness key generate'")
 	}
-	payload, err := Statement(s, name)
+	payload, err := statement(s, name)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("build in-toto statement: %w", err), "")
 	}
-	sig, err := signer.Sign(PAE(PayloadType, payload))
+	sig, err := signer.Sign(pae(payloadType, payload))
 	if err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("sign DSSE envelope: %w", err), "")
 	}
 	return &Envelope{
-		PayloadType: PayloadType,
+		PayloadType: payloadType,
 		Payload:     base64.StdEncoding.EncodeToString(payload),
 		Signatures:  []EnvelopeS{{KeyID: signer.KeyID(), Sig: sig}},
 	}, nil
@@ -108,7 +108,7 @@ type EnvelopeOptions struct {
 	// Keyring and Trust hold the Ed25519 public keys that may have signed
 	// the envelope (either may be nil).
 	Keyring *keyring.Keyring
-	Trust   *TrustSet
+	Trust   *trustSet
 	// Threshold is how many distinct keys must have signed (DSSE's t);
 	// 0 means 1. Keys are told apart by their material, so one key under
 	// two key ids counts once.
@@ -127,7 +127,7 @@ type EnvelopeResult struct {
 
 // VerifyEnvelope checks a DSSE envelope's signatures with the trusted keys
 // of trust (see VerifyEnvelopeWith) and returns the seal it carries.
-func VerifyEnvelope(data []byte, name string, trust *TrustSet) (*Sealed, error) {
+func VerifyEnvelope(data []byte, name string, trust *trustSet) (*Sealed, error) {
 	s, _, err := VerifyEnvelopeWith(data, name, EnvelopeOptions{Trust: trust})
 	if err != nil {
 		return nil, err
@@ -188,8 +188,8 @@ func VerifyEnvelopeWith(data []byte, name string, opts EnvelopeOptions) (*Sealed
 	if perr != nil {
 		return nil, nil, bad(perr)
 	}
-	if env.PayloadType != PayloadType {
-		return nil, nil, bad(fmt.Errorf("%s: payloadType %q, want %q", name, env.PayloadType, PayloadType))
+	if env.PayloadType != payloadType {
+		return nil, nil, bad(fmt.Errorf("%s: payloadType %q, want %q", name, env.PayloadType, payloadType))
 	}
 	payload, err := decodeB64(env.Payload)
 	if err != nil {
@@ -204,7 +204,7 @@ func VerifyEnvelopeWith(data []byte, name string, opts EnvelopeOptions) (*Sealed
 	}
 	res := &EnvelopeResult{}
 	v := keyring.NewVerifier(opts.Keyring, opts.Trust, nil)
-	pae := PAE(env.PayloadType, payload)
+	pae := pae(env.PayloadType, payload)
 	first := map[string]string{}
 	for i, sg := range env.Signatures {
 		c := Check{Which: fmt.Sprintf("envelope.signatures[%d]", i), KeyID: sg.KeyID, Alg: keyring.SigEd25519}
@@ -234,7 +234,7 @@ func VerifyEnvelopeWith(data []byte, name string, opts EnvelopeOptions) (*Sealed
 			// a key the verifier does not hold, or no keyid and no held
 			// key verifies it: skipped (DSSE: unknown signatures are
 			// not an error)
-			c.Status, c.Detail = StatusUnknown, "skipped: "+err.Error()
+			c.Status, c.Detail = statusUnknown, "skipped: "+err.Error()
 		}
 		res.Checks = append(res.Checks, c)
 	}
@@ -264,8 +264,8 @@ func VerifyEnvelopeWith(data []byte, name string, opts EnvelopeOptions) (*Sealed
 		return nil, res, bad(err)
 	}
 	pr := jsontree.NewObjectReader(name+" payload", "", st, &perr)
-	if t := pr.String("_type", true); perr == nil && t != StatementType {
-		pr.Fail("_type", fmt.Sprintf("want %q", StatementType))
+	if t := pr.String("_type", true); perr == nil && t != statementType {
+		pr.Fail("_type", fmt.Sprintf("want %q", statementType))
 	}
 	if t := pr.String("predicateType", true); perr == nil && t != PredicateType {
 		pr.Fail("predicateType", fmt.Sprintf("want %q", PredicateType))

@@ -75,7 +75,7 @@ func TestEnvelopeVerifiesWithSecureSystemsLib(t *testing.T) {
 		t.Fatal(err)
 	}
 	digest, _ := s.Digest()
-	if st.Type != StatementType || st.PredicateType != PredicateType || len(st.Subject) != 1 || st.Subject[0].Digest["sha256"] != digest {
+	if st.Type != statementType || st.PredicateType != PredicateType || len(st.Subject) != 1 || st.Subject[0].Digest["sha256"] != digest {
 		t.Errorf("statement %+v", st)
 	}
 	if st.Predicate["signature"] != s.Signature || st.Predicate["key_id"] != s.KeyID {
@@ -115,7 +115,7 @@ func TestEnvelopeNeedsEd25519(t *testing.T) {
 
 func TestPAE(t *testing.T) {
 	// DSSE protocol.md example: PAE("http://example.com/HelloWorld", "hello world")
-	got := string(PAE("http://example.com/HelloWorld", []byte("hello world")))
+	got := string(pae("http://example.com/HelloWorld", []byte("hello world")))
 	want := "DSSEv1 29 http://example.com/HelloWorld 11 hello world"
 	if got != want || string(dsse.PAE("http://example.com/HelloWorld", []byte("hello world"))) != want {
 		t.Errorf("PAE = %q", got)
@@ -136,7 +136,7 @@ func envelopeFor(t *testing.T, signers ...keyring.Signer) (*Sealed, map[string]a
 	}
 	payload, _ := base64.StdEncoding.DecodeString(env.Payload)
 	for _, sg := range signers[1:] {
-		sig, err := sg.Sign(PAE(PayloadType, payload))
+		sig, err := sg.Sign(pae(payloadType, payload))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestEnvelopeDSSESpec(t *testing.T) {
 		}
 		unknown := 0
 		for _, c := range res.Checks {
-			if c.Status == StatusUnknown {
+			if c.Status == statusUnknown {
 				unknown++
 			}
 		}

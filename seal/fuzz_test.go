@@ -59,7 +59,7 @@ func FuzzParseSpec(f *testing.F) {
 func FuzzVerifyEnvelope(f *testing.F) {
 	f.Add([]byte(`{"payload":"e30=","payloadType":"application/vnd.in-toto+json","signatures":[{"keyid":"k","sig":"AAAA"}]}`))
 	f.Add([]byte(`{"payload":"!","payloadType":"x","signatures":[]}`))
-	trust := &TrustSet{Keys: nil}
+	trust := &trustSet{Keys: nil}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := VerifyEnvelope(data, "fuzz.intoto.jsonl", trust)
 		if err == nil || s != nil {

@@ -46,8 +46,8 @@ func twinKeyring(t *testing.T, path, twin, revokedAt string) (*keyring.Keyring, 
 
 // relabel returns a trust set listing every key of ts a second time under
 // id+suffix.
-func relabel(ts *TrustSet, suffix, revokedAt string) *TrustSet {
-	out := &TrustSet{Keys: append([]keyring.TrustedKey(nil), ts.Keys...)}
+func relabel(ts *trustSet, suffix, revokedAt string) *trustSet {
+	out := &trustSet{Keys: append([]keyring.TrustedKey(nil), ts.Keys...)}
 	for _, k := range ts.Keys {
 		k.KeyID += suffix
 		k.RevokedAt = revokedAt
@@ -57,7 +57,7 @@ func relabel(ts *TrustSet, suffix, revokedAt string) *TrustSet {
 }
 
 func sigValue(s *Sealed) (string, string) {
-	alg, v, _ := SplitSignature(s.Signature)
+	alg, v, _ := splitSignature(s.Signature)
 	return alg, v
 }
 
@@ -107,7 +107,7 @@ func TestQuorumCountsSignersNotLabels(t *testing.T) {
 		{"ed25519: two key_ids, trust file lists the key twice", edTwoIDs, VerifyOptions{Trust: relabel(trust, "-again", "")}},
 		{"ed25519: two key_ids with public_key, trust file lists the key twice", edTwoIDsPub, VerifyOptions{Trust: relabel(trust, "-again", "")}},
 		{"ed25519: two key_ids, keyring files the key twice", twoIDs(edSeal, "twin"), VerifyOptions{Keyring: edTwin}},
-		{"ed25519: one id in the keyring, another in the trust file", edTwoIDs, VerifyOptions{Keyring: ked, Trust: &TrustSet{Keys: relabel(trust, "-again", "").Keys[1:]}}},
+		{"ed25519: one id in the keyring, another in the trust file", edTwoIDs, VerifyOptions{Keyring: ked, Trust: &trustSet{Keys: relabel(trust, "-again", "").Keys[1:]}}},
 		{"hmac: no key_id + cosignature, keyring", noKeyIDPlusCosig(hmSeal), VerifyOptions{Keyring: khm}},
 		{"hmac: no key_id (ATW_WITNESS_KEY) + cosignature (keyring)", noKeyIDPlusCosig(hmSeal), VerifyOptions{Keyring: khm, LegacyKeyHex: hmSecret}},
 		{"hmac: two key_ids, keyring files the secret twice", twoIDs(hmSeal, "twin"), VerifyOptions{Keyring: hmTwin}},
@@ -214,7 +214,7 @@ func TestSealRevocationWinsOverTrustFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	revoked := reopen(t, edPath)
-	otherID := &TrustSet{Keys: relabel(trust, "-alias", "").Keys[1:]}
+	otherID := &trustSet{Keys: relabel(trust, "-alias", "").Keys[1:]}
 
 	khm, hmPath := newKeyring(t, keyring.AlgHMAC)
 	shm, _ := khm.ActiveSigner()

@@ -122,18 +122,18 @@ type Sealed struct {
 
 // Signature algorithm tags.
 const (
-	AlgHMACSHA256 = keyring.SigHMACSHA256
-	AlgEd25519    = keyring.SigEd25519
+	algHMACSHA256 = keyring.SigHMACSHA256
+	algEd25519    = keyring.SigEd25519
 )
 
-// CanonicalBody returns the signed bytes: the canonical JSON of the body.
-func (b Body) CanonicalBody() ([]byte, error) {
+// canonicalBody returns the signed bytes: the canonical JSON of the body.
+func (b Body) canonicalBody() ([]byte, error) {
 	return canon.Marshal(b.signedFields())
 }
 
 // Digest is the sha256 (hex) of the canonical body: the in-toto subject.
 func (b Body) Digest() (string, error) {
-	c, err := b.CanonicalBody()
+	c, err := b.canonicalBody()
 	if err != nil {
 		return "", err
 	}
@@ -141,8 +141,8 @@ func (b Body) Digest() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// SplitSignature splits "alg:value" at the first colon.
-func SplitSignature(sig string) (alg, value string, ok bool) {
+// splitSignature splits "alg:value" at the first colon.
+func splitSignature(sig string) (alg, value string, ok bool) {
 	return strings.Cut(sig, ":")
 }
 
@@ -173,8 +173,8 @@ func toolsForJSON(tools []Tool) []Tool {
 	return out
 }
 
-// AllowsTool returns the sealed tool with that name.
-func (s *Sealed) AllowsTool(name string) (Tool, bool) {
+// allowsTool returns the sealed tool with that name.
+func (s *Sealed) allowsTool(name string) (Tool, bool) {
 	for _, t := range s.Tools {
 		if t.Name == name {
 			return t, true
@@ -269,7 +269,7 @@ func Parse(data []byte, name string) (*Sealed, error) {
 				cs.PublicKey = c.String("public_key", true)
 			}
 			c.Done()
-			if perr == nil && cs.Alg != AlgHMACSHA256 && cs.Alg != AlgEd25519 {
+			if perr == nil && cs.Alg != algHMACSHA256 && cs.Alg != algEd25519 {
 				c.Fail("alg", fmt.Sprintf("unknown algorithm %q (known: hmac-sha256, ed25519)", cs.Alg))
 			}
 			if perr == nil && cs.KeyID == "" {
@@ -288,11 +288,11 @@ func Parse(data []byte, name string) (*Sealed, error) {
 		}
 	}
 	if perr == nil {
-		alg, _, ok := SplitSignature(s.Signature)
+		alg, _, ok := splitSignature(s.Signature)
 		switch {
 		case !ok:
 			r.Fail("signature", `want "ALGORITHM:VALUE" (e.g. "hmac-sha256:<64 hex>")`)
-		case alg != AlgHMACSHA256 && alg != AlgEd25519:
+		case alg != algHMACSHA256 && alg != algEd25519:
 			r.Fail("signature", fmt.Sprintf("unknown algorithm %q (known: hmac-sha256, ed25519)", alg))
 		}
 	}

@@ -293,7 +293,7 @@ func TestAllowsTool(t *testing.T) {
 		ok   bool
 	}{{"read_file", true}, {"list_dir", true}, {"delete_file", false}, {"", false}}
 	for _, tt := range tests {
-		tool, ok := s.AllowsTool(tt.name)
+		tool, ok := s.allowsTool(tt.name)
 		if ok != tt.ok || (ok && tool.Name != tt.name) {
 			t.Errorf("AllowsTool(%q) = %v, %v", tt.name, tool, ok)
 		}
@@ -302,12 +302,12 @@ func TestAllowsTool(t *testing.T) {
 
 func TestDefinitionSHA256IsSignedAndOptional(t *testing.T) {
 	s := loadFixture(t)
-	before, _ := s.CanonicalBody()
+	before, _ := s.canonicalBody()
 	if strings.Contains(string(before), "definition_sha256") {
 		t.Fatal("empty definition_sha256 appears in the body")
 	}
 	s.Tools[0].DefinitionSHA256 = strings.Repeat("ab", 32)
-	after, _ := s.CanonicalBody()
+	after, _ := s.canonicalBody()
 	if !strings.Contains(string(after), `"definition_sha256":"`+strings.Repeat("ab", 32)+`"`) {
 		t.Fatalf("body %s lacks the definition hash", after)
 	}
@@ -368,7 +368,7 @@ func TestKeyringVerification(t *testing.T) {
 		{"key_id names the signing key (inactive after rotation)", a, false, StatusOK, ""},
 		{"no key_id: try every non-revoked key", "", false, StatusOK, ""},
 		{"key_id names another key: only that key is used", b, false, StatusBad, "does not verify"},
-		{"key_id unknown", "nope", false, StatusUnknown, "not found"},
+		{"key_id unknown", "nope", false, statusUnknown, "not found"},
 		{"signing key revoked, named by key_id", a, true, StatusRevoked, "was revoked at"},
 		{"signing key revoked, no key_id", "", true, StatusRevoked, "which was revoked at"},
 	}
@@ -397,7 +397,7 @@ func TestKeyringVerification(t *testing.T) {
 			// a key the keyring does not hold cannot check (6); a bad or
 			// revoked signature is tampered (3)
 			want := exitcode.Tampered
-			if tt.wantStatus == StatusUnknown {
+			if tt.wantStatus == statusUnknown {
 				want = exitcode.Unauthenticated
 			}
 			if exitcode.Of(err) != want || !strings.Contains(res.Checks[0].Detail, tt.wantInErr) {
@@ -416,7 +416,7 @@ func TestLegacyKeySizes(t *testing.T) {
 	}
 	// A seal made by 0.1.0 with a 16-byte key still verifies (with a warning).
 	s := loadFixture(t)
-	body, _ := s.CanonicalBody()
+	body, _ := s.canonicalBody()
 	s.Signature = "hmac-sha256:" + keyring.HMACHex(make([]byte, 16), body)
 	res, err := Verify(s, VerifyOptions{LegacyKeyHex: strings.Repeat("00", 16)})
 	if err != nil || !strings.Contains(res.Checks[0].Detail, "only 16 bytes") {
@@ -438,9 +438,9 @@ func TestNoKeysIsUsage(t *testing.T) {
 }
 
 // trustOf builds a trust set of the keyrings' Ed25519 keys.
-func trustOf(t *testing.T, ks ...*keyring.Keyring) *TrustSet {
+func trustOf(t *testing.T, ks ...*keyring.Keyring) *trustSet {
 	t.Helper()
-	ts := &TrustSet{}
+	ts := &trustSet{}
 	for _, k := range ks {
 		e, err := k.ExportTrust()
 		if err != nil {
@@ -501,7 +501,7 @@ func TestEd25519QuorumAndCosign(t *testing.T) {
 	tests := []struct {
 		name         string
 		s            *Sealed
-		trust        *TrustSet
+		trust        *trustSet
 		quorum       int
 		wantCode     exitcode.Code
 		wantDistinct int

@@ -10,7 +10,7 @@ import (
 // Sign signs body with signer: the signature covers the canonical body
 // bytes only; the signer's key id is recorded beside it, unsigned.
 func Sign(b Body, signer keyring.Signer) (*Sealed, error) {
-	msg, err := b.CanonicalBody()
+	msg, err := b.canonicalBody()
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("encode seal body: %w", err), "")
 	}
@@ -38,11 +38,11 @@ func (s *Sealed) Cosign(signer keyring.Signer) error {
 			return exitcode.New(exitcode.Usage, fmt.Errorf("key %s already cosigned this seal", id), "cosign with another witness's keyring (--keyring)")
 		}
 	}
-	msg, err := s.CanonicalBody()
+	msg, err := s.canonicalBody()
 	if err != nil {
 		return exitcode.New(exitcode.Tampered, fmt.Errorf("encode seal body: %w", err), "")
 	}
-	if alg, value, _ := SplitSignature(s.Signature); keyring.SignedBy(signer, msg, alg, value) {
+	if alg, value, _ := splitSignature(s.Signature); keyring.SignedBy(signer, msg, alg, value) {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("key %s already signed this seal (primary signature, filed as key_id %s)", id, orNone(s.KeyID)),
 			"cosign with another witness's keyring (--keyring): a second signature by the same key counts once")
 	}

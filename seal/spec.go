@@ -31,8 +31,8 @@ type Spec struct {
 	PromptFile string
 }
 
-// DefaultWitnessID is used when no flag, spec field or ATW_WITNESS_ID gives one.
-const DefaultWitnessID = "witness-cli-local"
+// defaultWitnessID is used when no flag, spec field or ATW_WITNESS_ID gives one.
+const defaultWitnessID = "witness-cli-local"
 
 // LoadSpec reads an agent spec file; system_prompt_file is read relative to
 // the spec file's folder.
@@ -155,9 +155,9 @@ type BodyOptions struct {
 	Now func() time.Time
 }
 
-// PythonISO formats t as Python's datetime.isoformat() of a UTC time:
+// pythonISO formats t as Python's datetime.isoformat() of a UTC time:
 // YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00, the fraction only when non-zero.
-func PythonISO(t time.Time) string {
+func pythonISO(t time.Time) string {
 	t = t.UTC().Truncate(time.Microsecond)
 	if t.Nanosecond() == 0 {
 		return t.Format("2006-01-02T15:04:05+00:00")
@@ -192,7 +192,7 @@ func NewBody(sp *Spec, opts BodyOptions) (Body, error) {
 	case getenv("ATW_WITNESS_ID") != "":
 		b.WitnessID = getenv("ATW_WITNESS_ID")
 	default:
-		b.WitnessID = DefaultWitnessID
+		b.WitnessID = defaultWitnessID
 	}
 	if ts := getenv("ATW_WITNESS_TS"); ts != "" {
 		if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
@@ -201,7 +201,7 @@ func NewBody(sp *Spec, opts BodyOptions) (Body, error) {
 		}
 		b.CreatedAt = ts
 	} else {
-		b.CreatedAt = PythonISO(now())
+		b.CreatedAt = pythonISO(now())
 	}
 	return b, nil
 }

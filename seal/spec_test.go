@@ -142,7 +142,7 @@ func TestPythonISO(t *testing.T) {
 		{time.Date(2026, 8, 30, 16, 33, 0, 500000000, time.FixedZone("CEST", 7200)), "2026-08-30T14:33:00.500000+00:00"},
 	}
 	for _, tt := range tests {
-		if got := PythonISO(tt.t); got != tt.want {
+		if got := pythonISO(tt.t); got != tt.want {
 			t.Errorf("PythonISO(%v) = %s, want %s", tt.t, got, tt.want)
 		}
 	}

@@ -17,7 +17,7 @@ func TestSurfaceAbsentKeepsFixtureBytes(t *testing.T) {
 	if s.Resources != nil || s.Prompts != nil || s.Sampling != nil || s.Elicitation != nil {
 		t.Fatalf("0.1.0 fixture read with surface members: %+v", s.Body)
 	}
-	body, _ := s.CanonicalBody()
+	body, _ := s.canonicalBody()
 	for _, k := range []string{"resources", "prompts", "sampling", "elicitation"} {
 		if strings.Contains(string(body), `"`+k+`"`) {
 			t.Errorf("absent %s appears in the body %s", k, body)
@@ -53,7 +53,7 @@ func TestSurfaceSignedAndRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := b.CanonicalBody()
+	body, _ := b.canonicalBody()
 	want := `{"created_at":"2026-08-30T14:33:00+00:00","elicitation":true,"prompts":[],"resources":["file:///data/**","memo://insights"],"sampling":false,`
 	if !strings.HasPrefix(string(body), want) {
 		t.Fatalf("body %s\nwant prefix %s", body, want)

@@ -23,7 +23,7 @@ func TestUntrustedSignedAndRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := b.CanonicalBody()
+	body, _ := b.canonicalBody()
 	if !strings.Contains(string(body), `"untrusted":["tool:fetch","tool:read_text_file:read:/work/inbox/**","resource:file:///work/inbox/**"]`) {
 		t.Fatalf("body %s", body)
 	}

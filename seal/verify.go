@@ -8,8 +8,8 @@ import (
 	"github.com/agent-trace-witness/witness/keyring"
 )
 
-// TrustSet is a set of trusted public keys (see keyring.TrustSet).
-type TrustSet = keyring.TrustSet
+// trustSet is a set of trusted public keys (see keyring.TrustSet).
+type trustSet = keyring.TrustSet
 
 // VerifyOptions give the keys to verify with. At least one of Keyring,
 // Trust and LegacyKeyHex must be set.
@@ -18,7 +18,7 @@ type VerifyOptions struct {
 	// (public keys) of its keys.
 	Keyring *keyring.Keyring
 	// Trust verifies Ed25519 signatures with public keys alone.
-	Trust *TrustSet
+	Trust *trustSet
 	// Quorum, when > 0, requires at least this many distinct trusted keys
 	// to have signed the exact body (primary signature and cosignatures;
 	// one key counts once however often and under whatever labels it
@@ -35,7 +35,7 @@ const (
 	StatusOK      = "ok"          // verified with a trusted key
 	StatusBad     = "bad"         // a known key, but the signature does not match the body
 	StatusRevoked = "revoked"     // made by a revoked key
-	StatusUnknown = "unknown-key" // no key to check it with
+	statusUnknown = "unknown-key" // no key to check it with
 )
 
 // Check is the outcome for one signature.
@@ -81,7 +81,7 @@ func Verify(s *Sealed, opts VerifyOptions) (*Result, error) {
 	if err := requireKey(opts); err != nil {
 		return res, err
 	}
-	msg, err := s.CanonicalBody()
+	msg, err := s.canonicalBody()
 	if err != nil {
 		return res, exitcode.New(exitcode.Tampered, fmt.Errorf("encode seal body: %w", err), "")
 	}
@@ -161,7 +161,7 @@ func (sc *signatureChecker) check(which, keyID, alg, value string) Check {
 	case errors.Is(err, keyring.ErrBadSignature):
 		c.Status, c.Detail = StatusBad, err.Error()
 	default:
-		c.Status, c.Detail = StatusUnknown, err.Error()
+		c.Status, c.Detail = statusUnknown, err.Error()
 	}
 	return c
 }
@@ -169,8 +169,8 @@ func (sc *signatureChecker) check(which, keyID, alg, value string) Check {
 // checkPrimary checks the seal's own signature; an algorithm other than
 // HMAC-SHA256 and Ed25519 is bad, never unknown.
 func (sc *signatureChecker) checkPrimary(s *Sealed) Check {
-	alg, value, _ := SplitSignature(s.Signature)
-	if alg != AlgHMACSHA256 && alg != AlgEd25519 {
+	alg, value, _ := splitSignature(s.Signature)
+	if alg != algHMACSHA256 && alg != algEd25519 {
 		return Check{Which: "signature", KeyID: s.KeyID, Alg: alg, Status: StatusBad, Detail: fmt.Sprintf("unknown signature algorithm %q", alg)}
 	}
 	return sc.check("signature", s.KeyID, alg, value)

@@ -67,7 +67,7 @@ func (h httpTiles) ReadTile(ctx context.Context, level, index uint64, p uint8) (
 
 // ReadEntryBundle reads an entry bundle, with ReadTile's fallback.
 func (h httpTiles) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
-	return partialOrFull(p, func(p uint8) ([]byte, error) { return h.get(ctx, layout.EntriesPath(index, p), MaxAnswer) })
+	return partialOrFull(p, func(p uint8) ([]byte, error) { return h.get(ctx, layout.EntriesPath(index, p), maxAnswer) })
 }
 
 func partialOrFull(p uint8, get func(uint8) ([]byte, error)) ([]byte, error) {

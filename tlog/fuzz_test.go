@@ -25,7 +25,7 @@ func FuzzAddCheckpoint(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if line, err := w.AddCheckpoint(body); err == nil {
+		if line, err := w.addCheckpoint(body); err == nil {
 			t.Fatalf("cosigned a request no log key signed: %q -> %q", body, line)
 		}
 	})

@@ -3,7 +3,6 @@ package tlog
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,11 +23,11 @@ import (
 	"github.com/agent-trace-witness/witness/tlog/bundle"
 )
 
-// ConfigFormat is the format string of a log's configuration file.
-const ConfigFormat = "witness-log/v1"
+// configFormat is the format string of a log's configuration file.
+const configFormat = "witness-log/v1"
 
-// ConfigName is the configuration file in a POSIX log's folder.
-const ConfigName = "witness-log.json"
+// configName is the configuration file in a POSIX log's folder.
+const configName = "witness-log.json"
 
 // Config is what witness keeps about a log beside it: its origin, its
 // verifier key, and where the private key is (a keyring and key id; the
@@ -49,14 +48,14 @@ func (c Config) Marshal() ([]byte, error) {
 		ws = []string{}
 	}
 	return canon.Marshal(map[string]any{
-		"format": ConfigFormat, "origin": c.Origin, "log_key": c.LogKey,
+		"format": configFormat, "origin": c.Origin, "log_key": c.LogKey,
 		"key_id": c.KeyID, "keyring": c.Keyring, "witnesses": ws,
 	})
 }
 
 // ReadConfig reads DIR/witness-log.json.
 func ReadConfig(dir string) (*Config, error) {
-	p := filepath.Join(dir, ConfigName)
+	p := filepath.Join(dir, configName)
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return nil, exitcode.Input("read log configuration", err, "create the log with 'witness log init "+dir+"'")
@@ -67,8 +66,8 @@ func ReadConfig(dir string) (*Config, error) {
 	}
 	var perr error
 	r := jsontree.NewObjectReader(p, "", root, &perr)
-	if f := r.String("format", true); perr == nil && f != ConfigFormat {
-		r.Fail("format", fmt.Sprintf("want %q, got %q", ConfigFormat, f))
+	if f := r.String("format", true); perr == nil && f != configFormat {
+		r.Fail("format", fmt.Sprintf("want %q, got %q", configFormat, f))
 	}
 	c := &Config{Origin: r.String("origin", true), LogKey: r.String("log_key", true), KeyID: r.String("key_id", true),
 		Keyring: r.String("keyring", true), Witnesses: r.Strings("witnesses", false)}
@@ -132,7 +131,7 @@ type Log struct {
 // Init creates a POSIX log in dir: its configuration (origin, verifier
 // key, the keyring and id of its key) and its first, empty checkpoint.
 func Init(ctx context.Context, dir string, cfg Config, s keyring.Signer) (*Config, error) {
-	if _, err := os.Stat(filepath.Join(dir, ConfigName)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, configName)); err == nil {
 		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("%s: a log is already there", dir), "choose another folder; a log is never re-created")
 	}
 	_, vkey, err := NoteSigner(cfg.Origin, s)
@@ -150,7 +149,7 @@ func Init(ctx context.Context, dir string, cfg Config, s keyring.Signer) (*Confi
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("create log folder: %w", err), "")
 	}
-	if err := atomicfile.Write(filepath.Join(dir, ConfigName), append(data, '\n'), atomicfile.Options{Flag: "log folder"}); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, configName), append(data, '\n'), atomicfile.Options{Flag: "log folder"}); err != nil {
 		return nil, err
 	}
 	l, err := Open(ctx, Storage{"posix", dir}, Options{Origin: cfg.Origin, Signer: s})
@@ -223,7 +222,7 @@ func openOnce(ctx context.Context, st Storage, opts *tessera.AppendOptions, o Op
 			// connection instead of exceeding the server's limit
 			db.SetMaxOpenConns(mysqlMaxConns)
 			l.db = db
-			if err = InitMySQL(ctx, db); err == nil {
+			if err = initMySQL(ctx, db); err == nil {
 				d, err = mysql.New(ctx, db)
 			}
 		}
@@ -246,7 +245,7 @@ func openOnce(ctx context.Context, st Storage, opts *tessera.AppendOptions, o Op
 func (l *Log) LogKey() string { return l.logKey }
 
 // Reader is the log's tlog-tiles read access.
-func (l *Log) Reader() bundle.Log { return NewTiles(l.reader) }
+func (l *Log) Reader() bundle.Log { return newTiles(l.reader) }
 
 // Close shuts the appender down once what was added is integrated.
 func (l *Log) Close(ctx context.Context) error {
@@ -286,7 +285,7 @@ func (l *Log) Anchor(ctx context.Context, e bundle.Entry) (b *bundle.Bundle, war
 	b = &bundle.Bundle{LogKey: l.logKey, Entry: e, Index: idx.Index, Proof: p, Checkpoint: cpRaw}
 	for _, w := range l.witnesses {
 		l.mu.Lock()
-		sigs, err := RequestCosignature(ctx, w, cp, NewTiles(l.reader))
+		sigs, err := requestCosignature(ctx, w, cp, newTiles(l.reader))
 		l.mu.Unlock()
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("witness %s did not cosign: %v", w, err))
@@ -299,6 +298,3 @@ func (l *Log) Anchor(ctx context.Context, e bundle.Entry) (b *bundle.Bundle, war
 	}
 	return b, warnings, nil
 }
-
-// ErrNoLog marks a --log target that is neither a log folder nor a URL.
-var ErrNoLog = errors.New("not a log")

@@ -18,9 +18,9 @@ var mysqlTables = []string{
 	"CREATE TABLE IF NOT EXISTS `TiledLeaves` (`tile_index` BIGINT UNSIGNED NOT NULL, `size` SMALLINT UNSIGNED NOT NULL, `data` LONGBLOB NOT NULL, PRIMARY KEY (`tile_index`))",
 }
 
-// InitMySQL creates the log's tables in the database db names, when
+// initMySQL creates the log's tables in the database db names, when
 // missing. Several processes may run it at once.
-func InitMySQL(ctx context.Context, db *sql.DB) error {
+func initMySQL(ctx context.Context, db *sql.DB) error {
 	for _, q := range mysqlTables {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create the log's tables: %w", err)

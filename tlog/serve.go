@@ -22,20 +22,20 @@ import (
 // maxEntry bounds an entry sent to the append endpoint.
 const maxEntry = 64 << 10
 
-// MaxAnswer bounds the body of a log's answer read over HTTP: the largest
+// maxAnswer bounds the body of a log's answer read over HTTP: the largest
 // is a full entry bundle, 256 entries of at most 64 KiB, each after its
 // 2-byte length. A log key or a bundle is far smaller.
-const MaxAnswer = layout.EntryBundleWidth * (maxEntry + 2)
+const maxAnswer = layout.EntryBundleWidth * (maxEntry + 2)
 
 // DefaultTimeout bounds one exchange with a log or a witness over HTTP,
 // from the request to the answer's last byte (Reader's timeout when 0).
 const DefaultTimeout = httpbound.DefaultTimeout
 
-// ReadTotal bounds the time of all the reads of one Reader of a URL
+// readTotal bounds the time of all the reads of one Reader of a URL
 // together (summed, each from its request to its answer's end): a log
 // that answers each read in time but never runs out of entries to be
 // read (a checkpoint claiming a huge size) ends too.
-const ReadTotal = 15 * time.Minute
+const readTotal = 15 * time.Minute
 
 // anchorTimeout bounds POST /add, which waits for the log's witnesses.
 const anchorTimeout = 60 * time.Second
@@ -185,7 +185,7 @@ func Reader(ctx context.Context, target string, timeout time.Duration) (bundle.L
 		if err != nil {
 			return nil, "", exitcode.New(exitcode.Usage, fmt.Errorf("--log %s: %w", target, err), "")
 		}
-		hc := remoteClient(timeout, ReadTotal, MaxAnswer)
+		hc := remoteClient(timeout, readTotal, maxAnswer)
 		f := httpTiles{root: u.String(), hc: hc}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"log-key", nil)
 		resp, err := hc.Do(req)
@@ -202,11 +202,11 @@ func Reader(ctx context.Context, target string, timeout time.Duration) (bundle.L
 		case len(key) > 4096:
 			return nil, "", exitcode.New(exitcode.Failure, fmt.Errorf("--log %s: /log-key answered more than 4096 bytes, not a verifier key", target), "")
 		}
-		return NewTiles(f), strings.TrimSpace(string(key)), nil
+		return newTiles(f), strings.TrimSpace(string(key)), nil
 	}
 	cfg, err := ReadConfig(target)
 	if err != nil {
 		return nil, "", err
 	}
-	return NewTiles(client.FileFetcher{Root: target}), cfg.LogKey, nil
+	return newTiles(client.FileFetcher{Root: target}), cfg.LogKey, nil
 }

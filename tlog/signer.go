@@ -76,9 +76,9 @@ func NewCosigner(name string, s keyring.Signer) (*Cosigner, error) {
 // Name is the witness name on its signature lines.
 func (c *Cosigner) Name() string { return c.name }
 
-// Cosign returns the signature line ("— name base64\n") of a cosignature
+// cosign returns the signature line ("— name base64\n") of a cosignature
 // over checkpoint body at time t (seconds since the epoch).
-func (c *Cosigner) Cosign(body string, t uint64) (string, error) {
+func (c *Cosigner) cosign(body string, t uint64) (string, error) {
 	sig, err := c.s.Sign(bundle.CosignatureMessage(t, body))
 	if err != nil {
 		return "", err

@@ -22,8 +22,8 @@ type tileReader interface {
 // proofs and range nodes. bundle verifies everything it returns.
 type tiles struct{ r tileReader }
 
-// NewTiles returns bundle.Log over a tlog-tiles reader.
-func NewTiles(r tileReader) bundle.Log { return tiles{r} }
+// newTiles returns bundle.Log over a tlog-tiles reader.
+func newTiles(r tileReader) bundle.Log { return tiles{r} }
 
 func (t tiles) ReadCheckpoint(ctx context.Context) ([]byte, error) { return t.r.ReadCheckpoint(ctx) }
 

@@ -125,9 +125,9 @@ func (e *witnessError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.status, http.StatusText(e.status), e.msg)
 }
 
-// AddCheckpoint handles one add-checkpoint request body and returns the
+// addCheckpoint handles one add-checkpoint request body and returns the
 // cosignature line, or a *witnessError.
-func (w *Witness) AddCheckpoint(body []byte) (string, error) {
+func (w *Witness) addCheckpoint(body []byte) (string, error) {
 	head, cpRaw, ok := bytes.Cut(body, []byte("\n\n"))
 	if !ok {
 		return "", &witnessError{status: http.StatusBadRequest, msg: "no blank line before the checkpoint"}
@@ -177,7 +177,7 @@ func (w *Witness) AddCheckpoint(body []byte) (string, error) {
 			return "", &witnessError{status: http.StatusUnprocessableEntity, msg: fmt.Sprintf("not a consistent extension of size %d (a fork or split view): %v", old, err)}
 		}
 	}
-	line, err := w.o.Cosigner.Cosign(cp.Body, uint64(w.o.Now().Unix()))
+	line, err := w.o.Cosigner.cosign(cp.Body, uint64(w.o.Now().Unix()))
 	if err != nil {
 		return "", &witnessError{status: http.StatusInternalServerError, msg: err.Error()}
 	}
@@ -204,7 +204,7 @@ func (w *Witness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "request too large or unreadable", http.StatusBadRequest)
 		return
 	}
-	line, err := w.AddCheckpoint(body)
+	line, err := w.addCheckpoint(body)
 	var we *witnessError
 	if errors.As(err, &we) {
 		if we.status == http.StatusConflict {
@@ -220,10 +220,10 @@ func (w *Witness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	io.WriteString(rw, line)
 }
 
-// RequestCosignature asks the tlog-witness at base URL to cosign cp, with
+// requestCosignature asks the tlog-witness at base URL to cosign cp, with
 // a consistency proof (built from the log's tiles) from the size the
 // witness holds. It returns the signature lines.
-func RequestCosignature(ctx context.Context, base string, cp *bundle.Checkpoint, log bundle.Log) ([]byte, error) {
+func requestCosignature(ctx context.Context, base string, cp *bundle.Checkpoint, log bundle.Log) ([]byte, error) {
 	hc := remoteClient(DefaultTimeout, 0, maxAddCheckpoint)
 	defer hc.CloseIdleConnections()
 	old := uint64(0)

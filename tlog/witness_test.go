@@ -90,17 +90,17 @@ func TestWitnessRefusesSplitView(t *testing.T) {
 	rootB[0] = 1
 	a := signedCheckpoint(t, l, ns, 5, rootA)
 	b := signedCheckpoint(t, l, ns, 5, rootB)
-	if _, err := w.AddCheckpoint(append([]byte("old 0\n\n"), a...)); err != nil {
+	if _, err := w.addCheckpoint(append([]byte("old 0\n\n"), a...)); err != nil {
 		t.Fatalf("first checkpoint: %v", err)
 	}
-	_, err = w.AddCheckpoint(append([]byte("old 5\n\n"), b...))
+	_, err = w.addCheckpoint(append([]byte("old 5\n\n"), b...))
 	if we, ok := err.(*witnessError); !ok || we.status != 422 {
 		t.Fatalf("split view: got %v, want 422", err)
 	}
-	if _, err := w.AddCheckpoint(append([]byte("old 5\n\n"), a...)); err != nil {
+	if _, err := w.addCheckpoint(append([]byte("old 5\n\n"), a...)); err != nil {
 		t.Fatalf("the same checkpoint again: %v", err)
 	}
-	_, err = w.AddCheckpoint(append([]byte("old 0\n\n"), b...))
+	_, err = w.addCheckpoint(append([]byte("old 0\n\n"), b...))
 	if we, ok := err.(*witnessError); !ok || we.status != 409 || we.size != 5 {
 		t.Fatalf("stale old size: got %v, want 409 with size 5", err)
 	}
@@ -111,7 +111,7 @@ func TestWitnessRefusesSplitView(t *testing.T) {
 	// a checkpoint the log did not sign
 	other, _ := testSigner(t, "other")
 	os, _, _ := NoteSigner(l.origin, other)
-	_, err = w.AddCheckpoint(append([]byte("old 5\n\n"), signedCheckpoint(t, l, os, 6, rootA)...))
+	_, err = w.addCheckpoint(append([]byte("old 5\n\n"), signedCheckpoint(t, l, os, 6, rootA)...))
 	if we, ok := err.(*witnessError); !ok || we.status != 403 {
 		t.Fatalf("forged checkpoint: got %v, want 403", err)
 	}
@@ -128,8 +128,8 @@ func TestQuorumCountsKeysNotNames(t *testing.T) {
 	c1, _ := NewCosigner("w1", ws)
 	c2, _ := NewCosigner("w2", ws)
 	cp, _ := bundle.OpenCheckpoint(raw, vkey)
-	l1, _ := c1.Cosign(cp.Body, 10)
-	l2, _ := c2.Cosign(cp.Body, 10)
+	l1, _ := c1.cosign(cp.Body, 10)
+	l2, _ := c2.cosign(cp.Body, 10)
 	raw = bundle.AddSignatures(raw, []byte(l1+l2))
 	cp, err := bundle.OpenCheckpoint(raw, vkey)
 	if err != nil {
@@ -146,7 +146,7 @@ func TestQuorumCountsKeysNotNames(t *testing.T) {
 	// a second, distinct witness makes two
 	ws2, _ := testSigner(t, "w3")
 	c3, _ := NewCosigner("w3", ws2)
-	l3, _ := c3.Cosign(cp.Body, 11)
+	l3, _ := c3.cosign(cp.Body, 11)
 	cp, _ = bundle.OpenCheckpoint(bundle.AddSignatures(raw, []byte(l3)), vkey)
 	cs, _ = cp.Cosignatures(append(trusted, bundle.Witness{Name: "w3", Key: c3.pub}))
 	if bundle.DistinctWitnesses(cs) != 2 {

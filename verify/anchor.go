@@ -36,16 +36,16 @@ type AnchorOptions struct {
 	// Witnesses and Quorum: at least Quorum distinct trusted witnesses
 	// (told apart by key material) must have cosigned the bundle's
 	// checkpoint; fewer is a violation.
-	Witnesses []Witness
+	Witnesses []witness
 	Quorum    int
 	// Context bounds the reads of the log (default context.Background()).
 	Context context.Context
 }
 
-// Witness is a trusted tlog witness (bundle.Witness).
-type Witness = bundle.Witness
+// witness is a trusted tlog witness (bundle.Witness).
+type witness = bundle.Witness
 
-// CheckAnchoring checks that the last session end (or checkpoint) of the
+// checkAnchoring checks that the last session end (or checkpoint) of the
 // event log is anchored: its bundle beside the events verifies (inclusion,
 // checkpoint signature, cosignature quorum), and, with the log at hand, the
 // log holds no later entry of the session (a log cut back to an earlier
@@ -58,11 +58,11 @@ type Witness = bundle.Witness
 // (o nil, or trust-file keys only), it runs only when bundles are beside
 // the events. It returns an error only when no verdict can be reached
 // (the log cannot be read).
-func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
+func checkAnchoring(r *Report, events string, o *AnchorOptions) error {
 	if events == "" || events == "-" {
 		if o.asked() {
-			r.markRan(CheckAnchor)
-			r.notCheckable = setReason(r.notCheckable, CheckAnchor, "the event log was read from standard input: no bundle beside it")
+			r.markRan(checkAnchor)
+			r.notCheckable = setReason(r.notCheckable, checkAnchor, "the event log was read from standard input: no bundle beside it")
 		}
 		return nil
 	}
@@ -76,19 +76,19 @@ func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
 	if o == nil {
 		o = &AnchorOptions{}
 	}
-	r.markRan(CheckAnchor)
+	r.markRan(checkAnchor)
 	add := anchorAdder(r)
 	entry, err := bundle.EntryOfFile(events)
 	if err != nil {
 		if errors.Is(err, bundle.ErrNoEnd) {
-			r.notCheckable = setReason(r.notCheckable, CheckAnchor, "the log has no session end to anchor")
+			r.notCheckable = setReason(r.notCheckable, checkAnchor, "the log has no session end to anchor")
 			return nil
 		}
 		if exitcode.Of(err) == exitcode.Usage || exitcode.Of(err) == exitcode.Failure {
 			return err
 		}
 		// a malformed log: the chain check says so
-		r.notCheckable = setReason(r.notCheckable, CheckAnchor, "the event log could not be read")
+		r.notCheckable = setReason(r.notCheckable, checkAnchor, "the event log could not be read")
 		return nil
 	}
 	want := bundle.Path(events, entry.Count)
@@ -98,11 +98,11 @@ func CheckAnchoring(r *Report, events string, o *AnchorOptions) error {
 	}
 	known := checkOwnBundle(own, entry, want, o, add)
 	if own == nil && o.Quorum > 0 {
-		add(ClassIncomplete, "anchor-quorum", events, fmt.Sprintf("no bundle %s beside the events carries a cosigned checkpoint for --log-quorum %d", want, o.Quorum))
+		add(classIncomplete, "anchor-quorum", events, fmt.Sprintf("no bundle %s beside the events carries a cosigned checkpoint for --log-quorum %d", want, o.Quorum))
 	}
 	if o.Log == nil {
 		if own == nil {
-			add(ClassIncomplete, "anchor-missing", events, fmt.Sprintf("the last end (%d lines) has no bundle %s and no log was given (--log) to look it up", entry.Count, want))
+			add(classIncomplete, "anchor-missing", events, fmt.Sprintf("the last end (%d lines) has no bundle %s and no log was given (--log) to look it up", entry.Count, want))
 		} else {
 			add(ClassNotice, "anchor-offline", want, "offline: without --log, a later entry of this session in the log (a cut-back file) cannot be ruled out")
 		}
@@ -121,11 +121,11 @@ func anchorAdder(r *Report) findingAdder {
 		sev := SevError
 		switch class {
 		case ClassNotice:
-			sev = SevNotice
-		case ClassViolation:
+			sev = sevNotice
+		case classViolation:
 			sev = SevWarning
 		}
-		r.Findings = append(r.Findings, Finding{Check: CheckAnchor, Code: code, Severity: sev, Class: class, File: file, Message: msg})
+		r.Findings = append(r.Findings, Finding{Check: checkAnchor, Code: code, Severity: sev, Class: class, File: file, Message: msg})
 	}
 }
 
@@ -140,17 +140,17 @@ func readBundles(paths []string, entry bundle.Entry, want string, add findingAdd
 		b, err := bundle.ReadFile(p)
 		if err != nil {
 			if exitcode.Of(err) == exitcode.Tampered {
-				add(ClassTampered, "anchor-bundle-invalid", p, err.Error())
+				add(classTampered, "anchor-bundle-invalid", p, err.Error())
 				continue
 			}
 			return nil, err
 		}
 		if b.Entry.Session != entry.Session {
-			add(ClassTampered, "anchor-bundle-mismatch", p, fmt.Sprintf("the bundle anchors session %s, not this log's %s", b.Entry.Session, entry.Session))
+			add(classTampered, "anchor-bundle-mismatch", p, fmt.Sprintf("the bundle anchors session %s, not this log's %s", b.Entry.Session, entry.Session))
 			continue
 		}
 		if b.Entry.Count > entry.Count {
-			add(ClassTampered, "anchor-cut-back", p, fmt.Sprintf("a bundle beside the events anchors an end after %d lines, but the log ends after %d: it was cut back to an earlier checkpoint", b.Entry.Count, entry.Count))
+			add(classTampered, "anchor-cut-back", p, fmt.Sprintf("a bundle beside the events anchors an end after %d lines, but the log ends after %d: it was cut back to an earlier checkpoint", b.Entry.Count, entry.Count))
 		}
 		if p == want {
 			own = b
@@ -173,10 +173,10 @@ func checkLog(o *AnchorOptions, entry bundle.Entry, events string, own *bundle.B
 	key, pinned := o.pin(o.NamedKey)
 	switch {
 	case !pinned:
-		add(ClassUnauthenticated, "anchor-log-unpinned", events, fmt.Sprintf("the log names its key %s, but no log key is pinned: a log with its own key (a fork) would answer just the same; if this is the log you trust, pin its key with --log-key or in the trust file's log_keys (--trust)", o.NamedKey))
+		add(classUnauthenticated, "anchor-log-unpinned", events, fmt.Sprintf("the log names its key %s, but no log key is pinned: a log with its own key (a fork) would answer just the same; if this is the log you trust, pin its key with --log-key or in the trust file's log_keys (--trust)", o.NamedKey))
 		return nil
 	case o.NamedKey != "" && o.NamedKey != key:
-		add(ClassTampered, "anchor-log-key", events, fmt.Sprintf("the log names its key %s, not the pinned %s: it is not the log you pinned", o.NamedKey, key))
+		add(classTampered, "anchor-log-key", events, fmt.Sprintf("the log names its key %s, not the pinned %s: it is not the log you pinned", o.NamedKey, key))
 		return nil
 	}
 	from := uint64(0)
@@ -186,7 +186,7 @@ func checkLog(o *AnchorOptions, entry bundle.Entry, events string, own *bundle.B
 	res, err := bundle.LookupSession(ctx, o.Log, key, entry.Session, from, known)
 	switch {
 	case errors.Is(err, bundle.ErrInconsistent), errors.Is(err, bundle.ErrCheckpoint):
-		add(ClassTampered, "anchor-log-inconsistent", events, err.Error())
+		add(classTampered, "anchor-log-inconsistent", events, err.Error())
 		return nil
 	case err != nil:
 		return exitcode.New(exitcode.Failure, fmt.Errorf("--log: %w", err), "check that the log folder or URL is readable")
@@ -194,13 +194,13 @@ func checkLog(o *AnchorOptions, entry bundle.Entry, events string, own *bundle.B
 	l := res.Latest
 	switch {
 	case l == nil:
-		add(ClassIncomplete, "anchor-missing", events, fmt.Sprintf("the log (size %d) holds no entry for session %s", res.Checkpoint.Size, entry.Session))
+		add(classIncomplete, "anchor-missing", events, fmt.Sprintf("the log (size %d) holds no entry for session %s", res.Checkpoint.Size, entry.Session))
 	case l.Count > entry.Count:
-		add(ClassTampered, "anchor-cut-back", events, fmt.Sprintf("the log holds a later end of this session at index %d (after %d lines, head %s), but the file ends after %d lines: it was cut back or events are missing", res.LatestIndex, l.Count, l.Head, entry.Count))
+		add(classTampered, "anchor-cut-back", events, fmt.Sprintf("the log holds a later end of this session at index %d (after %d lines, head %s), but the file ends after %d lines: it was cut back or events are missing", res.LatestIndex, l.Count, l.Head, entry.Count))
 	case l.Count == entry.Count && *l != entry:
-		add(ClassTampered, "anchor-mismatch", events, fmt.Sprintf("the log's entry at index %d for the end after %d lines differs from the file's (head %s, not %s)", res.LatestIndex, l.Count, l.Head, entry.Head))
+		add(classTampered, "anchor-mismatch", events, fmt.Sprintf("the log's entry at index %d for the end after %d lines differs from the file's (head %s, not %s)", res.LatestIndex, l.Count, l.Head, entry.Head))
 	case l.Count < entry.Count:
-		add(ClassIncomplete, "anchor-missing", events, fmt.Sprintf("the log's latest entry of this session ends after %d lines; the file's last end (%d lines) was never anchored", l.Count, entry.Count))
+		add(classIncomplete, "anchor-missing", events, fmt.Sprintf("the log's latest entry of this session ends after %d lines; the file's last end (%d lines) was never anchored", l.Count, entry.Count))
 	default:
 		add(ClassNotice, "anchor-latest", events, fmt.Sprintf("the log (size %d; entries read from index %d: %d) holds no later end of this session than index %d", res.Checkpoint.Size, from, res.Scanned, res.LatestIndex))
 	}
@@ -222,24 +222,24 @@ func checkOwnBundle(own *bundle.Bundle, entry bundle.Entry, want string, o *Anch
 	cp, err := own.Verify(key)
 	switch {
 	case err != nil:
-		add(ClassTampered, "anchor-bundle-invalid", want, err.Error())
+		add(classTampered, "anchor-bundle-invalid", want, err.Error())
 		return nil
 	case own.Entry != entry:
-		add(ClassTampered, "anchor-bundle-mismatch", want, fmt.Sprintf("the bundle's entry (head %s) is not the log's last end (head %s)", own.Entry.Head, entry.Head))
+		add(classTampered, "anchor-bundle-mismatch", want, fmt.Sprintf("the bundle's entry (head %s) is not the log's last end (head %s)", own.Entry.Head, entry.Head))
 		return nil
 	}
 	if err := checkQuorum(cp, o); err != nil {
-		add(ClassTampered, "anchor-cosignature", want, err.Error())
+		add(classTampered, "anchor-cosignature", want, err.Error())
 	} else if o.Quorum > 0 {
 		cs, _ := cp.Cosignatures(o.Witnesses)
 		if n := bundle.DistinctWitnesses(notLog(cs, own.LogKey)); n < o.Quorum {
-			add(ClassViolation, "anchor-quorum", want, fmt.Sprintf("%d distinct trusted witness(es) cosigned the checkpoint, fewer than --log-quorum %d", n, o.Quorum))
+			add(classViolation, "anchor-quorum", want, fmt.Sprintf("%d distinct trusted witness(es) cosigned the checkpoint, fewer than --log-quorum %d", n, o.Quorum))
 		}
 	}
 	if !pinned {
 		class := ClassNotice
 		if o.asked() {
-			class = ClassUnauthenticated
+			class = classUnauthenticated
 		}
 		add(class, "anchor-unpinned", want, fmt.Sprintf("the bundle's checkpoint (index %d of log %s, size %d) verifies only under the log key the bundle names itself (%s), which no one pinned: the anchor is not authenticated; pin the log's key with --log-key or in the trust file's log_keys (--trust)", own.Index, cp.Origin, cp.Size, own.LogKey))
 		return nil

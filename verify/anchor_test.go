@@ -46,7 +46,7 @@ func pubOf(t *testing.T, s keyring.Signer) ed25519.PublicKey {
 func anchorCodes(r *Report) map[string]Class {
 	m := map[string]Class{}
 	for _, f := range r.Findings {
-		if f.Check == CheckAnchor {
+		if f.Check == checkAnchor {
 			m[f.Code] = f.Class
 		}
 	}
@@ -73,11 +73,11 @@ func TestAnchorQuorumDistinctWitnesses(t *testing.T) {
 
 	logKey := anchorSigner(t, "log")
 	witnessSigners := map[string]keyring.Signer{}
-	var ws []Witness
+	var ws []witness
 	for _, name := range []string{"w1", "w2"} {
 		s := anchorSigner(t, name)
 		witnessSigners[name] = s
-		ws = append(ws, Witness{Name: name, Key: pubOf(t, s)})
+		ws = append(ws, witness{Name: name, Key: pubOf(t, s)})
 	}
 	logDir := filepath.Join(dir, "log")
 	cfg, err := tlog.Init(ctx, logDir, tlog.Config{Origin: "example.test/q", Keyring: filepath.Join(dir, "log.json")}, logKey)
@@ -131,10 +131,10 @@ func TestAnchorQuorumDistinctWitnesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := func(trust []Witness, quorum int) map[string]Class {
+	check := func(trust []witness, quorum int) map[string]Class {
 		t.Helper()
 		r := &Report{}
-		if err := CheckAnchoring(r, events, &AnchorOptions{LogKey: cfg.LogKey, Witnesses: trust, Quorum: quorum}); err != nil {
+		if err := checkAnchoring(r, events, &AnchorOptions{LogKey: cfg.LogKey, Witnesses: trust, Quorum: quorum}); err != nil {
 			t.Fatal(err)
 		}
 		return anchorCodes(r)
@@ -156,8 +156,8 @@ func TestAnchorQuorumDistinctWitnesses(t *testing.T) {
 	binary.BigEndian.PutUint32(raw, bundle.KeyHash("w1-alias", bundle.AlgCosignatureV1, ws[0].Key))
 	b.Checkpoint = bundle.AddSignatures(b.Checkpoint, []byte("— w1-alias "+base64.StdEncoding.EncodeToString(raw)+"\n"))
 	write(b)
-	alias := []Witness{ws[0], {Name: "w1-alias", Key: ws[0].Key}}
-	if got := check(alias, 2); got["anchor-quorum"] != ClassViolation {
+	alias := []witness{ws[0], {Name: "w1-alias", Key: ws[0].Key}}
+	if got := check(alias, 2); got["anchor-quorum"] != classViolation {
 		t.Fatalf("one key under two names met quorum 2: %v", got)
 	}
 	if got := check(alias, 1); got["anchor-quorum"] != "" || got["anchored"] != ClassNotice {
@@ -170,7 +170,7 @@ func TestAnchorQuorumDistinctWitnesses(t *testing.T) {
 	if got := check(ws, 2); got["anchor-quorum"] != "" || got["anchored"] != ClassNotice {
 		t.Fatalf("two witnesses, quorum 2: %v", got)
 	}
-	if got := check(ws, 3); got["anchor-quorum"] != ClassViolation {
+	if got := check(ws, 3); got["anchor-quorum"] != classViolation {
 		t.Fatalf("two witnesses, quorum 3: %v", got)
 	}
 
@@ -180,8 +180,8 @@ func TestAnchorQuorumDistinctWitnesses(t *testing.T) {
 	witnessSigners["self"] = logKey
 	os.RemoveAll(events + ".tlog")
 	write(anchorWith("w1", "self"))
-	withSelf := []Witness{ws[0], {Name: "self", Key: pubOf(t, logKey)}}
-	if got := check(withSelf, 2); got["anchor-quorum"] != ClassViolation {
+	withSelf := []witness{ws[0], {Name: "self", Key: pubOf(t, logKey)}}
+	if got := check(withSelf, 2); got["anchor-quorum"] != classViolation {
 		t.Fatalf("the log's own cosignature met quorum 2: %v", got)
 	}
 	if got := check(withSelf, 1); got["anchor-quorum"] != "" || got["anchored"] != ClassNotice {
@@ -200,7 +200,7 @@ func TestAnchorQuorumDistinctWitnesses(t *testing.T) {
 	b2.Checkpoint = []byte(cp[:i+20] + flip(cp[i+20]) + cp[i+21:])
 	os.RemoveAll(events + ".tlog")
 	write(b2)
-	if got := check(ws, 1); got["anchor-cosignature"] != ClassTampered {
+	if got := check(ws, 1); got["anchor-cosignature"] != classTampered {
 		t.Fatalf("changed cosignature: %v", got)
 	}
 }
@@ -274,7 +274,7 @@ func TestAnchorForkedLog(t *testing.T) {
 	check := func(o *AnchorOptions) map[string]Class {
 		t.Helper()
 		r := &Report{}
-		if err := CheckAnchoring(r, events, o); err != nil {
+		if err := checkAnchoring(r, events, o); err != nil {
 			t.Fatal(err)
 		}
 		return anchorCodes(r)
@@ -286,16 +286,16 @@ func TestAnchorForkedLog(t *testing.T) {
 		want Class
 	}
 	logCases := []tc{
-		{"real log, unpinned", &AnchorOptions{Log: realLog, NamedKey: realKey}, "anchor-log-unpinned", ClassUnauthenticated},
-		{"fork, unpinned", &AnchorOptions{Log: fork, NamedKey: forkKey}, "anchor-log-unpinned", ClassUnauthenticated},
+		{"real log, unpinned", &AnchorOptions{Log: realLog, NamedKey: realKey}, "anchor-log-unpinned", classUnauthenticated},
+		{"fork, unpinned", &AnchorOptions{Log: fork, NamedKey: forkKey}, "anchor-log-unpinned", classUnauthenticated},
 		{"real log, --log-key", &AnchorOptions{Log: realLog, NamedKey: realKey, LogKey: realKey}, "anchor-latest", ClassNotice},
 		{"real log, trust file", &AnchorOptions{Log: realLog, NamedKey: realKey, TrustedLogKeys: []string{otherKey, realKey}}, "anchor-latest", ClassNotice},
-		{"fork, --log-key of the real log", &AnchorOptions{Log: fork, NamedKey: forkKey, LogKey: realKey}, "anchor-log-key", ClassTampered},
-		{"fork, trust file pins the real log", &AnchorOptions{Log: fork, NamedKey: forkKey, TrustedLogKeys: []string{realKey}}, "anchor-log-key", ClassTampered},
-		{"another origin, trust file pins the real log", &AnchorOptions{Log: other, NamedKey: otherKey, TrustedLogKeys: []string{realKey}}, "anchor-log-unpinned", ClassUnauthenticated},
+		{"fork, --log-key of the real log", &AnchorOptions{Log: fork, NamedKey: forkKey, LogKey: realKey}, "anchor-log-key", classTampered},
+		{"fork, trust file pins the real log", &AnchorOptions{Log: fork, NamedKey: forkKey, TrustedLogKeys: []string{realKey}}, "anchor-log-key", classTampered},
+		{"another origin, trust file pins the real log", &AnchorOptions{Log: other, NamedKey: otherKey, TrustedLogKeys: []string{realKey}}, "anchor-log-unpinned", classUnauthenticated},
 		// a fork that names the real key but signs with its own: the
 		// checkpoint does not verify under the pinned key
-		{"fork naming the real key", &AnchorOptions{Log: fork, NamedKey: realKey, TrustedLogKeys: []string{realKey}}, "anchor-log-inconsistent", ClassTampered},
+		{"fork naming the real key", &AnchorOptions{Log: fork, NamedKey: realKey, TrustedLogKeys: []string{realKey}}, "anchor-log-inconsistent", classTampered},
 	}
 	for _, c := range logCases {
 		got := check(c.o)
@@ -324,10 +324,10 @@ func TestAnchorForkedLog(t *testing.T) {
 	write(forkBundle)
 	bundleCases := []tc{
 		{"fork's bundle, nothing asked", nil, "anchor-unpinned", ClassNotice},
-		{"fork's bundle, --log-key of the real log", &AnchorOptions{LogKey: realKey}, "anchor-bundle-invalid", ClassTampered},
-		{"fork's bundle, trust file pins the real log", &AnchorOptions{TrustedLogKeys: []string{realKey}}, "anchor-bundle-invalid", ClassTampered},
-		{"fork's bundle, --log-quorum", &AnchorOptions{Quorum: 1}, "anchor-unpinned", ClassUnauthenticated},
-		{"fork's bundle, real log pinned", &AnchorOptions{Log: realLog, NamedKey: realKey, LogKey: realKey}, "anchor-bundle-invalid", ClassTampered},
+		{"fork's bundle, --log-key of the real log", &AnchorOptions{LogKey: realKey}, "anchor-bundle-invalid", classTampered},
+		{"fork's bundle, trust file pins the real log", &AnchorOptions{TrustedLogKeys: []string{realKey}}, "anchor-bundle-invalid", classTampered},
+		{"fork's bundle, --log-quorum", &AnchorOptions{Quorum: 1}, "anchor-unpinned", classUnauthenticated},
+		{"fork's bundle, real log pinned", &AnchorOptions{Log: realLog, NamedKey: realKey, LogKey: realKey}, "anchor-bundle-invalid", classTampered},
 	}
 	for _, c := range bundleCases {
 		got := check(c.o)
@@ -340,7 +340,7 @@ func TestAnchorForkedLog(t *testing.T) {
 		{"real bundle, nothing asked", nil, "anchor-unpinned", ClassNotice},
 		{"real bundle, trust file only", &AnchorOptions{TrustedLogKeys: []string{realKey}}, "anchored", ClassNotice},
 		{"real bundle, --log-key", &AnchorOptions{LogKey: realKey}, "anchored", ClassNotice},
-		{"real bundle, unpinned fork given", &AnchorOptions{Log: fork, NamedKey: forkKey}, "anchor-unpinned", ClassUnauthenticated},
+		{"real bundle, unpinned fork given", &AnchorOptions{Log: fork, NamedKey: forkKey}, "anchor-unpinned", classUnauthenticated},
 	} {
 		if got := check(c.o); got[c.code] != c.want {
 			t.Errorf("%s: want %s %s, got %v", c.name, c.code, c.want, got)

@@ -44,11 +44,11 @@ func BenchmarkVerifyEvents(b *testing.B) {
 				r := &Report{}
 				opts := signedOpts()
 				opts.GraphDigest = true
-				if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader(data), opts); err != nil {
+				if err := checkEvents(r, plan, "events.jsonl", bytes.NewReader(data), opts); err != nil {
 					b.Fatal(err)
 				}
 				r.Finish()
-				if r.Verdict != Verified {
+				if r.Verdict != verified {
 					b.Fatalf("verdict %s", r.Verdict)
 				}
 			}

@@ -20,7 +20,7 @@ type checker struct {
 	plan      Plan
 	file      string // evidence file named in findings
 	toolIndex map[string]int
-	scopes    [][]Scope // checkable path scopes per sealed tool
+	scopes    [][]scope // checkable path scopes per sealed tool
 	used      []bool
 	callRPC   map[string]json.RawMessage
 
@@ -60,7 +60,7 @@ func newChecker(plan Plan, file string) *checker {
 		plan:           plan,
 		file:           file,
 		toolIndex:      make(map[string]int, len(plan.Tools)),
-		scopes:         make([][]Scope, len(plan.Tools)),
+		scopes:         make([][]scope, len(plan.Tools)),
 		used:           make([]bool, len(plan.Tools)),
 		callRPC:        map[string]json.RawMessage{},
 		notCheckable:   map[string]string{},
@@ -75,10 +75,10 @@ func newChecker(plan Plan, file string) *checker {
 			c.toolIndex[t.Name] = i
 		}
 		for j, s := range t.Scopes {
-			sc, err := ParseScope(s)
+			sc, err := parseScope(s)
 			if err != nil {
 				c.add(Finding{
-					Check: CheckScope, Code: "scope-not-checkable", Severity: SevNotice, Class: ClassNotice,
+					Check: checkScope, Code: "scope-not-checkable", Severity: sevNotice, Class: ClassNotice,
 					Tool: t.Name, SealClause: fmt.Sprintf("tools[%d].scopes[%d]", i, j),
 					Message: fmt.Sprintf("scope %q of tool %q cannot be checked: %v", s, t.Name, trimScopeErr(err, s)),
 				})
@@ -89,7 +89,7 @@ func newChecker(plan Plan, file string) *checker {
 		}
 	}
 	if !anyPathScope {
-		c.notCheckable[CheckScope] = "the seal declares no path scopes (read:/path/** or write:/path/**)"
+		c.notCheckable[checkScope] = "the seal declares no path scopes (read:/path/** or write:/path/**)"
 	}
 	c.initSurface()
 	return c
@@ -129,14 +129,14 @@ func (c *checker) header(e *eventlog.Event, line int64) {
 	// Binding to the seal.
 	switch {
 	case h.Seal == nil || h.Seal.Digest == "":
-		c.notCheckable[CheckBinding] = "the session header names no seal (captured without --seal)"
+		c.notCheckable[checkBinding] = "the session header names no seal (captured without --seal)"
 	case h.Seal.Digest != c.plan.Ref:
 		code, what := "seal-mismatch", "the events were captured under another seal"
 		if h.ImportedFrom != "" {
 			code, what = "seal-ref-mismatch", fmt.Sprintf("the imported %s events carry the seal_ref of another seal", h.ImportedFrom)
 		}
 		c.add(Finding{
-			Check: CheckBinding, Code: code, Severity: SevError, Class: ClassViolation,
+			Check: checkBinding, Code: code, Severity: SevError, Class: classViolation,
 			EventID: e.ID, SealClause: "seal_ref", Line: line,
 			Message: fmt.Sprintf("%s: the events name seal %s%s, this seal is %s (witness %q)",
 				what, h.Seal.Digest, witnessOf(h.Seal.WitnessID), c.plan.Ref, c.plan.WitnessID),
@@ -145,9 +145,9 @@ func (c *checker) header(e *eventlog.Event, line int64) {
 	// Tool definitions pinned by the seal.
 	switch {
 	case c.pinned == 0:
-		c.notCheckable[CheckDefinitions] = "the seal pins no tool definitions"
+		c.notCheckable[checkDefinitions] = "the seal pins no tool definitions"
 	case h.Server == nil || len(h.Server.Tools) == 0:
-		c.notCheckable[CheckDefinitions] = "the capture recorded no server tool definitions"
+		c.notCheckable[checkDefinitions] = "the capture recorded no server tool definitions"
 	default:
 		listed := make(map[string]string, len(h.Server.Tools))
 		for _, d := range h.Server.Tools {
@@ -164,13 +164,13 @@ func (c *checker) header(e *eventlog.Event, line int64) {
 			switch {
 			case !ok:
 				c.add(Finding{
-					Check: CheckDefinitions, Code: "pinned-tool-not-listed", Severity: SevWarning, Class: ClassNotice,
+					Check: checkDefinitions, Code: "pinned-tool-not-listed", Severity: SevWarning, Class: ClassNotice,
 					EventID: e.ID, Tool: t.Name, SealClause: clause, Line: line,
 					Message: fmt.Sprintf("the seal pins the definition of tool %q but the server did not list it", t.Name),
 				})
 			case !strings.EqualFold(got, t.DefinitionSHA256):
 				c.add(Finding{
-					Check: CheckDefinitions, Code: "tool-definition-drift", Severity: SevError, Class: ClassViolation,
+					Check: checkDefinitions, Code: "tool-definition-drift", Severity: SevError, Class: classViolation,
 					EventID: e.ID, Tool: t.Name, SealClause: clause, Line: line,
 					Message: fmt.Sprintf("tool definition drift: the server's definition of %q has sha256 %s, the seal pins %s",
 						t.Name, short(got), short(t.DefinitionSHA256)),
@@ -184,7 +184,7 @@ func (c *checker) header(e *eventlog.Event, line int64) {
 func (c *checker) event(e *eventlog.Event, line int64) {
 	if e.Legacy != nil && e.Legacy.SealRef != "" && e.Legacy.SealRef != c.plan.Ref {
 		c.add(Finding{
-			Check: CheckBinding, Code: "seal-ref-mismatch", Severity: SevError, Class: ClassViolation,
+			Check: checkBinding, Code: "seal-ref-mismatch", Severity: SevError, Class: classViolation,
 			EventID: e.ID, SealClause: "seal_ref", Line: line,
 			Message: fmt.Sprintf("the imported line carries seal_ref %s, this seal is %s", e.Legacy.SealRef, c.plan.Ref),
 		})
@@ -234,7 +234,7 @@ func (c *checker) toolUseNote(e *eventlog.Event, line int64, rpc json.RawMessage
 		return
 	}
 	c.add(Finding{
-		Check: CheckUnsealed, Code: "unsealed-tool", Severity: SevError, Class: ClassViolation,
+		Check: checkUnsealed, Code: "unsealed-tool", Severity: SevError, Class: classViolation,
 		EventID: e.ID, RPCID: rpc, Tool: e.Tool, SealClause: "tools", Line: line,
 		Message: fmt.Sprintf("tool %q was used but is not listed in the seal (sealed: %s)%s", e.Tool, c.sealedNames(), note),
 	})
@@ -344,9 +344,9 @@ func (c *checker) argScopesNote(e *eventlog.Event, line int64, note string) {
 			c.unchecked(i)[2]++
 			continue
 		}
-		clean, ok, reason := CleanPath(pa.Value)
+		clean, ok, reason := cleanPath(pa.Value)
 		c.scopeChecked++
-		if ok && c.granted(i, OpRead, clean) {
+		if ok && c.granted(i, opRead, clean) {
 			continue
 		}
 		msg := ""
@@ -361,7 +361,7 @@ func (c *checker) argScopesNote(e *eventlog.Event, line int64, note string) {
 		}
 		msg += note
 		c.add(Finding{
-			Check: CheckScope, Code: "argument-out-of-scope", Severity: SevError, Class: ClassViolation,
+			Check: checkScope, Code: "argument-out-of-scope", Severity: SevError, Class: classViolation,
 			EventID: e.ID, RPCID: e.RPCID, Tool: e.Tool, SealClause: fmt.Sprintf("tools[%d].scopes", i), Line: line,
 			Message: msg,
 		})
@@ -369,12 +369,12 @@ func (c *checker) argScopesNote(e *eventlog.Event, line int64, note string) {
 }
 
 // effectOp maps an external effect's operation to the scope operation it needs.
-func effectOp(op string) (ScopeOp, bool) {
+func effectOp(op string) (scopeOp, bool) {
 	switch op {
 	case "read":
-		return OpRead, true
+		return opRead, true
 	case "write", "overwrite", "delete", "create", "move", "append":
-		return OpWrite, true
+		return opWrite, true
 	}
 	return "", false
 }
@@ -391,7 +391,7 @@ func (c *checker) effectScope(e *eventlog.Event, line int64, rpc json.RawMessage
 	if !ok {
 		return
 	}
-	clean, placed, reason := CleanPath(e.Effect.Target)
+	clean, placed, reason := cleanPath(e.Effect.Target)
 	if !placed && strings.Contains(reason, "URI scheme") {
 		return // a URL or recipient, not a path
 	}
@@ -402,17 +402,17 @@ func (c *checker) effectScope(e *eventlog.Event, line int64, rpc json.RawMessage
 	msg := fmt.Sprintf("external effect %s %q of tool %q is outside the sealed scopes %s", e.Effect.Op, e.Effect.Target, e.Tool, c.scopeList(i))
 	if !placed {
 		msg += ": " + reason
-	} else if op == OpWrite && c.granted(i, OpRead, clean) {
+	} else if op == opWrite && c.granted(i, opRead, clean) {
 		msg += " (the seal grants read only)"
 	}
 	c.add(Finding{
-		Check: CheckScope, Code: "effect-out-of-scope", Severity: SevError, Class: ClassViolation,
+		Check: checkScope, Code: "effect-out-of-scope", Severity: SevError, Class: classViolation,
 		EventID: e.ID, RPCID: rpc, Tool: e.Tool, SealClause: fmt.Sprintf("tools[%d].scopes", i), Line: line,
 		Message: msg,
 	})
 }
 
-func (c *checker) granted(i int, op ScopeOp, p string) bool {
+func (c *checker) granted(i int, op scopeOp, p string) bool {
 	for _, s := range c.scopes[i] {
 		if s.Grants(op, p) {
 			return true
@@ -442,7 +442,7 @@ func (c *checker) systemPrompt(e *eventlog.Event, line int64) {
 		return
 	}
 	c.add(Finding{
-		Check: CheckPrompt, Code: "system-prompt-drift", Severity: SevError, Class: ClassViolation,
+		Check: checkPrompt, Code: "system-prompt-drift", Severity: SevError, Class: classViolation,
 		EventID: e.ID, SealClause: "system_prompt_sha256", Line: line,
 		Message: fmt.Sprintf("the system prompt given to the model has sha256 %s, the seal has %s", short(got), short(c.plan.SystemPromptSHA256)),
 	})
@@ -502,7 +502,7 @@ func (c *checker) finish() {
 			continue // a duplicate entry; reported through the first
 		}
 		c.add(Finding{
-			Check: CheckUnused, Code: "sealed-tool-unused", Severity: SevNotice, Class: ClassNotice,
+			Check: checkUnused, Code: "sealed-tool-unused", Severity: sevNotice, Class: ClassNotice,
 			Tool: t.Name, SealClause: fmt.Sprintf("tools[%d]", i),
 			Message: fmt.Sprintf("sealed tool %q was never used", t.Name),
 		})
@@ -525,7 +525,7 @@ func (c *checker) finish() {
 			parts = append(parts, fmt.Sprintf("%d redacted path argument(s)", u[2]))
 		}
 		c.add(Finding{
-			Check: CheckScope, Code: "scope-not-checkable", Severity: SevNotice, Class: ClassNotice, File: c.file,
+			Check: checkScope, Code: "scope-not-checkable", Severity: sevNotice, Class: ClassNotice, File: c.file,
 			Tool: c.plan.Tools[i].Name, SealClause: fmt.Sprintf("tools[%d].scopes", i),
 			Message: fmt.Sprintf("calls of tool %q could not be checked against its scopes: %s", c.plan.Tools[i].Name, strings.Join(parts, ", ")),
 		})
@@ -534,7 +534,7 @@ func (c *checker) finish() {
 		if c.unrun == nil {
 			c.unrun = map[string]string{}
 		}
-		c.unrun[CheckScope] = "no call of a scoped tool carried a path argument that could be checked"
+		c.unrun[checkScope] = "no call of a scoped tool carried a path argument that could be checked"
 	}
 	c.finishSurface()
 	dropped := make([]string, 0)
@@ -546,23 +546,23 @@ func (c *checker) finish() {
 	sort.Strings(dropped)
 	for _, code := range dropped {
 		c.findings = append(c.findings, Finding{
-			Check: checkOfCode(code), Code: "findings-dropped", Severity: SevNotice, Class: ClassNotice, File: c.file,
+			Check: checkOfCode(code), Code: "findings-dropped", Severity: sevNotice, Class: ClassNotice, File: c.file,
 			Message: fmt.Sprintf("%d more %s findings were not listed (the first %d are)", c.perCode[code]-maxPerCode, code, maxPerCode),
 		})
 	}
 	if !c.promptSeen {
 		if c.promptUnchecked > 0 {
-			c.notCheckable[CheckPrompt] = fmt.Sprintf("%d system model input(s) were captured without their text", c.promptUnchecked)
+			c.notCheckable[checkPrompt] = fmt.Sprintf("%d system model input(s) were captured without their text", c.promptUnchecked)
 		} else {
-			c.notCheckable[CheckPrompt] = "no model input with role system was captured"
+			c.notCheckable[checkPrompt] = "no model input with role system was captured"
 		}
 	}
 	if !c.headerSeen {
-		if _, ok := c.notCheckable[CheckBinding]; !ok {
-			c.notCheckable[CheckBinding] = "the evidence has no session header"
+		if _, ok := c.notCheckable[checkBinding]; !ok {
+			c.notCheckable[checkBinding] = "the evidence has no session header"
 		}
-		if _, ok := c.notCheckable[CheckDefinitions]; !ok {
-			c.notCheckable[CheckDefinitions] = "the evidence has no session header"
+		if _, ok := c.notCheckable[checkDefinitions]; !ok {
+			c.notCheckable[checkDefinitions] = "the evidence has no session header"
 		}
 	}
 }
@@ -578,27 +578,27 @@ func witnessOf(id string) string {
 func checkOfCode(code string) string {
 	switch code {
 	case "unsealed-tool":
-		return CheckUnsealed
+		return checkUnsealed
 	case "argument-out-of-scope", "effect-out-of-scope", "scope-not-checkable":
-		return CheckScope
+		return checkScope
 	case "system-prompt-drift":
-		return CheckPrompt
+		return checkPrompt
 	case "seal-mismatch", "seal-ref-mismatch":
-		return CheckBinding
+		return checkBinding
 	case "sealed-tool-unused":
-		return CheckUnused
+		return checkUnused
 	case "ambiguous-wire-line":
-		return CheckWire
+		return checkWire
 	case "resource-outside-seal", "subscribe-outside-seal":
-		return CheckResources
+		return checkResources
 	case "prompt-outside-seal":
-		return CheckPrompts
+		return checkPrompts
 	case "sampling-not-allowed":
-		return CheckSampling
+		return checkSampling
 	case "elicitation-not-allowed":
-		return CheckElicitation
+		return checkElicitation
 	}
-	return CheckDefinitions
+	return checkDefinitions
 }
 
 // short abbreviates a hex digest for messages.

@@ -122,17 +122,17 @@ func cleanEvents() []*eventlog.Event {
 	return []*eventlog.Event{sys, call1, resp1, call2, resp2, call3, eff}
 }
 
-func runCheck(t testing.TB, plan Plan, data []byte, opts EventOptions) *Report {
+func runCheck(t testing.TB, plan Plan, data []byte, opts eventOptions) *Report {
 	t.Helper()
 	r := &Report{}
-	if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader(data), opts); err != nil {
+	if err := checkEvents(r, plan, "events.jsonl", bytes.NewReader(data), opts); err != nil {
 		t.Fatalf("CheckEvents: %v", err)
 	}
 	r.Finish()
 	return r
 }
 
-func signedOpts() EventOptions { return EventOptions{EndVerifier: testKey} }
+func signedOpts() eventOptions { return eventOptions{EndVerifier: testKey} }
 
 func findCode(r *Report, code string) *Finding {
 	for i := range r.Findings {
@@ -147,7 +147,7 @@ func TestCleanCaptureVerifies(t *testing.T) {
 	plan := testPlan()
 	data := buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey})
 	r := runCheck(t, plan, data, signedOpts())
-	if r.Verdict != Verified || r.Code() != exitcode.OK {
+	if r.Verdict != verified || r.Code() != exitcode.OK {
 		var b bytes.Buffer
 		r.WriteText(&b, true)
 		t.Fatalf("verdict %s, want verified:\n%s", r.Verdict, b.String())
@@ -156,7 +156,7 @@ func TestCleanCaptureVerifies(t *testing.T) {
 	// elicitation (like a 0.1.0 seal): those checks are not checkable,
 	// each with its notice; TestSurfaceCleanVerifies covers a seal that
 	// says.
-	silent := map[string]bool{CheckResources: true, CheckPrompts: true, CheckSampling: true, CheckElicitation: true}
+	silent := map[string]bool{checkResources: true, checkPrompts: true, checkSampling: true, checkElicitation: true}
 	for _, c := range r.Checks {
 		if c.Status == StatusFail {
 			t.Errorf("check %s failed", c.ID)
@@ -164,7 +164,7 @@ func TestCleanCaptureVerifies(t *testing.T) {
 		if silent[c.ID] && c.Status == StatusNotCheckable {
 			continue
 		}
-		if c.ID != CheckUnused && c.Status != StatusPass {
+		if c.ID != checkUnused && c.Status != statusPass {
 			t.Errorf("check %s: %s (%s)", c.ID, c.Status, c.Reason)
 		}
 	}
@@ -192,40 +192,40 @@ func TestChecks(t *testing.T) {
 		inMsg   string
 	}{
 		{
-			name: "unsealed tool", code: "unsealed-tool", class: ClassViolation, verdict: Violation,
+			name: "unsealed tool", code: "unsealed-tool", class: classViolation, verdict: Violation,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				return append(evs, ev(eventlog.KindToolCall, "delete_file", `"del-1"`, map[string]any{"target": "/data/secret.txt"}))
 			},
 			eventID: "e8", rpc: `"del-1"`, clause: "tools", line: 9, inMsg: `"delete_file"`,
 		},
 		{
-			name: "sealed tool never used", code: "sealed-tool-unused", class: ClassNotice, verdict: Verified,
+			name: "sealed tool never used", code: "sealed-tool-unused", class: ClassNotice, verdict: verified,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event { return evs[:5] }, // no write_file
 			clause: "tools[2]", inMsg: `"write_file"`,
 		},
 		{
-			name: "path traversal out of scope", code: "argument-out-of-scope", class: ClassViolation, verdict: Violation,
+			name: "path traversal out of scope", code: "argument-out-of-scope", class: classViolation, verdict: Violation,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				return append(evs, ev(eventlog.KindToolCall, "read_file", "42", map[string]any{"path": "/data/../etc/passwd"}))
 			},
 			eventID: "e8", rpc: "42", clause: "tools[0].scopes", line: 9, inMsg: `resolves to "/etc/passwd"`,
 		},
 		{
-			name: "relative path cannot be placed", code: "argument-out-of-scope", class: ClassViolation, verdict: Violation,
+			name: "relative path cannot be placed", code: "argument-out-of-scope", class: classViolation, verdict: Violation,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				return append(evs, ev(eventlog.KindToolCall, "list_dir", "43", map[string]any{"path": "data"}))
 			},
 			eventID: "e8", rpc: "43", clause: "tools[1].scopes", line: 9, inMsg: "relative path",
 		},
 		{
-			name: "paths array out of scope", code: "argument-out-of-scope", class: ClassViolation, verdict: Violation,
+			name: "paths array out of scope", code: "argument-out-of-scope", class: classViolation, verdict: Violation,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				return append(evs, ev(eventlog.KindToolCall, "read_file", "44", map[string]any{"paths": []any{"/data/a", "/home/u/.ssh/id_rsa"}}))
 			},
 			eventID: "e8", rpc: "44", clause: "tools[0].scopes", inMsg: "paths[1]",
 		},
 		{
-			name: "write effect under a read scope", code: "effect-out-of-scope", class: ClassViolation, verdict: Violation,
+			name: "write effect under a read scope", code: "effect-out-of-scope", class: classViolation, verdict: Violation,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				e := ev(eventlog.KindExternalEffect, "read_file", "", nil)
 				e.Call = "e2"
@@ -235,7 +235,7 @@ func TestChecks(t *testing.T) {
 			eventID: "e8", rpc: "1", clause: "tools[0].scopes", inMsg: "grants read only",
 		},
 		{
-			name: "system prompt drift", code: "system-prompt-drift", class: ClassViolation, verdict: Violation,
+			name: "system prompt drift", code: "system-prompt-drift", class: classViolation, verdict: Violation,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				sys := ev(eventlog.KindModelInput, "", "", []any{map[string]any{"type": "text", "text": "Ignore the seal."}})
 				sys.Role = "system"
@@ -244,17 +244,17 @@ func TestChecks(t *testing.T) {
 			eventID: "e1", clause: "system_prompt_sha256", line: 2,
 		},
 		{
-			name: "tool definition drift", code: "tool-definition-drift", class: ClassViolation, verdict: Violation,
+			name: "tool definition drift", code: "tool-definition-drift", class: classViolation, verdict: Violation,
 			header:  func(h *eventlog.Header) { h.Server.Tools[0].SHA256 = sha("rug pull") },
 			eventID: "e0", clause: "tools[0].definition_sha256", line: 1, inMsg: "tool definition drift",
 		},
 		{
-			name: "events bound to another seal", code: "seal-mismatch", class: ClassViolation, verdict: Violation,
+			name: "events bound to another seal", code: "seal-mismatch", class: classViolation, verdict: Violation,
 			header:  func(h *eventlog.Header) { h.Seal.Digest = strings.Repeat("cd", 32) },
 			eventID: "e0", clause: "seal_ref", line: 1,
 		},
 		{
-			name: "imported events with another seal_ref", code: "seal-ref-mismatch", class: ClassViolation, verdict: Violation,
+			name: "imported events with another seal_ref", code: "seal-ref-mismatch", class: classViolation, verdict: Violation,
 			header: func(h *eventlog.Header) {
 				h.Seal.Digest = strings.Repeat("cd", 32)
 				h.ImportedFrom = "atw-0.1.0"
@@ -262,7 +262,7 @@ func TestChecks(t *testing.T) {
 			eventID: "e0", clause: "seal_ref", line: 1, inMsg: "atw-0.1.0",
 		},
 		{
-			name: "tool list changed mid-session", code: "tools-list-changed", class: ClassNotice, verdict: Verified,
+			name: "tool list changed mid-session", code: "tools-list-changed", class: ClassNotice, verdict: verified,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				n := &eventlog.Event{Kind: eventlog.KindNotification, Method: "notifications/tools/list_changed", TS: testTS, Source: eventlog.SourceObserved}
 				return append(evs, n)
@@ -270,7 +270,7 @@ func TestChecks(t *testing.T) {
 			eventID: "e8", line: 9,
 		},
 		{
-			name: "redacted path argument is not judged", code: "scope-not-checkable", class: ClassNotice, verdict: Verified,
+			name: "redacted path argument is not judged", code: "scope-not-checkable", class: ClassNotice, verdict: verified,
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				e := ev(eventlog.KindToolCall, "read_file", "50", map[string]any{"path": eventlog.RedactTokenPrefix + strings.Repeat("ab", 32)})
 				e.Redacted = true
@@ -279,7 +279,7 @@ func TestChecks(t *testing.T) {
 			clause: "tools[0].scopes", inMsg: "1 redacted path argument",
 		},
 		{
-			name: "scope with a malformed glob is reported, not judged", code: "scope-not-checkable", class: ClassNotice, verdict: Verified,
+			name: "scope with a malformed glob is reported, not judged", code: "scope-not-checkable", class: ClassNotice, verdict: verified,
 			plan:   func(p *Plan) { p.Tools[1].Scopes = append(p.Tools[1].Scopes, "read:data/**") },
 			clause: "tools[1].scopes[1]",
 		},
@@ -350,7 +350,7 @@ func TestTamperedAndIncomplete(t *testing.T) {
 	tests := []struct {
 		name    string
 		data    func() []byte
-		opts    EventOptions
+		opts    eventOptions
 		verdict Verdict
 		code    string
 	}{
@@ -397,12 +397,12 @@ func TestTamperedAndIncomplete(t *testing.T) {
 		{"empty log", func() []byte { return nil }, signedOpts(), Incomplete, "log-empty"},
 		{"unsigned end, no keyring", func() []byte {
 			return buildLog(t, plan, logSpec{events: cleanEvents()})
-		}, EventOptions{}, Incomplete, "log-unsigned"},
+		}, eventOptions{}, Incomplete, "log-unsigned"},
 		// cannot check: no key to check the signed end with
-		{"signed end, no keyring", func() []byte { return clean }, EventOptions{}, Unauthenticated, "log-untrusted"},
+		{"signed end, no keyring", func() []byte { return clean }, eventOptions{}, Unauthenticated, "log-untrusted"},
 		{"unsigned end allowed", func() []byte {
 			return buildLog(t, plan, logSpec{events: cleanEvents()})
-		}, EventOptions{AllowUnsigned: true}, Verified, "log-unsigned"},
+		}, eventOptions{AllowUnsigned: true}, verified, "log-unsigned"},
 		{"tampered outranks violation", func() []byte {
 			evs := append(cleanEvents(), ev(eventlog.KindToolCall, "delete_file", "9", map[string]any{"target": "/data/x"}))
 			d := buildLog(t, plan, logSpec{events: evs, signer: testKey})
@@ -483,7 +483,7 @@ func TestReadErrorIsFailure(t *testing.T) {
 			r := &Report{}
 			opts := signedOpts()
 			opts.GraphDigest = digest
-			err := CheckEvents(r, plan, "events.jsonl", &errReader{data: data, n: n}, opts)
+			err := checkEvents(r, plan, "events.jsonl", &errReader{data: data, n: n}, opts)
 			if exitcode.Of(err) != exitcode.Failure || !strings.Contains(fmt.Sprint(err), "disk on fire") {
 				t.Errorf("after %d bytes (graph digest %v): %v (code %d)", n, digest, err, exitcode.Of(err))
 			}

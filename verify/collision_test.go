@@ -15,7 +15,7 @@ import (
 // the same log without the event verifies.
 func TestSessionIDCollision(t *testing.T) {
 	plan := testPlan()
-	if r := runCheck(t, plan, buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey}), signedOpts()); r.Verdict != Verified {
+	if r := runCheck(t, plan, buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey}), signedOpts()); r.Verdict != verified {
 		t.Fatalf("without the event: %s", r.Verdict)
 	}
 	for _, tc := range []struct {
@@ -48,7 +48,7 @@ func TestSessionIDCollision(t *testing.T) {
 				if r.Verdict != Incomplete || r.Code() != exitcode.Incomplete || f == nil {
 					t.Fatalf("integrity only %v: verdict %s, findings %+v", integrity, r.Verdict, r.Findings)
 				}
-				if f.Class != ClassIncomplete || f.Check != CheckSession || f.EventID != "e1" || f.Line != 2 || f.Message != tc.msg {
+				if f.Class != classIncomplete || f.Check != checkSession || f.EventID != "e1" || f.Line != 2 || f.Message != tc.msg {
 					t.Errorf("integrity only %v: %+v", integrity, f)
 				}
 				for _, o := range r.Findings {
@@ -58,12 +58,12 @@ func TestSessionIDCollision(t *testing.T) {
 				}
 				listed := false
 				for _, c := range r.Checks {
-					if c.ID == CheckSession {
+					if c.ID == checkSession {
 						listed = c.Status == StatusFail
 					}
 				}
 				if !listed {
-					t.Errorf("integrity only %v: check %s not listed as failed: %+v", integrity, CheckSession, r.Checks)
+					t.Errorf("integrity only %v: check %s not listed as failed: %+v", integrity, checkSession, r.Checks)
 				}
 			}
 		})

@@ -12,8 +12,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/exitcode"
 )
 
-// EventOptions control the checks of an event log.
-type EventOptions struct {
+// eventOptions control the checks of an event log.
+type eventOptions struct {
 	// EndVerifier checks the session_end signatures (a keyring); nil leaves
 	// them unchecked, which makes the log's completeness unproven.
 	EndVerifier eventlog.SignatureVerifier
@@ -59,7 +59,7 @@ type Tap struct {
 	ParseError func(line int64, raw []byte, partial bool, err *eventlog.ParseError)
 }
 
-// CheckEvents judges the event log read from rd (named name in findings)
+// checkEvents judges the event log read from rd (named name in findings)
 // against plan and adds its findings to r. The log is read and decoded once:
 // eventlog.VerifyLog checks the hash chain and the signed end and hands every
 // line that parsed to the checks against the seal (VerifyLogOptions.OnEvent);
@@ -68,7 +68,7 @@ type Tap struct {
 // line, one byte per event for the chain's link checks, one small entry per
 // call of a scoped tool, and the graph stream's bounded runs. rd may be a
 // pipe (stdin).
-func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOptions) error {
+func checkEvents(r *Report, plan Plan, name string, rd io.Reader, opts eventOptions) error {
 	r.Evidence.Kind = "events"
 	r.Evidence.File = name
 	max := opts.MaxChainFindings
@@ -149,7 +149,7 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 			c.wire(ev, line)
 			if ev.Kind == eventlog.KindNotification && ev.Method == eventlog.MethodSessionIDCollision {
 				r.Findings = append(r.Findings, collisionFinding(ev, name, line))
-				r.markRan(CheckSession)
+				r.markRan(checkSession)
 			}
 			if opts.IntegrityOnly {
 				return
@@ -189,7 +189,7 @@ func CheckEvents(r *Report, plan Plan, name string, rd io.Reader, opts EventOpti
 	}
 	if lr.FindingsDropped > 0 {
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "log-findings-dropped", Severity: SevNotice, Class: ClassNotice, File: name,
+			Check: checkChain, Code: "log-findings-dropped", Severity: sevNotice, Class: ClassNotice, File: name,
 			Message: fmt.Sprintf("%d more chain findings were not listed", lr.FindingsDropped),
 		})
 	}
@@ -227,7 +227,7 @@ func collisionFinding(ev *eventlog.Event, file string, line int64) Finding {
 		}
 	}
 	return Finding{
-		Check: CheckSession, Code: "session-id-collision", Severity: SevError, Class: ClassIncomplete,
+		Check: checkSession, Code: "session-id-collision", Severity: SevError, Class: classIncomplete,
 		EventID: ev.ID, File: file, Line: line, Message: msg,
 	}
 }
@@ -269,18 +269,18 @@ func (w *revokeWatch) VerifySigner(keyID, alg string, msg []byte, sig string) (s
 // end with no signature is incomplete: both leave a cut-off tail open.
 func chainFinding(f eventlog.Finding, file string, allowUnsigned, revoked bool) Finding {
 	out := Finding{
-		Check: CheckChain, Code: "log-" + strings.ReplaceAll(f.Code, "_", "-"),
+		Check: checkChain, Code: "log-" + strings.ReplaceAll(f.Code, "_", "-"),
 		EventID: f.ID, Message: f.Message, File: file, Line: f.Line,
 	}
 	switch f.Severity {
 	case eventlog.SevTampered:
-		out.Severity, out.Class = SevError, ClassTampered
+		out.Severity, out.Class = SevError, classTampered
 	case eventlog.SevIncomplete:
-		out.Severity, out.Class = SevError, ClassIncomplete
+		out.Severity, out.Class = SevError, classIncomplete
 	case eventlog.SevUnsigned:
-		out.Severity, out.Class = SevWarning, ClassIncomplete
+		out.Severity, out.Class = SevWarning, classIncomplete
 		if f.Code == eventlog.FindUntrusted && !revoked {
-			out.Class = ClassUnauthenticated
+			out.Class = classUnauthenticated
 			out.Message += " (cannot check: give the keyring or trust file that holds the signing key; until then a cut-off tail cannot be ruled out)"
 		} else {
 			out.Message += " (without a trusted signature on the end, a cut-off tail cannot be ruled out)"

@@ -62,7 +62,7 @@ func (c *checker) failedAnswers(e *eventlog.Event, line int64) {
 			}
 			delete(c.failed, id) // one finding per call
 			c.add(Finding{
-				Check: CheckWire, Code: "failed-answer-acted-on", Severity: SevError, Class: ClassIncomplete,
+				Check: checkWire, Code: "failed-answer-acted-on", Severity: SevError, Class: classIncomplete,
 				EventID: e.ID, Tool: fc.tool, Line: line,
 				Message: fmt.Sprintf("the host sent back a result for call %q (%s) of the model answer %s, whose status is %s: the host acted on part of an answer that did not complete (%s), which the SDKs reject as a whole (their final message or completion throws, whatever parts they handed over before), so whether what it ran is what the model meant cannot be told from the evidence",
 					id, fc.tool, fc.event, fc.status, failedWhy[fc.status]),
@@ -82,7 +82,7 @@ func (c *checker) failedOverflow(e *eventlog.Event, line int64) {
 	}
 	c.failedFull = true
 	c.add(Finding{
-		Check: CheckWire, Code: "failed-answers-overflow", Severity: SevError, Class: ClassIncomplete,
+		Check: checkWire, Code: "failed-answers-overflow", Severity: SevError, Class: classIncomplete,
 		EventID: e.ID, Line: line,
 		Message: fmt.Sprintf("more than %d tool calls of failed model answers (status error, partial or ambiguous) are open at once; from the answer %s on, their calls are not followed, so whether the host acted on one cannot be told from the evidence", maxAnswersKept, e.ID),
 	})

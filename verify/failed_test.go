@@ -41,7 +41,7 @@ func TestFailedAnswerActedOn(t *testing.T) {
 					got = append(got, f)
 				}
 			}
-			if r.Verdict != Incomplete || len(got) != 1 || got[0].Class != ClassIncomplete || got[0].EventID != "e9" || got[0].Tool != "read_file" ||
+			if r.Verdict != Incomplete || len(got) != 1 || got[0].Class != classIncomplete || got[0].EventID != "e9" || got[0].Tool != "read_file" ||
 				!strings.Contains(got[0].Message, `call "call_x" (read_file) of the model answer e8, whose status is `+status) {
 				t.Errorf("%s (integrity only %v): verdict %s, findings %+v\n%s", status, integrity, r.Verdict, got, reportText(t, r))
 			}
@@ -94,7 +94,7 @@ func TestFailedAnswersOverflow(t *testing.T) {
 	for _, f := range r.Findings {
 		if f.Code == "failed-answers-overflow" {
 			n++
-			if f.Class != ClassIncomplete || !strings.Contains(f.Message, "more than 65536 tool calls") {
+			if f.Class != classIncomplete || !strings.Contains(f.Message, "more than 65536 tool calls") {
 				t.Errorf("finding %+v", f)
 			}
 		}

@@ -14,7 +14,7 @@ type Severity string
 const (
 	SevError   Severity = "error"
 	SevWarning Severity = "warning"
-	SevNotice  Severity = "notice"
+	sevNotice  Severity = "notice"
 )
 
 // Class is what a finding says about the evidence, and so which verdict it
@@ -23,14 +23,14 @@ type Class string
 
 // The finding classes. Notices never change the verdict.
 const (
-	ClassViolation  Class = "violation"  // intact evidence that breaks the seal
-	ClassTampered   Class = "tampered"   // evidence (or the seal) altered or invalid
-	ClassIncomplete Class = "incomplete" // evidence cut short: no signed end, cut-off tail, a recorded failure
-	// ClassUnauthenticated: evidence that cannot be authenticated with
+	classViolation  Class = "violation"  // intact evidence that breaks the seal
+	classTampered   Class = "tampered"   // evidence (or the seal) altered or invalid
+	classIncomplete Class = "incomplete" // evidence cut short: no signed end, cut-off tail, a recorded failure
+	// classUnauthenticated: evidence that cannot be authenticated with
 	// what the verifier was given, with nothing to show it was altered: a
 	// signature by a key neither the keyring nor the trust file holds, a
 	// graph read without its event log ("cannot check").
-	ClassUnauthenticated Class = "unauthenticated"
+	classUnauthenticated Class = "unauthenticated"
 	ClassNotice          Class = "notice" // worth knowing; not a failure
 )
 
@@ -41,7 +41,7 @@ type Verdict string
 // everything, then incomplete, then unauthenticated, then violation. See
 // docs/design/verdicts.md.
 const (
-	Verified   Verdict = "verified"
+	verified   Verdict = "verified"
 	Violation  Verdict = "violation"
 	Incomplete Verdict = "incomplete"
 	Tampered   Verdict = "tampered"
@@ -86,16 +86,16 @@ func (v Verdict) ExitCode() exitcode.Code {
 // verdictOf maps a finding class to the verdict it supports.
 func verdictOf(c Class) Verdict {
 	switch c {
-	case ClassTampered:
+	case classTampered:
 		return Tampered
-	case ClassIncomplete:
+	case classIncomplete:
 		return Incomplete
-	case ClassUnauthenticated:
+	case classUnauthenticated:
 		return Unauthenticated
-	case ClassViolation:
+	case classViolation:
 		return Violation
 	}
-	return Verified
+	return verified
 }
 
 // Finding is one result of one check. It names the evidence (event id,
@@ -123,7 +123,7 @@ type CheckStatus string
 
 // The check outcomes.
 const (
-	StatusPass         CheckStatus = "pass"          // ran, found nothing that fails
+	statusPass         CheckStatus = "pass"          // ran, found nothing that fails
 	StatusFail         CheckStatus = "fail"          // ran, found at least one error or warning that is not a notice
 	StatusNotCheckable CheckStatus = "not-checkable" // the evidence does not allow this check
 )
@@ -140,29 +140,29 @@ type CheckResult struct {
 // The checks, in report order. Each finding names one of these.
 const (
 	CheckSeal        = "seal-signature"
-	CheckChain       = "event-chain"
-	CheckWire        = "wire-reading"
-	CheckBinding     = "seal-binding"
-	CheckUnsealed    = "unsealed-tool"
-	CheckUnused      = "unused-tool"
-	CheckScope       = "argument-scope"
-	CheckPrompt      = "system-prompt"
-	CheckDefinitions = "tool-definitions"
-	CheckResources   = "sealed-resources"
-	CheckPrompts     = "sealed-prompts"
-	CheckSampling    = "sampling"
-	CheckElicitation = "elicitation"
-	// CheckJoin and CheckInjection judge a joined run (several --events);
+	checkChain       = "event-chain"
+	checkWire        = "wire-reading"
+	checkBinding     = "seal-binding"
+	checkUnsealed    = "unsealed-tool"
+	checkUnused      = "unused-tool"
+	checkScope       = "argument-scope"
+	checkPrompt      = "system-prompt"
+	checkDefinitions = "tool-definitions"
+	checkResources   = "sealed-resources"
+	checkPrompts     = "sealed-prompts"
+	checkSampling    = "sampling"
+	checkElicitation = "elicitation"
+	// checkJoin and CheckInjection judge a joined run (several --events);
 	// they are listed only when they ran (optionalChecks).
-	CheckJoin      = "causal-join"
+	checkJoin      = "causal-join"
 	CheckInjection = "injection-provenance"
-	// CheckAnchor is in a report only when anchoring is checked (a bundle
+	// checkAnchor is in a report only when anchoring is checked (a bundle
 	// beside the events, verify --log or --log-quorum).
-	CheckAnchor = "anchor"
-	// CheckSession is in a report only when the log records that the
+	checkAnchor = "anchor"
+	// checkSession is in a report only when the log records that the
 	// upstream handed its session id to another client too
 	// (eventlog.MethodSessionIDCollision).
-	CheckSession = "session-identity"
+	checkSession = "session-identity"
 )
 
 // optionalChecks are listed in a report only when they ran: anchor needs
@@ -170,27 +170,27 @@ const (
 // checks need the logs of a whole run, and injection-provenance a seal
 // that marks untrusted sources; a report of one log against a seal without
 // "untrusted" reads as before.
-var optionalChecks = map[string]bool{CheckJoin: true, CheckInjection: true, CheckAnchor: true, CheckSession: true}
+var optionalChecks = map[string]bool{checkJoin: true, CheckInjection: true, checkAnchor: true, checkSession: true}
 
-// Checks lists every check with its title, in report order.
-var Checks = []struct{ ID, Title string }{
+// checks lists every check with its title, in report order.
+var checks = []struct{ ID, Title string }{
 	{CheckSeal, "seal signature and quorum"},
-	{CheckChain, "event log hash chain and signed end"},
-	{CheckSession, "the upstream gave this log's session id to no other client"},
-	{CheckWire, "every wire line has exactly one reading"},
-	{CheckBinding, "events bound to this seal"},
-	{CheckUnsealed, "every tool used is sealed"},
-	{CheckUnused, "every sealed tool is used"},
-	{CheckScope, "tool arguments within the sealed scopes"},
-	{CheckPrompt, "system prompt matches the sealed hash"},
-	{CheckDefinitions, "server tool definitions match the sealed pins"},
-	{CheckResources, "resources read or subscribed are within the sealed URI patterns"},
-	{CheckPrompts, "prompts got are sealed"},
-	{CheckSampling, "the host samples the model for the server only when the seal allows it"},
-	{CheckElicitation, "the host asks the user for the server only when the seal allows it"},
-	{CheckJoin, "every MCP tool call was asked for by a model output, every model tool call was executed"},
+	{checkChain, "event log hash chain and signed end"},
+	{checkSession, "the upstream gave this log's session id to no other client"},
+	{checkWire, "every wire line has exactly one reading"},
+	{checkBinding, "events bound to this seal"},
+	{checkUnsealed, "every tool used is sealed"},
+	{checkUnused, "every sealed tool is used"},
+	{checkScope, "tool arguments within the sealed scopes"},
+	{checkPrompt, "system prompt matches the sealed hash"},
+	{checkDefinitions, "server tool definitions match the sealed pins"},
+	{checkResources, "resources read or subscribed are within the sealed URI patterns"},
+	{checkPrompts, "prompts got are sealed"},
+	{checkSampling, "the host samples the model for the server only when the seal allows it"},
+	{checkElicitation, "the host asks the user for the server only when the seal allows it"},
+	{checkJoin, "every MCP tool call was asked for by a model output, every model tool call was executed"},
 	{CheckInjection, "no destructive or unsealed action is causally downstream of untrusted content"},
-	{CheckAnchor, "the session's last end is anchored in a transparency log, and the log knows no later end"},
+	{checkAnchor, "the session's last end is anchored in a transparency log, and the log knows no later end"},
 }
 
 // sortFindings orders findings deterministically: findings not tied to a line
@@ -198,7 +198,7 @@ var Checks = []struct{ ID, Title string }{
 // event id, seal clause and message.
 func sortFindings(fs []Finding) {
 	checkRank := map[string]int{}
-	for i, c := range Checks {
+	for i, c := range checks {
 		checkRank[c.ID] = i
 	}
 	sort.SliceStable(fs, func(i, j int) bool {

@@ -13,7 +13,7 @@ import (
 
 func validVerdict(v Verdict) bool {
 	switch v {
-	case Verified, Violation, Incomplete, Tampered:
+	case verified, Violation, Incomplete, Tampered:
 		return true
 	}
 	return false
@@ -40,7 +40,7 @@ func FuzzCheckEvents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		run := func() *Report {
 			r := &Report{}
-			if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader(data), EventOptions{EndVerifier: testKey}); err != nil {
+			if err := checkEvents(r, plan, "events.jsonl", bytes.NewReader(data), eventOptions{EndVerifier: testKey}); err != nil {
 				t.Fatalf("CheckEvents: %v", err)
 			}
 			r.Finish()
@@ -55,13 +55,13 @@ func FuzzCheckEvents(f *testing.F) {
 				t.Fatalf("%s output differs between runs", format)
 			}
 		}
-		if len(data) > 0 && a.Verdict == Verified && !bytes.Equal(data, clean) && !bytes.HasSuffix(data, []byte("\n")) {
+		if len(data) > 0 && a.Verdict == verified && !bytes.Equal(data, clean) && !bytes.HasSuffix(data, []byte("\n")) {
 			t.Fatalf("a log without a final newline verified")
 		}
-		if a.Verdict == Verified && findCode(a, "session-id-collision") != nil {
+		if a.Verdict == verified && findCode(a, "session-id-collision") != nil {
 			t.Fatalf("a log that records a session id collision verified")
 		}
-		if a.Verdict == Verified && len(a.Evidence.Failures) > 0 {
+		if a.Verdict == verified && len(a.Evidence.Failures) > 0 {
 			t.Fatalf("a log whose end records a failure verified: %+v", a.Evidence.Failures)
 		}
 	})
@@ -105,8 +105,8 @@ func FuzzSniffKind(f *testing.F) {
 	f.Add([]byte(`{"@context":{},"@graph":[]}`))
 	f.Add([]byte(`{"tools":[{"name":"a"}],"signature":"x","witness_id":"w"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		k := SniffKind(data)
-		if k != KindUnknown && SniffKind(append(append([]byte(nil), data...), "\n{}\n"...)) != k {
+		k := sniffKind(data)
+		if k != kindUnknown && sniffKind(append(append([]byte(nil), data...), "\n{}\n"...)) != k {
 			t.Fatalf("kind %q changes when a line follows", k)
 		}
 	})
@@ -138,8 +138,8 @@ func FuzzInjectionJoin(f *testing.F) {
 			t.Fatalf("a written graph does not read back: %v", err)
 		}
 		r1, r2 := &Report{}, &Report{}
-		CheckRun(r1, plan, run.Graph, run.Logs)
-		CheckRun(r2, plan, back, nil)
+		checkRun(r1, plan, run.Graph, run.Logs)
+		checkRun(r2, plan, back, nil)
 		x, y := injectionDigest(r1), injectionDigest(r2)
 		if x != y {
 			t.Fatalf("in memory:\n%s\nread back:\n%s", x, y)
@@ -149,7 +149,7 @@ func FuzzInjectionJoin(f *testing.F) {
 			if fd.Check != CheckInjection {
 				continue
 			}
-			if seen[fd.File+fd.EventID] || fd.Class != ClassViolation {
+			if seen[fd.File+fd.EventID] || fd.Class != classViolation {
 				t.Fatalf("finding %+v (seen %v)", fd, seen[fd.File+fd.EventID])
 			}
 			seen[fd.File+fd.EventID] = true

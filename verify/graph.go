@@ -71,7 +71,7 @@ func graphEvidence(r *Report, name string) {
 	r.Evidence.Kind = "graph"
 	r.Evidence.File = name
 	mergeNotCheckable(r, map[string]string{
-		CheckChain: "a graph carries no hash chain or signed end; verify the event log with --events for them",
+		checkChain: "a graph carries no hash chain or signed end; verify the event log with --events for them",
 	})
 }
 
@@ -109,7 +109,7 @@ func checkGraphWhole(r *Report, plan Plan, name string, rd io.Reader, drop func(
 	g, err := graph.ReadJSONLD(rd, name)
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
+			Check: checkChain, Code: "graph-invalid", Severity: SevError, Class: classTampered, File: name,
 			Message: err.Error(),
 		})
 		return nil
@@ -135,13 +135,13 @@ func checkGraph(r *Report, plan Plan, name string, g *graph.Graph, digest bool) 
 	for i, d := range dangling {
 		if i == maxDanglingFindings {
 			r.Findings = append(r.Findings, Finding{
-				Check: CheckChain, Code: "findings-dropped", Severity: SevNotice, Class: ClassNotice, File: name,
+				Check: checkChain, Code: "findings-dropped", Severity: sevNotice, Class: ClassNotice, File: name,
 				Message: fmt.Sprintf("%d more graph-dangling findings were not listed", len(dangling)-i),
 			})
 			break
 		}
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-dangling", Severity: SevError, Class: ClassTampered, File: name,
+			Check: checkChain, Code: "graph-dangling", Severity: SevError, Class: classTampered, File: name,
 			EventID: d.eventID,
 			Message: fmt.Sprintf("graph %s: node %s: %s names %s, which the graph does not hold", name, d.node, d.pred, d.target),
 		})
@@ -149,7 +149,7 @@ func checkGraph(r *Report, plan Plan, name string, g *graph.Graph, digest bool) 
 	evs, session, err := eventsFromGraph(g)
 	if err != nil {
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
+			Check: checkChain, Code: "graph-invalid", Severity: SevError, Class: classTampered, File: name,
 			Message: fmt.Sprintf("graph %s: %v", name, err),
 		})
 		return nil
@@ -162,7 +162,7 @@ func checkGraph(r *Report, plan Plan, name string, g *graph.Graph, digest bool) 
 	}
 	r.Evidence.finishProvenance()
 	judgeGraphEvents(r, plan, name, len(evs), func(i int) *eventlog.Event { return evs[i] })
-	CheckRun(r, plan, g, nil)
+	checkRun(r, plan, g, nil)
 	return nil
 }
 

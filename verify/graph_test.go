@@ -69,7 +69,7 @@ func TestGraphMatchesEvents(t *testing.T) {
 			key := func(r *Report) string {
 				var parts []string
 				for _, f := range r.Findings {
-					if f.Check == CheckChain {
+					if f.Check == checkChain {
 						continue
 					}
 					parts = append(parts, f.Code+"|"+f.EventID+"|"+string(f.RPCID)+"|"+f.SealClause+"|"+f.Message)
@@ -84,7 +84,7 @@ func TestGraphMatchesEvents(t *testing.T) {
 				t.Errorf("graph digest %q", gr.Evidence.GraphDigest)
 			}
 			nc := findCode(gr, "not-checkable")
-			if nc == nil || nc.Check != CheckChain {
+			if nc == nil || nc.Check != checkChain {
 				t.Errorf("no chain not-checkable notice: %+v", gr.Findings)
 			}
 		})
@@ -130,11 +130,11 @@ func TestEventsGraphDigest(t *testing.T) {
 	opts.GraphDigest = true
 	for i := 0; i < 3; i++ {
 		r := &Report{}
-		if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader(data), opts); err != nil {
+		if err := checkEvents(r, plan, "events.jsonl", bytes.NewReader(data), opts); err != nil {
 			t.Fatal(err)
 		}
 		r.Finish()
-		if r.Evidence.GraphDigest != want || r.Verdict != Verified {
+		if r.Evidence.GraphDigest != want || r.Verdict != verified {
 			t.Fatalf("digest %q, want %q (verdict %s)", r.Evidence.GraphDigest, want, r.Verdict)
 		}
 		if !strings.Contains(r.VerdictLine(), "; graph sha256:"+want) {
@@ -143,7 +143,7 @@ func TestEventsGraphDigest(t *testing.T) {
 	}
 	// a log that is not a graph: no digest, same verdict as without
 	r := &Report{}
-	if err := CheckEvents(r, plan, "events.jsonl", bytes.NewReader([]byte("{not json\n")), opts); err != nil {
+	if err := checkEvents(r, plan, "events.jsonl", bytes.NewReader([]byte("{not json\n")), opts); err != nil {
 		t.Fatal(err)
 	}
 	r.Finish()

@@ -872,7 +872,7 @@ func (s *graphScan) judge(r *Report, plan Plan, name string, err error) error {
 			return err
 		}
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
+			Check: checkChain, Code: "graph-invalid", Severity: SevError, Class: classTampered, File: name,
 			Message: err.Error(),
 		})
 		return nil
@@ -888,7 +888,7 @@ func (s *graphScan) judge(r *Report, plan Plan, name string, err error) error {
 	r.Evidence.Lines = int64(s.n)
 	if s.seqErr != nil {
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: name,
+			Check: checkChain, Code: "graph-invalid", Severity: SevError, Class: classTampered, File: name,
 			Message: fmt.Sprintf("graph %s: %v", name, s.seqErr),
 		})
 		return nil

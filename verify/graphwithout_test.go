@@ -18,7 +18,7 @@ import (
 // graph's check (replay's judge: the seal's findings): CheckWithout must
 // leave it as it is when it says false.
 func seededReport() *Report {
-	return &Report{Findings: []Finding{{Check: CheckSeal, Code: "seal-seeded", Severity: SevNotice, Class: ClassNotice, Message: "before the graph"}}}
+	return &Report{Findings: []Finding{{Check: CheckSeal, Code: "seal-seeded", Severity: sevNotice, Class: ClassNotice, Message: "before the graph"}}}
 }
 
 // scannedGraph feeds doc to a GraphScan made with Without, as replay's

@@ -62,7 +62,7 @@ func TestHansard(t *testing.T) {
 			unsealed = append(unsealed, f)
 		}
 	}
-	if len(unsealed) != 1 || unsealed[0].Tool != "delete_file" || unsealed[0].Class != ClassViolation || unsealed[0].EventID != "e4" || unsealed[0].Line != 5 {
+	if len(unsealed) != 1 || unsealed[0].Tool != "delete_file" || unsealed[0].Class != classViolation || unsealed[0].EventID != "e4" || unsealed[0].Line != 5 {
 		t.Errorf("unsealed findings %+v, want one for delete_file at e4 (line 5)", unsealed)
 	}
 	m := findCode(r, "seal-ref-mismatch")
@@ -73,10 +73,10 @@ func TestHansard(t *testing.T) {
 		t.Errorf("0.1.0 keeps no arguments: want a scope-not-checkable notice, got %+v", f)
 	}
 	for _, c := range r.Checks {
-		if c.ID == CheckSeal && c.Status != StatusPass {
+		if c.ID == CheckSeal && c.Status != statusPass {
 			t.Errorf("seal check %s", c.Status)
 		}
-		if c.ID == CheckChain && c.Status != StatusPass {
+		if c.ID == checkChain && c.Status != statusPass {
 			t.Errorf("chain check %s", c.Status)
 		}
 	}
@@ -108,7 +108,7 @@ func TestHansardCleanScenario(t *testing.T) {
 	plan := PlanFromSeal(s)
 	plan.Ref = "c6d0e4f55b187bb6aa01c345c1f36fef6167b7c75b33a9480e99d0e77b955707" // the seal the events name
 	r := runCheck(t, plan, out.Bytes(), signedOpts())
-	if r.Verdict != Verified {
+	if r.Verdict != verified {
 		var b bytes.Buffer
 		r.WriteText(&b, true)
 		t.Fatalf("verdict %s:\n%s", r.Verdict, b.String())

@@ -43,7 +43,7 @@ func TestRecordedFailure(t *testing.T) {
 		t.Fatalf("verdict %s, want incomplete:\n%s", r.Verdict, reportText(t, r))
 	}
 	f := findCode(r, "log-failure")
-	if f == nil || f.Class != ClassIncomplete || f.Severity != SevError || f.EventID != "e8" || f.Line != 9 || !strings.Contains(f.Message, why) {
+	if f == nil || f.Class != classIncomplete || f.Severity != SevError || f.EventID != "e8" || f.Line != 9 || !strings.Contains(f.Message, why) {
 		t.Fatalf("log-failure finding %+v", f)
 	}
 	if len(r.Evidence.Failures) != 1 || r.Evidence.Failures[0].Failure != why || r.Evidence.Failures[0].FromReason {
@@ -105,7 +105,7 @@ func TestRecordedFailure(t *testing.T) {
 	}
 	// and a reason that is not a failure changes nothing
 	r = runCheck(t, plan, buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey, reason: "completed; server exit 0"}), signedOpts())
-	if r.Verdict != Verified || len(r.Evidence.Failures) != 0 || len(r.Qualifiers) != 0 {
+	if r.Verdict != verified || len(r.Evidence.Failures) != 0 || len(r.Qualifiers) != 0 {
 		t.Fatalf("completed log: %s\n%s", r.Verdict, reportText(t, r))
 	}
 
@@ -153,10 +153,10 @@ func importedLog(t *testing.T) (Plan, []byte) {
 func TestImportedNotObserved(t *testing.T) {
 	plan, data := importedLog(t)
 	r := runCheck(t, plan, data, signedOpts())
-	if r.Verdict != Verified {
+	if r.Verdict != verified {
 		t.Fatalf("verdict %s\n%s", r.Verdict, reportText(t, r))
 	}
-	if r.Evidence.Provenance != "imported" || !r.Evidence.Imported() || r.Evidence.Sources["imported"] != r.Evidence.Lines {
+	if r.Evidence.Provenance != "imported" || !r.Evidence.imported() || r.Evidence.Sources["imported"] != r.Evidence.Lines {
 		t.Errorf("provenance %q sources %v lines %d", r.Evidence.Provenance, r.Evidence.Sources, r.Evidence.Lines)
 	}
 	if vl := verdictLineOf(t, r); !strings.Contains(vl, "; imported, not observed (converted from atw-0.1.0)") {
@@ -183,14 +183,14 @@ func TestImportedNotObserved(t *testing.T) {
 	}
 	r = runCheck(t, plan, mixed, signedOpts())
 	n := r.Evidence.Sources["imported"]
-	if r.Verdict != Verified || r.Evidence.Provenance != "imported+reported" || r.Evidence.Sources["reported"] != 2 ||
+	if r.Verdict != verified || r.Evidence.Provenance != "imported+reported" || r.Evidence.Sources["reported"] != 2 ||
 		!strings.Contains(verdictLineOf(t, r), fmt.Sprintf("; imported, not observed (converted from atw-0.1.0): %d of %d lines", n, n+2)) {
 		t.Errorf("imported then reported: %s %q %v\n%s", r.Verdict, r.Evidence.Provenance, r.Evidence.Sources, reportText(t, r))
 	}
 	// an observed capture says nothing of the kind
 	plan = testPlan()
 	r = runCheck(t, plan, buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey}), signedOpts())
-	if r.Evidence.Provenance != "observed" || r.Evidence.Imported() || strings.Contains(verdictLineOf(t, r), "imported") {
+	if r.Evidence.Provenance != "observed" || r.Evidence.imported() || strings.Contains(verdictLineOf(t, r), "imported") {
 		t.Errorf("observed log: %q %q", r.Evidence.Provenance, verdictLineOf(t, r))
 	}
 }
@@ -256,7 +256,7 @@ func TestGraphAloneUnauthenticated(t *testing.T) {
 	if r.Verdict != Unauthenticated || r.Code() != exitcode.Unauthenticated {
 		t.Fatalf("clean graph: verdict %s\n%s", r.Verdict, reportText(t, r))
 	}
-	if f := findCode(r, "graph-unauthenticated"); f == nil || f.Class != ClassUnauthenticated {
+	if f := findCode(r, "graph-unauthenticated"); f == nil || f.Class != classUnauthenticated {
 		t.Errorf("finding %+v", f)
 	}
 	if vl := verdictLineOf(t, r); !strings.HasPrefix(vl, "verdict: unauthenticated (exit 6): 0 errors, 1 warning, ") || !strings.Contains(vl, "; unauthenticated: a graph alone carries no chain or signature;") {
@@ -339,7 +339,7 @@ func TestGraphWithEvents(t *testing.T) {
 		r := run(events, writeFile(t, dir, "g.jsonld", doc))
 		g, _ := graph.ReadJSONLD(bytes.NewReader(doc), "g")
 		want, _ := g.WriteNQuads(new(bytes.Buffer))
-		if r.Verdict != Verified || r.Evidence.GraphFile == "" || r.Evidence.GraphDigest != want {
+		if r.Verdict != verified || r.Evidence.GraphFile == "" || r.Evidence.GraphDigest != want {
 			t.Errorf("%s: verdict %s, digest %s want %s\n%s", name, r.Verdict, r.Evidence.GraphDigest, want, reportText(t, r))
 		}
 	}
@@ -350,7 +350,7 @@ func TestGraphWithEvents(t *testing.T) {
 		t.Fatal("the edit changed nothing")
 	}
 	r := run(events, writeFile(t, dir, "edited.jsonld", edited))
-	if f := findCode(r, "graph-mismatch"); r.Verdict != Tampered || f == nil || f.Class != ClassTampered {
+	if f := findCode(r, "graph-mismatch"); r.Verdict != Tampered || f == nil || f.Class != classTampered {
 		t.Errorf("edited graph: %s %+v", r.Verdict, f)
 	}
 	// the graph of another log: mismatch

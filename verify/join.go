@@ -15,7 +15,7 @@ import (
 	"github.com/agent-trace-witness/witness/why"
 )
 
-// CheckRun judges the joined graph of a run (graph.BuildRun of several
+// checkRun judges the joined graph of a run (graph.BuildRun of several
 // logs, or such a graph read back): the causal-join check (MCP tool calls
 // no model output asked for, model tool calls never executed, ambiguous
 // joins) and, when the plan marks untrusted sources, injection-provenance
@@ -24,7 +24,7 @@ import (
 //
 // logs are the run's logs (graph.Run.Logs); nil reads them from the
 // graph's session nodes.
-func CheckRun(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
+func checkRun(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
 	if r.ran == nil {
 		r.ran = map[string]bool{}
 	}
@@ -42,13 +42,13 @@ func CheckRun(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
 		switch {
 		case n.HasType(graph.WModelToolCall) && st == graph.JoinNotExecuted:
 			r.Findings = append(r.Findings, Finding{
-				Check: CheckJoin, Code: "model-call-not-executed", Severity: SevNotice, Class: ClassNotice,
+				Check: checkJoin, Code: "model-call-not-executed", Severity: sevNotice, Class: ClassNotice,
 				EventID: st1.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st1.Log, logs),
 				Message: fmt.Sprintf("the model asked for %s (%s) and no MCP tools/call with that name and canonically equal arguments followed: the agent did not run it, or ran it on a channel that was not witnessed", n.Value(graph.OtelToolName), st1.Ref()),
 			})
 		case n.HasType(graph.WToolCall) && st == graph.JoinUnrequested:
 			r.Findings = append(r.Findings, Finding{
-				Check: CheckJoin, Code: "unrequested-tool-call", Severity: SevError, Class: ClassViolation,
+				Check: checkJoin, Code: "unrequested-tool-call", Severity: SevError, Class: classViolation,
 				EventID: st1.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st1.Log, logs),
 				Message: fmt.Sprintf("MCP tools/call %s (%s) was asked for by no model output: the agent acted on its own, or a model channel was not witnessed", n.Value(graph.OtelToolName), st1.Ref()),
 			})
@@ -60,14 +60,14 @@ func CheckRun(r *Report, plan Plan, g *graph.Graph, logs []graph.RunLog) {
 				}
 			}
 			r.Findings = append(r.Findings, Finding{
-				Check: CheckJoin, Code: "ambiguous-join", Severity: SevNotice, Class: ClassNotice,
+				Check: checkJoin, Code: "ambiguous-join", Severity: sevNotice, Class: ClassNotice,
 				EventID: st1.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st1.Log, logs),
 				Message: fmt.Sprintf("%s %s (%s) matches several candidates by content: %s; none is guessed", st1.Kind, n.Value(graph.OtelToolName), st1.Ref(), strings.Join(cands, ", ")),
 			})
 		}
 	}
 	if joined {
-		r.ran[CheckJoin] = true
+		r.ran[checkJoin] = true
 		failedJoins(r, g, logs)
 	}
 	if plan.Untrusted != nil {
@@ -151,7 +151,7 @@ func untrustedSources(plan Plan, g *graph.Graph) map[string]int {
 // argsInScope reports whether a path argument of the call is within the
 // seal scope (the matcher of tool scopes: read:/glob grants reads under it).
 func argsInScope(g *graph.Graph, call *graph.Node, scope string) bool {
-	sc, err := ParseScope(scope)
+	sc, err := parseScope(scope)
 	if err != nil {
 		return false
 	}
@@ -167,7 +167,7 @@ func argsInScope(g *graph.Graph, call *graph.Node, scope string) bool {
 			continue
 		}
 		for _, pa := range PathArgs(args) {
-			if clean, ok, _ := CleanPath(pa.Value); ok && sc.Grants(OpRead, clean) {
+			if clean, ok, _ := cleanPath(pa.Value); ok && sc.Grants(opRead, clean) {
 				return true
 			}
 		}
@@ -294,7 +294,7 @@ func destructive(g *graph.Graph, call *graph.Node) bool {
 func injectionFinding(g *graph.Graph, call *graph.Node, src, entry string, idx int, what string, logs []graph.RunLog, tn *taint) Finding {
 	head := step(g, call, logs)
 	f := Finding{
-		Check: CheckInjection, Code: "injection-provenance", Severity: SevError, Class: ClassViolation,
+		Check: CheckInjection, Code: "injection-provenance", Severity: SevError, Class: classViolation,
 		EventID: head.Event, Tool: call.Value(graph.OtelToolName), File: fileOf(head.Log, logs),
 		SealClause: fmt.Sprintf("untrusted[%d]", idx),
 	}
@@ -345,7 +345,7 @@ func groupText(g *graph.Graph, gid string, logs []graph.RunLog, tn *taint) strin
 func ambiguousInjectionFinding(g *graph.Graph, call *graph.Node, what string, sources map[string]int, ids []string, logs []graph.RunLog, tn *taint) Finding {
 	head := step(g, call, logs)
 	f := Finding{
-		Check: CheckInjection, Code: "ambiguous-injection-provenance", Severity: SevWarning, Class: ClassViolation,
+		Check: CheckInjection, Code: "ambiguous-injection-provenance", Severity: SevWarning, Class: classViolation,
 		EventID: head.Event, Tool: call.Value(graph.OtelToolName), File: fileOf(head.Log, logs),
 	}
 	if c, err := why.Explain(g, call.ID, why.Options{Logs: logs}); err == nil {
@@ -380,7 +380,7 @@ func runEvents(r *Report, plan Plan, o Options) error {
 		if err != nil {
 			return err
 		}
-		err = CheckEvents(sub, plan, name, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned})
+		err = checkEvents(sub, plan, name, rd, eventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned})
 		closeFn()
 		if err != nil {
 			return err
@@ -412,11 +412,11 @@ func runEvents(r *Report, plan Plan, o Options) error {
 		if r.ran == nil {
 			r.ran = map[string]bool{}
 		}
-		r.ran[CheckJoin] = true
-		mergeNotCheckable(r, map[string]string{CheckJoin: "the logs do not map to one graph: " + err.Error()})
+		r.ran[checkJoin] = true
+		mergeNotCheckable(r, map[string]string{checkJoin: "the logs do not map to one graph: " + err.Error()})
 		return nil
 	}
-	CheckRun(r, plan, run.Graph, run.Logs)
+	checkRun(r, plan, run.Graph, run.Logs)
 	if len(files) > 1 {
 		r.Findings = runUnused(r.Findings, len(files))
 	}
@@ -485,7 +485,7 @@ func failedJoins(r *Report, g *graph.Graph, logs []graph.RunLog) {
 				how = "may follow from (an ambiguous join: one of its candidates is)"
 			}
 			r.Findings = append(r.Findings, Finding{
-				Check: CheckJoin, Code: "failed-answer-acted-on", Severity: SevError, Class: ClassIncomplete,
+				Check: checkJoin, Code: "failed-answer-acted-on", Severity: SevError, Class: classIncomplete,
 				EventID: st.Event, Tool: n.Value(graph.OtelToolName), File: fileOf(st.Log, logs),
 				Message: fmt.Sprintf("MCP tools/call %s (%s) %s the tool call %s of a model answer whose status is %s: the SDKs reject such an answer as a whole, so whether what the host ran is what the model meant cannot be told from the evidence",
 					n.Value(graph.OtelToolName), st.Ref(), how, from.Ref(), mc.Value(graph.WModelStatus)),

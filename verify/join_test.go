@@ -32,7 +32,7 @@ var joinPlan = Plan{Tools: []PlanTool{{Name: "read_text_file"}, {Name: "write_fi
 func joinCodes(r *Report) string {
 	var out []string
 	for _, f := range r.Findings {
-		if f.Check == CheckJoin || f.Check == CheckInjection {
+		if f.Check == checkJoin || f.Check == CheckInjection {
 			out = append(out, f.Code+"@"+f.File+":"+f.EventID)
 		}
 	}
@@ -58,7 +58,7 @@ func TestInjectionProvenance(t *testing.T) {
 		r := &Report{}
 		plan := joinPlan
 		plan.Untrusted = tc.untrusted
-		CheckRun(r, plan, run.Graph, run.Logs)
+		checkRun(r, plan, run.Graph, run.Logs)
 		if got := joinCodes(r); got != tc.want {
 			t.Errorf("untrusted %v: %q, want %q", tc.untrusted, got, tc.want)
 		}
@@ -74,7 +74,7 @@ func TestInjectionProvenance(t *testing.T) {
 		}
 		if tc.want != "" {
 			f := r.Findings[0]
-			if f.Class != ClassViolation || len(f.Chain) < 3 || !strings.HasPrefix(f.Chain[0], "fs:e3 tool_call") || !strings.HasPrefix(f.Chain[len(f.Chain)-1], "fs:e2 tool_response") {
+			if f.Class != classViolation || len(f.Chain) < 3 || !strings.HasPrefix(f.Chain[0], "fs:e3 tool_call") || !strings.HasPrefix(f.Chain[len(f.Chain)-1], "fs:e2 tool_response") {
 				t.Errorf("finding %+v", f)
 			}
 		}
@@ -95,7 +95,7 @@ func TestInjectionUnsealedAction(t *testing.T) {
 	r := &Report{}
 	plan := joinPlan
 	plan.Untrusted = []string{"tool:read_text_file"}
-	CheckRun(r, plan, run.Graph, run.Logs)
+	checkRun(r, plan, run.Graph, run.Logs)
 	if got := joinCodes(r); got != "injection-provenance@fs/events.jsonl:e3" || !strings.Contains(r.Findings[0].Message, "unsealed") {
 		t.Fatalf("%s %+v", got, r.Findings)
 	}
@@ -109,7 +109,7 @@ func TestJoinFindings(t *testing.T) {
 	s.ToolCall("write_file", `{"path":"/b","content":"x"}`, "ok")
 	run := joinedRun(t, m.Bytes(), s.Bytes())
 	r := &Report{}
-	CheckRun(r, joinPlan, run.Graph, run.Logs)
+	checkRun(r, joinPlan, run.Graph, run.Logs)
 	r.Finish()
 	if got := joinCodes(r); got != "model-call-not-executed@model/events.jsonl:e2#0,unrequested-tool-call@fs/events.jsonl:e1" {
 		t.Fatalf("%s", got)
@@ -142,7 +142,7 @@ func TestInjectionFromResource(t *testing.T) {
 		r := &Report{}
 		plan := joinPlan
 		plan.Untrusted = []string{untrusted}
-		CheckRun(r, plan, run.Graph, run.Logs)
+		checkRun(r, plan, run.Graph, run.Logs)
 		if got := joinCodes(r); got != want {
 			t.Errorf("%s: %q, want %q", untrusted, got, want)
 		}
@@ -175,7 +175,7 @@ func TestRunNotCheckableIntersects(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 0 {
-			err = CheckEvents(r, plan, f, rd, EventOptions{AllowUnsigned: true})
+			err = checkEvents(r, plan, f, rd, eventOptions{AllowUnsigned: true})
 		} else {
 			err = runEvents(r, plan, Options{EventsFile: mf, RunEvents: []string{sf}, AllowUnsigned: true})
 		}
@@ -189,7 +189,7 @@ func TestRunNotCheckableIntersects(t *testing.T) {
 	}
 	r.Finish()
 	for _, c := range r.Checks {
-		if c.ID == CheckPrompt && c.Status != StatusPass {
+		if c.ID == checkPrompt && c.Status != statusPass {
 			t.Fatalf("system-prompt %s (%s)", c.Status, c.Reason)
 		}
 	}
@@ -206,7 +206,7 @@ func TestInjectionThroughAmbiguousJoin(t *testing.T) {
 		t.Fatalf("%s\nwant %s", got, want)
 	}
 	f := r.Findings[len(r.Findings)-1]
-	if f.Class != ClassViolation || f.Severity != SevError ||
+	if f.Class != classViolation || f.Severity != SevError ||
 		!strings.Contains(f.Message, "through an ambiguous join whose every candidate is untrusted: model:e3 joins one of fs:e2 (untrusted), fs:e4 (untrusted)") {
 		t.Errorf("finding %+v", f)
 	}
@@ -220,7 +220,7 @@ func TestInjectionThroughAmbiguousJoin(t *testing.T) {
 	// the scope does not cover the read: neither candidate is untrusted
 	r = &Report{}
 	plan.Untrusted = []string{"tool:read_text_file:read:/etc/**"}
-	CheckRun(r, plan, run.Graph, run.Logs)
+	checkRun(r, plan, run.Graph, run.Logs)
 	if got := joinCodes(r); strings.Contains(got, "injection") {
 		t.Errorf("trusted reads: %s", got)
 	}
@@ -245,7 +245,7 @@ func TestAmbiguousInjectionProvenance(t *testing.T) {
 		t.Fatalf("warnings %+v\nall: %s", warn, joinCodes(r))
 	}
 	for _, f := range warn {
-		if f.Severity != SevWarning || f.Class != ClassViolation || f.File != "fs/events.jsonl" || f.SealClause != "untrusted[0]" ||
+		if f.Severity != SevWarning || f.Class != classViolation || f.File != "fs/events.jsonl" || f.SealClause != "untrusted[0]" ||
 			!strings.Contains(f.Message, "joins one of model:e2#0 (trusted), model:e6#0 (untrusted)") {
 			t.Errorf("warning %+v", f)
 		}
@@ -260,9 +260,9 @@ func TestAmbiguousInjectionProvenance(t *testing.T) {
 	// nothing untrusted: no warning, the notices only
 	r = &Report{}
 	plan.Untrusted = []string{"tool:read_text_file:read:/etc/**"}
-	CheckRun(r, plan, run.Graph, run.Logs)
+	checkRun(r, plan, run.Graph, run.Logs)
 	r.Finish()
-	if strings.Contains(joinCodes(r), "injection") || r.Verdict != Verified {
+	if strings.Contains(joinCodes(r), "injection") || r.Verdict != verified {
 		t.Errorf("trusted reads: %s, %s", joinCodes(r), r.Verdict)
 	}
 }
@@ -276,7 +276,7 @@ func injectionRun(t *testing.T, mk func(string) ([]byte, []byte)) (*graph.Run, P
 	plan := joinPlan
 	plan.Untrusted = []string{"tool:read_text_file:read:/work/inbox/**"}
 	r := &Report{}
-	CheckRun(r, plan, run.Graph, run.Logs)
+	checkRun(r, plan, run.Graph, run.Logs)
 	return run, plan, r
 }
 
@@ -300,16 +300,16 @@ func TestFailedAnswerJoined(t *testing.T) {
 			}
 		}
 		r := &Report{}
-		CheckRun(r, joinPlan, run.Graph, run.Logs)
+		checkRun(r, joinPlan, run.Graph, run.Logs)
 		r.Finish()
 		f := findCode(r, "failed-answer-acted-on")
 		if status == "" {
-			if f != nil || len(marked) != 0 || r.Verdict != Verified {
+			if f != nil || len(marked) != 0 || r.Verdict != verified {
 				t.Errorf("complete answer: %+v, marked %v, verdict %s", f, marked, r.Verdict)
 			}
 			continue
 		}
-		if f == nil || f.Class != ClassIncomplete || f.File != "fs/events.jsonl" || f.EventID != "e1" || r.Verdict != Incomplete ||
+		if f == nil || f.Class != classIncomplete || f.File != "fs/events.jsonl" || f.EventID != "e1" || r.Verdict != Incomplete ||
 			!strings.Contains(f.Message, "follows from the tool call model:e2#0") || !strings.Contains(f.Message, "whose status is "+status) ||
 			len(marked) != 1 || marked[0] != status {
 			t.Errorf("%s: %+v, marked %v, verdict %s", status, f, marked, r.Verdict)
@@ -329,12 +329,12 @@ func TestFailedAnswerAmbiguousJoin(t *testing.T) {
 	s.ToolCall("read_text_file", `{"path":"/a"}`, "ok")
 	run := joinedRun(t, m.Bytes(), s.Bytes())
 	r := &Report{}
-	CheckRun(r, joinPlan, run.Graph, run.Logs)
+	checkRun(r, joinPlan, run.Graph, run.Logs)
 	r.Finish()
 	var got []string
 	for _, f := range r.Findings {
 		if f.Code == "failed-answer-acted-on" {
-			if !strings.Contains(f.Message, "may follow from (an ambiguous join") || f.Class != ClassIncomplete {
+			if !strings.Contains(f.Message, "may follow from (an ambiguous join") || f.Class != classIncomplete {
 				t.Errorf("%+v", f)
 			}
 			got = append(got, f.EventID)

@@ -13,34 +13,34 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsonlimit"
 )
 
-// FileKind is what a file is, as far as its first JSON value shows: an
+// fileKind is what a file is, as far as its first JSON value shows: an
 // event log, a seal, a cassette... SniffKind tells them apart so that a
 // file given to the wrong flag is a usage error naming the right one,
 // never a verdict about the evidence (docs/design/verdicts.md).
-type FileKind string
+type fileKind string
 
 // The kinds SniffKind knows. KindUnknown is every other file: it is read
 // as what the flag says, and any defect is then reported as usual
 // (a corrupted event log stays tampered).
 const (
-	KindUnknown      FileKind = ""
-	KindEvents       FileKind = "event log"
-	KindSeal         FileKind = "seal"
-	KindEnvelope     FileKind = "DSSE envelope of a seal"
-	KindSpec         FileKind = "seal spec"
-	KindGraph        FileKind = "graph (JSON-LD)"
-	KindCassette     FileKind = "cassette"
-	KindHTTPCassette FileKind = "HTTP cassette"
-	KindDrift        FileKind = "drift report"
-	KindVerdict      FileKind = "verdict report"
-	KindReplay       FileKind = "replay report"
-	KindTrust        FileKind = "trust file"
-	KindKeyring      FileKind = "keyring"
-	KindEffects      FileKind = "effects file"
-	KindAudit        FileKind = "firewall audit snapshot"
-	KindPolicy       FileKind = "firewall policy"
-	KindMapping      FileKind = "firewall message mapping"
-	KindLegacyLog    FileKind = "agent-trace-witness 0.1.0 log"
+	kindUnknown      fileKind = ""
+	kindEvents       fileKind = "event log"
+	kindSeal         fileKind = "seal"
+	kindEnvelope     fileKind = "DSSE envelope of a seal"
+	kindSpec         fileKind = "seal spec"
+	kindGraph        fileKind = "graph (JSON-LD)"
+	kindCassette     fileKind = "cassette"
+	kindHTTPCassette fileKind = "HTTP cassette"
+	kindDrift        fileKind = "drift report"
+	kindVerdict      fileKind = "verdict report"
+	kindReplay       fileKind = "replay report"
+	kindTrust        fileKind = "trust file"
+	kindKeyring      fileKind = "keyring"
+	kindEffects      fileKind = "effects file"
+	kindAudit        fileKind = "firewall audit snapshot"
+	kindPolicy       fileKind = "firewall policy"
+	kindMapping      fileKind = "firewall message mapping"
+	kindLegacyLog    fileKind = "agent-trace-witness 0.1.0 log"
 )
 
 // sniffLimit bounds the bytes SniffKind looks at. A first value longer
@@ -48,11 +48,11 @@ const (
 // classified by the members seen before the limit, or is unknown.
 const sniffLimit = 1 << 20
 
-// SniffKind classifies the data by the first JSON value it starts with:
+// sniffKind classifies the data by the first JSON value it starts with:
 // the member names and the "format" of its top-level object (and of an
 // event log's "header"). It reads at most sniffLimit bytes and never
 // fails: what it cannot tell is KindUnknown.
-func SniffKind(data []byte) FileKind {
+func sniffKind(data []byte) fileKind {
 	if len(data) > sniffLimit {
 		data = data[:sniffLimit]
 	}
@@ -76,47 +76,47 @@ func (s sniffed) has(names ...string) bool {
 	return true
 }
 
-func (s sniffed) kind() FileKind {
+func (s sniffed) kind() fileKind {
 	switch f := s.format; {
 	case f == "witness-cassette":
-		return KindCassette
+		return kindCassette
 	case f == "witness-http-cassette":
-		return KindHTTPCassette
+		return kindHTTPCassette
 	case f == "witness-drift-report":
-		return KindDrift
-	case f == ReportFormat:
-		return KindVerdict
+		return kindDrift
+	case f == reportFormat:
+		return kindVerdict
 	case strings.HasPrefix(f, "witness-replay"):
-		return KindReplay
+		return kindReplay
 	case strings.HasPrefix(f, "witness-trust/"):
-		return KindTrust
+		return kindTrust
 	case f == "witness-effects":
-		return KindEffects
+		return kindEffects
 	case strings.HasPrefix(f, "org.social-harness/firewall-audit/"):
-		return KindAudit
+		return kindAudit
 	case strings.HasPrefix(f, "org.social-harness/message-policy/"):
-		return KindPolicy
+		return kindPolicy
 	case strings.HasPrefix(f, "witness-message-mapping/"):
-		return KindMapping
+		return kindMapping
 	}
 	switch {
 	case s.headerFormat == "witness-events" || s.has("seq", "kind", "prev"):
-		return KindEvents
+		return kindEvents
 	case s.members["@context"] || s.members["@graph"]:
-		return KindGraph
+		return kindGraph
 	case s.has("payloadType", "payload"):
-		return KindEnvelope
+		return kindEnvelope
 	case s.has("signature", "tools") && (s.members["system_prompt_sha256"] || s.members["witness_id"]):
-		return KindSeal
+		return kindSeal
 	case s.members["tools"] && (s.members["system_prompt"] || s.members["system_prompt_file"]) &&
 		!s.members["signature"] && !s.members["system_prompt_sha256"] && !s.members["created_at"]:
-		return KindSpec
+		return kindSpec
 	case s.has("key_id", "algorithm") && (s.members["secret"] || s.members["public_key"] || s.members["backend"]) && !s.members["seq"]:
-		return KindKeyring
+		return kindKeyring
 	case s.members["type"] && (s.members["timestamp"] || s.members["ts"]) && (s.members["payload"] || s.members["payload_sha256"]) && !s.members["seq"]:
-		return KindLegacyLog
+		return kindLegacyLog
 	}
-	return KindUnknown
+	return kindUnknown
 }
 
 // sniffObject reads the member names of the first top-level object in
@@ -223,37 +223,37 @@ func skipRest(dec *json.Decoder, t json.Token, depth int) bool {
 }
 
 // kindHint names the flag or command that reads a file of kind k.
-func kindHint(k FileKind) string {
+func kindHint(k fileKind) string {
 	switch k {
-	case KindEvents:
+	case kindEvents:
 		return "give it to --events (witness verify --events FILE [--seal SEAL])"
-	case KindSeal, KindEnvelope:
+	case kindSeal, kindEnvelope:
 		return "give it to --seal (witness verify --seal FILE)"
-	case KindSpec:
+	case kindSpec:
 		return "sign it first: witness seal --spec FILE --out seal.json, then give the seal to --seal"
-	case KindGraph:
+	case kindGraph:
 		return "give it to --graph (witness verify --seal SEAL --graph FILE [--events LOG])"
-	case KindCassette:
+	case kindCassette:
 		return "a cassette is replayed, not verified: witness serve --cassette FILE (the event log of the recording is the events.jsonl beside it)"
-	case KindHTTPCassette:
+	case kindHTTPCassette:
 		return "an HTTP cassette is replayed, not verified: witness serve --cassette FILE --listen ADDR"
-	case KindDrift:
+	case kindDrift:
 		return "a drift report is judged by witness drift FILE"
-	case KindVerdict:
+	case kindVerdict:
 		return "this is the output of witness verify --json; verify the event log and seal it names"
-	case KindReplay:
+	case kindReplay:
 		return "this is the output of witness replay; verify the event log it was made from"
-	case KindTrust:
+	case kindTrust:
 		return "give it to --trust (public keys to verify signatures with)"
-	case KindKeyring:
+	case kindKeyring:
 		return "give it to --keyring"
-	case KindEffects:
+	case kindEffects:
 		return "an effects file is appended to a log: witness capture append"
-	case KindAudit:
+	case kindAudit:
 		return "a firewall audit snapshot is checked by witness firewall audit verify"
-	case KindPolicy, KindMapping:
+	case kindPolicy, kindMapping:
 		return "this is firewall configuration: witness firewall policy check, witness firewall evaluate"
-	case KindLegacyLog:
+	case kindLegacyLog:
 		return "convert it first: witness import --from atw-0.1.0 FILE --out events.jsonl, then give events.jsonl to --events"
 	}
 	return ""
@@ -261,13 +261,13 @@ func kindHint(k FileKind) string {
 
 // wrongKind is the usage error for a file of kind got given to flag, which
 // reads the kinds want.
-func wrongKind(flag, name string, got FileKind, want ...FileKind) error {
+func wrongKind(flag, name string, got fileKind, want ...fileKind) error {
 	for _, w := range want {
 		if got == w {
 			return nil
 		}
 	}
-	if got == KindUnknown {
+	if got == kindUnknown {
 		return nil
 	}
 	names := make([]string, len(want))
@@ -280,7 +280,7 @@ func wrongKind(flag, name string, got FileKind, want ...FileKind) error {
 }
 
 // article puts "a" or "an" before the kind's name.
-func article(k FileKind) string {
+func article(k fileKind) string {
 	if s := string(k); s != "" && strings.ContainsRune("aeiouAEIOUH", rune(s[0])) {
 		return "an " + s
 	}
@@ -289,14 +289,14 @@ func article(k FileKind) string {
 
 // sniffReader wraps rd so its first bytes can be classified without
 // consuming them, and returns the kind.
-func sniffReader(rd io.Reader) (*bufio.Reader, FileKind) {
+func sniffReader(rd io.Reader) (*bufio.Reader, fileKind) {
 	br, ok := rd.(*bufio.Reader)
 	if !ok || br.Size() < sniffLimit {
 		br = bufio.NewReaderSize(rd, sniffLimit)
 	}
 	head, err := br.Peek(sniffLimit)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) && len(head) == 0 {
-		return br, KindUnknown
+		return br, kindUnknown
 	}
-	return br, SniffKind(head)
+	return br, sniffKind(head)
 }

@@ -41,7 +41,7 @@ func (c *checker) modelCalls(e *eventlog.Event, line int64) {
 		}
 		if _, ok := c.toolIndex[tc.Name]; !ok {
 			c.add(Finding{
-				Check: CheckUnsealed, Code: "unsealed-tool", Severity: SevError, Class: ClassViolation,
+				Check: checkUnsealed, Code: "unsealed-tool", Severity: SevError, Class: classViolation,
 				EventID: e.ID, Tool: tc.Name, SealClause: "tools", Line: line,
 				Message: fmt.Sprintf("tool %q was requested by the model but is not listed in the seal (sealed: %s)%s", tc.Name, c.sealedNames(), note),
 			})

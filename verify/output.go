@@ -159,19 +159,19 @@ func (r *Report) qualifiers() []string {
 			}
 		}
 		for _, f := range r.Findings {
-			if f.Class == ClassUnauthenticated && f.Code != "graph-unauthenticated" && f.Check != CheckAnchor {
+			if f.Class == classUnauthenticated && f.Code != "graph-unauthenticated" && f.Check != checkAnchor {
 				out = append(out, "unauthenticated: signed by a key the keyring and trust file given do not hold (cannot check)")
 				break
 			}
 		}
 		for _, f := range r.Findings {
-			if f.Class == ClassUnauthenticated && f.Check == CheckAnchor {
+			if f.Class == classUnauthenticated && f.Check == checkAnchor {
 				out = append(out, "unauthenticated: the transparency log's key is not pinned (--log-key, or log_keys in the --trust file)")
 				break
 			}
 		}
 	}
-	if r.Evidence.Imported() {
+	if r.Evidence.imported() {
 		q := "imported, not observed"
 		if from := r.Evidence.ImportedFrom; from != "" {
 			q += " (converted from " + from + ")"
@@ -186,7 +186,7 @@ func (r *Report) qualifiers() []string {
 		out = append(out, q)
 	}
 	if r.Verdict.rank() > Violation.rank() && r.Verdict != Tampered {
-		if n := r.classCount(ClassViolation); n > 0 {
+		if n := r.classCount(classViolation); n > 0 {
 			out = append(out, fmt.Sprintf("also violation: %s", plural(n, "finding")))
 		}
 	}
@@ -484,7 +484,7 @@ func (r *Report) WriteSARIF(w io.Writer) error {
 	if r.Evidence.Provenance != "" {
 		props["provenance"] = r.Evidence.Provenance
 	}
-	if r.Evidence.Imported() {
+	if r.Evidence.imported() {
 		props["imported"] = true
 	}
 	if len(r.Evidence.Failures) > 0 {
@@ -590,7 +590,7 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 	for _, c := range r.Checks {
 		tc := junit.Case{Name: c.ID + ": " + c.Title, Classname: "witness.verify"}
 		var fail, notes []string
-		worst := Verified
+		worst := verified
 		for _, f := range byCheck[c.ID] {
 			line := fmt.Sprintf("%s: %s: %s: %s%s", r.location(f), f.Severity, f.Code, f.Message, refs(f))
 			if f.Class == ClassNotice {

@@ -21,7 +21,7 @@ func violationReport(t testing.TB) *Report {
 		ev(eventlog.KindToolCall, "delete_file", `"del-1"`, map[string]any{"target": "/data/secret.txt"}),
 		ev(eventlog.KindToolCall, "read_file", "42", map[string]any{"path": "/data/../etc/passwd"}))
 	data := buildLog(t, plan, logSpec{events: evs}) // unsigned: incomplete
-	r := runCheck(t, plan, data, EventOptions{})
+	r := runCheck(t, plan, data, eventOptions{})
 	r.Seal = SealSummary{File: "seal.json", Digest: plan.Ref, WitnessID: plan.WitnessID}
 	return r
 }
@@ -79,7 +79,7 @@ func TestJSONOutput(t *testing.T) {
 	if err := json.Unmarshal(render(t, violationReport(t), "json"), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got["format"] != ReportFormat || got["v"] != float64(1) || got["verdict"] != "incomplete" || got["exit_code"] != float64(4) {
+	if got["format"] != reportFormat || got["v"] != float64(1) || got["verdict"] != "incomplete" || got["exit_code"] != float64(4) {
 		t.Errorf("header: %v %v %v %v", got["format"], got["v"], got["verdict"], got["exit_code"])
 	}
 	var rpc []any
@@ -94,7 +94,7 @@ func TestJSONOutput(t *testing.T) {
 		t.Errorf("rpc ids %#v", rpc)
 	}
 	// the optional checks (a joined run, a seal with untrusted) did not run
-	if len(got["checks"].([]any)) != len(Checks)-len(optionalChecks) {
+	if len(got["checks"].([]any)) != len(checks)-len(optionalChecks) {
 		t.Errorf("checks: %v", got["checks"])
 	}
 }
@@ -261,7 +261,7 @@ func TestJUnitParsesBack(t *testing.T) {
 	if err := xml.Unmarshal(render(t, r, "junit"), &doc); err != nil {
 		t.Fatal(err)
 	}
-	listed := len(Checks) - len(optionalChecks)
+	listed := len(checks) - len(optionalChecks)
 	if len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != listed || doc.Tests != listed {
 		t.Fatalf("suites %+v", doc)
 	}
@@ -274,7 +274,7 @@ func TestJUnitParsesBack(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]string{CheckChain: "incomplete", CheckUnsealed: "violation", CheckScope: "violation"}
+	want := map[string]string{checkChain: "incomplete", checkUnsealed: "violation", checkScope: "violation"}
 	if len(failed) != len(want) || doc.Failures != len(want) {
 		t.Errorf("failed cases %v, want %v", failed, want)
 	}
@@ -340,10 +340,10 @@ func TestCodesDocumented(t *testing.T) {
 // notice is printed as it is. The other findings are untouched.
 func TestNotCheckableSummary(t *testing.T) {
 	r := &Report{Evidence: Evidence{File: "run.jsonl"}, Findings: []Finding{
-		{Check: "unsealed-tool", Code: "unsealed-tool", Severity: SevError, Class: ClassViolation, Message: "tool x is not sealed"},
-		{Check: "system-prompt", Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, File: "run.jsonl", Message: "system-prompt not checkable: no model input"},
-		{Check: "sampling", Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, File: "run.jsonl", Message: "sampling not checkable: the seal is silent"},
-		{Check: "elicitation", Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, File: "run.jsonl", Message: "elicitation not checkable: the seal is silent"},
+		{Check: "unsealed-tool", Code: "unsealed-tool", Severity: SevError, Class: classViolation, Message: "tool x is not sealed"},
+		{Check: "system-prompt", Code: "not-checkable", Severity: sevNotice, Class: ClassNotice, File: "run.jsonl", Message: "system-prompt not checkable: no model input"},
+		{Check: "sampling", Code: "not-checkable", Severity: sevNotice, Class: ClassNotice, File: "run.jsonl", Message: "sampling not checkable: the seal is silent"},
+		{Check: "elicitation", Code: "not-checkable", Severity: sevNotice, Class: ClassNotice, File: "run.jsonl", Message: "elicitation not checkable: the seal is silent"},
 	}}
 	var quiet, verbose bytes.Buffer
 	if err := r.WriteText(&quiet, false); err != nil {

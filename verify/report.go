@@ -11,8 +11,8 @@ import (
 // ReportFormat and ReportVersion identify the JSON report
 // (docs/formats/verdict.md).
 const (
-	ReportFormat  = "witness-verdict"
-	ReportVersion = 1
+	reportFormat  = "witness-verdict"
+	reportVersion = 1
 )
 
 // Report is the outcome of one verification: one verdict, the checks that
@@ -98,9 +98,9 @@ type RecordedFailure struct {
 	FromReason bool `json:"from_reason,omitempty"`
 }
 
-// Imported reports whether any event of the evidence was imported (not
+// imported reports whether any event of the evidence was imported (not
 // observed by the witness).
-func (e Evidence) Imported() bool { return e.Sources[string(eventlog.SourceImported)] > 0 }
+func (e Evidence) imported() bool { return e.Sources[string(eventlog.SourceImported)] > 0 }
 
 // addSource counts one event's source.
 func (e *Evidence) addSource(src string) {
@@ -149,19 +149,19 @@ func (r *Report) Finish() {
 	}
 	if r.integrityOnly {
 		notCheckable = map[string]string{}
-		for _, c := range Checks {
-			if c.ID != CheckChain && c.ID != CheckAnchor {
+		for _, c := range checks {
+			if c.ID != checkChain && c.ID != checkAnchor {
 				notCheckable[c.ID] = IntegrityOnly
 			}
 		}
-		if v := r.notCheckable[CheckAnchor]; v != "" {
-			notCheckable[CheckAnchor] = v
+		if v := r.notCheckable[checkAnchor]; v != "" {
+			notCheckable[checkAnchor] = v
 		}
 	}
-	for _, c := range Checks {
+	for _, c := range checks {
 		if reason := notCheckable[c.ID]; reason != "" && !skipped[c.ID] && !r.integrityOnly {
 			r.Findings = append(r.Findings, Finding{
-				Check: c.ID, Code: "not-checkable", Severity: SevNotice, Class: ClassNotice,
+				Check: c.ID, Code: "not-checkable", Severity: sevNotice, Class: ClassNotice,
 				File: r.Evidence.File, Message: c.ID + " not checkable: " + reason,
 			})
 		}
@@ -170,10 +170,10 @@ func (r *Report) Finish() {
 		r.Findings = []Finding{}
 	}
 	sortFindings(r.Findings)
-	r.Format, r.V = ReportFormat, ReportVersion
+	r.Format, r.V = reportFormat, reportVersion
 	counts := map[string]int{}
 	failed := map[string]bool{}
-	r.Verdict = Verified
+	r.Verdict = verified
 	r.Summary = Summary{}
 	for _, f := range r.Findings {
 		counts[f.Check]++
@@ -193,11 +193,11 @@ func (r *Report) Finish() {
 		}
 	}
 	r.Checks = r.Checks[:0]
-	for _, c := range Checks {
+	for _, c := range checks {
 		if skipped[c.ID] {
 			continue
 		}
-		cr := CheckResult{ID: c.ID, Title: c.Title, Findings: counts[c.ID], Status: StatusPass}
+		cr := CheckResult{ID: c.ID, Title: c.Title, Findings: counts[c.ID], Status: statusPass}
 		switch {
 		case failed[c.ID]:
 			cr.Status = StatusFail

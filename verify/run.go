@@ -107,7 +107,7 @@ func Run(o Options) (*Report, error) {
 	r := &Report{Seal: SealSummary{File: o.SealFile}, Evidence: Evidence{Kind: "none"}}
 	if o.EventsFile == "" && o.GraphFile == "" {
 		r.skipped = map[string]bool{}
-		for _, c := range Checks {
+		for _, c := range checks {
 			if c.ID != CheckSeal {
 				r.skipped[c.ID] = true
 			}
@@ -130,11 +130,11 @@ func Run(o Options) (*Report, error) {
 		// An invalid seal: nothing it says can be relied on, so the
 		// evidence is not judged against it.
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckSeal, Code: "seal-invalid", Severity: SevError, Class: ClassTampered, File: o.SealFile,
+			Check: CheckSeal, Code: "seal-invalid", Severity: SevError, Class: classTampered, File: o.SealFile,
 			SealClause: envelopeClause(sf), Message: sf.Err.Error(),
 		})
 		r.notCheckable = map[string]string{}
-		for _, c := range Checks {
+		for _, c := range checks {
 			if c.ID != CheckSeal {
 				r.notCheckable[c.ID] = "the seal could not be read"
 			}
@@ -150,7 +150,7 @@ func Run(o Options) (*Report, error) {
 	if sf.Err != nil {
 		// an intact envelope no key given to the verifier signed
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckSeal, Code: "seal-unauthenticated", Severity: SevError, Class: ClassUnauthenticated, File: o.SealFile,
+			Check: CheckSeal, Code: "seal-unauthenticated", Severity: SevError, Class: classUnauthenticated, File: o.SealFile,
 			SealClause: "envelope", Message: sf.Err.Error(),
 		})
 	}
@@ -172,7 +172,7 @@ func Run(o Options) (*Report, error) {
 			return nil, err
 		}
 		defer closeFn()
-		if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0 && !o.NoGraphDigest, Tap: o.Tap}); err != nil {
+		if err := checkEvents(r, plan, o.EventsFile, rd, eventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0 && !o.NoGraphDigest, Tap: o.Tap}); err != nil {
 			return nil, err
 		}
 		switch {
@@ -196,9 +196,9 @@ func Run(o Options) (*Report, error) {
 		}
 		// Alone, a graph cannot be authenticated: say so as a finding that
 		// decides the verdict, in place of the chain's not-checkable notice.
-		delete(r.notCheckable, CheckChain)
+		delete(r.notCheckable, checkChain)
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-unauthenticated", Severity: SevWarning, Class: ClassUnauthenticated, File: o.GraphFile,
+			Check: checkChain, Code: "graph-unauthenticated", Severity: SevWarning, Class: classUnauthenticated, File: o.GraphFile,
 			Message: "a graph carries no hash chain or signed end, so nothing shows it is what the witness recorded; verify it with the event log it was made from (--graph G --events E)",
 		})
 	}
@@ -231,7 +231,7 @@ func openEvents(o Options) (io.Reader, func(), error) {
 		rd = o.Progress(o.EventsFile, rd)
 	}
 	br, kind := sniffReader(rd)
-	if err := wrongKind("--events", o.EventsFile, kind, KindEvents); err != nil {
+	if err := wrongKind("--events", o.EventsFile, kind, kindEvents); err != nil {
 		closeFn()
 		return nil, nil, err
 	}
@@ -246,7 +246,7 @@ func openGraph(name string) (io.ReadCloser, error) {
 		return nil, exitcode.Input("read graph", err, "check the path given to --graph")
 	}
 	br, kind := sniffReader(f)
-	if err := wrongKind("--graph", name, kind, KindGraph); err != nil {
+	if err := wrongKind("--graph", name, kind, kindGraph); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func runIntegrity(o Options) (*Report, error) {
 		return nil, err
 	}
 	defer closeFn()
-	if err := CheckEvents(r, Plan{}, o.EventsFile, rd, EventOptions{
+	if err := checkEvents(r, Plan{}, o.EventsFile, rd, eventOptions{
 		EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: len(o.RunEvents) == 0 && !o.NoGraphDigest, IntegrityOnly: true, Tap: o.Tap,
 	}); err != nil {
 		return nil, err
@@ -281,7 +281,7 @@ func runIntegrity(o Options) (*Report, error) {
 			return nil, err
 		}
 		sub := &Report{}
-		err = CheckEvents(sub, Plan{}, name, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, IntegrityOnly: true})
+		err = checkEvents(sub, Plan{}, name, rd, eventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, IntegrityOnly: true})
 		closeFn()
 		if err != nil {
 			return nil, err
@@ -360,13 +360,13 @@ func checkEventsAndGraph(r *Report, plan Plan, o Options) error {
 		return err
 	}
 	defer closeFn()
-	if err := CheckEvents(r, plan, o.EventsFile, rd, EventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true, GraphOptions: gopts}); err != nil {
+	if err := checkEvents(r, plan, o.EventsFile, rd, eventOptions{EndVerifier: o.EndVerifier, AllowUnsigned: o.AllowUnsigned, GraphDigest: true, GraphOptions: gopts}); err != nil {
 		return err
 	}
 	r.Evidence.GraphFile = o.GraphFile
 	if gerr != nil {
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-invalid", Severity: SevError, Class: ClassTampered, File: o.GraphFile,
+			Check: checkChain, Code: "graph-invalid", Severity: SevError, Class: classTampered, File: o.GraphFile,
 			Message: gerr.Error(),
 		})
 		return nil
@@ -378,12 +378,12 @@ func checkEventsAndGraph(r *Report, plan Plan, o Options) error {
 	switch logDigest := r.Evidence.GraphDigest; {
 	case logDigest == "":
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-mismatch", Severity: SevError, Class: ClassTampered, File: o.GraphFile,
+			Check: checkChain, Code: "graph-mismatch", Severity: SevError, Class: classTampered, File: o.GraphFile,
 			Message: fmt.Sprintf("graph %s (sha256:%s) cannot be the graph of %s: the log does not map to a graph", o.GraphFile, digest, o.EventsFile),
 		})
 	case logDigest != digest:
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckChain, Code: "graph-mismatch", Severity: SevError, Class: ClassTampered, File: o.GraphFile,
+			Check: checkChain, Code: "graph-mismatch", Severity: SevError, Class: classTampered, File: o.GraphFile,
 			Message: fmt.Sprintf("graph %s (sha256:%s) is not the graph of %s (sha256:%s, derived with the plan and payload options the graph shows): it was edited, made from another log, or carries an overlay", o.GraphFile, digest, o.EventsFile, logDigest),
 		})
 	}
@@ -427,7 +427,7 @@ func checkSeal(r *Report, s *seal.Sealed, o Options) error {
 	switch exitcode.Of(err) {
 	case exitcode.Unauthenticated:
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckSeal, Code: "seal-unauthenticated", Severity: SevError, Class: ClassUnauthenticated, File: o.SealFile,
+			Check: CheckSeal, Code: "seal-unauthenticated", Severity: SevError, Class: classUnauthenticated, File: o.SealFile,
 			SealClause: "signature", Message: err.Error(),
 		})
 	case exitcode.Tampered:
@@ -441,7 +441,7 @@ func checkSeal(r *Report, s *seal.Sealed, o Options) error {
 			}
 		}
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckSeal, Code: "seal-invalid", Severity: SevError, Class: ClassTampered, File: o.SealFile,
+			Check: CheckSeal, Code: "seal-invalid", Severity: SevError, Class: classTampered, File: o.SealFile,
 			SealClause: clause, Message: err.Error(),
 		})
 	case exitcode.Violation:
@@ -456,7 +456,7 @@ func checkSeal(r *Report, s *seal.Sealed, o Options) error {
 			msg += " (" + strings.Join(signed, ", ") + ")"
 		}
 		r.Findings = append(r.Findings, Finding{
-			Check: CheckSeal, Code: "seal-quorum-not-met", Severity: SevError, Class: ClassViolation, File: o.SealFile,
+			Check: CheckSeal, Code: "seal-quorum-not-met", Severity: SevError, Class: classViolation, File: o.SealFile,
 			SealClause: "cosignatures", Message: msg,
 		})
 	default:
@@ -469,7 +469,7 @@ func checkSeal(r *Report, s *seal.Sealed, o Options) error {
 // is its own session, anchored (or not) on its own.
 func checkRunAnchoring(r *Report, o Options) error {
 	for _, f := range append([]string{o.EventsFile}, o.RunEvents...) {
-		if err := CheckAnchoring(r, f, o.Anchor); err != nil {
+		if err := checkAnchoring(r, f, o.Anchor); err != nil {
 			return err
 		}
 	}

@@ -74,11 +74,11 @@ func TestSealChecks(t *testing.T) {
 		return r
 	}
 
-	if r := run(sealPath, 0); r.Verdict != Verified || len(r.Seal.Signers) != 1 {
+	if r := run(sealPath, 0); r.Verdict != verified || len(r.Seal.Signers) != 1 {
 		t.Errorf("good seal: verdict %s, signers %v", r.Verdict, r.Seal.Signers)
 	}
 	r := run(sealPath, 2)
-	if f := findCode(r, "seal-quorum-not-met"); r.Verdict != Violation || f == nil || f.Class != ClassViolation || !strings.Contains(f.Message, "1 of 2") {
+	if f := findCode(r, "seal-quorum-not-met"); r.Verdict != Violation || f == nil || f.Class != classViolation || !strings.Contains(f.Message, "1 of 2") {
 		t.Errorf("quorum 2 with one signer: verdict %s, finding %+v", r.Verdict, f)
 	}
 	// cosigned by the second key: the quorum is met
@@ -92,7 +92,7 @@ func TestSealChecks(t *testing.T) {
 	data2, _ := sealed.Marshal()
 	cosigned := filepath.Join(dir, "cosigned.json")
 	os.WriteFile(cosigned, data2, 0o644)
-	if r := run(cosigned, 2); r.Verdict != Verified {
+	if r := run(cosigned, 2); r.Verdict != verified {
 		t.Errorf("2-of-2: verdict %s %+v", r.Verdict, r.Findings)
 	}
 	// one byte of the body changed: tampered, and the evidence still judged
@@ -127,7 +127,7 @@ func TestSealChecks(t *testing.T) {
 	}
 	os.WriteFile(swapped, []byte(`{"tools": 3}`), 0o644)
 	r, err = Run(Options{SealFile: swapped, LoadedSeal: sf, EventsFile: events, SealKeys: seal.VerifyOptions{Trust: trust}, EndVerifier: testKey})
-	if err != nil || r.Verdict != Verified || r.Seal.Digest != plan.Ref {
+	if err != nil || r.Verdict != verified || r.Seal.Digest != plan.Ref {
 		t.Errorf("loaded seal, file replaced: %v %+v", err, r)
 	}
 	if r := run(swapped, 0); r.Verdict != Tampered {

@@ -11,70 +11,70 @@ import (
 	"github.com/agent-trace-witness/witness/seal"
 )
 
-// ScopeOp is the operation a path scope grants.
-type ScopeOp string
+// scopeOp is the operation a path scope grants.
+type scopeOp string
 
 // The operations of checkable path scopes. A write scope also grants reads.
 const (
-	OpRead  ScopeOp = "read"
-	OpWrite ScopeOp = "write"
+	opRead  scopeOp = "read"
+	opWrite scopeOp = "write"
 )
 
-// Scope is a parsed, checkable seal scope of the form "<op>:<glob>", such as
+// scope is a parsed, checkable seal scope of the form "<op>:<glob>", such as
 // "read:/data/**" or "write:/tmp/out/*.txt".
-type Scope struct {
+type scope struct {
 	Raw  string
-	Op   ScopeOp
-	Glob Glob
+	Op   scopeOp
+	Glob glob
 }
 
-// ErrNotPathScope is wrapped by ParseScope for scopes that are well formed
+// errNotPathScope is wrapped by ParseScope for scopes that are well formed
 // text but not path globs witness can check (for example "net:api.example.com"
 // or "admin"). Such scopes are reported as not checkable, never as violations.
-var ErrNotPathScope = errors.New("not a path scope")
+var errNotPathScope = errors.New("not a path scope")
 
-// ParseScope parses a seal scope. It returns an error wrapping ErrNotPathScope
+// parseScope parses a seal scope. It returns an error wrapping ErrNotPathScope
 // when the scope is not of the form read:/abs/glob or write:/abs/glob, and
 // another error when it looks like a path scope but its glob is malformed.
-func ParseScope(s string) (Scope, error) {
+func parseScope(s string) (scope, error) {
 	op, rest, ok := strings.Cut(s, ":")
 	if !ok {
-		return Scope{}, fmt.Errorf("scope %q: %w (expected read:/path/** or write:/path/**)", s, ErrNotPathScope)
+		return scope{}, fmt.Errorf("scope %q: %w (expected read:/path/** or write:/path/**)", s, errNotPathScope)
 	}
-	switch ScopeOp(op) {
-	case OpRead, OpWrite:
+	switch scopeOp(op) {
+	case opRead, opWrite:
 	default:
-		return Scope{}, fmt.Errorf("scope %q: %w (operation %q is not read or write)", s, ErrNotPathScope, op)
+		return scope{}, fmt.Errorf("scope %q: %w (operation %q is not read or write)", s, errNotPathScope, op)
 	}
-	g, err := ParseGlob(rest)
+	g, err := parseGlob(rest)
 	if err != nil {
-		return Scope{}, fmt.Errorf("scope %q: %w", s, err)
+		return scope{}, fmt.Errorf("scope %q: %w", s, err)
 	}
-	return Scope{Raw: s, Op: ScopeOp(op), Glob: g}, nil
+	return scope{Raw: s, Op: scopeOp(op), Glob: g}, nil
 }
 
 // Grants reports whether the scope allows op on the cleaned absolute path p.
 // A write scope grants read and write; a read scope grants read only.
-func (s Scope) Grants(op ScopeOp, p string) bool {
-	if op == OpWrite && s.Op != OpWrite {
+func (s scope) Grants(op scopeOp, p string) bool {
+	if op == opWrite && s.Op != opWrite {
 		return false
 	}
 	return s.Glob.Match(p)
 }
 
-// Glob is a parsed absolute path glob, the one glob dialect of seal
+// glob is a parsed absolute path glob, the one glob dialect of seal
 // clauses (seal.Glob, docs/design/scopes.md).
-type Glob = seal.Glob
+type glob = seal.Glob
 
-// ParseGlob parses an absolute path glob (seal.ParseGlob).
-func ParseGlob(s string) (Glob, error) { return seal.ParseGlob(s) }
+// parseGlob parses an absolute path glob (seal.ParseGlob).
+func parseGlob(s string) (glob, error) { return seal.ParseGlob(s) }
 
-// CleanPath turns a path argument into the absolute clean path a scope glob
+// cleanPath turns a path argument into the absolute clean path a scope glob
 // is matched against. "file://" URIs are decoded; "." and ".." elements are
 // resolved lexically, so "/data/../etc/passwd" becomes "/etc/passwd". A
 // relative path, an empty path, a path with a NUL byte or a URI of another
 // scheme cannot be placed and is returned with ok=false and the reason.
-func CleanPath(arg string) (clean string, ok bool, reason string) {
+func cleanPath(arg string) (clean string, ok bool, reason string) {
 	p := arg
 	if strings.HasPrefix(strings.ToLower(p), "file:") {
 		u, err := url.Parse(p)

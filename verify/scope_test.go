@@ -43,7 +43,7 @@ func TestGlobMatch(t *testing.T) {
 		{"/data/**/**", "/data/x", true},
 	}
 	for _, tt := range tests {
-		g, err := ParseGlob(tt.glob)
+		g, err := parseGlob(tt.glob)
 		if err != nil {
 			t.Fatalf("ParseGlob(%q): %v", tt.glob, err)
 		}
@@ -55,36 +55,36 @@ func TestGlobMatch(t *testing.T) {
 
 func TestParseGlobErrors(t *testing.T) {
 	for _, s := range []string{"", "data/**", "/data/../etc", "/data/./x", "/data//x", "/data/a**", "/x\x00", `/data/x\`} {
-		if _, err := ParseGlob(s); err == nil {
+		if _, err := parseGlob(s); err == nil {
 			t.Errorf("ParseGlob(%q): no error", s)
 		}
 	}
 }
 
 func TestParseScope(t *testing.T) {
-	s, err := ParseScope("read:/data/**")
-	if err != nil || s.Op != OpRead || s.Glob.String() != "/data/**" {
+	s, err := parseScope("read:/data/**")
+	if err != nil || s.Op != opRead || s.Glob.String() != "/data/**" {
 		t.Fatalf("ParseScope: %+v %v", s, err)
 	}
 	for _, bad := range []string{"admin", "net:api.example.com", "exec:/bin/**", "READ:/data/**"} {
-		_, err := ParseScope(bad)
-		if !errors.Is(err, ErrNotPathScope) {
+		_, err := parseScope(bad)
+		if !errors.Is(err, errNotPathScope) {
 			t.Errorf("ParseScope(%q) = %v, want ErrNotPathScope", bad, err)
 		}
 	}
-	_, err = ParseScope("write:relative/**")
-	if err == nil || errors.Is(err, ErrNotPathScope) {
+	_, err = parseScope("write:relative/**")
+	if err == nil || errors.Is(err, errNotPathScope) {
 		t.Errorf("malformed path glob: %v", err)
 	}
 }
 
 func TestScopeGrants(t *testing.T) {
-	r, _ := ParseScope("read:/data/**")
-	w, _ := ParseScope("write:/out/**")
-	if !r.Grants(OpRead, "/data/x") || r.Grants(OpWrite, "/data/x") {
+	r, _ := parseScope("read:/data/**")
+	w, _ := parseScope("write:/out/**")
+	if !r.Grants(opRead, "/data/x") || r.Grants(opWrite, "/data/x") {
 		t.Error("read scope")
 	}
-	if !w.Grants(OpRead, "/out/x") || !w.Grants(OpWrite, "/out/x") || w.Grants(OpWrite, "/data/x") {
+	if !w.Grants(opRead, "/out/x") || !w.Grants(opWrite, "/out/x") || w.Grants(opWrite, "/data/x") {
 		t.Error("write scope")
 	}
 }
@@ -111,7 +111,7 @@ func TestCleanPath(t *testing.T) {
 		{"/data/x\x00", "", false},
 	}
 	for _, tt := range tests {
-		got, ok, reason := CleanPath(tt.in)
+		got, ok, reason := cleanPath(tt.in)
 		if ok != tt.ok || got != tt.want {
 			t.Errorf("CleanPath(%q) = %q, %v (%s); want %q, %v", tt.in, got, ok, reason, tt.want, tt.ok)
 		}
@@ -120,8 +120,8 @@ func TestCleanPath(t *testing.T) {
 		}
 	}
 	// The traversal does not match its apparent prefix.
-	g, _ := ParseGlob("/data/**")
-	p, _, _ := CleanPath("/data/../etc/passwd")
+	g, _ := parseGlob("/data/**")
+	p, _, _ := cleanPath("/data/../etc/passwd")
 	if g.Match(p) {
 		t.Error("/data/../etc/passwd matched /data/**")
 	}
@@ -174,14 +174,14 @@ func FuzzParseScope(f *testing.F) {
 		f.Add(s, "/data/x/y.txt")
 	}
 	f.Fuzz(func(t *testing.T, scope, p string) {
-		s, err := ParseScope(scope)
+		s, err := parseScope(scope)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error")
 			}
 			return
 		}
-		clean, ok, _ := CleanPath(p)
+		clean, ok, _ := cleanPath(p)
 		if !ok {
 			return
 		}

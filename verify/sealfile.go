@@ -33,11 +33,11 @@ func LoadSeal(path string, keys seal.VerifyOptions) (*SealFile, error) {
 	if err != nil {
 		return nil, exitcode.Input("read seal", err, "check the path of the seal file")
 	}
-	kind := SniffKind(data)
-	if err := wrongKind("--seal", path, kind, KindSeal, KindEnvelope); err != nil {
+	kind := sniffKind(data)
+	if err := wrongKind("--seal", path, kind, kindSeal, kindEnvelope); err != nil {
 		return nil, err
 	}
-	if kind == KindEnvelope {
+	if kind == kindEnvelope {
 		s, res, err := seal.VerifyEnvelopeWith(data, path, seal.EnvelopeOptions{Keyring: keys.Keyring, Trust: keys.Trust})
 		return &SealFile{Sealed: s, Envelope: res, Err: err}, nil
 	}

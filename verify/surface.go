@@ -77,7 +77,7 @@ func (c *checker) initSurface() {
 	}
 	if len(s.badPatterns) > 0 {
 		c.add(Finding{
-			Check: CheckResources, Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, SealClause: "resources",
+			Check: checkResources, Code: "not-checkable", Severity: sevNotice, Class: ClassNotice, SealClause: "resources",
 			Message: "resource patterns that cannot be read are ignored (they allow nothing): " + strings.Join(s.badPatterns, "; "),
 		})
 	}
@@ -133,7 +133,7 @@ func (c *checker) surfaceEvent(e *eventlog.Event, line int64) {
 			action = fmt.Sprintf("action %q", a.value)
 		}
 		c.add(Finding{
-			Check: CheckElicitation, Code: "elicitation-not-allowed", Severity: SevError, Class: ClassViolation,
+			Check: checkElicitation, Code: "elicitation-not-allowed", Severity: SevError, Class: classViolation,
 			EventID: e.ID, RPCID: e.RPCID, SealClause: "elicitation", Line: line,
 			Message: fmt.Sprintf("the host answered the server's elicitation/create (event %s) with %s: the user was asked, and the seal does not allow elicitation", orNone(e.Call), action),
 		})
@@ -154,7 +154,7 @@ func (c *checker) surfaceEvent(e *eventlog.Event, line int64) {
 			return
 		}
 		c.add(Finding{
-			Check: CheckSampling, Code: "sampling-not-allowed", Severity: SevError, Class: ClassViolation,
+			Check: checkSampling, Code: "sampling-not-allowed", Severity: SevError, Class: classViolation,
 			EventID: e.ID, RPCID: e.RPCID, SealClause: "sampling", Line: line,
 			Message: fmt.Sprintf("the host answered the server's sampling/createMessage (event %s) with a model output: the model was sampled for the server, and the seal does not allow sampling", orNone(e.Input)),
 		})
@@ -254,7 +254,7 @@ func (c *checker) resourceRequest(id string, line int64, method string, rpc json
 		}
 	}
 	c.add(Finding{
-		Check: CheckResources, Code: code, Severity: SevError, Class: ClassViolation,
+		Check: checkResources, Code: code, Severity: SevError, Class: classViolation,
 		EventID: id, RPCID: rpc, SealClause: "resources", Line: line, Message: msg + note,
 	})
 }
@@ -296,7 +296,7 @@ func (c *checker) promptRequest(id string, line int64, rpc json.RawMessage, name
 		sealed = strings.Join(c.plan.Prompts, ", ")
 	}
 	c.add(Finding{
-		Check: CheckPrompts, Code: "prompt-outside-seal", Severity: SevError, Class: ClassViolation,
+		Check: checkPrompts, Code: "prompt-outside-seal", Severity: SevError, Class: classViolation,
 		EventID: id, RPCID: rpc, SealClause: "prompts", Line: line,
 		Message: fmt.Sprintf("the agent got prompt %q, which the seal does not list (sealed: %s)%s", *name, sealed, note),
 	})
@@ -386,13 +386,13 @@ func (c *checker) toolsListPage(e *eventlog.Event, line int64) {
 		switch {
 		case !ok:
 			c.add(Finding{
-				Check: CheckDefinitions, Code: "pinned-tool-not-listed", Severity: SevWarning, Class: ClassNotice,
+				Check: checkDefinitions, Code: "pinned-tool-not-listed", Severity: SevWarning, Class: ClassNotice,
 				EventID: e.ID, Tool: t.Name, SealClause: clause, Line: line,
 				Message: fmt.Sprintf("the seal pins the definition of tool %q but the tool list the server gave after its change (event %s) does not hold it", t.Name, changed.ID),
 			})
 		case !strings.EqualFold(got, t.DefinitionSHA256):
 			c.add(Finding{
-				Check: CheckDefinitions, Code: "tool-definition-drift", Severity: SevError, Class: ClassViolation,
+				Check: checkDefinitions, Code: "tool-definition-drift", Severity: SevError, Class: classViolation,
 				EventID: e.ID, Tool: t.Name, SealClause: clause, Line: line,
 				Message: fmt.Sprintf("tool definition drift after the server's tool list change (event %s): the new definition of %q has sha256 %s, the seal pins %s",
 					changed.ID, t.Name, short(got), short(t.DefinitionSHA256)),
@@ -400,8 +400,8 @@ func (c *checker) toolsListPage(e *eventlog.Event, line int64) {
 		}
 	}
 	// the check ran on a whole list
-	if c.notCheckable[CheckDefinitions] == "the capture recorded no server tool definitions" {
-		delete(c.notCheckable, CheckDefinitions)
+	if c.notCheckable[checkDefinitions] == "the capture recorded no server tool definitions" {
+		delete(c.notCheckable, checkDefinitions)
 	}
 	s.listChanged, s.listDefs, s.listOrder, s.listReqs, s.listProblem = nil, nil, nil, nil, ""
 }
@@ -419,7 +419,7 @@ func (c *checker) finishSurface() {
 			msg += " (the pages ended with a nextCursor)"
 		}
 		c.add(Finding{
-			Check: CheckDefinitions, Code: "tools-list-changed", Severity: SevWarning, Class: ClassNotice,
+			Check: checkDefinitions, Code: "tools-list-changed", Severity: SevWarning, Class: ClassNotice,
 			EventID: ch.ID, Line: s.listChangedLine, Message: msg,
 		})
 	}
@@ -436,12 +436,12 @@ func (c *checker) finishSurface() {
 			ids = append(ids[:10], fmt.Sprintf("%d more", len(open)-10))
 		}
 		c.add(Finding{
-			Check: check, Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, File: c.file,
+			Check: check, Code: "not-checkable", Severity: sevNotice, Class: ClassNotice, File: c.file,
 			Message: fmt.Sprintf("%d %s request(s) of the server have no answer in the log (%s): whether the host answered them is unknown", len(open), method, strings.Join(ids, ", ")),
 		})
 	}
-	unanswered(CheckSampling, methodSampling, s.openSampling, c.plan.Sampling)
-	unanswered(CheckElicitation, methodElicitation, s.openElicit, c.plan.Elicitation)
+	unanswered(checkSampling, methodSampling, s.openSampling, c.plan.Sampling)
+	unanswered(checkElicitation, methodElicitation, s.openElicit, c.plan.Elicitation)
 	unchecked := func(check, what string, u [2]int64) {
 		var parts []string
 		if u[0] > 0 {
@@ -452,13 +452,13 @@ func (c *checker) finishSurface() {
 		}
 		if len(parts) > 0 {
 			c.add(Finding{
-				Check: check, Code: "not-checkable", Severity: SevNotice, Class: ClassNotice, File: c.file,
+				Check: check, Code: "not-checkable", Severity: sevNotice, Class: ClassNotice, File: c.file,
 				Message: fmt.Sprintf("requests that could not be checked against the seal: %s", strings.Join(parts, ", ")),
 			})
 		}
 	}
-	unchecked(CheckResources, "uri", s.resUnchecked)
-	unchecked(CheckPrompts, "prompt name", s.promptUnchecked)
+	unchecked(checkResources, "uri", s.resUnchecked)
+	unchecked(checkPrompts, "prompt name", s.promptUnchecked)
 
 	silent := func(check, key, phrase string, said bool, n int64, what string) {
 		switch {
@@ -472,8 +472,8 @@ func (c *checker) finishSurface() {
 			c.notCheckable[check] = "the evidence records no MCP request other than tools/call (a log written before the witness recorded every request, an imported or a reported log), so it cannot show " + what
 		}
 	}
-	silent(CheckResources, "resources", "which resources the agent may read", c.plan.Resources != nil, s.reads, "resources/read or resources/subscribe request(s)")
-	silent(CheckPrompts, "prompts", "which prompts the agent may get", c.plan.Prompts != nil, s.gets, "prompts/get request(s)")
-	silent(CheckSampling, "sampling", "whether the host may sample the model for the server", c.plan.Sampling != nil, s.samplings, "sampling/createMessage request(s)")
-	silent(CheckElicitation, "elicitation", "whether the host may ask the user for the server", c.plan.Elicitation != nil, s.elicits, "elicitation/create request(s)")
+	silent(checkResources, "resources", "which resources the agent may read", c.plan.Resources != nil, s.reads, "resources/read or resources/subscribe request(s)")
+	silent(checkPrompts, "prompts", "which prompts the agent may get", c.plan.Prompts != nil, s.gets, "prompts/get request(s)")
+	silent(checkSampling, "sampling", "whether the host may sample the model for the server", c.plan.Sampling != nil, s.samplings, "sampling/createMessage request(s)")
+	silent(checkElicitation, "elicitation", "whether the host may ask the user for the server", c.plan.Elicitation != nil, s.elicits, "elicitation/create request(s)")
 }

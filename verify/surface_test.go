@@ -78,11 +78,11 @@ func setPayload(e *eventlog.Event, v any) {
 func TestSurfaceCleanVerifies(t *testing.T) {
 	plan := surfacePlan()
 	r := runCheck(t, plan, buildLog(t, plan, logSpec{events: surfaceEvents(), signer: testKey}), signedOpts())
-	if r.Verdict != Verified || len(r.Findings) != 0 {
+	if r.Verdict != verified || len(r.Findings) != 0 {
 		t.Fatalf("verdict %s, findings:\n%s", r.Verdict, reportText(t, r))
 	}
 	for _, c := range r.Checks {
-		if c.Status != StatusPass {
+		if c.Status != statusPass {
 			t.Errorf("check %s: %s (%s)", c.ID, c.Status, c.Reason)
 		}
 	}
@@ -129,7 +129,7 @@ func TestSurfaceFindings(t *testing.T) {
 		},
 		{
 			name:   "scheme and host case, a trailing slash and a decoded escape stay inside",
-			mutate: uri("FILE://localhost/%64ata/notes/"), verdict: Verified,
+			mutate: uri("FILE://localhost/%64ata/notes/"), verdict: verified,
 		},
 		{
 			name: "a subscription outside the patterns",
@@ -149,7 +149,7 @@ func TestSurfaceFindings(t *testing.T) {
 		{
 			name:   "a redacted uri is not judged, and says so",
 			mutate: uri(eventlog.RedactTokenPrefix + strings.Repeat("0", 64)),
-			msg:    "1 with a redacted uri", verdict: Verified,
+			msg:    "1 with a redacted uri", verdict: verified,
 		},
 		{
 			name: "a prompt the seal does not list",
@@ -173,14 +173,14 @@ func TestSurfaceFindings(t *testing.T) {
 		{
 			name:   "sampling answered where the seal allows it",
 			plan:   func(p *Plan) { p.Sampling = boolp(true) },
-			mutate: samplingAnswered, verdict: Verified,
+			mutate: samplingAnswered, verdict: verified,
 		},
 		{
 			name: "a sampling request never answered is a notice",
 			mutate: func(evs []*eventlog.Event) []*eventlog.Event {
 				return evs[:len(evs)-1]
 			},
-			msg: "1 sampling/createMessage request(s) of the server have no answer in the log (e16)", verdict: Verified,
+			msg: "1 sampling/createMessage request(s) of the server have no answer in the log (e16)", verdict: verified,
 		},
 		{
 			name:   "elicitation accepted",
@@ -195,7 +195,7 @@ func TestSurfaceFindings(t *testing.T) {
 		{
 			name:   "elicitation allowed",
 			plan:   func(p *Plan) { p.Elicitation = boolp(true) },
-			mutate: elicitAnswered("accept"), verdict: Verified,
+			mutate: elicitAnswered("accept"), verdict: verified,
 		},
 	}
 	for _, tt := range tests {
@@ -231,7 +231,7 @@ func TestSurfaceFindings(t *testing.T) {
 				t.Fatalf("want one finding %s, got:\n%s", tt.code, reportText(t, r))
 			}
 			f := bad[0]
-			if f.Code != tt.code || f.Class != ClassViolation || f.Severity != SevError || f.EventID != tt.event ||
+			if f.Code != tt.code || f.Class != classViolation || f.Severity != SevError || f.EventID != tt.event ||
 				f.SealClause != tt.clause || f.Check != checkOfCode(tt.code) || !strings.Contains(f.Message, tt.msg) || f.Line == 0 {
 				t.Errorf("finding %+v\nwant code %s event %s clause %s message with %q", f, tt.code, tt.event, tt.clause, tt.msg)
 			}
@@ -269,14 +269,14 @@ func TestSurfaceSilentSealIsNotCheckable(t *testing.T) {
 	plan := testPlan()
 	evs := samplingAnswered(elicitAnswered("accept")(uri("file:///etc/passwd")(surfaceEvents())))
 	r := runCheck(t, plan, buildLog(t, plan, logSpec{events: evs, signer: testKey}), signedOpts())
-	if r.Verdict != Verified {
+	if r.Verdict != verified {
 		t.Fatalf("verdict %s:\n%s", r.Verdict, reportText(t, r))
 	}
 	want := map[string]string{
-		CheckResources:   `sealed-resources not checkable: the seal does not say which resources the agent may read (a 0.1.0 seal, or a spec without "resources"); 1 resources/read or resources/subscribe request(s) not checked`,
-		CheckPrompts:     `sealed-prompts not checkable: the seal does not say which prompts the agent may get (a 0.1.0 seal, or a spec without "prompts"); 1 prompts/get request(s) not checked`,
-		CheckSampling:    `sampling not checkable: the seal does not say whether the host may sample the model for the server (a 0.1.0 seal, or a spec without "sampling"); 1 sampling/createMessage request(s) not checked`,
-		CheckElicitation: `elicitation not checkable: the seal does not say whether the host may ask the user for the server (a 0.1.0 seal, or a spec without "elicitation"); 1 elicitation/create request(s) not checked`,
+		checkResources:   `sealed-resources not checkable: the seal does not say which resources the agent may read (a 0.1.0 seal, or a spec without "resources"); 1 resources/read or resources/subscribe request(s) not checked`,
+		checkPrompts:     `sealed-prompts not checkable: the seal does not say which prompts the agent may get (a 0.1.0 seal, or a spec without "prompts"); 1 prompts/get request(s) not checked`,
+		checkSampling:    `sampling not checkable: the seal does not say whether the host may sample the model for the server (a 0.1.0 seal, or a spec without "sampling"); 1 sampling/createMessage request(s) not checked`,
+		checkElicitation: `elicitation not checkable: the seal does not say whether the host may ask the user for the server (a 0.1.0 seal, or a spec without "elicitation"); 1 elicitation/create request(s) not checked`,
 	}
 	for _, c := range r.Checks {
 		if w, ok := want[c.ID]; ok && c.Status != StatusNotCheckable {
@@ -302,12 +302,12 @@ func TestSurfaceSilentSealIsNotCheckable(t *testing.T) {
 func TestSurfaceOldLogIsNotCheckable(t *testing.T) {
 	plan := surfacePlan()
 	r := runCheck(t, plan, buildLog(t, plan, logSpec{events: cleanEvents(), signer: testKey}), signedOpts())
-	if r.Verdict != Verified {
+	if r.Verdict != verified {
 		t.Fatalf("verdict %s:\n%s", r.Verdict, reportText(t, r))
 	}
 	for _, c := range r.Checks {
 		switch c.ID {
-		case CheckResources, CheckPrompts, CheckSampling, CheckElicitation:
+		case checkResources, checkPrompts, checkSampling, checkElicitation:
 			if c.Status != StatusNotCheckable || !strings.Contains(c.Reason, "records no MCP request other than tools/call") {
 				t.Errorf("check %s: %s (%s)", c.ID, c.Status, c.Reason)
 			}
@@ -443,7 +443,7 @@ func TestSurfaceToolsListChanged(t *testing.T) {
 				if r.Verdict != Violation || f.EventID != tt.event || f.SealClause != "tools[0].definition_sha256" || !strings.Contains(f.Message, "after the server's tool list change (event e18)") {
 					t.Errorf("verdict %s, finding %+v", r.Verdict, f)
 				}
-			} else if r.Verdict != Verified {
+			} else if r.Verdict != verified {
 				t.Errorf("verdict %s", r.Verdict)
 			}
 		})

@@ -45,7 +45,7 @@ func checkStatus(r *Report, id string) CheckStatus {
 // and notApplicable in SARIF; with one call that has a path it passes.
 func TestUnrunCheckIsNeverPass(t *testing.T) {
 	r := noPathReport(t)
-	if got := checkStatus(r, CheckScope); got != StatusNotCheckable {
+	if got := checkStatus(r, checkScope); got != StatusNotCheckable {
 		t.Fatalf("argument-scope status %q, want not-checkable\n%s", got, reportText(t, r))
 	}
 	var js struct {
@@ -55,7 +55,7 @@ func TestUnrunCheckIsNeverPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range js.Checks {
-		if c.ID == CheckScope && (c.Status != StatusNotCheckable || c.Reason == "") {
+		if c.ID == checkScope && (c.Status != StatusNotCheckable || c.Reason == "") {
 			t.Errorf("JSON: %+v", c)
 		}
 	}
@@ -98,7 +98,7 @@ func TestUnrunCheckIsNeverPass(t *testing.T) {
 		t.Error("SARIF: no scope-not-checkable result")
 	}
 	for _, c := range sarif.Runs[0].Properties.Checks {
-		if c.ID == CheckScope && c.Status != StatusNotCheckable {
+		if c.ID == checkScope && c.Status != StatusNotCheckable {
 			t.Errorf("SARIF checks: %+v", c)
 		}
 	}
@@ -107,7 +107,7 @@ func TestUnrunCheckIsNeverPass(t *testing.T) {
 	plan := testPlan()
 	evs := append(cleanEvents(), ev(eventlog.KindToolCall, "list_dir", "9", map[string]any{"depth": 1}))
 	r = runCheck(t, plan, buildLog(t, plan, logSpec{events: evs, signer: testKey}), signedOpts())
-	if got := checkStatus(r, CheckScope); got != StatusPass || findCode(r, "scope-not-checkable") == nil {
+	if got := checkStatus(r, checkScope); got != statusPass || findCode(r, "scope-not-checkable") == nil {
 		t.Errorf("partly checked: status %q\n%s", got, reportText(t, r))
 	}
 }
@@ -205,7 +205,7 @@ func TestIntegrityOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verdict != Verified || len(r.Qualifiers) == 0 || r.Qualifiers[0] != IntegrityOnly {
+	if r.Verdict != verified || len(r.Qualifiers) == 0 || r.Qualifiers[0] != IntegrityOnly {
 		t.Fatalf("verdict %s, qualifiers %q\n%s", r.Verdict, r.Qualifiers, reportText(t, r))
 	}
 	if !strings.Contains(r.VerdictLine(), "; integrity only: no seal given") {
@@ -213,8 +213,8 @@ func TestIntegrityOnly(t *testing.T) {
 	}
 	for _, c := range r.Checks {
 		want := StatusNotCheckable
-		if c.ID == CheckChain {
-			want = StatusPass
+		if c.ID == checkChain {
+			want = statusPass
 		}
 		if c.Status != want {
 			t.Errorf("check %s: %s, want %s", c.ID, c.Status, want)
@@ -236,7 +236,7 @@ func TestIntegrityOnly(t *testing.T) {
 		"edited":       {edited, testKey, Tampered},
 		"cut":          {data[:len(data)-10], testKey, Incomplete},
 		"no key":       {data, nil, Unauthenticated},
-		"recorded ok ": {data, testKey, Verified},
+		"recorded ok ": {data, testKey, verified},
 	} {
 		p := writeFile(t, dir, "e.jsonl", tc.data)
 		r, err := Run(Options{EventsFile: p, EndVerifier: tc.v})
@@ -334,14 +334,14 @@ func TestWrongKind(t *testing.T) {
 // log (its header format comes first), and odd inputs never panic.
 func TestSniffKindBounded(t *testing.T) {
 	long := `{"header":{"format":"witness-events","server":{"tools":[` + strings.Repeat(`{"name":"x"},`, sniffLimit/12) + `{}]}},"id":"e0"}`
-	if k := SniffKind([]byte(long)); k != KindEvents {
+	if k := sniffKind([]byte(long)); k != kindEvents {
 		t.Errorf("long header: %q", k)
 	}
 	deep := strings.Repeat(`{"a":`, 300) + "1" + strings.Repeat("}", 300)
 	for _, in := range []string{"", "[", "{", `{"format":1}`, deep, `"str"`, `{"tools":[],"signature":"x","witness_id":"w"}`} {
-		_ = SniffKind([]byte(in))
+		_ = sniffKind([]byte(in))
 	}
-	if k := SniffKind([]byte(`{"tools":[],"signature":"x","witness_id":"w"}`)); k != KindSeal {
+	if k := sniffKind([]byte(`{"tools":[],"signature":"x","witness_id":"w"}`)); k != kindSeal {
 		t.Errorf("seal: %q", k)
 	}
 }
@@ -399,7 +399,7 @@ func TestSealEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verdict != Verified || r.Seal.Envelope != "dsse" || len(r.Seal.EnvelopeSigners) != 1 {
+	if r.Verdict != verified || r.Seal.Envelope != "dsse" || len(r.Seal.EnvelopeSigners) != 1 {
 		t.Fatalf("verdict %s, seal %+v\n%s", r.Verdict, r.Seal, reportText(t, r))
 	}
 

@@ -51,7 +51,7 @@ func (c *checker) wire(e *eventlog.Event, line int64) {
 				code = "model-output-ambiguous"
 			}
 			c.add(Finding{
-				Check: CheckWire, Code: code, Severity: SevError, Class: ClassIncomplete,
+				Check: checkWire, Code: code, Severity: SevError, Class: classIncomplete,
 				EventID: e.ID, Line: line,
 				Message: fmt.Sprintf("the model's answer was read %s: what the client acted on cannot be told from it%s", statusWords[s], problemList(probs)),
 			})
@@ -66,7 +66,7 @@ func (c *checker) wire(e *eventlog.Event, line int64) {
 				code = "model-input-ambiguous"
 			}
 			c.add(Finding{
-				Check: CheckWire, Code: code, Severity: SevError, Class: ClassIncomplete,
+				Check: checkWire, Code: code, Severity: SevError, Class: classIncomplete,
 				EventID: e.ID, Line: line,
 				Message: fmt.Sprintf("the request to the model was %s: what the model was given cannot be told from it%s", statusWords[s], problemList(probs)),
 			})
@@ -148,7 +148,7 @@ func (c *checker) unpaired(e *eventlog.Event, line int64) Finding {
 		msg += " (an id never asked, or asked by an ambiguous line)"
 	}
 	return Finding{
-		Check: CheckWire, Code: "unpaired-answer", Severity: SevError, Class: ClassIncomplete, EventID: e.ID, RPCID: p.ID, Line: line,
+		Check: checkWire, Code: "unpaired-answer", Severity: SevError, Class: classIncomplete, EventID: e.ID, RPCID: p.ID, Line: line,
 		Message: msg + ": which answer the client used cannot be told from the log",
 	}
 }
@@ -185,7 +185,7 @@ func problemList(ps []string) string {
 
 // ambiguousFinding is the finding of an ambiguous wire line.
 func ambiguousFinding(e *eventlog.Event, line int64) Finding {
-	f := Finding{Check: CheckWire, Code: "ambiguous-wire-line", Severity: SevError, Class: ClassIncomplete, EventID: e.ID, Line: line}
+	f := Finding{Check: checkWire, Code: "ambiguous-wire-line", Severity: SevError, Class: classIncomplete, EventID: e.ID, Line: line}
 	a, err := eventlog.ParseAmbiguousLine(e.Payload)
 	if err != nil {
 		f.Message = fmt.Sprintf("a wire line has more than one reading; its record cannot be read: %v", err)

@@ -372,7 +372,7 @@ func step(g *graph.Graph, n *graph.Node, logs []graph.RunLog) Step {
 	if st.Event == "" {
 		st.Event = n.ID
 	}
-	st.Excerpt = Excerpt(st.Excerpt)
+	st.Excerpt = excerpt(st.Excerpt)
 	return st
 }
 
@@ -454,8 +454,8 @@ func modelText(v string, output bool) string {
 	return b.String()
 }
 
-// Excerpt shortens s to one line of at most 80 characters.
-func Excerpt(s string) string {
+// excerpt shortens s to one line of at most 80 characters.
+func excerpt(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= 80 {
 		return s
@@ -464,9 +464,9 @@ func Excerpt(s string) string {
 	return string(r[:79]) + "…"
 }
 
-// ErrNoNode is returned by Path when no chain leads from one node to the
+// errNoNode is returned by Path when no chain leads from one node to the
 // other.
-var ErrNoNode = errors.New("no causal path")
+var errNoNode = errors.New("no causal path")
 
 // Path returns the steps of c from its node back to the step with IRI to,
 // following each step's From link: the one chain that shows why to reached
@@ -478,7 +478,7 @@ func (c *Chain) Path(to string) ([]Step, error) {
 	}
 	s, ok := by[to]
 	if !ok {
-		return nil, ErrNoNode
+		return nil, errNoNode
 	}
 	var out []Step
 	for guard := 0; guard <= len(c.Chain); guard++ {

@@ -36,10 +36,10 @@ func (l *Loader) Requests() []string {
 	return append([]string(nil), l.requests...)
 }
 
-// Options returns json-gold options for witness documents: JSON-LD 1.1,
+// options returns json-gold options for witness documents: JSON-LD 1.1,
 // safe mode (undefined terms are errors, not silently dropped), URDNA2015
 // (json-gold defaults to URGNA2012), and the refusing loader.
-func Options(l *Loader) *ld.JsonLdOptions {
+func options(l *Loader) *ld.JsonLdOptions {
 	opts := ld.NewJsonLdOptions("")
 	opts.ProcessingMode = ld.JsonLd_1_1
 	opts.SafeMode = true
@@ -48,34 +48,34 @@ func Options(l *Loader) *ld.JsonLdOptions {
 	return opts
 }
 
-// Parse reads a JSON-LD document.
-func Parse(doc []byte) (any, error) {
+// parse reads a JSON-LD document.
+func parse(doc []byte) (any, error) {
 	return ld.DocumentFromReader(bytes.NewReader(doc))
 }
 
 // Expand expands a JSON-LD document offline.
 func Expand(doc []byte, l *Loader) ([]any, error) {
-	d, err := Parse(doc)
+	d, err := parse(doc)
 	if err != nil {
 		return nil, err
 	}
-	return ld.NewJsonLdProcessor().Expand(d, Options(l))
+	return ld.NewJsonLdProcessor().Expand(d, options(l))
 }
 
 // Canonicalize writes the URDNA2015 canonical N-Quads of a JSON-LD document
 // to w, the fast way: ToRDF, then the normalisation algorithm, then the
 // sorted quads (never the quadratic one-call Normalize with a Format).
 func Canonicalize(doc []byte, l *Loader, w io.Writer) error {
-	d, err := Parse(doc)
+	d, err := parse(doc)
 	if err != nil {
 		return err
 	}
-	return CanonicalizeParsed(d, l, w)
+	return canonicalizeParsed(d, l, w)
 }
 
-// CanonicalizeParsed is Canonicalize of an already parsed document.
-func CanonicalizeParsed(d any, l *Loader, w io.Writer) error {
-	dsAny, err := ld.NewJsonLdProcessor().ToRDF(d, Options(l))
+// canonicalizeParsed is Canonicalize of an already parsed document.
+func canonicalizeParsed(d any, l *Loader, w io.Writer) error {
+	dsAny, err := ld.NewJsonLdProcessor().ToRDF(d, options(l))
 	if err != nil {
 		return err
 	}

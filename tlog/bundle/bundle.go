@@ -19,8 +19,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
-// Format is the format string of a bundle file.
-const Format = "witness-tlog-bundle/v1"
+// format is the format string of a bundle file.
+const format = "witness-tlog-bundle/v1"
 
 // Bundle is what is written beside the events when a session end or
 // checkpoint is anchored: the entry, where the log put it, the proof that
@@ -82,7 +82,7 @@ func (b *Bundle) Marshal() ([]byte, error) {
 		p[i] = base64.StdEncoding.EncodeToString(h)
 	}
 	return canon.Marshal(map[string]any{
-		"format":     Format,
+		"format":     format,
 		"log_key":    b.LogKey,
 		"entry":      json.RawMessage(entry),
 		"index":      b.Index,
@@ -103,8 +103,8 @@ func Parse(data []byte, name string) (*Bundle, error) {
 	}
 	var perr error
 	top := jsontree.NewObjectReader(name, "", root, &perr)
-	if f := top.String("format", true); perr == nil && f != Format {
-		top.Fail("format", fmt.Sprintf("want %q, got %q", Format, f))
+	if f := top.String("format", true); perr == nil && f != format {
+		top.Fail("format", fmt.Sprintf("want %q, got %q", format, f))
 	}
 	b := &Bundle{LogKey: top.String("log_key", true)}
 	idx := top.Int("index", true)
@@ -140,8 +140,8 @@ func ReadFile(path string) (*Bundle, error) {
 	return Parse(data, path)
 }
 
-// LeafHash is the RFC 6962 leaf hash of an entry's canonical JSON.
-func LeafHash(entry []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(entry) }
+// leafHash is the RFC 6962 leaf hash of an entry's canonical JSON.
+func leafHash(entry []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(entry) }
 
 // ErrInclusion marks an inclusion proof that does not lead to the
 // checkpoint's root.
@@ -169,7 +169,7 @@ func (b *Bundle) Verify(logKey string) (*Checkpoint, error) {
 	if b.Index >= c.Size {
 		return nil, fmt.Errorf("%w: index %d is outside the checkpoint's tree of size %d", ErrInclusion, b.Index, c.Size)
 	}
-	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, b.Index, c.Size, LeafHash(entry), b.Proof, c.Root); err != nil {
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, b.Index, c.Size, leafHash(entry), b.Proof, c.Root); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInclusion, err)
 	}
 	return c, nil

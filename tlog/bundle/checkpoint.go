@@ -71,7 +71,7 @@ func OpenCheckpoint(raw []byte, logKey string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCheckpoint, err)
 	}
-	c, err := ParseCheckpointBody(n.Text)
+	c, err := parseCheckpointBody(n.Text)
 	if err != nil {
 		return nil, err
 	}
@@ -82,9 +82,9 @@ func OpenCheckpoint(raw []byte, logKey string) (*Checkpoint, error) {
 	return c, nil
 }
 
-// ParseCheckpointBody parses the text of a tlog-checkpoint: origin, tree
+// parseCheckpointBody parses the text of a tlog-checkpoint: origin, tree
 // size in decimal, base64 root hash, then optional extension lines.
-func ParseCheckpointBody(text string) (*Checkpoint, error) {
+func parseCheckpointBody(text string) (*Checkpoint, error) {
 	if !strings.HasSuffix(text, "\n") {
 		return nil, fmt.Errorf("%w: body does not end with a newline", ErrCheckpoint)
 	}
@@ -142,8 +142,8 @@ type Cosignature struct {
 	Key  string // base64 public key: what tells witnesses apart
 }
 
-// ErrCosignature marks a cosignature by a trusted witness that does not verify.
-var ErrCosignature = errors.New("cosignature does not verify")
+// errCosignature marks a cosignature by a trusted witness that does not verify.
+var errCosignature = errors.New("cosignature does not verify")
 
 // Cosignatures returns the checkpoint's cosignatures that verify under the
 // given witnesses, in signature order. A signature line whose name and key
@@ -161,11 +161,11 @@ func (c *Checkpoint) Cosignatures(ws []Witness) ([]Cosignature, error) {
 			}
 			raw, err := base64.StdEncoding.DecodeString(s.Base64)
 			if err != nil || len(raw) != 4+8+ed25519.SignatureSize {
-				return nil, fmt.Errorf("%w: witness %s: not a cosignature/v1 signature", ErrCosignature, w.Name)
+				return nil, fmt.Errorf("%w: witness %s: not a cosignature/v1 signature", errCosignature, w.Name)
 			}
 			t := binary.BigEndian.Uint64(raw[4:12])
 			if !ed25519.Verify(w.Key, CosignatureMessage(t, c.Body), raw[12:]) {
-				return nil, fmt.Errorf("%w: witness %s", ErrCosignature, w.Name)
+				return nil, fmt.Errorf("%w: witness %s", errCosignature, w.Name)
 			}
 			out = append(out, Cosignature{Name: w.Name, Time: t, Key: base64.StdEncoding.EncodeToString(w.Key)})
 		}

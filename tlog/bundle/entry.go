@@ -15,8 +15,8 @@ import (
 	"github.com/agent-trace-witness/witness/internal/jsontree"
 )
 
-// EntryFormat is the format string of a log entry.
-const EntryFormat = "witness-tlog-entry/v1"
+// entryFormat is the format string of a log entry.
+const entryFormat = "witness-tlog-entry/v1"
 
 // Entry is what the log holds for one session end or checkpoint: enough to
 // tell a later, longer history of the same session from the one a file shows.
@@ -31,7 +31,7 @@ type Entry struct {
 // Marshal returns the entry's canonical JSON: the bytes the log holds.
 func (e Entry) Marshal() ([]byte, error) {
 	m := map[string]any{
-		"format":               EntryFormat,
+		"format":               entryFormat,
 		"session":              e.Session,
 		"count":                e.Count,
 		"head":                 e.Head,
@@ -67,8 +67,8 @@ func ParseEntry(data []byte, name string) (Entry, error) {
 }
 
 func readEntry(r *jsontree.ObjectReader, perr *error) (Entry, error) {
-	if f := r.String("format", true); *perr == nil && f != EntryFormat {
-		r.Fail("format", fmt.Sprintf("want %q, got %q", EntryFormat, f))
+	if f := r.String("format", true); *perr == nil && f != entryFormat {
+		r.Fail("format", fmt.Sprintf("want %q, got %q", entryFormat, f))
 	}
 	e := Entry{
 		Session:            r.String("session", true),
@@ -113,11 +113,11 @@ func isHex64(s string) bool {
 // nothing to anchor.
 var ErrNoEnd = errors.New("the log has no session_end to anchor")
 
-// EntryOf reads an event log and returns the entry of its last session_end
+// entryOf reads an event log and returns the entry of its last session_end
 // (the session end, or the last checkpoint of a log left open). It does not
 // verify the log: verify does, and an entry of a tampered log anchors
 // nothing a verifier would accept.
-func EntryOf(r io.Reader, name string) (Entry, error) {
+func entryOf(r io.Reader, name string) (Entry, error) {
 	fr := eventlog.NewFastReader(r, name)
 	var e Entry
 	found := false
@@ -162,5 +162,5 @@ func EntryOfFile(path string) (Entry, error) {
 		return Entry{}, exitcode.Input("read event log", err, "check the path given to --events")
 	}
 	defer f.Close()
-	return EntryOf(f, path)
+	return entryOf(f, path)
 }

@@ -56,7 +56,7 @@ func FuzzParseCheckpointBody(f *testing.F) {
 	f.Add("example.test/log\n3\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
 	f.Add("o\n01\nAAAA\next\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		c, err := ParseCheckpointBody(text)
+		c, err := parseCheckpointBody(text)
 		if err != nil {
 			return
 		}

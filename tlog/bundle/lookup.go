@@ -63,7 +63,7 @@ func LookupSession(ctx context.Context, log Log, logKey, session string, from ui
 		return nil, fmt.Errorf("the log's checkpoint: %w", err)
 	}
 	if known != nil {
-		if err := Consistent(ctx, log, known, cp); err != nil {
+		if err := consistent(ctx, log, known, cp); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +92,7 @@ func LookupSession(ctx context.Context, log Log, logKey, session string, from ui
 			return nil, fmt.Errorf("%w: asked for %d entries from %d, got %d", ErrInconsistent, to-i, i, len(es))
 		}
 		for _, data := range es {
-			if err := r.Append(LeafHash(data), nil); err != nil {
+			if err := r.Append(leafHash(data), nil); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrInconsistent, err)
 			}
 			res.Scanned++
@@ -115,9 +115,9 @@ func LookupSession(ctx context.Context, log Log, logKey, session string, from ui
 	return res, nil
 }
 
-// Consistent checks that checkpoint b extends checkpoint a (same origin,
+// consistent checks that checkpoint b extends checkpoint a (same origin,
 // size not smaller, consistency proof from the log).
-func Consistent(ctx context.Context, log Log, a, b *Checkpoint) error {
+func consistent(ctx context.Context, log Log, a, b *Checkpoint) error {
 	if a.Origin != b.Origin {
 		return fmt.Errorf("%w: origin %q, not %q", ErrInconsistent, b.Origin, a.Origin)
 	}
