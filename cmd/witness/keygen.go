@@ -12,6 +12,7 @@ type keygenOptions struct {
 	Keys    keyringOptions
 	Alg     string
 	Backend string
+	JSON    bool
 }
 
 func newKeygenCmd(a *app) *cobra.Command {
@@ -40,6 +41,7 @@ replace it. (Old name: witness keygen.)`,
 	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
 	c.Flags().StringVar(&o.Alg, "alg", algEd25519, "key algorithm: ed25519, or hmac-sha256 (agent-trace-witness 0.1.0 compatible)")
 	c.Flags().StringVar(&o.Backend, "backend", "file", "where the secret lives: file (keys.json) or os (OS keyring)")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the new key (id, algorithm, backend, keyring, public key) as JSON")
 	completeChoices(c, "alg", keyAlgs...)
 	completeChoices(c, "backend", keyBackends...)
 	return c
@@ -79,6 +81,10 @@ func runKeygen(a *app, o keygenOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.JSON {
+		return printJSON(a, keyResult{Result: "key generate", V: cliJSONVersion, KeyID: e.KeyID, Algorithm: e.Algorithm,
+			Backend: e.Backend, Keyring: path, PublicKey: e.PublicKey})
+	}
 	fmt.Fprintf(a.stdout, "generated key_id=%s algorithm=%s backend=%s -> %s\n", e.KeyID, e.Algorithm, e.Backend, path)
 	if e.PublicKey != "" {
 		fmt.Fprintf(a.stdout, "public key (base64): %s\n", e.PublicKey)
@@ -91,4 +97,19 @@ func runKeygen(a *app, o keygenOptions) error {
 // --keyring names a file that need not exist yet), under either name.
 func isKeyGenerate(cmd *cobra.Command) bool {
 	return cmd.CommandPath() == "witness key generate" || cmd.CommandPath() == "witness keygen"
+}
+
+// keyResult is the --json object of key generate, key rotate and key
+// revoke (docs/formats/cli-json.md, "key").
+type keyResult struct {
+	Result    string `json:"result"`
+	V         int    `json:"v"`
+	KeyID     string `json:"key_id"`
+	Algorithm string `json:"algorithm"`
+	Backend   string `json:"backend"`
+	Keyring   string `json:"keyring"`
+	PublicKey string `json:"public_key"` // base64 Ed25519 public key; "" for HMAC
+	Replaced  string `json:"replaced"`   // key rotate: the key id that was active
+	RevokedAt string `json:"revoked_at"` // key revoke
+	WasActive bool   `json:"was_active"` // key revoke: the keyring cannot sign until a new key
 }

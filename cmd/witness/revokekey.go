@@ -11,6 +11,7 @@ import (
 type revokeKeyOptions struct {
 	Keys  keyringOptions
 	KeyID string
+	JSON  bool
 }
 
 func newRevokeKeyCmd(a *app) *cobra.Command {
@@ -29,6 +30,7 @@ says the key was revoked, instead of "unknown key". (Old name: witness revoke-ke
 		},
 	}
 	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the revoked key and when as JSON")
 	return c
 }
 
@@ -45,9 +47,13 @@ func runRevokeKey(a *app, o revokeKeyOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "revoked key_id=%s at %s\n", e.KeyID, e.RevokedAt)
 	if wasActive {
-		fmt.Fprintf(a.stderr, "witness: warning: that was the active key; the keyring cannot sign until you run 'witness key generate'\n")
+		defer fmt.Fprintf(a.stderr, "witness: warning: that was the active key; the keyring cannot sign until you run 'witness key generate'\n")
 	}
+	if o.JSON {
+		return printJSON(a, keyResult{Result: "key revoke", V: cliJSONVersion, KeyID: e.KeyID, Algorithm: e.Algorithm,
+			Backend: e.Backend, Keyring: found.Path, PublicKey: e.PublicKey, RevokedAt: e.RevokedAt, WasActive: wasActive})
+	}
+	fmt.Fprintf(a.stdout, "revoked key_id=%s at %s\n", e.KeyID, e.RevokedAt)
 	return nil
 }

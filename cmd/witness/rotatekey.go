@@ -12,6 +12,7 @@ type rotateKeyOptions struct {
 	Keys    keyringOptions
 	Alg     string
 	Backend string
+	JSON    bool
 }
 
 func newRotateKeyCmd(a *app) *cobra.Command {
@@ -33,6 +34,7 @@ seals it signed still verify. (Old name: witness rotate-key.)`,
 	o.Keys.AddFlags(c, keyUse{Required: true, LegacyOut: true})
 	c.Flags().StringVar(&o.Alg, "alg", "", "algorithm of the new key: ed25519 or hmac-sha256 (default: the old key's)")
 	c.Flags().StringVar(&o.Backend, "backend", "", "where the new secret lives: file or os (default: the old key's)")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the new key and the one it replaced as JSON")
 	completeChoices(c, "alg", keyAlgs...)
 	completeChoices(c, "backend", keyBackends...)
 	return c
@@ -58,6 +60,10 @@ func runRotateKey(a *app, o rotateKeyOptions) error {
 	old, created, err := keyring.Rotate(found.Path, found.Opts, alg)
 	if err != nil {
 		return err
+	}
+	if o.JSON {
+		return printJSON(a, keyResult{Result: "key rotate", V: cliJSONVersion, KeyID: created.KeyID, Algorithm: created.Algorithm,
+			Backend: created.Backend, Keyring: found.Path, PublicKey: created.PublicKey, Replaced: old.KeyID})
 	}
 	fmt.Fprintf(a.stdout, "rotated %s -> key_id=%s algorithm=%s backend=%s (old key kept for verification)\n", old.KeyID, created.KeyID, created.Algorithm, created.Backend)
 	return nil
