@@ -16,6 +16,7 @@ type captureAppendOptions struct {
 	AllowUns bool
 	Redact   redactOptions
 	Anchor   anchorOptions // --log
+	JSON     bool
 }
 
 func newCaptureAppendCmd(a *app) *cobra.Command {
@@ -58,6 +59,7 @@ It prints one line per appended event: its id, kind and ref.`,
 	f.BoolVar(&o.AllowUns, "allow-unsigned", false, "sign the new end even over a log whose end is missing, unsigned or signed only by keys the keyring does not hold (vouching for its lines)")
 	o.Redact.AddFlags(c, "")
 	o.Anchor.AddFlags(c)
+	f.BoolVar(&o.JSON, "json", false, "print the appended events and the log's new state as JSON (a --log anchor line goes to stderr)")
 	c.MarkFlagRequired("events")
 	return c
 }
@@ -78,26 +80,32 @@ func runCaptureAppend(a *app, o captureAppendOptions) error {
 		AllowUnsigned: o.AllowUns,
 		Redactor:      red,
 		Clock:         func() string { return eventlog.Timestamp(a.getenv) },
-		OnEvent: func(r derive.AppendResult) {
-			if r.Ref != "" {
-				fmt.Fprintf(a.stdout, "%s %s ref=%s\n", r.ID, r.Kind, r.Ref)
-			} else {
-				fmt.Fprintf(a.stdout, "%s %s\n", r.ID, r.Kind)
-			}
-		},
+		OnEvent:       o.printAppended(a),
 	}
 	if err := o.appendKeys(a, &opts); err != nil {
 		return err
 	}
 	rep, err := derive.AppendLog(o.Events, a.stdin, opts)
-	if rep != nil {
+	if rep != nil && !o.JSON {
 		fmt.Fprintf(a.stdout, "witness: appended %d reported events to %s; log %s\n", len(rep.Appended), o.Events, appendedState(rep, opts))
 	}
-	if err == nil && rep != nil && rep.Ended {
-		// the new end (a checkpoint once the log is appended to again)
-		return o.Anchor.Anchor(a, o.Events, a.stdout)
+	if err != nil || rep == nil {
+		return err
 	}
-	return err
+	if rep.Ended {
+		// the new end (a checkpoint once the log is appended to again)
+		anchorOut := a.stdout
+		if o.JSON {
+			anchorOut = a.stderr // stdout holds only the object
+		}
+		if err := o.Anchor.Anchor(a, o.Events, anchorOut); err != nil {
+			return err
+		}
+	}
+	if o.JSON {
+		return printJSON(a, newAppendResult(o, rep, opts))
+	}
+	return nil
 }
 
 // appendKeys sets the keys of an append on opts: the keyring verifies the
@@ -137,4 +145,50 @@ func appendedState(rep *derive.AppendReport, opts derive.AppendOptions) string {
 		state = "reopened after its session_end (kept as a checkpoint), " + state
 	}
 	return state
+}
+
+// printAppended prints each appended event as it is written (not with
+// --json: the object lists them).
+func (o captureAppendOptions) printAppended(a *app) func(derive.AppendResult) {
+	return func(r derive.AppendResult) {
+		switch {
+		case o.JSON:
+		case r.Ref != "":
+			fmt.Fprintf(a.stdout, "%s %s ref=%s\n", r.ID, r.Kind, r.Ref)
+		default:
+			fmt.Fprintf(a.stdout, "%s %s\n", r.ID, r.Kind)
+		}
+	}
+}
+
+// appendResult is the --json object of capture append
+// (docs/formats/cli-json.md, "capture append").
+type appendResult struct {
+	Result   string            `json:"result"`
+	V        int               `json:"v"`
+	Events   string            `json:"events"`
+	Appended []appendedElement `json:"appended"`
+	Reopened bool              `json:"reopened"`
+	Ended    bool              `json:"ended"`
+	SignedBy string            `json:"signed_by"`
+}
+
+// appendedElement is one appended event.
+type appendedElement struct {
+	Line int64  `json:"line"`
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	Ref  string `json:"ref"`
+}
+
+func newAppendResult(o captureAppendOptions, rep *derive.AppendReport, opts derive.AppendOptions) appendResult {
+	r := appendResult{Result: "capture append", V: cliJSONVersion, Events: o.Events, Appended: []appendedElement{},
+		Reopened: rep.Reopened, Ended: rep.Ended}
+	for _, e := range rep.Appended {
+		r.Appended = append(r.Appended, appendedElement{Line: e.Line, ID: e.ID, Kind: string(e.Kind), Ref: e.Ref})
+	}
+	if rep.Ended && rep.Signed > 0 {
+		r.SignedBy = opts.Signers[0].KeyID()
+	}
+	return r
 }

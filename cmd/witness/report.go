@@ -26,6 +26,7 @@ type reportOptions struct {
 	MaxTimeline   int
 	MaxGraphNodes int
 	MaxDetails    int
+	JSON          bool
 }
 
 func newReportCmd(a *app) *cobra.Command {
@@ -77,6 +78,7 @@ freeze the time printed in the page).`,
 	o.Keys.AddFlags(c, keyUse{Legacy: true, Trust: true})
 	f.BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "accept event logs whose end carries no signature the keyring can check")
 	o.Output.AddFlags(c, "the HTML file to write", false)
+	f.BoolVar(&o.JSON, "json", false, "print the verdict, the counts and the file written as JSON")
 	f.IntVar(&o.MaxTimeline, "max-timeline", report.DefaultMaxTimeline, "events drawn one by one in the timeline; above, buckets")
 	f.IntVar(&o.MaxGraphNodes, "max-graph-nodes", report.DefaultMaxGraphNodes, "graph nodes drawn one by one; above, a summary per time window")
 	f.IntVar(&o.MaxDetails, "max-details", report.DefaultMaxDetails, "events whose payload and wire bytes are embedded")
@@ -124,6 +126,28 @@ func runReport(a *app, o reportOptions) error {
 	}
 	if err := o.Output.Publish(a, nil, func(w io.Writer) error { return report.WriteHTML(w, d) }); err != nil {
 		return err
+	}
+	return printReport(a, o, d)
+}
+
+// reportResult is the --json object of report (docs/formats/cli-json.md,
+// "report").
+type reportResult struct {
+	Result   string   `json:"result"`
+	V        int      `json:"v"`
+	Verdict  string   `json:"verdict"`
+	Class    string   `json:"class"`
+	Findings int      `json:"findings"`
+	Events   int      `json:"events"`
+	Inputs   []string `json:"inputs"`
+	Out      string   `json:"out"`
+}
+
+// printReport says what the report holds and where it went.
+func printReport(a *app, o reportOptions, d *report.Data) error {
+	if o.JSON {
+		return printJSON(a, reportResult{Result: "report", V: cliJSONVersion, Verdict: d.Verdict.Verdict, Class: d.Verdict.Class,
+			Findings: len(d.Findings), Events: d.Timeline.Total, Inputs: append([]string{}, o.Events...), Out: o.Output.File()})
 	}
 	fmt.Fprintf(a.stdout, "verdict: %s (exit class %s); %d finding(s), %d event(s)\n", d.Verdict.Verdict, d.Verdict.Class, len(d.Findings), d.Timeline.Total)
 	fmt.Fprintf(a.stdout, "wrote %s: open it in a browser\n", o.Output.File())
