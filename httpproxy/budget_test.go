@@ -558,7 +558,7 @@ func TestTapBudget(t *testing.T) {
 	src := bytes.NewReader(append(append(line, '\n'), "short\n"...))
 	var pieces []int
 	cuts := 0
-	tp := &tap{src: src, lines: true, max: MaxRedactLine, mem: &l, cut: func() { cuts++ }, record: func(raw []byte) error {
+	tp := &tap{src: src, lines: true, max: maxRedactLine, mem: &l, cut: func() { cuts++ }, record: func(raw []byte) error {
 		pieces = append(pieces, len(raw))
 		return nil
 	}}

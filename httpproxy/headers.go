@@ -7,9 +7,9 @@ import (
 	"sort"
 )
 
-// CredentialHeaders are the headers whose values never reach the disk:
+// credentialHeaders are the headers whose values never reach the disk:
 // each is replaced by a keyed hash in the cassette (lower case).
-var CredentialHeaders = cassette.CredentialHeaders
+var credentialHeaders = cassette.CredentialHeaders
 
 // hasher replaces credential header values and credential query values
 // by keyed hashes.
@@ -23,7 +23,7 @@ type hasher struct {
 
 func newHasher(key *derive.Redactor, keyID string, extra, extraParams []string) *hasher {
 	h := &hasher{key: key, keyID: keyID}
-	h.names, _ = cassette.NameSet(CredentialHeaders, extra)
+	h.names, _ = cassette.NameSet(credentialHeaders, extra)
 	h.params, h.plist = cassette.NameSet(cassette.CredentialParams, extraParams)
 	return h
 }

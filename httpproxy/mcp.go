@@ -23,10 +23,10 @@ import (
 	"sync"
 )
 
-// MaxMCPMessage is the largest JSON body or server-sent event read into
+// maxMCPMessage is the largest JSON body or server-sent event read into
 // MCP messages (after decompression). A longer one passes through and stays
 // whole in the HTTP cassette; the MCP session's log says it was not read.
-const MaxMCPMessage = 16 << 20
+const maxMCPMessage = 16 << 20
 
 // MCPDir is the directory, inside the proxy's --out directory, that holds
 // one sub-directory per MCP session seen over HTTP (mcp/1, mcp/2, ...):
@@ -37,16 +37,16 @@ const MCPDir = "mcp"
 
 // The transports an MCP session was seen on.
 const (
-	TransportStreamable = "streamable-http" // spec 2025-03-26 and later: one endpoint, Mcp-Session-Id
-	TransportSSE        = "http+sse"        // spec 2024-11-05: a GET stream announces where to POST
-	TransportStateless  = "streamable-http (no session id)"
+	transportStreamable = "streamable-http" // spec 2025-03-26 and later: one endpoint, Mcp-Session-Id
+	transportSSE        = "http+sse"        // spec 2024-11-05: a GET stream announces where to POST
+	transportStateless  = "streamable-http (no session id)"
 )
 
 // The notification methods the proxy writes into its own event log about
 // MCP traffic (the session logs hold the MCP events themselves).
 const (
-	MethodMCPSession      = "witness/mcp-session"        // an MCP session began: its number, directory, transport, id
-	MethodEndpointRewrite = "witness/endpoint-rewritten" // the endpoint event was rewritten to point at the proxy
+	methodMCPSession      = "witness/mcp-session"        // an MCP session began: its number, directory, transport, id
+	methodEndpointRewrite = "witness/endpoint-rewritten" // the endpoint event was rewritten to point at the proxy
 	methodMCPAfterEnd     = "witness/mcp-after-end"      // an exchange carried the id of a session whose log was ended
 	endpointHoldLimit     = 64 << 10
 	maxSessionNotes       = 20
@@ -279,7 +279,7 @@ func (t *mcpTracker) newSession(key, id, transport string, x int64, extraNotes .
 		t.addUp(s.upID, s)
 	}
 	payload, _ := json.Marshal(map[string]any{"session": n, "dir": filepath.ToSlash(rel), "transport": transport, "mcp_session_id": id, "exchange": x})
-	t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodMCPSession, Payload: payload}})
+	t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: methodMCPSession, Payload: payload}})
 	return s, nil
 }
 
@@ -337,7 +337,7 @@ func (t *mcpTracker) assign(s *mcpSession, up string, x int64) (*mcpSession, *co
 		if s != nil || t.byKey["sid:"+up] != nil {
 			return s, nil, nil // the upstream moved the client to a new id: its requests open it
 		}
-		ns, err := t.newSession("sid:"+up, up, TransportStreamable, x)
+		ns, err := t.newSession("sid:"+up, up, transportStreamable, x)
 		return ns, nil, err
 	}
 	alias := t.newAlias(up)
@@ -355,7 +355,7 @@ func (t *mcpTracker) assign(s *mcpSession, up string, x int64) (*mcpSession, *co
 	}
 	note := fmt.Sprintf("the upstream handed this client (exchange %d) the Mcp-Session-Id %q, which MCP session(s) %s use already: the proxy gave this client %q instead and sends %q upstream with its requests, so that its messages are in this log alone; the upstream serves these clients as one session (%s)",
 		x, up, strings.Join(names, ", "), alias, up, eventlog.MethodSessionIDCollision)
-	ns, err := t.newSession("sid:"+alias, alias, TransportStreamable, x, note)
+	ns, err := t.newSession("sid:"+alias, alias, transportStreamable, x, note)
 	if err != nil {
 		c.capped = errors.Is(err, errSessionCap)
 		return nil, c, err
@@ -415,11 +415,11 @@ func (t *mcpTracker) recordCollision(c *collision) {
 	t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: eventlog.MethodSessionIDCollision, Payload: payload}})
 }
 
-// MaxQueuedAnswers bounds the bytes of the server messages of an MCP
+// maxQueuedAnswers bounds the bytes of the server messages of an MCP
 // session that wait for the session's requests being recorded (a request
 // precedes its answer in the session cassette); past it they are written
 // at once, and the session's log says so.
-const MaxQueuedAnswers = MaxMCPMessage
+const maxQueuedAnswers = maxMCPMessage
 
 // feed writes one JSON-RPC message of the session to its cassette (and so
 // to its deriver). A server message waits while a request of the session
@@ -451,7 +451,7 @@ func (t *mcpTracker) maxQueued() int {
 	if t.queueLimit > 0 {
 		return t.queueLimit
 	}
-	return MaxQueuedAnswers
+	return maxQueuedAnswers
 }
 
 // write records msg; the caller holds s.wmu. Until its header is known
@@ -726,7 +726,7 @@ func (e *mcpExchange) notRead(budget bool) string {
 	if budget {
 		return "the proxy's memory budget of " + e.t.budget.size() + " was spent"
 	}
-	return "over " + mcp.FormatSize(MaxMCPMessage)
+	return "over " + mcp.FormatSize(maxMCPMessage)
 }
 
 // close gives back what the exchange took from the memory budget; called
@@ -789,7 +789,7 @@ func (e *mcpExchange) reqChunk(data []byte) {
 			return
 		}
 	}
-	if len(e.reqBody)+len(data) > MaxMCPMessage {
+	if len(e.reqBody)+len(data) > maxMCPMessage {
 		e.reqOver, e.reqBody = true, nil
 		e.reqMem.release()
 		return
@@ -865,10 +865,10 @@ func (e *mcpExchange) respHead(status int, h http.Header) {
 		e.claim()
 	}
 	if e.sess == nil && e.reqSID != "" {
-		e.open("sid:"+e.reqSID, e.reqSID, TransportStreamable) // a session begun before the proxy saw it
+		e.open("sid:"+e.reqSID, e.reqSID, transportStreamable) // a session begun before the proxy saw it
 	}
 	if e.sess == nil && e.isMCP {
-		e.open("", "", TransportStateless)
+		e.open("", "", transportStateless)
 	}
 	if e.sess == nil && e.method == http.MethodGet && sse && e.reqSID == "" {
 		e.maybeSSE, e.hold = true, true // HTTP+SSE: the first event says where to POST
@@ -974,7 +974,7 @@ func (e *mcpExchange) respChunk(data []byte) {
 		if e.over {
 			return
 		}
-		if len(e.body)+len(data) > MaxMCPMessage {
+		if len(e.body)+len(data) > maxMCPMessage {
 			e.over, e.body = true, nil
 			e.respMem.release()
 			return
@@ -990,7 +990,7 @@ func (e *mcpExchange) respChunk(data []byte) {
 
 // newSSE returns the parser of the exchange's server-sent events.
 func (e *mcpExchange) newSSE() *modelapi.SSEParser {
-	return modelapi.NewSSEParser(MaxMCPMessage, e.event, e.skip)
+	return modelapi.NewSSEParser(maxMCPMessage, e.event, e.skip)
 }
 
 // feedSSE feeds data to p a chunk at a time, each only once the budget
@@ -1085,7 +1085,7 @@ func (e *mcpExchange) announce(data string) {
 	if base, berr := url.Parse(e.uri); err == nil && berr == nil {
 		post = base.ResolveReference(ref).RequestURI()
 	}
-	if e.open("sse:"+post, safe(post), TransportSSE, notes...) {
+	if e.open("sse:"+post, safe(post), transportSSE, notes...) {
 		// HTTP+SSE: the upstream gave this GET stream the endpoint of a
 		// session another stream has; the POSTs of both clients go to one
 		// URI, so they cannot be told apart: recorded, not split
@@ -1099,7 +1099,7 @@ func (e *mcpExchange) announce(data string) {
 	e.t.mu.Unlock()
 	if e.from != "" {
 		payload, _ := json.Marshal(map[string]any{"exchange": e.x, "from": safe(e.from), "to": safe(e.to), "reason": why, "session": e.sess.n})
-		e.t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: MethodEndpointRewrite, Payload: payload}})
+		e.t.p.appendNow([]eventlog.Event{{Kind: eventlog.KindNotification, Method: methodEndpointRewrite, Payload: payload}})
 	}
 }
 
@@ -1198,7 +1198,7 @@ func (e *mcpExchange) skip(n, size int) {
 		e.noteLater(fmt.Sprintf("exchange %d: server-sent event %d (%d bytes or more) not read into events (%s), kept in the HTTP cassette", e.x, n, size, e.notRead(true)))
 		return
 	}
-	e.noteLater(fmt.Sprintf("exchange %d: server-sent event %d has %d bytes or more, over %s: kept in the HTTP cassette, not read into events", e.x, n, size, mcp.FormatSize(MaxMCPMessage)))
+	e.noteLater(fmt.Sprintf("exchange %d: server-sent event %d has %d bytes or more, over %s: kept in the HTTP cassette, not read into events", e.x, n, size, mcp.FormatSize(maxMCPMessage)))
 }
 
 // end reads what the body held once the response is over; detail says
@@ -1257,7 +1257,7 @@ func (e *mcpExchange) end(detail string) {
 // of the session, which its end records as a failure, so the session is
 // never verified. out is nil when nothing can be read.
 func decodeBody(body []byte, enc string, l *lease) (out []byte, note string) {
-	r, err := httpcoding.Decode(body, enc, MaxMCPMessage)
+	r, err := httpcoding.Decode(body, enc, maxMCPMessage)
 	if err != nil {
 		return nil, fmt.Sprintf("%v: kept in the HTTP cassette, not read into events", err)
 	}

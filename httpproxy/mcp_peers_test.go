@@ -154,7 +154,7 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	hop := httputil.NewSingleHostReverseProxy(upURL)
-	hop.Transport = NewTransport()
+	hop.Transport = newTransport()
 	hop.FlushInterval = -1
 	hopLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -210,7 +210,7 @@ func TestMCPStreamableSessions(t *testing.T) {
 		t.Errorf("each session's call in its own log: %v", seen)
 	}
 	_, main := s.verifyEvents()
-	if c := bytes.Count(main, []byte(MethodMCPSession)); c != 2 {
+	if c := bytes.Count(main, []byte(methodMCPSession)); c != 2 {
 		t.Errorf("main log names %d MCP sessions, want 2", c)
 	}
 }
@@ -353,7 +353,7 @@ func TestMCPHTTPSSEEndpoint(t *testing.T) {
 				t.Errorf("kinds %v", kinds)
 			}
 			_, main := s.verifyEvents()
-			if got := bytes.Contains(main, []byte(MethodEndpointRewrite)); got != tc.rewritten {
+			if got := bytes.Contains(main, []byte(methodEndpointRewrite)); got != tc.rewritten {
 				t.Errorf("rewrite recorded %v, want %v", got, tc.rewritten)
 			}
 			// the HTTP cassette keeps what the upstream sent

@@ -124,9 +124,9 @@ type Result struct {
 	Failure     string // why the recording is incomplete, when it is
 }
 
-// ParseUpstream checks an upstream base URL: http or https, a host, no
+// parseUpstream checks an upstream base URL: http or https, a host, no
 // query, no fragment, no user information.
-func ParseUpstream(s string) (*url.URL, error) {
+func parseUpstream(s string) (*url.URL, error) {
 	hint := "give the base URL of the API, such as --upstream https://api.openai.com"
 	u, err := url.Parse(s)
 	if err != nil {
@@ -143,12 +143,12 @@ func ParseUpstream(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// NewTransport returns the transport the proxy uses by default: no
+// newTransport returns the transport the proxy uses by default: no
 // redirects followed (a RoundTripper never follows them), no compression
 // asked for, and the upstream reached through HTTPS_PROXY / HTTP_PROXY
 // unless NO_PROXY names it (Go's rules: loopback upstreams never go
 // through a proxy), as the SDKs' own clients do behind a company proxy.
-func NewTransport() *http.Transport {
+func newTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -170,7 +170,7 @@ func NewTransport() *http.Transport {
 // is non-nil when the session could not start, or when the recording
 // failed (exit code Failure; the Result is then still returned).
 func Run(ctx context.Context, o Options) (*Result, error) {
-	up, err := ParseUpstream(o.Upstream)
+	up, err := parseUpstream(o.Upstream)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	rt := o.Transport
 	if rt == nil {
-		t := NewTransport()
+		t := newTransport()
 		defer t.CloseIdleConnections()
 		rt = t
 	}
@@ -620,7 +620,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the session's answers wait for this request's messages, which
 		// are written at the body's end (beside the upstream's work)
 		mx.openRequest()
-		t := &tap{src: r.Body, lines: p.red != nil, max: MaxRedactLine, mem: &mem.reqLine, cut: p.lineCut(x, "request"), record: func(raw []byte) error {
+		t := &tap{src: r.Body, lines: p.red != nil, max: maxRedactLine, mem: &mem.reqLine, cut: p.lineCut(x, "request"), record: func(raw []byte) error {
 			data, red := redactBody(p.red, raw)
 			if err := p.cas.Body(x, false, data, red, int64(len(raw))); err != nil {
 				p.fail(err)
@@ -712,7 +712,7 @@ func (p *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// happens after the bytes went to the client, off the wire's path;
 	// the bytes themselves are in the HTTP cassette before they are sent
 	var pend []byte
-	t := &tap{src: resp.Body, lines: p.red != nil, max: MaxRedactLine, mem: &mem.respLine, cut: p.lineCut(x, "response"), record: func(raw []byte) error {
+	t := &tap{src: resp.Body, lines: p.red != nil, max: maxRedactLine, mem: &mem.respLine, cut: p.lineCut(x, "response"), record: func(raw []byte) error {
 		data, red := redactBody(p.red, raw)
 		if err := p.cas.Body(x, true, data, red, int64(len(raw))); err != nil {
 			recErr = err

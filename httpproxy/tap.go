@@ -15,12 +15,12 @@ const chunkSize = 32 << 10
 // client instead of two), before it is sent alone.
 const headFlushDelay = 20 * time.Millisecond
 
-// MaxRedactLine is the longest body line held back for redaction: with
+// maxRedactLine is the longest body line held back for redaction: with
 // body redaction on, bodies are recorded (and forwarded) at line ends, so
 // that a JSON body or an SSE data line is redacted whole; a longer line is
 // recorded in pieces of this size, with only the regular-expression rules
 // applied to each piece (docs/design/http-proxy.md).
-const MaxRedactLine = 16 << 20
+const maxRedactLine = 16 << 20
 
 // tap reads a body and records every byte before handing it on: each Read
 // returns only bytes that are already in the cassette. Without redaction a

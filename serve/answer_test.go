@@ -344,8 +344,8 @@ func FuzzAnswerOf(f *testing.F) {
 		if err != nil || m.Kind != mcp.KindResponse {
 			return
 		}
-		a1, err1 := AnswerOf(m)
-		a2, err2 := AnswerOf(m)
+		a1, err1 := answerOf(m)
+		a2, err2 := answerOf(m)
 		if (err1 == nil) != (err2 == nil) || a1 != a2 {
 			t.Fatalf("AnswerOf not deterministic: %v %v / %v %v", a1, err1, a2, err2)
 		}
@@ -365,7 +365,7 @@ func FuzzAnswerOf(f *testing.F) {
 		if err != nil {
 			return // canonical form of an odd number may not re-parse strictly
 		}
-		if a3, err := AnswerOf(re); err != nil || a3 != a1 {
+		if a3, err := answerOf(re); err != nil || a3 != a1 {
 			t.Fatalf("not a fixed point: %v -> %v (%v)", a1, a3, err)
 		}
 	})

@@ -14,13 +14,13 @@ const maxDiffLines = 400
 // requestDiff returns a line diff, "-" recorded and "+" incoming, of the
 // indented canonical JSON of two requests (method and params). The output
 // is deterministic.
-func requestDiff(recorded, incoming Key) string {
+func requestDiff(recorded, incoming key) string {
 	return LineDiff(indentKey(recorded), indentKey(incoming))
 }
 
 // answerDiff is requestDiff for two answers to a server request: the
 // indented canonical JSON of {"result": ...} or {"error": ...}.
-func answerDiff(recorded, incoming Answer) string {
+func answerDiff(recorded, incoming answer) string {
 	return LineDiff(indentAnswer(recorded), indentAnswer(incoming))
 }
 
@@ -67,7 +67,7 @@ func LineDiff(recorded, incoming string) string {
 	return strings.TrimRight(out.String(), "\n")
 }
 
-func indentAnswer(a Answer) string {
+func indentAnswer(a answer) string {
 	raw, err := json.Marshal(map[string]json.RawMessage{a.Member: json.RawMessage(a.Value)})
 	if err != nil {
 		return a.String()
@@ -75,7 +75,7 @@ func indentAnswer(a Answer) string {
 	return indentJSON(raw, a.String())
 }
 
-func indentKey(k Key) string {
+func indentKey(k key) string {
 	params := json.RawMessage("null")
 	if k.Params != "" {
 		params = json.RawMessage(k.Params)

@@ -16,26 +16,26 @@ var VolatileKeys = []string{
 	"_meta at the top of the result of the host's answer to a server request (AnswerOf)",
 }
 
-// Key is what a request or notification is matched on: its method and its
+// key is what a request or notification is matched on: its method and its
 // params without the volatile keys, members sorted, every number kept as
 // its exact wire token (9007199254740993 and 9007199254740992 differ, and
 // so do 1 and 1.0), strings by value.
-type Key struct {
+type key struct {
 	Method string
 	Params string // the exact-token JSON, "" when absent
 }
 
-func (k Key) String() string {
+func (k key) String() string {
 	if k.Params == "" {
 		return k.Method
 	}
 	return k.Method + " " + k.Params
 }
 
-// KeyOf returns the match key of a request or notification. The params must
+// keyOf returns the match key of a request or notification. The params must
 // be JSON (mcp.Parse checked them); an error names what is wrong.
-func KeyOf(m *mcp.Message) (Key, error) {
-	k := Key{Method: m.Method}
+func keyOf(m *mcp.Message) (key, error) {
+	k := key{Method: m.Method}
 	if len(m.Params) == 0 {
 		return k, nil
 	}
@@ -60,22 +60,22 @@ func KeyOf(m *mcp.Message) (Key, error) {
 	return k, nil
 }
 
-// Answer is what a host's answer to a server request is matched on: which
+// answer is what a host's answer to a server request is matched on: which
 // of result or error it carries, and that member's value without the
 // volatile "_meta" at the top of a result, members sorted, numbers as their
 // exact wire tokens (as in Key).
-type Answer struct {
+type answer struct {
 	Member string // "result" or "error"
 	Value  string // exact-token JSON
 }
 
-func (a Answer) String() string { return a.Member + " " + a.Value }
+func (a answer) String() string { return a.Member + " " + a.Value }
 
-// AnswerOf returns the match key of a response. Only "_meta" at the top of
+// answerOf returns the match key of a response. Only "_meta" at the top of
 // a result is volatile (the protocol puts per-run data there); everything
 // else the host answered counts, "_meta" deeper down included.
-func AnswerOf(m *mcp.Message) (Answer, error) {
-	a := Answer{Member: "result"}
+func answerOf(m *mcp.Message) (answer, error) {
+	a := answer{Member: "result"}
 	raw := m.Result
 	if m.Error != nil {
 		a.Member, raw = "error", m.Error

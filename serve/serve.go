@@ -17,10 +17,10 @@ import (
 	"github.com/agent-trace-witness/witness/mcp"
 )
 
-// CodeMiss is the JSON-RPC error code of the answer to a request the
+// codeMiss is the JSON-RPC error code of the answer to a request the
 // cassette holds no answer for (in the implementation-defined server error
 // range).
-const CodeMiss = -32050
+const codeMiss = -32050
 
 // wireLine is one recorded server line.
 type wireLine struct {
@@ -54,11 +54,11 @@ type action struct {
 // elicitation, roots/list, ping) together with the host's recorded answer.
 type ask struct {
 	method     string
-	key        Key             // its method and params in match form, for the report
+	key        key             // its method and params in match form, for the report
 	id         json.RawMessage // the recorded id
 	line       int64           // cassette line of the request
 	answered   bool            // the recording holds the host's answer
-	answer     Answer          // the recorded answer, when answered
+	answer     answer          // the recorded answer, when answered
 	answerLine int64
 }
 
@@ -68,7 +68,7 @@ type ask struct {
 // server's requests.
 type entry struct {
 	kind      mcp.Kind
-	key       Key
+	key       key
 	id        json.RawMessage
 	line      int64 // cassette line of the host message
 	actions   []action
@@ -80,8 +80,8 @@ type entry struct {
 type Script struct {
 	Name     string
 	prelude  *entry // server lines before the first host message
-	requests map[Key][]*entry
-	notes    map[Key][]*entry
+	requests map[key][]*entry
+	notes    map[key][]*entry
 	answers  map[string][]*entry // host responses to no recorded server request, by exact id token
 	all      []*entry
 	redacted bool // the cassette's bytes were redacted before writing
@@ -101,7 +101,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 	if err != nil {
 		return nil, exitcode.New(exitcode.Tampered, err, "serve reads cassettes written by 'witness proxy' or 'witness capture'")
 	}
-	s := &Script{Name: name, prelude: &entry{}, requests: map[Key][]*entry{}, notes: map[Key][]*entry{}, answers: map[string][]*entry{}}
+	s := &Script{Name: name, prelude: &entry{}, requests: map[key][]*entry{}, notes: map[key][]*entry{}, answers: map[string][]*entry{}}
 	s.redacted = len(cr.Header().Redaction) > 0
 	pending := map[string]*entry{}
 	// Server requests still unanswered in the recording, by id token, and
@@ -157,7 +157,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 			}
 			if m.Kind == mcp.KindResponse {
 				if a, ok := asks[mcp.IDKey(m.ID)]; ok {
-					ans, err := AnswerOf(m)
+					ans, err := answerOf(m)
 					if err != nil {
 						continue
 					}
@@ -172,7 +172,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 			e := &entry{kind: m.Kind, id: m.ID, line: rec.Line}
 			switch m.Kind {
 			case mcp.KindRequest, mcp.KindNotification:
-				k, err := KeyOf(m)
+				k, err := keyOf(m)
 				if err != nil {
 					continue
 				}
@@ -222,7 +222,7 @@ func Load(r io.Reader, name string) (*Script, error) {
 		anchor = ownerOf(open, m, perr == nil, anchor)
 		if perr == nil && m.Kind == mcp.KindRequest && !wl.partial {
 			a := &ask{method: m.Method, id: m.ID, line: rec.Line}
-			a.key, _ = KeyOf(m)       // a key that cannot be made describes the request by its method only
+			a.key, _ = keyOf(m)       // a key that cannot be made describes the request by its method only
 			asks[mcp.IDKey(m.ID)] = a // a reused id: the later request is the one answered next
 			owner[a] = anchor
 			anchor.actions = append(anchor.actions, action{kind: actAsk, line: wl, ask: a})
@@ -479,9 +479,9 @@ func missError(res *Result, name string) error {
 }
 
 // miss answers a request the script has no answer for and explains it.
-func (ss *serving) miss(m *mcp.Message, k Key) {
+func (ss *serving) miss(m *mcp.Message, k key) {
 	s := ss.s
-	ss.write(mcp.ErrorResponse(m.ID, CodeMiss, fmt.Sprintf("witness serve: the cassette %s has no recorded answer for this %s request", s.Name, m.Method)), false)
+	ss.write(mcp.ErrorResponse(m.ID, codeMiss, fmt.Sprintf("witness serve: the cassette %s has no recorded answer for this %s request", s.Name, m.Method)), false)
 	ss.say("miss: no recorded answer for %s (id %s)", k.String(), m.ID)
 	entry := drift.Entry{Status: drift.Missed, Kind: drift.KindRequest, Incoming: drift.Describe(k.Method, k.Params, 0), ID: string(m.ID)}
 	defer func() { ss.report(entry) }()
@@ -508,7 +508,7 @@ func (ss *serving) miss(m *mcp.Message, k Key) {
 
 // nearest picks the recorded request most like k: same method first, then
 // the shortest diff of params.
-func (s *Script) nearest(k Key) *entry {
+func (s *Script) nearest(k key) *entry {
 	var best *entry
 	bestScore := -1
 	checked := 0
@@ -553,7 +553,7 @@ func LoadFile(path string) (*Script, error) {
 }
 
 // diffScore is the number of differing lines between two requests.
-func diffScore(a, b Key) int {
+func diffScore(a, b key) int {
 	n := 0
 	for _, l := range strings.Split(requestDiff(a, b), "\n") {
 		if strings.HasPrefix(l, "+ ") || strings.HasPrefix(l, "- ") {

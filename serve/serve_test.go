@@ -206,7 +206,7 @@ func TestServeMiss(t *testing.T) {
 	}
 	last := got[strings.LastIndex(strings.TrimSuffix(got, "\n"), "\n")+1:]
 	m, perr := mcp.Parse([]byte(strings.TrimSpace(last)))
-	if perr != nil || string(m.ID) != "9" || !strings.Contains(string(m.Error), fmt.Sprint(CodeMiss)) {
+	if perr != nil || string(m.ID) != "9" || !strings.Contains(string(m.Error), fmt.Sprint(codeMiss)) {
 		t.Errorf("miss answer %q", last)
 	}
 	for _, want := range []string{
@@ -303,9 +303,9 @@ func FuzzKeyOf(f *testing.F) {
 		if err != nil || m.Kind == mcp.KindResponse {
 			return
 		}
-		k1, err1 := KeyOf(m)
+		k1, err1 := keyOf(m)
 		m2, _ := mcp.Parse(line)
-		k2, err2 := KeyOf(m2)
+		k2, err2 := keyOf(m2)
 		if (err1 == nil) != (err2 == nil) || k1 != k2 {
 			t.Fatalf("KeyOf not deterministic: %v %v / %v %v", k1, err1, k2, err2)
 		}
@@ -443,8 +443,8 @@ func TestServeMatchesExactNumberTokens(t *testing.T) {
 	}
 	a, _ := mcp.Parse([]byte(fmt.Sprintf(call, 1, "9007199254740993")))
 	b, _ := mcp.Parse([]byte(fmt.Sprintf(call, 1, "9007199254740992")))
-	ka, _ := KeyOf(a)
-	kb, _ := KeyOf(b)
+	ka, _ := keyOf(a)
+	kb, _ := keyOf(b)
 	if ka == kb {
 		t.Fatalf("keys equal: %s", ka)
 	}

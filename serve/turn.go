@@ -181,7 +181,7 @@ func (ss *serving) ask(r *run, act action) {
 func (ss *serving) answer(p *sent, m *mcp.Message) {
 	delete(ss.waiting, mcp.IDKey(p.id))
 	p.done = true
-	got, err := AnswerOf(m)
+	got, err := answerOf(m)
 	if err != nil {
 		ss.differ(p, fmt.Sprintf("the host's answer to the server's %s request (id %s) cannot be read: %v", p.a.method, p.id, err), answerDetail{})
 		return
@@ -228,7 +228,7 @@ func (ss *serving) differ(p *sent, why string, d answerDetail) {
 	r.aborted = true
 	if r.e.kind == mcp.KindRequest && !r.responded {
 		r.responded = true
-		ss.write(mcp.ErrorResponse(r.id, CodeMiss, fmt.Sprintf("witness serve: the cassette %s cannot answer this %s request: %s", ss.s.Name, r.method, why)), false)
+		ss.write(mcp.ErrorResponse(r.id, codeMiss, fmt.Sprintf("witness serve: the cassette %s cannot answer this %s request: %s", ss.s.Name, r.method, why)), false)
 	}
 	// the turn's other server requests are no longer waited for
 	for _, q := range ss.order {
@@ -317,7 +317,7 @@ func (ss *serving) handle(data []byte) {
 	}
 	switch m.Kind {
 	case mcp.KindRequest:
-		k, kerr := KeyOf(m)
+		k, kerr := keyOf(m)
 		if kerr == nil {
 			for _, e := range s.requests[k] {
 				if e.used {
@@ -341,7 +341,7 @@ func (ss *serving) handle(data []byte) {
 		res.Misses++
 		ss.miss(m, k)
 	case mcp.KindNotification:
-		k, kerr := KeyOf(m)
+		k, kerr := keyOf(m)
 		if kerr == nil {
 			for _, e := range s.notes[k] {
 				if !e.used {

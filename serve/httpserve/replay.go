@@ -84,18 +84,18 @@ func ParseIgnore(fields []string) (Matcher, error) {
 	return m, nil
 }
 
-// Key is what a request is matched on.
-type Key struct {
+// key is what a request is matched on.
+type key struct {
 	Method, Path string
 	Body         string // canonical JSON (volatile fields removed), or the exact bytes
 	JSON         bool   // Body is canonical JSON
 }
 
 // String shows the key for a miss report.
-func (k Key) String() string { return k.Method + " " + k.Path }
+func (k key) String() string { return k.Method + " " + k.Path }
 
 // text is the key as lines, for the diff of a miss.
-func (k Key) text() string {
+func (k key) text() string {
 	body := k.Body
 	if k.JSON {
 		if ind, err := canon.Indent([]byte(k.Body)); err == nil {
@@ -107,13 +107,13 @@ func (k Key) text() string {
 	return k.Method + " " + k.Path + "\n" + body
 }
 
-// KeyOf returns the match key of a request.
-func (m Matcher) KeyOf(method, path string, body []byte) Key {
+// keyOf returns the match key of a request.
+func (m Matcher) keyOf(method, path string, body []byte) key {
 	params := m.Params
 	if params == nil {
 		params, _ = cassette.NameSet(cassette.CredentialParams, nil)
 	}
-	k := Key{Method: method, Path: cassette.MaskQuery(path, params), Body: string(body)}
+	k := key{Method: method, Path: cassette.MaskQuery(path, params), Body: string(body)}
 	if len(bytes.TrimSpace(body)) == 0 {
 		k.Body = ""
 		return k
@@ -175,7 +175,7 @@ func remove(v *jsontree.Value, p jsonpath.Path) {
 // entry is one recorded exchange ready to replay.
 type entry struct {
 	x    *cassette.HTTPExchange
-	key  Key
+	key  key
 	used bool
 }
 
@@ -185,7 +185,7 @@ type Replay struct {
 	Header   cassette.HTTPFileHeader
 	matcher  Matcher
 	mu       sync.Mutex
-	byKey    map[Key][]*entry
+	byKey    map[key][]*entry
 	all      []*entry
 	redacted bool
 	sha256   string // hex, of the cassette file's bytes
@@ -209,12 +209,12 @@ func LoadReplay(path string, m Matcher) (*Replay, error) {
 		return nil, exitcode.New(exitcode.Failure, fmt.Errorf("read cassette %s: %w", path, err), "")
 	}
 	m.Params, _ = cassette.NameSet(cassette.CredentialParams, h.RedactedQuery)
-	s := &Replay{Name: path, Header: h, matcher: m, byKey: map[Key][]*entry{}, redacted: len(h.Redaction) > 0, sha256: hex.EncodeToString(sum.Sum(nil))}
+	s := &Replay{Name: path, Header: h, matcher: m, byKey: map[key][]*entry{}, redacted: len(h.Redaction) > 0, sha256: hex.EncodeToString(sum.Sum(nil))}
 	for _, x := range xs {
 		if x.Request.Redacted() || (x.Response != nil && x.Response.Redacted()) {
 			s.redacted = true
 		}
-		e := &entry{x: x, key: m.KeyOf(x.Request.Method, x.Request.Path, x.Request.Body())}
+		e := &entry{x: x, key: m.keyOf(x.Request.Method, x.Request.Path, x.Request.Body())}
 		s.byKey[e.key] = append(s.byKey[e.key], e)
 		s.all = append(s.all, e)
 	}
@@ -224,9 +224,6 @@ func LoadReplay(path string, m Matcher) (*Replay, error) {
 // Redacted reports whether bodies were redacted before they were
 // recorded: the answers are then not what the upstream said.
 func (s *Replay) Redacted() bool { return s.redacted }
-
-// Exchanges is the number of recorded exchanges.
-func (s *Replay) Exchanges() int { return len(s.all) }
 
 // ServeOptions configure Replay.Serve.
 type ServeOptions struct {
@@ -392,7 +389,7 @@ func (rs *replayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(body) > maxReplayBody {
 		body = body[:maxReplayBody] // cannot match: recorded bodies are whole
 	}
-	k := rs.s.matcher.KeyOf(r.Method, r.RequestURI, body)
+	k := rs.s.matcher.keyOf(r.Method, r.RequestURI, body)
 	s := rs.s
 	s.mu.Lock()
 	var hit *entry
@@ -475,7 +472,7 @@ func (rs *replayServer) answer(w http.ResponseWriter, x *cassette.HTTPExchange) 
 }
 
 // miss answers a request the cassette has no answer for and explains it.
-func (rs *replayServer) miss(w http.ResponseWriter, r *http.Request, k Key) {
+func (rs *replayServer) miss(w http.ResponseWriter, r *http.Request, k key) {
 	msg := fmt.Sprintf("witness serve: the cassette %s has no recorded answer for this %s %s request", rs.s.Name, r.Method, r.URL.Path)
 	typ := "invalid_request_error"
 	w.Header().Set("Content-Type", "application/json")
@@ -516,7 +513,7 @@ func (e *entry) describe() *drift.Message { return describeKey(e.key, e.x.Reques
 // describeKey returns the drift report message of a request: its HTTP
 // method as method, its path (with the query) as uri, and its body in
 // match form as the params (sha256 and preview).
-func describeKey(k Key, line int64) *drift.Message {
+func describeKey(k key, line int64) *drift.Message {
 	m := &drift.Message{Line: line, Method: k.Method, URI: drift.Cut(k.Path, drift.MaxPreview)}
 	if k.Body != "" {
 		sum := sha256.Sum256([]byte(k.Body))
@@ -565,7 +562,7 @@ func (s *Replay) reportHeader(o ServeOptions, addr string) drift.Header {
 
 // nearest picks the recorded request most like k: same method and path
 // first, then the fewest differing lines. s.mu is held.
-func (s *Replay) nearest(k Key) *entry {
+func (s *Replay) nearest(k key) *entry {
 	var best *entry
 	bestScore := 0
 	for i, e := range s.all {
