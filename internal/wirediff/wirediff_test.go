@@ -238,6 +238,10 @@ func isPlainBase(name string) bool {
 	return strings.HasSuffix(name, "/base/lf") || strings.HasSuffix(name, "/text/lf") || strings.HasSuffix(name, "/base")
 }
 
+// TestDebugOne is a tool, not a check: with WIREDIFF_CASE=NAME it runs one
+// corpus case and logs what each reader acted on and what verify said
+// (go test ./internal/wirediff -run TestDebugOne -v); without it, it skips.
+// TestDifferentialCorpus is the check.
 func TestDebugOne(t *testing.T) {
 	name := os.Getenv("WIREDIFF_CASE")
 	if name == "" {
