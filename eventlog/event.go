@@ -42,6 +42,13 @@ const MethodUnmatchedResponse = "witness/unmatched-response"
 // session-id-collision, never verified.
 const MethodSessionIDCollision = "witness/session-id-collision"
 
+// MethodMCPAfterEnd is the method of the notification the HTTP proxy
+// writes into its own log for an exchange that carried the id of an MCP
+// session whose log had already ended (docs/design/http-session-end.md):
+// the exchange is in the HTTP cassette only, and verify never calls such
+// a log verified.
+const MethodMCPAfterEnd = "witness/mcp-after-end"
+
 // Directions of wire messages (Event.Direction).
 const (
 	DirC2S = "c2s" // host (client) to server

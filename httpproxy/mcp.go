@@ -47,7 +47,7 @@ const (
 const (
 	methodMCPSession      = "witness/mcp-session"        // an MCP session began: its number, directory, transport, id
 	methodEndpointRewrite = "witness/endpoint-rewritten" // the endpoint event was rewritten to point at the proxy
-	methodMCPAfterEnd     = "witness/mcp-after-end"      // an exchange carried the id of a session whose log was ended
+	methodMCPAfterEnd     = eventlog.MethodMCPAfterEnd   // an exchange carried the id of a session whose log was ended
 	endpointHoldLimit     = 64 << 10
 	maxSessionNotes       = 20
 )

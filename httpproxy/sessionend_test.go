@@ -2,10 +2,13 @@ package httpproxy
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"github.com/agent-trace-witness/witness/cassette"
 	"github.com/agent-trace-witness/witness/derive"
+	"github.com/agent-trace-witness/witness/internal/exitcode"
 	"github.com/agent-trace-witness/witness/internal/testrepo"
+	"github.com/agent-trace-witness/witness/verify"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -260,6 +263,15 @@ func TestSessionAfterEnd(t *testing.T) {
 	}
 	if !bytes.Contains(main, []byte(`"method":"witness/mcp-after-end","payload":{"dir":"mcp/1","exchange":4,"method":"POST","session":1}`)) {
 		t.Errorf("the proxy's log does not name the exchange after the end:\n%s", main)
+	}
+	// no session log holds that exchange: the proxy's log is not verified
+	key, _ := hex.DecodeString(testKeyHex)
+	r, err := verify.Run(verify.Options{EventsFile: filepath.Join(s.Dir, derive.EventsFile), EndVerifier: hmacVerifier{key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Code() != exitcode.Incomplete || !hasCode(r, "mcp-after-end") {
+		t.Errorf("verify of the proxy's log says %s (exit %d), want incomplete with mcp-after-end: %+v", r.Verdict, r.Code(), r.Findings)
 	}
 	_, xs, _ := s.cassette()
 	if len(xs) != 4 || xs[3].Response == nil || xs[3].Response.Status != 200 {

@@ -151,6 +151,10 @@ func checkEvents(r *Report, plan Plan, name string, rd io.Reader, opts eventOpti
 				r.Findings = append(r.Findings, collisionFinding(ev, name, line))
 				r.markRan(checkSession)
 			}
+			if ev.Kind == eventlog.KindNotification && ev.Method == eventlog.MethodMCPAfterEnd {
+				r.Findings = append(r.Findings, afterEndFinding(ev, name, line))
+				r.markRan(checkSession)
+			}
 			if opts.IntegrityOnly {
 				return
 			}
@@ -228,6 +232,28 @@ func collisionFinding(ev *eventlog.Event, file string, line int64) Finding {
 	}
 	return Finding{
 		Check: checkSession, Code: "session-id-collision", Severity: SevError, Class: classIncomplete,
+		EventID: ev.ID, File: file, Line: line, Message: msg,
+	}
+}
+
+// afterEndFinding reports a witness/mcp-after-end event of the HTTP
+// proxy's log: a client went on with an MCP session after its log had
+// ended, so what it did then is in the HTTP cassette only and no session
+// log holds it. Never verified, also when only integrity is checked.
+func afterEndFinding(ev *eventlog.Event, file string, line int64) Finding {
+	var p struct {
+		Session  int64  `json:"session"`
+		Dir      string `json:"dir"`
+		Exchange int64  `json:"exchange"`
+		Method   string `json:"method"`
+	}
+	msg := "an exchange carried the id of an MCP session whose log had ended: it is in the HTTP cassette only"
+	if json.Unmarshal(ev.Payload, &p) == nil && p.Dir != "" {
+		msg = fmt.Sprintf("exchange %d (%s) carried the id of MCP session %d after its log (%s) had ended: it is in the HTTP cassette only, so no session log holds what the client did then",
+			p.Exchange, p.Method, p.Session, p.Dir)
+	}
+	return Finding{
+		Check: checkSession, Code: "mcp-after-end", Severity: SevError, Class: classIncomplete,
 		EventID: ev.ID, File: file, Line: line, Message: msg,
 	}
 }

@@ -19,7 +19,7 @@ import (
 // of exported names exportedNames counts may only go down. Lower it when a
 // change narrows the surface; raising it needs a reason in
 // docs/design/public-surface.md.
-const exportedCeiling = 1031
+const exportedCeiling = 1032
 
 // exportedNames counts the public surface of the module: in every package
 // that another module can import (not under an internal/ directory, not a
